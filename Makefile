@@ -1,0 +1,39 @@
+# Two commands: `make run` and `make test`. Everything else is set up on demand.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# mypy cannot follow the editable install's import hook, so it reads the packages through links named as imported.
+TYPEROOT := $(VENV)/typecheck
+
+.PHONY: run test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	mkdir -p $(TYPEROOT)/toolscore
+	ln -sfn $(CURDIR)/scorers $(TYPEROOT)/toolscore/scorers
+	ln -sfn $(CURDIR)/collector $(TYPEROOT)/toolscore/collector
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/toolscore score --input deploy/examples/score-requests.jsonl
+
+lint: $(STAMP)
+	$(BIN)/ruff check scorers collector tests
+	$(BIN)/ruff format --check scorers collector tests
+
+typecheck: $(STAMP)
+	MYPYPATH=$(TYPEROOT) $(BIN)/mypy -p toolscore.scorers -p toolscore.collector
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache

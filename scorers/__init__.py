@@ -1,0 +1,16 @@
+"""Pure, deterministic tool-call scorers and the run model they read."""
+
+from __future__ import annotations
+
+from toolscore.scorers.model import AgentRun, ArgsState, JsonValue, Label, Score, ScoreFailure, ScoreResult, ToolCall
+
+__all__ = [
+    "AgentRun",
+    "ArgsState",
+    "JsonValue",
+    "Label",
+    "Score",
+    "ScoreFailure",
+    "ScoreResult",
+    "ToolCall",
+]

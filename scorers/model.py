@@ -1,0 +1,185 @@
+"""The run model every stage shares: tool calls, agent runs and scores.
+
+Values are frozen so a run can be handed to several scorers (and threads) without copies.
+Inputs accept the spellings of the ecosystem (`toolName`, `tool`, `input`, `arguments`,
+`toolCallId`, ...) so that records from Mastra, Evalite, tpmjs or OpenAI can be scored as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "AgentRun",
+    "ArgsState",
+    "JsonValue",
+    "Label",
+    "Score",
+    "ScoreFailure",
+    "ScoreResult",
+    "ToolCall",
+]
+
+JsonValue = Any
+"""A decoded JSON value: dict, list, str, int, float, bool or None."""
+
+ArgsState = Literal["value", "absent", "raw", "not_captured"]
+"""Where a call's arguments stand.
+
+- ``value``: ``args`` holds a decoded JSON value (``None`` means the source held ``null``).
+- ``absent``: the call was given no arguments at all (JavaScript ``undefined``); the peers treat
+  this differently from ``null`` and from ``{}``.
+- ``raw``: the source held a string that is not valid JSON; ``args`` keeps that text as is.
+- ``not_captured``: the instrumentation did not record arguments (content capture is opt-in in most
+  frameworks), so the arguments are unknown rather than empty. Peer-compatible scorers treat this
+  like ``absent``.
+"""
+
+Label = Literal["pass", "fail"]
+
+_NAME_KEYS = ("name", "toolName", "tool", "tool_name")
+_ARGS_KEYS = ("args", "input", "arguments")
+_ID_KEYS = ("call_id", "id", "toolCallId", "tool_call_id")
+
+
+def _first_key(data: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        if key in data:
+            return key
+    return None
+
+
+def parse_args(value: JsonValue) -> tuple[JsonValue, ArgsState]:
+    """Decode arguments as the sources spell them: JSON text is parsed, anything else kept."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value), "value"
+        except ValueError:
+            return value, "raw"
+    return value, "value"
+
+
+class ToolCall(BaseModel):
+    """One tool invocation, as the model issued it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    name: str = Field(description="The tool's name.")
+    args: JsonValue = Field(default=None, description="Decoded arguments; see `args_state`.")
+    args_state: ArgsState = Field(default="absent", description="Whether `args` holds a value, see `ArgsState`.")
+    result: JsonValue = Field(default=None, description="What the tool returned, when recorded.")
+    call_id: str | None = Field(default=None, description="The model's tool-call id, when recorded.")
+    error: bool = Field(default=False, description="True when the tool call failed.")
+    error_type: str | None = Field(default=None, description="The error's type or class, when the call failed.")
+    start_ns: int | None = Field(default=None, description="Start time, ns since the epoch.")
+    end_ns: int | None = Field(default=None, description="End time, ns since the epoch.")
+    span_id: str | None = Field(default=None, description="The span that recorded the call (16 hex digits).")
+    state: str | None = Field(
+        default=None, description="Mastra-style invocation state (`call`, `result`, ...); None means `result`."
+    )
+    message_index: int = Field(default=0, description="Index of the assistant message holding the call (Mastra).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_spellings(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        if "args_state" in data and "name" in data:
+            return data
+        out = dict(data)
+        name_key = _first_key(data, _NAME_KEYS)
+        if name_key is not None and name_key != "name":
+            out["name"] = out.pop(name_key)
+        args_key = _first_key(data, _ARGS_KEYS)
+        if args_key is None:
+            out["args_state"] = "absent"
+        else:
+            out["args"], out["args_state"] = parse_args(out.pop(args_key))
+        id_key = _first_key(data, _ID_KEYS)
+        if id_key is not None and id_key != "call_id":
+            out["call_id"] = out.pop(id_key)
+        if "message" in out and "message_index" not in out:
+            out["message_index"] = out.pop("message")
+        return out
+
+    @property
+    def has_args(self) -> bool:
+        """True when the call carried arguments (possibly ``null``), as opposed to none at all."""
+        return self.args_state in ("value", "raw")
+
+    def to_json(self) -> dict[str, Any]:
+        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`)."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.has_args:
+            out["args"] = self.args
+        if self.args_state == "raw":
+            out["args_raw"] = True
+        if self.args_state == "not_captured":
+            out["args_captured"] = False
+        out["call_id"] = self.call_id
+        out["error"] = self.error
+        if self.error_type is not None:
+            out["error_type"] = self.error_type
+        return out
+
+
+class AgentRun(BaseModel):
+    """One agent invocation and the tool calls it made, in the order the model issued them."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    trace_id: str = Field(default="", description="Trace id (32 hex digits); empty for runs not from a trace.")
+    span_id: str = Field(default="", description="Id of the span that represents the run (16 hex digits).")
+    agent_name: str | None = Field(default=None, description="The agent's name, when recorded.")
+    input: str | None = Field(default=None, description="The user's request text, when known.")
+    output: str | None = Field(default=None, description="The assistant's final text, when known.")
+    calls: tuple[ToolCall, ...] = Field(default=(), description="Tool calls in the order the model issued them.")
+    attributes: dict[str, Any] = Field(default_factory=dict, description="Attributes of the run span.")
+    output_messages: int | None = Field(
+        default=None, description="How many assistant messages the run produced, when known (Mastra's metadata)."
+    )
+
+    @property
+    def run_id(self) -> str:
+        """Stable identity of the run: trace id and run span id."""
+        return f"{self.trace_id}:{self.span_id}"
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [call.name for call in self.calls]
+
+
+class Score(BaseModel):
+    """A scorer's verdict; maps one-to-one onto the OTel `gen_ai.evaluation.result` event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The scorer's name (`gen_ai.evaluation.name`).")
+    value: float = Field(description="The score (`gen_ai.evaluation.score.value`), 0..1 for the built-in scorers.")
+    label: Label = Field(description="`pass` when value >= threshold (`gen_ai.evaluation.score.label`).")
+    explanation: str = Field(default="", description="Enough for a reader to recompute the value.")
+    details: dict[str, Any] = Field(default_factory=dict, description="Peer-compatible metadata.")
+
+    @property
+    def ok(self) -> bool:
+        return True
+
+
+class ScoreFailure(BaseModel):
+    """A scorer that could not score: kept apart from scores so no magic number leaks into metrics."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The scorer's name.")
+    error_type: str = Field(description="A short machine-readable reason (`error.type`).")
+    message: str = Field(default="", description="What went wrong, for a person.")
+
+    @property
+    def ok(self) -> bool:
+        return False
+
+
+ScoreResult = Score | ScoreFailure
