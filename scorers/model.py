@@ -138,6 +138,10 @@ class AgentRun(BaseModel):
     output: str | None = Field(default=None, description="The assistant's final text, when known.")
     calls: tuple[ToolCall, ...] = Field(default=(), description="Tool calls in the order the model issued them.")
     attributes: dict[str, Any] = Field(default_factory=dict, description="Attributes of the run span.")
+    convention: str | None = Field(default=None, description="The span convention the run was read from.")
+    inferred: bool = Field(default=False, description="True when no run span was recognised and the trace root stands in.")
+    incomplete: bool = Field(default=False, description="True when the run was scored before all its spans arrived.")
+    parent_span_id: str | None = Field(default=None, description="Run span of the enclosing run, for nested agents.")
     output_messages: int | None = Field(
         default=None, description="How many assistant messages the run produced, when known (Mastra's metadata)."
     )
