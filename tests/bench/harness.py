@@ -1,0 +1,72 @@
+"""Figures as medians over repeated runs after a warm-up, with the spread and a same-run baseline.
+
+These machines are shared and noisy, so an absolute rate means little on its own: each figure can
+name a baseline measured in the same run, and the ratio is what the README reports.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["Bench", "Figure"]
+
+
+@dataclass
+class Figure:
+    value: float
+    unit: str
+    baseline: str | None
+    ratio: float | None
+    runs: int
+    min: float
+    max: float
+
+
+class Bench:
+    def __init__(self) -> None:
+        self.figures: dict[str, Figure] = {}
+
+    def record(
+        self, name: str, samples: list[float], *, unit: str, baseline: str | None = None, higher_is_better: bool = True
+    ) -> float:
+        """Store the median of `samples`; the ratio is against the baseline figure's median."""
+        value = statistics.median(samples)
+        ratio = None
+        if baseline is not None:
+            base = self.figures[baseline].value
+            ratio = value / base if base else None
+        self.figures[name] = Figure(value, unit, baseline, ratio, len(samples), min(samples), max(samples))
+        shown = f"{value:,.1f} {unit}"
+        if ratio is not None:
+            shown += f"  ({ratio:.2f}x {baseline})"
+        print(f"{name:<55} {shown}  [min {min(samples):,.1f}, max {max(samples):,.1f}, n={len(samples)}]", flush=True)
+        return value
+
+    def rate(
+        self,
+        name: str,
+        fn: Callable[[], object],
+        items: int,
+        *,
+        unit: str = "items/s",
+        baseline: str | None = None,
+        runs: int = 7,
+        warmup: int = 1,
+    ) -> float:
+        """Median rate of `items` per second of calling `fn()` once, over `runs` runs."""
+        for _ in range(warmup):
+            fn()
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn()
+            samples.append(items / (time.perf_counter() - start))
+        return self.record(name, samples, unit=unit, baseline=baseline)
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps({k: asdict(v) for k, v in self.figures.items()}, indent=2) + "\n")
