@@ -1,13 +1,10 @@
-"""The `toolscore` command line: one module per subcommand, gathered here."""
+"""The `toolscore` command line: one module per subcommand, attached to the root group here."""
 
 from __future__ import annotations
 
-import click
+from toolscore.collector.cli.group import main
+from toolscore.collector.cli.score import score_command
 
 __all__ = ["main"]
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="toolscore")
-def main() -> None:
-    """Score whether AI agents call the right tools, from their OpenTelemetry traces."""
+main.add_command(score_command)
