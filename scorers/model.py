@@ -138,6 +138,9 @@ class AgentRun(BaseModel):
     output: str | None = Field(default=None, description="The assistant's final text, when known.")
     calls: tuple[ToolCall, ...] = Field(default=(), description="Tool calls in the order the model issued them.")
     attributes: dict[str, Any] = Field(default_factory=dict, description="Attributes of the run span.")
+    resource: dict[str, Any] = Field(
+        default_factory=dict, description="Resource attributes of the service that recorded the run span."
+    )
     convention: str | None = Field(default=None, description="The span convention the run was read from.")
     inferred: bool = Field(default=False, description="True when no run span was recognised and the trace root stands in.")
     incomplete: bool = Field(default=False, description="True when the run was scored before all its spans arrived.")
