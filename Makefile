@@ -9,7 +9,7 @@ TYPEROOT := $(VENV)/typecheck
 .PHONY: run test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
 	mkdir -p $(TYPEROOT)/toolscore
