@@ -1,0 +1,96 @@
+"""`toolscore score` as a user runs it: a real subprocess over JSON Lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = Path(__file__).parent.parent / "deploy" / "examples" / "score-requests.jsonl"
+
+
+def run_cli(*args: str, stdin: str = "") -> tuple[int, list[dict[str, Any]], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "score", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+def test_bundled_examples_score_in_input_order() -> None:
+    code, results, _ = run_cli("--input", str(EXAMPLES))
+    assert code == 0
+    assert [r["id"] for r in results] == [json.loads(line)["id"] for line in EXAMPLES.read_text().splitlines()]
+    by_id = {r["id"]: r for r in results}
+    assert by_id["weather-ok"]["score"] == 1.0
+    assert by_id["weather-ok"]["label"] == "pass"
+    assert by_id["weather-strict-extra"]["score"] == 0.0
+    assert by_id["weather-strict-extra"]["label"] == "fail"
+    assert by_id["booking-order"]["score"] == 1.0
+    # one exact and one name-only match of two expected: (1 + 0.5) / 2
+    assert by_id["trajectory-exact"]["score"] == 0.75
+    assert by_id["trajectory-exact"]["details"]["exact_matches"] == 1
+    # args given as a JSON string are parsed: one correct of two expected and two actual
+    assert by_id["f1"]["score"] == 0.5
+    assert set(by_id["f1"]) == {"id", "type", "score", "label", "explanation", "details"}
+
+
+def test_bad_lines_name_their_line_and_the_rest_go_on(tmp_path: Path) -> None:
+    good = {"id": "ok", "scorer": {"type": "tool_selection", "expected_tool": "a"}, "calls": [{"name": "a"}]}
+    lines = [
+        json.dumps(good),
+        "{not json",
+        json.dumps({"id": "no-scorer", "calls": []}),
+        json.dumps({"id": "bad-type", "scorer": {"type": "nope"}, "calls": []}),
+        json.dumps({"id": "bad-param", "scorer": {"type": "trajectory", "expected": [], "mode": "sideways"}}),
+        "",
+        json.dumps([1, 2]),
+        json.dumps({**good, "id": "ok-2"}),
+    ]
+    code, results, stderr = run_cli(stdin="\n".join(lines) + "\n")
+    assert code == 1
+    assert [r.get("id") for r in results] == ["ok", None, "no-scorer", "bad-type", "bad-param", None, "ok-2"]
+    errors = {r["line"]: r["error"] for r in results if "error" in r}
+    assert sorted(errors) == [2, 3, 4, 5, 7]
+    assert errors[2]["type"] == "invalid_json"
+    assert "scorer" in errors[3]["message"]
+    assert "scorer" in errors[4]["message"]
+    assert "mode" in errors[5]["message"]
+    assert errors[7]["type"] == "invalid_request"
+    assert results[0]["score"] == 1.0
+    assert results[-1]["score"] == 1.0
+    assert "5 line(s) could not be scored" in stderr
+
+
+def test_output_file_and_absent_null_empty_args_stay_apart(tmp_path: Path) -> None:
+    expected = [{"name": "a", "args": {}}]
+    lines = [
+        {"id": "absent", "scorer": {"type": "trajectory", "expected": expected}, "calls": [{"name": "a"}]},
+        {"id": "null", "scorer": {"type": "trajectory", "expected": expected}, "calls": [{"name": "a", "args": None}]},
+        {"id": "empty", "scorer": {"type": "trajectory", "expected": expected}, "calls": [{"name": "a", "args": {}}]},
+    ]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out.jsonl"
+    code, stdout_results, _ = run_cli("--input", str(source), "--output", str(out))
+    assert code == 0
+    assert stdout_results == []
+    scores = {r["id"]: r["score"] for r in map(json.loads, out.read_text().splitlines())}
+    assert scores == {"absent": 0.5, "null": 0.5, "empty": 1.0}
+
+
+def test_windows_keep_order_across_many_lines() -> None:
+    lines = [
+        json.dumps({"id": i, "scorer": {"type": "tool_selection", "expected_tool": "a"}, "calls": [{"name": "ab"[i % 2]}]})
+        for i in range(600)
+    ]
+    code, results, _ = run_cli(stdin="\n".join(lines))
+    assert code == 0
+    assert [r["id"] for r in results] == list(range(600))
+    assert [r["score"] for r in results] == [1.0 if i % 2 == 0 else 0.0 for i in range(600)]
