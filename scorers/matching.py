@@ -1,0 +1,255 @@
+"""Argument matching: when does an actual call's arguments satisfy an expected call's?
+
+Peer-compatible scorers compare arguments the way their peer does; this module is the opt-in
+alternative, shared by the `trajectory` and `f1` scorers, for arguments that are volatile (ids,
+timestamps), approximate (floats) or only partly specified. Rules are data (`ArgsMatch`) so they
+can be written in a spec file, and resolve per call, then per tool, then from a scorer default.
+
+Equality is JSON equality (`json_equal`): what a JSON reader would call the same document, not
+what Python's `==` says (`True == 1` in Python, not in JSON).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+
+from toolscore.scorers.model import JsonValue, ToolCall
+
+__all__ = [
+    "AnyMatcher",
+    "ArgMatcher",
+    "ArgsMatch",
+    "ExpectedCall",
+    "NumberMatcher",
+    "OneOfMatcher",
+    "RegexMatcher",
+    "TypeMatcher",
+    "json_equal",
+    "resolve_args_match",
+]
+
+_NUMBER = (int, float)
+
+
+def json_equal(a: JsonValue, b: JsonValue) -> bool:
+    """JSON deep equality, the way a JavaScript peer sees two decoded documents.
+
+    Object key order is ignored; numbers compare by value (`1 == 1.0`, `-0.0 == 0`); booleans are
+    not numbers (`True != 1`); strings never equal numbers (`"1" != 1`); arrays and objects never
+    equal each other (`[] != {}`, `[1, 2] != {"0": 1, "1": 2}`). Lists and tuples are both arrays.
+    NaN (not JSON, but Python's reader accepts it) equals NaN, as in Evalite's `deepEqual`.
+    """
+    if a is b:
+        return True
+    ta, tb = type(a), type(b)
+    if ta is dict:
+        if tb is not dict or len(a) != len(b):
+            return False
+        return all(key in b and json_equal(value, b[key]) for key, value in a.items())
+    if ta is list or ta is tuple:
+        if (tb is not list and tb is not tuple) or len(a) != len(b):
+            return False
+        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if ta is bool or tb is bool:
+        return False  # `a is b` above already caught equal booleans
+    if ta in _NUMBER and tb in _NUMBER:
+        return bool(a == b) or (ta is float and tb is float and math.isnan(a) and math.isnan(b))
+    return ta is tb and bool(a == b)
+
+
+class AnyMatcher(BaseModel):
+    """Any value, `null` included; the key must still be present."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["any"] = "any"
+
+    def test(self, value: JsonValue) -> bool:
+        return True
+
+
+class RegexMatcher(BaseModel):
+    """A string that the pattern matches in full (`re.fullmatch`); non-strings never match."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["regex"] = "regex"
+    pattern: str = Field(description="A Python regular expression, matched against the whole string.")
+    _compiled: re.Pattern[str] = PrivateAttr()
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from exc
+        return value
+
+    def model_post_init(self, context: Any) -> None:
+        self._compiled = re.compile(self.pattern)
+
+    def test(self, value: JsonValue) -> bool:
+        return type(value) is str and self._compiled.fullmatch(value) is not None
+
+
+class NumberMatcher(BaseModel):
+    """A number within `tolerance` of `value` (absolute); booleans are not numbers, NaN never matches."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["number"] = "number"
+    value: float = Field(description="The expected number.")
+    tolerance: float = Field(default=0.0, ge=0, description="Largest absolute difference accepted. Default: 0.")
+
+    def test(self, value: JsonValue) -> bool:
+        return type(value) in _NUMBER and abs(value - self.value) <= self.tolerance
+
+
+class OneOfMatcher(BaseModel):
+    """Any one of the listed values, compared with `json_equal`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["one_of"] = "one_of"
+    values: list[JsonValue] = Field(description="The accepted values.")
+
+    def test(self, value: JsonValue) -> bool:
+        return any(json_equal(value, accepted) for accepted in self.values)
+
+
+def _is_integer(value: JsonValue) -> bool:
+    return type(value) is int or (type(value) is float and value.is_integer())
+
+
+_TYPE_TESTS: dict[str, Callable[[JsonValue], bool]] = {
+    "string": lambda v: type(v) is str,
+    "number": lambda v: type(v) in _NUMBER and not (type(v) is float and math.isnan(v)),
+    "integer": _is_integer,
+    "boolean": lambda v: type(v) is bool,
+    "object": lambda v: type(v) is dict,
+    "array": lambda v: type(v) in (list, tuple),
+    "null": lambda v: v is None,
+}
+
+
+class TypeMatcher(BaseModel):
+    """A value of a JSON Schema type; `integer` accepts `3.0` (JSON has one number type)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    type: Literal["type"] = "type"
+    of: Literal["string", "number", "integer", "boolean", "object", "array", "null"] = Field(
+        description="The JSON type the value must have."
+    )
+
+    def test(self, value: JsonValue) -> bool:
+        return _TYPE_TESTS[self.of](value)
+
+
+ArgMatcher = Annotated[
+    AnyMatcher | RegexMatcher | NumberMatcher | OneOfMatcher | TypeMatcher, Field(discriminator="type")
+]
+"""A rule for one top-level argument, chosen by `type`."""
+
+_NO_ARGS: dict[str, Any] = {}
+
+
+class ArgsMatch(BaseModel):
+    """How an actual call's arguments are compared with an expected call's.
+
+    Modes:
+    - `exact`: the same key set, every value `json_equal` (or accepted by that key's matcher).
+    - `subset`: every key of the expected args and every matcher key must be present and match;
+      the actual call may pass more keys. (agentevals calls this `superset`, naming the actual side.)
+    - `ignore`: arguments are never compared; any call of the right name matches.
+
+    `ignore_keys` are dropped from both sides first (top-level keys only), so volatile values such
+    as request ids or timestamps never decide a match. `matchers` apply to top-level keys.
+
+    How argument states read (`ToolCall.args_state`), chosen so a written expectation means what a
+    person writing it would mean:
+    - expected **absent** (no `args` written): no constraint on the values. Only the matchers
+      apply (each matcher key must be present and match). Write `args: {}` to require "no arguments".
+    - **absent** or **null** (either side): "no arguments", read as `{}`. So `args: {}` matches a call
+      made with no arguments, with `null` and with `{}`; it never matches `{"q": 1}` under `exact`.
+    - actual **raw** (text that is not JSON, e.g. truncated by a size limit): the text itself. It
+      equals only the identical text and never matches an object expectation or any matcher.
+    - actual **not_captured** (the instrumentation did not record arguments): unknown, so it matches
+      only when nothing is asked of the arguments (mode `ignore`, or expected absent with no
+      matchers). Enable content capture to check arguments.
+    - Expected args that are not an object (a list, a number) compare by `json_equal` in every mode
+      but `ignore`; matchers then never match.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["exact", "subset", "ignore"] = Field(
+        default="exact", description="`exact`, `subset` or `ignore`, see the class docstring. Default: exact."
+    )
+    matchers: dict[str, ArgMatcher] = Field(
+        default_factory=dict, description="Per top-level argument key, a rule that replaces equality."
+    )
+    ignore_keys: list[str] = Field(
+        default_factory=list, description="Top-level keys dropped from both sides before comparing."
+    )
+    _ignored: frozenset[str] = PrivateAttr(default=frozenset())
+    _tests: dict[str, Callable[[JsonValue], bool]] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, context: Any) -> None:
+        self._ignored = frozenset(self.ignore_keys)
+        self._tests = {key: m.test for key, m in self.matchers.items() if key not in self._ignored}
+
+    def matches(self, expected: ToolCall, actual: ToolCall) -> bool:
+        """True when `actual`'s arguments satisfy `expected`'s under this rule; names are not compared."""
+        if self.mode == "ignore":
+            return True
+        exp_state = expected.args_state
+        if exp_state == "absent" and not self._tests:
+            return True
+        act_state = actual.args_state
+        if act_state == "not_captured":
+            return False
+        got = actual.args if act_state in ("value", "raw") and actual.args is not None else _NO_ARGS
+        if exp_state == "absent":
+            return type(got) is dict and self._matchers_pass(got)
+        want = expected.args if expected.args_state in ("value", "raw") and expected.args is not None else _NO_ARGS
+        if act_state == "raw" or type(want) is not dict:
+            return not self._tests and json_equal(want, got)
+        if type(got) is not dict:
+            return False
+        if self._ignored:
+            want = {k: v for k, v in want.items() if k not in self._ignored}
+            got = {k: v for k, v in got.items() if k not in self._ignored}
+        if self.mode == "exact" and (want.keys() | self._tests.keys()) != got.keys():
+            return False
+        if not self._matchers_pass(got):
+            return False
+        tests = self._tests
+        for key, value in want.items():
+            if key not in tests and (key not in got or not json_equal(value, got[key])):
+                return False
+        return True
+
+    def _matchers_pass(self, got: dict[str, Any]) -> bool:
+        return all(key in got and test(got[key]) for key, test in self._tests.items())
+
+
+class ExpectedCall(ToolCall):
+    """An expected call, optionally with its own argument rule (every `ToolCall` spelling is accepted)."""
+
+    match: ArgsMatch | None = Field(
+        default=None, description="Argument rule for this call only; overrides per-tool and scorer rules."
+    )
+
+
+def resolve_args_match(
+    call: ToolCall, tool_args: Mapping[str, ArgsMatch], default: ArgsMatch | None
+) -> ArgsMatch | None:
+    """The rule for one expected call: its own `match`, else its tool's, else `default`.
+
+    None means "no rule": the scorer falls back to its peer's own argument comparison.
+    """
+    if isinstance(call, ExpectedCall) and call.match is not None:
+        return call.match
+    return tool_args.get(call.name, default)
