@@ -1,0 +1,142 @@
+"""Did the agent pick the right tool (or tools, in the right order)? Mastra's tool-call accuracy.
+
+Reproduces `createToolCallAccuracyScorerCode` from `@mastra/evals` 1.10.2 exactly, including the
+parts that surprise: only some invocation states count, flexible order checks use each name's
+*first* occurrence, and an empty `expected_order` is "present" and falls back to single-tool mode.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from toolscore.scorers.base import ScorerBase
+from toolscore.scorers.model import AgentRun, Score, ToolCall
+
+__all__ = ["COUNTED_STATES", "ToolSelection", "check_order"]
+
+COUNTED_STATES = frozenset({"result", "call", "output-error"})
+"""Invocation states Mastra counts as a made call; every other state (`partial-call`, `pending`,
+`output-available`, `RESULT`, `""`, ...) is skipped. A call with no recorded state is a `result`."""
+
+
+def check_order(actual: list[str], expected: list[str], strict: bool) -> bool:
+    """Mastra's `checkToolOrder`.
+
+    Strict: the very same sequence. Flexible: each expected name's *first* occurrence in `actual`
+    must exist and the occurrences must be strictly increasing, so a repeated expected name always
+    fails (`["a", "a"]` vs `["a", "a"]` is false) and later occurrences are never used.
+    """
+    if strict:
+        return actual == expected
+    positions = []
+    for name in expected:
+        if name not in actual:
+            return False
+        positions.append(actual.index(name))
+    return all(earlier < later for earlier, later in pairwise(positions))
+
+
+def _counted(call: ToolCall) -> bool:
+    return bool(call.name) and ("result" if call.state is None else call.state) in COUNTED_STATES
+
+
+def _call_infos(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    """Counted calls as Mastra's `toolCallInfos`; `invocation_index` still counts skipped calls."""
+    infos = []
+    seen_in_message: dict[int, int] = {}
+    for call in sorted(calls, key=lambda c: c.message_index):
+        index = seen_in_message.get(call.message_index, 0)
+        seen_in_message[call.message_index] = index + 1
+        if _counted(call):
+            infos.append(
+                {
+                    "tool_name": call.name,
+                    "tool_call_id": call.call_id or f"{call.message_index}-{index}",
+                    "message_index": call.message_index,
+                    "invocation_index": index,
+                }
+            )
+    return infos
+
+
+class ToolSelection(ScorerBase):
+    """Binary: 1 when the expected tool was called (or the expected order was followed), else 0.
+
+    Checks, in Mastra's order:
+    1. no counted call -> 0, whatever the options (so no calls and `expected_order=[]` is 0);
+    2. `expected_order` non-empty -> 1 iff the order check passes (`expected_tool` is ignored);
+    3. `expected_tool` empty or not given -> 0 (only reachable with `expected_order=[]`);
+    4. `strict` -> 1 iff the only counted call is `expected_tool`;
+    5. otherwise -> 1 iff `expected_tool` is among the counted calls.
+
+    Only calls with a non-empty name and a counted state (`COUNTED_STATES`) count. Construction
+    fails when neither `expected_tool` (non-empty) nor `expected_order` (even `[]`) is given.
+    Mastra also refuses runs with no output messages; a toolscore run always has an output, so a
+    run with no calls simply scores 0.
+    """
+
+    type: Literal["tool_selection"] = "tool_selection"
+    expected_tool: str | None = Field(default=None, description="The tool that should be called. Default: none.")
+    strict: bool = Field(
+        default=False,
+        description="Single tool: it must be the only call. Order: the calls must be exactly `expected_order`.",
+    )
+    expected_order: list[str] | None = Field(
+        default=None, description="Tool names that must be called in this order. Default: none."
+    )
+
+    @model_validator(mode="after")
+    def _needs_an_expectation(self) -> ToolSelection:
+        if not self.expected_tool and self.expected_order is None:
+            raise ValueError(
+                "Either expected_tool or expected_order must be provided "
+                "(Mastra: Either expectedTool or expectedToolOrder must be provided)"
+            )
+        return self
+
+    def _correct_tool(self, actual: list[str]) -> bool:
+        if not self.expected_tool:
+            return False
+        if self.strict:
+            return actual == [self.expected_tool]
+        return self.expected_tool in actual
+
+    def _score(self, run: AgentRun) -> Score:
+        infos = _call_infos(run.calls)
+        actual = [info["tool_name"] for info in infos]
+        correct_tool = self._correct_tool(actual)
+        order_ok = None if self.expected_order is None else check_order(actual, self.expected_order, self.strict)
+        if not actual:
+            value, why = 0.0, f"no counted tool calls ({len(run.calls)} recorded, none named and in a counted state)"
+        elif self.expected_order:
+            mode = "strict: identical sequence" if self.strict else "flexible: first occurrences in increasing order"
+            value = 1.0 if order_ok else 0.0
+            why = f"expected order {self.expected_order} ({mode}) {'followed' if order_ok else 'not followed'}"
+        elif not self.expected_tool:
+            value, why = 0.0, "expected_order is empty and no expected_tool is given"
+        else:
+            rule = "the only call" if self.strict else "among the calls"
+            value = 1.0 if correct_tool else 0.0
+            why = f"expected tool {self.expected_tool!r} {'is' if correct_tool else 'is not'} {rule}"
+        details = self._details(actual, infos, correct_tool, order_ok)
+        return self._result(value, f"{why}; actual tools {actual} -> score {value:g}", details)
+
+    def _details(
+        self, actual: list[str], infos: list[dict[str, Any]], correct_tool: bool, order_ok: bool | None
+    ) -> dict[str, Any]:
+        """Mastra's `preprocessStepResult` in snake_case and its key order; absent options stay absent."""
+        details: dict[str, Any] = {}
+        if self.expected_tool is not None:
+            details["expected_tool"] = self.expected_tool
+        details["actual_tools"] = actual
+        details["strict_mode"] = self.strict
+        if self.expected_order is not None:
+            details["expected_tool_order"] = list(self.expected_order)
+        details["has_tool_calls"] = bool(actual)
+        details["correct_tool_called"] = correct_tool
+        details["tool_call_infos"] = infos
+        details["correct_order_called"] = order_ok
+        return details
