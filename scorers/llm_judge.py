@@ -1,0 +1,308 @@
+"""`llm_judge`: an LLM decides whether each tool call served the user's request (Mastra's LLM scorer).
+
+The only module of `toolscore.scorers` that talks to a model, through litellm (any provider string).
+litellm is imported on first use, so loading scorer specs stays fast, and only after the
+environment tells it to stay offline: the bundled model cost map and Anthropic beta-header table
+instead of fetching them from GitHub (litellm 1.x has no other import-time or telemetry traffic).
+An operator who sets those variables explicitly keeps their choice.
+
+Flow of one evaluation: build the prompt → cache lookup → (wait for a concurrency slot → request →
+validate) with retries → score. The cache and the concurrency limit belong to the scorer instance
+and are safe to share across threads and event loops (the batch CLI uses a new loop per window).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import sys
+import threading
+from collections import OrderedDict
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, PrivateAttr
+
+from toolscore.scorers.base import ScorerBase
+from toolscore.scorers.llm_judge_prompt import AvailableTool, MalformedVerdict, Verdict, build_messages, parse_verdict
+from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult
+
+__all__ = ["AvailableTool", "LLMJudge"]
+
+for _var in ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"):
+    os.environ.setdefault(_var, "True")
+
+_RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+_MAX_ECHO_CHARS = 4000
+
+
+def _litellm() -> Any:
+    """litellm, imported on first use; its "Give Feedback" banner would land in the CLI's stdout."""
+    first = "litellm" not in sys.modules
+    import litellm
+
+    if first:
+        litellm.suppress_debug_info = True
+    return litellm
+
+
+class _Limiter:
+    """A counting semaphore usable from any thread and any event loop (asyncio's binds to one loop)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._busy = 0
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._busy < self._limit and not self._waiters:
+                self._busy += 1
+                return
+            waiter = (loop, loop.create_future())
+            self._waiters.append(waiter)
+        try:
+            await waiter[1]
+        except asyncio.CancelledError:
+            with self._lock:
+                queued = waiter in self._waiters
+                if queued:
+                    self._waiters.remove(waiter)
+            if not queued and waiter[1].done() and not waiter[1].cancelled():
+                self._release()  # the slot was handed over just as we were cancelled
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            while self._waiters:
+                loop, future = self._waiters.pop(0)
+                try:
+                    loop.call_soon_threadsafe(self._grant, future)  # the slot passes on; _busy is unchanged
+                    return
+                except RuntimeError:  # that loop is closed: its waiter is gone
+                    continue
+            self._busy -= 1
+
+    def _grant(self, future: asyncio.Future[None]) -> None:
+        if future.cancelled():
+            self._release()
+        else:
+            future.set_result(None)
+
+
+class _LRU:
+    """Verdicts by prompt hash; thread-safe, bounded, least recently used evicted first."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Verdict | None:
+        with self._lock:
+            verdict = self._items.get(key)
+            if verdict is not None:
+                self._items.move_to_end(key)
+            return verdict
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        if self._size <= 0:
+            return
+        with self._lock:
+            self._items[key] = verdict
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+class _Failed(Exception):
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+class LLMJudge(ScorerBase):
+    """Fraction of the run's tool calls that an LLM judge finds appropriate for the user's request.
+
+    Score = appropriate calls / calls. A run with no calls scores 1.0 when the judge says no tool
+    was needed (e.g. the agent rightly asked for clarification), else 0.0. A run without a user
+    request cannot be judged: `judge_missing_input`. Judge failures are `ScoreFailure`s:
+    `judge_malformed_output` (still invalid after `max_retries` retries), `judge_timeout`,
+    `judge_error` (HTTP or provider error; 4xx other than 408/409/425/429 are not retried) and
+    `judge_running_loop` (sync `score` called on a thread that runs an event loop).
+
+    The default threshold is 0.5: the judge is strict (a merely helpful extra call is
+    "inappropriate") and noisy per call, so one doubtful call in a longer run should not flip the
+    label; `pass` means at least half of the calls were appropriate. Set 1.0 to fail on any.
+    """
+
+    type: Literal["llm_judge"] = "llm_judge"
+    model: str = Field(description="Any litellm model string, e.g. `openai/gpt-4o-mini`, `ollama/llama3`.")
+    available_tools: tuple[AvailableTool, ...] = Field(default=(), description="Tools the agent could call.")
+    api_base: str | None = Field(default=None, description="Endpoint URL. Default: litellm's for the provider.")
+    api_key: str | None = Field(default=None, repr=False, description="Default: litellm's provider env var.")
+    timeout_s: float = Field(default=30.0, gt=0, description="Per request, in seconds.")
+    max_retries: int = Field(default=2, ge=0, description="Retries after a malformed, failed or timed-out reply.")
+    backoff_s: float = Field(default=0.5, ge=0, description="First retry delay, doubled per retry, with jitter.")
+    max_concurrency: int = Field(default=4, ge=1, description="Requests in flight, for this scorer instance.")
+    cache_size: int = Field(default=1024, ge=0, description="Verdicts kept by prompt hash; 0 disables.")
+    temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the judge.")
+
+    default_threshold: ClassVar[float] = 0.5
+
+    _limiter: _Limiter = PrivateAttr()
+    _cache: _LRU = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._limiter = _Limiter(self.max_concurrency)
+        self._cache = _LRU(self.cache_size)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal parameters make equal scorers; the cache and limiter are runtime state."""
+        return type(other) is type(self) and self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
+
+    def _score(self, run: AgentRun) -> ScoreResult:
+        """Blocking form for the batch CLI: runs `ascore` on a private event loop.
+
+        Must not be called from a thread that runs an event loop (it would block that loop, and
+        any judge work waiting on it); that yields a `judge_running_loop` failure instead.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore(run))
+        return ScoreFailure(
+            name=self.scorer_name, error_type="judge_running_loop", message="score() called in a running loop"
+        )
+
+    async def ascore(self, run: AgentRun) -> ScoreResult:
+        """Judge one run; never raises (cancellation aside)."""
+        if not (run.input or "").strip():
+            return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
+        try:
+            if "litellm" not in sys.modules:  # the first import takes seconds: keep it off the loop
+                await asyncio.to_thread(_litellm)
+            messages = build_messages(run, self.available_tools)
+            key = self._cache_key(messages)
+            cached = self._cache.get(key)
+            if cached is not None:
+                return self._to_score(run, cached, attempts=0, cached=True)
+            verdict, attempts = await self._judge(run, messages)
+            self._cache.put(key, verdict)
+            return self._to_score(run, verdict, attempts=attempts, cached=False)
+        except _Failed as exc:
+            return ScoreFailure(name=self.scorer_name, error_type=exc.error_type, message=str(exc))
+        except Exception as exc:
+            return ScoreFailure(name=self.scorer_name, error_type="judge_error", message=f"{type(exc).__name__}: {exc}")
+
+    async def _judge(self, run: AgentRun, messages: list[dict[str, str]]) -> tuple[Verdict, int]:
+        prompt, content = list(messages), None
+        failure = _Failed("judge_error", "no attempt made")
+        for attempt in range(1, self.max_retries + 2):
+            if attempt > 1:
+                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 2) * random.uniform(0.5, 1.0))
+            try:
+                async with self._limiter:
+                    content = await self._complete(prompt)
+                return parse_verdict(content, run), attempt
+            except MalformedVerdict as exc:
+                failure = _Failed("judge_malformed_output", f"attempt {attempt}: {exc}")
+                prompt = [*messages, *_correction(content, exc)]
+            except Exception as exc:
+                failure = _classify(exc, attempt, self.timeout_s)
+                if failure.error_type == "judge_error" and not _retryable(exc):
+                    raise failure from None
+        raise failure
+
+    async def _complete(self, messages: list[dict[str, str]]) -> str | None:
+        litellm = _litellm()
+        kwargs: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": 0, "num_retries": 0}
+        if self.api_base is not None:
+            kwargs["api_base"] = self.api_base
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        if _supports_json_mode(litellm, self.model):
+            kwargs["response_format"] = {"type": "json_object"}
+        call = litellm.acompletion(model=self.model, messages=messages, temperature=self.temperature, **kwargs)
+        response = await asyncio.wait_for(call, timeout=self.timeout_s + 1.0)
+        content = response.choices[0].message.content
+        return content if isinstance(content, str) else None
+
+    def _cache_key(self, messages: list[dict[str, str]]) -> str:
+        material = {"model": self.model, "api_base": self.api_base, "temperature": self.temperature, "m": messages}
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+    def _to_score(self, run: AgentRun, verdict: Verdict, attempts: int, cached: bool) -> Score:
+        missing = list(verdict.missing_tools)
+        if run.calls:
+            good = sum(ev.was_appropriate for ev in verdict.evaluations)
+            value = good / len(run.calls)
+            explanation = f"appropriate={good}/{len(run.calls)}, score={value:.3f}"
+        else:
+            value = 1.0 if verdict.no_tool_appropriate else 0.0
+            needed = "no tool needed" if verdict.no_tool_appropriate else "a tool was needed"
+            explanation = f"no tool calls; judge: {needed}, score={value:.3f}"
+        if missing:
+            explanation += f"; missing={','.join(missing)}"
+        if verdict.reason:
+            explanation += f"; {verdict.reason}"
+        details = {
+            "evaluations": [ev.model_dump() for ev in verdict.evaluations],
+            "missing_tools": missing,
+            "no_tool_appropriate": verdict.no_tool_appropriate,
+            "reason": verdict.reason,
+            "model": self.model,
+            "attempts": attempts,
+            "cached": cached,
+        }
+        return self._result(value, explanation, details)
+
+
+def _correction(content: str | None, exc: MalformedVerdict) -> list[dict[str, str]]:
+    """Show the judge its invalid reply and what was wrong: at temperature 0 a bare retry repeats it."""
+    echoed = (content or "")[:_MAX_ECHO_CHARS]
+    fix = f"That reply is invalid: {exc}. Reply again with only the JSON object, in the shape the system prompt gives."
+    return [{"role": "assistant", "content": echoed}, {"role": "user", "content": fix}]
+
+
+def _status(exc: Exception) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _retryable(exc: Exception) -> bool:
+    status = _status(exc)
+    return status is None or status in _RETRYABLE_STATUS
+
+
+def _classify(exc: Exception, attempt: int, timeout_s: float) -> _Failed:
+    if isinstance(exc, TimeoutError) or type(exc).__name__ in ("Timeout", "APITimeoutError"):
+        return _Failed("judge_timeout", f"attempt {attempt}: no reply within {timeout_s:g}s")
+    status = _status(exc)
+    where = f"HTTP {status}" if status is not None else type(exc).__name__
+    return _Failed("judge_error", f"attempt {attempt}: {where}: {str(exc)[:500]}")
+
+
+_JSON_MODE: dict[str, bool] = {}
+
+
+def _supports_json_mode(litellm: Any, model: str) -> bool:
+    """Whether to send `response_format=json_object`; unknown models get it when their provider takes it."""
+    if model not in _JSON_MODE:
+        try:
+            name, provider, _, _ = litellm.get_llm_provider(model)
+            params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider) or []
+            _JSON_MODE[model] = "response_format" in params
+        except Exception:
+            _JSON_MODE[model] = False
+    return _JSON_MODE[model]
