@@ -1,0 +1,133 @@
+"""Read spans from trace files, whatever OTLP encoding the exporter that wrote them used.
+
+Detected from the content, not the name:
+
+- gzip (magic `1f 8b`) is decompressed first; offsets in errors are then into the decompressed data;
+- `{` or `[` first (after whitespace): OTLP/JSON, either one document (possibly indented) or JSON
+  Lines with one request per line, as the Collector's file exporter writes with `format: json`;
+- `0x0a` first: one OTLP protobuf `ExportTraceServiceRequest` (the body of an `http/protobuf` export);
+- `0x00` first: length-prefixed messages (4-byte big-endian size, then the message), as the file
+  exporter writes with `format: proto`; each message may be protobuf or JSON.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from pathlib import Path
+
+from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, TraceFileError
+from toolscore.collector.sources.otlp_json import spans_from_json, spans_from_json_lines
+from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["decode_trace_bytes", "read_trace_file"]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_FRAME_HEADER = 4
+
+
+def _json_document_or_lines(text: str, stats: DecodeStats | None, errors: list[SpanDecodeError]) -> list[SpanRecord]:
+    """One document when the whole text parses; JSON Lines when a second document follows the first,
+    or when the second line starts a new object (an indented document's second line is indented)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        lines = [line for line in text.split("\n", 16) if line.strip()]
+        if exc.msg == "Extra data" or (len(lines) > 1 and lines[1].startswith("{")):
+            return spans_from_json_lines(text, stats, errors)
+        raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
+    return spans_from_json(obj, stats)
+
+
+def _frames(data: bytes, stats: DecodeStats | None) -> list[SpanRecord]:
+    out: list[SpanRecord] = []
+    pos = 0
+    while pos < len(data):
+        if pos + _FRAME_HEADER > len(data):
+            raise SpanDecodeError(f"truncated frame header: {len(data) - pos} of 4 size bytes", offset=pos)
+        size = int.from_bytes(data[pos : pos + _FRAME_HEADER], "big")
+        start = pos + _FRAME_HEADER
+        if start + size > len(data):
+            raise SpanDecodeError(
+                f"frame of {size} bytes runs past the end ({len(data) - start} bytes left)", offset=pos
+            )
+        frame = data[start : start + size]
+        try:
+            if frame[:1] == b"{":
+                out.extend(spans_from_json(json.loads(frame), stats))
+            else:
+                out.extend(spans_from_proto_bytes(frame, stats))
+        except SpanDecodeError as exc:
+            offset = start + exc.offset if exc.offset is not None else start
+            raise SpanDecodeError(f"frame at byte {pos}: {exc.message}", offset=offset) from None
+        except ValueError as exc:
+            raise SpanDecodeError(f"frame at byte {pos}: invalid JSON: {exc}", offset=start) from None
+        pos = start + size
+    return out
+
+
+def _decompress(data: bytes) -> bytes:
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise SpanDecodeError(f"gzip data is corrupt or truncated: {exc}", offset=0) from None
+    if data[:4] == _ZSTD_MAGIC:
+        raise SpanDecodeError("zstd-compressed data is not supported; decompress it first (`zstd -d`)", offset=0)
+    return data
+
+
+def decode_trace_bytes(
+    data: bytes, stats: DecodeStats | None = None, errors: list[SpanDecodeError] | None = None
+) -> list[SpanRecord]:
+    """Spans from the bytes of a trace file; see the module docstring for the formats recognised."""
+    data = _decompress(data)
+    head = data.lstrip()[:1]
+    if not head:
+        return []
+    if head in (b"{", b"["):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SpanDecodeError(f"invalid UTF-8 in JSON: {exc.reason}", offset=exc.start) from None
+        line_errors: list[SpanDecodeError] = []
+        spans = _json_document_or_lines(text, stats, line_errors)
+        if line_errors and errors is None:
+            raise line_errors[0]
+        if errors is not None:
+            errors.extend(line_errors)
+        return spans
+    if data[:1] == b"\x00":
+        return _frames(data, stats)
+    return spans_from_proto_bytes(data, stats)
+
+
+def read_trace_file(
+    path: str | os.PathLike[str], stats: DecodeStats | None = None, errors: list[TraceFileError] | None = None
+) -> list[SpanRecord]:
+    """Every span in the file at `path`, in file order.
+
+    Raises `TraceFileError` naming the file and the byte offset or line where it is unreadable.
+    In JSON Lines, a bad line is appended to `errors` when given (the other lines are still read),
+    and raised otherwise.
+    """
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as exc:
+        raise TraceFileError(name, exc.strerror or str(exc)) from None
+    line_errors: list[SpanDecodeError] = []
+    try:
+        spans = decode_trace_bytes(data, stats, line_errors)
+    except SpanDecodeError as exc:
+        raise TraceFileError(name, exc.message, offset=exc.offset, line=exc.line) from None
+    file_errors = [TraceFileError(name, e.message, line=e.line, offset=e.offset) for e in line_errors]
+    if file_errors and errors is None:
+        raise file_errors[0]
+    if errors is not None:
+        errors.extend(file_errors)
+    return spans
