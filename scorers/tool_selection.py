@@ -104,6 +104,12 @@ class ToolSelection(ScorerBase):
             return actual == [self.expected_tool]
         return self.expected_tool in actual
 
+    def _order_rule(self, actual: list[str]) -> str:
+        if self.strict:
+            return "strict: identical sequence"
+        firsts = [actual.index(name) if name in actual else None for name in self.expected_order or ()]
+        return f"flexible: first occurrences {firsts} must be increasing"
+
     def _score(self, run: AgentRun) -> Score:
         infos = _call_infos(run.calls)
         actual = [info["tool_name"] for info in infos]
@@ -112,9 +118,9 @@ class ToolSelection(ScorerBase):
         if not actual:
             value, why = 0.0, f"no counted tool calls ({len(run.calls)} recorded, none named and in a counted state)"
         elif self.expected_order:
-            mode = "strict: identical sequence" if self.strict else "flexible: first occurrences in increasing order"
             value = 1.0 if order_ok else 0.0
-            why = f"expected order {self.expected_order} ({mode}) {'followed' if order_ok else 'not followed'}"
+            verdict = "followed" if order_ok else "not followed"
+            why = f"expected order {self.expected_order} ({self._order_rule(actual)}) {verdict}"
         elif not self.expected_tool:
             value, why = 0.0, "expected_order is empty and no expected_tool is given"
         else:
