@@ -130,8 +130,8 @@ class F1(ScorerBase):
     toolscore differs from tpmjs 0.2.0 only where tpmjs is plainly buggy; every other result,
     greedy pairing quirks included, is the same.
 
-    1. Null or missing arguments. tpmjs throws `TypeError: Cannot convert undefined or null to
-       object` whenever it compares two same-named calls and either has `null` or no arguments.
+    1. Null or missing arguments. Whenever tpmjs compares two same-named calls and either has `null`
+       or no arguments, it throws `TypeError: Cannot convert undefined or null to object`.
        toolscore compares them as values: `null` equals `null`, absent equals absent, and neither
        equals `{}` or the other.
        expected `[{"tool": "search", "args": null}]`, actual `[{"tool": "search", "args": null}]`:
