@@ -221,4 +221,4 @@ class F1(ScorerBase):
         precision = correct / n_actual if n_actual > 0 else 0.0
         recall = correct / n_expected
         f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
-        return f1, f"precision={correct}/{n_actual}, recall={correct}/{n_expected}, F1={f1:.3f}"
+        return f1, f"precision={correct}/{n_actual}, recall={correct}/{n_expected}, F1={f1:.6g}"
