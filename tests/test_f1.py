@@ -226,8 +226,16 @@ def test_uncaptured_args_read_as_absent_in_peer_mode() -> None:
 
 
 def test_expected_calls_accept_every_spelling() -> None:
-    expected = [{"toolName": "a", "input": {"q": 1}}, {"name": "b", "arguments": '{"r": 2}'}, call("c", {})]
-    actual = [call("a", {"q": 1}), {"name": "b", "args": {"r": 2}}, {"tool_name": "c", "args": {}}]
+    expected: list[dict[str, Any]] = [
+        {"toolName": "a", "input": {"q": 1}},
+        {"name": "b", "arguments": '{"r": 2}'},
+        call("c", {}),
+    ]
+    actual: list[dict[str, Any]] = [
+        call("a", {"q": 1}),
+        {"name": "b", "args": {"r": 2}},
+        {"tool_name": "c", "args": {}},
+    ]
     assert score(expected, actual).value == 1.0
 
 

@@ -120,7 +120,8 @@ def test_only_named_calls_in_counted_states_count() -> None:
 
 def test_no_counted_call_scores_zero_whatever_the_options() -> None:
     run = run_of({"name": "a", "state": "pending"})
-    for params in ({"expected_tool": "a"}, {"expected_order": ["a"]}, {"expected_order": []}):
+    options: list[dict[str, Any]] = [{"expected_tool": "a"}, {"expected_order": ["a"]}, {"expected_order": []}]
+    for params in options:
         result = score(run, **params)
         assert result.value == 0.0
         assert result.details["has_tool_calls"] is False
