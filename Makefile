@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # mypy cannot follow the editable install's import hook, so it reads the packages through links named as imported.
 TYPEROOT := $(VENV)/typecheck
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit bench proto clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	mkdir -p $(TYPEROOT)/toolscore
 	ln -sfn $(CURDIR)/scorers $(TYPEROOT)/toolscore/scorers
 	ln -sfn $(CURDIR)/collector $(TYPEROOT)/toolscore/collector
+	ln -sfn $(CURDIR)/proto/toolscore/registry $(TYPEROOT)/toolscore/registry
 	touch $@
 
 run: $(STAMP)
@@ -31,6 +32,11 @@ unit: $(STAMP)
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
+
+# Regenerates the gRPC stubs next to the .proto files; tests/test_proto_sync.py fails when they are stale.
+proto: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I proto --python_out=proto --pyi_out=proto --grpc_python_out=proto \
+		proto/toolscore/registry/v1/registry.proto
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
