@@ -58,12 +58,21 @@ def _call_json(call: ToolCall) -> dict[str, Any]:
 Equal = Callable[[int, int], bool]
 
 
+def _by_name(actual: tuple[ToolCall, ...]) -> dict[str, list[int]]:
+    """Indices of the actual calls per tool name, in call order."""
+    out: dict[str, list[int]] = {}
+    for j, act in enumerate(actual):
+        out.setdefault(act.name, []).append(j)
+    return out
+
+
 def _greedy(expected: list[ExpectedCall], actual: tuple[ToolCall, ...], equal: Equal) -> dict[int, tuple[int, bool]]:
     """tpmjs' pairing: per expected call, the first unused equal call, else the first same-named."""
     used: set[int] = set()
     pairs: dict[int, tuple[int, bool]] = {}
+    by_name = _by_name(actual)
     for i, exp in enumerate(expected):
-        same_name = [j for j, act in enumerate(actual) if j not in used and act.name == exp.name]
+        same_name = [j for j in by_name.get(exp.name, ()) if j not in used]
         hit = next(((j, True) for j in same_name if equal(i, j)), None)
         if hit is None and same_name:
             hit = (same_name[0], False)
@@ -98,7 +107,8 @@ def _optimal(expected: list[ExpectedCall], actual: tuple[ToolCall, ...], equal: 
     Doing it in two rounds loses nothing: name-only edges join every same-named pair, so whichever
     correct pairs are chosen, each tool name still ends with min(expected, actual) pairs in all.
     """
-    names = [[j for j, act in enumerate(actual) if act.name == exp.name] for exp in expected]
+    by_name = _by_name(actual)
+    names = [by_name.get(exp.name, []) for exp in expected]
     correct = _max_matching([[j for j in js if equal(i, j)] for i, js in enumerate(names)])
     pairs = {i: (j, True) for j, i in correct.items()}
     rest = [[] if i in pairs else [j for j in js if j not in correct] for i, js in enumerate(names)]
