@@ -1,0 +1,95 @@
+"""Errors of the expectations registry, one class per outcome a caller must tell apart.
+
+They map one-to-one onto gRPC status codes (`NotFound` → NOT_FOUND, `AlreadyExists` → ALREADY_EXISTS,
+`VersionConflict` → ABORTED, `InvalidExpectation` → INVALID_ARGUMENT), so the service layer never has to
+parse a message to choose one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["AlreadyExists", "InvalidExpectation", "NotFound", "Problem", "RegistryError", "VersionConflict"]
+
+
+class RegistryError(Exception):
+    """Base class: anything the registry refuses to do on purpose."""
+
+
+class NotFound(RegistryError, KeyError):
+    """No expectation of that name (or, for `history`, there never was one)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"expectation {self.name!r} not found"
+
+
+class AlreadyExists(RegistryError):
+    """A create (`expected_version=0`) found the name taken."""
+
+    def __init__(self, name: str, version: int) -> None:
+        super().__init__(name, version)
+        self.name = name
+        self.version = version
+
+    def __str__(self) -> str:
+        return f"expectation {self.name!r} already exists (version {self.version})"
+
+
+class VersionConflict(RegistryError):
+    """Optimistic concurrency: someone else changed the expectation since the caller read it."""
+
+    def __init__(self, name: str, expected: int, actual: int) -> None:
+        super().__init__(name, expected, actual)
+        self.name = name
+        self.expected = expected
+        self.actual = actual
+
+    def __str__(self) -> str:
+        return f"expectation {self.name!r} is at version {self.actual}, not the expected {self.expected}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an expectation: where (file, line, field path) and what."""
+
+    field: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = ":".join(str(p) for p in (self.file, self.line) if p is not None)
+        field = self.field or "<root>"
+        return f"{where}: {field}: {self.message}" if where else f"{field}: {self.message}"
+
+
+class InvalidExpectation(RegistryError, ValueError):
+    """An expectation (or a file of them) that does not validate. `problems` lists every error found.
+
+    `field`, `file` and `line` are those of the first problem, for callers that report only one.
+    """
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems: Sequence[Problem] = tuple(problems) or (Problem("", "invalid expectation"),)
+        super().__init__("; ".join(str(p) for p in self.problems))
+
+    @classmethod
+    def single(cls, field: str, message: str, file: str | None = None, line: int | None = None) -> InvalidExpectation:
+        return cls([Problem(field, message, file, line)])
+
+    @property
+    def field(self) -> str:
+        return self.problems[0].field
+
+    @property
+    def file(self) -> str | None:
+        return self.problems[0].file
+
+    @property
+    def line(self) -> int | None:
+        return self.problems[0].line

@@ -1,0 +1,171 @@
+"""Expectations from YAML or JSON files (one or many, or directories), with errors that say where.
+
+A file holds one expectation, a list of them, or `{expectations: [...]}`; YAML files may hold several
+`---` documents. JSON is read by the YAML parser too, so both report lines. The YAML node tree keeps
+every value's position, and a validation error's field path is walked down that tree to the line of
+the offending key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolscore.collector.registry.errors import InvalidExpectation, Problem
+from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
+
+__all__ = ["EXTENSIONS", "FileWatcher", "expand_paths", "load_file", "load_paths"]
+
+EXTENSIONS = (".yaml", ".yml", ".json")
+
+_log = logging.getLogger("toolscore.registry")
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given; directories become their expectation files (recursively, in name order)."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob("*") if p.suffix in EXTENSIONS and p.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
+def _line(node: yaml.Node, loc: Sequence[str | int]) -> int:
+    """The 1-based line of the deepest node on `loc` that exists (a key's line for a mapping entry)."""
+    line = node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if str(getattr(k, "value", "")) == str(part)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
+def _items(doc: yaml.Node, data: Any) -> list[tuple[yaml.Node, Any]]:
+    """The expectation documents of one YAML document: a mapping, a list, or `{expectations: [...]}`."""
+    if isinstance(doc, yaml.MappingNode) and isinstance(data, dict) and set(data) == {"expectations"}:
+        doc = next(v for k, v in doc.value if getattr(k, "value", None) == "expectations")
+        data = data["expectations"]
+    if isinstance(doc, yaml.SequenceNode) and isinstance(data, list):
+        return list(zip(doc.value, data, strict=True))
+    return [(doc, data)]
+
+
+def _documents(path: Path) -> list[tuple[yaml.Node, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidExpectation.single("", f"cannot read: {exc.strerror or exc}", str(path)) from None
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        items = []
+        for node in nodes:
+            if node is None:
+                continue
+            data = yaml.SafeLoader("").construct_document(node)
+            items.extend(_items(node, data) if data is not None else [])
+        return items
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise InvalidExpectation.single("", f"not valid YAML/JSON: {exc.problem}", str(path), line) from None
+
+
+def load_file(path: str | Path) -> list[Expectation]:
+    """Every expectation in one file; raises `InvalidExpectation` listing every problem in it."""
+    return load_paths([path])
+
+
+def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
+    """Every expectation in the files and directories, validated together: names must be unique."""
+    out: list[Expectation] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for path in expand_paths(paths):
+        try:
+            documents = _documents(path)
+        except InvalidExpectation as exc:
+            problems.extend(exc.problems)
+            continue
+        for node, data in documents:
+            try:
+                exp = parse_expectation(data, file=str(path), locate=functools.partial(_line, node))
+            except InvalidExpectation as exc:
+                problems.extend(exc.problems)
+                continue
+            where = f"{path}:{_line(node, ())}"
+            if exp.name in seen:
+                line = _line(node, ("name",))
+                problems.append(
+                    Problem("name", f"duplicate name {exp.name!r}, first at {seen[exp.name]}", str(path), line)
+                )
+                continue
+            seen[exp.name] = where
+            warn_if_unmatchable(exp, where)
+            out.append(exp)
+    if problems:
+        raise InvalidExpectation(problems)
+    return out
+
+
+class FileWatcher:
+    """Calls `on_change()` when the content of the watched files changes, from a daemon thread.
+
+    It compares content digests, not modification times, so an edit within the file system's time
+    resolution is still seen; the files are small and read once per `interval_s`.
+    """
+
+    def __init__(self, paths: Iterable[str | Path], on_change: Callable[[], None], *, interval_s: float = 1.0) -> None:
+        self._paths = [Path(p) for p in paths]
+        self._on_change = on_change
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._signature = self.signature()
+        self._thread = threading.Thread(target=self._run, name="toolscore-registry-files", daemon=True)
+
+    def signature(self) -> tuple[tuple[str, str], ...]:
+        """(path, sha256) of every file the paths expand to; a missing file hashes as `missing`."""
+        out = []
+        for path in expand_paths(self._paths):
+            try:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                digest = "missing"
+            out.append((str(path), digest))
+        return tuple(out)
+
+    def start(self) -> FileWatcher:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Idempotent; returns once the thread has exited."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            signature = self.signature()
+            if signature == self._signature:
+                continue
+            self._signature = signature
+            try:
+                self._on_change()
+            except Exception:
+                _log.exception("reloading expectation files failed")

@@ -1,0 +1,76 @@
+"""A store in process memory: the backing of file-loaded registries and of tests. Lost on exit."""
+
+from __future__ import annotations
+
+import builtins
+import threading
+
+from toolscore.collector.registry.errors import NotFound
+from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.store import Change, check_expected_version
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """`ExpectationStore` over dicts and a change list, behind one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[str, Expectation] = {}
+        self._last_version: dict[str, int] = {}
+        self._log: builtins.list[Change] = []
+
+    def get(self, name: str) -> Expectation:
+        with self._lock:
+            try:
+                return self._live[name]
+            except KeyError:
+                raise NotFound(name) from None
+
+    def list(self) -> builtins.list[Expectation]:
+        with self._lock:
+            return [self._live[name] for name in sorted(self._live)]
+
+    def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
+        with self._lock:
+            live = self._live.get(expectation.name)
+            check_expected_version(expectation.name, live.version if live else None, expected_version)
+            version = self._last_version.get(expectation.name, 0) + 1
+            stored = expectation.model_copy(update={"version": version})
+            change = Change(len(self._log) + 1, "updated" if live else "created", stored.name, version, stored)
+            self._live[stored.name] = stored
+            self._last_version[stored.name] = version
+            self._log.append(change)
+            return stored, change
+
+    def delete(self, name: str, expected_version: int | None = None) -> Change:
+        with self._lock:
+            live = self._live.get(name)
+            if live is None:
+                raise NotFound(name)
+            check_expected_version(name, live.version, expected_version)
+            version = self._last_version[name] + 1
+            change = Change(len(self._log) + 1, "deleted", name, version, live)
+            del self._live[name]
+            self._last_version[name] = version
+            self._log.append(change)
+            return change
+
+    def history(self, name: str) -> builtins.list[Expectation]:
+        with self._lock:
+            versions = [c.expectation for c in self._log if c.name == name and c.kind != "deleted"]
+        if not versions:
+            raise NotFound(name)
+        return versions
+
+    def changes_since(self, seq: int) -> builtins.list[Change]:
+        with self._lock:
+            return self._log[max(seq, 0) :]
+
+    def latest_seq(self) -> int:
+        with self._lock:
+            return len(self._log)
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,143 @@
+"""An expectation: which runs it applies to (`match`) and how to score them (`scorers`).
+
+Expectations are frozen values. The store owns `version`; everything else is what the author wrote,
+kept in a form that serializes back to the same document (`to_dict`), so a file, the Python API and
+the gRPC service all round-trip the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+
+from toolscore.collector.registry.conditions import Condition
+from toolscore.scorers.base import ScorerBase
+
+__all__ = ["NAME_PATTERN", "Expectation", "ExpectationScorer", "MatchSpec"]
+
+NAME_PATTERN = r"^[A-Za-z0-9_.\-]+$"
+"""Expectation names: letters, digits, `_`, `.` and `-` (they appear in metric attributes and URLs)."""
+
+
+class MatchSpec(BaseModel):
+    """Which runs an expectation applies to. Every selector given must hold; none given matches nothing.
+
+    Attribute keys are looked up in the run span's attributes; a key that is absent there is looked up
+    again as `baggage.<key>`, because baggage span processors copy entries either under the bare key
+    (opentelemetry-python-contrib's `BaggageSpanProcessor`) or under a `baggage.` prefix.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: Condition | None = Field(default=None, description="Condition on the run's agent name.")
+    service: Condition | None = Field(default=None, description="Condition on the resource's `service.name`.")
+    resource: dict[str, Condition] = Field(default_factory=dict, description="Conditions on resource attributes.")
+    attributes: dict[str, Condition] = Field(
+        default_factory=dict, description="Conditions on run span attributes (and baggage copied onto it)."
+    )
+    input: Condition | None = Field(default=None, description="Condition on the user's input text.")
+
+    def selectors(self) -> Iterator[tuple[tuple[str, ...], Condition]]:
+        """Each selector as (field id, condition); the field id is what `run_value` reads."""
+        if self.agent is not None:
+            yield ("agent",), self.agent
+        if self.service is not None:
+            yield ("resource", "service.name"), self.service
+        for key, cond in self.resource.items():
+            yield ("resource", key), cond
+        for key, cond in self.attributes.items():
+            yield ("attributes", key), cond
+        if self.input is not None:
+            yield ("input",), self.input
+
+    @property
+    def empty(self) -> bool:
+        return next(self.selectors(), None) is None
+
+    @model_serializer
+    def _serialize(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("agent", "service", "resource", "attributes", "input"):
+            value = getattr(self, key)
+            if value:
+                out[key] = (
+                    {k: v.model_dump() for k, v in value.items()} if isinstance(value, dict) else value.model_dump()
+                )
+        return out
+
+
+class ExpectationScorer(BaseModel):
+    """A scorer spec exactly as `toolscore score` takes it, plus `sample_rate`.
+
+    `spec` keeps the document as written (without `sample_rate`) for round-tripping; `scorer` is the
+    parsed, ready scorer. `sample_rate` bounds cost (LLM judges): the choice is made from the trace id,
+    so every replica scores the same runs.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    spec: dict[str, Any] = Field(description="The scorer spec as written: `{type: ..., params}`.")
+    sample_rate: float = Field(default=1.0, ge=0.0, le=1.0, description="Share of runs scored, 0-1, by trace id.")
+    scorer: ScorerBase = Field(exclude=True, description="The parsed scorer.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parse(cls, data: Any) -> Any:
+        if isinstance(data, ExpectationScorer) or (isinstance(data, dict) and "spec" in data and "scorer" in data):
+            return data
+        if not isinstance(data, Mapping):
+            raise ValueError("a scorer is a mapping `{type: ..., params}`")
+        spec = dict(data)
+        sample_rate = spec.pop("sample_rate", 1.0)
+        from toolscore.scorers.spec import parse_scorer  # the scorer union pulls in litellm: import on first use
+
+        return {"spec": spec, "sample_rate": sample_rate, "scorer": parse_scorer(spec)}
+
+    @property
+    def name(self) -> str:
+        """The name the scorer reports its scores under."""
+        return self.scorer.scorer_name
+
+    @model_serializer
+    def _serialize(self) -> dict[str, Any]:
+        return {**self.spec, "sample_rate": self.sample_rate} if self.sample_rate != 1.0 else dict(self.spec)
+
+
+class Expectation(BaseModel):
+    """What a run that matches `match` should have done, as scored by `scorers`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, pattern=NAME_PATTERN, description="Unique name; scores carry it.")
+    version: int = Field(default=0, ge=0, description="Set by the store; increases on every change.")
+    enabled: bool = Field(default=True, description="A disabled expectation matches no run.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Free-form: owner, severity, ...")
+    match: MatchSpec = Field(default_factory=MatchSpec, description="Which runs it applies to.")
+    scorers: list[ExpectationScorer] = Field(default_factory=list, description="How matching runs are scored.")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_as_text(cls, value: Any) -> Any:
+        """YAML reads `severity: 1` or `paging: yes` as numbers and booleans; labels are text."""
+        if isinstance(value, Mapping):
+            return {k: v if isinstance(v, str) or v is None else _label_text(v) for k, v in value.items()}
+        return value
+
+    def to_dict(self, *, with_version: bool = True) -> dict[str, Any]:
+        """The document form, as a file would hold it (`version` only when asked)."""
+        out = self.model_dump()
+        if not with_version:
+            out.pop("version")
+        return out
+
+    def same_content(self, other: Expectation) -> bool:
+        """True when the two differ at most in `version`."""
+        return self.to_dict(with_version=False) == other.to_dict(with_version=False)
+
+
+def _label_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,121 @@
+"""PostgreSQL, for several collector replicas sharing one registry (psycopg 3).
+
+Writers are serialized by a transaction-scoped advisory lock, so the change log's `seq` is assigned in
+commit order and a replica reading `changes_since(seq)` can never miss a change that committed late
+with a lower number. Every write sends `NOTIFY <prefix>changes` (delivered at commit); replicas that
+`listen` wake on it instead of waiting for their next poll. The poll stays as the fallback, because a
+notification is lost when the listening connection drops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from toolscore.collector.registry.sql_base import Cursor, SqlStore
+
+__all__ = ["PostgresStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {p}expectations (
+    name TEXT PRIMARY KEY,
+    version BIGINT NOT NULL,
+    live BOOLEAN NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {p}changes (
+    seq BIGSERIAL PRIMARY KEY,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    at_ns BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
+"""
+
+_log = logging.getLogger("toolscore.registry")
+
+
+class PostgresStore(SqlStore):
+    """`ExpectationStore` in PostgreSQL; tables are created on first use (in the search_path's schema)."""
+
+    P = "%s"
+
+    def __init__(
+        self, dsn: str, *, table_prefix: str = "toolscore_", listen: bool = True, connect_timeout_s: float = 10.0
+    ) -> None:
+        self.prefix = table_prefix
+        self._dsn = dsn
+        self._connect_timeout_s = connect_timeout_s
+        self._channel = f"{table_prefix}changes"
+        # the advisory lock key: one per table set, so two registries in one database do not contend
+        self._lock_key = int.from_bytes(
+            hashlib.blake2b(table_prefix.encode(), digest_size=8).digest(), "big", signed=True
+        )
+        self._lock = threading.Lock()
+        self._conn = self._connect()
+        self._listener: psycopg.Connection[tuple[object, ...]] | None = None
+        with self._write() as cur:
+            cur.execute(_SCHEMA.replace("{p}", self.prefix))
+        if listen:
+            self._listener = self._connect(autocommit=True)
+            self._listener.execute(f'LISTEN "{self._channel}"')
+
+    def _connect(self, *, autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(self._dsn, autocommit=autocommit, connect_timeout=max(1, round(self._connect_timeout_s)))
+
+    def _connection(self) -> psycopg.Connection[tuple[object, ...]]:
+        """The shared connection, reopened when it broke (server restart, network)."""
+        if self._conn.closed or self._conn.broken:
+            self._conn = self._connect()
+        return self._conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Cursor]:
+        with self._lock:
+            conn = self._connection()
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+
+    @contextmanager
+    def _write(self) -> Iterator[Cursor]:
+        with self._lock:
+            conn = self._connection()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                yield cur
+                cur.execute("SELECT pg_notify(%s, '')", (self._channel,))
+
+    def wait_for_change(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Block until a change notification arrives (True) or `timeout_s` passes (False).
+
+        Waits in slices of at most 0.25 s so that `stop` is honoured promptly.
+        """
+        if self._listener is None:
+            if stop is not None:
+                stop.wait(timeout_s)
+            return False
+        remaining = timeout_s
+        while remaining > 0 and not (stop is not None and stop.is_set()):
+            step = min(remaining, 0.25)
+            try:
+                if any(True for _ in self._listener.notifies(timeout=step, stop_after=1)):
+                    return True
+            except psycopg.Error:
+                _log.warning("registry change listener lost its connection; falling back to polling")
+                self._listener = None
+                return False
+            remaining -= step
+        return False
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+            if self._listener is not None:
+                self._listener.close()

@@ -1,0 +1,292 @@
+"""`Registry`: the in-process API the pipeline, the gRPC service and the CLI use.
+
+    files ─(FileWatcher: validate all, apply)─┐
+    put / delete / apply ─────────────────────┼─→ ExpectationStore ─(changes_since)─→ snapshot → ExpectationIndex
+    other replicas' writes ───────────────────┘                      (poll / NOTIFY)      └─→ subscribers
+
+Consistency: the store is the only writer of truth. Every change — ours or another replica's — reaches
+the in-memory snapshot the same way, by reading the store's change log from the last applied `seq`,
+under one lock, in commit order; the new `ExpectationIndex` is built aside and swapped in with one
+assignment, so `match` (lock-free) sees either the old set or the new one, never a mix, and runs in
+flight keep the index they started with.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
+from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem
+from toolscore.collector.registry.files import FileWatcher, load_paths
+from toolscore.collector.registry.matching import ExpectationIndex
+from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.store import Change, ExpectationStore
+from toolscore.collector.registry.stores import open_store
+from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
+from toolscore.scorers.model import AgentRun
+
+__all__ = ["Applied", "ApplyAction", "Registry"]
+
+ApplyAction = Literal["created", "updated", "unchanged", "deleted"]
+Applied = list[tuple[str, ApplyAction]]
+"""What `apply` did, per name: `[("checkout-canary", "created"), ...]`."""
+
+_log = logging.getLogger("toolscore.registry")
+
+
+class Registry:
+    """Expectations, kept in a store and matched against runs from an immutable in-memory index."""
+
+    def __init__(
+        self,
+        store: ExpectationStore | None = None,
+        *,
+        config: RegistryConfig | None = None,
+        poll_interval_s: float | None = None,
+    ) -> None:
+        self.config = config or RegistryConfig()
+        self._owns_store = store is None
+        self.store: ExpectationStore = store if store is not None else open_store(self.config.store)
+        self._lock = threading.RLock()
+        self._subscribers: builtins.list[Callable[[Change], None]] = []
+        self._seq = self.store.latest_seq()
+        self._snapshot = {exp.name: exp for exp in self.store.list()}
+        self._index = ExpectationIndex(self._snapshot.values())
+        self._file_names: set[str] = set()
+        self._watcher: FileWatcher | None = None
+        self.last_error: InvalidExpectation | None = None
+        """The error of the last file reload that failed (the previous set stays); None after a good one."""
+        self._closed = threading.Event()
+        interval = poll_interval_s if poll_interval_s is not None else self.config.poll_interval_s
+        self._poller = threading.Thread(
+            target=self._poll, args=(interval,), name="toolscore-registry-poll", daemon=True
+        )
+        self._poller.start()
+        if self.config.files:
+            try:
+                self.reload_files()
+            except BaseException:
+                self.close()
+                raise
+            if self.config.watch_files:
+                self._watch(self.config.files, self.config.file_poll_interval_s)
+
+    @classmethod
+    def from_config(cls, config: RegistryConfig) -> Registry:
+        return cls(config=config)
+
+    @classmethod
+    def from_file(
+        cls, *paths: str | Path, watch: bool = True, interval_s: float = 1.0, store: ExpectationStore | None = None
+    ) -> Registry:
+        """A registry fed by files (kept in memory unless a store is given); raises `InvalidExpectation`."""
+        config = RegistryConfig(
+            store=MemoryStoreConfig(),
+            files=[str(p) for p in paths],
+            watch_files=watch,
+            file_poll_interval_s=interval_s,
+        )
+        return cls(store, config=config)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def match(self, run: AgentRun) -> builtins.list[Expectation]:
+        """Enabled expectations whose selectors all hold for the run, in name order. Lock-free."""
+        return self._index.match(run)
+
+    @property
+    def index(self) -> ExpectationIndex:
+        """The current immutable snapshot (hold on to it to match several runs against one set)."""
+        return self._index
+
+    @property
+    def seq(self) -> int:
+        """The `seq` of the last change applied to the snapshot."""
+        return self._seq
+
+    def get(self, name: str) -> Expectation:
+        """From the store (authoritative); raises `NotFound`."""
+        return self.store.get(name)
+
+    def list(self) -> builtins.list[Expectation]:
+        return self.store.list()
+
+    def history(self, name: str) -> builtins.list[Expectation]:
+        return self.store.history(name)
+
+    def changes_since(self, seq: int) -> builtins.list[Change]:
+        return self.store.changes_since(seq)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def put(self, expectation: Expectation | Mapping[str, Any], expected_version: int | None = None) -> Expectation:
+        """Validate and save; returns the stored expectation with its new version. See `ExpectationStore.put`."""
+        exp = parse_expectation(dict(expectation) if isinstance(expectation, Mapping) else expectation)
+        warn_if_unmatchable(exp)
+        stored, _ = self.store.put(exp, expected_version)
+        self.refresh()
+        return stored
+
+    def delete(self, name: str, expected_version: int | None = None) -> Change:
+        change = self.store.delete(name, expected_version)
+        self.refresh()
+        return change
+
+    def apply(self, expectations: Iterable[Expectation | Mapping[str, Any]], *, prune: Iterable[str] = ()) -> Applied:
+        """Make the store hold these expectations: all are validated before anything is written.
+
+        Unchanged ones are not rewritten (their version stays). Names in `prune` that are not among
+        `expectations` are deleted. Each write checks the version read, so a concurrent edit raises
+        `VersionConflict` rather than being overwritten.
+        """
+        parsed = _validate_all(expectations)
+        for exp in parsed:
+            warn_if_unmatchable(exp)
+        return self._apply(parsed, prune)
+
+    def _apply(self, parsed: builtins.list[Expectation], prune: Iterable[str]) -> Applied:
+        results: Applied = []
+        try:
+            for exp in parsed:
+                results.append((exp.name, self._apply_one(exp)))
+            wanted = {exp.name for exp in parsed}
+            for name in sorted(set(prune) - wanted):
+                try:
+                    self.store.delete(name)
+                    results.append((name, "deleted"))
+                except NotFound:
+                    pass
+        finally:
+            self.refresh()
+        return results
+
+    def _apply_one(self, exp: Expectation) -> ApplyAction:
+        try:
+            current: Expectation | None = self.store.get(exp.name)
+        except NotFound:
+            current = None
+        if current is not None and current.same_content(exp):
+            return "unchanged"
+        self.store.put(exp, current.version if current else 0)
+        return "updated" if current else "created"
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    def reload_files(self) -> Applied:
+        """Load the configured files and apply them; a bad set raises and leaves the registry as it was."""
+        try:
+            expectations = load_paths(self.config.files)
+        except InvalidExpectation as exc:
+            self.last_error = exc
+            raise
+        results = self._apply(expectations, self._file_names)
+        self._file_names = {exp.name for exp in expectations}
+        self.last_error = None
+        return results
+
+    def _reload_quietly(self) -> None:
+        try:
+            results = self.reload_files()
+        except InvalidExpectation as exc:
+            _log.error("expectation files not reloaded, the previous set stays: %s", exc)
+            return
+        changed = [f"{name} {action}" for name, action in results if action != "unchanged"]
+        _log.info("expectation files reloaded: %s", ", ".join(changed) or "no change")
+
+    def _watch(self, paths: Iterable[str], interval_s: float) -> None:
+        self._watcher = FileWatcher(paths, self._reload_quietly, interval_s=interval_s).start()
+
+    # -- change feed ---------------------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[Change], None]) -> Callable[[], None]:
+        """Call `callback(change)` for every change applied to the snapshot, in order; returns unsubscribe.
+
+        Callbacks run on the thread that applied the change, under the registry's lock: keep them
+        short (hand off to a queue). An exception in one is logged and does not stop the others.
+        """
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def refresh(self) -> builtins.list[Change]:
+        """Apply the store's changes since the last applied `seq`; returns them."""
+        with self._lock:
+            changes = self.store.changes_since(self._seq)
+            if not changes:
+                return []
+            snapshot = dict(self._snapshot)
+            for change in changes:
+                if change.kind == "deleted":
+                    snapshot.pop(change.name, None)
+                else:
+                    snapshot[change.name] = change.expectation
+            self._index = ExpectationIndex(snapshot.values())
+            self._snapshot = snapshot
+            self._seq = changes[-1].seq
+            for change in changes:
+                for callback in list(self._subscribers):
+                    try:
+                        callback(change)
+                    except Exception:
+                        _log.exception("registry subscriber failed on %s of %r", change.kind, change.name)
+            return changes
+
+    def _poll(self, interval_s: float) -> None:
+        wait_for_change = getattr(self.store, "wait_for_change", None)
+        while not self._closed.is_set():
+            if wait_for_change is not None:
+                wait_for_change(interval_s, self._closed)
+            elif self._closed.wait(interval_s):
+                return
+            try:
+                if not self._closed.is_set() and self.store.latest_seq() != self._seq:
+                    self.refresh()
+            except Exception:
+                _log.exception("reading registry changes failed; retrying in %.1fs", interval_s)
+
+    def close(self) -> None:
+        """Stop watching and polling; close the store if this registry opened it. Idempotent."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self._watcher is not None:
+            self._watcher.stop()
+        self._poller.join()
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Registry:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _validate_all(expectations: Iterable[Expectation | Mapping[str, Any]]) -> list[Expectation]:
+    parsed: list[Expectation] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, item in enumerate(expectations):
+        try:
+            exp = parse_expectation(dict(item) if isinstance(item, Mapping) else item)
+        except InvalidExpectation as exc:
+            problems.extend(Problem(f"[{i}].{p.field}".rstrip("."), p.message, p.file, p.line) for p in exc.problems)
+            continue
+        if exp.name in seen:
+            problems.append(Problem(f"[{i}].name", f"duplicate name {exp.name!r}"))
+        seen.add(exp.name)
+        parsed.append(exp)
+    if problems:
+        raise InvalidExpectation(problems)
+    return parsed

@@ -1,0 +1,147 @@
+"""What the SQL stores share: the two tables, the write algorithm and the decoding of rows.
+
+Tables (names prefixed per store): `<p>expectations` holds one row per name ever written — the last
+version, whether it is live, and the last live document — and `<p>changes` is the append-only log
+(seq, name, kind, version, document). A write is one transaction that reads the name's row, applies
+the optimistic-concurrency rule, upserts the row and appends to the log; the dialects only supply
+how a write transaction is opened (SQLite `BEGIN IMMEDIATE`, PostgreSQL an advisory lock, which also
+keeps `seq` in commit order so replicas reading `changes_since` never skip a late commit).
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from toolscore.collector.registry.errors import NotFound
+from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.store import Change, ChangeKind, check_expected_version
+
+__all__ = ["Cursor", "SqlStore"]
+
+
+class Cursor(Protocol):
+    def execute(self, query: Any, params: Sequence[Any] = ..., /) -> Any: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> builtins.list[Any]: ...
+
+
+def _decode(body: str | dict[str, Any], version: int) -> Expectation:
+    data = json.loads(body) if isinstance(body, str) else dict(body)
+    data["version"] = version
+    return Expectation.model_validate(data)
+
+
+def _encode(expectation: Expectation) -> str:
+    return json.dumps(expectation.to_dict(with_version=False), sort_keys=True, separators=(",", ":"))
+
+
+class SqlStore:
+    """`ExpectationStore` over DB-API cursors; subclasses provide `_read`, `_write` and `P` (placeholder)."""
+
+    P = "?"
+    prefix = "toolscore_"
+
+    def _read(self) -> AbstractContextManager[Cursor]:
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[Cursor]:
+        """A cursor in a write transaction that excludes other writers; commits on success."""
+        raise NotImplementedError
+
+    def _sql(self, text: str) -> str:
+        return text.replace("{p}", self.prefix).replace("?", self.P)
+
+    def get(self, name: str) -> Expectation:
+        with self._read() as cur:
+            cur.execute(self._sql("SELECT body, version FROM {p}expectations WHERE name = ? AND live"), (name,))
+            row = cur.fetchone()
+        if row is None:
+            raise NotFound(name)
+        return _decode(row[0], row[1])
+
+    def list(self) -> builtins.list[Expectation]:
+        with self._read() as cur:
+            cur.execute(self._sql("SELECT body, version FROM {p}expectations WHERE live ORDER BY name"))
+            rows = cur.fetchall()
+        return [_decode(body, version) for body, version in rows]
+
+    def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
+        body = _encode(expectation)
+        with self._write() as cur:
+            last, live = self._row(cur, expectation.name)
+            check_expected_version(expectation.name, last if live else None, expected_version)
+            version = last + 1
+            cur.execute(
+                self._sql(
+                    "INSERT INTO {p}expectations (name, version, live, body) VALUES (?, ?, TRUE, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version, live = TRUE, body = excluded.body"
+                ),
+                (expectation.name, version, body),
+            )
+            kind: ChangeKind = "updated" if live else "created"
+            seq = self._append(cur, expectation.name, kind, version, body)
+        stored = expectation.model_copy(update={"version": version})
+        return stored, Change(seq, kind, stored.name, version, stored)
+
+    def delete(self, name: str, expected_version: int | None = None) -> Change:
+        with self._write() as cur:
+            last, live = self._row(cur, name)
+            if not live:
+                raise NotFound(name)
+            check_expected_version(name, last, expected_version)
+            cur.execute(self._sql("SELECT body FROM {p}expectations WHERE name = ?"), (name,))
+            body = cur.fetchone()[0]
+            cur.execute(
+                self._sql("UPDATE {p}expectations SET version = ?, live = FALSE WHERE name = ?"), (last + 1, name)
+            )
+            seq = self._append(cur, name, "deleted", last + 1, body)
+        return Change(seq, "deleted", name, last + 1, _decode(body, last))
+
+    def history(self, name: str) -> builtins.list[Expectation]:
+        with self._read() as cur:
+            cur.execute(
+                self._sql("SELECT body, version FROM {p}changes WHERE name = ? AND kind <> 'deleted' ORDER BY seq"),
+                (name,),
+            )
+            rows = cur.fetchall()
+        if not rows:
+            raise NotFound(name)
+        return [_decode(body, version) for body, version in rows]
+
+    def changes_since(self, seq: int) -> builtins.list[Change]:
+        with self._read() as cur:
+            cur.execute(
+                self._sql("SELECT seq, kind, name, version, body FROM {p}changes WHERE seq > ? ORDER BY seq"), (seq,)
+            )
+            rows = cur.fetchall()
+        return list(self._changes(rows))
+
+    def latest_seq(self) -> int:
+        with self._read() as cur:
+            cur.execute(self._sql("SELECT COALESCE(MAX(seq), 0) FROM {p}changes"))
+            return int(cur.fetchone()[0])
+
+    def _row(self, cur: Cursor, name: str) -> tuple[int, bool]:
+        """(last version, live) of a name; (0, False) when it was never written."""
+        cur.execute(self._sql("SELECT version, live FROM {p}expectations WHERE name = ?"), (name,))
+        row = cur.fetchone()
+        return (0, False) if row is None else (int(row[0]), bool(row[1]))
+
+    def _append(self, cur: Cursor, name: str, kind: ChangeKind, version: int, body: str) -> int:
+        cur.execute(
+            self._sql("INSERT INTO {p}changes (name, kind, version, body, at_ns) VALUES (?, ?, ?, ?, ?) RETURNING seq"),
+            (name, kind, version, body, time.time_ns()),
+        )
+        return int(cur.fetchone()[0])
+
+    @staticmethod
+    def _changes(rows: builtins.list[Any]) -> Iterator[Change]:
+        for seq, kind, name, version, body in rows:
+            # a deletion row holds the last live document, whose version is one below the deletion's
+            exp = _decode(body, version - 1 if kind == "deleted" else version)
+            yield Change(int(seq), kind, name, int(version), exp)

@@ -1,0 +1,78 @@
+"""The embedded default store: one SQLite file in WAL mode, survives restarts, no server to run.
+
+Several processes may open the same file (WAL lets readers run beside the one writer); writes take
+the database's write lock up front (`BEGIN IMMEDIATE`) so the read-check-write of optimistic
+concurrency cannot interleave with another writer's, and `busy_timeout_ms` bounds the wait for it.
+Within a process one connection is shared behind a lock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from toolscore.collector.registry.sql_base import Cursor, SqlStore
+
+__all__ = ["SqliteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS {p}expectations (
+    name TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    live INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS {p}changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    at_ns INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
+"""
+
+
+class SqliteStore(SqlStore):
+    """`ExpectationStore` in a SQLite file (created with its parent directory when missing)."""
+
+    def __init__(self, path: str | Path = ".toolscore/registry.db", *, busy_timeout_ms: int = 5000) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        with self._write() as cur:
+            for statement in _SCHEMA.replace("{p}", self.prefix).split(";"):
+                if statement.strip():
+                    cur.execute(statement)
+
+    @contextmanager
+    def _read(self) -> Iterator[Cursor]:
+        with self._lock:
+            yield self._conn.cursor()
+
+    @contextmanager
+    def _write(self) -> Iterator[Cursor]:
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+            except BaseException:
+                self._conn.rollback()
+                raise
+            self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

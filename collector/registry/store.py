@@ -1,0 +1,88 @@
+"""The storage plugin point: a handful of methods, safe for concurrent use.
+
+Every write is one change in an append-only log numbered by `seq`, in commit order. The log is both
+the history (`history(name)`) and the feed replicas follow (`changes_since(seq)`), so a replica that
+missed a NOTIFY or a poll still converges: it asks for everything after the last `seq` it applied.
+
+Versions: the first write of a name is version 1, and every later write — a deletion too — takes the
+previous version + 1, so versions of a name never repeat even across delete and re-create.
+Optimistic concurrency: `expected_version=None` writes unconditionally; `0` means "create, the name
+must be free"; `n > 0` means "the live version must be n".
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+from toolscore.collector.registry.errors import AlreadyExists, NotFound, VersionConflict
+from toolscore.collector.registry.model import Expectation
+
+__all__ = ["Change", "ChangeKind", "ExpectationStore", "check_expected_version"]
+
+ChangeKind = Literal["created", "updated", "deleted"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One committed write. `expectation` is the new value (for `deleted`: the last live value)."""
+
+    seq: int
+    kind: ChangeKind
+    name: str
+    version: int
+    expectation: Expectation
+
+
+@runtime_checkable
+class ExpectationStore(Protocol):
+    """Where expectations live. Implementations are safe for concurrent use by threads."""
+
+    def get(self, name: str) -> Expectation:
+        """The live expectation; raises `NotFound`."""
+        ...
+
+    def list(self) -> list[Expectation]:
+        """Every live expectation, in name order."""
+        ...
+
+    def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
+        """Save whole or not at all; returns the stored value (with its new version) and the change.
+
+        Raises `AlreadyExists` (`expected_version=0` and the name is live), `NotFound` (`n > 0`
+        and the name is not live) or `VersionConflict` (the live version is not `n`).
+        """
+        ...
+
+    def delete(self, name: str, expected_version: int | None = None) -> Change:
+        """Delete the live expectation; raises `NotFound` or `VersionConflict`. History is kept."""
+        ...
+
+    def history(self, name: str) -> builtins.list[Expectation]:
+        """Every saved version, oldest first (deletions are not versions of the content); `NotFound`."""
+        ...
+
+    def changes_since(self, seq: int) -> builtins.list[Change]:
+        """Changes with `seq` greater than the given one, in order."""
+        ...
+
+    def latest_seq(self) -> int:
+        """The `seq` of the last change, 0 when there is none."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def check_expected_version(name: str, live_version: int | None, expected_version: int | None) -> None:
+    """The optimistic-concurrency rule every store applies; `live_version` is None when not live."""
+    if expected_version is None:
+        return
+    if expected_version == 0:
+        if live_version is not None:
+            raise AlreadyExists(name, live_version)
+        return
+    if live_version is None:
+        raise NotFound(name)
+    if live_version != expected_version:
+        raise VersionConflict(name, expected_version, live_version)

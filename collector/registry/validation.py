@@ -1,0 +1,81 @@
+"""From an untrusted document to an `Expectation`, or an `InvalidExpectation` that says where.
+
+Pydantic reports locations as tuples (`("scorers", 0, "trajectory", "expected")`); authors read
+`scorers[0].expected`. The scorer union's discriminator tag is dropped from the path because it is a
+value the author wrote, not a field. `locate` maps a location back to a line (files pass one built from
+the YAML node tree).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from toolscore.collector.registry.errors import InvalidExpectation, Problem
+from toolscore.collector.registry.model import Expectation
+
+__all__ = ["Locate", "field_path", "parse_expectation", "problems_from", "warn_if_unmatchable"]
+
+Locate = Callable[[Sequence[str | int]], int | None]
+"""Maps a field location (relative to one expectation's document) to a 1-based line, when known."""
+
+_log = logging.getLogger("toolscore.registry")
+
+
+def field_path(loc: Sequence[str | int]) -> str:
+    """`("match", "attributes", "session.id")` → `match.attributes["session.id"]`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "." in part or not part or " " in part:
+            out += f'["{part}"]'
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _clean_loc(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
+    """Drop the scorer union's tag: `scorers.0.trajectory.expected` → `scorers.0.expected`."""
+    parts = tuple(loc)
+    if len(parts) >= 3 and parts[0] == "scorers" and isinstance(parts[1], int) and isinstance(data, dict):
+        scorers = data.get("scorers")
+        item = scorers[parts[1]] if isinstance(scorers, list) and parts[1] < len(scorers) else None
+        if isinstance(item, dict) and item.get("type") == parts[2]:
+            return parts[:2] + parts[3:]
+    return parts
+
+
+def problems_from(
+    exc: ValidationError, data: Any, *, file: str | None = None, locate: Locate | None = None
+) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = _clean_loc(err["loc"], data)
+        message = err["msg"].removeprefix("Value error, ")
+        problems.append(Problem(field_path(loc), message, file, locate(loc) if locate else None))
+    return problems
+
+
+def parse_expectation(data: Any, *, file: str | None = None, locate: Locate | None = None) -> Expectation:
+    """Validate one expectation document; raises `InvalidExpectation` listing every problem."""
+    if isinstance(data, Expectation):
+        return data
+    if not isinstance(data, dict):
+        raise InvalidExpectation.single("", "an expectation is a mapping", file, locate(()) if locate else None)
+    try:
+        return Expectation.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidExpectation(problems_from(exc, data, file=file, locate=locate)) from None
+
+
+def warn_if_unmatchable(expectation: Expectation, where: str = "") -> bool:
+    """Log the easy mistake of an expectation with no selector (it matches no run); True when logged."""
+    if not expectation.match.empty:
+        return False
+    at = f" ({where})" if where else ""
+    _log.warning("expectation %r%s has no selector under `match`, so it matches no run", expectation.name, at)
+    return True
