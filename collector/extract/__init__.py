@@ -1,0 +1,36 @@
+"""Extraction: spans in any supported convention → agent runs with their ordered tool calls.
+
+`rebuild_runs` is the entry point; `Extractor` is the plug-in protocol for a span convention (see
+`conventions`), `ExtractConfig` its size caps and switches, `ExtractStats` its counters.
+"""
+
+from __future__ import annotations
+
+from toolscore.collector.extract.config import ExtractConfig, ExtractStats
+from toolscore.collector.extract.conventions import (
+    EXTRACTORS,
+    NOT_CAPTURED,
+    Extractor,
+    IssuedCall,
+    IssuedCalls,
+    Role,
+    RunInfo,
+    ToolRead,
+    classify,
+)
+from toolscore.collector.extract.runs import rebuild_runs
+
+__all__ = [
+    "EXTRACTORS",
+    "NOT_CAPTURED",
+    "ExtractConfig",
+    "ExtractStats",
+    "Extractor",
+    "IssuedCall",
+    "IssuedCalls",
+    "Role",
+    "RunInfo",
+    "ToolRead",
+    "classify",
+    "rebuild_runs",
+]

@@ -1,0 +1,85 @@
+"""Extraction settings and counters.
+
+`ExtractConfig` bounds what one run may hold, so that a span with a multi-megabyte tool result
+cannot grow memory without limit. `ExtractStats` counts what extraction saw, kept, capped and left
+out, with a reason for everything left out; it is filled in place and never raises.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ExtractConfig", "ExtractStats"]
+
+
+class ExtractConfig(BaseModel):
+    """How runs and calls are rebuilt from spans."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_args_bytes: int = Field(
+        default=64 * 1024,
+        ge=0,
+        description="Largest tool-call arguments kept, in UTF-8 bytes. Longer arguments keep their first "
+        "`max_args_bytes` bytes as raw text (`args_state='raw'`) and are not parsed. Default: 65536.",
+    )
+    max_result_bytes: int = Field(
+        default=16 * 1024,
+        ge=0,
+        description="Largest tool result kept, in UTF-8 bytes; longer results are cut to this size. Default: 16384.",
+    )
+    max_text_bytes: int = Field(
+        default=16 * 1024,
+        ge=0,
+        description="Largest run input or output text kept, in UTF-8 bytes; longer text is cut. Default: 16384.",
+    )
+    max_attribute_bytes: int = Field(
+        default=4 * 1024,
+        ge=0,
+        description="Largest string value kept among a run span's attributes (`AgentRun.attributes`), in "
+        "UTF-8 bytes; longer values are cut. Default: 4096.",
+    )
+    max_calls_per_run: int = Field(
+        default=1000,
+        ge=0,
+        description="Most tool calls kept per run, the first ones in issue order; the rest are counted "
+        "as `calls_over_limit`. Default: 1000.",
+    )
+    infer_runs: bool = Field(
+        default=True,
+        description="When a tool call has no recognised run span above it, let the topmost available "
+        "ancestor (or the root of a sub-invocation under a tool span) stand in as an inferred run. "
+        "When false, such calls are dropped and counted as `call_without_run`. Default: true.",
+    )
+    include_output_tools: bool = Field(
+        default=False,
+        description="Keep the spans frameworks record for structured output (pydantic-ai `running output "
+        "function`), which are not tools the agent chose to call. Default: false.",
+    )
+
+
+@dataclass
+class ExtractStats:
+    """Counters filled by `rebuild_runs`; pass one instance to accumulate over several calls."""
+
+    spans: int = 0
+    """Spans received, duplicates included."""
+    duplicate_spans: int = 0
+    """Spans received again with a trace and span id already seen; the first delivery is kept."""
+    traces: int = 0
+    runs: int = 0
+    inferred_runs: int = 0
+    calls: int = 0
+    args_truncated: int = 0
+    results_truncated: int = 0
+    by_convention: Counter[str] = field(default_factory=Counter)
+    """Spans recognised per convention."""
+    skipped: Counter[str] = field(default_factory=Counter)
+    """What was left out, by reason: `unknown_convention` (a trace no extractor recognised),
+    `read_error:<convention>`, `output_tool`, `call_without_run`, `calls_over_limit`, ..."""
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] += count

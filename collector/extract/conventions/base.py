@@ -1,0 +1,126 @@
+"""The extractor protocol: a predicate that classifies a span, and one method that reads it.
+
+A convention module knows one family of span and attribute names. `classify` is the predicate: it
+answers ``None`` for a span that is not in its convention (so the next extractor is asked), and a
+`Role` for one that is. `Role.OTHER` claims a span without using it, which is how a convention keeps
+a span that another convention would misread (an OpenLLMetry `workflow` span that also says
+`gen_ai.operation.name=invoke_agent`) out of the run list. `read` is called only for `RUN`, `TOOL`
+and `LLM`, and returns raw values: size caps, JSON parsing and ordering happen once, in
+`toolscore.collector.extract.runs`, so every convention behaves the same way there.
+
+Extractors are stateless singletons shared by threads; they read only the attributes they need
+straight from `span.attributes` (no copies on the hot path).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
+
+from toolscore.collector.spans import SpanRecord
+
+__all__ = [
+    "NOT_CAPTURED",
+    "Extractor",
+    "IssuedCall",
+    "IssuedCalls",
+    "Role",
+    "RunInfo",
+    "ToolRead",
+]
+
+
+class Role(enum.Enum):
+    """What a span stands for in an agent run."""
+
+    RUN = "run"
+    """One agent invocation: its tool calls are the tool spans below it."""
+    TOOL = "tool"
+    """One tool execution."""
+    LLM = "llm"
+    """One model response; read for the order in which it issued tool calls."""
+    OTHER = "other"
+    """A span of this convention that is none of the above; no other convention is asked."""
+
+
+class _NotCaptured:
+    """Marker for arguments the instrumentation did not record (distinct from ``None`` and ``{}``)."""
+
+    _instance: _NotCaptured | None = None
+
+    def __new__(cls) -> _NotCaptured:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_CAPTURED"
+
+
+NOT_CAPTURED: Final = _NotCaptured()
+
+
+@dataclass(slots=True)
+class ToolRead:
+    """A tool span's raw values, before size caps and JSON parsing.
+
+    `args` is what the span held (JSON text, a decoded value, or `NOT_CAPTURED`). `name` may be None
+    only for a handoff (`handoff=True`), whose tool name is recovered from the model response that
+    issued it.
+    """
+
+    name: str | None
+    args: Any = NOT_CAPTURED
+    call_id: str | None = None
+    result: Any = None
+    error: bool = False
+    error_type: str | None = None
+    handoff: bool = False
+    output_tool: bool = False
+    """The span runs the framework's structured-output step, not a tool the agent chose (kept only
+    with `ExtractConfig.include_output_tools`)."""
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """A run span's description: who ran and on what request, with what final answer."""
+
+    agent_name: str | None = None
+    input: str | None = None
+    output: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class IssuedCall:
+    """One tool call as a model response listed it (`args` is JSON text or a decoded value)."""
+
+    call_id: str | None
+    name: str | None
+    args: Any = None
+
+
+@dataclass(slots=True)
+class IssuedCalls:
+    """The tool calls one model response issued, in the model's order."""
+
+    calls: list[IssuedCall] = field(default_factory=list)
+
+
+Read = ToolRead | RunInfo | IssuedCalls
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """One span convention: a predicate (`classify`) and one method (`read`)."""
+
+    name: str
+    """The convention's name, recorded on every run read from it (`AgentRun.convention`)."""
+
+    def classify(self, span: SpanRecord) -> Role | None:
+        """The span's role in this convention, or None when the span is not in this convention."""
+        ...
+
+    def read(self, span: SpanRecord, role: Role) -> Read:
+        """The span's values for `role` (RUN → RunInfo, TOOL → ToolRead, LLM → IssuedCalls)."""
+        ...

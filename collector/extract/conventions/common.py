@@ -1,0 +1,167 @@
+"""Readers shared by several conventions: errors, JSON message lists, flattened (indexed) attributes.
+
+Every helper tolerates any value shape (a convention may change between versions) and returns
+None rather than raising, so one malformed span costs its own data and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from toolscore.collector.extract.conventions.base import IssuedCall
+from toolscore.collector.spans import SpanRecord, StatusCode
+
+__all__ = [
+    "ERROR_TYPE_OTHER",
+    "error_of",
+    "event_attribute",
+    "genai_issued_calls",
+    "indexed_issued_calls",
+    "load_json",
+    "message_text",
+    "string",
+]
+
+ERROR_TYPE_OTHER = "_OTHER"
+"""The semconv fallback for `error.type` when the span says it failed but not how."""
+
+
+def string(attrs: Mapping[str, Any], key: str) -> str | None:
+    """A non-empty string attribute, or None."""
+    value = attrs.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def load_json(value: Any) -> Any:
+    """The decoded value of JSON text; a non-string value as is; None for text that is not JSON."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
+
+
+def event_attribute(span: SpanRecord, event_name: str, key: str) -> Any:
+    """The attribute `key` of the first span event named `event_name`, or None."""
+    for event in span.events:
+        if event.name == event_name and key in event.attributes:
+            return event.attributes[key]
+    return None
+
+
+def error_of(span: SpanRecord, *, failed: bool = False) -> tuple[bool, str | None]:
+    """Whether the span failed, and the error's type.
+
+    A span failed when its status is ERROR, it carries `error.type`, or the caller already knows
+    (`failed`). The type is `error.type`, else the `exception` event's `exception.type`, else `_OTHER`.
+    """
+    error_type = string(span.attributes, "error.type")
+    if not (failed or span.status_code == StatusCode.ERROR or error_type):
+        return False, None
+    if error_type is None:
+        exc_type = event_attribute(span, "exception", "exception.type")
+        error_type = exc_type if isinstance(exc_type, str) and exc_type else ERROR_TYPE_OTHER
+    return True, error_type
+
+
+def _content_text(content: Any) -> str | None:
+    """Text of one message's content in the shapes the conventions use."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [t for t in (_part_text(part) for part in content) if t]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _part_text(part: Any) -> str | None:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        return None
+    kind = part.get("type")
+    if kind not in (None, "text", "input_text", "output_text"):
+        return None
+    for key in ("content", "text"):
+        value = part.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def message_text(value: Any, role: str) -> str | None:
+    """The text of the last `role` message that has text, from a JSON message list or similar.
+
+    Understands GenAI messages (`parts` of type `text`), OpenAI-style messages (`content` as a string
+    or a list of text parts), Strands/Bedrock content blocks (`{"text": ...}`), a `{"text": ...}`
+    object and plain text.
+    """
+    if isinstance(value, str) and value[:1] in '[{"':
+        decoded = load_json(value)
+        value = value if decoded is None else decoded
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key in ("text", "prompt", "content", "output"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
+        messages = value.get("messages")
+        return message_text(messages, role) if isinstance(messages, list) else None
+    if not isinstance(value, list):
+        return None
+    if all(isinstance(m, Mapping) and "role" not in m for m in value):
+        return _content_text(value)
+    for message in reversed(value):
+        if isinstance(message, Mapping) and message.get("role") == role:
+            text = _content_text(message.get("parts", message.get("content")))
+            if text:
+                return text
+    return None
+
+
+def genai_issued_calls(messages: Any) -> list[IssuedCall]:
+    """Tool calls in GenAI output messages: parts `{"type": "tool_call", "id", "name", "arguments"}`."""
+    decoded = load_json(messages)
+    calls: list[IssuedCall] = []
+    if not isinstance(decoded, list):
+        return calls
+    for message in decoded:
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        if not isinstance(parts, list):
+            continue
+        for part in parts:
+            if isinstance(part, Mapping) and part.get("type") == "tool_call":
+                calls.append(IssuedCall(_opt_str(part.get("id")), _opt_str(part.get("name")), part.get("arguments")))
+    return calls
+
+
+def indexed_issued_calls(
+    attrs: Mapping[str, Any], message_prefix: str, call_infix: str, keys: tuple[str, str, str], max_messages: int = 64
+) -> list[IssuedCall]:
+    """Tool calls in flattened attributes, `<message_prefix>.<i><call_infix>.<j>.<key>`.
+
+    `keys` are the id, name and arguments suffixes. Indices are probed in order and stop at the first
+    gap, so only the attributes that exist are read.
+    """
+    id_key, name_key, args_key = keys
+    calls: list[IssuedCall] = []
+    for i in range(max_messages):
+        base = f"{message_prefix}.{i}{call_infix}"
+        j = 0
+        while True:
+            name = attrs.get(f"{base}.{j}.{name_key}")
+            call_id = attrs.get(f"{base}.{j}.{id_key}")
+            if name is None and call_id is None:
+                break
+            calls.append(IssuedCall(_opt_str(call_id), _opt_str(name), attrs.get(f"{base}.{j}.{args_key}")))
+            j += 1
+        if j == 0 and f"{message_prefix}.{i}.message.role" not in attrs and f"{message_prefix}.{i}.role" not in attrs:
+            break
+    return calls
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -1,0 +1,143 @@
+"""OpenTelemetry GenAI semantic conventions: `execute_tool`, `invoke_agent` and inference spans.
+
+The generic fallback: frameworks with their own module (pydantic-ai, Google ADK, Strands, Mastra,
+OpenLLMetry) are asked first and add what they know; everything else that speaks `gen_ai.*` is read
+here, including the Vercel AI SDK 7 `@ai-sdk/otel` `OpenTelemetry` integration (scope `gen_ai`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from toolscore.collector.extract.conventions.base import (
+    NOT_CAPTURED,
+    IssuedCalls,
+    Read,
+    Role,
+    RunInfo,
+    ToolRead,
+)
+from toolscore.collector.extract.conventions.common import (
+    error_of,
+    genai_issued_calls,
+    indexed_issued_calls,
+    message_text,
+    string,
+)
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
+
+# --- Names read (semantic-conventions v1.38+ / semantic-conventions-genai) -------------------------
+# span marker      gen_ai.operation.name = execute_tool | invoke_agent | chat | text_completion |
+#                  generate_content (others, e.g. create_agent, invoke_workflow, agent_step: OTHER)
+# tool span        gen_ai.tool.name, gen_ai.tool.call.id, gen_ai.tool.call.arguments,
+#                  gen_ai.tool.call.result, error.type, status, `exception` event exception.type
+# run span         gen_ai.agent.name, gen_ai.input.messages, gen_ai.output.messages
+#                  (JSON: [{"role", "parts": [{"type": "text", "content"} | {"type": "tool_call", ...}]}])
+# inference span   gen_ai.output.messages parts {"type": "tool_call", "id", "name", "arguments"}
+# --- Older spellings ----------------------------------------------------------------------------
+# <= v1.37         no gen_ai.tool.call.arguments/result: gen_ai.tool.arguments, gen_ai.tool.input,
+#                  gen_ai.tool.result, gen_ai.tool.output (vendor spellings seen before v1.38)
+# pre-operation    span named `execute_tool <tool>` with gen_ai.tool.name and no gen_ai.operation.name
+# indexed (legacy) gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments on inference spans
+
+OPERATION: Final = "gen_ai.operation.name"
+TOOL_NAME: Final = "gen_ai.tool.name"
+TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+ARGS_KEYS: Final = ("gen_ai.tool.call.arguments", "gen_ai.tool.arguments", "gen_ai.tool.input")
+RESULT_KEYS: Final = ("gen_ai.tool.call.result", "gen_ai.tool.result", "gen_ai.tool.output")
+AGENT_NAME: Final = "gen_ai.agent.name"
+INPUT_MESSAGES: Final = "gen_ai.input.messages"
+OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+LEGACY_COMPLETION: Final = "gen_ai.completion"
+INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+EXECUTE_TOOL: Final = "execute_tool"
+INVOKE_AGENT: Final = "invoke_agent"
+
+
+def tool_args(attrs: Any, keys: tuple[str, ...] = ARGS_KEYS) -> Any:
+    """The first argument attribute present, or NOT_CAPTURED (content capture is opt-in)."""
+    for key in keys:
+        if key in attrs:
+            return attrs[key]
+    return NOT_CAPTURED
+
+
+def _first(attrs: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in attrs:
+            return attrs[key]
+    return None
+
+
+def read_genai_tool(span: SpanRecord) -> ToolRead:
+    """A GenAI `execute_tool` span's values; the name falls back to the span name's suffix."""
+    attrs = span.attributes
+    name = string(attrs, TOOL_NAME)
+    if name is None and span.name.startswith(EXECUTE_TOOL + " "):
+        name = span.name[len(EXECUTE_TOOL) + 1 :]
+    error, error_type = error_of(span)
+    return ToolRead(
+        name=name or span.name,
+        args=tool_args(attrs),
+        call_id=string(attrs, TOOL_CALL_ID),
+        result=_first(attrs, RESULT_KEYS),
+        error=error,
+        error_type=error_type,
+    )
+
+
+def read_genai_run(span: SpanRecord) -> RunInfo:
+    """An `invoke_agent` span's agent name, last user text and last assistant text."""
+    attrs = span.attributes
+    return RunInfo(
+        agent_name=string(attrs, AGENT_NAME),
+        input=message_text(attrs.get(INPUT_MESSAGES), "user"),
+        output=message_text(attrs.get(OUTPUT_MESSAGES), "assistant"),
+    )
+
+
+def read_genai_issued(span: SpanRecord) -> IssuedCalls:
+    """The tool calls of an inference span, in the model's order."""
+    attrs = span.attributes
+    messages = attrs.get(OUTPUT_MESSAGES)
+    if messages is not None:
+        return IssuedCalls(genai_issued_calls(messages))
+    return IssuedCalls(indexed_issued_calls(attrs, LEGACY_COMPLETION, ".tool_calls", ("id", "name", "arguments")))
+
+
+class GenAIExtractor:
+    """Spans that follow the OTel GenAI conventions."""
+
+    name = "genai"
+
+    def classify(self, span: SpanRecord) -> Role | None:
+        """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.
+
+        Inference operations are read for the order of the calls they issue. Any other GenAI
+        operation (`create_agent`, `invoke_workflow`, `embeddings`, a framework's `agent_step`, ...)
+        is claimed as OTHER: it neither runs a tool nor bounds a run. A span without an operation
+        name is a tool call only in the pre-`operation.name` shape, `execute_tool <tool>` with
+        `gen_ai.tool.name`; anything else is not a GenAI span.
+        """
+        attrs = span.attributes
+        operation = attrs.get(OPERATION)
+        if operation is None:
+            if TOOL_NAME in attrs and span.name.startswith(EXECUTE_TOOL):
+                return Role.TOOL
+            return None
+        if operation == EXECUTE_TOOL:
+            return Role.TOOL
+        if operation == INVOKE_AGENT:
+            return Role.RUN
+        if operation in INFERENCE_OPERATIONS:
+            return Role.LLM
+        return Role.OTHER
+
+    def read(self, span: SpanRecord, role: Role) -> Read:
+        if role is Role.TOOL:
+            return read_genai_tool(span)
+        if role is Role.RUN:
+            return read_genai_run(span)
+        return read_genai_issued(span)

@@ -1,0 +1,100 @@
+"""Google ADK's own instrumentation (scope `gcp.vertex.agent`), older and current telemetry.
+
+ADK mostly speaks OTel GenAI, with quirks this module absorbs: the `(merged tools)` bookkeeping span
+that is not a model call, the `<not specified>` call id of a failed tool, arguments in
+`gcp.vertex.agent.tool_call_args` before GenAI attributes existed, and model responses recorded as
+`gcp.vertex.agent.llm_response` (function calls in the model's order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from toolscore.collector.extract.conventions.base import IssuedCall, IssuedCalls, Read, Role, ToolRead
+from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, string
+from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, read_genai_run, tool_args
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["GoogleADKExtractor"]
+
+# --- Names read ----------------------------------------------------------------------------------
+# recognised by  scope `gcp.vertex.agent`
+# current (google-adk 1.x/2.x, schema v2):
+#   run span      `invoke_agent <agent>`: gen_ai.operation.name=invoke_agent, gen_ai.agent.name
+#                 (`invoke_workflow <agent>` above it is not a run: OTHER)
+#   tool span     `execute_tool <tool>`: gen_ai.tool.name, gen_ai.tool.call.id (`<not specified>`
+#                 when the tool raised), gen_ai.tool.call.arguments / .result (content capture
+#                 SPAN_ONLY or SPAN_AND_EVENT), gen_ai.tool.type, status, error.type
+#   not a call    gen_ai.tool.name = `(merged tools)` (bookkeeping for parallel calls)
+#   model span    `generate_content <model>` / `call_llm`: gen_ai.output.messages, or
+#                 gcp.vertex.agent.llm_response JSON content.parts[].function_call {id, name, args}
+# older (google-adk 0.x/1.0):
+#   run span      `agent_run [<agent>]`
+#   tool span     gcp.vertex.agent.tool_call_args, gcp.vertex.agent.tool_response
+
+SCOPE: Final = "gcp.vertex.agent"
+MERGED: Final = "(merged tools)"
+UNSPECIFIED: Final = "<not specified>"
+ADK_ARGS: Final = (*ARGS_KEYS, "gcp.vertex.agent.tool_call_args")
+ADK_RESULTS: Final = (*RESULT_KEYS, "gcp.vertex.agent.tool_response")
+LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+
+
+def _issued_from_response(response: Any) -> list[IssuedCall]:
+    decoded = load_json(response)
+    content = decoded.get("content") if isinstance(decoded, Mapping) else None
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    calls: list[IssuedCall] = []
+    for part in parts if isinstance(parts, list) else []:
+        call = part.get("function_call") if isinstance(part, Mapping) else None
+        if isinstance(call, Mapping):
+            calls.append(IssuedCall(call.get("id"), call.get("name"), call.get("args")))
+    return calls
+
+
+class GoogleADKExtractor:
+    """Spans of Google ADK."""
+
+    name = "google_adk"
+
+    def classify(self, span: SpanRecord) -> Role | None:
+        """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.
+
+        The `(merged tools)` span repeats the calls of a parallel step under one event id, so it is
+        OTHER, as are `invoke_workflow` (it wraps the agent span) and ADK's bookkeeping spans.
+        """
+        if span.scope != SCOPE:
+            return None
+        attrs = span.attributes
+        operation = attrs.get("gen_ai.operation.name")
+        if operation == "invoke_agent" or span.name.startswith("agent_run"):
+            return Role.RUN
+        if operation == "execute_tool" or span.name.startswith("execute_tool"):
+            return Role.OTHER if attrs.get("gen_ai.tool.name") == MERGED else Role.TOOL
+        if operation in ("chat", "generate_content") or span.name == "call_llm" or LLM_RESPONSE in attrs:
+            return Role.LLM
+        return Role.OTHER
+
+    def read(self, span: SpanRecord, role: Role) -> Read:
+        attrs = span.attributes
+        if role is Role.RUN:
+            info = read_genai_run(span)
+            if info.agent_name is None and span.name.startswith("agent_run [") and span.name.endswith("]"):
+                info.agent_name = span.name[len("agent_run [") : -1]
+            return info
+        if role is Role.TOOL:
+            call_id = string(attrs, "gen_ai.tool.call.id")
+            error, error_type = error_of(span)
+            name = string(attrs, "gen_ai.tool.name") or span.name.removeprefix("execute_tool ")
+            return ToolRead(
+                name=name,
+                args=tool_args(attrs, ADK_ARGS),
+                call_id=None if call_id == UNSPECIFIED else call_id,
+                result=next((attrs[k] for k in ADK_RESULTS if k in attrs), None),
+                error=error,
+                error_type=error_type,
+            )
+        if "gen_ai.output.messages" in attrs:
+            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
+        return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))

@@ -1,0 +1,112 @@
+"""pydantic-ai's own instrumentation (`Agent(instrument=...)`, logfire), every data-format version.
+
+Versions 3+ follow the OTel GenAI conventions and are read as such, plus the run's final output and
+the exclusion of structured-output spans; version 1/2 (`agent run`, `running tool`) is read here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from toolscore.collector.extract.conventions.base import IssuedCall, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, message_text, string
+from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, tool_args
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["PydanticAIExtractor"]
+
+# --- Names read ----------------------------------------------------------------------------------
+# recognised by  scope `pydantic-ai`, or the v1/v2 span names below with `logfire.msg`
+# v3..v5 (InstrumentationSettings(version=3+), pydantic-ai >= 0.7):
+#   run span     `invoke_agent <agent>`: gen_ai.operation.name=invoke_agent, gen_ai.agent.name,
+#                pydantic_ai.all_messages (JSON GenAI messages: input = last user text), final_result
+#   tool span    `execute_tool <tool>`: gen_ai.tool.name, gen_ai.tool.call.id,
+#                gen_ai.tool.call.arguments, gen_ai.tool.call.result, status, exception event;
+#                logfire.msg `running output function: ...` marks structured output, not a tool
+#   model span   `chat <model>`: gen_ai.output.messages (tool_call parts in model order)
+# v1/v2 (older default):
+#   run span     `agent run`: agent_name, all_messages_events (JSON events), final_result
+#   tool span    `running tool` / `running output function`: gen_ai.tool.name, gen_ai.tool.call.id,
+#                tool_arguments, tool_response
+#   model span   `chat <model>`: events (JSON: gen_ai.choice message.tool_calls[].id/function)
+
+SCOPES: Final = frozenset({"pydantic-ai", "pydantic_ai"})
+RUN_NAMES: Final = frozenset({"agent run"})
+TOOL_NAMES: Final = frozenset({"running tool", "running output function"})
+LOGFIRE_MSG: Final = "logfire.msg"
+OUTPUT_FUNCTION_MSG: Final = "running output function"
+V2_ARGS: Final = (*ARGS_KEYS, "tool_arguments")
+V2_RESULTS: Final = (*RESULT_KEYS, "tool_response")
+
+
+def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in attrs:
+            return attrs[key]
+    return None
+
+
+def _v2_issued(events: Any) -> list[IssuedCall]:
+    decoded = load_json(events)
+    calls: list[IssuedCall] = []
+    for event in decoded if isinstance(decoded, list) else []:
+        message = event.get("message") if isinstance(event, Mapping) else None
+        for call in message.get("tool_calls") or () if isinstance(message, Mapping) else ():
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                calls.append(IssuedCall(call.get("id"), function.get("name"), function.get("arguments")))
+    return calls
+
+
+class PydanticAIExtractor:
+    """Spans of pydantic-ai's instrumentation."""
+
+    name = "pydantic_ai"
+
+    def classify(self, span: SpanRecord) -> Role | None:
+        """An agent run span is a run; a tool span (or output-function span) is a tool call.
+
+        Version 1/2 spans are recognised by their names (`agent run`, `running tool`) with the
+        `logfire.msg` attribute pydantic-ai always sets; later versions by the `pydantic-ai` scope and
+        their GenAI operation. Output-function spans are classified as tool calls so the decision to
+        keep them is made in one place (`ExtractConfig.include_output_tools`).
+        """
+        attrs = span.attributes
+        if span.scope not in SCOPES and not (LOGFIRE_MSG in attrs and span.name in RUN_NAMES | TOOL_NAMES):
+            return None
+        operation = attrs.get("gen_ai.operation.name")
+        if operation == "invoke_agent" or span.name in RUN_NAMES:
+            return Role.RUN
+        if operation == "execute_tool" or span.name in TOOL_NAMES:
+            return Role.TOOL
+        if operation == "chat" or span.name.startswith("chat "):
+            return Role.LLM
+        return Role.OTHER
+
+    def read(self, span: SpanRecord, role: Role) -> Read:
+        attrs = span.attributes
+        if role is Role.TOOL:
+            message = string(attrs, LOGFIRE_MSG) or span.name
+            error, error_type = error_of(span)
+            return ToolRead(
+                name=string(attrs, "gen_ai.tool.name") or span.name,
+                args=tool_args(attrs, V2_ARGS),
+                call_id=string(attrs, "gen_ai.tool.call.id"),
+                result=_first(attrs, V2_RESULTS),
+                error=error,
+                error_type=error_type,
+                output_tool=message.startswith(OUTPUT_FUNCTION_MSG),
+            )
+        if role is Role.RUN:
+            final = attrs.get("final_result")
+            messages = attrs.get("pydantic_ai.all_messages", attrs.get("all_messages_events"))
+            return RunInfo(
+                agent_name=string(attrs, "gen_ai.agent.name") or string(attrs, "agent_name"),
+                input=message_text(messages, "user"),
+                output=final if isinstance(final, str) or final is None else json.dumps(final, default=str),
+            )
+        if "gen_ai.output.messages" in attrs:
+            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
+        return IssuedCalls(_v2_issued(attrs.get("events")))

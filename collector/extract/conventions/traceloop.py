@@ -1,0 +1,117 @@
+"""Traceloop OpenLLMetry: `traceloop.span.kind` entity spans and legacy indexed LLM attributes.
+
+OpenLLMetry's entity spans wrap a tool's input in an envelope that depends on who made the span:
+the SDK decorators record `{"args": [...], "kwargs": {...}}`, the LangChain instrumentation records
+the callback's `{"input_str", "inputs", "kwargs": {"tool_call_id"}, ...}`. Both are unwrapped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.common import (
+    error_of,
+    genai_issued_calls,
+    indexed_issued_calls,
+    load_json,
+    message_text,
+    string,
+)
+from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["TraceloopExtractor", "unwrap_envelope"]
+
+# --- Names read (traceloop/openllmetry opentelemetry-semantic-conventions-ai) ----------------------
+# recognised by  traceloop.span.kind, or llm.request.type (legacy LLM spans)
+# traceloop.span.kind = tool      tool call: gen_ai.tool.name, else traceloop.entity.name;
+#                                 arguments gen_ai.tool.call.arguments, else traceloop.entity.input
+#                                 (envelopes unwrapped: `inputs`, or decorator `kwargs`/`args`);
+#                                 call id gen_ai.tool.call.id, else envelope kwargs.tool_call_id;
+#                                 result gen_ai.tool.call.result, else traceloop.entity.output
+# traceloop.span.kind = agent     run: gen_ai.agent.name, else traceloop.entity.name;
+#                                 traceloop.entity.input / traceloop.entity.output
+# traceloop.span.kind = workflow | task | unknown: OTHER (LangGraph's `<name>.workflow` span also
+#                                 says gen_ai.operation.name=invoke_agent under the real
+#                                 `invoke_agent` span; reading it as a run would split the run)
+# LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat):
+#   v0.4x  gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments
+#   v0.5x  gen_ai.output.messages (GenAI JSON parts)
+
+KIND: Final = "traceloop.span.kind"
+ENTITY_NAME: Final = "traceloop.entity.name"
+ENTITY_INPUT: Final = "traceloop.entity.input"
+ENTITY_OUTPUT: Final = "traceloop.entity.output"
+REQUEST_TYPE: Final = "llm.request.type"
+
+
+def unwrap_envelope(value: Any) -> tuple[Any, str | None]:
+    """The real arguments inside an OpenLLMetry input envelope, and the call id it carries."""
+    decoded = load_json(value)
+    if not isinstance(decoded, Mapping):
+        return value, None
+    kwargs = decoded.get("kwargs")
+    call_id = kwargs.get("tool_call_id") if isinstance(kwargs, Mapping) else None
+    call_id = call_id if isinstance(call_id, str) and call_id else None
+    if "inputs" in decoded and ("input_str" in decoded or "kwargs" in decoded):
+        return decoded["inputs"], call_id
+    if set(decoded) <= {"args", "kwargs"} and "kwargs" in decoded:
+        args = decoded.get("args") or []
+        if not args:
+            return kwargs, None
+        if len(args) == 1 and isinstance(args[0], Mapping) and not kwargs:
+            return args[0], None
+    return value, call_id
+
+
+def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((attrs[key] for key in keys if key in attrs), None)
+
+
+class TraceloopExtractor:
+    """Spans of Traceloop OpenLLMetry."""
+
+    name = "traceloop"
+
+    def classify(self, span: SpanRecord) -> Role | None:
+        """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.
+
+        A legacy LLM span (`llm.request.type`) is read for the order of the calls it issued.
+        """
+        attrs = span.attributes
+        kind = attrs.get(KIND)
+        if kind is None:
+            request_type = attrs.get(REQUEST_TYPE)
+            return Role.LLM if request_type in ("chat", "completion") else None
+        if kind == "tool":
+            return Role.TOOL
+        if kind == "agent":
+            return Role.RUN
+        return Role.OTHER
+
+    def read(self, span: SpanRecord, role: Role) -> Read:
+        attrs = span.attributes
+        if role is Role.TOOL:
+            raw = _first(attrs, (*ARGS_KEYS, ENTITY_INPUT))
+            args, envelope_id = (NOT_CAPTURED, None) if raw is None else unwrap_envelope(raw)
+            error, error_type = error_of(span)
+            return ToolRead(
+                name=string(attrs, "gen_ai.tool.name") or string(attrs, ENTITY_NAME) or span.name,
+                args=args,
+                call_id=string(attrs, "gen_ai.tool.call.id") or envelope_id,
+                result=_first(attrs, (*RESULT_KEYS, ENTITY_OUTPUT)),
+                error=error,
+                error_type=error_type,
+            )
+        if role is Role.RUN:
+            raw_input = attrs.get(ENTITY_INPUT)
+            return RunInfo(
+                agent_name=string(attrs, "gen_ai.agent.name") or string(attrs, ENTITY_NAME),
+                input=None if raw_input is None else message_text(unwrap_envelope(raw_input)[0], "user"),
+                output=message_text(attrs.get(ENTITY_OUTPUT), "assistant"),
+            )
+        if "gen_ai.output.messages" in attrs:
+            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
+        return IssuedCalls(indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments")))

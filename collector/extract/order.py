@@ -1,0 +1,121 @@
+"""The order in which the model issued a run's tool calls.
+
+Rule: a run's calls are sorted by
+
+1. the start of their *batch*: the calls one model response issued together, when the trace records
+   that response (an LLM span listing its tool calls), start when the first of them starts; a call
+   whose response is not recorded is a batch of its own, starting at its own start time;
+2. the call's position in that model response (the model's order, which start times cannot give:
+   parallel calls start in the same millisecond, or in whatever order the executor picked);
+3. the call's own start time;
+4. the call id, then the span id (a stable order for calls nothing else tells apart).
+
+A tool span is tied to the response that issued it by call id; a tool span without one
+(OpenInference records none) is tied to the latest response of the same run that started before it
+and lists an unclaimed call with the same name and equal arguments, else the same name; a handoff
+span (no tool name) takes the first unclaimed call of that response.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from toolscore.collector.extract.conventions.base import IssuedCall, ToolRead
+from toolscore.collector.extract.conventions.common import load_json
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["IssuedBatch", "PendingCall", "order_calls"]
+
+
+@dataclass(slots=True)
+class PendingCall:
+    """A tool span of one run, waiting to be ordered."""
+
+    span: SpanRecord
+    read: ToolRead
+    issued: IssuedCall | None = None
+    batch: str | None = None
+    index: int = 0
+
+
+@dataclass(slots=True)
+class IssuedBatch:
+    """The tool calls one model response (LLM span) of the run issued, in the model's order."""
+
+    span: SpanRecord
+    calls: list[IssuedCall]
+
+
+def _span_order(span: SpanRecord) -> tuple[int, str]:
+    return span.start_ns, span.span_id
+
+
+def _batch_order(batch: IssuedBatch) -> tuple[int, str]:
+    return batch.span.start_ns, batch.span.span_id
+
+
+def _claim(call: PendingCall, batch: IssuedBatch, index: int, used: set[tuple[str, int]]) -> None:
+    used.add((batch.span.span_id, index))
+    call.issued, call.batch, call.index = batch.calls[index], batch.span.span_id, index
+
+
+def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: set[tuple[str, int]]) -> None:
+    by_id: dict[str, tuple[IssuedBatch, int]] = {}
+    for batch in batches:
+        for index, issued in enumerate(batch.calls):
+            if issued.call_id is not None:
+                by_id.setdefault(issued.call_id, (batch, index))
+    for call in pending:
+        found = by_id.get(call.read.call_id) if call.read.call_id else None
+        if found is not None and (found[0].span.span_id, found[1]) not in used:
+            _claim(call, found[0], found[1], used)
+
+
+def _same_args(a: Any, b: Any) -> bool:
+    return bool(load_json(a) == load_json(b)) if a is not None and b is not None else False
+
+
+def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> int | None:
+    free = [i for i in range(len(batch.calls)) if (batch.span.span_id, i) not in used]
+    if call.read.handoff:
+        return free[0] if free else None
+    named = [i for i in free if batch.calls[i].name == call.read.name]
+    for index in named:
+        if _same_args(batch.calls[index].args, call.read.args):
+            return index
+    return named[0] if named else None
+
+
+def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], used: set[tuple[str, int]]) -> None:
+    unmatched = [c for c in pending if c.batch is None and not c.read.call_id]
+    unmatched.sort(key=lambda c: (c.read.handoff, *_span_order(c.span)))
+    latest_first = sorted(batches, key=_batch_order, reverse=True)
+    for call in unmatched:
+        for batch in latest_first:
+            if batch.span.start_ns > call.span.start_ns:
+                continue
+            index = _find(call, batch, used)
+            if index is not None:
+                _claim(call, batch, index, used)
+                break
+
+
+def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:
+    """The run's calls in issue order (see the module docstring), each tied to its issuing response."""
+    used: set[tuple[str, int]] = set()
+    batches = sorted(batches, key=_batch_order)
+    _match_by_id(pending, batches, used)
+    _match_by_content(pending, batches, used)
+    batch_start: dict[str, float] = {}
+    for call in pending:
+        if call.batch is not None:
+            batch_start[call.batch] = min(batch_start.get(call.batch, math.inf), call.span.start_ns)
+
+    def key(call: PendingCall) -> tuple[float, int, int, str, str]:
+        start = batch_start[call.batch] if call.batch is not None else call.span.start_ns
+        call_id = call.read.call_id or (call.issued.call_id if call.issued else None) or ""
+        return start, call.index, call.span.start_ns, call_id, call.span.span_id
+
+    return sorted(pending, key=key)

@@ -1,0 +1,204 @@
+"""Spans → agent runs, each with its tool calls in the order the model issued them.
+
+Rules, applied per trace:
+
+- **Roles.** Each span is classified once by the first convention that recognises it (see
+  `conventions`): a run (one agent invocation), a tool call, a model response, or nothing.
+- **Runs.** Every run span is a run, with or without calls. A tool call belongs to its nearest run
+  ancestor. When the walk up from a call meets another tool span first, the call was made by
+  something that tool invoked (an uninstrumented sub-agent): the child of that tool span on the path
+  stands in as an *inferred* run. When it meets no run at all, the trace root, or the topmost
+  ancestor that has arrived when the root has not, is the inferred run. Inferred runs exist only
+  when they own a call (`ExtractConfig.infer_runs` turns them off). Nested agents are runs of their
+  own; the enclosing run keeps the call that invoked the sub-agent, and `parent_span_id` links them.
+- **Order.** See `order`: batch start, position in the model response, start time, call id,
+  span id.
+- **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
+  (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
+  start, span id), so the same spans always give the same runs.
+- **Robustness.** A span no convention knows is skipped; a trace with no known span counts
+  `unknown_convention`; a span a convention fails to read counts `read_error:<convention>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from toolscore.collector.extract.config import ExtractConfig, ExtractStats
+from toolscore.collector.extract.conventions import EXTRACTORS, Extractor, IssuedCalls, Role, RunInfo, ToolRead
+from toolscore.collector.extract.order import IssuedBatch, PendingCall, order_calls
+from toolscore.collector.extract.values import build_call, capped_attributes, capped_info
+from toolscore.collector.spans import SpanRecord
+from toolscore.scorers.model import AgentRun
+
+__all__ = ["rebuild_runs"]
+
+
+@dataclass(slots=True)
+class _Node:
+    span: SpanRecord
+    extractor: Extractor | None
+    role: Role | None
+
+
+@dataclass(slots=True)
+class _Run:
+    node: _Node
+    inferred: bool
+    calls: list[PendingCall] = field(default_factory=list)
+    batches: list[IssuedBatch] = field(default_factory=list)
+    convention: str | None = None
+
+
+def _classify(span: SpanRecord, extractors: tuple[Extractor, ...]) -> _Node:
+    for extractor in extractors:
+        role = extractor.classify(span)
+        if role is not None:
+            return _Node(span, extractor, role)
+    return _Node(span, None, None)
+
+
+def rebuild_runs(
+    spans: Iterable[SpanRecord],
+    config: ExtractConfig | None = None,
+    stats: ExtractStats | None = None,
+    *,
+    extractors: tuple[Extractor, ...] = EXTRACTORS,
+) -> list[AgentRun]:
+    """The agent runs in `spans` (see the module docstring for the rules); never raises on bad spans."""
+    config = config if config is not None else ExtractConfig()
+    stats = stats if stats is not None else ExtractStats()
+    traces: dict[str, dict[str, _Node]] = {}
+    for span in spans:
+        stats.spans += 1
+        nodes = traces.setdefault(span.trace_id, {})
+        if span.span_id in nodes:
+            stats.duplicate_spans += 1
+            continue
+        nodes[span.span_id] = _classify(span, extractors)
+    runs: list[AgentRun] = []
+    for trace_id in sorted(traces):
+        stats.traces += 1
+        runs.extend(_TraceRuns(traces[trace_id], config, stats).build())
+    return runs
+
+
+class _TraceRuns:
+    """The runs of one trace, from its classified spans."""
+
+    def __init__(self, nodes: dict[str, _Node], config: ExtractConfig, stats: ExtractStats) -> None:
+        self.nodes, self.config, self.stats = nodes, config, stats
+        self.runs: dict[str, _Run] = {}
+
+    def _parent(self, node: _Node) -> _Node | None:
+        parent_id = node.span.parent_id
+        return self.nodes.get(parent_id) if parent_id and parent_id != node.span.span_id else None
+
+    def _owner(self, node: _Node) -> tuple[_Node, bool]:
+        """The run a tool or model span belongs to, and whether that run is inferred."""
+        child, current = node, self._parent(node)
+        for _ in range(len(self.nodes)):
+            if current is None:
+                break
+            if current.role is Role.RUN:
+                return current, False
+            if current.role is Role.TOOL:
+                return child, True
+            child, current = current, self._parent(current)
+        return child, True
+
+    def _read(self, node: _Node) -> object:
+        extractor, role = node.extractor, node.role
+        if extractor is None or role is None:
+            return None
+        try:
+            return extractor.read(node.span, role)
+        except Exception:  # a malformed span costs its own data only
+            self.stats.skip(f"read_error:{extractor.name}")
+            return None
+
+    def build(self) -> list[AgentRun]:
+        known = [n for n in self.nodes.values() if n.role is not None]
+        if not known:
+            self.stats.skip("unknown_convention")
+            return []
+        llm_reads: list[tuple[_Node, IssuedCalls]] = []
+        for node in known:
+            assert node.extractor is not None
+            self.stats.by_convention[node.extractor.name] += 1
+            if node.role is Role.RUN:
+                self.runs[node.span.span_id] = _Run(node, inferred=False)
+        for node in known:
+            if node.role is Role.TOOL:
+                self._add_call(node)
+            elif node.role is Role.LLM:
+                read = self._read(node)
+                if isinstance(read, IssuedCalls) and read.calls:
+                    llm_reads.append((node, read))
+        for node, issued in llm_reads:
+            run = self.runs.get(self._owner(node)[0].span.span_id)
+            if run is not None:
+                run.batches.append(IssuedBatch(node.span, issued.calls))
+        built = [self._finish(run) for run in self.runs.values()]
+        built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
+        return built
+
+    def _add_call(self, node: _Node) -> None:
+        read = self._read(node)
+        if not isinstance(read, ToolRead):
+            return
+        if read.output_tool and not self.config.include_output_tools:
+            self.stats.skip("output_tool")
+            return
+        owner, inferred = self._owner(node)
+        run = self.runs.get(owner.span.span_id)
+        if run is None:
+            if not (inferred and self.config.infer_runs):
+                self.stats.skip("call_without_run")
+                return
+            run = self.runs[owner.span.span_id] = _Run(owner, inferred=True)
+        assert node.extractor is not None
+        run.convention = run.convention or node.extractor.name
+        run.calls.append(PendingCall(node.span, read))
+
+    def _parent_run(self, node: _Node) -> str | None:
+        """The run that invoked this one: the run owning the nearest tool span or run span above it."""
+        current = self._parent(node)
+        for _ in range(len(self.nodes)):
+            if current is None:
+                return None
+            if current.role is Role.RUN:
+                return current.span.span_id
+            if current.role is Role.TOOL:
+                return self._owner(current)[0].span.span_id
+            current = self._parent(current)
+        return None
+
+    def _finish(self, run: _Run) -> AgentRun:
+        span, config, stats = run.node.span, self.config, self.stats
+        ordered = order_calls(run.calls, run.batches)
+        if len(ordered) > config.max_calls_per_run:
+            stats.skip("calls_over_limit", len(ordered) - config.max_calls_per_run)
+            ordered = ordered[: config.max_calls_per_run]
+        calls = tuple(build_call(c.read, c.span, c.issued, config, stats) for c in ordered)
+        info = RunInfo(agent_name=span.name) if run.inferred else self._read(run.node)
+        info = capped_info(info if isinstance(info, RunInfo) else RunInfo(), config.max_text_bytes)
+        extractor = run.node.extractor
+        stats.runs += 1
+        stats.inferred_runs += run.inferred
+        stats.calls += len(calls)
+        return AgentRun(
+            trace_id=span.trace_id,
+            span_id=span.span_id,
+            agent_name=info.agent_name,
+            input=info.input,
+            output=info.output,
+            calls=calls,
+            attributes=capped_attributes(span.attributes, config.max_attribute_bytes),
+            resource=dict(span.resource),
+            convention=run.convention if run.inferred or extractor is None else extractor.name,
+            inferred=run.inferred,
+            parent_span_id=self._parent_run(run.node),
+            start_ns=span.start_ns or None,
+        )

@@ -1,0 +1,116 @@
+"""From raw span values to the run model: size caps first, then JSON parsing.
+
+Caps are applied before parsing so that an oversized value is never decoded: arguments longer than
+`max_args_bytes` keep their first bytes as raw text, results and texts are cut.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from toolscore.collector.extract.config import ExtractConfig, ExtractStats
+from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, RunInfo, ToolRead
+from toolscore.collector.spans import SpanRecord
+from toolscore.scorers.model import ArgsState, ToolCall
+
+__all__ = ["build_call", "cap_text", "capped_attributes", "normalize_args"]
+
+
+def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
+    """`text` cut to at most `max_bytes` UTF-8 bytes (never inside a character), and whether it was cut."""
+    if len(text) * 4 <= max_bytes:
+        return text, False
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text, False
+    return data[:max_bytes].decode("utf-8", "ignore"), True
+
+
+def normalize_args(value: Any, config: ExtractConfig, stats: ExtractStats) -> tuple[Any, ArgsState]:
+    """Arguments and their state: JSON text is parsed, invalid or oversized text kept raw.
+
+    Empty text and a missing value mean the call had no arguments (`absent`), which differs from
+    arguments the instrumentation did not record (`not_captured`) and from `{}`.
+    """
+    if value is NOT_CAPTURED:
+        return None, "not_captured"
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, "absent"
+    if not isinstance(value, str):
+        return value, "value"
+    text, cut = cap_text(value, config.max_args_bytes)
+    if cut:
+        stats.args_truncated += 1
+        return text, "raw"
+    try:
+        return json.loads(text), "value"
+    except ValueError:
+        return text, "raw"
+
+
+def _result(value: Any, config: ExtractConfig, stats: ExtractStats) -> Any:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        text, cut = cap_text(value, config.max_result_bytes)
+        stats.results_truncated += cut
+        return text
+    if isinstance(value, Mapping | list):
+        encoded = json.dumps(value, default=str)
+        if len(encoded) > config.max_result_bytes:
+            stats.results_truncated += 1
+            return cap_text(encoded, config.max_result_bytes)[0]
+    return value
+
+
+def build_call(
+    read: ToolRead, span: SpanRecord, issued: IssuedCall | None, config: ExtractConfig, stats: ExtractStats
+) -> ToolCall:
+    """The `ToolCall` for a tool span, completed from the model response that issued it when known.
+
+    The response supplies what the tool span lacks: a call id (OpenInference records none on tool
+    spans), a handoff's tool name, and arguments when the span recorded none or a bare value.
+    """
+    args, state = normalize_args(read.args, config, stats)
+    name, call_id = read.name, read.call_id
+    if issued is not None:
+        call_id = call_id or issued.call_id
+        if read.handoff or not name:
+            name = issued.name or name
+        if state in ("not_captured", "raw") and issued.args is not None:
+            issued_args, issued_state = normalize_args(issued.args, config, stats)
+            if issued_state == "value":
+                args, state = issued_args, issued_state
+    return ToolCall(
+        name=name or span.name,
+        args=args,
+        args_state=state,
+        result=_result(read.result, config, stats),
+        call_id=call_id,
+        error=read.error,
+        error_type=read.error_type,
+        start_ns=span.start_ns or None,
+        end_ns=span.end_ns or None,
+        span_id=span.span_id,
+    )
+
+
+def capped_attributes(attrs: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
+    """A copy of a run span's attributes with long strings cut (one copy per run, not per span)."""
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        out[key] = cap_text(value, max_bytes)[0] if isinstance(value, str) else value
+    return out
+
+
+def capped_info(info: RunInfo, max_bytes: int) -> RunInfo:
+    """The run's input and output text cut to `max_bytes`."""
+    return RunInfo(
+        agent_name=info.agent_name,
+        input=None if info.input is None else cap_text(info.input, max_bytes)[0],
+        output=None if info.output is None else cap_text(info.output, max_bytes)[0],
+    )

@@ -1,0 +1,104 @@
+"""Every recorded framework capture in testdata/traces reproduces its truth file exactly.
+
+The captures come from the frameworks' own instrumentation with scripted models, so each run's
+calls are known; both encodings (OTLP protobuf and OTLP/JSON) must give the same runs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolscore.collector.extract import ExtractStats, rebuild_runs
+from toolscore.collector.sources import read_trace_file
+from toolscore.scorers import AgentRun
+
+TRACES = Path(__file__).parent / "testdata" / "traces"
+TRUTHS = sorted(TRACES.glob("*/*.truth.json"))
+
+
+def _as_truth(runs: list[AgentRun]) -> list[dict[str, Any]]:
+    return [
+        {
+            "trace_id": run.trace_id,
+            "agent_span_id": run.span_id,
+            "agent_name": run.agent_name,
+            "calls": [{"name": c.name, "args": c.args, "call_id": c.call_id, "error": c.error} for c in run.calls],
+        }
+        for run in runs
+    ]
+
+
+def _expected(truth_path: Path) -> list[dict[str, Any]]:
+    truth = json.loads(truth_path.read_text())
+    keys = ("trace_id", "agent_span_id", "agent_name", "calls")
+    return [{key: run[key] for key in keys} for run in truth["runs"]]
+
+
+def _case_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name.removesuffix('.truth.json')}"
+
+
+def test_every_framework_capture_has_a_truth_file() -> None:
+    assert {p.parent.name for p in TRUTHS} >= {"openai-agents", "pydantic-ai", "vercel-ai"}
+    assert len(TRUTHS) >= 15
+
+
+@pytest.mark.parametrize("encoding", [".pb", ".json"])
+@pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)
+def test_capture_reproduces_truth(truth_path: Path, encoding: str) -> None:
+    stats = ExtractStats()
+    spans = read_trace_file(truth_path.with_name(truth_path.name.replace(".truth.json", encoding)))
+
+    runs = rebuild_runs(spans, stats=stats)
+
+    assert _as_truth(runs) == _expected(truth_path)
+    assert stats.runs == len(runs)
+    assert stats.inferred_runs == 0
+    assert not stats.skipped
+
+
+@pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)
+def test_capture_gives_same_runs_shuffled_duplicated_and_split(truth_path: Path) -> None:
+    spans = read_trace_file(truth_path.with_name(truth_path.name.replace(".truth.json", ".pb")))
+    shuffled = list(spans) + list(spans[: len(spans) // 2])
+    random.Random(7).shuffle(shuffled)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(iter(shuffled), stats=stats)
+
+    assert _as_truth(runs) == _expected(truth_path)
+    assert stats.duplicate_spans == len(spans) // 2
+
+
+def test_failed_calls_keep_their_error_type() -> None:
+    by_framework = {}
+    for framework in ("pydantic-ai", "vercel-ai", "openai-agents"):
+        runs = rebuild_runs(read_trace_file(TRACES / framework / "e_tool_error_retry.pb"))
+        by_framework[framework] = [(c.error, c.error_type) for c in runs[0].calls]
+
+    assert by_framework == {
+        "pydantic-ai": [(True, "pydantic_ai.exceptions.ToolRetryError"), (False, None)],
+        "vercel-ai": [(True, "Error"), (False, None)],
+        "openai-agents": [(True, "_OTHER"), (False, None)],
+    }
+
+
+def test_runs_carry_convention_input_output_and_start() -> None:
+    runs = rebuild_runs(read_trace_file(TRACES / "vercel-ai" / "g_two_runs_one_trace.json"))
+    pyd = rebuild_runs(read_trace_file(TRACES / "pydantic-ai" / "g_two_runs_one_trace.json"))
+
+    assert [(r.convention, r.agent_name, r.input, r.output) for r in runs] == [
+        ("vercel_ai", "triage-agent", "Where is order A-1?", "A-1 shipped."),
+        ("vercel_ai", "followup-agent", "And the weather in Oslo?", "Oslo is sunny."),
+    ]
+    assert [(r.convention, r.input, r.output) for r in pyd] == [
+        ("pydantic_ai", "Weather in Rome?", "Rome is 21C."),
+        ("pydantic_ai", "And Milan in F?", "Milan is 70F."),
+    ]
+    assert all(r.start_ns and r.attributes.get("gen_ai.operation.name") == "invoke_agent" for r in runs + pyd)
+    assert runs[0].resource["service.name"] == "capture-vercel-ai"
