@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.openai_server import OpenAIServer
+from tests.postgres import postgres_dsn, postgres_server  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
