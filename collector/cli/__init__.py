@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from toolscore.collector.cli.extract import extract_command
 from toolscore.collector.cli.group import main
 from toolscore.collector.cli.score import score_command
 
 __all__ = ["main"]
 
 main.add_command(score_command)
+main.add_command(extract_command)

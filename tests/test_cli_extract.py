@@ -1,0 +1,130 @@
+"""`toolscore extract` as a user runs it: a real subprocess over trace files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import use_span
+
+TRACES = Path(__file__).parent / "testdata" / "traces"
+CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb"))
+EPOCH_NS = 1_767_225_600_000_000_000
+LINE_KEYS = {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls"}
+
+
+def run_cli(*args: str) -> tuple[int, list[dict[str, Any]], str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "extract", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+def truth_runs(captures: list[Path]) -> dict[str, dict[str, Any]]:
+    runs = {}
+    for capture in captures:
+        for run in json.loads(capture.with_suffix(".truth.json").read_text())["runs"]:
+            runs[run["agent_span_id"]] = run
+    return runs
+
+
+def neutral_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{key: call.get(key) for key in ("name", "args", "call_id", "error")} for call in calls]
+
+
+def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
+    code, lines, stderr = run_cli(*(str(c.with_suffix(".pb")) for c in CAPTURES))
+    assert code == 0, stderr
+    truth = truth_runs(CAPTURES)
+    assert {line["run_span_id"] for line in lines} == set(truth)
+    for line in lines:
+        assert set(line) == LINE_KEYS
+        expected = truth[line["run_span_id"]]
+        assert line["trace_id"] == expected["trace_id"]
+        assert line["agent_name"] == expected["agent_name"]
+        assert line["inferred"] is False
+        assert neutral_calls(line["calls"]) == expected["calls"]
+    assert [line["trace_id"] for line in lines] == sorted(line["trace_id"] for line in lines)
+    assert f"{len(CAPTURES)} file(s)" in stderr
+
+
+def test_json_captures_give_the_same_output_as_protobuf(tmp_path: Path) -> None:
+    out = tmp_path / "runs.jsonl"
+    code, lines, _ = run_cli("--output", str(out), *(str(c.with_suffix(".json")) for c in CAPTURES))
+    assert code == 0
+    assert lines == []
+    _, from_pb, _ = run_cli(*(str(c.with_suffix(".pb")) for c in CAPTURES))
+    assert [json.loads(line) for line in out.read_text().splitlines()] == from_pb
+
+
+def test_two_runs_of_one_trace_come_out_in_start_order() -> None:
+    capture = TRACES / "vercel-ai" / "g_two_runs_one_trace"
+    code, lines, _ = run_cli(str(capture.with_suffix(".pb")))
+    assert code == 0
+    assert [line["agent_name"] for line in lines] == ["triage-agent", "followup-agent"]
+    assert [line["convention"] for line in lines] == ["vercel_ai", "vercel_ai"]
+
+
+def write_genai_trace(path: Path) -> None:
+    """A GenAI-convention run with parsed, raw and uncaptured arguments, made and encoded by the real SDK."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "bot"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    root = tracer.start_span("invoke_agent bot", start_time=EPOCH_NS)
+    root.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bot"})
+    tools = [("lookup", '{"id": 1}'), ("lookup", "{broken"), ("ping", None)]
+    with use_span(root, end_on_exit=False):
+        for i, (name, args) in enumerate(tools):
+            span = tracer.start_span(f"execute_tool {name}", start_time=EPOCH_NS + 10 * (i + 1))
+            span.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name})
+            span.set_attribute("gen_ai.tool.call.id", f"c{i}")
+            if args is not None:
+                span.set_attribute("gen_ai.tool.call.arguments", args)
+            span.end(end_time=EPOCH_NS + 10 * (i + 1) + 5)
+    root.end(end_time=EPOCH_NS + 100)
+    provider.shutdown()
+    path.write_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+
+
+def test_raw_and_uncaptured_arguments_are_marked(tmp_path: Path) -> None:
+    write_genai_trace(tmp_path / "genai.pb")
+    code, lines, _ = run_cli(str(tmp_path / "genai.pb"))
+    assert code == 0
+    (line,) = lines
+    assert (line["agent_name"], line["convention"], line["inferred"]) == ("bot", "genai", False)
+    assert line["calls"] == [
+        {"name": "lookup", "args": {"id": 1}, "call_id": "c0", "error": False},
+        {"name": "lookup", "args": "{broken", "args_raw": True, "call_id": "c1", "error": False},
+        {"name": "ping", "args_captured": False, "call_id": "c2", "error": False},
+    ]
+
+
+def test_a_bad_file_is_reported_and_the_good_ones_still_extracted(tmp_path: Path) -> None:
+    good = TRACES / "pydantic-ai" / "a_single_tool.pb"
+    cut = tmp_path / "cut.pb"
+    cut.write_bytes((TRACES / "vercel-ai" / "a_single_tool.pb").read_bytes()[:300])
+    lines_file = tmp_path / "export.jsonl"
+    doc = json.loads((TRACES / "openai-agents" / "a_single_tool.json").read_text())
+    lines_file.write_text("{oops\n" + json.dumps(doc) + "\n")
+    missing = tmp_path / "missing.pb"
+    code, lines, stderr = run_cli(str(good), str(cut), str(lines_file), str(missing))
+    assert code == 1
+    truth = truth_runs([good.with_suffix(""), TRACES / "openai-agents" / "a_single_tool"])
+    assert sorted(line["run_span_id"] for line in lines) == sorted(truth)
+    assert f"{cut}: byte 1: " in stderr
+    assert f"{lines_file}: line 1: invalid JSON" in stderr
+    assert f"{missing}: No such file" in stderr
+    assert str(good) + ":" not in stderr
