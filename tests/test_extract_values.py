@@ -1,0 +1,94 @@
+"""Arguments, results and texts: JSON parsing, the states of missing arguments, and size caps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
+from toolscore.scorers import ToolCall
+
+from .test_extract_support import Traces, genai_run, genai_tool
+
+
+def _calls(
+    *tools: dict[str, Any], config: ExtractConfig | None = None, stats: ExtractStats | None = None
+) -> tuple[ToolCall, ...]:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    for i, attrs in enumerate(tools):
+        t.span("execute_tool", attrs, parent=run, start=1 + i)
+    return rebuild_runs(t.records(), config, stats)[0].calls
+
+
+def _state(call: ToolCall) -> tuple[object, str]:
+    return call.args, call.args_state
+
+
+def test_json_arguments_are_parsed() -> None:
+    (call,) = _calls(genai_tool("w", "c", '{"city": "Paris", "n": [1, 2]}'))
+
+    assert _state(call) == ({"city": "Paris", "n": [1, 2]}, "value")
+
+
+def test_arguments_not_recorded_are_not_captured_rather_than_empty() -> None:
+    not_recorded, empty_object, empty_text = _calls(
+        genai_tool("w", "c1", None), genai_tool("w", "c2", "{}"), genai_tool("w", "c3", "")
+    )
+
+    assert _state(not_recorded) == (None, "not_captured")
+    assert _state(empty_object) == ({}, "value")
+    assert _state(empty_text) == (None, "absent")
+
+
+def test_invalid_json_arguments_are_kept_raw() -> None:
+    (call,) = _calls(genai_tool("w", "c", "{city: Paris"))
+
+    assert _state(call) == ("{city: Paris", "raw")
+    assert call.to_json()["args_raw"] is True
+
+
+def test_oversized_arguments_are_cut_kept_raw_and_counted() -> None:
+    big = json.dumps({"blob": "é" * 5000})
+    stats = ExtractStats()
+
+    (call,) = _calls(genai_tool("w", "c", big), config=ExtractConfig(max_args_bytes=101), stats=stats)
+
+    assert call.args_state == "raw"
+    assert len(call.args.encode()) <= 101
+    assert big.startswith(call.args)
+    assert stats.args_truncated == 1
+
+
+def test_oversized_results_are_cut_and_counted() -> None:
+    attrs = {**genai_tool("w", "c"), "gen_ai.tool.call.result": "x" * 10_000}
+    stats = ExtractStats()
+
+    (call,) = _calls(attrs, config=ExtractConfig(max_result_bytes=64), stats=stats)
+
+    assert call.result == "x" * 64
+    assert stats.results_truncated == 1
+
+
+def test_run_texts_and_attributes_are_capped() -> None:
+    t = Traces()
+    messages = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "q" * 500}]}])
+    t.span("invoke_agent a", {**genai_run("a"), "gen_ai.input.messages": messages}, start=0)
+
+    (run,) = rebuild_runs(t.records(), ExtractConfig(max_text_bytes=10, max_attribute_bytes=20))
+
+    assert run.input == "q" * 10
+    assert run.attributes["gen_ai.input.messages"] == messages[:20]
+    assert run.attributes["gen_ai.agent.name"] == "a"
+
+
+def test_failed_tool_keeps_error_and_type() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=10)
+    t.span("execute_tool w", {**genai_tool("w", "c1"), "error.type": "TimeoutError"}, parent=run, start=1)
+    t.span("execute_tool w", genai_tool("w", "c2"), parent=run, start=2, error="boom")
+    t.span("execute_tool w", genai_tool("w", "c3"), parent=run, start=3)
+
+    calls = rebuild_runs(t.records())[0].calls
+
+    assert [(c.error, c.error_type) for c in calls] == [(True, "TimeoutError"), (True, "_OTHER"), (False, None)]
