@@ -7,8 +7,8 @@ instead of fetching them from GitHub (litellm 1.x has no other import-time or te
 An operator who sets those variables explicitly keeps their choice.
 
 Flow of one evaluation: build the prompt → cache lookup → (wait for a concurrency slot → request →
-validate) with retries → score. The cache and the concurrency limit belong to the scorer instance
-and are safe to share across threads and event loops (the batch CLI uses a new loop per window).
+validate) with retries → score. The cache and the concurrency limit belong to the judge's
+parameters: equal judges share them, across threads and event loops (see `llm_judge_state`).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import json
 import os
 import random
 import sys
-import threading
-from collections import OrderedDict
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
 from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.llm_judge_prompt import AvailableTool, MalformedVerdict, Verdict, build_messages, parse_verdict
+from toolscore.scorers.llm_judge_state import SharedState, shared_state
 from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult
 
 __all__ = ["AvailableTool", "LLMJudge"]
@@ -46,80 +45,6 @@ def _litellm() -> Any:
     if first:
         litellm.suppress_debug_info = True
     return litellm
-
-
-class _Limiter:
-    """A counting semaphore usable from any thread and any event loop (asyncio's binds to one loop)."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._busy = 0
-        self._lock = threading.Lock()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-
-    async def __aenter__(self) -> None:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._busy < self._limit and not self._waiters:
-                self._busy += 1
-                return
-            waiter = (loop, loop.create_future())
-            self._waiters.append(waiter)
-        try:
-            await waiter[1]
-        except asyncio.CancelledError:
-            with self._lock:
-                queued = waiter in self._waiters
-                if queued:
-                    self._waiters.remove(waiter)
-            if not queued and waiter[1].done() and not waiter[1].cancelled():
-                self._release()  # the slot was handed over just as we were cancelled
-            raise
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._release()
-
-    def _release(self) -> None:
-        with self._lock:
-            while self._waiters:
-                loop, future = self._waiters.pop(0)
-                try:
-                    loop.call_soon_threadsafe(self._grant, future)  # the slot passes on; _busy is unchanged
-                    return
-                except RuntimeError:  # that loop is closed: its waiter is gone
-                    continue
-            self._busy -= 1
-
-    def _grant(self, future: asyncio.Future[None]) -> None:
-        if future.cancelled():
-            self._release()
-        else:
-            future.set_result(None)
-
-
-class _LRU:
-    """Verdicts by prompt hash; thread-safe, bounded, least recently used evicted first."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[str, Verdict] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Verdict | None:
-        with self._lock:
-            verdict = self._items.get(key)
-            if verdict is not None:
-                self._items.move_to_end(key)
-            return verdict
-
-    def put(self, key: str, verdict: Verdict) -> None:
-        if self._size <= 0:
-            return
-        with self._lock:
-            self._items[key] = verdict
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 class _Failed(Exception):
@@ -157,12 +82,12 @@ class LLMJudge(ScorerBase):
 
     default_threshold: ClassVar[float] = 0.5
 
-    _limiter: _Limiter = PrivateAttr()
-    _cache: _LRU = PrivateAttr()
+    _state: SharedState = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
-        self._limiter = _Limiter(self.max_concurrency)
-        self._cache = _LRU(self.cache_size)
+        """Equal judges share one cache and one limit; `name` and `threshold` do not change a verdict."""
+        key = tuple((k, v) for k, v in self.__dict__.items() if k not in ("name", "threshold"))
+        self._state = shared_state(key, self.max_concurrency, self.cache_size)
 
     def __eq__(self, other: object) -> bool:
         """Equal parameters make equal scorers; the cache and limiter are runtime state."""
@@ -194,11 +119,11 @@ class LLMJudge(ScorerBase):
                 await asyncio.to_thread(_litellm)
             messages = build_messages(run, self.available_tools)
             key = self._cache_key(messages)
-            cached = self._cache.get(key)
+            cached = self._state.cache.get(key)
             if cached is not None:
                 return self._to_score(run, cached, attempts=0, cached=True)
             verdict, attempts = await self._judge(run, messages)
-            self._cache.put(key, verdict)
+            self._state.cache.put(key, verdict)
             return self._to_score(run, verdict, attempts=attempts, cached=False)
         except _Failed as exc:
             return ScoreFailure(name=self.scorer_name, error_type=exc.error_type, message=str(exc))
@@ -212,7 +137,7 @@ class LLMJudge(ScorerBase):
             if attempt > 1:
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 2) * random.uniform(0.5, 1.0))
             try:
-                async with self._limiter:
+                async with self._state.limiter:
                     content = await self._complete(prompt)
                 return parse_verdict(content, run), attempt
             except MalformedVerdict as exc:
@@ -286,7 +211,7 @@ def _retryable(exc: Exception) -> bool:
 
 
 def _classify(exc: Exception, attempt: int, timeout_s: float) -> _Failed:
-    if isinstance(exc, TimeoutError) or type(exc).__name__ in ("Timeout", "APITimeoutError"):
+    if isinstance(exc, (TimeoutError, _litellm().Timeout)):
         return _Failed("judge_timeout", f"attempt {attempt}: no reply within {timeout_s:g}s")
     status = _status(exc)
     where = f"HTTP {status}" if status is not None else type(exc).__name__

@@ -10,6 +10,7 @@ every thread, so nothing outlives the test.
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -70,6 +71,7 @@ class OpenAIServer:
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._closing = threading.Event()
+        self._prefix = secrets.token_hex(4)
         self.default: Reply | None = None
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
@@ -79,8 +81,9 @@ class OpenAIServer:
 
     @property
     def base_url(self) -> str:
+        """Unique per server (a random path prefix), so judges of different tests never share a cache."""
         assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/{self._prefix}/v1"
 
     def push(self, *replies: Reply) -> None:
         with self._lock:
@@ -98,7 +101,7 @@ class OpenAIServer:
 
     def start(self) -> OpenAIServer:
         self._httpd = _Server(("127.0.0.1", 0), _handler_for(self))
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-test-server")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="openai-test-server")
         self._thread.start()
         return self
 
@@ -151,7 +154,7 @@ class OpenAIServer:
 def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            if self.path.rstrip("/").endswith("/chat/completions"):
+            if self.path == f"/{server._prefix}/v1/chat/completions":
                 server._serve(self)
             else:
                 self.send_error(404)
