@@ -95,6 +95,14 @@ class ExpectationScorer(BaseModel):
 
         return {"spec": spec, "sample_rate": sample_rate, "scorer": parse_scorer(spec)}
 
+    def __eq__(self, other: object) -> bool:
+        """Equal documents make equal scorers (parsed scorers may hold closures that never compare equal)."""
+        if not isinstance(other, ExpectationScorer):
+            return NotImplemented
+        return (self.spec, self.sample_rate) == (other.spec, other.sample_rate)
+
+    __hash__ = None  # type: ignore[assignment]
+
     @property
     def name(self) -> str:
         """The name the scorer reports its scores under."""

@@ -1,0 +1,139 @@
+"""Expectation documents: what validates, and errors that name the file, the line and the field."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from toolscore.collector.registry import (
+    Condition,
+    Expectation,
+    InvalidExpectation,
+    load_file,
+    load_paths,
+    parse_expectation,
+)
+from toolscore.scorers.trajectory import Trajectory
+
+DATA = Path(__file__).parent / "testdata" / "registry"
+EXAMPLE = Path(__file__).parent.parent / "deploy" / "expectations" / "example.yaml"
+
+# file -> (line, field, a piece of the message), for the first problem reported
+INVALID = {
+    "bad_condition.yaml": (5, 'match.resource["deployment.environment.name"]', "one key of equals, in"),
+    "bad_in.json": (5, 'match.attributes["user.tier"]', "non-empty list"),
+    "bad_name.yaml": (4, "name", "should match pattern"),
+    "bad_regex.yaml": (5, 'match.attributes["session.id"]', "bad regex 'sess-(['"),
+    "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "less than or equal to 1"),
+    "duplicate_name.yaml": (5, "name", "duplicate name 'twice', first at"),
+    "not_yaml.yaml": (4, "", "not valid YAML/JSON"),
+    "unknown_match_key.yaml": (4, "match.agnet_version", "Extra inputs are not permitted"),
+    "unknown_scorer_param.yaml": (9, "scorers[1].mode", "'exact', 'flexible'"),
+    "unknown_scorer_type.yaml": (7, "scorers[1]", "'vibes'"),
+}
+
+
+def test_every_invalid_testdata_file_has_an_expected_error() -> None:
+    assert sorted(p.name for p in (DATA / "invalid").iterdir()) == sorted(INVALID)
+
+
+@pytest.mark.parametrize("filename", sorted(INVALID))
+def test_invalid_file_error_names_file_line_and_field(filename: str) -> None:
+    path = DATA / "invalid" / filename
+    line, field, message = INVALID[filename]
+    with pytest.raises(InvalidExpectation) as caught:
+        load_file(path)
+    problem = caught.value.problems[0]
+    assert (problem.file, problem.line, problem.field) == (str(path), line, field)
+    assert message in problem.message
+    assert f"{path}:{line}: " in str(caught.value)
+
+
+def test_every_problem_of_a_file_is_reported_not_only_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text("- name: 'bad name'\n  match: {agent: a}\n- name: ok\n  match: {agent: {regex: '('}}\n")
+    with pytest.raises(InvalidExpectation) as caught:
+        load_file(path)
+    assert [(p.line, p.field) for p in caught.value.problems] == [(1, "name"), (4, "match.agent")]
+
+
+def test_names_must_be_unique_across_files(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("name: same\nmatch: {agent: a}\n")
+    (tmp_path / "b.json").write_text('{"name": "same", "match": {"agent": "b"}}')
+    with pytest.raises(InvalidExpectation) as caught:
+        load_paths([tmp_path])
+    assert caught.value.file == str(tmp_path / "b.json")
+    assert f"first at {tmp_path / 'a.yaml'}:1" in caught.value.problems[0].message
+
+
+def test_example_file_loads_every_scorer_type_and_selector_kind() -> None:
+    expectations = load_file(EXAMPLE)
+    kinds = {s.spec["type"] for e in expectations for s in e.scorers}
+    assert kinds == {"tool_selection", "trajectory", "f1", "llm_judge"}
+    ops = {cond.op for e in expectations for _, cond in e.match.selectors()}
+    assert ops == {"equals", "in", "regex", "exists", "contains"}
+    judge = next(s for e in expectations for s in e.scorers if s.spec["type"] == "llm_judge")
+    assert judge.sample_rate < 1
+    assert any(not e.enabled for e in expectations)
+
+
+def test_json_list_file_loads_and_labels_become_text() -> None:
+    (exp,) = load_file(DATA / "valid" / "canary.json")
+    assert exp.labels == {"owner": "shop", "severity": "2"}
+    assert exp.scorers[0].name == "tool_selection"
+
+
+def test_document_round_trips_through_to_dict() -> None:
+    for exp in load_file(EXAMPLE):
+        again = Expectation.model_validate(exp.to_dict())
+        assert again == exp
+        assert again.to_dict() == exp.to_dict()
+
+
+def test_scorer_spec_keeps_the_document_and_parses_the_scorer() -> None:
+    exp = parse_expectation(
+        {
+            "name": "t",
+            "match": {"agent": "a"},
+            "scorers": [{"type": "trajectory", "name": "traj", "threshold": 0.5, "expected": [{"name": "x"}]}],
+        }
+    )
+    scorer = exp.scorers[0]
+    assert isinstance(scorer.scorer, Trajectory)
+    assert (scorer.name, scorer.scorer.threshold, scorer.sample_rate) == ("traj", 0.5, 1.0)
+    assert scorer.spec == {"type": "trajectory", "name": "traj", "threshold": 0.5, "expected": [{"name": "x"}]}
+
+
+def test_condition_forms_parse_to_operators() -> None:
+    forms = {
+        "x": ("equals", "x"),
+        3: ("equals", 3),
+        ("a", "b"): ("in", ("a", "b")),
+        "equals": ("equals", True),
+        "regex": ("regex", "^a"),
+        "exists": ("exists", False),
+        "contains": ("contains", "ab"),
+    }
+    raw = {"x": "x", 3: 3, ("a", "b"): ["a", "b"], "equals": {"equals": True}, "regex": {"regex": "^a"}}
+    raw |= {"exists": {"exists": False}, "contains": {"contains": "ab"}}
+    for key, data in raw.items():
+        cond = Condition.model_validate(data)
+        assert (cond.op, cond.value) == forms[key]
+
+
+def test_exists_must_be_a_boolean() -> None:
+    with pytest.raises(InvalidExpectation) as caught:
+        parse_expectation({"name": "e", "match": {"attributes": {"k": {"exists": "yes"}}}})
+    assert caught.value.field == "match.attributes.k"
+    assert "true or false" in str(caught.value)
+
+
+def test_loading_an_expectation_without_selectors_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("name: everything\nscorers: [{type: tool_selection, expected_tool: x}]\n")
+    with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
+        (exp,) = load_file(path)
+    assert exp.match.empty
+    assert f"'everything' ({path}:1) has no selector" in caplog.text
