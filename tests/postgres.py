@@ -60,14 +60,15 @@ def postgres_server() -> Iterator[str]:
     )
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     start = [pg_ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60", "-o", options, "start"]
-    result = subprocess.run(_as_server_user(start), capture_output=True, text=True)
+    result = subprocess.run(_as_server_user(start), check=False, capture_output=True, text=True)
     if result.returncode != 0:
         log = (root / "log").read_text() if (root / "log").exists() else ""
         pytest.fail(f"pg_ctl start failed: {result.stderr}\n{log}")
     try:
         yield f"host=127.0.0.1 port={port} user=toolscore dbname=postgres"
     finally:
-        subprocess.run(_as_server_user([pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]), capture_output=True)
+        stop = [pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]
+        subprocess.run(_as_server_user(stop), check=False, capture_output=True)
         shutil.rmtree(root, ignore_errors=True)
 
 
