@@ -1,0 +1,319 @@
+"""Each supported convention, as its instrumentation shapes spans, on real OTel SDK spans.
+
+Every scenario puts the parallel calls of one model response at the same start time and in an
+order that differs from the model's, so only the convention's record of the response can order them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from toolscore.collector.extract import EXTRACTORS, ExtractConfig, Extractor, ExtractStats, rebuild_runs
+from toolscore.scorers import AgentRun
+
+from .test_extract_support import Traces, genai_run, hex_id
+
+OI = "openinference.instrumentation.openai_agents"
+KIND = "openinference.span.kind"
+
+
+def _calls(run: AgentRun) -> list[tuple[str, Any, str | None, bool]]:
+    return [(c.name, c.args, c.call_id, c.error) for c in run.calls]
+
+
+def _oi_llm(*calls: tuple[str, str, str]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {KIND: "LLM", "llm.output_messages.0.message.role": "assistant"}
+    for j, (call_id, name, args) in enumerate(calls):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call"
+        attrs |= {f"{prefix}.id": call_id, f"{prefix}.function.name": name, f"{prefix}.function.arguments": args}
+    return attrs
+
+
+def test_every_extractor_follows_the_protocol_under_a_unique_name() -> None:
+    assert all(isinstance(e, Extractor) for e in EXTRACTORS)
+    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 8
+
+
+def test_openinference_recovers_call_ids_order_and_handoff_names_from_the_llm_span() -> None:
+    t = Traces()
+    workflow = t.span("Agent workflow", {KIND: "AGENT"}, start=0, end=100, scope=OI)
+    triage = t.span("triage", {KIND: "AGENT", "agent.name": "triage"}, parent=workflow, start=1, end=50, scope=OI)
+    turn = t.span("turn", {KIND: "CHAIN"}, parent=triage, start=2, end=49, scope=OI)
+    llm = _oi_llm(
+        ("call_2", "get_weather", '{"city": "Oslo"}'),
+        ("call_1", "get_weather", '{"city": "Rome"}'),
+        ("call_h", "transfer_to_billing", "{}"),
+    )
+    t.span("response", llm, parent=turn, start=3, scope=OI)
+    for city in ("Rome", "Oslo"):
+        tool = {KIND: "TOOL", "tool.name": "get_weather", "input.value": json.dumps({"city": city})}
+        t.span("get_weather", tool, parent=turn, start=10, scope=OI)
+    handoff = {KIND: "TOOL", "input.value": "triage", "output.value": "billing"}
+    t.span("handoff to billing", handoff, parent=turn, start=12, scope=OI)
+    t.span("billing", {KIND: "AGENT", "agent.name": "billing"}, parent=workflow, start=51, end=60, scope=OI)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.convention) for r in runs] == [("triage", "openinference"), ("billing", "openinference")]
+    assert _calls(runs[0]) == [
+        ("get_weather", {"city": "Oslo"}, "call_2", False),
+        ("get_weather", {"city": "Rome"}, "call_1", False),
+        ("transfer_to_billing", {}, "call_h", False),
+    ]
+
+
+def test_openinference_langgraph_bare_values_and_langchain_output_value() -> None:
+    t = Traces()
+    root = t.span("weather_graph", {KIND: "CHAIN", "input.value": "Paris and Rome?"}, start=0, end=100)
+    node = t.span("agent", {KIND: "AGENT"}, parent=root, start=1, end=9)
+    message = {"kwargs": {"tool_calls": [{"id": "c_p", "name": "w", "args": {"city": "Paris"}}]}}
+    message["kwargs"]["tool_calls"].append({"id": "c_r", "name": "w", "args": {"city": "Rome"}})
+    t.span(
+        "FakeModel", {KIND: "LLM", "output.value": json.dumps({"generations": [[{"message": message}]]})}, parent=node
+    )
+    tools = t.span("tools", {KIND: "CHAIN"}, parent=root, start=10, end=20)
+    tool_message = json.dumps({"output": {"kwargs": {"tool_call_id": "c_r", "content": "sunny"}}})
+    t.span(
+        "w",
+        {KIND: "TOOL", "tool.name": "w", "input.value": "Rome", "output.value": tool_message},
+        parent=tools,
+        start=11,
+    )
+    t.span("w", {KIND: "TOOL", "tool.name": "w", "input.value": "Paris"}, parent=tools, start=11, error="boom")
+
+    (run,) = rebuild_runs(t.records())
+
+    assert (run.span_id, run.inferred, run.agent_name) == (hex_id(root), True, "weather_graph")
+    assert _calls(run) == [("w", {"city": "Paris"}, "c_p", True), ("w", {"city": "Rome"}, "c_r", False)]
+
+
+def test_openllmetry_langgraph_envelopes_unwrap_and_the_workflow_span_is_not_a_second_run() -> None:
+    t = Traces()
+    root = t.span("invoke_agent weather", genai_run("weather"), start=0, end=100)
+    workflow = {"traceloop.span.kind": "workflow", "gen_ai.operation.name": "invoke_agent"}
+    flow = t.span("weather.workflow", workflow, parent=root, start=1, end=99)
+    task = t.span("execute_task tools", {"traceloop.span.kind": "task"}, parent=flow, start=2, end=98)
+    envelope = {"input_str": "{'city': 'Paris'}", "inputs": {"city": "Paris"}, "kwargs": {"tool_call_id": "call_1"}}
+    tool = {"traceloop.span.kind": "tool", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "w"}
+    t.span("execute_tool w", {**tool, "gen_ai.tool.call.arguments": json.dumps(envelope)}, parent=task, start=3)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert (run.span_id, run.inferred) == (hex_id(root), False)
+    assert _calls(run) == [("w", {"city": "Paris"}, "call_1", False)]
+
+
+def test_openllmetry_decorators_and_legacy_indexed_completions() -> None:
+    t = Traces()
+    agent = {"traceloop.span.kind": "agent", "traceloop.entity.name": "planner"}
+    run = t.span("planner.agent", agent, start=0, end=100)
+    llm: dict[str, Any] = {"llm.request.type": "chat"}
+    for j, call_id in enumerate(("t_2", "t_1")):
+        prefix = f"gen_ai.completion.0.tool_calls.{j}"
+        llm |= {f"{prefix}.id": call_id, f"{prefix}.name": "s", f"{prefix}.arguments": json.dumps({"q": call_id})}
+    t.span("openai.chat", llm, parent=run, start=1)
+    for query in ("t_1", "t_2"):
+        envelope = json.dumps({"args": [], "kwargs": {"q": query}})
+        attrs = {"traceloop.span.kind": "tool", "traceloop.entity.name": "s", "traceloop.entity.input": envelope}
+        t.span("s.tool", attrs, parent=run, start=5)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.convention) == ("planner", "traceloop")
+    assert _calls(result) == [("s", {"q": "t_2"}, "t_2", False), ("s", {"q": "t_1"}, "t_1", False)]
+
+
+@pytest.mark.parametrize("shape", ["v7-legacy", "v6"])
+def test_vercel_ai_sdk_telemetry_reads_the_step_tool_call_order(shape: str) -> None:
+    t = Traces()
+    prompt = json.dumps({"prompt": "Trip?"})
+    run_attrs = {"ai.operationId": "ai.generateText", "ai.telemetry.functionId": "travel", "ai.prompt": prompt}
+    run = t.span("ai.generateText", {**run_attrs, "ai.response.text": "Done"}, start=0, end=100, scope="ai")
+    issued = [("c_b", {"city": "B"}), ("c_a", {"city": "A"})]
+    tool_calls = [
+        {"toolCallId": i, "toolName": "w", "input": a if shape == "v7-legacy" else json.dumps(a)} for i, a in issued
+    ]
+    step_attrs = {"ai.operationId": "ai.generateText.doGenerate", "ai.response.toolCalls": json.dumps(tool_calls)}
+    step = t.span("ai.generateText.doGenerate", step_attrs, parent=run, start=1, end=30, scope="ai")
+    for call_id, args in reversed(issued):
+        attrs = {"ai.operationId": "ai.toolCall", "ai.toolCall.name": "w", "ai.toolCall.id": call_id}
+        attrs["ai.toolCall.args"] = json.dumps(args)
+        t.span("ai.toolCall", attrs, parent=step if shape == "v7-legacy" else run, start=10, scope="ai")
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.input, result.output) == ("travel", "Trip?", "Done")
+    assert _calls(result) == [("w", {"city": "B"}, "c_b", False), ("w", {"city": "A"}, "c_a", False)]
+
+
+def test_pydantic_ai_v2_names_and_output_functions() -> None:
+    t = Traces()
+    events = json.dumps([{"event.name": "gen_ai.user.message", "role": "user", "content": "Weather?"}])
+    run_attrs = {"agent_name": "weather", "logfire.msg": "weather run", "final_result": "sunny"}
+    run = t.span("agent run", {**run_attrs, "all_messages_events": events}, start=0, end=100, scope="pydantic-ai")
+    calls = [{"id": i, "type": "function", "function": {"name": "get", "arguments": "{}"}} for i in ("c2", "c1")]
+    choice = json.dumps([{"event.name": "gen_ai.choice", "message": {"role": "assistant", "tool_calls": calls}}])
+    t.span("chat m", {"events": choice}, parent=run, start=1, scope="pydantic-ai")
+    for call_id in ("c1", "c2"):
+        tool = {"gen_ai.tool.name": "get", "gen_ai.tool.call.id": call_id, "tool_arguments": '{"x": 1}'}
+        t.span("running tool", {**tool, "logfire.msg": "running tool: get"}, parent=run, start=5, scope="pydantic-ai")
+    output = {"gen_ai.tool.name": "final_result", "logfire.msg": "running output function: final_result"}
+    t.span("running output function", output, parent=run, start=9, scope="pydantic-ai")
+    stats = ExtractStats()
+
+    (result,) = rebuild_runs(t.records(), stats=stats)
+    (with_output,) = rebuild_runs(t.records(), ExtractConfig(include_output_tools=True))
+
+    assert (result.agent_name, result.input, result.output) == ("weather", "Weather?", "sunny")
+    assert [c.call_id for c in result.calls] == ["c2", "c1"]
+    assert stats.skipped["output_tool"] == 1
+    assert with_output.tool_names == ["get", "get", "final_result"]
+
+
+def test_google_adk_merged_span_unspecified_id_and_model_order() -> None:
+    t = Traces()
+    adk = "gcp.vertex.agent"
+    flow = t.span("invoke_workflow root", {"gen_ai.operation.name": "invoke_workflow"}, start=0, end=100, scope=adk)
+    run = t.span("invoke_agent root", genai_run("root"), parent=flow, start=1, end=99, scope=adk)
+    parts = [{"function_call": {"id": i, "name": "t", "args": {"k": i}}} for i in ("a2", "a1")]
+    response = {"gcp.vertex.agent.llm_response": json.dumps({"content": {"parts": parts}})}
+    t.span("call_llm", response, parent=run, start=2, end=30, scope=adk)
+    for start, call_id in ((5, "a1"), (10, "a2")):
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t", "gen_ai.tool.call.id": call_id}
+        t.span(
+            "execute_tool t",
+            {**tool, "gen_ai.tool.call.arguments": json.dumps({"k": call_id})},
+            parent=run,
+            start=start,
+            scope=adk,
+        )
+    merged = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "(merged tools)", "gen_ai.tool.call.id": "e"}
+    t.span("execute_tool (merged)", merged, parent=run, start=12, scope=adk)
+    failed = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "t",
+        "gen_ai.tool.call.id": "<not specified>",
+    }
+    failed |= {"gcp.vertex.agent.tool_call_args": '{"k": "x"}', "error.type": "RuntimeError"}
+    t.span("execute_tool t", failed, parent=run, start=40, scope=adk, error="RuntimeError: x")
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.convention) == ("root", "google_adk")
+    assert _calls(result) == [
+        ("t", {"k": "a2"}, "a2", False),
+        ("t", {"k": "a1"}, "a1", False),
+        ("t", {"k": "x"}, None, True),
+    ]
+
+
+def test_mastra_counts_tool_spans_not_chunks_and_orders_by_the_step_output() -> None:
+    t = Traces()
+    scope = "@mastra/otel-exporter"
+    run_attrs = {
+        "mastra.span.type": "agent_run",
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "Weather",
+    }
+    run_attrs |= {"mastra.agent_run.input": json.dumps([{"role": "user", "content": "Weather?"}])}
+    run = t.span(
+        "invoke_agent Weather", {**run_attrs, "mastra.agent_run.output": '{"text": "Sunny"}'}, scope=scope, end=100
+    )
+    generation = t.span(
+        "model_generation", {"mastra.span.type": "model_generation"}, parent=run, start=1, end=99, scope=scope
+    )
+    output = {"toolCalls": [{"toolCallId": i, "toolName": "w", "args": {"c": i}} for i in ("m2", "m1")]}
+    step_attrs = {"mastra.span.type": "model_step", "mastra.model_step.output": json.dumps(output)}
+    step = t.span("agent_step Weather", step_attrs, parent=generation, start=2, end=98, scope=scope)
+    chat = t.span(
+        "chat m",
+        {"mastra.span.type": "model_inference", "gen_ai.operation.name": "chat"},
+        parent=step,
+        start=3,
+        scope=scope,
+    )
+    chunk = {
+        "mastra.span.type": "model_chunk",
+        "mastra.model_chunk.output": json.dumps({"toolName": "w", "toolCallId": "m1"}),
+    }
+    t.span("model_chunk Weather", chunk, parent=chat, start=4, scope=scope)
+    for call_id in ("m1", "m2"):
+        tool = {"mastra.span.type": "tool_call", "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "w"}
+        tool |= {"gen_ai.tool.call.id": call_id, "gen_ai.tool.call.arguments": json.dumps({"c": call_id})}
+        t.span("execute_tool w", tool, parent=step, start=10, scope=scope)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.input, result.output, result.convention) == (
+        "Weather",
+        "Weather?",
+        "Sunny",
+        "mastra",
+    )
+    assert _calls(result) == [("w", {"c": "m2"}, "m2", False), ("w", {"c": "m1"}, "m1", False)]
+
+
+def test_strands_reads_arguments_and_order_from_span_events() -> None:
+    t = Traces()
+    scope = "strands.telemetry.tracer"
+    events = [
+        ("gen_ai.user.message", {"content": json.dumps([{"text": "Weather?"}])}),
+        ("gen_ai.choice", {"message": "Sunny."}),
+    ]
+    run = t.span(
+        "invoke_agent Strands",
+        {**genai_run("Strands"), "gen_ai.system": "strands-agents"},
+        end=100,
+        scope=scope,
+        events=events,
+    )
+    cycle = t.span("execute_event_loop_cycle", {"event_loop.cycle_id": "1"}, parent=run, start=1, end=99, scope=scope)
+    uses = [{"toolUse": {"toolUseId": i, "name": "w", "input": {"c": i}}} for i in ("s2", "s1")]
+    t.span(
+        "chat",
+        {"gen_ai.operation.name": "chat"},
+        parent=cycle,
+        start=2,
+        scope=scope,
+        events=[("gen_ai.choice", {"message": json.dumps(uses)})],
+    )
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "w"}
+    default = [("gen_ai.tool.message", {"role": "tool", "content": '{"c": "s1"}', "id": "s1"})]
+    t.span("execute_tool w", {**tool, "gen_ai.tool.call.id": "s1"}, parent=cycle, start=10, scope=scope, events=default)
+    latest = {
+        **tool,
+        "gen_ai.tool.call.id": "s2",
+        "gen_ai.tool.call.arguments": '{"c": "s2"}',
+        "gen_ai.tool.status": "error",
+    }
+    t.span("execute_tool w", latest, parent=cycle, start=10, scope=scope)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.input, result.output, result.convention) == (
+        "Strands",
+        "Weather?",
+        "Sunny.",
+        "strands",
+    )
+    assert _calls(result) == [("w", {"c": "s2"}, "s2", True), ("w", {"c": "s1"}, "s1", False)]
+
+
+def test_genai_older_spellings() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    llm: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+    for j, call_id in enumerate(("o2", "o1")):
+        llm |= {f"gen_ai.completion.0.tool_calls.{j}.id": call_id, f"gen_ai.completion.0.tool_calls.{j}.name": "q"}
+    t.span("chat", llm, parent=run, start=1)
+    legacy = {"gen_ai.tool.name": "q", "gen_ai.tool.call.id": "o1", "gen_ai.tool.arguments": '{"n": 1}'}
+    t.span("execute_tool q", legacy, parent=run, start=5)
+    older = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "q", "gen_ai.tool.call.id": "o2"}
+    t.span("execute_tool q", {**older, "gen_ai.tool.input": '{"n": 2}'}, parent=run, start=5)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("q", {"n": 2}, "o2", False), ("q", {"n": 1}, "o1", False)]
