@@ -1,0 +1,263 @@
+"""The store contract, run against every store: memory, SQLite and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from toolscore.collector.registry import (
+    AlreadyExists,
+    Expectation,
+    ExpectationStore,
+    MemoryStore,
+    NotFound,
+    SqliteStore,
+    VersionConflict,
+)
+from toolscore.collector.registry.postgres_store import PostgresStore
+
+Opener = Callable[[], ExpectationStore]
+
+
+def exp(name: str = "travel", agent: str = "travel-agent", tool: str = "book_flight") -> Expectation:
+    return Expectation.model_validate(
+        {
+            "name": name,
+            "labels": {"owner": "travel-team"},
+            "match": {"agent": agent, "attributes": {"session.id": {"exists": True}}},
+            "scorers": [{"type": "tool_selection", "expected_tool": tool}, {"type": "f1", "expected": [{"name": tool}]}],
+        }
+    )
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens a new store on the same underlying data each call (for the memory store: the same object)."""
+    opened: list[ExpectationStore] = []
+    if request.param == "memory":
+        shared = MemoryStore()
+
+        def open_store() -> ExpectationStore:
+            return shared
+    elif request.param == "sqlite":
+
+        def open_store() -> ExpectationStore:
+            opened.append(SqliteStore(tmp_path / "sub" / "registry.db"))
+            return opened[-1]
+    else:
+        dsn = request.getfixturevalue("postgres_dsn")
+
+        def open_store() -> ExpectationStore:
+            opened.append(PostgresStore(dsn))
+            return opened[-1]
+
+    yield open_store
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(opener: Opener) -> ExpectationStore:
+    return opener()
+
+
+def test_store_satisfies_the_protocol(store: ExpectationStore) -> None:
+    assert isinstance(store, ExpectationStore)
+
+
+def test_put_assigns_versions_and_get_returns_the_stored_value(store: ExpectationStore) -> None:
+    stored, change = store.put(exp())
+    assert (stored.version, change.kind, change.version, change.name) == (1, "created", 1, "travel")
+    assert store.get("travel") == stored
+    again, change = store.put(exp(tool="search"))
+    assert (again.version, change.kind) == (2, "updated")
+    assert store.get("travel").scorers[0].spec == {"type": "tool_selection", "expected_tool": "search"}
+
+
+def test_get_of_a_missing_name_raises_not_found(store: ExpectationStore) -> None:
+    with pytest.raises(NotFound):
+        store.get("nope")
+    with pytest.raises(NotFound):
+        store.delete("nope")
+    with pytest.raises(NotFound):
+        store.history("nope")
+
+
+def test_list_is_in_name_order(store: ExpectationStore) -> None:
+    for name in ("c", "a", "b"):
+        store.put(exp(name))
+    assert [e.name for e in store.list()] == ["a", "b", "c"]
+
+
+def test_create_with_expected_version_zero_fails_when_present(store: ExpectationStore) -> None:
+    store.put(exp(), expected_version=0)
+    with pytest.raises(AlreadyExists) as caught:
+        store.put(exp(tool="other"), expected_version=0)
+    assert caught.value.version == 1
+    assert store.get("travel").version == 1
+
+
+def test_put_with_a_stale_version_is_a_conflict_and_writes_nothing(store: ExpectationStore) -> None:
+    store.put(exp())
+    store.put(exp(tool="second"), expected_version=1)
+    with pytest.raises(VersionConflict) as caught:
+        store.put(exp(tool="third"), expected_version=1)
+    assert (caught.value.expected, caught.value.actual) == (1, 2)
+    assert store.get("travel").scorers[0].spec["expected_tool"] == "second"
+    assert store.latest_seq() == 2
+    with pytest.raises(NotFound):
+        store.put(exp("absent"), expected_version=3)
+
+
+def test_delete_keeps_history_and_versions_keep_increasing(store: ExpectationStore) -> None:
+    store.put(exp())
+    store.put(exp(tool="second"))
+    with pytest.raises(VersionConflict):
+        store.delete("travel", expected_version=1)
+    change = store.delete("travel", expected_version=2)
+    assert (change.kind, change.version, change.expectation.version) == ("deleted", 3, 2)
+    assert store.list() == []
+    with pytest.raises(NotFound):
+        store.get("travel")
+    recreated, change = store.put(exp(tool="third"), expected_version=0)
+    assert (recreated.version, change.kind) == (4, "created")
+    history = store.history("travel")
+    assert [e.version for e in history] == [1, 2, 4]
+    assert [e.scorers[0].spec["expected_tool"] for e in history] == ["book_flight", "second", "third"]
+
+
+def test_changes_since_is_the_ordered_log(store: ExpectationStore) -> None:
+    assert store.latest_seq() == 0
+    store.put(exp("a"))
+    store.put(exp("b"))
+    store.delete("a")
+    changes = store.changes_since(0)
+    assert [(c.seq, c.kind, c.name, c.version) for c in changes] == [
+        (1, "created", "a", 1),
+        (2, "created", "b", 1),
+        (3, "deleted", "a", 2),
+    ]
+    assert [c.seq for c in store.changes_since(2)] == [3]
+    assert store.changes_since(3) == []
+    assert store.latest_seq() == 3
+
+
+def test_stored_expectation_round_trips_whole(store: ExpectationStore) -> None:
+    original = Expectation.model_validate(
+        {
+            "name": "full",
+            "enabled": False,
+            "labels": {"owner": "o", "severity": "page"},
+            "match": {
+                "agent": {"in": ["a", "b"]},
+                "service": {"regex": "^svc-"},
+                "resource": {"deployment.environment.name": "prod"},
+                "attributes": {"tier": 3, "flag": {"exists": False}},
+                "input": {"contains": "refund"},
+            },
+            "scorers": [
+                {"type": "trajectory", "name": "t", "threshold": 0.5, "mode": "strict", "expected": [{"name": "x"}]},
+                {"type": "llm_judge", "model": "openai/gpt-4o-mini", "sample_rate": 0.25},
+            ],
+        }
+    )
+    stored, _ = store.put(original)
+    assert store.get("full").to_dict() == stored.to_dict() == {**original.to_dict(), "version": 1}
+
+
+def test_writes_survive_a_restart(opener: Opener) -> None:
+    first = opener()
+    first.put(exp("a"))
+    first.put(exp("a", tool="second"))
+    first.put(exp("b"))
+    first.delete("b")
+    first.close()
+    reopened = opener()
+    assert [(e.name, e.version) for e in reopened.list()] == [("a", 2)]
+    assert [e.version for e in reopened.history("b")] == [1]
+    assert reopened.latest_seq() == 4
+    assert reopened.put(exp("b"))[0].version == 3
+
+
+def test_two_store_instances_see_each_others_writes(opener: Opener) -> None:
+    one, two = opener(), opener()
+    one.put(exp("a"))
+    assert two.get("a").version == 1
+    two.put(exp("a", tool="other"), expected_version=1)
+    assert [c.version for c in one.changes_since(0)] == [1, 2]
+
+
+def test_concurrent_writers_exactly_one_wins_per_version(opener: Opener) -> None:
+    """Threads on separate store instances race to move the same expectation from version v to v+1."""
+    stores = [opener() for _ in range(6)]
+    stores[0].put(exp())
+    rounds = 8
+    wins: list[list[int]] = []
+    for version in range(1, rounds + 1):
+        barrier = threading.Barrier(len(stores))
+        winners: list[int] = []
+        conflicts: list[int] = []
+
+        def race(i: int, version: int = version) -> None:
+            barrier.wait()
+            try:
+                stores[i].put(exp(tool=f"writer-{i}"), expected_version=version)
+                winners.append(i)
+            except VersionConflict:
+                conflicts.append(i)
+
+        threads = [threading.Thread(target=race, args=(i,)) for i in range(len(stores))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(winners) == 1
+        assert len(conflicts) == len(stores) - 1
+        wins.append(winners)
+        current = stores[0].get("travel")
+        assert current.version == version + 1
+        assert current.scorers[0].spec["expected_tool"] == f"writer-{winners[0]}"
+    assert [e.version for e in stores[0].history("travel")] == list(range(1, rounds + 2))
+
+
+def test_concurrent_creates_of_one_name_exactly_one_succeeds(opener: Opener) -> None:
+    stores = [opener() for _ in range(6)]
+    barrier = threading.Barrier(len(stores))
+    outcomes: list[str] = []
+
+    def create(i: int) -> None:
+        barrier.wait()
+        try:
+            stores[i].put(exp("fresh", tool=f"w{i}"), expected_version=0)
+            outcomes.append("created")
+        except AlreadyExists:
+            outcomes.append("exists")
+
+    threads = [threading.Thread(target=create, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["created"] + ["exists"] * (len(stores) - 1)
+    assert [c.seq for c in stores[0].changes_since(0)] == [1]
+
+
+def test_unconditional_concurrent_puts_all_land_with_distinct_versions(opener: Opener) -> None:
+    stores = [opener() for _ in range(4)]
+    per_thread = 10
+
+    def write(i: int) -> None:
+        for n in range(per_thread):
+            stores[i].put(exp(tool=f"w{i}-{n}"))
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(len(stores))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = len(stores) * per_thread
+    assert [e.version for e in stores[0].history("travel")] == list(range(1, total + 1))
+    assert [c.seq for c in stores[0].changes_since(0)] == list(range(1, total + 1))
