@@ -361,3 +361,23 @@ def test_gzip_and_length_prefixed_files_read_like_plain_ones(tmp_path: Path) -> 
 def test_missing_file_error_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(TraceFileError, match=r"nope\.pb: No such file"):
         read_trace_file(tmp_path / "nope.pb")
+
+
+def test_protobuf_that_starts_like_json_is_read_as_protobuf(tmp_path: Path) -> None:
+    # 0x0a (field 1, a newline) then a length of 123 (`{`): looks like JSON to a naive sniffer
+    for size in range(1, 200):
+        req = request_with([kv("pad", AnyValue(string_value="x" * size))])
+        if req.resource_spans[0].ByteSize() == 123:
+            break
+    data = req.SerializeToString()
+    assert data[:2] == b"\n{"
+    (tmp_path / "tricky.pb").write_bytes(data)
+    assert read_trace_file(tmp_path / "tricky.pb") == spans_from_request(req)
+
+
+def test_all_zero_ids_are_skipped_and_counted() -> None:
+    req = request_with([], trace_id=bytes(16))
+    req.resource_spans[0].scope_spans[0].spans.add(trace_id=b"\x01" * 16, span_id=bytes(8), name="zero span")
+    stats = DecodeStats()
+    assert spans_from_request(req, stats) == []
+    assert stats.skipped == {"bad_trace_id": 1, "bad_span_id": 1}

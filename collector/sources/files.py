@@ -3,7 +3,7 @@
 Detected from the content, not the name:
 
 - gzip (magic `1f 8b`) is decompressed first; offsets in errors are then into the decompressed data;
-- `{` or `[` first (after whitespace): OTLP/JSON, either one document (possibly indented) or JSON
+- `{` or `[` first (after whitespace) and no control bytes: OTLP/JSON, either one document (possibly indented) or JSON
   Lines with one request per line, as the Collector's file exporter writes with `format: json`;
 - `0x0a` first: one OTLP protobuf `ExportTraceServiceRequest` (the body of an `http/protobuf` export);
 - `0x00` first: length-prefixed messages (4-byte big-endian size, then the message), as the file
@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -28,6 +29,8 @@ __all__ = ["decode_trace_bytes", "read_trace_file"]
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _FRAME_HEADER = 4
+_SNIFF_BYTES = 512
+_CONTROL_BYTE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _json_document_or_lines(text: str, stats: DecodeStats | None, errors: list[SpanDecodeError]) -> list[SpanRecord]:
@@ -81,15 +84,20 @@ def _decompress(data: bytes) -> bytes:
     return data
 
 
+def _is_json_text(data: bytes) -> bool:
+    """JSON starts with `{` or `[` after whitespace and holds no control bytes. Protobuf can start
+    the same way (0x0a is a newline, a length of 123 is `{`), but its tags (0x12, ...) soon differ."""
+    return data.lstrip()[:1] in (b"{", b"[") and not _CONTROL_BYTE.search(data, 0, _SNIFF_BYTES)
+
+
 def decode_trace_bytes(
     data: bytes, stats: DecodeStats | None = None, errors: list[SpanDecodeError] | None = None
 ) -> list[SpanRecord]:
     """Spans from the bytes of a trace file; see the module docstring for the formats recognised."""
     data = _decompress(data)
-    head = data.lstrip()[:1]
-    if not head:
+    if not data.strip():
         return []
-    if head in (b"{", b"["):
+    if _is_json_text(data):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
