@@ -37,6 +37,7 @@ class SpanRecord:
     """A finished span, reduced to what extraction and emission need.
 
     Ids are lowercase hex (32 digits for traces, 16 for spans); `parent_id` is None for a root span.
+    `kind` uses the OTLP numbering (INTERNAL = 1, SERVER = 2, CLIENT = 3), not the SDK's `SpanKind`.
     `resource` is shared by every span of one resource block: never mutate it.
     """
 
