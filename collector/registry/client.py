@@ -1,0 +1,186 @@
+"""A small blocking client of the registry API, speaking in the registry's own types.
+
+Replies come back as `Expectation` and `Change` values, and refusals as the same exceptions the
+in-process `Registry` raises (`NotFound`, `AlreadyExists`, `VersionConflict`, `InvalidExpectation`
+with its field paths), read from the status details rather than parsed from messages; so the CLI
+handles a remote registry and a local store with one code path.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.rpc import status_pb2
+
+from toolscore.collector.registry.convert import (
+    change_from_proto,
+    error_from_status,
+    expectation_from_proto,
+    expectation_to_proto,
+)
+from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem
+from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.registry import ApplyAction
+from toolscore.collector.registry.service import STATUS_DETAILS_KEY
+from toolscore.collector.registry.store import Change
+from toolscore.registry.v1 import registry_pb2 as pb
+from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
+
+__all__ = ["RegistryCallError", "RegistryClient", "Watch"]
+
+
+class RegistryCallError(Exception):
+    """A call that failed for a reason other than the registry's own rules (auth, network, server)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        """The gRPC status code's name, e.g. `UNAUTHENTICATED` or `UNAVAILABLE`."""
+        self.message = message
+
+
+def _translate(exc: grpc.RpcError) -> Exception:
+    for key, value in exc.trailing_metadata() or ():
+        if key == STATUS_DETAILS_KEY:
+            error = error_from_status(status_pb2.Status.FromString(value))
+            if error is not None:
+                return error
+    code = exc.code()
+    return RegistryCallError(code.name if code is not None else "UNKNOWN", exc.details() or "")
+
+
+class Watch:
+    """An open `WatchExpectations` stream: iterate for changes, `cancel()` from any thread to end it."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._cancelled = False
+
+    def __iter__(self) -> Iterator[Change]:
+        try:
+            for msg in self._call:
+                yield change_from_proto(msg)
+        except grpc.RpcError as exc:
+            if self._cancelled and exc.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise _translate(exc) from None
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._call.cancel()
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cancel()
+
+
+class RegistryClient:
+    """Blocking calls to one registry server; safe to share between threads."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        tls_ca: str | Path | None = None,
+        tls: bool = False,
+        timeout_s: float = 10.0,
+    ) -> None:
+        """`tls_ca`: PEM file of the CA (or the self-signed certificate) to trust; implies TLS.
+
+        `tls` without `tls_ca` trusts the system's roots.
+        """
+        if tls_ca is not None or tls:
+            roots = Path(tls_ca).read_bytes() if tls_ca is not None else None
+            self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(root_certificates=roots))
+        else:
+            self._channel = grpc.insecure_channel(target)
+        self._stub = pb_grpc.ExpectationRegistryStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._timeout_s = timeout_s
+        self.target = target
+
+    def _call(self, method: str, request: Any) -> Any:
+        try:
+            return getattr(self._stub, method)(request, timeout=self._timeout_s, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise _translate(exc) from None
+
+    def put(
+        self, expectation: Expectation, expected_version: int | None = None, *, validate_only: bool = False
+    ) -> tuple[Expectation, bool]:
+        """Returns the stored expectation (with its version) and whether the name was new."""
+        request = pb.PutExpectationRequest(
+            expectation=expectation_to_proto(expectation),
+            expected_version=expected_version,
+            validate_only=validate_only,
+        )
+        reply = self._call("PutExpectation", request)
+        return expectation_from_proto(reply.expectation, with_version=True), bool(reply.created)
+
+    def get(self, name: str) -> Expectation:
+        reply = self._call("GetExpectation", pb.GetExpectationRequest(name=name))
+        return expectation_from_proto(reply.expectation, with_version=True)
+
+    def list(self, name_prefix: str = "") -> list[Expectation]:
+        reply = self._call("ListExpectations", pb.ListExpectationsRequest(name_prefix=name_prefix))
+        return [expectation_from_proto(e, with_version=True) for e in reply.expectations]
+
+    def delete(self, name: str, expected_version: int | None = None) -> int:
+        """Returns the version the deletion took."""
+        request = pb.DeleteExpectationRequest(name=name, expected_version=expected_version)
+        return int(self._call("DeleteExpectation", request).version)
+
+    def history(self, name: str) -> builtins.list[Expectation]:
+        reply = self._call("GetExpectationHistory", pb.GetExpectationHistoryRequest(name=name))
+        return [expectation_from_proto(e, with_version=True) for e in reply.versions]
+
+    def watch(self, since_seq: int | None = None) -> Watch:
+        """Changes after now (or after `since_seq`), until cancelled; no timeout applies."""
+        request = pb.WatchExpectationsRequest(since_seq=since_seq)
+        return Watch(self._stub.WatchExpectations(request, metadata=self._metadata))
+
+    def apply(self, expectations: Iterable[Expectation]) -> builtins.list[tuple[str, ApplyAction]]:
+        """Like `Registry.apply`: every change is validated by the server before the first is written.
+
+        Each write carries the version read, so a concurrent edit raises `VersionConflict` rather than
+        being overwritten.
+        """
+        plan: builtins.list[tuple[Expectation, int]] = []
+        results: dict[str, ApplyAction] = {}
+        problems: builtins.list[Problem] = []
+        for i, exp in enumerate(expectations):
+            try:
+                current: Expectation | None = self.get(exp.name)
+            except NotFound:
+                current = None
+            if current is not None and current.same_content(exp):
+                results[exp.name] = "unchanged"
+                continue
+            expected = current.version if current is not None else 0
+            try:
+                self.put(exp, expected, validate_only=True)
+            except InvalidExpectation as exc:
+                problems.extend(Problem(f"[{i}].{p.field}".rstrip("."), p.message) for p in exc.problems)
+            plan.append((exp, expected))
+            results[exp.name] = "updated" if current is not None else "created"
+        if problems:
+            raise InvalidExpectation(problems)
+        for exp, expected in plan:
+            self.put(exp, expected)
+        return list(results.items())
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> RegistryClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

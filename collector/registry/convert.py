@@ -1,0 +1,258 @@
+"""Between the registry's pydantic model and the `toolscore.registry.v1` messages.
+
+A message coming in is turned into the same *document* a YAML file holds and validated by the same
+code (`parse_expectation`), so a bad regex or an unknown scorer type is reported with the same field
+path whether it arrived over gRPC or in a file. Scorer params travel as a `google.protobuf.Struct`,
+which has only doubles: integral numbers are read back as integers, so `max_calls: 3` stays an int.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import any_pb2, struct_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from toolscore.collector.registry.conditions import Condition
+from toolscore.collector.registry.errors import (
+    AlreadyExists,
+    InvalidExpectation,
+    NotFound,
+    Problem,
+    RegistryError,
+    VersionConflict,
+)
+from toolscore.collector.registry.model import Expectation, ExpectationScorer, MatchSpec
+from toolscore.collector.registry.store import Change, ChangeKind
+from toolscore.collector.registry.validation import parse_expectation
+from toolscore.registry.v1 import registry_pb2 as pb
+
+__all__ = [
+    "ERROR_DOMAIN",
+    "change_from_proto",
+    "change_to_proto",
+    "error_from_status",
+    "error_to_status",
+    "expectation_from_proto",
+    "expectation_to_proto",
+    "python_value",
+    "struct_from_dict",
+]
+
+ERROR_DOMAIN = "toolscore.registry.v1"
+"""`ErrorInfo.domain` of the registry's errors (the rich gRPC error model, `grpc-status-details-bin`)."""
+
+_KINDS: dict[ChangeKind, pb.ChangeKind] = {
+    "created": pb.CHANGE_KIND_CREATED,
+    "updated": pb.CHANGE_KIND_UPDATED,
+    "deleted": pb.CHANGE_KIND_DELETED,
+}
+_KIND_NAMES: dict[int, ChangeKind] = {int(v): k for k, v in _KINDS.items()}
+_RESERVED_PARAMS = ("type", "sample_rate")
+
+
+def python_value(value: struct_pb2.Value) -> Any:
+    """A `Value` as plain Python; integral doubles become ints (JSON does not tell them apart either)."""
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        number = value.number_value
+        return int(number) if number.is_integer() else number
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return {k: python_value(v) for k, v in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [python_value(v) for v in value.list_value.values]
+    return None
+
+
+def struct_from_dict(data: Mapping[str, Any]) -> struct_pb2.Struct:
+    out = struct_pb2.Struct()
+    out.update(dict(data))
+    return out
+
+
+def _value(data: Any) -> struct_pb2.Value:
+    holder = struct_pb2.Struct()
+    holder.update({"v": data})
+    return holder.fields["v"]
+
+
+# -- model → message ---------------------------------------------------------------------------------
+
+
+def _condition_to_proto(cond: Condition) -> pb.Condition:
+    if cond.op == "equals":
+        return pb.Condition(equals=_value(cond.value))
+    if cond.op == "in":
+        values = struct_pb2.ListValue()
+        values.extend(list(cond.value))
+        return pb.Condition(in_values=values)
+    if cond.op == "exists":
+        return pb.Condition(exists=bool(cond.value))
+    if cond.op == "regex":
+        return pb.Condition(regex=str(cond.value))
+    return pb.Condition(contains=str(cond.value))
+
+
+def _match_to_proto(match: MatchSpec) -> pb.MatchSelector:
+    out = pb.MatchSelector(
+        resource={k: _condition_to_proto(c) for k, c in match.resource.items()},
+        attributes={k: _condition_to_proto(c) for k, c in match.attributes.items()},
+    )
+    for key in ("agent", "service", "input"):
+        cond = getattr(match, key)
+        if cond is not None:
+            getattr(out, key).CopyFrom(_condition_to_proto(cond))
+    return out
+
+
+def _scorer_to_proto(scorer: ExpectationScorer) -> pb.ScorerSpec:
+    params = {k: v for k, v in scorer.spec.items() if k != "type"}
+    return pb.ScorerSpec(
+        type=str(scorer.spec.get("type", "")), params=struct_from_dict(params), sample_rate=scorer.sample_rate
+    )
+
+
+def expectation_to_proto(exp: Expectation) -> pb.Expectation:
+    return pb.Expectation(
+        name=exp.name,
+        version=exp.version,
+        enabled=exp.enabled,
+        labels=exp.labels,
+        match=_match_to_proto(exp.match),
+        scorers=[_scorer_to_proto(s) for s in exp.scorers],
+    )
+
+
+def change_to_proto(change: Change) -> pb.WatchExpectationsResponse:
+    return pb.WatchExpectationsResponse(
+        seq=change.seq,
+        kind=_KINDS[change.kind],
+        expectation=expectation_to_proto(change.expectation),
+        version=change.version,
+    )
+
+
+# -- message → model ---------------------------------------------------------------------------------
+
+
+def _condition_doc(cond: pb.Condition) -> Any:
+    """The YAML spelling of a condition; an empty one becomes `{}`, which validation rejects by path."""
+    op = cond.WhichOneof("op")
+    if op == "equals":
+        return python_value(cond.equals)
+    if op == "in_values":
+        return {"in": [python_value(v) for v in cond.in_values.values]}
+    if op is None:
+        return {}
+    return {op: getattr(cond, op)}
+
+
+def _match_doc(match: pb.MatchSelector) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key in ("agent", "service", "input"):
+        if match.HasField(key):
+            doc[key] = _condition_doc(getattr(match, key))
+    if match.resource:
+        doc["resource"] = {k: _condition_doc(v) for k, v in match.resource.items()}
+    if match.attributes:
+        doc["attributes"] = {k: _condition_doc(v) for k, v in match.attributes.items()}
+    return doc
+
+
+def _scorer_doc(index: int, spec: pb.ScorerSpec) -> dict[str, Any]:
+    params = {k: python_value(v) for k, v in spec.params.fields.items()}
+    for key in _RESERVED_PARAMS:
+        if key in params:
+            raise InvalidExpectation.single(f"scorers[{index}].params.{key}", f"set `{key}` on the ScorerSpec itself")
+    doc: dict[str, Any] = {"type": spec.type, **params}
+    if spec.HasField("sample_rate"):
+        doc["sample_rate"] = spec.sample_rate
+    return doc
+
+
+def expectation_from_proto(msg: pb.Expectation, *, with_version: bool = False) -> Expectation:
+    """Validate a message as an expectation; raises `InvalidExpectation` naming the field.
+
+    `version` is the store's to set, so it is ignored unless `with_version` (a client reading what a
+    server returned).
+    """
+    doc: dict[str, Any] = {
+        "name": msg.name,
+        "labels": dict(msg.labels),
+        "match": _match_doc(msg.match),
+        "scorers": [_scorer_doc(i, s) for i, s in enumerate(msg.scorers)],
+    }
+    if msg.HasField("enabled"):
+        doc["enabled"] = msg.enabled
+    if with_version:
+        doc["version"] = msg.version
+    return parse_expectation(doc)
+
+
+def change_from_proto(msg: pb.WatchExpectationsResponse) -> Change:
+    exp = expectation_from_proto(msg.expectation, with_version=True)
+    return Change(msg.seq, _KIND_NAMES.get(int(msg.kind), "updated"), exp.name, msg.version, exp)
+
+
+# -- errors ↔ google.rpc.Status ----------------------------------------------------------------------
+
+
+def _packed(detail: Any) -> any_pb2.Any:
+    out = any_pb2.Any()
+    out.Pack(detail)
+    return out
+
+
+def error_to_status(exc: RegistryError) -> status_pb2.Status:
+    """The status a registry error becomes, with details a client in any language can read.
+
+    Field paths go in `BadRequest.field_violations`; versions in `ErrorInfo.metadata`.
+    """
+    if isinstance(exc, InvalidExpectation):
+        violations = [
+            error_details_pb2.BadRequest.FieldViolation(field=p.field, description=p.message) for p in exc.problems
+        ]
+        return status_pb2.Status(
+            code=code_pb2.INVALID_ARGUMENT,
+            message=str(exc),
+            details=[_packed(error_details_pb2.BadRequest(field_violations=violations))],
+        )
+    if isinstance(exc, NotFound):
+        code, reason, meta = code_pb2.NOT_FOUND, "NOT_FOUND", {"name": exc.name}
+    elif isinstance(exc, AlreadyExists):
+        code, reason, meta = code_pb2.ALREADY_EXISTS, "ALREADY_EXISTS", {"name": exc.name, "version": str(exc.version)}
+    elif isinstance(exc, VersionConflict):
+        code, reason = code_pb2.FAILED_PRECONDITION, "VERSION_CONFLICT"
+        meta = {"name": exc.name, "expected_version": str(exc.expected), "actual_version": str(exc.actual)}
+    else:
+        code, reason, meta = code_pb2.FAILED_PRECONDITION, type(exc).__name__, {}
+    info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=meta)
+    return status_pb2.Status(code=code, message=str(exc), details=[_packed(info)])
+
+
+def error_from_status(status: status_pb2.Status) -> RegistryError | None:
+    """The registry error a status stands for; None when it is not one of the registry's."""
+    for detail in status.details:
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            return InvalidExpectation(Problem(v.field, v.description) for v in bad.field_violations)
+        if not detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            continue
+        info = error_details_pb2.ErrorInfo()
+        detail.Unpack(info)
+        if info.domain != ERROR_DOMAIN:
+            continue
+        meta = info.metadata
+        if info.reason == "NOT_FOUND":
+            return NotFound(meta["name"])
+        if info.reason == "ALREADY_EXISTS":
+            return AlreadyExists(meta["name"], int(meta["version"]))
+        if info.reason == "VERSION_CONFLICT":
+            return VersionConflict(meta["name"], int(meta["expected_version"]), int(meta["actual_version"]))
+    return None

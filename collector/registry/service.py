@@ -1,0 +1,275 @@
+"""The registry over gRPC (`toolscore.registry.v1.ExpectationRegistry`), in grpc's asyncio shape.
+
+    request ─→ BearerTokenInterceptor ─→ RegistryServicer ─(worker thread)─→ Registry ─→ store
+                                                    ↑                              │
+    WatchExpectations stream ←── asyncio.Queue ←────┴──── Registry.subscribe ←─────┘
+
+Store calls block (SQLite, PostgreSQL), so each runs in a worker thread and the event loop only moves
+messages. A write goes through the store's optimistic-concurrency check and is stored whole or not at
+all; registry errors become status codes with `google.rpc` details (field paths, versions), never a
+message a client must parse. Watchers are fed by the registry's change feed, which delivers every
+change — this server's and other replicas' — once, in commit order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import grpc
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolscore.collector.registry.convert import (
+    change_to_proto,
+    error_to_status,
+    expectation_from_proto,
+    expectation_to_proto,
+)
+from toolscore.collector.registry.errors import InvalidExpectation, NotFound, RegistryError
+from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.registry import Registry
+from toolscore.collector.registry.store import Change, check_expected_version
+from toolscore.registry.v1 import registry_pb2 as pb
+from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
+
+__all__ = ["RegistryServer", "RegistryServerConfig", "RegistryServicer", "serve_registry", "start_registry_server"]
+
+_log = logging.getLogger("toolscore.registry")
+_T = TypeVar("_T")
+
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+_WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation"})
+
+
+class RegistryServerConfig(BaseModel):
+    """Where the registry API listens, and who may use it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = Field(default="127.0.0.1", description="Interface to listen on; `0.0.0.0` for every interface.")
+    port: int = Field(default=4320, ge=0, le=65535, description="TCP port; 0 picks a free one.")
+    token: str | None = Field(
+        default=None, description="Bearer token writes must carry (`authorization: Bearer <token>`); None: no auth."
+    )
+    auth_reads: bool = Field(default=False, description="Require the token for reads and watches too.")
+    tls_cert_file: str | None = Field(default=None, description="PEM certificate chain; serves TLS when set.")
+    tls_key_file: str | None = Field(default=None, description="PEM private key of `tls_cert_file`.")
+    grace_s: float = Field(default=5.0, ge=0, description="How long calls in flight may finish at shutdown.")
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> RegistryServerConfig:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together: set both or neither")
+        if self.auth_reads and not self.token:
+            raise ValueError("auth_reads needs a token")
+        return self
+
+
+async def _abort(context: Any, exc: RegistryError) -> NoReturn:
+    status = error_to_status(exc)
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    for candidate in grpc.StatusCode:
+        if candidate.value[0] == status.code:
+            code = candidate
+    await context.abort(code, status.message, ((STATUS_DETAILS_KEY, status.SerializeToString()),))
+    raise AssertionError("unreachable: abort raises")
+
+
+class RegistryServicer:
+    """The six RPCs over one `Registry`. Methods are looked up by name by the generated handler."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+        self._watchers: set[asyncio.Queue[Change | None]] = set()
+
+    async def _run(self, context: Any, fn: Callable[..., _T], *args: Any) -> _T:
+        """`fn(*args)` in a worker thread; registry errors abort the call with their status."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except RegistryError as exc:
+            error: RegistryError = exc
+        except Exception as exc:  # the store failed (disk, network): the client may retry
+            _log.exception("registry store call %s failed", getattr(fn, "__name__", fn))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"registry store failed: {exc}")
+            raise
+        await _abort(context, error)
+
+    def _put(self, msg: pb.PutExpectationRequest) -> tuple[Expectation, bool]:
+        exp = expectation_from_proto(msg.expectation)
+        expected = msg.expected_version if msg.HasField("expected_version") else None
+        if expected is not None and expected < 0:
+            raise InvalidExpectation.single("expected_version", "must be 0 (create) or a version >= 1")
+        if msg.validate_only:
+            try:
+                live: int | None = self._registry.get(exp.name).version
+            except NotFound:
+                live = None
+            check_expected_version(exp.name, live, expected)
+            return exp, live is None
+        stored, change = self._registry.store.put(exp, expected)
+        self._registry.refresh()
+        return stored, change.kind == "created"
+
+    async def PutExpectation(self, request: pb.PutExpectationRequest, context: Any) -> pb.PutExpectationResponse:
+        stored, created = await self._run(context, self._put, request)
+        return pb.PutExpectationResponse(expectation=expectation_to_proto(stored), created=created)
+
+    async def GetExpectation(self, request: pb.GetExpectationRequest, context: Any) -> pb.GetExpectationResponse:
+        exp = await self._run(context, self._registry.get, request.name)
+        return pb.GetExpectationResponse(expectation=expectation_to_proto(exp))
+
+    async def ListExpectations(self, request: pb.ListExpectationsRequest, context: Any) -> pb.ListExpectationsResponse:
+        found = await self._run(context, self._registry.list)
+        chosen = [expectation_to_proto(e) for e in found if e.name.startswith(request.name_prefix)]
+        return pb.ListExpectationsResponse(expectations=chosen)
+
+    async def DeleteExpectation(
+        self, request: pb.DeleteExpectationRequest, context: Any
+    ) -> pb.DeleteExpectationResponse:
+        expected = request.expected_version if request.HasField("expected_version") else None
+        change = await self._run(context, self._registry.delete, request.name, expected)
+        return pb.DeleteExpectationResponse(version=change.version)
+
+    async def GetExpectationHistory(
+        self, request: pb.GetExpectationHistoryRequest, context: Any
+    ) -> pb.GetExpectationHistoryResponse:
+        versions = await self._run(context, self._registry.history, request.name)
+        return pb.GetExpectationHistoryResponse(versions=[expectation_to_proto(e) for e in versions])
+
+    async def WatchExpectations(
+        self, request: pb.WatchExpectationsRequest, context: Any
+    ) -> AsyncIterator[pb.WatchExpectationsResponse]:
+        """Subscribe first, then read the backlog: a change in between arrives twice and is sent once."""
+        queue: asyncio.Queue[Change | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def deliver(change: Change) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: this stream is over
+                loop.call_soon_threadsafe(queue.put_nowait, change)
+
+        unsubscribe = self._registry.subscribe(deliver)
+        self._watchers.add(queue)
+        try:
+            if request.HasField("since_seq"):
+                last = request.since_seq
+                for past in await self._run(context, self._registry.changes_since, last):
+                    yield change_to_proto(past)
+                    last = past.seq
+            else:
+                last = await self._run(context, self._registry.store.latest_seq)
+            while (change := await queue.get()) is not None:
+                if change.seq > last:
+                    yield change_to_proto(change)
+                    last = change.seq
+        finally:
+            unsubscribe()
+            self._watchers.discard(queue)
+
+    def close_watches(self) -> None:
+        """End every watch stream, so a graceful stop does not wait out `grace_s` on them."""
+        for queue in list(self._watchers):
+            queue.put_nowait(None)
+
+
+class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Lets a call through when it carries `authorization: Bearer <token>`, or needs no token.
+
+    A refused call gets UNAUTHENTICATED from a handler of the same shape as the method's (unary or
+    server-streaming), so the client sees a proper status rather than a protocol error.
+    """
+
+    def __init__(self, token: str, *, reads: bool) -> None:
+        self._expected = f"Bearer {token}".encode()
+        self._reads = reads
+
+    def _authorized(self, metadata: Any) -> bool:
+        for key, value in metadata or ():
+            if key == "authorization":
+                given = value.encode() if isinstance(value, str) else bytes(value)
+                return hmac.compare_digest(given, self._expected)
+        return False
+
+    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = await continuation(details)
+        method = str(details.method).rsplit("/", 1)[-1]
+        if handler is None or (method not in _WRITE_METHODS and not self._reads):
+            return handler
+        if self._authorized(details.invocation_metadata):
+            return handler
+        message = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
+
+        async def deny_unary(request: Any, context: Any) -> None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+        async def deny_stream(request: Any, context: Any) -> AsyncIterator[None]:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+            yield None
+
+        codec = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.unary_stream:
+            return grpc.unary_stream_rpc_method_handler(deny_stream, **codec)
+        return grpc.unary_unary_rpc_method_handler(deny_unary, **codec)
+
+
+@dataclass
+class RegistryServer:
+    """A started server: the port it is bound to, and a graceful `stop`."""
+
+    server: Any
+    servicer: RegistryServicer
+    port: int
+    grace_s: float
+    tls: bool = False
+    _stopped: bool = field(default=False, repr=False)
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """End watch streams, then let other calls in flight finish within the grace period. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.servicer.close_watches()
+        await self.server.stop(self.grace_s if grace_s is None else grace_s)
+
+    async def wait_for_termination(self) -> None:
+        await self.server.wait_for_termination()
+
+
+async def start_registry_server(registry: Registry, config: RegistryServerConfig | None = None) -> RegistryServer:
+    """Bind and start; raises `RuntimeError` when the address cannot be bound."""
+    config = config or RegistryServerConfig()
+    interceptors = [BearerTokenInterceptor(config.token, reads=config.auth_reads)] if config.token else []
+    server = grpc.aio.server(interceptors=interceptors)
+    servicer = RegistryServicer(registry)
+    pb_grpc.add_ExpectationRegistryServicer_to_server(servicer, server)
+    address = f"{config.host}:{config.port}"
+    if config.tls_cert_file and config.tls_key_file:
+        pair = (Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())
+        port = server.add_secure_port(address, grpc.ssl_server_credentials([pair]))
+    else:
+        port = server.add_insecure_port(address)
+    await server.start()
+    _log.info("registry API listening on %s:%d%s", config.host, port, " (TLS)" if config.tls_cert_file else "")
+    return RegistryServer(server, servicer, int(port), config.grace_s, tls=config.tls_cert_file is not None)
+
+
+async def serve_registry(
+    registry: Registry, config: RegistryServerConfig | None = None, *, stop: asyncio.Event | None = None
+) -> None:
+    """Serve until `stop` is set (or the task is cancelled), then stop gracefully."""
+    running = await start_registry_server(registry, config)
+    try:
+        if stop is None:
+            await running.wait_for_termination()
+        else:
+            await stop.wait()
+    finally:
+        await running.stop()

@@ -1,0 +1,493 @@
+"""The registry's gRPC API: a real server on 127.0.0.1 over a SQLite store, real clients."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from google.rpc import error_details_pb2, status_pb2
+
+from toolscore.collector.registry import (
+    AlreadyExists,
+    Change,
+    NotFound,
+    Registry,
+    RegistryConfig,
+    SqliteStoreConfig,
+    VersionConflict,
+    parse_expectation,
+)
+from toolscore.collector.registry.client import RegistryCallError, RegistryClient
+from toolscore.collector.registry.convert import expectation_to_proto
+from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
+from toolscore.registry.v1 import registry_pb2 as pb
+from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
+
+TOKEN = "s3cret-token"
+
+
+def expectation(name: str = "weather", *, tool: str = "get_weather", **extra: Any) -> Any:
+    doc = {
+        "name": name,
+        "match": {"agent": "weather-bot"},
+        "scorers": [{"type": "tool_selection", "expected_tool": tool}],
+        **extra,
+    }
+    return parse_expectation(doc)
+
+
+class ServerThread:
+    """The asyncio server on its own loop in a thread, so the blocking client can be used from the test."""
+
+    def __init__(self, registry: Registry, config: RegistryServerConfig) -> None:
+        self.registry = registry
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self.server: RegistryServer | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(start_registry_server(self.registry, self.config))
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.server.stop())
+        self.loop.close()
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        assert self._ready.wait(10), "server did not start"
+        return self
+
+    @property
+    def target(self) -> str:
+        assert self.server is not None
+        return f"127.0.0.1:{self.server.port}"
+
+    def stop_server(self, grace_s: float) -> float:
+        """Stop from the test thread; returns how long the graceful stop took."""
+        assert self.server is not None
+        started = time.monotonic()
+        asyncio.run_coroutine_threadsafe(self.server.stop(grace_s), self.loop).result(30)
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+
+def _registry(db: Path) -> Registry:
+    return Registry(config=RegistryConfig(store=SqliteStoreConfig(path=str(db))), poll_interval_s=0.05)
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[Registry]:
+    reg = _registry(tmp_path / "registry.db")
+    yield reg
+    reg.close()
+
+
+def _serve(registry: Registry, **config: Any) -> Iterator[ServerThread]:
+    server = ServerThread(registry, RegistryServerConfig(port=0, **config)).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def server(registry: Registry) -> Iterator[ServerThread]:
+    yield from _serve(registry)
+
+
+@pytest.fixture
+def client(server: ServerThread) -> Iterator[RegistryClient]:
+    with RegistryClient(server.target) as c:
+        yield c
+
+
+@pytest.fixture
+def stub(server: ServerThread) -> Iterator[Any]:
+    with grpc.insecure_channel(server.target) as channel:
+        yield pb_grpc.ExpectationRegistryStub(channel)
+
+
+def _status_of(exc: grpc.RpcError) -> status_pb2.Status:
+    for key, value in exc.trailing_metadata():
+        if key == "grpc-status-details-bin":
+            return status_pb2.Status.FromString(value)
+    raise AssertionError("no status details")
+
+
+# -- every RPC -----------------------------------------------------------------------------------------
+
+
+def test_put_assigns_versions_and_get_returns_the_stored_expectation(client: RegistryClient) -> None:
+    first, created = client.put(expectation())
+    second, created_again = client.put(expectation(tool="get_forecast"))
+    assert (first.version, created) == (1, True)
+    assert (second.version, created_again) == (2, False)
+    got = client.get("weather")
+    assert got.version == 2
+    assert got.to_dict(with_version=False) == expectation(tool="get_forecast").to_dict(with_version=False)
+
+
+def test_list_is_in_name_order_and_filters_by_prefix(client: RegistryClient) -> None:
+    for name in ("b.two", "a.one", "b.one"):
+        client.put(expectation(name))
+    assert [e.name for e in client.list()] == ["a.one", "b.one", "b.two"]
+    assert [e.name for e in client.list("b.")] == ["b.one", "b.two"]
+
+
+def test_delete_removes_it_and_history_keeps_every_version(client: RegistryClient) -> None:
+    client.put(expectation())
+    client.put(expectation(tool="get_forecast"))
+    assert client.delete("weather") == 3
+    with pytest.raises(NotFound):
+        client.get("weather")
+    history = client.history("weather")
+    assert [e.version for e in history] == [1, 2]
+    assert [e.scorers[0].spec["expected_tool"] for e in history] == ["get_weather", "get_forecast"]
+
+
+def test_scorer_params_keep_their_json_types_through_the_struct(client: RegistryClient) -> None:
+    doc = {
+        "name": "f1",
+        "labels": {"owner": "search-team"},
+        "enabled": False,
+        "match": {"attributes": {"tenant.id": {"regex": "^t-"}}, "service": ["api", 3]},
+        "scorers": [{"type": "f1", "expected": [{"name": "search", "args": {"k": 3}}], "sample_rate": 0.25}],
+    }
+    stored, _ = client.put(parse_expectation(doc))
+    assert stored.to_dict(with_version=False) == parse_expectation(doc).to_dict(with_version=False)
+    assert type(stored.scorers[0].spec["expected"][0]["args"]["k"]) is int
+    assert stored.enabled is False
+
+
+def test_validate_only_checks_but_stores_nothing(client: RegistryClient, registry: Registry) -> None:
+    checked, created = client.put(expectation(), validate_only=True)
+    assert (checked.version, created) == (0, True)
+    with pytest.raises(NotFound):
+        client.get("weather")
+    assert registry.store.latest_seq() == 0
+
+
+# -- error codes -----------------------------------------------------------------------------------------
+
+
+def _put_raw(stub: Any, doc: dict[str, Any]) -> grpc.RpcError:
+    msg = pb.Expectation(name=doc["name"])
+    msg.match.agent.regex = doc.get("regex", "weather")
+    msg.scorers.add(type=doc.get("type", "tool_selection")).params.update(doc.get("params", {}))
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.PutExpectation(pb.PutExpectationRequest(expectation=msg), timeout=10)
+    return caught.value
+
+
+def test_bad_regex_is_invalid_argument_naming_the_field(stub: Any) -> None:
+    err = _put_raw(stub, {"name": "x", "regex": "(unclosed", "params": {"expected_tool": "a"}})
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.details().startswith("match.agent: bad regex '(unclosed'")
+    bad = error_details_pb2.BadRequest()
+    assert _status_of(err).details[0].Unpack(bad)
+    assert [v.field for v in bad.field_violations] == ["match.agent"]
+
+
+def test_unknown_scorer_type_is_invalid_argument_naming_the_scorer(stub: Any) -> None:
+    err = _put_raw(stub, {"name": "x", "type": "psychic"})
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.details().startswith("scorers[0]: Input tag 'psychic'")
+
+
+def test_bad_scorer_params_are_invalid_argument_naming_the_param(client: RegistryClient, stub: Any) -> None:
+    err = _put_raw(
+        stub, {"name": "x", "type": "trajectory", "params": {"expected": [{"name": "a"}], "mode": "sideways"}}
+    )
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.details().startswith("scorers[0].mode: Input should be")
+    with pytest.raises(NotFound):
+        client.get("x")
+
+
+def test_type_inside_params_is_refused(stub: Any) -> None:
+    err = _put_raw(stub, {"name": "x", "params": {"type": "f1", "expected_tool": "a"}})
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.details().startswith("scorers[0].params.type:")
+
+
+def test_invalid_expectation_reaches_the_client_with_every_field_path(client: RegistryClient, stub: Any) -> None:
+    msg = expectation_to_proto(expectation())
+    msg.name = "has space"
+    msg.match.agent.regex = "["
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.PutExpectation(pb.PutExpectationRequest(expectation=msg), timeout=10)
+    bad = error_details_pb2.BadRequest()
+    _status_of(caught.value).details[0].Unpack(bad)
+    assert [v.field for v in bad.field_violations] == ["name", "match.agent"]
+
+
+@pytest.mark.parametrize(
+    ("call", "arg"),
+    [("GetExpectation", pb.GetExpectationRequest), ("GetExpectationHistory", pb.GetExpectationHistoryRequest)],
+)
+def test_unknown_name_is_not_found(stub: Any, call: str, arg: Any) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        getattr(stub, call)(arg(name="nope"), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+    assert caught.value.details() == "expectation 'nope' not found"
+
+
+def test_deleting_an_unknown_name_is_not_found(client: RegistryClient) -> None:
+    with pytest.raises(NotFound) as caught:
+        client.delete("nope")
+    assert caught.value.name == "nope"
+
+
+# -- optimistic concurrency ------------------------------------------------------------------------------
+
+
+def test_create_of_a_taken_name_is_already_exists(client: RegistryClient, stub: Any) -> None:
+    client.put(expectation())
+    request = pb.PutExpectationRequest(expectation=expectation_to_proto(expectation(tool="x")), expected_version=0)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.PutExpectation(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    with pytest.raises(AlreadyExists) as typed:
+        client.put(expectation(tool="x"), expected_version=0)
+    assert typed.value.version == 1
+
+
+def test_stale_version_is_failed_precondition_and_writes_nothing(client: RegistryClient, stub: Any) -> None:
+    client.put(expectation())
+    client.put(expectation(tool="b"))
+    request = pb.PutExpectationRequest(expectation=expectation_to_proto(expectation(tool="c")), expected_version=1)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.PutExpectation(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert caught.value.details() == "expectation 'weather' is at version 2, not the expected 1"
+    with pytest.raises(VersionConflict) as typed:
+        client.put(expectation(tool="c"), expected_version=1)
+    assert (typed.value.expected, typed.value.actual) == (1, 2)
+    assert client.get("weather").scorers[0].spec["expected_tool"] == "b"
+    assert len(client.history("weather")) == 2
+
+
+def test_matching_version_writes(client: RegistryClient) -> None:
+    client.put(expectation())
+    stored, _ = client.put(expectation(tool="b"), expected_version=1)
+    assert stored.version == 2
+
+
+def test_delete_with_a_stale_version_is_refused(client: RegistryClient) -> None:
+    client.put(expectation())
+    client.put(expectation(tool="b"))
+    with pytest.raises(VersionConflict):
+        client.delete("weather", expected_version=1)
+    assert client.get("weather").version == 2
+
+
+# -- watch ---------------------------------------------------------------------------------------------
+
+
+def _collect(watch: Any, into: queue.Queue[Change]) -> threading.Thread:
+    def run() -> None:
+        for change in watch:
+            into.put(change)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def _await_watching(registry: Registry, before: int) -> None:
+    """The server subscribes when the stream starts; wait for it so no change is sent before."""
+    deadline = time.monotonic() + 10
+    while len(registry._subscribers) <= before:  # test-only peek: there is no public count
+        assert time.monotonic() < deadline, "watch never subscribed"
+        time.sleep(0.01)
+
+
+def test_watch_streams_changes_made_by_another_client(server: ServerThread, registry: Registry) -> None:
+    got: queue.Queue[Change] = queue.Queue()
+    with RegistryClient(server.target) as watcher, RegistryClient(server.target) as writer:
+        watch = watcher.watch()
+        thread = _collect(watch, got)
+        _await_watching(registry, 0)
+        writer.put(expectation())
+        writer.put(expectation(tool="b"))
+        writer.delete("weather")
+        changes = [got.get(timeout=10) for _ in range(3)]
+        watch.cancel()
+        thread.join(10)
+    assert [(c.kind, c.version) for c in changes] == [("created", 1), ("updated", 2), ("deleted", 3)]
+    assert changes[1].expectation.scorers[0].spec["expected_tool"] == "b"
+    assert [c.seq for c in changes] == sorted(c.seq for c in changes)
+
+
+def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient, registry: Registry) -> None:
+    client.put(expectation("a"))
+    client.put(expectation("b"))
+    got: queue.Queue[Change] = queue.Queue()
+    watch = client.watch(since_seq=1)
+    thread = _collect(watch, got)
+    first = got.get(timeout=10)
+    client.put(expectation("c"))
+    second = got.get(timeout=10)
+    watch.cancel()
+    thread.join(10)
+    assert [(first.name, first.seq), (second.name, second.seq)] == [("b", 2), ("c", 3)]
+    assert got.empty()
+
+
+def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(
+    server: ServerThread, registry: Registry, tmp_path: Path
+) -> None:
+    got: queue.Queue[Change] = queue.Queue()
+    with RegistryClient(server.target) as watcher:
+        watch = watcher.watch()
+        thread = _collect(watch, got)
+        _await_watching(registry, 0)
+        other = _registry(tmp_path / "registry.db")
+        try:
+            other.put(expectation("from-replica"))
+        finally:
+            other.close()
+        change = got.get(timeout=10)
+        watch.cancel()
+        thread.join(10)
+    assert (change.kind, change.name) == ("created", "from-replica")
+
+
+def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(
+    server: ServerThread, registry: Registry
+) -> None:
+    with RegistryClient(server.target) as watcher:
+        watch = watcher.watch()
+        ended = threading.Event()
+        thread = threading.Thread(target=lambda: (list(watch), ended.set()), daemon=True)
+        thread.start()
+        _await_watching(registry, 0)
+        took = server.stop_server(grace_s=30)
+        assert ended.wait(10)
+    assert took < 10
+
+
+# -- auth ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def auth_server(registry: Registry) -> Iterator[ServerThread]:
+    yield from _serve(registry, token=TOKEN)
+
+
+def test_writes_without_a_token_are_unauthenticated(auth_server: ServerThread) -> None:
+    with RegistryClient(auth_server.target) as anonymous:
+        with pytest.raises(RegistryCallError) as caught:
+            anonymous.put(expectation())
+        assert caught.value.code == "UNAUTHENTICATED"
+        with pytest.raises(RegistryCallError) as deleting:
+            anonymous.delete("weather")
+        assert deleting.value.code == "UNAUTHENTICATED"
+        assert anonymous.list() == []
+
+
+def test_a_wrong_token_is_denied_and_writes_nothing(auth_server: ServerThread, registry: Registry) -> None:
+    with RegistryClient(auth_server.target, token="guess") as guesser, pytest.raises(RegistryCallError) as caught:
+        guesser.put(expectation())
+    assert caught.value.code == "UNAUTHENTICATED"
+    assert "bearer token" in caught.value.message
+    assert registry.store.latest_seq() == 0
+
+
+def test_the_right_token_may_write(auth_server: ServerThread) -> None:
+    with RegistryClient(auth_server.target, token=TOKEN) as owner:
+        stored, _ = owner.put(expectation())
+        assert owner.delete(stored.name) == 2
+
+
+def test_reads_and_watches_need_the_token_when_configured(registry: Registry) -> None:
+    for server in _serve(registry, token=TOKEN, auth_reads=True):
+        with RegistryClient(server.target) as anonymous, RegistryClient(server.target, token=TOKEN) as owner:
+            with pytest.raises(RegistryCallError) as listing:
+                anonymous.list()
+            assert listing.value.code == "UNAUTHENTICATED"
+            with pytest.raises(RegistryCallError) as watching:
+                list(anonymous.watch())
+            assert watching.value.code == "UNAUTHENTICATED"
+            owner.put(expectation())
+            assert [e.name for e in owner.list()] == ["weather"]
+
+
+def test_auth_reads_without_a_token_is_a_config_error() -> None:
+    with pytest.raises(ValueError, match="auth_reads needs a token"):
+        RegistryServerConfig(auth_reads=True)
+
+
+# -- TLS -----------------------------------------------------------------------------------------------
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "toolscore test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "server.crt", directory / "server.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+@pytest.fixture
+def tls_server(registry: Registry, tmp_path: Path) -> Iterator[tuple[ServerThread, Path]]:
+    cert, key = _self_signed(tmp_path)
+    for server in _serve(registry, tls_cert_file=str(cert), tls_key_file=str(key), token=TOKEN):
+        yield server, cert
+
+
+def test_tls_client_trusting_the_certificate_works(tls_server: tuple[ServerThread, Path]) -> None:
+    server, cert = tls_server
+    assert server.server is not None
+    assert server.server.tls
+    with RegistryClient(server.target, tls_ca=cert, token=TOKEN) as client:
+        stored, _ = client.put(expectation())
+        assert client.get("weather").version == stored.version == 1
+
+
+def test_plaintext_client_cannot_talk_to_a_tls_server(tls_server: tuple[ServerThread, Path]) -> None:
+    server, _ = tls_server
+    with RegistryClient(server.target, timeout_s=3) as plaintext, pytest.raises(RegistryCallError) as caught:
+        plaintext.list()
+    assert caught.value.code == "UNAVAILABLE"
+
+
+def test_tls_config_needs_both_certificate_and_key() -> None:
+    with pytest.raises(ValueError, match="set both or neither"):
+        RegistryServerConfig(tls_cert_file="server.crt")
