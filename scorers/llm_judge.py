@@ -76,7 +76,7 @@ class LLMJudge(ScorerBase):
     timeout_s: float = Field(default=30.0, gt=0, description="Per request, in seconds.")
     max_retries: int = Field(default=2, ge=0, description="Retries after a malformed, failed or timed-out reply.")
     backoff_s: float = Field(default=0.5, ge=0, description="First retry delay, doubled per retry, with jitter.")
-    max_concurrency: int = Field(default=4, ge=1, description="Requests in flight, for this scorer instance.")
+    max_concurrency: int = Field(default=4, ge=1, description="Requests in flight, shared by equal judges.")
     cache_size: int = Field(default=1024, ge=0, description="Verdicts kept by prompt hash; 0 disables.")
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the judge.")
 
@@ -111,7 +111,11 @@ class LLMJudge(ScorerBase):
         )
 
     async def ascore(self, run: AgentRun) -> ScoreResult:
-        """Judge one run; never raises (cancellation aside)."""
+        """Judge one run; never raises (cancellation aside).
+
+        Runs on any event loop, typically one on a worker thread: it waits on the network, so it
+        must never run on a thread that ends spans.
+        """
         if not (run.input or "").strip():
             return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
         try:

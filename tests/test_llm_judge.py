@@ -117,19 +117,32 @@ async def test_malformed_reply_is_retried_with_a_correction_then_scored(openai_s
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("called", "content"),
     [
-        "not json at all",
-        json.dumps({"evaluations": "all good"}),
-        json.dumps(verdict(("delete_account", True))),
-        json.dumps(verdict(("get_weather", True), ("get_weather", True))),
+        (["get_weather"], "not json at all"),
+        (["get_weather"], json.dumps({"evaluations": "all good"})),
+        (["get_weather"], json.dumps(verdict(("delete_account", True)))),
+        (["get_weather"], json.dumps(verdict(("get_weather", True), ("get_weather", True)))),
+        ([], json.dumps(verdict(("get_weather", False), no_tool_appropriate=False))),
+        ([], json.dumps(verdict(no_tool_appropriate=None))),
+        ([], json.dumps(verdict(no_tool_appropriate=True, missing_tools=["get_weather"]))),
     ],
-    ids=["not-json", "wrong-shape", "names-uncalled-tool", "too-many-evaluations"],
+    ids=[
+        "not-json",
+        "wrong-shape",
+        "names-uncalled-tool",
+        "too-many-evaluations",
+        "evaluates-a-call-in-a-run-without-calls",
+        "no-decision-on-a-run-without-calls",
+        "no-tool-needed-yet-tools-missing",
+    ],
 )
-async def test_malformed_reply_every_time_is_a_failure(openai_server: OpenAIServer, content: str) -> None:
+async def test_malformed_reply_every_time_is_a_failure(
+    openai_server: OpenAIServer, called: list[str], content: str
+) -> None:
     openai_server.default = Reply(content=content)
 
-    result = failure(await judge(openai_server, max_retries=2).ascore(run_of("get_weather")))
+    result = failure(await judge(openai_server, max_retries=2).ascore(run_of(*called)))
 
     assert result.error_type == "judge_malformed_output"
     assert result.message.startswith("attempt 3:")
