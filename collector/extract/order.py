@@ -14,10 +14,16 @@ A tool span is tied to the response that issued it by call id; a tool span witho
 (OpenInference records none) is tied to the latest response of the same run that started before it
 and lists an unclaimed call with the same name and equal arguments, else the same name; a handoff
 span (no tool name) takes the first unclaimed call of that response.
+
+Model responses are read only when they can change the result: when two of the run's calls
+overlap in time or start together, or a call has no call id. Calls that ran strictly one after
+another were issued in that order (a framework cannot start a call the model has not issued yet),
+so their start times already give rule 1-3.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +32,7 @@ from toolscore.collector.extract.conventions.base import IssuedCall, ToolRead
 from toolscore.collector.extract.conventions.common import load_json
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["IssuedBatch", "PendingCall", "order_calls"]
+__all__ = ["IssuedBatch", "PendingCall", "needs_issue_order", "order_calls"]
 
 
 @dataclass(slots=True)
@@ -100,6 +106,14 @@ def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], us
             if index is not None:
                 _claim(call, batch, index, used)
                 break
+
+
+def needs_issue_order(calls: list[PendingCall]) -> bool:
+    """Whether the model responses could order these calls differently from their start times."""
+    if any(not call.read.call_id for call in calls):
+        return True
+    spans = sorted((call.span for call in calls), key=_span_order)
+    return any(b.start_ns <= a.start_ns or b.start_ns < a.end_ns for a, b in itertools.pairwise(spans))
 
 
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions import EXTRACTORS, Extractor, IssuedCalls, Role, RunInfo, ToolRead
-from toolscore.collector.extract.order import IssuedBatch, PendingCall, order_calls
+from toolscore.collector.extract.order import IssuedBatch, PendingCall, needs_issue_order, order_calls
 from toolscore.collector.extract.values import build_call, capped_attributes, capped_info
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
@@ -47,7 +47,7 @@ class _Run:
     node: _Node
     inferred: bool
     calls: list[PendingCall] = field(default_factory=list)
-    batches: list[IssuedBatch] = field(default_factory=list)
+    models: list[_Node] = field(default_factory=list)
     convention: str | None = None
 
 
@@ -123,7 +123,6 @@ class _TraceRuns:
         if not known:
             self.stats.skip("unknown_convention")
             return []
-        llm_reads: list[tuple[_Node, IssuedCalls]] = []
         for node in known:
             assert node.extractor is not None
             self.stats.by_convention[node.extractor.name] += 1
@@ -132,14 +131,11 @@ class _TraceRuns:
         for node in known:
             if node.role is Role.TOOL:
                 self._add_call(node)
-            elif node.role is Role.LLM:
-                read = self._read(node)
-                if isinstance(read, IssuedCalls) and read.calls:
-                    llm_reads.append((node, read))
-        for node, issued in llm_reads:
-            run = self.runs.get(self._owner(node)[0].span.span_id)
-            if run is not None:
-                run.batches.append(IssuedBatch(node.span, issued.calls))
+        for node in known:
+            if node.role is Role.LLM:
+                run = self.runs.get(self._owner(node)[0].span.span_id)
+                if run is not None:
+                    run.models.append(node)
         built = [self._finish(run) for run in self.runs.values()]
         built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
@@ -175,9 +171,18 @@ class _TraceRuns:
             current = self._parent(current)
         return None
 
+    def _batches(self, run: _Run) -> list[IssuedBatch]:
+        """The run's model responses that issued tool calls (read only when the order needs them)."""
+        batches: list[IssuedBatch] = []
+        for node in run.models:
+            read = self._read(node)
+            if isinstance(read, IssuedCalls) and read.calls:
+                batches.append(IssuedBatch(node.span, read.calls))
+        return batches
+
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats
-        ordered = order_calls(run.calls, run.batches)
+        ordered = order_calls(run.calls, self._batches(run) if needs_issue_order(run.calls) else [])
         if len(ordered) > config.max_calls_per_run:
             stats.skip("calls_over_limit", len(ordered) - config.max_calls_per_run)
             ordered = ordered[: config.max_calls_per_run]
