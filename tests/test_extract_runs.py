@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats, Role, rebuild_runs
 from toolscore.collector.extract.conventions import EXTRACTORS
@@ -209,3 +210,28 @@ def test_calls_beyond_the_per_run_limit_are_dropped_and_counted() -> None:
 
     assert [c.call_id for c in result.calls] == ["c_0", "c_1", "c_2"]
     assert stats.skipped["calls_over_limit"] == 2
+
+
+def test_calls_that_ran_one_after_another_keep_their_start_order() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=50)
+    t.span("chat", genai_chat(("c_2", "b", {}), ("c_1", "a", {})), parent=run, start=1)
+    t.span("execute_tool a", genai_tool("a", "c_1"), parent=run, start=5, end=6)
+    t.span("execute_tool b", genai_tool("b", "c_2"), parent=run, start=7, end=8)
+
+    assert _names(rebuild_runs(t.records())[0]) == ["a:c_1", "b:c_2"]
+
+
+def test_parent_cycles_from_a_bad_exporter_do_not_hang_or_crash() -> None:
+    t = Traces()
+    first = t.span("execute_tool a", genai_tool("a", "c_1"), start=1)
+    second = t.span("step", start=0)
+    records = {r.name: r for r in t.records()}
+    looped = [
+        replace(records["execute_tool a"], parent_id=hex_id(second)),
+        replace(records["step"], parent_id=hex_id(first), trace_id=records["execute_tool a"].trace_id),
+    ]
+
+    (run,) = rebuild_runs(looped)
+
+    assert (run.inferred, _names(run)) == (True, ["a:c_1"])
