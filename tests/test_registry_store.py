@@ -28,7 +28,10 @@ def exp(name: str = "travel", agent: str = "travel-agent", tool: str = "book_fli
             "name": name,
             "labels": {"owner": "travel-team"},
             "match": {"agent": agent, "attributes": {"session.id": {"exists": True}}},
-            "scorers": [{"type": "tool_selection", "expected_tool": tool}, {"type": "f1", "expected": [{"name": tool}]}],
+            "scorers": [
+                {"type": "tool_selection", "expected_tool": tool},
+                {"type": "f1", "expected": [{"name": tool}]},
+            ],
         }
     )
 
@@ -196,20 +199,22 @@ def test_concurrent_writers_exactly_one_wins_per_version(opener: Opener) -> None
     stores[0].put(exp())
     rounds = 8
     wins: list[list[int]] = []
+
+    def race(i: int, version: int, barrier: threading.Barrier, winners: list[int], conflicts: list[int]) -> None:
+        barrier.wait()
+        try:
+            stores[i].put(exp(tool=f"writer-{i}"), expected_version=version)
+            winners.append(i)
+        except VersionConflict:
+            conflicts.append(i)
+
     for version in range(1, rounds + 1):
         barrier = threading.Barrier(len(stores))
         winners: list[int] = []
         conflicts: list[int] = []
-
-        def race(i: int, version: int = version) -> None:
-            barrier.wait()
-            try:
-                stores[i].put(exp(tool=f"writer-{i}"), expected_version=version)
-                winners.append(i)
-            except VersionConflict:
-                conflicts.append(i)
-
-        threads = [threading.Thread(target=race, args=(i,)) for i in range(len(stores))]
+        threads = [
+            threading.Thread(target=race, args=(i, version, barrier, winners, conflicts)) for i in range(len(stores))
+        ]
         for t in threads:
             t.start()
         for t in threads:

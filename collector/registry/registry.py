@@ -184,9 +184,9 @@ class Registry:
         except InvalidExpectation as exc:
             self.last_error = exc
             raise
+        self.last_error = None
         results = self._apply(expectations, self._file_names)
         self._file_names = {exp.name for exp in expectations}
-        self.last_error = None
         return results
 
     def _reload_quietly(self) -> None:
