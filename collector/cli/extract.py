@@ -93,8 +93,7 @@ def extract_command(files: tuple[str, ...], output_path: str | None) -> None:
         if output_path:
             sink.close()
     calls = sum(len(run.calls) for run in runs)
-    click.echo(
-        f"toolscore extract: {len(files)} file(s), {len(spans)} spans, {len(runs)} runs, {calls} calls", err=True
-    )
+    read = f"{len(files)} file(s)" + (f" ({failed} with errors)" if failed else "")
+    click.echo(f"toolscore extract: {read}, {len(spans)} spans, {len(runs)} runs, {calls} calls", err=True)
     if failed:
         sys.exit(1)
