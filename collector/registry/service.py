@@ -262,11 +262,20 @@ async def start_registry_server(registry: Registry, config: RegistryServerConfig
 
 
 async def serve_registry(
-    registry: Registry, config: RegistryServerConfig | None = None, *, stop: asyncio.Event | None = None
+    registry: Registry,
+    config: RegistryServerConfig | None = None,
+    *,
+    stop: asyncio.Event | None = None,
+    on_start: Callable[[RegistryServer], None] | None = None,
 ) -> None:
-    """Serve until `stop` is set (or the task is cancelled), then stop gracefully."""
+    """Serve until `stop` is set (or the task is cancelled), then stop gracefully.
+
+    `on_start` is called once the server listens (with it, the bound port when `port=0`).
+    """
     running = await start_registry_server(registry, config)
     try:
+        if on_start is not None:
+            on_start(running)
         if stop is None:
             await running.wait_for_termination()
         else:

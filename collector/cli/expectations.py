@@ -1,0 +1,267 @@
+"""`toolscore expectations`: manage the registry, on a running server or in the local store.
+
+Every subcommand takes the same target options: `--server host:port` (with `--token`, `--tls-ca`)
+talks to a registry server over gRPC; without it the SQLite store at `--db` is used directly. Both
+paths raise the registry's own errors, so messages and exit codes are the same either way: 0 on
+success, 1 when the registry refused (invalid, not found, conflict) or could not be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+import json
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import click
+import yaml
+
+if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
+    from toolscore.collector.registry.model import Expectation
+    from toolscore.collector.registry.registry import ApplyAction, Registry
+
+__all__ = ["expectations_group"]
+
+DEFAULT_DB = ".toolscore/registry.db"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _Backend(Protocol):
+    def apply(self, expectations: list[Expectation]) -> list[tuple[str, ApplyAction]]: ...
+    def list(self) -> builtins.list[Expectation]: ...
+    def get(self, name: str) -> Expectation: ...
+    def delete(self, name: str, expected_version: int | None) -> int: ...
+    def history(self, name: str) -> builtins.list[Expectation]: ...
+
+
+@dataclass
+class _Local:
+    registry: Registry
+
+    def apply(self, expectations: list[Expectation]) -> list[tuple[str, ApplyAction]]:
+        return self.registry.apply(expectations)
+
+    def list(self) -> list[Expectation]:
+        return self.registry.list()
+
+    def get(self, name: str) -> Expectation:
+        return self.registry.get(name)
+
+    def delete(self, name: str, expected_version: int | None) -> int:
+        return self.registry.delete(name, expected_version).version
+
+    def history(self, name: str) -> builtins.list[Expectation]:
+        return self.registry.history(name)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where the subcommand works: a server (`server` set) or the local store at `db`."""
+
+    server: str | None
+    token: str | None
+    tls_ca: str | None
+    db: str
+
+
+def _target_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Adds `--server`, `--token`, `--tls-ca` and `--db`, handed to the command as one `target`."""
+
+    @functools.wraps(command)
+    def with_target(*args: Any, server: str | None, token: str | None, tls_ca: str | None, db: str, **kw: Any) -> None:
+        command(*args, target=_Target(server, token, tls_ca, db), **kw)
+
+    options = [
+        click.option("--server", envvar="TOOLSCORE_REGISTRY_SERVER", help="host:port of a registry server."),
+        click.option("--token", envvar="TOOLSCORE_REGISTRY_TOKEN", help="Bearer token for the server."),
+        click.option(
+            "--tls-ca", type=click.Path(exists=True, dir_okay=False), help="PEM CA to trust; connects with TLS."
+        ),
+        click.option(
+            "--db",
+            default=DEFAULT_DB,
+            show_default=True,
+            envvar="TOOLSCORE_REGISTRY_DB",
+            help="Local SQLite store, used when no --server is given.",
+        ),
+    ]
+    for option in reversed(options):
+        with_target = option(with_target)
+    return with_target
+
+
+@contextmanager
+def _backend(target: _Target) -> Iterator[_Backend]:
+    """Open the target and turn every refusal into one `click.ClickException` (exit code 1)."""
+    from toolscore.collector.registry.client import RegistryCallError, RegistryClient
+    from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
+    from toolscore.collector.registry.errors import InvalidExpectation, RegistryError
+    from toolscore.collector.registry.registry import Registry
+
+    server = target.server
+    try:
+        if server:
+            with RegistryClient(server, token=target.token, tls_ca=target.tls_ca) as client:
+                yield client
+        else:
+            with Registry(config=RegistryConfig(store=SqliteStoreConfig(path=target.db))) as registry:
+                yield _Local(registry)
+    except InvalidExpectation as exc:
+        raise click.ClickException("\n".join(["invalid expectations:", *(f"  {p}" for p in exc.problems)])) from None
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    except RegistryCallError as exc:
+        if exc.code == "UNAVAILABLE":
+            raise click.ClickException(f"cannot reach the registry at {server}: {exc.message}") from None
+        raise click.ClickException(f"registry at {server}: {exc}") from None
+
+
+def _output_option(default: str) -> Callable[[_F], _F]:
+    choices = click.Choice(["table", "yaml", "json"])
+    return click.option("-o", "--output", type=choices, default=default, show_default=True, help="Output format.")
+
+
+def _scorer_summary(exp: Expectation) -> str:
+    return ",".join(str(s.spec.get("type")) for s in exp.scorers) or "-"
+
+
+def _match_summary(exp: Expectation) -> str:
+    return json.dumps(exp.match.model_dump(), separators=(",", ":"), sort_keys=True) if not exp.match.empty else "-"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def _emit(expectations: list[Expectation], output: str, columns: str) -> None:
+    if output == "json":
+        click.echo(json.dumps([e.to_dict() for e in expectations], indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump_all([e.to_dict() for e in expectations], sort_keys=False), nl=False)
+    else:
+        head = (
+            ["NAME", "VERSION", "ENABLED", "SCORERS", "MATCH"]
+            if columns == "list"
+            else ["VERSION", "ENABLED", "SCORERS"]
+        )
+        rows = [head]
+        for e in expectations:
+            cells = [str(e.version), str(e.enabled).lower(), _scorer_summary(e)]
+            rows.append([e.name, *cells, _match_summary(e)] if columns == "list" else cells)
+        click.echo(_table(rows))
+
+
+@click.group("expectations")
+def expectations_group() -> None:
+    """Manage expectations: which runs to score, and how."""
+
+
+@expectations_group.command("apply")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@_target_options
+def apply_command(paths: tuple[str, ...], target: _Target) -> None:
+    """Create or update the expectations in PATHS (YAML/JSON files or directories).
+
+    Everything is validated before anything is written; prints what changed.
+    """
+    from toolscore.collector.registry.files import load_paths
+
+    with _backend(target) as backend:
+        results = backend.apply(load_paths(paths))
+    for name, action in results:
+        click.echo(f"{name} {action}")
+    counts = {a: sum(1 for _, b in results if b == a) for a in ("created", "updated", "unchanged")}
+    click.echo(f"{len(results)} expectation(s): " + ", ".join(f"{n} {a}" for a, n in counts.items()), err=True)
+
+
+@expectations_group.command("list")
+@_output_option("table")
+@_target_options
+def list_command(output: str, target: _Target) -> None:
+    """List the live expectations, in name order."""
+    with _backend(target) as backend:
+        found = backend.list()
+    _emit(found, output, "list")
+
+
+@expectations_group.command("get")
+@click.argument("name")
+@_output_option("yaml")
+@_target_options
+def get_command(name: str, output: str, target: _Target) -> None:
+    """Print one expectation (YAML by default, as a file would hold it, with its version)."""
+    with _backend(target) as backend:
+        found = backend.get(name)
+    _emit([found], output, "list")
+
+
+@expectations_group.command("delete")
+@click.argument("name")
+@click.option("--expected-version", type=click.IntRange(min=1), help="Delete only if this version is live.")
+@_target_options
+def delete_command(name: str, expected_version: int | None, target: _Target) -> None:
+    """Delete an expectation; its history is kept."""
+    with _backend(target) as backend:
+        version = backend.delete(name, expected_version)
+    click.echo(f"{name} deleted (version {version})")
+
+
+@expectations_group.command("history")
+@click.argument("name")
+@_output_option("table")
+@_target_options
+def history_command(name: str, output: str, target: _Target) -> None:
+    """List every stored version of an expectation, oldest first."""
+    with _backend(target) as backend:
+        versions = backend.history(name)
+    _emit(versions, output, "history")
+
+
+@expectations_group.command("serve")
+@click.option("--listen", default="127.0.0.1:4320", show_default=True, help="host:port to serve the gRPC API on.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="TOOLSCORE_REGISTRY_DB", help="SQLite store.")
+@click.option("--token", envvar="TOOLSCORE_REGISTRY_TOKEN", help="Bearer token writes must carry.")
+@click.option("--auth-reads", is_flag=True, help="Require the token for reads and watches too.")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate; serves TLS.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM key of --tls-cert.")
+def serve_command(
+    *, listen: str, db: str, token: str | None, auth_reads: bool, tls_cert: str | None, tls_key: str | None
+) -> None:
+    """Serve the registry API over the local store until interrupted."""
+    from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
+    from toolscore.collector.registry.registry import Registry
+    from toolscore.collector.registry.service import RegistryServerConfig, serve_registry
+
+    host, _, port = listen.rpartition(":")
+    try:
+        config = RegistryServerConfig(
+            host=host or "127.0.0.1",
+            port=int(port),
+            token=token,
+            auth_reads=auth_reads,
+            tls_cert_file=tls_cert,
+            tls_key_file=tls_key,
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        with Registry(config=RegistryConfig(store=SqliteStoreConfig(path=db))) as registry:
+            await serve_registry(
+                registry,
+                config,
+                stop=stop,
+                on_start=lambda s: click.echo(f"registry API on {config.host}:{s.port}", err=True),
+            )
+        click.echo("registry API stopped", err=True)
+
+    asyncio.run(serve())
