@@ -1,0 +1,182 @@
+"""Did the agent make the expected calls, with the expected arguments? Evalite's `toolCallAccuracy`,
+plus agentevals' trajectory match modes.
+
+`exact` and `flexible` reproduce `toolCallAccuracy` from `evalite` 1.0.0-beta.16 to the last
+double, quirks included. `strict`, `unordered`, `subset` and `superset` are agentevals'
+`create_trajectory_match_evaluator` modes over a flat call list, scored 1.0 or 0.0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
+
+from toolscore.scorers.base import ScorerBase
+from toolscore.scorers.matching import ArgsMatch, ExpectedCall, resolve_args_match
+from toolscore.scorers.model import AgentRun, Score, ToolCall
+from toolscore.scorers.trajectory_evalite import (
+    PairTest,
+    Verdict,
+    args_key,
+    peer_exact_test,
+    peer_flexible_test,
+    rule_test,
+    score_exact,
+    score_flexible,
+)
+from toolscore.scorers.trajectory_order import order_mode, rule_pairing
+
+__all__ = ["Trajectory", "TrajectoryWeights"]
+
+_PEER_MODES = ("exact", "flexible")
+
+
+def _weight(default: float, name: str, evalite: str, description: str) -> Any:
+    return Field(
+        default=default,
+        allow_inf_nan=False,
+        validation_alias=AliasChoices(name, evalite),
+        description=f"{description} Default: {default}.",
+    )
+
+
+class TrajectoryWeights(BaseModel):
+    """Evalite's weights. `None` counts as 0, as JavaScript arithmetic treats `null`.
+
+    Any finite number is accepted (Evalite validates nothing); the score is clamped to [0, 1], so
+    `name_only: 2` can reach 1 and negative penalties raise the score. Evalite's spelling
+    (`nameOnly`, `extraPenalty`, `wrongPenalty`) is accepted too.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    exact: float | None = _weight(1.0, "exact", "exact", "Never used: an exact match is always worth 1, as in Evalite.")
+    name_only: float | None = _weight(0.5, "name_only", "nameOnly", "Credit for a right name with wrong arguments.")
+    extra_penalty: float | None = _weight(0.25, "extra_penalty", "extraPenalty", "Per extra call, flexible mode only.")
+    wrong_penalty: float | None = _weight(0.25, "wrong_penalty", "wrongPenalty", "Per wrong call, exact mode only.")
+
+
+class Trajectory(ScorerBase):
+    """Scores the run's calls against `expected`, in one of six modes.
+
+    **exact** (Evalite): pairs `actual[i]` with `expected[i]` for every *actual* call. A pair is
+    exact (names equal, arguments match), name-only (names equal) or wrong; unpaired actual calls
+    are wrong, and are counted once more as extras (so each extra counts twice). Expected calls past
+    the end of `actual` count nowhere but in the denominator.
+    `score = clamp01((exact + name_only*w.name_only) / d - w.wrong_penalty * (wrong / d))`,
+    `d = max(len(expected), 1)`.
+
+    **flexible** (Evalite): order ignored. Expected calls are grouped by name and arguments; each
+    actual call takes the group's *last* remaining call; leftovers are name-only while expected
+    calls of that name remain unmatched, else extras.
+    `score = clamp01((exact + name_only*w.name_only) / d - w.extra_penalty * (extras / d))`.
+    `details.missing_tool_calls` still lists the expected calls that were name-only matched.
+
+    Arguments in exact/flexible without a rule: Evalite's own comparisons. Exact mode: an expected
+    call with no `args` matches any arguments; an actual call with none matches only such an
+    expected call; otherwise JSON equality. Flexible mode compares the serialized arguments, so
+    "no args" matches only "no args" (an expected `{name: a}` is exact for `a(q=1)` in exact mode,
+    name-only in flexible mode), and `null` differs from no args. Not-captured arguments read as
+    no args.
+
+    **strict**: the same calls in the same order. **unordered**: the same calls in any order
+    (multisets). **subset**: every actual call is one of the expected calls; the agent did
+    nothing beyond what was expected, and may have done less. **superset**: every expected call
+    is among the actual calls; the agent may have done more. Each actual call stands for at most one
+    expected call (a maximum bipartite matching, so repeats and order never change the result).
+    Score 1.0 or 0.0; weights are unused. Arguments: the call's rule, default `ArgsMatch()`.
+
+    Empty inputs (`m` expected calls, `n` actual calls):
+
+    | mode | m=0, n=0 | m=0, n>0 | m>0, n=0 |
+    |---|---|---|---|
+    | exact, flexible | 1 (`note`) | 0 (`warning`, `output_count`) | 0 (`warning`, `reference_count`) |
+    | strict, unordered | 1 | 0 | 0 |
+    | subset | 1 | 0 | 1 |
+    | superset | 1 | 1 | 0 |
+
+    Argument rules (`match` on an expected call, then `tool_args[name]`, then `args_match`) are
+    opt-in: with none given, exact and flexible scores equal Evalite's.
+    """
+
+    type: Literal["trajectory"] = "trajectory"
+    expected: list[ExpectedCall] = Field(
+        default_factory=list, description="The calls the agent should make, in order. Default: [] (no calls)."
+    )
+    mode: Literal["exact", "flexible", "strict", "unordered", "subset", "superset"] = Field(
+        default="exact", description="How calls are compared, see the class docstring. Default: exact."
+    )
+    weights: TrajectoryWeights = Field(
+        default_factory=TrajectoryWeights, description="Evalite's weights (exact and flexible modes only)."
+    )
+    args_match: ArgsMatch | None = Field(
+        default=None, description="Argument rule for every expected call. Default: the mode's peer comparison."
+    )
+    tool_args: dict[str, ArgsMatch] = Field(
+        default_factory=dict, description="Argument rule per tool name; overrides `args_match`."
+    )
+
+    _names: tuple[str, ...] = PrivateAttr(default=())
+    _tests: tuple[PairTest, ...] = PrivateAttr(default=())
+    _keys: tuple[Any, ...] = PrivateAttr(default=())
+    _by_name: dict[str, tuple[int, ...]] = PrivateAttr(default_factory=dict)
+    _ruled: bool = PrivateAttr(default=False)
+
+    def model_post_init(self, context: Any) -> None:
+        """Everything that depends only on the parameters, so scoring a run does no set-up."""
+        rules = [resolve_args_match(call, self.tool_args, self.args_match) for call in self.expected]
+        self._ruled = any(rule is not None for rule in rules)
+        peer_test = peer_flexible_test if self.mode == "flexible" else peer_exact_test
+        default = None if self.mode in _PEER_MODES else ArgsMatch()
+        tests = []
+        for call, rule in zip(self.expected, rules, strict=True):
+            chosen = rule or default
+            tests.append(peer_test(call) if chosen is None else rule_test(call, chosen))
+        self._tests = tuple(tests)
+        self._names = tuple(call.name for call in self.expected)
+        self._keys = tuple((call.name, args_key(call)) for call in self.expected)
+        by_name: dict[str, list[int]] = {}
+        for j, call in enumerate(self.expected):
+            by_name.setdefault(call.name, []).append(j)
+        self._by_name = {name: tuple(indices) for name, indices in by_name.items()}
+
+    def _score(self, run: AgentRun) -> Score:
+        return self._result(*self._verdict(run.calls))
+
+    def _verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
+        mode = self.mode
+        if mode not in _PEER_MODES:
+            return order_mode(mode, self.expected, self._by_name, self._tests, actual)
+        empty = _empty_inputs(len(self.expected), len(actual))
+        if empty is not None:
+            return empty
+        weights = self.weights
+        name_only_w = weights.name_only or 0.0
+        if mode == "exact":
+            return score_exact(self._names, self._tests, actual, name_only_w, weights.wrong_penalty or 0.0)
+        extra_w = weights.extra_penalty or 0.0
+        if not self._ruled:
+            return score_flexible(self.expected, actual, name_only_w, extra_w, keys=self._keys)
+        m = len(self.expected)
+        return score_flexible(
+            self.expected,
+            actual,
+            name_only_w,
+            extra_w,
+            pairing=lambda: rule_pairing(self._by_name, self._tests, actual, m),
+        )
+
+
+def _empty_inputs(m: int, n: int) -> Verdict | None:
+    """Evalite's table, checked before the mode."""
+    if m == 0 and n == 0:
+        note = "Both empty - perfect match"
+        return 1.0, note, {"note": note}
+    if m == 0:
+        warning = "Reference tool calls are empty but predictions exist"
+        return 0.0, f"{warning} ({n} actual calls)", {"warning": warning, "output_count": n}
+    if n == 0:
+        warning = "No tool calls found in output"
+        return 0.0, f"{warning} ({m} expected calls)", {"warning": warning, "reference_count": m}
+    return None

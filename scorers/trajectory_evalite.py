@@ -1,0 +1,208 @@
+"""Evalite's `toolCallAccuracy` arithmetic (1.0.0-beta.16), exact and flexible modes.
+
+Kept apart from the `Trajectory` scorer so the peer's rules read in one place, in the peer's
+order of operations: the float arithmetic below is written exactly as Evalite writes it, so
+scores agree to the last bit, not merely to a tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from toolscore.scorers.matching import ArgsMatch, json_equal
+from toolscore.scorers.model import JsonValue, ToolCall
+
+__all__ = [
+    "PairTest",
+    "Verdict",
+    "args_key",
+    "neutral",
+    "peer_exact_test",
+    "peer_flexible_test",
+    "rule_test",
+    "score_exact",
+    "score_flexible",
+]
+
+PairTest = Callable[[ToolCall], bool]
+"""Do an actual call's arguments satisfy one expected call's? (Names are compared separately.)"""
+
+Verdict = tuple[float, str, dict[str, Any]]
+"""A score value, its explanation and its details."""
+
+_ABSENT = object()
+_TRUE = ("true",)
+_FALSE = ("false",)
+_HAS_ARGS = ("value", "raw")
+
+
+def _always(actual: ToolCall) -> bool:
+    return True
+
+
+def _freeze(value: JsonValue) -> Any:
+    """A hashable form equal exactly when `JSON.stringify(stableSerialize(value))` is.
+
+    Numbers become doubles (`1 == 1.0`, `-0.0 == 0`); NaN and infinities read as `null`, as
+    `JSON.stringify` writes them; booleans are tagged so `true` never meets `1`.
+    """
+    kind = type(value)
+    if kind is dict:
+        return ("{", tuple(sorted((key, _freeze(item)) for key, item in value.items())))
+    if kind is list or kind is tuple:
+        return ("[", tuple(_freeze(item) for item in value))
+    if kind is bool:
+        return _TRUE if value else _FALSE
+    if kind is int or kind is float:
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        return number if math.isfinite(number) else None
+    return value
+
+
+def args_key(call: ToolCall) -> Any:
+    """Evalite's flexible-mode view of a call's arguments; no arguments is its own value."""
+    return _freeze(call.args) if call.args_state in _HAS_ARGS else _ABSENT
+
+
+def neutral(call: ToolCall) -> dict[str, Any]:
+    """A call as `{name, args?}`, the JSON form details use (`args` absent when the call had none)."""
+    if call.args_state in _HAS_ARGS:
+        return {"name": call.name, "args": call.args}
+    return {"name": call.name}
+
+
+def peer_exact_test(expected: ToolCall) -> PairTest:
+    """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else."""
+    if expected.args_state not in _HAS_ARGS:
+        return _always
+    want = expected.args
+
+    def test(actual: ToolCall) -> bool:
+        return actual.args_state in _HAS_ARGS and json_equal(want, actual.args)
+
+    return test
+
+
+def peer_flexible_test(expected: ToolCall) -> PairTest:
+    """Evalite's serialized-key comparison, for calls without a rule when other calls have one."""
+    want = args_key(expected)
+    return lambda actual: args_key(actual) == want
+
+
+def rule_test(expected: ToolCall, rule: ArgsMatch) -> PairTest:
+    if rule.mode == "ignore":
+        return _always
+    return lambda actual: rule.matches(expected, actual)
+
+
+def _clamp01(value: float) -> float:
+    return max(0.0, min(1.0, value))
+
+
+def score_exact(
+    names: Sequence[str], tests: Sequence[PairTest], actual: Sequence[ToolCall], name_only_w: float, wrong_w: float
+) -> Verdict:
+    """`zip(output, reference)`: one pair per actual call; every extra call is wrong twice."""
+    m, n = len(names), len(actual)
+    exact = name_only = wrong = 0
+    for i, call in enumerate(actual):
+        if i >= m or call.name != names[i]:
+            wrong += 1
+        elif tests[i](call):
+            exact += 1
+        else:
+            name_only += 1
+    wrong += max(0, n - m)
+    denom = max(m, 1)
+    raw = (exact + name_only_w * name_only) / denom - wrong_w * (wrong / denom)
+    value = _clamp01(raw)
+    explanation = (
+        f"exact mode: exact={exact}, name_only={name_only}, wrong_or_missing={wrong}, d=max(expected={m}, 1): "
+        f"({exact} + {name_only_w:g}*{name_only})/{denom} - {wrong_w:g}*({wrong}/{denom}) = {raw:.6g}, "
+        f"clamped to [0, 1]: {value:.3f}"
+    )
+    details = {
+        "mode": "exact",
+        "exact_matches": exact,
+        "name_only_matches": name_only,
+        "wrong_or_missing": wrong,
+        "totals": {"reference": m, "output": n},
+    }
+    return value, explanation, details
+
+
+def _pop_matches(keys: Sequence[Any], actual: Sequence[ToolCall]) -> tuple[list[ToolCall], list[ToolCall], list[int]]:
+    """Group expected calls by key; each actual call takes its group's *last* remaining call."""
+    groups: dict[Any, list[int]] = {}
+    for j, key in enumerate(keys):
+        groups.setdefault(key, []).append(j)
+    matches: list[ToolCall] = []
+    leftovers: list[ToolCall] = []
+    for call in actual:
+        group = groups.get((call.name, args_key(call)))
+        if group:
+            group.pop()
+            matches.append(call)
+        else:
+            leftovers.append(call)
+    return matches, leftovers, [j for group in groups.values() for j in group]
+
+
+def score_flexible(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    name_only_w: float,
+    extra_w: float,
+    *,
+    keys: Sequence[Any] | None = None,
+    pairing: Callable[[], tuple[list[ToolCall], list[ToolCall], list[int]]] | None = None,
+) -> Verdict:
+    """Exact matches first (by Evalite's serialized key, or by `pairing` when rules apply), then
+    leftovers are name-only while expected calls of their name are still missing, else extras."""
+    if pairing is not None:
+        matches, leftovers, missing_idx = pairing()
+    else:
+        matches, leftovers, missing_idx = _pop_matches(keys or (), actual)
+    missing_calls = [expected[j] for j in missing_idx]
+    missing_by_name: dict[str, int] = {}
+    for call in missing_calls:
+        missing_by_name[call.name] = missing_by_name.get(call.name, 0) + 1
+    name_only: list[ToolCall] = []
+    extras: list[ToolCall] = []
+    for call in leftovers:
+        remaining = missing_by_name.get(call.name, 0)
+        if remaining > 0:
+            name_only.append(call)
+            missing_by_name[call.name] = remaining - 1
+        else:
+            extras.append(call)
+    missing = sum(missing_by_name.values())
+    m, n, exact = len(expected), len(actual), len(matches)
+    denom = max(m, 1)
+    raw = (exact + name_only_w * len(name_only)) / denom - extra_w * (len(extras) / denom)
+    value = _clamp01(raw)
+    explanation = (
+        f"flexible mode: exact={exact}, name_only={len(name_only)}, extras={len(extras)}, missing={missing}, "
+        f"d=max(expected={m}, 1): ({exact} + {name_only_w:g}*{len(name_only)})/{denom} - "
+        f"{extra_w:g}*({len(extras)}/{denom}) = {raw:.6g}, clamped to [0, 1]: {value:.3f}"
+    )
+    details = {
+        "mode": "flexible",
+        "exact_matches": exact,
+        "name_only_matches": len(name_only),
+        "extras": len(extras),
+        "missing": missing,
+        "totals": {"reference": m, "output": n},
+        "details": {
+            "matches": [neutral(call) for call in matches],
+            "name_only_matches": [neutral(call) for call in name_only],
+            "extras": [neutral(call) for call in extras],
+            "missing_tool_calls": [neutral(call) for call in missing_calls],
+        },
+    }
+    return value, explanation, details

@@ -1,0 +1,134 @@
+"""agentevals' trajectory match modes over a flat call list, and the call matching they rest on.
+
+agentevals (`trajectory/utils.py` `_is_trajectory_superset`) pairs calls greedily: each reference
+call takes the first unused output call that fits. With argument rules that are not plain
+equality (a per-key matcher, `subset`), greedy pairing can miss a pairing that exists, so a
+reordering of the same calls could change the verdict. Here pairing is a maximum bipartite
+matching, so repeats and order never change the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolscore.scorers.model import ToolCall
+from toolscore.scorers.trajectory_evalite import PairTest, Verdict, neutral
+
+__all__ = ["max_matching", "order_mode", "rule_pairing"]
+
+
+def _augment(start: int, adj: Sequence[Sequence[int]], match_left: list[int], match_right: list[int]) -> bool:
+    """Breadth-first search for an augmenting path from free left vertex `start`; flips it if found."""
+    reached_from: dict[int, int] = {}
+    queue = [start]
+    for left in queue:
+        for right in adj[left]:
+            if right in reached_from:
+                continue
+            reached_from[right] = left
+            owner = match_right[right]
+            if owner >= 0:
+                queue.append(owner)
+                continue
+            free = right
+            while True:  # flip the path back to `start`
+                left_on_path = reached_from[free]
+                previous = match_left[left_on_path]
+                match_left[left_on_path], match_right[free] = free, left_on_path
+                if left_on_path == start:
+                    return True
+                free = previous
+    return False
+
+
+def max_matching(adj: Sequence[Sequence[int]], n_right: int) -> tuple[list[int], list[int]]:
+    """Maximum bipartite matching; `adj[i]` lists the right vertices left vertex `i` may take.
+
+    Returns `(match_left, match_right)`, -1 for unmatched. Left vertices are tried in order and a
+    matched one stays matched, so the matched left set is the earliest possible.
+    """
+    match_left = [-1] * len(adj)
+    match_right = [-1] * n_right
+    for left in range(len(adj)):
+        if adj[left]:
+            _augment(left, adj, match_left, match_right)
+    return match_left, match_right
+
+
+def _adjacency(
+    by_name: Mapping[str, Sequence[int]], tests: Sequence[PairTest], actual: Sequence[ToolCall]
+) -> list[list[int]]:
+    """For each actual call, the expected calls (indices) of its name whose argument rule it satisfies."""
+    return [[j for j in by_name.get(call.name, ()) if tests[j](call)] for call in actual]
+
+
+def rule_pairing(
+    by_name: Mapping[str, Sequence[int]], tests: Sequence[PairTest], actual: Sequence[ToolCall], m: int
+) -> tuple[list[ToolCall], list[ToolCall], list[int]]:
+    """Flexible mode with argument rules: (matched actual calls, leftovers, unmatched expected indices)."""
+    match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
+    matches = [call for call, j in zip(actual, match_left, strict=True) if j >= 0]
+    leftovers = [call for call, j in zip(actual, match_left, strict=True) if j < 0]
+    return matches, leftovers, [j for j in range(m) if match_right[j] < 0]
+
+
+def _strict(expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]) -> Verdict:
+    m, n = len(expected), len(actual)
+    mismatch = next(
+        (
+            i
+            for i, (exp, call) in enumerate(zip(expected, actual, strict=False))
+            if exp.name != call.name or not tests[i](call)
+        ),
+        None,
+    )
+    if mismatch is None and m != n:
+        mismatch = min(m, n)
+    value = 1.0 if mismatch is None else 0.0
+    if mismatch is None:
+        why = f"all {m} calls match in order"
+    elif mismatch >= min(m, n):
+        why = f"{m} expected calls, {n} actual calls"
+    else:
+        why = f"call {mismatch} differs: expected {expected[mismatch].name}, got {actual[mismatch].name}"
+    details = {"mode": "strict", "first_mismatch": mismatch, "totals": {"reference": m, "output": n}}
+    return value, f"strict: {why} -> {value:g}", details
+
+
+_RULES = {
+    "unordered": "every expected call matched once and no call left over",
+    "subset": "every actual call is one of the expected calls",
+    "superset": "every expected call is among the actual calls",
+}
+
+
+def order_mode(
+    mode: str,
+    expected: Sequence[ToolCall],
+    by_name: Mapping[str, Sequence[int]],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+) -> Verdict:
+    """1.0 or 0.0 by agentevals' rule for `mode` (`strict`, `unordered`, `subset`, `superset`)."""
+    if mode == "strict":
+        return _strict(expected, tests, actual)
+    m, n = len(expected), len(actual)
+    match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
+    matched = sum(1 for j in match_left if j >= 0)
+    ok = {"unordered": matched == m == n, "subset": matched == n, "superset": matched == m}[mode]
+    value = 1.0 if ok else 0.0
+    unmatched_expected = [expected[j] for j in range(m) if match_right[j] < 0]
+    unmatched_actual = [call for call, j in zip(actual, match_left, strict=True) if j < 0]
+    details: dict[str, Any] = {
+        "mode": mode,
+        "matched": matched,
+        "totals": {"reference": m, "output": n},
+        "unmatched_expected": [neutral(call) for call in unmatched_expected],
+        "unmatched_actual": [neutral(call) for call in unmatched_actual],
+    }
+    explanation = (
+        f"{mode}: {matched} of {m} expected and {n} actual calls paired; {_RULES[mode]}: "
+        f"{'yes' if ok else 'no'} -> {value:g}"
+    )
+    return value, explanation, details
