@@ -376,8 +376,12 @@ def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(
     with RegistryClient(server.target) as watcher:
         watch = watcher.watch()
         ended = threading.Event()
-        thread = threading.Thread(target=lambda: (list(watch), ended.set()), daemon=True)
-        thread.start()
+
+        def drain() -> None:
+            list(watch)
+            ended.set()
+
+        threading.Thread(target=drain, daemon=True).start()
         _await_watching(registry, 0)
         took = server.stop_server(grace_s=30)
         assert ended.wait(10)

@@ -1,0 +1,201 @@
+"""`toolscore expectations` as a user runs it: on the local SQLite store, and against a running server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from toolscore.collector.cli import main
+from toolscore.collector.registry import Registry, RegistryConfig, SqliteStoreConfig, load_paths
+from toolscore.collector.registry.client import RegistryClient
+from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
+
+DATA = Path(__file__).parent / "testdata" / "cli_expectations"
+TOKEN = "cli-token"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "store" / "registry.db")
+
+
+def cli(*args: str, db: str) -> Result:
+    return CliRunner().invoke(main, ["expectations", *args, "--db", db])
+
+
+# -- local store ---------------------------------------------------------------------------------------
+
+
+def test_apply_prints_what_changed_each_time(db: str) -> None:
+    first = cli("apply", str(DATA / "v1"), db=db)
+    again = cli("apply", str(DATA / "v1"), db=db)
+    changed = cli("apply", str(DATA / "v2"), db=db)
+    assert first.exit_code == 0, first.output
+    assert first.stdout == "search created\nweather created\n"
+    assert first.stderr == "2 expectation(s): 2 created, 0 updated, 0 unchanged\n"
+    assert again.stdout == "search unchanged\nweather unchanged\n"
+    assert changed.stdout == "billing created\nsearch unchanged\nweather updated\n"
+
+
+def test_apply_validates_every_file_before_writing_any(db: str) -> None:
+    result = cli("apply", str(DATA / "mixed"), db=db)
+    assert result.exit_code == 1
+    bad = DATA / "mixed" / "bad_regex.yaml"
+    assert f'{bad}:4: match.attributes["tenant.id"]: bad regex' in result.stderr
+    listed = cli("list", db=db)
+    assert listed.stdout == "NAME  VERSION  ENABLED  SCORERS  MATCH\n"
+
+
+def test_list_shows_a_table_in_name_order(db: str) -> None:
+    cli("apply", str(DATA / "v1"), db=db)
+    result = cli("list", db=db)
+    assert result.stdout == (
+        "NAME     VERSION  ENABLED  SCORERS         MATCH\n"
+        'search   1        true     f1              {"attributes":{"tenant.id":{"regex":"^t-"}}}\n'
+        'weather  1        true     tool_selection  {"agent":"weather-bot"}\n'
+    )
+
+
+def test_get_prints_the_document_with_its_version(db: str) -> None:
+    cli("apply", str(DATA / "v1"), db=db)
+    as_yaml = yaml.safe_load(cli("get", "weather", db=db).stdout)
+    as_json = json.loads(cli("get", "weather", "-o", "json", db=db).stdout)
+    expected = {**yaml.safe_load((DATA / "v1" / "weather.yaml").read_text()), "version": 1, "enabled": True}
+    assert as_yaml == expected
+    assert as_json == [expected]
+
+
+def test_delete_then_history_keeps_the_versions(db: str) -> None:
+    cli("apply", str(DATA / "v1"), db=db)
+    cli("apply", str(DATA / "v2"), db=db)
+    deleted = cli("delete", "weather", db=db)
+    history = cli("history", "weather", db=db)
+    assert deleted.stdout == "weather deleted (version 3)\n"
+    assert (
+        history.stdout
+        == "VERSION  ENABLED  SCORERS\n1        true     tool_selection\n2        true     tool_selection\n"
+    )
+    versions = yaml.safe_load_all(cli("history", "weather", "-o", "yaml", db=db).stdout)
+    assert [v["scorers"][0]["expected_tool"] for v in versions] == ["get_weather", "get_forecast"]
+
+
+def test_unknown_name_exits_1_saying_not_found(db: str) -> None:
+    result = cli("get", "nope", db=db)
+    assert result.exit_code == 1
+    assert result.stderr == "Error: expectation 'nope' not found\n"
+
+
+def test_delete_with_a_stale_version_is_refused(db: str) -> None:
+    cli("apply", str(DATA / "v1"), db=db)
+    cli("apply", str(DATA / "v2"), db=db)
+    result = cli("delete", "weather", "--expected-version", "1", db=db)
+    assert result.exit_code == 1
+    assert "is at version 2, not the expected 1" in result.stderr
+    assert cli("get", "weather", db=db).exit_code == 0
+
+
+# -- against a server ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[RegistryServer]:
+    registry = Registry(config=RegistryConfig(store=SqliteStoreConfig(path=str(tmp_path / "server.db"))))
+    running = await start_registry_server(registry, RegistryServerConfig(port=0, token=TOKEN))
+    yield running
+    await running.stop(0)
+    registry.close()
+
+
+async def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
+    """The installed command in a subprocess; the server keeps running on this test's loop meanwhile."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "toolscore.collector.cli",
+        "expectations",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def test_apply_and_read_back_through_the_server(server: RegistryServer, tmp_path: Path) -> None:
+    target = ["--server", f"127.0.0.1:{server.port}", "--token", TOKEN]
+    code, out, err = await run_cli("apply", str(DATA / "v1"), *target)
+    assert (code, out) == (0, "search created\nweather created\n"), err
+    code, out, _ = await run_cli("apply", str(DATA / "v2"), *target)
+    assert out == "billing created\nsearch unchanged\nweather updated\n"
+    env = {"TOOLSCORE_REGISTRY_SERVER": f"127.0.0.1:{server.port}"}
+    _, listed, _ = await run_cli("list", "-o", "json", env=env, cwd=tmp_path)
+    assert [(e["name"], e["version"]) for e in json.loads(listed)] == [("billing", 1), ("search", 1), ("weather", 2)]
+    _, history, _ = await run_cli("history", "weather", *target)
+    assert history.splitlines()[1:] == ["1        true     tool_selection", "2        true     tool_selection"]
+    code, out, _ = await run_cli("delete", "billing", *target)
+    assert (code, out) == (0, "billing deleted (version 2)\n")
+    assert not (tmp_path / ".toolscore").exists(), "the local store was opened"
+
+
+async def test_server_refusals_exit_1_with_the_reason(server: RegistryServer) -> None:
+    target = f"127.0.0.1:{server.port}"
+    code, _, err = await run_cli("apply", str(DATA / "v1"), "--server", target, "--token", "wrong")
+    assert code == 1
+    assert "UNAUTHENTICATED" in err
+    code, _, err = await run_cli("get", "nope", "--server", target)
+    assert (code, err) == (1, "Error: expectation 'nope' not found\n")
+    code, _, err = await run_cli("apply", str(DATA / "mixed"), "--server", target, "--token", TOKEN)
+    assert code == 1
+    assert "bad regex" in err
+    _, listed, _ = await run_cli("list", "--server", target)
+    assert listed == "NAME  VERSION  ENABLED  SCORERS  MATCH\n"
+
+
+async def test_an_unreachable_server_exits_1() -> None:
+    code, _, err = await run_cli("list", "--server", "127.0.0.1:1")
+    assert code == 1
+    assert err.startswith("Error: cannot reach the registry at 127.0.0.1:1")
+
+
+# -- serve ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    args = ["serve", "--listen", "127.0.0.1:0", "--db", str(tmp_path / "served.db"), "--token", TOKEN]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscore.collector.cli", "expectations", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line.startswith("registry API on 127.0.0.1:"), line
+    yield proc, int(line.rsplit(":", 1)[1])
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait(30)
+    proc.stderr.close()
+
+
+def test_serve_answers_and_stops_gracefully_on_sigterm(served: tuple[subprocess.Popen[str], int]) -> None:
+    proc, port = served
+    with RegistryClient(f"127.0.0.1:{port}", token=TOKEN) as client:
+        client.apply(load_paths([DATA / "v1"]))
+        assert [e.name for e in client.list()] == ["search", "weather"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+    assert proc.stderr is not None
+    assert "registry API stopped" in proc.stderr.read()
