@@ -235,3 +235,21 @@ def test_parent_cycles_from_a_bad_exporter_do_not_hang_or_crash() -> None:
     (run,) = rebuild_runs(looped)
 
     assert (run.inferred, _names(run)) == (True, ["a:c_1"])
+
+
+def test_inferred_run_stops_at_the_topmost_span_a_convention_recognises() -> None:
+    t = Traces()
+    app = t.span("conversation", start=0, end=100)
+    graphs = []
+    for start, call_id in ((1, "c_1"), (50, "c_2")):
+        graph = t.span("chat_graph", {"openinference.span.kind": "CHAIN"}, parent=app, start=start, end=start + 40)
+        tool = {"openinference.span.kind": "TOOL", "tool.name": "w", "input.value": "{}", "tool.id": call_id}
+        t.span("w", tool, parent=graph, start=start + 1)
+        graphs.append(graph)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.span_id, r.agent_name, r.inferred, _names(r)) for r in runs] == [
+        (hex_id(graphs[0]), "chat_graph", True, ["w:c_1"]),
+        (hex_id(graphs[1]), "chat_graph", True, ["w:c_2"]),
+    ]

@@ -16,7 +16,8 @@ and lists an unclaimed call with the same name and equal arguments, else the sam
 span (no tool name) takes the first unclaimed call of that response.
 
 Model responses are read only when they can change the result: when two of the run's calls
-overlap in time or start together, or a call has no call id. Calls that ran strictly one after
+overlap in time or start together, or a call lacks its call id, its name (handoffs) or JSON
+arguments (LangChain records a one-parameter tool's bare value). Calls that ran strictly one after
 another were issued in that order (a framework cannot start a call the model has not issued yet),
 so their start times already give rule 1-3.
 """
@@ -28,11 +29,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from toolscore.collector.extract.conventions.base import IssuedCall, ToolRead
+from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, ToolRead
 from toolscore.collector.extract.conventions.common import load_json
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["IssuedBatch", "PendingCall", "needs_issue_order", "order_calls"]
+__all__ = ["IssuedBatch", "PendingCall", "needs_model_responses", "order_calls"]
 
 
 @dataclass(slots=True)
@@ -108,9 +109,17 @@ def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], us
                 break
 
 
-def needs_issue_order(calls: list[PendingCall]) -> bool:
-    """Whether the model responses could order these calls differently from their start times."""
-    if any(not call.read.call_id for call in calls):
+def _incomplete(read: ToolRead) -> bool:
+    """Whether the model response may hold what the tool span lacks: call id, name or JSON arguments."""
+    args = read.args
+    if args is NOT_CAPTURED or not read.call_id or read.handoff:
+        return True
+    return isinstance(args, str) and args.lstrip()[:1] not in ("{", "[")
+
+
+def needs_model_responses(calls: list[PendingCall]) -> bool:
+    """Whether the run's model responses could change its calls: their order or their missing values."""
+    if any(_incomplete(call.read) for call in calls):
         return True
     spans = sorted((call.span for call in calls), key=_span_order)
     return any(b.start_ns <= a.start_ns or b.start_ns < a.end_ns for a, b in itertools.pairwise(spans))

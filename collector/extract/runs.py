@@ -7,8 +7,9 @@ Rules, applied per trace:
 - **Runs.** Every run span is a run, with or without calls. A tool call belongs to its nearest run
   ancestor. When the walk up from a call meets another tool span first, the call was made by
   something that tool invoked (an uninstrumented sub-agent): the child of that tool span on the path
-  stands in as an *inferred* run. When it meets no run at all, the trace root, or the topmost
-  ancestor that has arrived when the root has not, is the inferred run. Inferred runs exist only
+  stands in as an *inferred* run. When it meets no run at all, the inferred run is the topmost
+  ancestor that a convention recognises (a LangGraph graph span under an application's own span);
+  failing that, the trace root, or the topmost ancestor that has arrived when the root has not. Inferred runs exist only
   when they own a call (`ExtractConfig.infer_runs` turns them off). Nested agents are runs of their
   own; the enclosing run keeps the call that invoked the sub-agent, and `parent_span_id` links them.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions import EXTRACTORS, Extractor, IssuedCalls, Role, RunInfo, ToolRead
-from toolscore.collector.extract.order import IssuedBatch, PendingCall, needs_issue_order, order_calls
+from toolscore.collector.extract.order import IssuedBatch, PendingCall, needs_model_responses, order_calls
 from toolscore.collector.extract.values import build_call, capped_attributes, capped_info
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
@@ -97,7 +98,7 @@ class _TraceRuns:
 
     def _owner(self, node: _Node) -> tuple[_Node, bool]:
         """The run a tool or model span belongs to, and whether that run is inferred."""
-        child, current = node, self._parent(node)
+        child, current, claimed = node, self._parent(node), None
         for _ in range(len(self.nodes)):
             if current is None:
                 break
@@ -105,8 +106,10 @@ class _TraceRuns:
                 return current, False
             if current.role is Role.TOOL:
                 return child, True
+            if current.role is not None:
+                claimed = current
             child, current = current, self._parent(current)
-        return child, True
+        return (claimed or child), True
 
     def _read(self, node: _Node) -> object:
         extractor, role = node.extractor, node.role
@@ -182,7 +185,7 @@ class _TraceRuns:
 
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats
-        ordered = order_calls(run.calls, self._batches(run) if needs_issue_order(run.calls) else [])
+        ordered = order_calls(run.calls, self._batches(run) if needs_model_responses(run.calls) else [])
         if len(ordered) > config.max_calls_per_run:
             stats.skip("calls_over_limit", len(ordered) - config.max_calls_per_run)
             ordered = ordered[: config.max_calls_per_run]
