@@ -311,20 +311,12 @@ def _collect(watch: Any, into: queue.Queue[Change]) -> threading.Thread:
     return thread
 
 
-def _await_watching(registry: Registry, before: int) -> None:
-    """The server subscribes when the stream starts; wait for it so no change is sent before."""
-    deadline = time.monotonic() + 10
-    while len(registry._subscribers) <= before:  # test-only peek: there is no public count
-        assert time.monotonic() < deadline, "watch never subscribed"
-        time.sleep(0.01)
-
-
-def test_watch_streams_changes_made_by_another_client(server: ServerThread, registry: Registry) -> None:
+def test_watch_streams_changes_made_by_another_client(server: ServerThread) -> None:
     got: queue.Queue[Change] = queue.Queue()
     with RegistryClient(server.target) as watcher, RegistryClient(server.target) as writer:
         watch = watcher.watch()
+        assert watch.since_seq == 0
         thread = _collect(watch, got)
-        _await_watching(registry, 0)
         writer.put(expectation())
         writer.put(expectation(tool="b"))
         writer.delete("weather")
@@ -336,11 +328,12 @@ def test_watch_streams_changes_made_by_another_client(server: ServerThread, regi
     assert [c.seq for c in changes] == sorted(c.seq for c in changes)
 
 
-def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient, registry: Registry) -> None:
+def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient) -> None:
     client.put(expectation("a"))
     client.put(expectation("b"))
     got: queue.Queue[Change] = queue.Queue()
     watch = client.watch(since_seq=1)
+    assert watch.since_seq == 1
     thread = _collect(watch, got)
     first = got.get(timeout=10)
     client.put(expectation("c"))
@@ -351,14 +344,11 @@ def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient
     assert got.empty()
 
 
-def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(
-    server: ServerThread, registry: Registry, tmp_path: Path
-) -> None:
+def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(server: ServerThread, tmp_path: Path) -> None:
     got: queue.Queue[Change] = queue.Queue()
     with RegistryClient(server.target) as watcher:
         watch = watcher.watch()
         thread = _collect(watch, got)
-        _await_watching(registry, 0)
         other = _registry(tmp_path / "registry.db")
         try:
             other.put(expectation("from-replica"))
@@ -370,9 +360,7 @@ def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(
     assert (change.kind, change.name) == ("created", "from-replica")
 
 
-def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(
-    server: ServerThread, registry: Registry
-) -> None:
+def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(server: ServerThread) -> None:
     with RegistryClient(server.target) as watcher:
         watch = watcher.watch()
         ended = threading.Event()
@@ -382,7 +370,6 @@ def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(
             ended.set()
 
         threading.Thread(target=drain, daemon=True).start()
-        _await_watching(registry, 0)
         took = server.stop_server(grace_s=30)
         assert ended.wait(10)
     assert took < 10

@@ -25,7 +25,7 @@ from toolscore.collector.registry.convert import (
 from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.registry import ApplyAction
-from toolscore.collector.registry.service import STATUS_DETAILS_KEY
+from toolscore.collector.registry.service import STATUS_DETAILS_KEY, WATCH_SEQ_KEY
 from toolscore.collector.registry.store import Change
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
@@ -59,6 +59,11 @@ class Watch:
     def __init__(self, call: Any) -> None:
         self._call = call
         self._cancelled = False
+        self.since_seq: int | None = None
+        """The `seq` the stream follows from (None when the call failed before subscribing)."""
+        for key, value in call.initial_metadata() or ():  # blocks until the server has subscribed
+            if key == WATCH_SEQ_KEY:
+                self.since_seq = int(value)
 
     def __iter__(self) -> Iterator[Change]:
         try:
@@ -142,7 +147,10 @@ class RegistryClient:
         return [expectation_from_proto(e, with_version=True) for e in reply.versions]
 
     def watch(self, since_seq: int | None = None) -> Watch:
-        """Changes after now (or after `since_seq`), until cancelled; no timeout applies."""
+        """Changes after now (or after `since_seq`), until cancelled; no timeout applies.
+
+        Returns once the server is subscribed: a change committed after that is sure to be streamed.
+        """
         request = pb.WatchExpectationsRequest(since_seq=since_seq)
         return Watch(self._stub.WatchExpectations(request, metadata=self._metadata))
 

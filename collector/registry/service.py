@@ -44,6 +44,8 @@ _log = logging.getLogger("toolscore.registry")
 _T = TypeVar("_T")
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+WATCH_SEQ_KEY = "toolscore-watch-seq"
+"""Initial metadata of a watch: the `seq` it streams after, sent once the server is subscribed."""
 _WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation"})
 
 
@@ -145,7 +147,10 @@ class RegistryServicer:
     async def WatchExpectations(
         self, request: pb.WatchExpectationsRequest, context: Any
     ) -> AsyncIterator[pb.WatchExpectationsResponse]:
-        """Subscribe first, then read the backlog: a change in between arrives twice and is sent once."""
+        """Subscribe first, then read the backlog: a change in between arrives twice and is sent once.
+
+        The response headers go out once subscribed, so a client that waits for them misses nothing.
+        """
         queue: asyncio.Queue[Change | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
@@ -158,11 +163,13 @@ class RegistryServicer:
         try:
             if request.HasField("since_seq"):
                 last = request.since_seq
-                for past in await self._run(context, self._registry.changes_since, last):
-                    yield change_to_proto(past)
-                    last = past.seq
+                backlog = await self._run(context, self._registry.changes_since, last)
             else:
-                last = await self._run(context, self._registry.store.latest_seq)
+                last, backlog = await self._run(context, self._registry.store.latest_seq), []
+            await context.send_initial_metadata(((WATCH_SEQ_KEY, str(last)),))  # "subscribed": see `Watch`
+            for past in backlog:
+                yield change_to_proto(past)
+                last = past.seq
             while (change := await queue.get()) is not None:
                 if change.seq > last:
                     yield change_to_proto(change)
