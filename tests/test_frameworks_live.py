@@ -9,7 +9,8 @@ OTLP protobuf encoder and must give the same runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import socket
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -38,6 +39,33 @@ def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
+
+
+LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Proves the scenarios hermetic: any lookup or connection beyond loopback is refused and fails the test."""
+    attempts: list[object] = []
+    connect, getaddrinfo = socket.socket.connect, socket.getaddrinfo
+
+    def guarded_connect(sock: socket.socket, address: Any) -> None:
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in LOCAL_HOSTS:
+            attempts.append(address)
+            raise OSError(f"network access in a hermetic test: {address}")
+        connect(sock, address)
+
+    def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in LOCAL_HOSTS and host is not None:
+            attempts.append(host)
+            raise socket.gaierror(f"name lookup in a hermetic test: {host}")
+        return getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_getaddrinfo)
+    yield
+    assert attempts == []
 
 
 async def _capture(framework: str, scenario: str) -> tuple[tuple[ReadableSpan, ...], tuple[ScriptedRun, ...]]:
