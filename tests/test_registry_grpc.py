@@ -31,10 +31,11 @@ from toolscore.collector.registry import (
     parse_expectation,
 )
 from toolscore.collector.registry.client import RegistryCallError, RegistryClient
-from toolscore.collector.registry.convert import expectation_to_proto
+from toolscore.collector.registry.convert import expectation_to_proto, score_to_proto
 from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
+from toolscore.scorers.model import AgentRun, ScoreFailure, ToolCall
 
 TOKEN = "s3cret-token"
 
@@ -482,3 +483,33 @@ def test_plaintext_client_cannot_talk_to_a_tls_server(tls_server: tuple[ServerTh
 def test_tls_config_needs_both_certificate_and_key() -> None:
     with pytest.raises(ValueError, match="set both or neither"):
         RegistryServerConfig(tls_cert_file="server.crt")
+
+
+# -- score records -------------------------------------------------------------------------------------
+
+
+def _run(*tools: str) -> AgentRun:
+    calls = tuple(ToolCall(name=t) for t in tools)
+    return AgentRun(trace_id="0af7651916cd43dd8448eb211c80319c", span_id="b7ad6b7169203331", calls=calls)
+
+
+def test_a_score_becomes_a_score_record_that_round_trips_the_wire() -> None:
+    exp = expectation().model_copy(update={"version": 4})
+    run = _run("get_weather")
+    result = exp.scorers[0].scorer.score(run)
+    record = pb.Score.FromString(score_to_proto(result, run, exp, exp.scorers[0], 1_700_000_000).SerializeToString())
+    assert (record.trace_id, record.span_id) == (run.trace_id, run.span_id)
+    assert (record.expectation_name, record.expectation_version) == ("weather", 4)
+    assert (record.scorer_type, record.scorer_name) == ("tool_selection", result.name)
+    assert record.HasField("value")
+    assert (record.value, record.label, record.error_type) == (1.0, "pass", "")
+    assert record.explanation == result.explanation
+    assert record.time_unix_nano == 1_700_000_000
+
+
+def test_a_failed_scorer_becomes_a_record_without_a_value() -> None:
+    exp = expectation()
+    failure = ScoreFailure(name="judge", error_type="timeout", message="no answer in 30s")
+    record = score_to_proto(failure, _run(), exp, exp.scorers[0])
+    assert not record.HasField("value")
+    assert (record.error_type, record.error_message, record.label) == ("timeout", "no answer in 30s", "")

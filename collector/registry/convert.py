@@ -4,10 +4,12 @@ A message coming in is turned into the same *document* a YAML file holds and val
 code (`parse_expectation`), so a bad regex or an unknown scorer type is reported with the same field
 path whether it arrived over gRPC or in a file. Scorer params travel as a `google.protobuf.Struct`,
 which has only doubles: integral numbers are read back as integers, so `max_calls: 3` stays an int.
+`score_to_proto` gives the pipeline's scores the same wire form, for consumers in other languages.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +29,7 @@ from toolscore.collector.registry.model import Expectation, ExpectationScorer, M
 from toolscore.collector.registry.store import Change, ChangeKind
 from toolscore.collector.registry.validation import parse_expectation
 from toolscore.registry.v1 import registry_pb2 as pb
+from toolscore.scorers.model import AgentRun, ScoreFailure, ScoreResult
 
 __all__ = [
     "ERROR_DOMAIN",
@@ -37,6 +40,7 @@ __all__ = [
     "expectation_from_proto",
     "expectation_to_proto",
     "python_value",
+    "score_to_proto",
     "struct_from_dict",
 ]
 
@@ -126,6 +130,27 @@ def expectation_to_proto(exp: Expectation) -> pb.Expectation:
         match=_match_to_proto(exp.match),
         scorers=[_scorer_to_proto(s) for s in exp.scorers],
     )
+
+
+def score_to_proto(
+    result: ScoreResult, run: AgentRun, expectation: Expectation, scorer: ExpectationScorer, time_unix_nano: int = 0
+) -> pb.Score:
+    """The `Score` record for one scorer's result on one run (a failure carries no value)."""
+    out = pb.Score(
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        expectation_name=expectation.name,
+        expectation_version=expectation.version,
+        scorer_name=result.name,
+        scorer_type=str(scorer.spec.get("type", "")),
+        time_unix_nano=time_unix_nano,
+    )
+    if isinstance(result, ScoreFailure):
+        out.error_type, out.error_message = result.error_type, result.message
+    else:
+        out.value, out.label, out.explanation = result.value, result.label, result.explanation
+        out.details.update(json.loads(json.dumps(result.details, default=str)))
+    return out
 
 
 def change_to_proto(change: Change) -> pb.WatchExpectationsResponse:
