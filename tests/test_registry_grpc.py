@@ -291,6 +291,24 @@ def test_matching_version_writes(client: RegistryClient) -> None:
     assert stored.version == 2
 
 
+@pytest.mark.parametrize(
+    "request_",
+    [
+        pb.PutExpectationRequest(expectation=expectation_to_proto(expectation()), expected_version=-1),
+        pb.DeleteExpectationRequest(name="weather", expected_version=0),
+    ],
+    ids=["put", "delete"],
+)
+def test_an_impossible_expected_version_is_invalid_argument(client: RegistryClient, stub: Any, request_: Any) -> None:
+    client.put(expectation())
+    call = stub.PutExpectation if isinstance(request_, pb.PutExpectationRequest) else stub.DeleteExpectation
+    with pytest.raises(grpc.RpcError) as caught:
+        call(request_, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details().startswith("expected_version: must be")
+    assert client.get("weather").version == 1
+
+
 def test_delete_with_a_stale_version_is_refused(client: RegistryClient) -> None:
     client.put(expectation())
     client.put(expectation(tool="b"))

@@ -118,6 +118,12 @@ class RegistryServicer:
         self._registry.refresh()
         return stored, change.kind == "created"
 
+    def _delete(self, msg: pb.DeleteExpectationRequest) -> Change:
+        expected = msg.expected_version if msg.HasField("expected_version") else None
+        if expected is not None and expected < 1:
+            raise InvalidExpectation.single("expected_version", "must be a version >= 1")
+        return self._registry.delete(msg.name, expected)
+
     async def PutExpectation(self, request: pb.PutExpectationRequest, context: Any) -> pb.PutExpectationResponse:
         stored, created = await self._run(context, self._put, request)
         return pb.PutExpectationResponse(expectation=expectation_to_proto(stored), created=created)
@@ -134,8 +140,7 @@ class RegistryServicer:
     async def DeleteExpectation(
         self, request: pb.DeleteExpectationRequest, context: Any
     ) -> pb.DeleteExpectationResponse:
-        expected = request.expected_version if request.HasField("expected_version") else None
-        change = await self._run(context, self._registry.delete, request.name, expected)
+        change = await self._run(context, self._delete, request)
         return pb.DeleteExpectationResponse(version=change.version)
 
     async def GetExpectationHistory(
