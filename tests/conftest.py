@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# Tests never reach the internet: litellm would otherwise fetch its model price list when imported.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.openai_server import OpenAIServer
 from tests.postgres import postgres_dsn, postgres_server  # noqa: F401 (fixtures)
