@@ -24,14 +24,19 @@ __all__ = [
     "AnyMatcher",
     "ArgMatcher",
     "ArgsMatch",
+    "ArgsTest",
     "ExpectedCall",
     "NumberMatcher",
     "OneOfMatcher",
     "RegexMatcher",
     "TypeMatcher",
+    "equality_test",
     "json_equal",
     "resolve_args_match",
 ]
+
+ArgsTest = Callable[[JsonValue], bool]
+"""A compiled comparison of one expected value with an actual one."""
 
 _NUMBER = (int, float)
 
@@ -60,6 +65,50 @@ def json_equal(a: JsonValue, b: JsonValue) -> bool:
     if ta in _NUMBER and tb in _NUMBER:
         return bool(a == b) or (ta is float and tb is float and math.isnan(a) and math.isnan(b))
     return ta is tb and bool(a == b)
+
+
+_Path = tuple[str | int, ...]
+
+
+def _eq_hazards(value: JsonValue, path: _Path, over: list[tuple[_Path, bool]]) -> bool:
+    """Where Python's `==` disagrees with `json_equal` for this expected value.
+
+    Collects into `over` the places where `==` may say "equal" wrongly (a bool, or a number equal
+    to 0 or 1, since `True == 1`), with whether the expected value there is a bool. Returns True
+    when `==` may say "unequal" wrongly (NaN, or a tuple where the actual holds a list).
+    """
+    kind = type(value)
+    if kind is dict or kind is list or kind is tuple:
+        miss = kind is tuple
+        for step, item in value.items() if kind is dict else enumerate(value):
+            miss = _eq_hazards(item, (*path, step), over) or miss  # visit every item: no short-circuit
+        return miss
+    if kind is bool or ((kind is int or kind is float) and value in (0, 1)):
+        over.append((path, kind is bool))
+    return kind is float and math.isnan(value)
+
+
+def _same_bools(got: JsonValue, over: list[tuple[_Path, bool]]) -> bool:
+    """After `want == got`: True unless a bool sits where `want` has a number, or the reverse."""
+    for path, want_bool in over:
+        value = got
+        for step in path:
+            value = value[step]
+        if (type(value) is bool) is not want_bool:
+            return False
+    return True
+
+
+def equality_test(want: JsonValue) -> ArgsTest:
+    """`json_equal(want, x)` compiled for one expected value: Python's C-level `==`, then a check of
+    the few places where `==` is wrong (booleans against 0/1). Actual values are decoded JSON
+    (arrays are lists); NaN or tuples in `want` fall back to the full `json_equal` walk."""
+    over: list[tuple[_Path, bool]] = []
+    if _eq_hazards(want, (), over):
+        return lambda got: json_equal(want, got)
+    if over:
+        return lambda got: want == got and _same_bools(got, over)
+    return lambda got: bool(want == got)
 
 
 class AnyMatcher(BaseModel):
@@ -155,6 +204,10 @@ ArgMatcher = Annotated[
 _NO_ARGS: dict[str, Any] = {}
 
 
+def _always(actual: ToolCall) -> bool:
+    return True
+
+
 class ArgsMatch(BaseModel):
     """How an actual call's arguments are compared with an expected call's.
 
@@ -194,11 +247,11 @@ class ArgsMatch(BaseModel):
         default_factory=list, description="Top-level keys dropped from both sides before comparing."
     )
     _ignored: frozenset[str] = PrivateAttr(default=frozenset())
-    _tests: dict[str, Callable[[JsonValue], bool]] = PrivateAttr(default_factory=dict)
+    _tests: dict[str, ArgMatcher] = PrivateAttr(default_factory=dict)  # matchers of keys not ignored
 
     def model_post_init(self, context: Any) -> None:
         self._ignored = frozenset(self.ignore_keys)
-        self._tests = {key: m.test for key, m in self.matchers.items() if key not in self._ignored}
+        self._tests = {key: m for key, m in self.matchers.items() if key not in self._ignored}
 
     def matches(self, expected: ToolCall, actual: ToolCall) -> bool:
         """True when `actual`'s arguments satisfy `expected`'s under this rule; names are not compared."""
@@ -231,8 +284,27 @@ class ArgsMatch(BaseModel):
                 return False
         return True
 
+    def compile(self, expected: ToolCall) -> Callable[[ToolCall], bool]:
+        """`lambda actual: self.matches(expected, actual)`, with the common case (`exact`, no
+        matchers, no ignored keys, expected args written) precompiled for scoring hot paths."""
+        if self.mode == "ignore" or (expected.args_state == "absent" and not self._tests):
+            return _always
+        if self._tests or self._ignored or expected.args_state != "value":
+            return lambda actual: self.matches(expected, actual)
+        same = equality_test(_NO_ARGS if expected.args is None else expected.args)
+
+        def test(actual: ToolCall) -> bool:
+            state = actual.args_state
+            if state == "value":
+                return same(_NO_ARGS if actual.args is None else actual.args)
+            if state == "absent":
+                return same(_NO_ARGS)
+            return state == "raw" and same(actual.args)
+
+        return test if self.mode == "exact" else lambda actual: self.matches(expected, actual)
+
     def _matchers_pass(self, got: dict[str, Any]) -> bool:
-        return all(key in got and test(got[key]) for key, test in self._tests.items())
+        return all(key in got and matcher.test(got[key]) for key, matcher in self._tests.items())
 
 
 class ExpectedCall(ToolCall):

@@ -117,55 +117,68 @@ class Trajectory(ScorerBase):
         default_factory=dict, description="Argument rule per tool name; overrides `args_match`."
     )
 
-    _names: tuple[str, ...] = PrivateAttr(default=())
-    _tests: tuple[PairTest, ...] = PrivateAttr(default=())
-    _keys: tuple[Any, ...] = PrivateAttr(default=())
-    _by_name: dict[str, tuple[int, ...]] = PrivateAttr(default_factory=dict)
-    _ruled: bool = PrivateAttr(default=False)
+    _plan: _Plan = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:
         """Everything that depends only on the parameters, so scoring a run does no set-up."""
         rules = [resolve_args_match(call, self.tool_args, self.args_match) for call in self.expected]
-        self._ruled = any(rule is not None for rule in rules)
         peer_test = peer_flexible_test if self.mode == "flexible" else peer_exact_test
         default = None if self.mode in _PEER_MODES else ArgsMatch()
         tests = []
         for call, rule in zip(self.expected, rules, strict=True):
             chosen = rule or default
             tests.append(peer_test(call) if chosen is None else rule_test(call, chosen))
-        self._tests = tuple(tests)
-        self._names = tuple(call.name for call in self.expected)
-        self._keys = tuple((call.name, args_key(call)) for call in self.expected)
-        by_name: dict[str, list[int]] = {}
-        for j, call in enumerate(self.expected):
-            by_name.setdefault(call.name, []).append(j)
-        self._by_name = {name: tuple(indices) for name, indices in by_name.items()}
+        self._plan = _Plan(self, tuple(tests), ruled=any(rule is not None for rule in rules))
 
     def _score(self, run: AgentRun) -> Score:
-        return self._result(*self._verdict(run.calls))
+        plan: _Plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # skips pydantic's __getattr__
+        return self._result(*plan.verdict(run.calls))
 
-    def _verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
+
+class _Plan:
+    """A scorer's parameters digested for scoring: names, compiled argument tests, groupings.
+
+    Derived data only: any two plans compare equal, so scorer equality is decided by the fields.
+    """
+
+    __slots__ = ("by_name", "expected", "keys", "memo", "mode", "names", "ruled", "tests", "weights")
+
+    def __init__(self, scorer: Trajectory, tests: tuple[PairTest, ...], *, ruled: bool) -> None:
+        self.mode = scorer.mode
+        self.expected = tuple(scorer.expected)
+        self.tests = tests
+        self.ruled = ruled
+        self.names = tuple(call.name for call in self.expected)
+        self.keys = tuple((call.name, args_key(call)) for call in self.expected)
+        by_name: dict[str, list[int]] = {}
+        for j, name in enumerate(self.names):
+            by_name.setdefault(name, []).append(j)
+        self.by_name = {name: tuple(indices) for name, indices in by_name.items()}
+        w = scorer.weights
+        penalty = w.wrong_penalty if self.mode == "exact" else w.extra_penalty
+        self.weights = (w.name_only or 0.0, penalty or 0.0)  # JavaScript: null * x == 0
+        self.memo: dict[Any, tuple[float, str]] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Plan)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
         mode = self.mode
         if mode not in _PEER_MODES:
-            return order_mode(mode, self.expected, self._by_name, self._tests, actual)
+            return order_mode(mode, self.expected, self.by_name, self.tests, actual)
         empty = _empty_inputs(len(self.expected), len(actual))
         if empty is not None:
             return empty
-        weights = self.weights
-        name_only_w = weights.name_only or 0.0
         if mode == "exact":
-            return score_exact(self._names, self._tests, actual, name_only_w, weights.wrong_penalty or 0.0)
-        extra_w = weights.extra_penalty or 0.0
-        if not self._ruled:
-            return score_flexible(self.expected, actual, name_only_w, extra_w, keys=self._keys)
-        m = len(self.expected)
-        return score_flexible(
-            self.expected,
-            actual,
-            name_only_w,
-            extra_w,
-            pairing=lambda: rule_pairing(self._by_name, self._tests, actual, m),
-        )
+            return score_exact(self.names, self.tests, actual, self.weights, self.memo)
+        name_only_w, extra_w = self.weights
+        if not self.ruled:
+            return score_flexible(self.expected, actual, name_only_w, extra_w, keys=self.keys)
+        by_name, tests, m = self.by_name, self.tests, len(self.expected)
+        pairing = lambda: rule_pairing(by_name, tests, actual, m)  # noqa: E731
+        return score_flexible(self.expected, actual, name_only_w, extra_w, pairing=pairing)
 
 
 def _empty_inputs(m: int, n: int) -> Verdict | None:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toolscore.scorers.matching import ArgsMatch, json_equal
+from toolscore.scorers.matching import ArgsMatch, equality_test
 from toolscore.scorers.model import JsonValue, ToolCall
 
 __all__ = [
@@ -80,12 +80,8 @@ def peer_exact_test(expected: ToolCall) -> PairTest:
     """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else."""
     if expected.args_state not in _HAS_ARGS:
         return _always
-    want = expected.args
-
-    def test(actual: ToolCall) -> bool:
-        return actual.args_state in _HAS_ARGS and json_equal(want, actual.args)
-
-    return test
+    same = equality_test(expected.args)
+    return lambda actual: actual.args_state in _HAS_ARGS and same(actual.args)
 
 
 def peer_flexible_test(expected: ToolCall) -> PairTest:
@@ -95,19 +91,50 @@ def peer_flexible_test(expected: ToolCall) -> PairTest:
 
 
 def rule_test(expected: ToolCall, rule: ArgsMatch) -> PairTest:
-    if rule.mode == "ignore":
-        return _always
-    return lambda actual: rule.matches(expected, actual)
+    return rule.compile(expected)
 
 
 def _clamp01(value: float) -> float:
     return max(0.0, min(1.0, value))
 
 
+_MEMO_LIMIT = 1024
+"""Most (value, explanation) pairs a scorer keeps; they depend only on the counts."""
+
+
+def _exact_text(
+    counts: tuple[int, int, int], m: int, name_only_w: float, wrong_w: float, memo: dict[Any, tuple[float, str]]
+) -> tuple[float, str]:
+    """Score and explanation for the counts, in Evalite's operation order (memoized: the float
+    formatting costs more than the counting)."""
+    cached = memo.get(counts)
+    if cached is not None:
+        return cached
+    exact, name_only, wrong = counts
+    denom = max(m, 1)
+    raw = (exact + name_only_w * name_only) / denom - wrong_w * (wrong / denom)
+    value = _clamp01(raw)
+    explanation = (
+        f"exact mode: exact={exact}, name_only={name_only}, wrong_or_missing={wrong}, d=max(expected={m}, 1): "
+        f"({exact} + {name_only_w:g}*{name_only})/{denom} - {wrong_w:g}*({wrong}/{denom}) = {raw:.6g}, "
+        f"clamped to [0, 1]: {value:.3f}"
+    )
+    if len(memo) < _MEMO_LIMIT:
+        memo[counts] = (value, explanation)
+    return value, explanation
+
+
 def score_exact(
-    names: Sequence[str], tests: Sequence[PairTest], actual: Sequence[ToolCall], name_only_w: float, wrong_w: float
+    names: Sequence[str],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+    weights: tuple[float, float],
+    memo: dict[Any, tuple[float, str]],
 ) -> Verdict:
-    """`zip(output, reference)`: one pair per actual call; every extra call is wrong twice."""
+    """`zip(output, reference)`: one pair per actual call; every extra call is wrong twice.
+
+    `weights` is `(name_only, wrong_penalty)`; `memo` is the scorer's own cache of explanations.
+    """
     m, n = len(names), len(actual)
     exact = name_only = wrong = 0
     for i, call in enumerate(actual):
@@ -117,15 +144,9 @@ def score_exact(
             exact += 1
         else:
             name_only += 1
-    wrong += max(0, n - m)
-    denom = max(m, 1)
-    raw = (exact + name_only_w * name_only) / denom - wrong_w * (wrong / denom)
-    value = _clamp01(raw)
-    explanation = (
-        f"exact mode: exact={exact}, name_only={name_only}, wrong_or_missing={wrong}, d=max(expected={m}, 1): "
-        f"({exact} + {name_only_w:g}*{name_only})/{denom} - {wrong_w:g}*({wrong}/{denom}) = {raw:.6g}, "
-        f"clamped to [0, 1]: {value:.3f}"
-    )
+    if n > m:
+        wrong += n - m
+    value, explanation = _exact_text((exact, name_only, wrong), m, weights[0], weights[1], memo)
     details = {
         "mode": "exact",
         "exact_matches": exact,
