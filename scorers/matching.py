@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from toolscore.scorers.model import JsonValue, ToolCall
 
@@ -202,6 +202,7 @@ ArgMatcher = Annotated[
 """A rule for one top-level argument, chosen by `type`."""
 
 _NO_ARGS: dict[str, Any] = {}
+_UNSTATED = ("absent", "not_captured")
 
 
 def _always(actual: ToolCall) -> bool:
@@ -222,8 +223,9 @@ class ArgsMatch(BaseModel):
 
     How argument states read (`ToolCall.args_state`), chosen so a written expectation means what a
     person writing it would mean:
-    - expected **absent** (no `args` written): no constraint on the values. Only the matchers
-      apply (each matcher key must be present and match). Write `args: {}` to require "no arguments".
+    - expected **absent** (no `args` written) or **not_captured** (a recorded run used as the
+      expectation): no constraint on the values. Only the matchers apply (each matcher key must be
+      present and match). Write `args: {}` to require "no arguments".
     - **absent** or **null** (either side): "no arguments", read as `{}`. So `args: {}` matches a call
       made with no arguments, with `null` and with `{}`; it never matches `{"q": 1}` under `exact`.
     - actual **raw** (text that is not JSON, e.g. truncated by a size limit): the text itself. It
@@ -258,15 +260,15 @@ class ArgsMatch(BaseModel):
         if self.mode == "ignore":
             return True
         exp_state = expected.args_state
-        if exp_state == "absent" and not self._tests:
+        if exp_state in _UNSTATED and not self._tests:
             return True
         act_state = actual.args_state
         if act_state == "not_captured":
             return False
         got = actual.args if act_state in ("value", "raw") and actual.args is not None else _NO_ARGS
-        if exp_state == "absent":
+        if exp_state in _UNSTATED:
             return type(got) is dict and self._matchers_pass(got)
-        want = expected.args if expected.args_state in ("value", "raw") and expected.args is not None else _NO_ARGS
+        want = _NO_ARGS if expected.args is None else expected.args
         if act_state == "raw" or type(want) is not dict:
             return not self._tests and json_equal(want, got)
         if type(got) is not dict:
@@ -287,7 +289,7 @@ class ArgsMatch(BaseModel):
     def compile(self, expected: ToolCall) -> Callable[[ToolCall], bool]:
         """`lambda actual: self.matches(expected, actual)`, with the common case (`exact`, no
         matchers, no ignored keys, expected args written) precompiled for scoring hot paths."""
-        if self.mode == "ignore" or (expected.args_state == "absent" and not self._tests):
+        if self.mode == "ignore" or (expected.args_state in _UNSTATED and not self._tests):
             return _always
         if self._tests or self._ignored or expected.args_state != "value":
             return lambda actual: self.matches(expected, actual)
@@ -313,6 +315,14 @@ class ExpectedCall(ToolCall):
     match: ArgsMatch | None = Field(
         default=None, description="Argument rule for this call only; overrides per-tool and scorer rules."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_tool_call(cls, data: Any) -> Any:
+        """A plain `ToolCall` (a recorded run's call, say) is an expected call with no rule of its own."""
+        if isinstance(data, ToolCall) and not isinstance(data, ExpectedCall):
+            return data.model_dump()
+        return data
 
 
 def resolve_args_match(
