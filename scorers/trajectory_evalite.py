@@ -11,7 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toolscore.scorers.matching import ArgsMatch, equality_test
+from toolscore.scorers.json_equality import equality_test
+from toolscore.scorers.matching import ArgsMatch
 from toolscore.scorers.model import JsonValue, ToolCall
 
 __all__ = [
