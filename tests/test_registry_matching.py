@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from toolscore.collector.registry import (
+    MAX_KEYS_PER_EXPECTATION,
     Expectation,
     ExpectationIndex,
     MemoryStore,
@@ -134,6 +135,17 @@ def test_matches_come_back_in_name_order_without_duplicates() -> None:
     )
     target = run(attributes={"tags": ["x", "y", "x"]}, text="hi there")
     assert [e.name for e in index.match(target)] == ["a", "b", "c"]
+
+
+def test_in_conditions_beyond_the_key_cap_are_still_checked() -> None:
+    many = [f"t-{i}" for i in range(MAX_KEYS_PER_EXPECTATION + 1)]
+    index = ExpectationIndex(
+        [exp("wide", agent={"in": ["travel", "other"]}, attributes={"tenant": many, "tier": ["a", "b"]})]
+    )
+    assert [e.name for e in index.match(run(attributes={"tenant": "t-256", "tier": "b"}))] == ["wide"]
+    assert [e.name for e in index.match(run(agent="other", attributes={"tenant": "t-0", "tier": "a"}))] == ["wide"]
+    assert index.match(run(attributes={"tenant": "t-999", "tier": "a"})) == []
+    assert index.match(run(attributes={"tenant": "t-1", "tier": "c"})) == []
 
 
 # -- the index gives the scan's answers --------------------------------------------------------------

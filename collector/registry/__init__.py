@@ -23,16 +23,18 @@ from toolscore.collector.registry.errors import (
     VersionConflict,
 )
 from toolscore.collector.registry.files import FileWatcher, load_file, load_paths
-from toolscore.collector.registry.matching import ExpectationIndex, matches, sampled_scorers, should_sample
+from toolscore.collector.registry.matching import MAX_KEYS_PER_EXPECTATION, ExpectationIndex, matches
 from toolscore.collector.registry.memory_store import MemoryStore
 from toolscore.collector.registry.model import Expectation, ExpectationScorer, MatchSpec
 from toolscore.collector.registry.registry import ApplyAction, Registry
+from toolscore.collector.registry.sampling import sampled_scorers, should_sample
 from toolscore.collector.registry.sqlite_store import SqliteStore
 from toolscore.collector.registry.store import Change, ChangeKind, ExpectationStore
 from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import field_path, parse_expectation
 
 __all__ = [
+    "MAX_KEYS_PER_EXPECTATION",
     "AlreadyExists",
     "ApplyAction",
     "Change",

@@ -10,6 +10,7 @@ a condition when any element does.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_serializer, model_validator
@@ -98,6 +99,19 @@ class Condition(BaseModel):
     def exact_texts(self) -> frozenset[str]:
         """The texts an `equals`/`in` condition accepts (empty for other operators): index keys."""
         return self._texts
+
+    def compile(self) -> Callable[[Any], bool]:
+        """`holds` as one plain closure, for the matching hot path: text values (the common case) take
+        a single call with no model attribute lookups; other values go through `holds`."""
+        op, value, pattern, texts, slow = self.op, self.value, self._pattern, self._texts, self.holds
+        if op == "exists":
+            return (lambda actual: actual is not None) if value else (lambda actual: actual is None)
+        if op == "contains":
+            return lambda actual: value in actual if type(actual) is str else slow(actual)
+        if pattern is not None:
+            search = pattern.search
+            return lambda actual: search(actual) is not None if type(actual) is str else slow(actual)
+        return lambda actual: actual in texts if type(actual) is str else slow(actual)
 
     def holds(self, actual: Any) -> bool:
         if self.op == "exists":
