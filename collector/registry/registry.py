@@ -68,13 +68,15 @@ class Registry:
         )
         self._poller.start()
         if self.config.files:
+            # the watcher takes its baseline before the first load, so an edit racing the load is seen
+            watcher = FileWatcher(self.config.files, self._reload_quietly, interval_s=self.config.file_poll_interval_s)
             try:
                 self.reload_files()
             except BaseException:
                 self.close()
                 raise
             if self.config.watch_files:
-                self._watch(self.config.files, self.config.file_poll_interval_s)
+                self._watcher = watcher.start()
 
     @classmethod
     def from_config(cls, config: RegistryConfig) -> Registry:
@@ -197,9 +199,6 @@ class Registry:
             return
         changed = [f"{name} {action}" for name, action in results if action != "unchanged"]
         _log.info("expectation files reloaded: %s", ", ".join(changed) or "no change")
-
-    def _watch(self, paths: Iterable[str], interval_s: float) -> None:
-        self._watcher = FileWatcher(paths, self._reload_quietly, interval_s=interval_s).start()
 
     # -- change feed ---------------------------------------------------------------------------------
 
