@@ -1,0 +1,405 @@
+"""The `trajectory` scorer: Evalite's exact and flexible modes, agentevals' order modes, argument rules."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from toolscore.scorers.model import AgentRun, Score, ToolCall
+from toolscore.scorers.trajectory import Trajectory
+
+ORDER_MODES = ("strict", "unordered", "subset", "superset")
+
+
+def run(*calls: dict[str, Any]) -> AgentRun:
+    return AgentRun(calls=tuple(ToolCall.model_validate(call) for call in calls))
+
+
+def score(expected: list[dict[str, Any]], actual: list[dict[str, Any]], **params: Any) -> Score:
+    result = Trajectory(expected=expected, **params).score(run(*actual))
+    assert isinstance(result, Score), result
+    return result
+
+
+def a(**args: Any) -> dict[str, Any]:
+    return {"name": "a", "args": args}
+
+
+def b(**args: Any) -> dict[str, Any]:
+    return {"name": "b", "args": args}
+
+
+# --- Evalite exact mode ---------------------------------------------------------------------------
+
+
+def test_exact_mode_counts_every_extra_call_twice() -> None:
+    result = score([a(x=1)], [{"name": "z"}, {"name": "y"}, a(x=1)])
+    assert result.details == {
+        "mode": "exact",
+        "exact_matches": 0,
+        "name_only_matches": 0,
+        "wrong_or_missing": 5,
+        "totals": {"reference": 1, "output": 3},
+    }
+    assert result.value == 0.0
+
+
+def test_exact_mode_pairs_by_position_over_the_actual_calls() -> None:
+    result = score([a(x=1), a(x=2)], [a(x=2), a(x=1)])
+    assert (result.details["exact_matches"], result.details["name_only_matches"]) == (0, 2)
+    assert result.value == 0.5
+
+
+def test_exact_mode_ignores_expected_calls_past_the_end_of_the_run() -> None:
+    result = score([a(x=1), b(y=2), b(y=3)], [a(x=1)])
+    assert result.details["wrong_or_missing"] == 0
+    assert result.value == pytest.approx(1 / 3)
+
+
+def test_expected_call_without_args_is_an_exact_match_in_exact_mode() -> None:
+    result = score([{"name": "a"}, {"name": "b"}], [a(q=1), {"name": "b"}])
+    assert result.details["exact_matches"] == 2
+    assert result.value == 1.0
+
+
+def test_actual_call_without_args_is_name_only_against_stated_args() -> None:
+    result = score([a(lang=43)], [{"name": "a"}])
+    assert result.details["name_only_matches"] == 1
+    assert result.value == 0.5
+
+
+@pytest.mark.parametrize(
+    ("expected_args", "actual_args", "exact"),
+    [
+        ({"x": 1, "y": [1, 2]}, {"y": [1.0, 2], "x": 1}, True),
+        ({"x": -0.0}, {"x": 0}, True),
+        ({"x": [[1], [2]]}, {"x": [[2], [1]]}, False),
+        ({"x": 1}, {"x": True}, False),
+        ({"x": "1"}, {"x": 1}, False),
+        ({}, [], False),
+        (None, {}, False),
+        (None, None, True),
+        ({"n": None}, {}, False),
+    ],
+)
+def test_exact_mode_compares_args_as_json_values(expected_args: Any, actual_args: Any, exact: bool) -> None:
+    result = score([{"name": "a", "args": expected_args}], [{"name": "a", "args": actual_args}])
+    assert result.details["exact_matches"] == int(exact)
+    assert result.value == (1.0 if exact else 0.5)
+
+
+def test_exact_mode_keeps_evalites_operation_order_to_the_last_bit() -> None:
+    # (2 + 0.5*0)/3 - 0.25*(3/3), as Evalite computes it; (2 - 0.75)/3 would be 0.4166666666666667
+    first = score([{"name": "a"}, {"name": "b"}, {"name": "c", "args": {"x": 1}}], [a(), b(), {"name": "d"}, b()])
+    assert first.value == 0.41666666666666663
+    second = score([a(), b(x=1), {"name": "c"}], [a(), b(x=2), {"name": "d"}])
+    assert second.value == 0.4166666666666667
+
+
+def test_explanation_lets_a_reader_recompute_the_score() -> None:
+    result = score([a(x=1), b(y=2)], [a(x=1), b(y=3), {"name": "c"}])
+    assert "exact=1, name_only=1, wrong_or_missing=2" in result.explanation
+    assert "(1 + 0.5*1)/2 - 0.25*(2/2) = 0.5" in result.explanation
+    assert result.value == 0.5
+
+
+# --- weights ----------------------------------------------------------------------------------------
+
+
+def test_null_weights_count_as_zero_like_javascript_null() -> None:
+    expected, actual = [a(x=1), b(y=2)], [a(x=1), b(y=3), {"name": "c"}]
+    assert score(expected, actual, weights={"name_only": None}).value == 0.25
+    assert score(expected, actual, weights={"wrong_penalty": None, "extra_penalty": None}).value == 0.75
+
+
+def test_weights_out_of_range_are_clamped_into_zero_to_one() -> None:
+    expected, actual = [a(x=1), b(y=2)], [a(x=1), b(y=3), {"name": "c"}]
+    assert score(expected, actual, weights={"name_only": 2}).value == 1.0
+    assert score(expected, actual, weights={"wrong_penalty": -1}).value == 1.0
+    assert score([{"name": "a"}], [b(), b()], weights={"wrong_penalty": -1}).value == 1.0
+    assert score(expected, actual, weights={"name_only": -0.5, "wrong_penalty": 3}).value == 0.0
+
+
+def test_exact_weight_is_never_used() -> None:
+    expected, actual = [a(x=1), b(y=2)], [a(x=1), b(y=3)]
+    assert score(expected, actual, weights={"exact": 0}).value == score(expected, actual).value == 0.75
+
+
+def test_each_penalty_applies_in_its_own_mode_only() -> None:
+    expected, actual = [a(x=1)], [{"name": "z"}, a(x=1)]
+    assert score(expected, actual, weights={"extra_penalty": 1}).value == score(expected, actual).value
+    flexible = {"mode": "flexible"}
+    assert score(expected, actual, weights={"wrong_penalty": 1}, **flexible).value == 0.75
+    assert score(expected, actual, weights={"extra_penalty": 1}, **flexible).value == 0.0
+
+
+def test_evalite_weight_spelling_is_accepted() -> None:
+    scorer = Trajectory(expected=[a()], weights={"nameOnly": 0.3, "wrongPenalty": 0.7})  # type: ignore[arg-type]
+    assert (scorer.weights.name_only, scorer.weights.wrong_penalty) == (0.3, 0.7)
+
+
+@pytest.mark.parametrize("bad", [{"name_only": "half"}, {"name_only": float("inf")}, {"bonus": 1}])
+def test_bad_weights_are_rejected_naming_the_field(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError) as info:
+        Trajectory.model_validate({"type": "trajectory", "expected": [a()], "weights": bad})
+    assert info.value.errors()[0]["loc"][0] == "weights"
+
+
+# --- Evalite flexible mode ----------------------------------------------------------------------------
+
+
+def test_flexible_mode_ignores_order_and_key_order() -> None:
+    result = score([a(x=1, y=2), b()], [b(), a(y=2.0, x=1)], mode="flexible")
+    assert result.details["exact_matches"] == 2
+    assert result.value == 1.0
+
+
+def test_flexible_mode_takes_the_last_of_equal_expected_calls() -> None:
+    # two expected calls with the same serialized key, told apart only by key order
+    first, last = {"name": "a", "args": {"x": 1, "y": 2}}, {"name": "a", "args": {"y": 2, "x": 1}}
+    result = score([first, last], [a(x=1, y=2)], mode="flexible")
+    (missing,) = result.details["details"]["missing_tool_calls"]
+    assert list(missing["args"]) == ["x", "y"]
+
+
+def test_flexible_mode_missing_calls_still_list_name_only_matched_ones() -> None:
+    result = score([{"name": "a"}, {"name": "b"}], [a(q=1), {"name": "b"}], mode="flexible")
+    assert result.details["name_only_matches"] == 1
+    assert result.details["missing"] == 0
+    assert result.details["details"] == {
+        "matches": [{"name": "b"}],
+        "name_only_matches": [{"name": "a", "args": {"q": 1}}],
+        "extras": [],
+        "missing_tool_calls": [{"name": "a"}],
+    }
+    assert result.value == 0.75
+
+
+def test_flexible_mode_tells_absent_null_and_empty_args_apart() -> None:
+    for expected_args, actual_args in [(..., {}), (..., None), (None, {})]:
+        expected = {"name": "a"} if expected_args is ... else {"name": "a", "args": expected_args}
+        result = score([expected], [{"name": "a", "args": actual_args}], mode="flexible")
+        assert result.details["name_only_matches"] == 1, (expected_args, actual_args)
+    assert score([{"name": "a"}], [{"name": "a"}], mode="flexible").value == 1.0
+    assert score([{"name": "a", "args": None}], [{"name": "a", "args": None}], mode="flexible").value == 1.0
+
+
+def test_flexible_mode_extras_and_missing() -> None:
+    result = score([a(x=1), b(y=1), b(y=2)], [a(x=1), {"name": "c"}, {"name": "d"}], mode="flexible")
+    assert (result.details["extras"], result.details["missing"]) == (2, 2)
+    assert result.value == pytest.approx(1 / 3 - 0.25 * 2 / 3)
+
+
+def test_flexible_mode_repeated_calls_match_one_for_one() -> None:
+    result = score([a(x=1), a(x=1)], [a(x=1), a(x=1), a(x=1)], mode="flexible")
+    assert (result.details["exact_matches"], result.details["extras"]) == (2, 1)
+    assert result.value == 0.875
+
+
+# --- empty inputs ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["exact", "flexible"])
+def test_evalite_modes_empty_input_table(mode: str) -> None:
+    both = score([], [], mode=mode)
+    assert (both.value, both.details) == (1.0, {"note": "Both empty - perfect match"})
+    no_ref = score([], [a(), b()], mode=mode)
+    assert no_ref.value == 0.0
+    assert no_ref.details == {"warning": "Reference tool calls are empty but predictions exist", "output_count": 2}
+    no_out = score([a()], [], mode=mode)
+    assert no_out.value == 0.0
+    assert no_out.details == {"warning": "No tool calls found in output", "reference_count": 1}
+
+
+@pytest.mark.parametrize(
+    ("mode", "both_empty", "no_expected", "no_actual"),
+    [
+        ("strict", 1.0, 0.0, 0.0),
+        ("unordered", 1.0, 0.0, 0.0),
+        ("subset", 1.0, 0.0, 1.0),
+        ("superset", 1.0, 1.0, 0.0),
+    ],
+)
+def test_order_modes_empty_input_table(mode: str, both_empty: float, no_expected: float, no_actual: float) -> None:
+    assert score([], [], mode=mode).value == both_empty
+    assert score([], [a()], mode=mode).value == no_expected
+    assert score([a()], [], mode=mode).value == no_actual
+
+
+def test_default_expectation_is_no_calls() -> None:
+    assert Trajectory().score(run()).value == 1.0  # type: ignore[union-attr]
+    assert Trajectory().score(run(a())).value == 0.0  # type: ignore[union-attr]
+
+
+# --- agentevals order modes --------------------------------------------------------------------------
+
+
+def test_strict_mode_needs_the_same_calls_in_the_same_order() -> None:
+    assert score([a(x=1), b()], [a(x=1.0), b()], mode="strict").value == 1.0
+    swapped = score([a(x=1), b()], [b(), a(x=1)], mode="strict")
+    assert swapped.value == 0.0
+    assert swapped.details["first_mismatch"] == 0
+    longer = score([a(x=1)], [a(x=1), a(x=1)], mode="strict")
+    assert (longer.value, longer.details["first_mismatch"]) == (0.0, 1)
+    assert score([a(x=1)], [a(x=2)], mode="strict").value == 0.0
+
+
+def test_unordered_mode_compares_multisets() -> None:
+    assert score([a(x=1), b(), a(x=1)], [a(x=1), a(x=1), b()], mode="unordered").value == 1.0
+    assert score([a(x=1), a(x=1)], [a(x=1)], mode="unordered").value == 0.0
+    assert score([a(x=1)], [a(x=1), a(x=1)], mode="unordered").value == 0.0
+
+
+def test_subset_mode_means_the_agent_did_nothing_beyond_the_expected_calls() -> None:
+    assert score([a(), b(), {"name": "c"}], [b(), a()], mode="subset").value == 1.0
+    extra = score([a(), b()], [a(), {"name": "c"}], mode="subset")
+    assert extra.value == 0.0
+    assert extra.details["unmatched_actual"] == [{"name": "c"}]
+    assert score([a()], [a(), a()], mode="subset").value == 0.0
+
+
+def test_superset_mode_means_the_agent_made_every_expected_call() -> None:
+    assert score([a(), b()], [{"name": "c"}, b(), a(), a()], mode="superset").value == 1.0
+    missing = score([a(), b()], [a(), a()], mode="superset")
+    assert missing.value == 0.0
+    assert missing.details["unmatched_expected"] == [{"name": "b", "args": {}}]
+    assert score([a(), a()], [a()], mode="superset").value == 0.0
+
+
+@pytest.mark.parametrize("mode", ["unordered", "subset", "superset"])
+def test_order_modes_ignore_the_order_of_actual_calls(mode: str) -> None:
+    rule = {"mode": "subset"}
+    expected = [a(), a(x=1), b(y=2)]
+    actual = [a(x=1, z=0), a(y=5), b(y=2)]
+    results = {
+        score(expected, list(order), mode=mode, args_match=rule).value for order in itertools.permutations(actual)
+    }
+    assert results == {1.0}
+
+
+def test_pairing_finds_a_match_that_greedy_pairing_misses() -> None:
+    # greedy (agentevals): a{} takes a{x:1} first, leaving a{y:2} for a{x:1}: no superset
+    result = score([a(), a(x=1)], [a(x=1), a(y=2)], mode="superset", args_match={"mode": "subset"})
+    assert result.value == 1.0
+    assert result.details["matched"] == 2
+
+
+def test_order_modes_compare_args_exactly_by_default() -> None:
+    assert score([a(x=1)], [a(x=1, y=2)], mode="unordered").value == 0.0
+    assert score([{"name": "a"}], [a(x=1, y=2)], mode="unordered").value == 1.0
+    assert score([a(x=1)], [a(x=1, y=2)], mode="unordered", args_match={"mode": "subset"}).value == 1.0
+
+
+def test_order_modes_ignore_weights() -> None:
+    assert score([a()], [a(x=1)], mode="superset", weights={"name_only": 1}).value == 0.0
+
+
+# --- argument rules (extensions) ---------------------------------------------------------------------
+
+PEER_CASES = [
+    ([a(x=1), b(y=2)], [a(x=1), b(y=3), {"name": "c"}]),
+    ([{"name": "a"}, b()], [a(q=1), {"name": "b"}]),
+    ([a(x=1), a(x=2)], [a(x=2), a(x=1)]),
+    ([a(id="r-1"), b()], [a(id="r-2"), b(), b()]),
+]
+
+
+@pytest.mark.parametrize("mode", ["exact", "flexible"])
+@pytest.mark.parametrize(("expected", "actual"), PEER_CASES)
+def test_rules_for_tools_not_expected_never_change_a_peer_score(
+    mode: str, expected: list[dict[str, Any]], actual: list[dict[str, Any]]
+) -> None:
+    peer = score(expected, actual, mode=mode)
+    extended = score(expected, actual, mode=mode, tool_args={"unused": {"mode": "ignore"}})
+    assert (extended.value, extended.details, extended.explanation) == (peer.value, peer.details, peer.explanation)
+
+
+def test_ignore_keys_turn_a_name_only_match_into_an_exact_one() -> None:
+    expected, actual = [a(q="x", request_id="r-1")], [a(q="x", request_id="r-2")]
+    assert score(expected, actual).value == 0.5
+    assert score(expected, actual, args_match={"ignore_keys": ["request_id"]}).value == 1.0
+    assert score(expected, actual, mode="flexible", args_match={"ignore_keys": ["request_id"]}).value == 1.0
+
+
+def test_rule_changes_meaning_of_expected_call_without_args_only_where_given() -> None:
+    # peer exact mode: absent expected args match anything; with a rule they still do
+    assert score([{"name": "a"}], [a(q=1)], args_match={"mode": "exact"}).value == 1.0
+    # peer flexible mode: absent only matches absent; with a rule, absent means "any arguments"
+    assert score([{"name": "a"}], [a(q=1)], mode="flexible").value == 0.5
+    assert score([{"name": "a"}], [a(q=1)], mode="flexible", args_match={}).value == 1.0
+
+
+def test_per_call_rule_beats_per_tool_rule_beats_default() -> None:
+    expected = [
+        {"name": "a", "args": {"q": 1}, "match": {"mode": "ignore"}},
+        {"name": "b", "args": {"q": 1}},
+        {"name": "c", "args": {"q": 1}},
+    ]
+    actual = [a(q=9), b(q=1, extra=True), {"name": "c", "args": {"q": 1, "extra": True}}]
+    result = score(expected, actual, tool_args={"b": {"mode": "subset"}}, args_match={"mode": "exact"})
+    assert result.details["exact_matches"] == 2
+    assert result.details["name_only_matches"] == 1
+
+
+def test_flexible_mode_with_rules_pairs_calls_optimally() -> None:
+    rule = {"matchers": {"x": {"type": "any"}}}
+    expected = [{"name": "a", "args": {"x": 0}, "match": rule}, a(x=1)]
+    result = score(expected, [a(x=1), a(x=2)], mode="flexible")
+    assert result.details["exact_matches"] == 2
+    assert result.value == 1.0
+
+
+def test_flexible_mode_mixes_ruled_and_peer_calls() -> None:
+    expected = [{"name": "a", "args": {"id": "r-1"}, "match": {"ignore_keys": ["id"]}}, {"name": "b"}]
+    result = score(expected, [a(id="r-9"), b(q=1)], mode="flexible")
+    assert (result.details["exact_matches"], result.details["name_only_matches"]) == (1, 1)
+
+
+def test_number_tolerance_in_a_trajectory() -> None:
+    rule = {"matchers": {"lat": {"type": "number", "value": 38.72, "tolerance": 0.01}}}
+    expected = [{"name": "weather", "args": {"lat": 0}, "match": rule}]
+    assert score(expected, [{"name": "weather", "args": {"lat": 38.7234}}]).value == 1.0
+    assert score(expected, [{"name": "weather", "args": {"lat": 38.9}}]).value == 0.5
+
+
+def test_bad_regex_in_a_tool_rule_names_its_path() -> None:
+    spec = {"expected": [a()], "tool_args": {"a": {"matchers": {"id": {"type": "regex", "pattern": "("}}}}}
+    with pytest.raises(ValidationError) as info:
+        Trajectory.model_validate(spec)
+    assert info.value.errors()[0]["loc"][:4] == ("tool_args", "a", "matchers", "id")
+
+
+# --- scorer contract -----------------------------------------------------------------------------------
+
+
+def test_unknown_mode_is_rejected_at_construction() -> None:
+    with pytest.raises(ValidationError, match="mode"):
+        Trajectory.model_validate({"expected": [], "mode": "bogus"})
+
+
+def test_recorded_tool_calls_can_be_the_expectation() -> None:
+    recorded = (ToolCall(name="a", args='{"x": 1}'), ToolCall(name="b", args_state="not_captured"))
+    scorer = Trajectory(expected=list(recorded))  # type: ignore[arg-type]
+    assert scorer.score(run(a(x=1), b(y=2))).value == 1.0  # type: ignore[union-attr]
+
+
+def test_label_follows_the_threshold() -> None:
+    half = Trajectory(expected=[a(x=1)], threshold=0.5).score(run(a(x=2)))
+    full = Trajectory(expected=[a(x=1)]).score(run(a(x=2)))
+    assert (half.label, full.label) == ("pass", "fail")  # type: ignore[union-attr]
+    assert half.name == "trajectory"
+
+
+def test_equal_parameters_make_equal_scorers() -> None:
+    spec = {"expected": [a(x=1)], "mode": "flexible", "args_match": {"matchers": {"x": {"type": "any"}}}}
+    assert Trajectory.model_validate(spec) == Trajectory.model_validate(spec)
+    assert Trajectory.model_validate(spec) != Trajectory.model_validate({**spec, "mode": "exact"})
+
+
+def test_scoring_the_same_run_twice_gives_the_same_result() -> None:
+    scorer = Trajectory(expected=[a(x=1), b()], mode="flexible")
+    the_run = run(b(), a(x=1), {"name": "c"})
+    assert scorer.score(the_run) == scorer.score(the_run)
