@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -403,3 +405,50 @@ def test_scoring_the_same_run_twice_gives_the_same_result() -> None:
     scorer = Trajectory(expected=[a(x=1), b()], mode="flexible")
     the_run = run(b(), a(x=1), {"name": "c"})
     assert scorer.score(the_run) == scorer.score(the_run)
+
+
+# --- recorded Evalite outputs, whole -------------------------------------------------------------------
+
+CORPUS = Path(__file__).parent / "testdata" / "conformance" / "scorers-public.jsonl"
+_EVALITE_WEIGHT_NAMES = {"nameOnly": "name_only", "extraPenalty": "extra_penalty", "wrongPenalty": "wrong_penalty"}
+_EVALITE_KEYS = {
+    "toolName": "name",
+    "input": "args",
+    "exactMatches": "exact_matches",
+    "nameOnlyMatches": "name_only_matches",
+    "wrongOrMissing": "wrong_or_missing",
+    "missingToolCalls": "missing_tool_calls",
+    "outputCount": "output_count",
+    "referenceCount": "reference_count",
+}
+
+
+def _evalite_cases() -> list[dict[str, Any]]:
+    cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [case for case in cases if case["peer"] == "evalite" and case["params"].get("mode") != "bogus"]
+
+
+def _snake_metadata(value: Any, in_args: bool = False) -> Any:
+    """Evalite's metadata in toolscore's spelling; argument values are left as they are."""
+    if in_args:
+        return value
+    if isinstance(value, dict):
+        return {_EVALITE_KEYS.get(k, k): _snake_metadata(v, in_args=k == "input") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_snake_metadata(item) for item in value]
+    return value
+
+
+def test_evalite_recorded_cases_agree_bit_for_bit_with_whole_metadata() -> None:
+    """Every recorded Evalite case: the same double and the same metadata, call lists included."""
+    cases = _evalite_cases()
+    assert len(cases) > 250
+    differences = []
+    for case in cases:
+        params = dict(case["params"])
+        weights = {_EVALITE_WEIGHT_NAMES.get(k, k): v for k, v in params.pop("weights", {}).items()}
+        result = score(case["expected_calls"], case["actual_calls"], weights=weights, **params)
+        wanted = case["output"]
+        if result.value != wanted["score"] or result.details != _snake_metadata(wanted["metadata"]):
+            differences.append((case["id"], result.value, wanted["score"]))
+    assert differences == []
