@@ -1,0 +1,145 @@
+"""The pipeline's self-telemetry protocol, its no-op, and the run-span reference scores hang off.
+
+The pipeline stages only ever call this protocol, so they never import the OTel metrics or logs API
+and a test can hand them a recording fake or `NoopTelemetry`. The real implementation lives in
+`toolscore.collector.telemetry.otel`; `create_telemetry` is the one factory that picks between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+
+from toolscore.scorers.model import ScoreResult
+
+if TYPE_CHECKING:
+    from opentelemetry._logs import LoggerProvider
+    from opentelemetry.metrics import MeterProvider
+
+__all__ = [
+    "DropReason",
+    "JudgeOutcome",
+    "NoopTelemetry",
+    "PipelineTelemetry",
+    "RunOutcome",
+    "RunSpanRef",
+    "create_telemetry",
+]
+
+DropReason = str
+"""Why spans were dropped: ``queue_full``, ``max_pending_traces``, ``max_spans_per_trace``, ``shutdown``."""
+
+RunOutcome = str
+"""How a run ended: ``matched`` (an expectation applied), ``unmatched``, ``incomplete``."""
+
+JudgeOutcome = str
+"""How an LLM-judge call ended: ``ok``, ``error``, ``timeout``, ``over_budget``, ``late``."""
+
+
+class RunSpanRef(NamedTuple):
+    """The span an evaluation event is parented to: the agent run span being evaluated."""
+
+    trace_id: str
+    """32 lower-case hex digits."""
+    span_id: str
+    """16 lower-case hex digits."""
+    trace_flags: int = 1
+    """W3C trace flags; 1 = sampled (the run span reached us, so it was sampled)."""
+
+
+@runtime_checkable
+class PipelineTelemetry(Protocol):
+    """What the pipeline reports about itself. Implementations must be cheap and never raise:
+    they are called on the span-ending thread and inside the scoring loop."""
+
+    def spans_received(self, n: int) -> None:
+        """`n` spans entered the pipeline (before any filtering or queueing)."""
+
+    def spans_passed(self, n: int) -> None:
+        """`n` spans were handed on to the next processor/exporter."""
+
+    def spans_dropped(self, n: int, reason: str) -> None:
+        """`n` spans were not scored; `reason` is one of `DropReason`'s values."""
+
+    def late_spans(self, n: int) -> None:
+        """`n` spans arrived after their trace had already been scored."""
+
+    def run_finished(self, outcome: str) -> None:
+        """A run left the pipeline; `outcome` is one of `RunOutcome`'s values."""
+
+    def score_recorded(
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+    ) -> None:
+        """One scorer's result for one run against one expectation version."""
+
+    def score_delay(self, seconds: float) -> None:
+        """Time from the run span's end to its scores being emitted."""
+
+    def judge_outcome(self, outcome: str) -> None:
+        """One LLM-judge call ended; `outcome` is one of `JudgeOutcome`'s values."""
+
+    def observe_pending(self, callback: Callable[[], int]) -> None:
+        """Register a callback the metrics reader calls for the number of traces held in memory."""
+
+
+class NoopTelemetry:
+    """Telemetry off: every method does nothing (the default when none is configured)."""
+
+    def spans_received(self, n: int) -> None:
+        pass
+
+    def spans_passed(self, n: int) -> None:
+        pass
+
+    def spans_dropped(self, n: int, reason: str) -> None:
+        pass
+
+    def late_spans(self, n: int) -> None:
+        pass
+
+    def run_finished(self, outcome: str) -> None:
+        pass
+
+    def score_recorded(
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+    ) -> None:
+        pass
+
+    def score_delay(self, seconds: float) -> None:
+        pass
+
+    def judge_outcome(self, outcome: str) -> None:
+        pass
+
+    def observe_pending(self, callback: Callable[[], int]) -> None:
+        pass
+
+
+def create_telemetry(
+    meter_provider: MeterProvider | None = None,
+    logger_provider: LoggerProvider | None = None,
+    enabled: bool = True,
+    max_attribute_values: int | None = None,
+) -> PipelineTelemetry:
+    """The one factory: the OTel implementation, or `NoopTelemetry` when `enabled` is false.
+
+    Providers are injected; ``None`` falls back to the global meter/logger provider (a no-op until the
+    application configures one), so a library user pays nothing unless they opt in.
+    """
+    if not enabled:
+        return NoopTelemetry()
+    from toolscore.collector.telemetry.otel import OTelPipelineTelemetry
+
+    return OTelPipelineTelemetry(
+        meter_provider=meter_provider, logger_provider=logger_provider, max_attribute_values=max_attribute_values
+    )
