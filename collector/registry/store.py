@@ -8,6 +8,9 @@ Versions: the first write of a name is version 1, and every later write — a de
 previous version + 1, so versions of a name never repeat even across delete and re-create.
 Optimistic concurrency: `expected_version=None` writes unconditionally; `0` means "create, the name
 must be free"; `n > 0` means "the live version must be n".
+
+A store may also offer `wait_for_change(timeout_s, stop_event) -> bool` (PostgreSQL does, over
+LISTEN/NOTIFY); the registry then waits on it instead of sleeping between polls.
 """
 
 from __future__ import annotations
