@@ -28,7 +28,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	MYPYPATH=$(TYPEROOT) $(BIN)/mypy -p toolscore.scorers -p toolscore.collector
 
-unit: $(STAMP)
+# Servers the tests start for real (PostgreSQL, ...): each .ci/install-* script installs one when missing.
+system-deps:
+	@for script in .ci/install-*; do if [ -x "$$script" ]; then "$$script"; fi; done
+
+unit: $(STAMP) system-deps
 	$(BIN)/pytest -q
 
 test: lint typecheck unit

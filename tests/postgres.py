@@ -47,7 +47,7 @@ def postgres_server() -> Iterator[str]:
     """The base DSN of a throwaway server (superuser `toolscore`, trust auth, database `postgres`)."""
     bin_dir = _bin_dir()
     if bin_dir is None:
-        pytest.skip("PostgreSQL is not installed (run .ci/install-postgres)")
+        pytest.fail("PostgreSQL is not installed: `make test` installs it with .ci/install-postgres")
     root = Path(tempfile.mkdtemp(prefix="toolscore-pg-"))
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
