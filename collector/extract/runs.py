@@ -27,7 +27,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
-from toolscore.collector.extract.conventions import EXTRACTORS, Extractor, IssuedCalls, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions import (
+    EXTRACTORS,
+    Dispatch,
+    Extractor,
+    IssuedCalls,
+    Role,
+    RunInfo,
+    ToolRead,
+    dispatch_for,
+)
 from toolscore.collector.extract.order import IssuedBatch, PendingCall, needs_model_responses, order_calls
 from toolscore.collector.extract.values import build_call, capped_attributes, capped_info
 from toolscore.collector.spans import SpanRecord
@@ -52,12 +61,9 @@ class _Run:
     convention: str | None = None
 
 
-def _classify(span: SpanRecord, extractors: tuple[Extractor, ...]) -> _Node:
-    for extractor in extractors:
-        role = extractor.classify(span)
-        if role is not None:
-            return _Node(span, extractor, role)
-    return _Node(span, None, None)
+def _classify(span: SpanRecord, dispatch: Dispatch) -> _Node:
+    found = dispatch.classify(span)
+    return _Node(span, None, None) if found is None else _Node(span, *found)
 
 
 def rebuild_runs(
@@ -70,6 +76,7 @@ def rebuild_runs(
     """The agent runs in `spans` (see the module docstring for the rules); never raises on bad spans."""
     config = config if config is not None else ExtractConfig()
     stats = stats if stats is not None else ExtractStats()
+    dispatch = dispatch_for(extractors)
     traces: dict[str, dict[str, _Node]] = {}
     for span in spans:
         stats.spans += 1
@@ -77,7 +84,7 @@ def rebuild_runs(
         if span.span_id in nodes:
             stats.duplicate_spans += 1
             continue
-        nodes[span.span_id] = _classify(span, extractors)
+        nodes[span.span_id] = _classify(span, dispatch)
     runs: list[AgentRun] = []
     for trace_id in sorted(traces):
         stats.traces += 1

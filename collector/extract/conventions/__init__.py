@@ -3,14 +3,17 @@
 Framework-specific conventions come first because their spans often also carry generic names
 (`gen_ai.operation.name`, `input.value`) that the generic readers would read less well; the OTel
 GenAI reader comes last as the fallback. The first extractor whose predicate recognises a span
-decides its role.
+decides its role; `Dispatch` finds it without asking the extractors whose gate the span fails.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from toolscore.collector.extract.conventions.base import (
     NOT_CAPTURED,
     Extractor,
+    Gate,
     IssuedCall,
     IssuedCalls,
     Read,
@@ -18,6 +21,7 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
+from toolscore.collector.extract.conventions.dispatch import Dispatch
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
@@ -31,7 +35,9 @@ from toolscore.collector.spans import SpanRecord
 __all__ = [
     "EXTRACTORS",
     "NOT_CAPTURED",
+    "Dispatch",
     "Extractor",
+    "Gate",
     "IssuedCall",
     "IssuedCalls",
     "Read",
@@ -39,6 +45,7 @@ __all__ = [
     "RunInfo",
     "ToolRead",
     "classify",
+    "dispatch_for",
 ]
 
 EXTRACTORS: tuple[Extractor, ...] = (
@@ -53,10 +60,14 @@ EXTRACTORS: tuple[Extractor, ...] = (
 )
 
 
+DEFAULT_DISPATCH: Final = Dispatch(EXTRACTORS)
+
+
+def dispatch_for(extractors: tuple[Extractor, ...]) -> Dispatch:
+    """The shared dispatch (and its cache) for `EXTRACTORS`, a new one for any other extractors."""
+    return DEFAULT_DISPATCH if extractors is EXTRACTORS else Dispatch(extractors)
+
+
 def classify(span: SpanRecord, extractors: tuple[Extractor, ...] = EXTRACTORS) -> tuple[Extractor, Role] | None:
     """The first extractor that recognises the span, with the role it gives it."""
-    for extractor in extractors:
-        role = extractor.classify(span)
-        if role is not None:
-            return extractor, role
-    return None
+    return dispatch_for(extractors).classify(span)

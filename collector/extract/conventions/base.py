@@ -9,7 +9,8 @@ and `LLM`, and returns raw values: size caps, JSON parsing and ordering happen o
 `toolscore.collector.extract.runs`, so every convention behaves the same way there.
 
 Extractors are stateless singletons shared by threads; they read only the attributes they need
-straight from `span.attributes` (no copies on the hot path).
+straight from `span.attributes` (no copies on the hot path). An extractor may also declare a `gate`
+(see `Gate`) so that spans it cannot recognise are not offered to it at all.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from toolscore.collector.spans import SpanRecord
 __all__ = [
     "NOT_CAPTURED",
     "Extractor",
+    "Gate",
     "IssuedCall",
     "IssuedCalls",
     "Role",
@@ -108,6 +110,19 @@ class IssuedCalls:
 
 
 Read = ToolRead | RunInfo | IssuedCalls
+
+
+@dataclass(slots=True, frozen=True)
+class Gate:
+    """What a span must show before an extractor can recognise it: a scope in `scopes` or a key in `keys`.
+
+    A necessary condition, not a sufficient one (`classify` still decides), declared as data so that
+    `Dispatch` asks each span only the few extractors whose gate it passes instead of all of them.
+    An extractor without a gate is asked about every span.
+    """
+
+    scopes: frozenset[str] = frozenset()
+    keys: frozenset[str] = frozenset()
 
 
 @runtime_checkable

@@ -9,14 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import (
-    NOT_CAPTURED,
-    IssuedCalls,
-    Read,
-    Role,
-    RunInfo,
-    ToolRead,
-)
+from toolscore.collector.extract.conventions.base import NOT_CAPTURED, Gate, IssuedCalls, Read, Role, RunInfo, ToolRead
 from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
@@ -111,6 +104,7 @@ class GenAIExtractor:
     """Spans that follow the OTel GenAI conventions."""
 
     name = "genai"
+    gate = Gate(keys=frozenset({OPERATION, TOOL_NAME}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import IssuedCall, IssuedCalls, Read, Role, ToolRead
+from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, ToolRead
 from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, string
 from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, read_genai_run, tool_args
 from toolscore.collector.spans import SpanRecord
@@ -57,6 +57,7 @@ class GoogleADKExtractor:
     """Spans of Google ADK."""
 
     name = "google_adk"
+    gate = Gate(scopes=frozenset({SCOPE}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import IssuedCall, IssuedCalls, Read, Role, RunInfo
+from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, RunInfo
 from toolscore.collector.extract.conventions.common import load_json, message_text, string
 from toolscore.collector.extract.conventions.genai import read_genai_tool
 from toolscore.collector.spans import SpanRecord
@@ -53,6 +53,7 @@ class MastraExtractor:
     """Spans converted by Mastra's OTel exporter."""
 
     name = "mastra"
+    gate = Gate(keys=frozenset({SPAN_TYPE}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`agent_run` is a run and `tool_call`/`mcp_tool_call` a tool execution.

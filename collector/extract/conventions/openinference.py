@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import (
     NOT_CAPTURED,
+    Gate,
     IssuedCall,
     IssuedCalls,
     Read,
@@ -112,6 +113,7 @@ class OpenInferenceExtractor:
     """Spans with `openinference.span.kind`."""
 
     name = "openinference"
+    gate = Gate(keys=frozenset({KIND}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans with `agent.name` are runs.

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import IssuedCall, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, RunInfo, ToolRead
 from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, message_text, string
 from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, tool_args
 from toolscore.collector.spans import SpanRecord
@@ -64,6 +64,7 @@ class PydanticAIExtractor:
     """Spans of pydantic-ai's instrumentation."""
 
     name = "pydantic_ai"
+    gate = Gate(scopes=SCOPES, keys=frozenset({LOGFIRE_MSG}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """An agent run span is a run; a tool span (or output-function span) is a tool call.

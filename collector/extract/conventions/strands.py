@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import (
     NOT_CAPTURED,
+    Gate,
     IssuedCall,
     IssuedCalls,
     Read,
@@ -84,6 +85,7 @@ class StrandsExtractor:
     """Spans of Strands Agents."""
 
     name = "strands"
+    gate = Gate(scopes=frozenset({SCOPE}), keys=frozenset({"gen_ai.system", "gen_ai.provider.name"}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` is a run, `execute_tool` a tool call, `chat` a model response.

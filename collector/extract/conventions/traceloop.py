@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.base import NOT_CAPTURED, Gate, IssuedCalls, Read, Role, RunInfo, ToolRead
 from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
@@ -74,6 +74,7 @@ class TraceloopExtractor:
     """Spans of Traceloop OpenLLMetry."""
 
     name = "traceloop"
+    gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import (
     NOT_CAPTURED,
+    Gate,
     IssuedCall,
     IssuedCalls,
     Read,
@@ -72,6 +73,7 @@ class VercelAIExtractor:
     """Spans of the Vercel AI SDK."""
 
     name = "vercel_ai"
+    gate = Gate(scopes=frozenset({GENAI_SCOPE}), keys=frozenset({OPERATION_ID}))
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`ai.generateText`/`ai.streamText` is a run and `ai.toolCall` a tool execution.
