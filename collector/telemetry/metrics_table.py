@@ -1,0 +1,198 @@
+"""Every metric toolscore emits about itself, as one declarative table.
+
+The instruments are created from this table (so a name or unit cannot drift from its documentation),
+the README's Metrics section is rendered from it, and a test checks what the SDK really exports
+against it. Attribute values are bounded: enumerated attributes list their values, and the ones that
+come from names (scorers, expectations, agents, error types) are capped per attribute, with overflow
+mapped to `OTHER_VALUE` and counted by `toolscore.attribute.overflow`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ATTRIBUTES",
+    "CAPPED_NOTE",
+    "DELAY_BUCKETS_S",
+    "METRICS",
+    "OTHER_VALUE",
+    "SCORE_BUCKETS",
+    "AttributeSpec",
+    "InstrumentKind",
+    "MetricSpec",
+    "metric",
+]
+
+OTHER_VALUE = "_other"
+"""The value a capped attribute takes once its distinct-value budget is spent."""
+
+InstrumentKind = Literal["counter", "histogram", "observable_gauge"]
+
+SCORE_BUCKETS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""Explicit boundaries on 0..1: the built-in scorers' range, one bucket per tenth."""
+
+DELAY_BUCKETS_S: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+"""From a millisecond (in-process, rule scorers) to a minute (settle windows plus a slow LLM judge)."""
+
+
+@dataclass(frozen=True)
+class AttributeSpec:
+    """One metric attribute: either a closed set of values, or open names capped per attribute."""
+
+    name: str
+    description: str
+    values: tuple[str, ...] | None = None
+    """The allowed values; ``None`` means names from the registry or the spans, capped (see module doc)."""
+
+    @property
+    def capped(self) -> bool:
+        return self.values is None
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One instrument: name, kind, UCUM unit, attributes, and what a healthy reading looks like."""
+
+    name: str
+    kind: InstrumentKind
+    unit: str
+    description: str
+    attributes: tuple[str, ...]
+    healthy: str
+    buckets: tuple[float, ...] | None = None
+    """Explicit histogram bucket boundaries (histograms only)."""
+
+
+CAPPED_NOTE = "names, at most `max_attribute_values` distinct values; then `_other`"
+"""How the README describes a capped attribute's values."""
+
+_VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
+    AttributeSpec("gen_ai.evaluation.name", "The scorer's name, as in the `gen_ai.evaluation.result` event."),
+    AttributeSpec("toolscore.expectation.name", "The expectation the run was scored against."),
+    AttributeSpec("gen_ai.agent.name", "The agent's name from the run span; absent when the span has none."),
+    AttributeSpec("gen_ai.evaluation.score.label", "The scorer's verdict.", ("pass", "fail")),
+    AttributeSpec("error.type", "Why a scorer could not score (`ScoreFailure.error_type`)."),
+    AttributeSpec("toolscore.run.outcome", "How a run left the pipeline.", ("matched", "unmatched", "incomplete")),
+    AttributeSpec("toolscore.span.outcome", "What happened to spans.", ("received", "passed", "dropped")),
+    AttributeSpec(
+        "toolscore.drop.reason",
+        "Why spans were dropped (only with `dropped`).",
+        ("queue_full", "max_pending_traces", "max_spans_per_trace", "shutdown"),
+    ),
+    AttributeSpec(
+        "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
+    ),
+)
+_OVERFLOW_ATTRIBUTE = AttributeSpec(
+    "toolscore.attribute.name",
+    "Which attribute had a value replaced by `_other`.",
+    tuple(spec.name for spec in _VALUE_ATTRIBUTES),
+)
+ATTRIBUTES: dict[str, AttributeSpec] = {spec.name: spec for spec in (*_VALUE_ATTRIBUTES, _OVERFLOW_ATTRIBUTE)}
+"""Every metric attribute, by name, in README order."""
+
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "toolscore.evaluation.score",
+        "histogram",
+        "1",
+        "Score values (0..1) of successful evaluations.",
+        ("gen_ai.evaluation.name", "toolscore.expectation.name", "gen_ai.agent.name"),
+        "Mass near 1 for agents that meet their expectations; a shift left after a deploy is a regression.",
+        SCORE_BUCKETS,
+    ),
+    MetricSpec(
+        "toolscore.evaluations",
+        "counter",
+        "{evaluation}",
+        "Evaluations, by verdict (`gen_ai.evaluation.score.label`) or by failure (`error.type`).",
+        (
+            "gen_ai.evaluation.name",
+            "toolscore.expectation.name",
+            "gen_ai.agent.name",
+            "gen_ai.evaluation.score.label",
+            "error.type",
+        ),
+        "Mostly `pass`; any `error.type` series means a scorer could not score (judge down, bad input).",
+    ),
+    MetricSpec(
+        "toolscore.runs",
+        "counter",
+        "{run}",
+        "Agent runs that left the pipeline, by outcome.",
+        ("toolscore.run.outcome",),
+        "`matched` grows with traffic; `incomplete` near 0 (else raise the settle window).",
+    ),
+    MetricSpec(
+        "toolscore.spans",
+        "counter",
+        "{span}",
+        "Spans received, passed on to the next processor, or dropped (with a reason).",
+        ("toolscore.span.outcome", "toolscore.drop.reason"),
+        "`passed` equals `received`; `dropped` stays 0 (else raise the queue or pending limits).",
+    ),
+    MetricSpec(
+        "toolscore.spans.late",
+        "counter",
+        "{span}",
+        "Spans that arrived after their trace had been scored (they are not scored).",
+        (),
+        "0, or a tiny fraction of received spans; growth means the settle window is too short.",
+    ),
+    MetricSpec(
+        "toolscore.pending.traces",
+        "observable_gauge",
+        "{trace}",
+        "Traces held in memory waiting for their runs to settle.",
+        (),
+        "Flat, well under `max_pending_traces`; a steady climb means runs never settle.",
+    ),
+    MetricSpec(
+        "toolscore.score.delay",
+        "histogram",
+        "s",
+        "Time from the run span's end to its scores being emitted.",
+        (),
+        "Close to the settle window; a long tail is the LLM judge or a backlog.",
+        DELAY_BUCKETS_S,
+    ),
+    MetricSpec(
+        "toolscore.judge.calls",
+        "counter",
+        "{call}",
+        "LLM-judge calls, by outcome.",
+        ("toolscore.judge.outcome",),
+        "Mostly `ok`; `over_budget` means the judge budget is spent, `late` that the run was scored without it.",
+    ),
+    MetricSpec(
+        "toolscore.attribute.overflow",
+        "counter",
+        "{measurement}",
+        "Measurements whose attribute value was replaced by `_other` to keep cardinality bounded.",
+        ("toolscore.attribute.name",),
+        "0; growth means more distinct names than `max_attribute_values` (raise it or rename).",
+    ),
+)
+
+
+def metric(name: str) -> MetricSpec:
+    """The table row for `name` (KeyError on a name not in the table)."""
+    for spec in METRICS:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def _check_table() -> None:
+    """Fail at import when a metric names an attribute the table does not describe."""
+    for spec in METRICS:
+        unknown = [a for a in spec.attributes if a not in ATTRIBUTES]
+        if unknown:
+            raise RuntimeError(f"{spec.name}: attributes {unknown} are not in ATTRIBUTES")
+        if (spec.kind == "histogram") != (spec.buckets is not None):
+            raise RuntimeError(f"{spec.name}: buckets are for histograms, and every histogram has them")
+
+
+_check_table()

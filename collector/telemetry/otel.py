@@ -1,0 +1,215 @@
+"""Self-telemetry over the OTel API: metrics from the table, one `gen_ai.evaluation.result` event per score.
+
+Instruments are created from `metrics_table.METRICS`, so names, units, kinds and histogram buckets
+come from the same rows the README is rendered from. Metric attributes go through an
+`AttributeLimiter`; the evaluation event is a log record (the semconv carrier for events), parented to
+the run span by an explicit context, and carries the unbounded parts: explanation, version, scores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from importlib import metadata
+
+from opentelemetry import _logs, metrics
+from opentelemetry._logs import LoggerProvider, SeverityNumber
+from opentelemetry.context import Context
+from opentelemetry.metrics import CallbackOptions, Counter, Histogram, MeterProvider, Observation
+from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+from opentelemetry.util.types import AttributeValue
+
+from toolscore.collector.telemetry.base import RunSpanRef
+from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
+from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
+from toolscore.scorers.model import Score, ScoreResult
+
+__all__ = ["EVALUATION_EVENT", "SCOPE_NAME", "OTelPipelineTelemetry", "run_span_context"]
+
+SCOPE_NAME = "toolscore.collector"
+"""Instrumentation scope of every metric and event toolscore emits about itself."""
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+_log = logging.getLogger(__name__)
+
+
+def _version() -> str | None:
+    try:
+        return metadata.version("toolscore")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def run_span_context(run_span: RunSpanRef | None) -> Context:
+    """A context whose span is the run span, so a record emitted in it is parented to that span.
+
+    Without a run span (or with malformed ids) the context holds the invalid span rather than being
+    empty: an empty context would make the Logs API fall back to whatever span is current.
+    """
+    if run_span is not None:
+        try:
+            span_context = SpanContext(
+                trace_id=int(run_span.trace_id, 16),
+                span_id=int(run_span.span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(run_span.trace_flags),
+            )
+        except ValueError:
+            span_context = None
+        if span_context is not None and span_context.is_valid:
+            return set_span_in_context(NonRecordingSpan(span_context))
+    return set_span_in_context(INVALID_SPAN)
+
+
+@contextlib.contextmanager
+def _never_raise(what: str) -> Iterator[None]:
+    """Telemetry runs on the span-ending thread and in the scoring loop: a failure is logged, not raised."""
+    try:
+        yield
+    except Exception:
+        _log.debug("toolscore telemetry: %s failed", what, exc_info=True)
+
+
+class OTelPipelineTelemetry:
+    """`PipelineTelemetry` over an OTel `MeterProvider` and `LoggerProvider` (global ones when None)."""
+
+    def __init__(
+        self,
+        meter_provider: MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
+        max_attribute_values: int | None = None,
+    ) -> None:
+        version = _version()
+        meter = metrics.get_meter(SCOPE_NAME, version, meter_provider=meter_provider)
+        self._logger = _logs.get_logger(SCOPE_NAME, version, logger_provider=logger_provider)
+        self._pending: list[Callable[[], int]] = []
+        self._pending_lock = threading.Lock()
+        counters: dict[str, Counter] = {}
+        histograms: dict[str, Histogram] = {}
+        for spec in METRICS:
+            if spec.kind == "counter":
+                counters[spec.name] = meter.create_counter(spec.name, spec.unit, spec.description)
+            elif spec.kind == "histogram":
+                histograms[spec.name] = self._histogram(meter, spec)
+            else:
+                meter.create_observable_gauge(spec.name, [self._observe_pending], spec.unit, spec.description)
+        self._score = histograms["toolscore.evaluation.score"]
+        self._delay = histograms["toolscore.score.delay"]
+        self._evaluations = counters["toolscore.evaluations"]
+        self._runs = counters["toolscore.runs"]
+        self._spans = counters["toolscore.spans"]
+        self._late = counters["toolscore.spans.late"]
+        self._judge = counters["toolscore.judge.calls"]
+        self._overflow = counters["toolscore.attribute.overflow"]
+        limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
+        self._limiter = AttributeLimiter(limit, self._count_overflow)
+
+    @staticmethod
+    def _histogram(meter: metrics.Meter, spec: MetricSpec) -> Histogram:
+        return meter.create_histogram(
+            spec.name, spec.unit, spec.description, explicit_bucket_boundaries_advisory=spec.buckets
+        )
+
+    def _count_overflow(self, attribute: str) -> None:
+        self._overflow.add(1, {"toolscore.attribute.name": attribute})
+
+    def _observe_pending(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._pending_lock:
+            callbacks = list(self._pending)
+        if not callbacks:
+            return []
+        total = 0
+        for callback in callbacks:
+            with _never_raise("pending-traces callback"):
+                total += callback()
+        return [Observation(total)]
+
+    def spans_received(self, n: int) -> None:
+        self._spans.add(n, {"toolscore.span.outcome": "received"})
+
+    def spans_passed(self, n: int) -> None:
+        self._spans.add(n, {"toolscore.span.outcome": "passed"})
+
+    def spans_dropped(self, n: int, reason: str) -> None:
+        reason = self._limiter.bound("toolscore.drop.reason", reason)
+        self._spans.add(n, {"toolscore.span.outcome": "dropped", "toolscore.drop.reason": reason})
+
+    def late_spans(self, n: int) -> None:
+        self._late.add(n)
+
+    def run_finished(self, outcome: str) -> None:
+        self._runs.add(1, {"toolscore.run.outcome": self._limiter.bound("toolscore.run.outcome", outcome)})
+
+    def score_delay(self, seconds: float) -> None:
+        self._delay.record(max(seconds, 0.0))
+
+    def judge_outcome(self, outcome: str) -> None:
+        self._judge.add(1, {"toolscore.judge.outcome": self._limiter.bound("toolscore.judge.outcome", outcome)})
+
+    def observe_pending(self, callback: Callable[[], int]) -> None:
+        with self._pending_lock:
+            self._pending.append(callback)
+
+    def score_recorded(
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+    ) -> None:
+        with _never_raise("score metrics"):
+            self._score_metrics(result, expectation, agent)
+        with _never_raise("evaluation event"):
+            self._emit_event(result, expectation, version, agent, run_span)
+
+    def _score_metrics(self, result: ScoreResult, expectation: str, agent: str | None) -> None:
+        bound = self._limiter.bound
+        names: dict[str, AttributeValue] = {
+            "gen_ai.evaluation.name": bound("gen_ai.evaluation.name", result.name),
+            "toolscore.expectation.name": bound("toolscore.expectation.name", expectation),
+        }
+        if agent:
+            names["gen_ai.agent.name"] = bound("gen_ai.agent.name", agent)
+        if isinstance(result, Score):
+            self._score.record(result.value, names)
+            label = bound("gen_ai.evaluation.score.label", result.label)
+            self._evaluations.add(1, {**names, "gen_ai.evaluation.score.label": label})
+        else:
+            self._evaluations.add(1, {**names, "error.type": bound("error.type", result.error_type)})
+
+    def _emit_event(
+        self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None
+    ) -> None:
+        context = run_span_context(run_span)
+        if not self._logger.enabled(context=context, event_name=EVALUATION_EVENT):
+            return
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.evaluation.name": result.name,
+            "toolscore.expectation.name": expectation,
+            "toolscore.expectation.version": version,
+        }
+        if agent:
+            attributes["gen_ai.agent.name"] = agent
+        if isinstance(result, Score):
+            attributes["gen_ai.evaluation.score.value"] = float(result.value)
+            attributes["gen_ai.evaluation.score.label"] = result.label
+            explanation = result.explanation
+            severity = SeverityNumber.INFO
+        else:
+            attributes["error.type"] = result.error_type
+            explanation = result.message
+            severity = SeverityNumber.WARN
+        if explanation:
+            attributes["gen_ai.evaluation.explanation"] = explanation
+        self._logger.emit(
+            timestamp=time.time_ns(),
+            context=context,
+            severity_number=severity,
+            attributes=attributes,
+            event_name=EVALUATION_EVENT,
+        )
