@@ -38,11 +38,7 @@ class AttributeLimiter:
     def bound(self, attribute: str, value: str) -> str:
         """The value to record for `attribute`: `value` itself, or `_other` past the bound."""
         spec = ATTRIBUTES[attribute]
-        if spec.values is not None:
-            admitted = value in spec.values
-        else:
-            admitted = self._admit(attribute, value)
-        if admitted:
+        if value in spec.values if spec.values is not None else self._admit(attribute, value):
             return value
         if self._on_overflow is not None:
             self._on_overflow(attribute)
