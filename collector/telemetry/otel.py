@@ -84,8 +84,8 @@ class OTelPipelineTelemetry:
         max_attribute_values: int | None = None,
     ) -> None:
         version = _version()
-        meter = metrics.get_meter(SCOPE_NAME, version, meter_provider=meter_provider)
-        self._logger = _logs.get_logger(SCOPE_NAME, version, logger_provider=logger_provider)
+        meter = metrics.get_meter(SCOPE_NAME, version or "", meter_provider=meter_provider)
+        self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
         self._pending: list[Callable[[], int]] = []
         self._pending_lock = threading.Lock()
         counters: dict[str, Counter] = {}

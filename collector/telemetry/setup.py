@@ -1,0 +1,221 @@
+"""Building the providers toolscore's self-telemetry is exported through.
+
+`TelemetryConfig` says where metrics and evaluation events go; `setup_telemetry` builds a
+`MeterProvider` (Prometheus ``/metrics`` endpoint and/or OTLP) and a `LoggerProvider` (OTLP) from it,
+and the `PipelineTelemetry` on top. A provider that has nowhere to export is not built: telemetry then
+falls back to the global provider, which is the application's own (or a no-op).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from wsgiref.simple_server import WSGIServer
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolscore.collector import env
+from toolscore.collector.telemetry.base import PipelineTelemetry, create_telemetry
+from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES
+
+__all__ = ["TelemetryConfig", "TelemetrySetup", "otlp_protocol", "setup_telemetry"]
+
+_log = logging.getLogger(__name__)
+
+OtlpProtocol = Literal["grpc", "http/protobuf"]
+
+
+class TelemetryConfig(BaseModel):
+    """Where toolscore's metrics and `gen_ai.evaluation.result` events go."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = Field(
+        default=True,
+        description="Report metrics and evaluation events at all. Env: TOOLSCORE_TELEMETRY_ENABLED, "
+        "OTEL_SDK_DISABLED. Default: true.",
+    )
+    prometheus_enabled: bool = Field(
+        default=False,
+        description="Serve the metrics on a Prometheus `/metrics` endpoint. "
+        "Env: `prometheus` in OTEL_METRICS_EXPORTER. Default: false.",
+    )
+    prometheus_host: str = Field(
+        default="127.0.0.1",
+        description="Address the `/metrics` endpoint listens on. Env: OTEL_EXPORTER_PROMETHEUS_HOST. "
+        "Default: 127.0.0.1.",
+    )
+    prometheus_port: int = Field(
+        default=9464,
+        ge=0,
+        le=65535,
+        description="Port of the `/metrics` endpoint (0 picks a free one). Env: OTEL_EXPORTER_PROMETHEUS_PORT. "
+        "Default: 9464.",
+    )
+    otlp_metrics: bool = Field(
+        default=False,
+        description="Push the metrics over OTLP. Env: on when OTEL_EXPORTER_OTLP_ENDPOINT or "
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set, unless OTEL_METRICS_EXPORTER leaves out `otlp`. Default: false.",
+    )
+    otlp_logs: bool = Field(
+        default=False,
+        description="Send the evaluation events over OTLP. Env: on when OTEL_EXPORTER_OTLP_ENDPOINT or "
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is set, unless OTEL_LOGS_EXPORTER leaves out `otlp`. Default: false.",
+    )
+    export_interval_ms: int = Field(
+        default=60_000,
+        ge=1,
+        description="Milliseconds between two OTLP metric exports. Env: OTEL_METRIC_EXPORT_INTERVAL. Default: 60000.",
+    )
+    max_attribute_values: int = Field(
+        default=DEFAULT_MAX_ATTRIBUTE_VALUES,
+        ge=1,
+        description="Distinct values per name-valued metric attribute (scorer, expectation, agent, error type) "
+        "before further ones are reported as `_other`. Env: TOOLSCORE_MAX_ATTRIBUTE_VALUES. Default: 100.",
+    )
+
+    @classmethod
+    def from_env(cls, **explicit: Any) -> TelemetryConfig:
+        """Explicit arguments first, then the environment, then the defaults.
+
+        A bad explicit value raises `ValueError` (pydantic's `ValidationError`); a bad environment value
+        is logged and its field keeps the default.
+        """
+        merged = {**_from_environment(), **explicit}
+        try:
+            return cls(**merged)
+        except ValidationError as exc:
+            bad_env = {str(error["loc"][0]) for error in exc.errors() if error["loc"]} - set(explicit)
+            if not bad_env:
+                raise
+            _log.warning("ignoring environment values for %s: %s", sorted(bad_env), exc)
+            return cls(**{k: v for k, v in merged.items() if k not in bad_env})
+
+
+def _otlp_wanted(selector: str, signal_endpoint: str) -> bool:
+    exporters = env.env_list(selector, ("otlp",))
+    endpoint = env.env_str(env.OTEL_EXPORTER_OTLP_ENDPOINT) or env.env_str(signal_endpoint)
+    return "otlp" in exporters and endpoint is not None
+
+
+def _from_environment() -> dict[str, Any]:
+    default = TelemetryConfig.model_fields
+    enabled = env.env_bool(env.TOOLSCORE_TELEMETRY_ENABLED, True) and not env.env_bool(env.OTEL_SDK_DISABLED, False)
+    return {
+        "enabled": enabled,
+        "prometheus_enabled": "prometheus" in env.env_list(env.OTEL_METRICS_EXPORTER, ("otlp",)),
+        "prometheus_host": env.env_str(env.OTEL_EXPORTER_PROMETHEUS_HOST, default["prometheus_host"].default),
+        "prometheus_port": env.env_int(env.OTEL_EXPORTER_PROMETHEUS_PORT, default["prometheus_port"].default, 0),
+        "otlp_metrics": _otlp_wanted(env.OTEL_METRICS_EXPORTER, env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT),
+        "otlp_logs": _otlp_wanted(env.OTEL_LOGS_EXPORTER, env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT),
+        "export_interval_ms": env.env_int(env.OTEL_METRIC_EXPORT_INTERVAL, default["export_interval_ms"].default, 1),
+        "max_attribute_values": env.env_int(
+            env.TOOLSCORE_MAX_ATTRIBUTE_VALUES, default["max_attribute_values"].default, 1
+        ),
+    }
+
+
+def otlp_protocol(signal: Literal["traces", "metrics", "logs"]) -> OtlpProtocol:
+    """The OTLP protocol for `signal`: its own variable, then OTEL_EXPORTER_OTLP_PROTOCOL, then grpc."""
+    name = f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL"
+    value = env.env_str(name) or env.env_str(env.OTEL_EXPORTER_OTLP_PROTOCOL) or "grpc"
+    if value not in ("grpc", "http/protobuf"):
+        _log.warning("OTLP protocol %r for %s is not supported; using grpc", value, signal)
+        return "grpc"
+    return "http/protobuf" if value == "http/protobuf" else "grpc"
+
+
+def _otlp_metric_exporter() -> MetricExporter:
+    if otlp_protocol("metrics") == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as Grpc
+
+        return Grpc()
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as Http
+
+    return Http()
+
+
+def _otlp_log_exporter() -> LogRecordExporter:
+    if otlp_protocol("logs") == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as Grpc
+
+        return Grpc()
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as Http
+
+    return Http()
+
+
+@dataclass
+class TelemetrySetup:
+    """What `setup_telemetry` built; `shutdown()` flushes and stops it (idempotent)."""
+
+    telemetry: PipelineTelemetry
+    meter_provider: MeterProvider | None = None
+    logger_provider: LoggerProvider | None = None
+    prometheus_server: WSGIServer | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def prometheus_address(self) -> tuple[str, int] | None:
+        """(host, port) the `/metrics` endpoint really listens on (useful with port 0)."""
+        if self.prometheus_server is None:
+            return None
+        host, port = self.prometheus_server.server_address[:2]
+        return str(host), int(port)
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.meter_provider is not None:
+            self.meter_provider.shutdown()
+        if self.logger_provider is not None:
+            self.logger_provider.shutdown()
+        if self.prometheus_server is not None:
+            self.prometheus_server.shutdown()
+            self.prometheus_server.server_close()
+
+
+def _prometheus_reader(config: TelemetryConfig) -> tuple[MetricReader, WSGIServer]:
+    """A Prometheus reader on its own registry (never the process-global one) and its HTTP server."""
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    registry = CollectorRegistry(auto_describe=True)
+    reader = PrometheusMetricReader(registry=registry)
+    server, _thread = start_http_server(config.prometheus_port, addr=config.prometheus_host, registry=registry)
+    return reader, server
+
+
+def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | None = None) -> TelemetrySetup:
+    """Build providers for `config` (from the environment when None) and the telemetry on top.
+
+    Providers are not installed globally: pass them on, or call `metrics.set_meter_provider` yourself.
+    """
+    config = TelemetryConfig.from_env() if config is None else config
+    if not config.enabled:
+        return TelemetrySetup(telemetry=create_telemetry(enabled=False))
+    resource = Resource.create() if resource is None else resource
+    readers: list[MetricReader] = []
+    server: WSGIServer | None = None
+    if config.prometheus_enabled:
+        reader, server = _prometheus_reader(config)
+        readers.append(reader)
+    if config.otlp_metrics:
+        interval = config.export_interval_ms
+        readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter(), export_interval_millis=interval))
+    meter_provider = MeterProvider(metric_readers=readers, resource=resource) if readers else None
+    logger_provider: LoggerProvider | None = None
+    if config.otlp_logs:
+        logger_provider = LoggerProvider(resource=resource)
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(_otlp_log_exporter()))
+    telemetry = create_telemetry(
+        meter_provider, logger_provider, enabled=True, max_attribute_values=config.max_attribute_values
+    )
+    return TelemetrySetup(telemetry, meter_provider, logger_provider, server)
