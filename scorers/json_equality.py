@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from toolscore.scorers.model import JsonValue
 
-__all__ = ["ArgsTest", "equality_test", "json_equal"]
+__all__ = ["ArgsTest", "equality_plan", "equality_test", "json_equal", "same_bools"]
 
 ArgsTest = Callable[[JsonValue], bool]
 """A compiled comparison of one expected value with an actual one."""
@@ -76,6 +76,19 @@ def _same_bools(got: JsonValue, over: list[tuple[_Path, bool]]) -> bool:
         if (type(value) is bool) is not want_bool:
             return False
     return True
+
+
+def equality_plan(want: JsonValue) -> tuple[bool, list[tuple[_Path, bool]]]:
+    """What `equality_test` found in `want`: (needs the full walk, places where bools must be checked).
+
+    For callers that inline the test into their own closure (one call less per comparison)."""
+    over: list[tuple[_Path, bool]] = []
+    return _eq_hazards(want, (), over), over
+
+
+def same_bools(got: JsonValue, over: list[tuple[_Path, bool]]) -> bool:
+    """After `want == got` held: False when a bool sits where `want` has a number, or the reverse."""
+    return _same_bools(got, over)
 
 
 def equality_test(want: JsonValue) -> ArgsTest:

@@ -168,9 +168,8 @@ class _Plan:
         mode = self.mode
         if mode not in _PEER_MODES:
             return order_mode(mode, self.expected, self.by_name, self.tests, actual)
-        empty = _empty_inputs(len(self.expected), len(actual))
-        if empty is not None:
-            return empty
+        if not actual or not self.expected:
+            return _empty_inputs(len(self.expected), len(actual))
         if mode == "exact":
             return score_exact(self.names, self.tests, actual, self.weights, self.memo)
         name_only_w, extra_w = self.weights
@@ -181,7 +180,7 @@ class _Plan:
         return score_flexible(self.expected, actual, name_only_w, extra_w, pairing=pairing)
 
 
-def _empty_inputs(m: int, n: int) -> Verdict | None:
+def _empty_inputs(m: int, n: int) -> Verdict:
     """Evalite's table, checked before the mode."""
     if m == 0 and n == 0:
         note = "Both empty - perfect match"
@@ -189,7 +188,5 @@ def _empty_inputs(m: int, n: int) -> Verdict | None:
     if m == 0:
         warning = "Reference tool calls are empty but predictions exist"
         return 0.0, f"{warning} ({n} actual calls)", {"warning": warning, "output_count": n}
-    if n == 0:
-        warning = "No tool calls found in output"
-        return 0.0, f"{warning} ({m} expected calls)", {"warning": warning, "reference_count": m}
-    return None
+    warning = "No tool calls found in output"
+    return 0.0, f"{warning} ({m} expected calls)", {"warning": warning, "reference_count": m}

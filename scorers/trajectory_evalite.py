@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toolscore.scorers.json_equality import equality_test
+from toolscore.scorers.json_equality import equality_plan, equality_test, same_bools
 from toolscore.scorers.matching import ArgsMatch
 from toolscore.scorers.model import JsonValue, ToolCall
 
@@ -78,11 +78,20 @@ def neutral(call: ToolCall) -> dict[str, Any]:
 
 
 def peer_exact_test(expected: ToolCall) -> PairTest:
-    """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else."""
+    """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else.
+
+    One closure per expected call, with `equality_test`'s checks inlined: this runs once per pair.
+    """
     if expected.args_state not in _HAS_ARGS:
         return _always
-    same = equality_test(expected.args)
-    return lambda actual: actual.args_state in _HAS_ARGS and same(actual.args)
+    want = expected.args
+    full_walk, over = equality_plan(want)
+    if full_walk or want is None:
+        same = equality_test(want)
+        return lambda actual: actual.args_state in _HAS_ARGS and same(actual.args)
+    if over:
+        return lambda actual: want == actual.args and same_bools(actual.args, over)
+    return lambda actual: bool(want == actual.args)  # absent args are None, never equal to `want`
 
 
 def peer_flexible_test(expected: ToolCall) -> PairTest:
@@ -138,15 +147,15 @@ def score_exact(
     """
     m, n = len(names), len(actual)
     exact = name_only = wrong = 0
-    for i, call in enumerate(actual):
-        if i >= m or call.name != names[i]:
+    for call, name, test in zip(actual, names, tests, strict=False):  # stops at the shorter list
+        if call.name != name:
             wrong += 1
-        elif tests[i](call):
+        elif test(call):
             exact += 1
         else:
             name_only += 1
     if n > m:
-        wrong += n - m
+        wrong += 2 * (n - m)  # unpaired, then again as extras
     value, explanation = _exact_text((exact, name_only, wrong), m, weights[0], weights[1], memo)
     details = {
         "mode": "exact",
