@@ -1,0 +1,144 @@
+"""The metric table is the truth: README matches it, and everything emitted is in it (and bounded)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import Gauge, Histogram, InMemoryMetricReader, Metric, Sum
+
+from toolscore.collector.telemetry import RunSpanRef, create_telemetry
+from toolscore.collector.telemetry.limits import AttributeLimiter
+from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, METRICS, OTHER_VALUE, metric
+from toolscore.collector.telemetry.readme import (
+    CONFIG_MARKERS,
+    METRICS_MARKERS,
+    render_config,
+    render_metrics,
+    replace_block,
+)
+from toolscore.scorers.model import Score, ScoreFailure
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+@pytest.fixture
+def meters() -> Iterator[tuple[MeterProvider, InMemoryMetricReader]]:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    yield provider, reader
+    provider.shutdown()
+
+
+def _metrics(reader: InMemoryMetricReader) -> dict[str, Metric]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+
+
+def _points(m: Metric) -> list[dict[str, Any]]:
+    return [dict(point.attributes or {}) for point in m.data.data_points]
+
+
+def _kind(m: Metric) -> str:
+    if isinstance(m.data, Histogram):
+        return "histogram"
+    if isinstance(m.data, Gauge):
+        return "observable_gauge"
+    assert isinstance(m.data, Sum)
+    return "counter" if m.data.is_monotonic else "up_down_counter"
+
+
+@pytest.mark.parametrize(("markers", "render"), [(METRICS_MARKERS, render_metrics), (CONFIG_MARKERS, render_config)])
+def test_readme_holds_the_rendered_block(markers: tuple[str, str], render: Any) -> None:
+    text = README.read_text(encoding="utf-8")
+    expected = replace_block(text, markers, render())
+    if text != expected:
+        start, end = markers
+        print(f"README.md must contain, under '## Metrics':\n{start}\n{render()}\n{end}")
+    assert text == expected
+
+
+def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:
+    provider, reader = meters
+    telemetry = create_telemetry(meter_provider=provider)
+    telemetry.spans_received(5)
+    telemetry.spans_passed(4)
+    for reason in ATTRIBUTES["toolscore.drop.reason"].values or ():
+        telemetry.spans_dropped(1, reason)
+    telemetry.late_spans(2)
+    for outcome in ATTRIBUTES["toolscore.run.outcome"].values or ():
+        telemetry.run_finished(outcome)
+    for outcome in ATTRIBUTES["toolscore.judge.outcome"].values or ():
+        telemetry.judge_outcome(outcome)
+    run = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, "planner", run)
+    telemetry.score_recorded(ScoreFailure(name="judge", error_type="judge_timeout"), "book-flight", 2, None, None)
+    telemetry.score_delay(0.25)
+    telemetry.observe_pending(lambda: 3)
+    telemetry.run_finished("not-an-outcome")
+
+    emitted = _metrics(reader)
+    assert set(emitted) == {spec.name for spec in METRICS}
+    for name, m in emitted.items():
+        spec = metric(name)
+        assert (m.unit, _kind(m), m.description) == (spec.unit, spec.kind, spec.description)
+        for point in m.data.data_points:
+            if spec.buckets is not None:
+                assert tuple(point.explicit_bounds) == spec.buckets  # type: ignore[union-attr]
+            attributes = dict(point.attributes or {})
+            assert set(attributes) <= set(spec.attributes), name
+            for key, value in attributes.items():
+                allowed = ATTRIBUTES[key].values
+                assert allowed is None or value in (*allowed, OTHER_VALUE), (name, key, value)
+    runs = {p["toolscore.run.outcome"] for p in _points(emitted["toolscore.runs"])}
+    assert runs == {"matched", "unmatched", "incomplete", OTHER_VALUE}
+    failure = {
+        "gen_ai.evaluation.name": "judge",
+        "toolscore.expectation.name": "book-flight",
+        "error.type": "judge_timeout",
+    }
+    assert failure in _points(emitted["toolscore.evaluations"])
+    assert [p.value for p in emitted["toolscore.pending.traces"].data.data_points] == [3]  # type: ignore[union-attr]
+
+
+def test_capped_attribute_overflows_to_other_and_is_counted(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:
+    provider, reader = meters
+    telemetry = create_telemetry(meter_provider=provider, max_attribute_values=3)
+    for i in range(10):
+        telemetry.score_recorded(Score(name="f1", value=1.0, label="pass"), "exp", 1, f"agent-{i}", None)
+    emitted = _metrics(reader)
+
+    agents = {p["gen_ai.agent.name"] for p in _points(emitted["toolscore.evaluation.score"])}
+    assert agents == {"agent-0", "agent-1", "agent-2", OTHER_VALUE}
+    overflow = emitted["toolscore.attribute.overflow"].data.data_points
+    assert [(dict(p.attributes or {}), p.value) for p in overflow] == [  # type: ignore[union-attr]
+        ({"toolscore.attribute.name": "gen_ai.agent.name"}, 7)
+    ]
+
+
+def test_limiter_never_admits_more_than_its_bound_under_concurrency() -> None:
+    overflows: list[str] = []
+    limiter = AttributeLimiter(50, overflows.append)
+    results: list[str] = []
+
+    def admit(offset: int) -> None:
+        results.extend(limiter.bound("toolscore.expectation.name", f"exp-{offset + i}") for i in range(200))
+
+    threads = [threading.Thread(target=admit, args=(k * 100,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert limiter.distinct("toolscore.expectation.name") == 50
+    assert len(set(results) - {OTHER_VALUE}) == 50
+    assert len(overflows) == results.count(OTHER_VALUE)
+
+
+def test_limiter_rejects_a_bound_below_one() -> None:
+    with pytest.raises(ValueError, match="max_attribute_values must be >= 1"):
+        AttributeLimiter(0)
