@@ -86,6 +86,11 @@ class Trajectory(ScorerBase):
     is among the actual calls; the agent may have done more. Each actual call stands for at most one
     expected call (a maximum bipartite matching, so repeats and order never change the result).
     Score 1.0 or 0.0; weights are unused. Arguments: the call's rule, default `ArgsMatch()`.
+    Directions as in agentevals' `create_trajectory_match_evaluator(trajectory_match_mode=...)`:
+    `subset` = the reference is a superset of the output; `superset` = the output is a superset of
+    the reference. Differences from agentevals: calls form one flat list (agentevals' `strict`
+    compares messages, treating the calls inside one message as a multiset), equality is JSON
+    equality (agentevals uses Python's `==`, so `True == 1`), and pairing is optimal, not greedy.
 
     Empty inputs (`m` expected calls, `n` actual calls):
 
@@ -97,7 +102,12 @@ class Trajectory(ScorerBase):
     | superset | 1 | 1 | 0 |
 
     Argument rules (`match` on an expected call, then `tool_args[name]`, then `args_match`) are
-    opt-in: with none given, exact and flexible scores equal Evalite's.
+    opt-in: with none given, exact and flexible scores equal Evalite's. With a rule, exact mode
+    uses it for that pair, and flexible mode pairs calls of the same name by a maximum matching
+    under the rules (Evalite's serialized key for calls without one), then proceeds as above.
+
+    Parameters are digested once at construction; make a new scorer rather than
+    `model_copy(update=...)`, which pydantic does without re-running that step.
     """
 
     type: Literal["trajectory"] = "trajectory"
