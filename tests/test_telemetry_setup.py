@@ -1,0 +1,180 @@
+"""Telemetry providers from config: precedence of arguments over the environment, real exporters."""
+
+from __future__ import annotations
+
+import logging
+import re
+import urllib.request
+from collections.abc import Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
+
+from toolscore.collector.telemetry import RunSpanRef
+from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol, setup_telemetry
+from toolscore.scorers.model import Score
+
+_VARIABLES = (
+    "TOOLSCORE_TELEMETRY_ENABLED",
+    "TOOLSCORE_MAX_ATTRIBUTE_VALUES",
+    "OTEL_SDK_DISABLED",
+    "OTEL_METRICS_EXPORTER",
+    "OTEL_LOGS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL",
+    "OTEL_METRIC_EXPORT_INTERVAL",
+    "OTEL_EXPORTER_PROMETHEUS_HOST",
+    "OTEL_EXPORTER_PROMETHEUS_PORT",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_defaults_export_nothing_of_their_own() -> None:
+    config = TelemetryConfig.from_env()
+    assert config == TelemetryConfig()
+    assert (config.enabled, config.prometheus_enabled, config.otlp_metrics, config.otlp_logs) == (
+        True,
+        False,
+        False,
+        False,
+    )
+    assert (config.prometheus_host, config.prometheus_port, config.max_attribute_values) == ("127.0.0.1", 9464, 100)
+
+
+def test_standard_otel_variables_turn_exporters_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp, Prometheus")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", "none")
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_PORT", "9999")
+    monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "5000")
+    config = TelemetryConfig.from_env()
+    assert (config.prometheus_enabled, config.otlp_metrics, config.otlp_logs) == (True, True, False)
+    assert (config.prometheus_port, config.export_interval_ms) == (9999, 5000)
+
+
+def test_explicit_argument_beats_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLSCORE_MAX_ATTRIBUTE_VALUES", "7")
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert TelemetryConfig.from_env().max_attribute_values == 7
+    assert TelemetryConfig.from_env().enabled is False
+    assert TelemetryConfig.from_env(max_attribute_values=3, enabled=True).model_dump(
+        include={"max_attribute_values", "enabled"}
+    ) == {"max_attribute_values": 3, "enabled": True}
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("OTEL_EXPORTER_PROMETHEUS_PORT", "abc"), ("OTEL_EXPORTER_PROMETHEUS_PORT", "70000")]
+)
+def test_bad_environment_value_is_logged_and_the_default_used(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, variable: str, value: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    with caplog.at_level(logging.WARNING):
+        config = TelemetryConfig.from_env()
+    assert config.prometheus_port == 9464
+    assert "prometheus_port" in caplog.text or variable in caplog.text
+
+
+def test_bad_explicit_value_raises() -> None:
+    with pytest.raises(ValueError, match="prometheus_port"):
+        TelemetryConfig.from_env(prometheus_port=70000)
+
+
+def test_otlp_protocol_prefers_the_signal_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert otlp_protocol("logs") == "grpc"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "grpc")
+    assert (otlp_protocol("logs"), otlp_protocol("metrics")) == ("grpc", "http/protobuf")
+
+
+def test_disabled_setup_builds_nothing() -> None:
+    setup = setup_telemetry(TelemetryConfig(enabled=False, prometheus_enabled=True))
+    assert (setup.meter_provider, setup.logger_provider, setup.prometheus_address) == (None, None, None)
+
+
+def test_prometheus_endpoint_serves_the_histograms() -> None:
+    setup = setup_telemetry(TelemetryConfig(prometheus_enabled=True, prometheus_port=0))
+    try:
+        setup.telemetry.score_recorded(Score(name="f1", value=0.75, label="pass"), "book-flight", 1, "planner", None)
+        setup.telemetry.score_delay(0.3)
+        setup.telemetry.spans_dropped(2, "queue_full")
+        assert setup.prometheus_address is not None
+        host, port = setup.prometheus_address
+        with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as response:
+            body = response.read().decode()
+    finally:
+        setup.shutdown()
+        setup.shutdown()
+    assert "# TYPE toolscore_evaluation_score histogram" in body
+    assert "# TYPE toolscore_score_delay_seconds histogram" in body
+    bucket = re.search(r'^toolscore_evaluation_score_bucket\{[^}]*le="0\.8"[^}]*\} (\S+)$', body, re.MULTILINE)
+    assert bucket is not None
+    assert float(bucket.group(1)) == 1.0
+    assert 'gen_ai_agent_name="planner"' in body
+    assert re.search(r'toolscore_spans_total\{[^}]*toolscore_drop_reason="queue_full"[^}]*\} 2\.0', body)
+
+
+class _Collector(logs_service_pb2_grpc.LogsServiceServicer, metrics_service_pb2_grpc.MetricsServiceServicer):
+    """An OTLP/gRPC receiver that keeps what it is sent."""
+
+    def __init__(self) -> None:
+        self.logs: list[Any] = []
+        self.metrics: list[Any] = []
+
+    def Export(self, request: Any, context: Any) -> Any:
+        if isinstance(request, logs_service_pb2.ExportLogsServiceRequest):
+            self.logs.append(request)
+            return logs_service_pb2.ExportLogsServiceResponse()
+        self.metrics.append(request)
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
+@pytest.fixture
+def otlp_collector() -> Iterator[tuple[str, _Collector]]:
+    collector = _Collector()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(collector, server)
+    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(collector, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield f"http://127.0.0.1:{port}", collector
+    server.stop(grace=None)
+
+
+def test_otlp_receives_the_evaluation_event_and_the_metrics(
+    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, _Collector]
+) -> None:
+    endpoint, collector = otlp_collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    setup = setup_telemetry()
+    assert setup.meter_provider is not None
+    assert setup.logger_provider is not None
+    run = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    setup.telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, None, run)
+    setup.shutdown()
+
+    records = [r for req in collector.logs for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    assert [(r.event_name, r.trace_id.hex(), r.span_id.hex()) for r in records] == [
+        ("gen_ai.evaluation.result", run.trace_id, run.span_id)
+    ]
+    names = {
+        m.name
+        for req in collector.metrics
+        for rm in req.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    }
+    assert {"toolscore.evaluation.score", "toolscore.evaluations"} <= names
