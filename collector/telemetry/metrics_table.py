@@ -75,10 +75,12 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("gen_ai.evaluation.score.label", "The scorer's verdict.", ("pass", "fail")),
     AttributeSpec("error.type", "Why a scorer could not score (`ScoreFailure.error_type`)."),
     AttributeSpec("toolscore.run.outcome", "How a run left the pipeline.", ("matched", "unmatched", "incomplete")),
-    AttributeSpec("toolscore.span.outcome", "What happened to spans.", ("received", "passed", "dropped")),
+    AttributeSpec(
+        "toolscore.span.outcome", "What happened to spans (`dropped`: not scored).", ("received", "passed", "dropped")
+    ),
     AttributeSpec(
         "toolscore.drop.reason",
-        "Why spans were dropped (only with `dropped`).",
+        "Why spans were not scored (only with `dropped`).",
         ("queue_full", "max_pending_traces", "max_spans_per_trace", "shutdown"),
     ),
     AttributeSpec(
@@ -129,9 +131,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.spans",
         "counter",
         "{span}",
-        "Spans received, passed on to the next processor, or dropped (with a reason).",
+        "Spans received, passed on to the next processor, or dropped from scoring (they still pass on).",
         ("toolscore.span.outcome", "toolscore.drop.reason"),
-        "`passed` equals `received`; `dropped` stays 0 (else raise the queue or pending limits).",
+        "`passed` catches up with `received`; `dropped` stays 0 (else raise the queue or pending limits).",
     ),
     MetricSpec(
         "toolscore.spans.late",
