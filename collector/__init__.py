@@ -2,4 +2,15 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+__all__ = ["PipelineConfig", "ToolscoreSpanProcessor"]
+
+
+def __getattr__(name: str) -> Any:
+    """Lazy: the span processor pulls in the OTel SDK, which `toolscore.collector.spans` users may not need."""
+    if name in __all__:
+        from toolscore.collector import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

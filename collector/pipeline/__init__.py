@@ -1,0 +1,29 @@
+"""The scoring pipeline: receive → group by trace → split into runs → extract calls → match → score → emit.
+
+`Engine` is the source-agnostic core (the OTLP collector feeds it protobuf spans); the in-process
+`ToolscoreSpanProcessor` feeds it SDK spans. `PipelineConfig` holds every setting.
+"""
+
+from __future__ import annotations
+
+from toolscore.collector.pipeline.config import JudgeBudgetConfig, PipelineConfig
+from toolscore.collector.pipeline.emit import EVENT_NAME, attribute_key
+from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.match import Matcher
+from toolscore.collector.pipeline.processor import ToolscoreSpanProcessor, enriched_span
+from toolscore.collector.pipeline.sink import EventSpec, ListSink, RunEnrichment, Sink
+
+__all__ = [
+    "EVENT_NAME",
+    "Engine",
+    "EventSpec",
+    "JudgeBudgetConfig",
+    "ListSink",
+    "Matcher",
+    "PipelineConfig",
+    "RunEnrichment",
+    "Sink",
+    "ToolscoreSpanProcessor",
+    "attribute_key",
+    "enriched_span",
+]

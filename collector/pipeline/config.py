@@ -1,0 +1,97 @@
+"""The pipeline's settings: one pydantic model, every field with its default, units in the names.
+
+The timing defaults follow the OTel collector's trace processors: a trace with no run span waits as
+long as tail sampling's `decision_wait` (30 s); a run span waits `settle_ms` after it ends for
+stragglers (children that end after their parent, spans that travel in a later export batch).
+`max_hold_ms` bounds how long any run span is kept from the next processor, whatever the judge does.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolscore.collector.extract import ExtractConfig
+
+__all__ = ["JudgeBudgetConfig", "PipelineConfig"]
+
+
+class JudgeBudgetConfig(BaseModel):
+    """How much LLM-judge work the pipeline may do; judges never run on the span path."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_concurrency: int = Field(
+        default=4, ge=1, description="Judge evaluations in flight at once, over all expectations. Default: 4."
+    )
+    calls_per_minute: float = Field(
+        default=60.0,
+        ge=0,
+        description="Judge evaluations started per minute (a token bucket holding one minute's worth); "
+        "runs over budget get a `judge_over_budget` failure instead of a judge score. Default: 60.",
+    )
+    timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        description="Longest one judge evaluation may take, retries included, before it fails with "
+        "`judge_timeout`. Default: 20.",
+    )
+
+
+class PipelineConfig(BaseModel):
+    """Settings of the scoring pipeline shared by the in-process span processor and the collector."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    settle_ms: float = Field(
+        default=250.0,
+        ge=0,
+        description="A run is scored once its run span has ended and no new span has arrived under it "
+        "for this long; a trace whose root has ended finishes the same way. Default: 250.",
+    )
+    trace_idle_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="A trace that has received no span for this long is finished: runs without a run "
+        "span are scored and flagged incomplete, and its state is freed. Default: 30.",
+    )
+    max_hold_ms: float = Field(
+        default=10_000.0,
+        ge=0,
+        description="Longest a run span is held back from the next processor, from its arrival; it then "
+        "goes on with the scores that are ready (later judge scores go out only as logs and metrics). "
+        "Default: 10000.",
+    )
+    max_pending_traces: int = Field(
+        default=10_000,
+        ge=1,
+        description="Traces kept in memory; when a new trace would exceed it, the oldest is released "
+        "unscored and its spans counted as dropped (`max_pending_traces`). Default: 10000.",
+    )
+    max_spans_per_trace: int = Field(
+        default=2_000,
+        ge=1,
+        description="Spans kept per trace; later spans of the trace pass straight on, counted as "
+        "dropped (`max_spans_per_trace`), and its runs are flagged incomplete. Default: 2000.",
+    )
+    queue_size: int = Field(
+        default=2_048,
+        ge=1,
+        description="Spans waiting for the worker thread; when full, a span passes straight on unscored "
+        "and is counted as dropped (`queue_full`). Default: 2048.",
+    )
+    emit_span_events: bool = Field(
+        default=True,
+        description="Add one `gen_ai.evaluation.result` event per score to the run span (the scores are "
+        "always emitted as attributes and as log records). Default: true.",
+    )
+    judge: JudgeBudgetConfig = Field(default_factory=JudgeBudgetConfig, description="LLM-judge budget.")
+    extract: ExtractConfig = Field(default_factory=ExtractConfig, description="How runs and calls are rebuilt.")
+
+    @model_validator(mode="after")
+    def _hold_covers_settle(self) -> PipelineConfig:
+        if self.max_hold_ms < self.settle_ms:
+            raise ValueError(
+                f"max_hold_ms ({self.max_hold_ms}) must be >= settle_ms ({self.settle_ms}): "
+                "a run span cannot settle after it has been released"
+            )
+        return self

@@ -1,0 +1,329 @@
+"""The scoring engine: the one place the stages are wired together, shared by every span source."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from toolscore.collector.extract import ExtractStats
+from toolscore.collector.pipeline.config import PipelineConfig
+from toolscore.collector.pipeline.emit import RunScores, build_enrichment
+from toolscore.collector.pipeline.group import Admission, Admit, HeldRun, PendingTrace, TraceStore
+from toolscore.collector.pipeline.judge import AsyncScorer, JudgePool
+from toolscore.collector.pipeline.match import Matcher, ScorePlan, plan_scores
+from toolscore.collector.pipeline.receive import Intake
+from toolscore.collector.pipeline.runs import runs_of_trace, runs_under
+from toolscore.collector.pipeline.sink import Sink
+from toolscore.collector.pipeline.timers import Deadlines
+from toolscore.collector.pipeline.worker import Worker
+from toolscore.collector.registry import Expectation
+from toolscore.collector.spans import SpanRecord
+from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry, RunSpanRef
+from toolscore.scorers.model import AgentRun, Score, ScoreResult
+
+__all__ = ["Engine"]
+
+C = TypeVar("C")
+RunKey = tuple[str, str]
+"""(trace id, run span id); a trace's own finish uses span id ``""``."""
+
+_log = logging.getLogger("toolscore.pipeline")
+_MS = 1_000_000
+
+
+@dataclass(slots=True)
+class _InFlight(Generic[C]):
+    """A scored run whose judge results are outstanding; `held` is None once its span has gone on."""
+
+    scores: RunScores
+    held: HeldRun[C] | None
+    outstanding: dict[Hashable, Expectation] = field(default_factory=dict)
+    released: bool = False
+    """Its results so far have been emitted; judge results from now on are late."""
+
+
+class Engine(Worker, Generic[C]):
+    """Receives spans from any source, scores the agent runs in them, and hands every span on.
+
+        source ─offer(carrier)─→ Intake ─(worker thread)─→ decode → TraceStore.admit ─┬─ other spans ──→ Sink.release
+        (never blocks;                                      (group by trace, classify, │
+         full → caller passes on)                            slim, bound, dedupe)      └─ run spans held
+        settle / idle / hold Deadlines ─→ runs_under / runs_of_trace (rebuild_runs) ─→ plan_scores (registry.match,
+        sampling) ─→ inline scorers ─┬─────────────────────────────────────────────→ emit ─→ Sink.release_run
+                                     └─ JudgePool (asyncio thread, budget) ─deliver→ ┘        + telemetry
+
+    Consistency: one worker thread owns every structure here (store, deadlines, in-flight runs);
+    the span-ending threads touch only the intake deque, and the judge thread only appends results
+    to `_judged` — both then set `_wake`. A run is scored once: its span id enters `trace.scored`
+    before scoring, and the store turns re-deliveries and stragglers into pass-through. Every carrier
+    offered leaves through the sink exactly once: as pass-through, as a scored run span, or, if the
+    queue is full, back to the caller.
+    """
+
+    def __init__(
+        self,
+        registry: Matcher,
+        sink: Sink[C],
+        decode: Callable[[C], SpanRecord | None],
+        config: PipelineConfig | None = None,
+        telemetry: PipelineTelemetry | None = None,
+    ) -> None:
+        self.config = config = config or PipelineConfig()
+        self.registry, self.sink, self.decode = registry, sink, decode
+        self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
+        self.stats = ExtractStats()
+        super().__init__("toolscore-pipeline")
+        self.intake: Intake[C] = Intake(config.queue_size, self._wake)
+        self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace)
+        self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
+        self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))
+        self._hold: Deadlines[RunKey] = Deadlines(int(config.max_hold_ms * _MS))
+        self._in_flight: dict[RunKey, _InFlight[C]] = {}
+        self._judged: deque[tuple[Hashable, ScoreResult]] = deque()
+        self._judges = JudgePool(config.judge, self._deliver)
+        self.telemetry.observe_pending(lambda: len(self.store))
+        self.start()
+
+    # -- the worker's step, deadlines and flush ----------------------------------------------------
+
+    def offer(self, carrier: C) -> bool:
+        """Hand a finished span to the pipeline; never blocks. False: the queue is full, pass it on yourself."""
+        return self.intake.offer(carrier)
+
+    def next_deadline_ns(self) -> int | None:
+        found = [d for d in (self._settle.next_ns(), self._idle.next_ns(), self._hold.next_ns()) if d is not None]
+        return min(found) if found else None
+
+    def step(self, now: int) -> None:
+        self._receive(self.intake.drain(len(self.intake)), now)
+        while self._judged:
+            self._apply_judged(*self._judged.popleft(), now)
+        for trace_id, span_id in self._settle.pop_due(now):
+            self._settled(trace_id, span_id, now)
+        for trace_id in self._idle.pop_due(now):
+            if (trace := self.store.traces.get(trace_id)) is not None:
+                self._finish_trace(trace, complete=False, now=now)
+        for key in self._hold.pop_due(now):
+            self._hold_expired(key, now)
+
+    def flush_begin(self, now: int) -> None:
+        """Score every pending run and trace now; judges already running may still finish in time."""
+        self.step(now)
+        for trace in list(self.store.traces.values()):
+            self._finish_trace(trace, complete=trace.root_seen, now=now)
+
+    def flush_waiting(self) -> bool:
+        return any(not flight.released for flight in self._in_flight.values())
+
+    def flush_give_up(self, now: int) -> None:
+        for flight in list(self._in_flight.values()):
+            if not flight.released:
+                self._emit(flight, now)
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Flush, stop the worker and the judges; spans offered after this are the caller's to pass on."""
+        start = time.monotonic()
+        ok = self.stop(timeout_s)
+        left = self.intake.drain(len(self.intake))
+        if left and not self._thread.is_alive():
+            self._release([carrier for carrier, _ in left])
+            self.telemetry.spans_dropped(len(left), "shutdown")
+        self._judges.close(max(0.0, timeout_s - (time.monotonic() - start)))
+        return ok
+
+    # -- receive and group -------------------------------------------------------------------------
+
+    def _receive(self, items: list[tuple[C, int]], now: int) -> None:
+        offered, dropped = self.intake.counts_since_last()
+        if offered:
+            self.telemetry.spans_received(offered)
+        if dropped:
+            self.telemetry.spans_dropped(dropped, "queue_full")
+            self.telemetry.spans_passed(dropped)
+        passing: list[C] = []
+        late = over_cap = 0
+        for carrier, arrived in items:
+            record = self._decode(carrier)
+            if record is None:
+                passing.append(carrier)
+                continue
+            admission = self.store.admit(record, carrier, arrived)
+            for evicted in admission.evicted:
+                self._evict(evicted)
+            kind, trace = admission.kind, admission.trace
+            if kind is not Admit.HELD:
+                passing.append(carrier)
+            late += kind is Admit.LATE
+            over_cap += kind is Admit.OVER_CAP
+            if trace is not None and kind in (Admit.STORED, Admit.HELD):
+                self._arm(admission, record, arrived, now)
+        self._release(passing)
+        if late:
+            self.telemetry.late_spans(late)
+        if over_cap:
+            self.telemetry.spans_dropped(over_cap, "max_spans_per_trace")
+
+    def _decode(self, carrier: C) -> SpanRecord | None:
+        try:
+            return self.decode(carrier)
+        except Exception:
+            _log.exception("span not decoded; passed on unscored")
+            return None
+
+    def _arm(self, admission: Admission[C], record: SpanRecord, arrived: int, now: int) -> None:
+        trace = admission.trace
+        assert trace is not None
+        trace_id = trace.trace_id
+        self._idle.arm(trace_id, now)
+        for run_id in admission.touched:
+            self._settle.arm((trace_id, run_id), now)
+        if admission.kind is Admit.HELD:
+            self._settle.arm((trace_id, record.span_id), now)
+            self._hold.arm_once((trace_id, record.span_id), arrived)
+        if trace.root_seen:
+            self._settle.arm((trace_id, ""), now)
+
+    def _evict(self, trace: PendingTrace[C]) -> None:
+        self._cancel(trace)
+        self._release([held.carrier for held in trace.held.values()])
+        self.telemetry.spans_dropped(len(trace.records), "max_pending_traces")
+
+    def _cancel(self, trace: PendingTrace[C]) -> None:
+        self._idle.cancel(trace.trace_id)
+        self._settle.cancel((trace.trace_id, ""))
+        for span_id in trace.held:
+            self._settle.cancel((trace.trace_id, span_id))
+            self._hold.cancel((trace.trace_id, span_id))
+
+    # -- split into runs ---------------------------------------------------------------------------
+
+    def _settled(self, trace_id: str, span_id: str, now: int) -> None:
+        trace = self.store.traces.get(trace_id)
+        if trace is None:
+            return
+        if span_id:
+            self._finish_run(trace, span_id, incomplete=False, now=now)
+        if trace.root_seen and not trace.held and (trace_id, "") not in self._settle:
+            self._finish_trace(trace, complete=True, now=now)
+
+    def _finish_run(self, trace: PendingTrace[C], span_id: str, incomplete: bool, now: int) -> None:
+        held = trace.held.pop(span_id, None)
+        if held is None:
+            return
+        self._settle.cancel((trace.trace_id, span_id))
+        ready = runs_under(trace, span_id, incomplete, self.config.extract, self.stats)  # type: ignore[arg-type]
+        if not ready or ready[0][0].span_id != span_id:
+            self._hold.cancel((trace.trace_id, span_id))
+            self._release([held.carrier])
+        for run, is_held in ready:
+            self._score(run, held if is_held else None, now)
+        trace.scored.add(span_id)
+
+    def _finish_trace(self, trace: PendingTrace[C], complete: bool, now: int) -> None:
+        self._cancel(trace)
+        ready = runs_of_trace(trace, complete, self.config.extract, self.stats)  # type: ignore[arg-type]
+        for run, is_held in ready:
+            self._score(run, trace.held.pop(run.span_id) if is_held else None, now)
+        self._release([held.carrier for held in trace.held.values()])
+        trace.held.clear()
+        self.store.finish(trace)
+
+    # -- match, score, emit ------------------------------------------------------------------------
+
+    def _plan(self, run: AgentRun) -> ScorePlan:
+        try:
+            return plan_scores(run, self.registry)
+        except Exception:
+            _log.exception("matching expectations failed for run %s", run.run_id)
+            return ScorePlan()
+
+    def _score(self, run: AgentRun, held: HeldRun[C] | None, now: int) -> None:
+        trace = self.store.traces.get(run.trace_id)
+        if trace is not None:
+            trace.scored.add(run.span_id)
+        plan = self._plan(run)
+        self.telemetry.run_finished("incomplete" if run.incomplete else "matched" if plan.expectations else "unmatched")
+        flight = _InFlight(RunScores(run, plan.expectations), held)
+        flight.scores.results.extend((exp, scorer.scorer.score(run)) for exp, scorer in plan.inline)
+        for index, (exp, scorer) in enumerate(plan.judged):
+            key = (run.trace_id, run.span_id, index)
+            failure = self._judges.submit(key, _async(scorer.scorer), run)
+            if failure is None:
+                flight.outstanding[key] = exp
+            else:
+                flight.scores.results.append((exp, failure))
+                self.telemetry.judge_outcome("over_budget")
+        if flight.outstanding:
+            self._in_flight[(run.trace_id, run.span_id)] = flight
+        else:
+            self._emit(flight, now)
+
+    def _deliver(self, key: Hashable, result: ScoreResult) -> None:
+        """Called on the judge thread."""
+        self._judged.append((key, result))
+        self._wake.set()
+
+    def _apply_judged(self, key: Hashable, result: ScoreResult, now: int) -> None:
+        assert isinstance(key, tuple)
+        flight = self._in_flight.get((key[0], key[1]))
+        if flight is None or key not in flight.outstanding:
+            return
+        exp = flight.outstanding.pop(key)
+        error = None if isinstance(result, Score) else result.error_type
+        outcome = "ok" if error is None else "timeout" if error == "judge_timeout" else "error"
+        self.telemetry.judge_outcome("late" if flight.released else outcome)
+        if flight.released:
+            self._record(flight.scores.run, exp, result)  # its span has gone on: logs and metrics only
+        else:
+            flight.scores.results.append((exp, result))
+        if not flight.outstanding:
+            del self._in_flight[(key[0], key[1])]
+            if not flight.released:
+                self._emit(flight, now)
+
+    def _hold_expired(self, key: RunKey, now: int) -> None:
+        trace = self.store.traces.get(key[0])
+        if trace is not None and key[1] in trace.held:
+            self._finish_run(trace, key[1], incomplete=True, now=now)
+        flight = self._in_flight.get(key)
+        if flight is not None and not flight.released:
+            self._emit(flight, now)
+
+    def _emit(self, flight: _InFlight[C], now: int) -> None:
+        """Record the results so far and, if the run span is still held, send it on with them."""
+        run, held = flight.scores.run, flight.held
+        flight.released = True
+        for exp, result in flight.scores.results:
+            self._record(run, exp, result)
+        if held is None:
+            return
+        self._hold.cancel((run.trace_id, run.span_id))
+        enrichment = build_enrichment(flight.scores, held.end_ns, self.config.emit_span_events)
+        try:
+            self.sink.release_run(held.carrier, enrichment)
+        except Exception:
+            _log.exception("sink failed to take a scored run span")
+        self.telemetry.spans_passed(1)
+        self.telemetry.score_delay(max(0, now - held.arrived_ns) / 1e9)
+
+    def _record(self, run: AgentRun, exp: Expectation, result: ScoreResult) -> None:
+        ref = RunSpanRef(run.trace_id, run.span_id)
+        self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
+
+    def _release(self, carriers: list[C]) -> None:
+        if not carriers:
+            return
+        try:
+            self.sink.release(carriers)
+        except Exception:
+            _log.exception("sink failed to take %d spans", len(carriers))
+        self.telemetry.spans_passed(len(carriers))
+
+
+def _async(scorer: object) -> AsyncScorer:
+    """A judge scorer (`plan_scores` put it among the judged because it has an async `ascore`)."""
+    return scorer  # type: ignore[return-value]

@@ -1,0 +1,156 @@
+"""Group by trace: the pending traces, what each span is in its trace, and the memory bounds.
+
+Each span is classified once, on arrival, with the extractors' own predicate. Only run spans are
+held (their carrier waits for the scores); every other carrier is released at once and only its
+`SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and scope but not
+its attributes or events (extraction only walks through it). The store also remembers, for traces it
+has already finished, which span ids it saw, so a re-delivered span or a straggler is passed on and
+counted rather than starting a second score.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from toolscore.collector.extract import Role, classify
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore"]
+
+C = TypeVar("C")
+
+
+class Admit(enum.Enum):
+    """What became of one arriving span."""
+
+    STORED = "stored"
+    """Kept for extraction; its carrier goes on at once."""
+    HELD = "held"
+    """A run span: kept, and its carrier waits for the run's scores."""
+    LATE = "late"
+    """Under a run that was already scored (or in a finished trace): passed on, counted."""
+    DUPLICATE = "duplicate"
+    """Seen before (an at-least-once sender re-sent it): passed on, changes nothing."""
+    OVER_CAP = "over_cap"
+    """Its trace already holds `max_spans_per_trace` spans: passed on unscored."""
+
+
+@dataclass(slots=True)
+class HeldRun(Generic[C]):
+    """A run span whose carrier waits for its scores."""
+
+    carrier: C
+    arrived_ns: int
+    end_ns: int
+
+
+@dataclass(slots=True)
+class PendingTrace(Generic[C]):
+    trace_id: str
+    records: dict[str, SpanRecord] = field(default_factory=dict)
+    held: dict[str, HeldRun[C]] = field(default_factory=dict)
+    """Run spans not yet scored, by span id."""
+    scored: set[str] = field(default_factory=set)
+    """Runs (run span ids, inferred ones too) whose scores went out."""
+    root_seen: bool = False
+    truncated: bool = False
+
+
+@dataclass(slots=True)
+class Admission(Generic[C]):
+    kind: Admit
+    trace: PendingTrace[C] | None = None
+    touched: list[str] = field(default_factory=list)
+    """Held runs this span arrived under: their settle time starts again."""
+    evicted: list[PendingTrace[C]] = field(default_factory=list)
+    """Traces pushed out by `max_pending_traces`, oldest first: the caller releases and counts them."""
+
+
+def _slim(record: SpanRecord) -> SpanRecord:
+    """A record without attributes and events, when that does not change how it is classified."""
+    if not record.attributes and not record.events:
+        return record
+    slim = SpanRecord(
+        record.trace_id, record.span_id, record.parent_id, record.name, record.kind, record.start_ns,
+        record.end_ns, record.status_code, "", {}, [], record.resource, record.scope,
+    )  # fmt: skip
+    return slim if classify(slim) is None else record
+
+
+class TraceStore(Generic[C]):
+    """Pending traces in arrival order (oldest first), bounded; worker thread only."""
+
+    def __init__(self, max_traces: int, max_spans_per_trace: int) -> None:
+        self.max_traces = max_traces
+        self.max_spans = max_spans_per_trace
+        self.traces: OrderedDict[str, PendingTrace[C]] = OrderedDict()
+        self._finished: OrderedDict[str, frozenset[str]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.traces)
+
+    def admit(self, record: SpanRecord, carrier: C, arrived_ns: int) -> Admission[C]:
+        trace = self.traces.get(record.trace_id)
+        if trace is None:
+            seen = self._finished.get(record.trace_id)
+            if seen is not None and (record.span_id in seen or record.parent_id in seen):
+                return Admission(Admit.DUPLICATE if record.span_id in seen else Admit.LATE)
+            trace = PendingTrace[C](record.trace_id)
+            evicted = self._make_room()
+            self.traces[record.trace_id] = trace
+        else:
+            evicted = []
+        if record.span_id in trace.records or record.span_id in trace.scored:
+            return Admission(Admit.DUPLICATE, trace)
+        touched, late = self._under(trace, record.parent_id)
+        if late:
+            return Admission(Admit.LATE, trace)
+        if len(trace.records) >= self.max_spans:
+            trace.truncated = True
+            return Admission(Admit.OVER_CAP, trace)
+        found = classify(record)
+        role = found[1] if found is not None else None
+        trace.records[record.span_id] = _slim(record) if role is None else record
+        if record.parent_id is None:
+            trace.root_seen = True
+        kind = Admit.STORED
+        if role is Role.RUN:
+            trace.held[record.span_id] = HeldRun(carrier, arrived_ns, record.end_ns)
+            kind = Admit.HELD
+        return Admission(kind, trace, touched, evicted)
+
+    def _under(self, trace: PendingTrace[C], parent_id: str | None) -> tuple[list[str], bool]:
+        """The held runs above a new span, and whether it is under a run already scored."""
+        touched: list[str] = []
+        current = parent_id
+        for _ in range(len(trace.records) + 1):
+            if current is None:
+                break
+            if current in trace.scored:
+                return touched, True
+            if current in trace.held:
+                touched.append(current)
+            parent = trace.records.get(current)
+            current = parent.parent_id if parent is not None and parent.parent_id != current else None
+        return touched, False
+
+    def _make_room(self) -> list[PendingTrace[C]]:
+        evicted: list[PendingTrace[C]] = []
+        while len(self.traces) >= self.max_traces:
+            _, oldest = self.traces.popitem(last=False)
+            evicted.append(oldest)
+        return evicted
+
+    def finish(self, trace: PendingTrace[C]) -> None:
+        """Forget a trace's spans, keeping only the ids (bounded) to recognise re-deliveries and stragglers."""
+        self.traces.pop(trace.trace_id, None)
+        self._finished[trace.trace_id] = frozenset(trace.records) | trace.scored
+        self._finished.move_to_end(trace.trace_id)
+        while len(self._finished) > self.max_traces:
+            self._finished.popitem(last=False)
+
+    def stats(self) -> dict[str, Any]:
+        return {"traces": len(self.traces), "spans": sum(len(t.records) for t in self.traces.values())}

@@ -1,0 +1,44 @@
+"""Match expectations: which expectations a run selects, and which of their scorers score it.
+
+Sampling is by trace id (`should_sample`), so every replica of the collector, and the in-process
+processor, pick the same runs. Scorers with an async `ascore` (the LLM judge) are set apart: they
+wait on the network and are run off the worker thread, under the judge budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from toolscore.collector.registry import Expectation, ExpectationScorer, sampled_scorers
+from toolscore.scorers.model import AgentRun
+
+__all__ = ["Matcher", "ScorePlan", "plan_scores"]
+
+
+class Matcher(Protocol):
+    """What the pipeline needs of a registry (`toolscore.collector.registry.Registry` is one)."""
+
+    def match(self, run: AgentRun) -> list[Expectation]: ...
+
+
+@dataclass(slots=True)
+class ScorePlan:
+    """The expectations a run matched, and its sampled scorers split by how they run."""
+
+    expectations: list[Expectation] = field(default_factory=list)
+    inline: list[tuple[Expectation, ExpectationScorer]] = field(default_factory=list)
+    judged: list[tuple[Expectation, ExpectationScorer]] = field(default_factory=list)
+
+
+def is_judge(scorer: ExpectationScorer) -> bool:
+    return callable(getattr(scorer.scorer, "ascore", None))
+
+
+def plan_scores(run: AgentRun, registry: Matcher) -> ScorePlan:
+    """Never raises: a registry that fails to match counts as no match (the error is the caller's to log)."""
+    plan = ScorePlan(expectations=registry.match(run))
+    for expectation in plan.expectations:
+        for scorer in sampled_scorers(expectation, run.trace_id):
+            (plan.judged if is_judge(scorer) else plan.inline).append((expectation, scorer))
+    return plan

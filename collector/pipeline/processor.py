@@ -1,0 +1,132 @@
+"""`ToolscoreSpanProcessor`: the scoring engine as an OpenTelemetry SDK span processor, in front of another.
+
+    provider.add_span_processor(ToolscoreSpanProcessor(registry=registry, next=BatchSpanProcessor(exporter)))
+
+Every span reaches `next` exactly once. Spans that are no agent run's span go on at once (from the
+pipeline's worker thread); a run span goes on when its run is scored, as a new `ReadableSpan` with
+the score attributes and `gen_ai.evaluation.result` events added. `on_end` only queues the span; when
+the queue is full, or after shutdown, the span goes straight to `next`, unscored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+
+from toolscore.collector.pipeline.config import PipelineConfig
+from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.match import Matcher
+from toolscore.collector.pipeline.sink import RunEnrichment
+from toolscore.collector.sources import spans_from_readable
+from toolscore.collector.spans import SpanRecord
+from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
+
+__all__ = ["ToolscoreSpanProcessor", "enriched_span"]
+
+_log = logging.getLogger("toolscore.pipeline")
+_SHUTDOWN_TIMEOUT_MS = 30_000
+
+
+def enriched_span(span: ReadableSpan, enrichment: RunEnrichment) -> ReadableSpan:
+    """A copy of `span` with the enrichment's attributes merged in and its events appended."""
+    attributes: dict[str, Any] = dict(span.attributes or {})
+    for key, value in enrichment.attributes.items():
+        attributes[key] = tuple(value) if isinstance(value, list) else value  # the SDK keeps sequences as tuples
+    events = (*span.events, *(Event(e.name, e.attributes, e.time_ns) for e in enrichment.events))
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+class _NextSink:
+    """Hands carriers to the next span processor (on the pipeline's worker thread)."""
+
+    def __init__(self, next_processor: SpanProcessor) -> None:
+        self.next = next_processor
+
+    def release(self, carriers: Sequence[ReadableSpan]) -> None:
+        on_end = self.next.on_end
+        for span in carriers:
+            on_end(span)
+
+    def release_run(self, carrier: ReadableSpan, enrichment: RunEnrichment) -> None:
+        self.next.on_end(enriched_span(carrier, enrichment))
+
+
+def _decode(span: ReadableSpan) -> SpanRecord | None:
+    records = spans_from_readable((span,))
+    return records[0] if records else None
+
+
+def _default_telemetry() -> PipelineTelemetry:
+    """The OTel telemetry on the global meter and logger providers (no-ops until the application sets them)."""
+    try:
+        from toolscore.collector.telemetry import create_telemetry
+
+        return create_telemetry()
+    except ImportError:  # the OTel implementation is not installed in this build
+        return NoopTelemetry()
+
+
+class ToolscoreSpanProcessor(SpanProcessor):
+    """Scores agent runs as their spans end, and passes every span on to `next` (see the module docstring).
+
+    `registry` is a `toolscore.collector.registry.Registry` (anything with `match(run)`); `telemetry`
+    defaults to the OTel implementation on the global meter and logger providers.
+    """
+
+    def __init__(
+        self,
+        registry: Matcher,
+        next: SpanProcessor,
+        config: PipelineConfig | None = None,
+        telemetry: PipelineTelemetry | None = None,
+    ) -> None:
+        self.next = next
+        self.config = config or PipelineConfig()
+        self.engine: Engine[ReadableSpan] = Engine(
+            registry, _NextSink(next), _decode, self.config, telemetry or _default_telemetry()
+        )
+        self._shut_down = False
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.next.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Never blocks, never raises: queue the span, or pass it straight on when that is impossible."""
+        try:
+            if self._shut_down or not self.engine.offer(span):
+                self.next.on_end(span)
+        except Exception:  # a processor must not break the application that ends the span
+            _log.exception("toolscore span processor failed on span end")
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Score or release everything pending, then flush `next`; True when both finished in time."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        flushed = self.engine.flush(timeout_millis / 1000)
+        left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        return self.next.force_flush(left_ms) and flushed
+
+    def shutdown(self) -> None:
+        """Score or release everything pending (up to 30 s), stop the worker, then shut `next` down. Idempotent."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        self.engine.shutdown(_SHUTDOWN_TIMEOUT_MS / 1000)
+        self.next.shutdown()

@@ -1,0 +1,67 @@
+"""Receive: the bounded hand-off from the threads that end spans to the pipeline's worker thread.
+
+`offer` is all a span-ending thread ever runs: a length check, a deque append (atomic in CPython)
+and an event set. It never blocks and never raises; when the queue is full it says so and the caller
+passes the span straight on, so a span is never lost, only left unscored. Drops and arrivals are
+counted with `itertools.count` (whose `next` is atomic) and reported by the worker in batches, so
+the span path never touches the metrics API.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import deque
+from typing import Generic, TypeVar
+
+__all__ = ["Intake"]
+
+C = TypeVar("C")
+
+
+class Intake(Generic[C]):
+    """A bounded multi-producer, single-consumer queue of (carrier, arrival time in monotonic ns)."""
+
+    def __init__(self, size: int, wake: threading.Event) -> None:
+        self._size = size
+        self._items: deque[tuple[C, int]] = deque()
+        self._wake = wake
+        self._offered = itertools.count()
+        self._dropped = itertools.count()
+        self._reported_offered = 0
+        self._reported_dropped = 0
+
+    def offer(self, carrier: C) -> bool:
+        """Queue a span for the worker; False when the queue is full (the caller passes it on itself)."""
+        next(self._offered)
+        if len(self._items) >= self._size:
+            next(self._dropped)
+            return False
+        self._items.append((carrier, time.monotonic_ns()))
+        self._wake.set()
+        return True
+
+    def drain(self, limit: int) -> list[tuple[C, int]]:
+        """Up to `limit` queued items, oldest first (worker thread only)."""
+        items = self._items
+        out: list[tuple[C, int]] = []
+        for _ in range(min(limit, len(items))):
+            out.append(items.popleft())
+        return out
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def counts_since_last(self) -> tuple[int, int]:
+        """(offered, dropped) since the previous call (worker thread only)."""
+        offered = _peek(self._offered)
+        dropped = _peek(self._dropped)
+        delta = (offered - self._reported_offered, dropped - self._reported_dropped)
+        self._reported_offered, self._reported_dropped = offered, dropped
+        return delta
+
+
+def _peek(counter: itertools.count[int]) -> int:
+    """The next value a counter would give, read from its repr (`count(5)`) without advancing it."""
+    return int(repr(counter)[6:-1])

@@ -1,0 +1,55 @@
+"""Split into runs and extract calls: the agent runs of one pending trace that are ready to be scored.
+
+Extraction is the same `rebuild_runs` the batch tools use, over the trace's pending records, so a run
+scored in the pipeline has exactly the calls `toolscore extract` gives for the same spans. A run span
+that settles selects its run and the inferred runs nested in it (an uninstrumented sub-agent under
+one of its tools), which cannot receive spans any more once their enclosing run has ended. Runs
+without a run span of their own are taken when the whole trace finishes.
+"""
+
+from __future__ import annotations
+
+from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
+from toolscore.collector.pipeline.group import PendingTrace
+from toolscore.scorers.model import AgentRun
+
+__all__ = ["ReadyRun", "runs_of_trace", "runs_under"]
+
+ReadyRun = tuple[AgentRun, bool]
+"""A run to score, and whether its run span is held (its scores can still go onto the span)."""
+
+
+def _mark(run: AgentRun, incomplete: bool) -> AgentRun:
+    return run.model_copy(update={"incomplete": True}) if incomplete and not run.incomplete else run
+
+
+def runs_under(
+    trace: PendingTrace[object],
+    run_span_id: str,
+    incomplete: bool,
+    config: ExtractConfig,
+    stats: ExtractStats,
+) -> list[ReadyRun]:
+    """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses."""
+    ready: list[ReadyRun] = []
+    nested: list[ReadyRun] = []
+    incomplete = incomplete or trace.truncated
+    for run in rebuild_runs(trace.records.values(), config, stats):
+        if run.span_id == run_span_id:
+            ready.append((_mark(run, incomplete), True))
+        elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
+            nested.append((_mark(run, incomplete), False))
+    return ready + nested
+
+
+def runs_of_trace(
+    trace: PendingTrace[object], complete: bool, config: ExtractConfig, stats: ExtractStats
+) -> list[ReadyRun]:
+    """Every run of a finishing trace not scored yet; `complete` is False when its root never came."""
+    ready: list[ReadyRun] = []
+    for run in rebuild_runs(trace.records.values(), config, stats):
+        if run.span_id in trace.scored:
+            continue
+        held = run.span_id in trace.held  # a run span that has ended is complete whatever the trace does
+        ready.append((_mark(run, trace.truncated or (not complete and not held)), held))
+    return ready
