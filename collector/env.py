@@ -23,6 +23,7 @@ __all__ = [
     "OTEL_METRICS_EXPORTER",
     "OTEL_METRIC_EXPORT_INTERVAL",
     "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
     "TOOLSCORE_MAX_ATTRIBUTE_VALUES",
     "TOOLSCORE_TELEMETRY_ENABLED",
     "env_bool",
@@ -51,6 +52,10 @@ OTEL_SDK_DISABLED = "OTEL_SDK_DISABLED"
 OTEL_METRICS_EXPORTER = "OTEL_METRICS_EXPORTER"
 """Comma-separated metric exporters; toolscore acts on ``otlp``, ``prometheus`` and ``none``.
 Default: ``otlp`` (which only exports when an OTLP endpoint is set)."""
+
+OTEL_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
+"""Span exporter behind `instrument()`'s scoring processor: ``otlp``, ``console`` or ``none``.
+Default: ``otlp``."""
 
 OTEL_LOGS_EXPORTER = "OTEL_LOGS_EXPORTER"
 """Comma-separated log exporters; toolscore acts on ``otlp`` and ``none``. Default: ``otlp``."""

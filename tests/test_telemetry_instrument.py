@@ -1,0 +1,159 @@
+"""`instrument(registry)`: one call puts scoring in front of the export, with telemetry wired."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from toolscore.collector.instrument import instrument, span_exporter_from_env
+from toolscore.collector.pipeline import PipelineConfig
+from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.telemetry import NoopTelemetry
+
+EXPECTATION = {
+    "name": "book-flight",
+    "match": {"agent": "travel"},
+    "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
+}
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    with Registry(MemoryStore()) as registry:
+        registry.put(EXPECTATION)
+        yield registry
+
+
+def _agent_run(provider: TracerProvider, tool: str) -> str:
+    """One OTel GenAI agent run that calls `tool`; returns the run span's id (16 hex digits)."""
+    tracer = provider.get_tracer("app")
+    agent_attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel"}
+    with tracer.start_as_current_span("invoke_agent travel", attributes=agent_attributes) as run:
+        tool_attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool}
+        with tracer.start_as_current_span(f"execute_tool {tool}", attributes=tool_attributes):
+            pass
+    return f"{run.get_span_context().span_id:016x}"
+
+
+def test_instrument_scores_the_run_and_reports_it(registry: Registry) -> None:
+    provider = TracerProvider()
+    spans = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    events = InMemoryLogRecordExporter()
+    loggers = LoggerProvider()
+    loggers.add_log_record_processor(SimpleLogRecordProcessor(events))
+    processor = instrument(
+        registry,
+        tracer_provider=provider,
+        next_processor=SimpleSpanProcessor(spans),
+        config=PipelineConfig(settle_ms=10),
+        meter_provider=meters,
+        logger_provider=loggers,
+    )
+    run_span_id = _agent_run(provider, "book_flight")
+    assert processor.force_flush(10_000)
+    provider.shutdown()
+
+    by_name = {span.name: span for span in spans.get_finished_spans()}
+    assert set(by_name) == {"invoke_agent travel", "execute_tool book_flight"}
+    run_events = [e for e in by_name["invoke_agent travel"].events if e.name == "gen_ai.evaluation.result"]
+    assert [dict(e.attributes or {}).get("gen_ai.evaluation.score.label") for e in run_events] == ["pass"]
+    (record,) = [data.log_record for data in events.get_finished_logs()]
+    assert (record.event_name, f"{record.span_id:016x}") == ("gen_ai.evaluation.result", run_span_id)
+    data = reader.get_metrics_data()
+    assert data is not None
+    evaluations = [
+        dict(point.attributes or {})
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "toolscore.evaluations"
+        for point in m.data.data_points
+    ]
+    assert [(p["toolscore.expectation.name"], p["gen_ai.evaluation.score.label"]) for p in evaluations] == [
+        ("book-flight", "pass")
+    ]
+    meters.shutdown()
+    loggers.shutdown()
+
+
+def test_telemetry_is_off_when_the_environment_says_so(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLSCORE_TELEMETRY_ENABLED", "false")
+    provider = TracerProvider()
+    processor = instrument(
+        registry, tracer_provider=provider, next_processor=SimpleSpanProcessor(InMemorySpanExporter())
+    )
+    try:
+        assert isinstance(processor.engine.telemetry, NoopTelemetry)
+    finally:
+        provider.shutdown()
+
+
+def test_exporter_and_next_processor_together_are_refused(registry: Registry) -> None:
+    with pytest.raises(ValueError, match="either exporter= or next_processor="):
+        instrument(
+            registry,
+            tracer_provider=TracerProvider(),
+            exporter=InMemorySpanExporter(),
+            next_processor=SimpleSpanProcessor(InMemorySpanExporter()),
+        )
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({}, GrpcSpanExporter),
+        ({"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, HttpSpanExporter),
+        ({"OTEL_TRACES_EXPORTER": "none"}, type(None)),
+    ],
+)
+def test_span_exporter_follows_the_otel_variables(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], expected: type
+) -> None:
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    exporter = span_exporter_from_env()
+    assert type(exporter) is expected
+    if exporter is not None:
+        exporter.shutdown()
+
+
+def test_without_a_provider_a_global_sdk_provider_is_installed() -> None:
+    """Run in a fresh interpreter: the global tracer provider can be set only once per process."""
+    script = textwrap.dedent(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from toolscore.collector.instrument import instrument
+        from toolscore.collector.registry import MemoryStore, Registry
+
+        assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        with Registry(MemoryStore()) as registry:
+            processor = instrument(registry)
+            provider = trace.get_tracer_provider()
+            assert isinstance(provider, TracerProvider)
+            assert processor in provider._active_span_processor._span_processors
+            provider.shutdown()
+        print("installed")
+        """
+    )
+    env = {"OTEL_TRACES_EXPORTER": "none", "PATH": ""}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "installed"
