@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["PipelineConfig", "ToolscoreSpanProcessor"]
+__all__ = ["PipelineConfig", "ToolscoreSpanProcessor", "instrument"]
 
 
 def __getattr__(name: str) -> Any:
     """Lazy: the span processor pulls in the OTel SDK, which `toolscore.collector.spans` users may not need."""
+    if name == "instrument":  # a callable module: `toolscore.collector.instrument(registry)`
+        return importlib.import_module("toolscore.collector.instrument")
     if name in __all__:
         from toolscore.collector import pipeline
 

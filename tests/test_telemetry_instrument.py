@@ -159,3 +159,16 @@ def test_without_a_provider_a_global_sdk_provider_is_installed() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "installed"
+
+
+def test_the_package_attribute_is_callable_as_instrument(registry: Registry) -> None:
+    import toolscore.collector
+
+    provider = TracerProvider()
+    processor = toolscore.collector.instrument(
+        registry, tracer_provider=provider, next_processor=SimpleSpanProcessor(InMemorySpanExporter())
+    )
+    try:
+        assert processor in provider._active_span_processor._span_processors
+    finally:
+        provider.shutdown()
