@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult
 
@@ -27,9 +27,17 @@ class ScorerBase(BaseModel):
 
     default_threshold: ClassVar[float] = 1.0
 
+    # Resolved once: `_result` runs on every evaluation, and pydantic attribute access is not free.
+    _scorer_name: str = PrivateAttr(default="")
+    _threshold: float = PrivateAttr(default=1.0)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._scorer_name = self.name or str(getattr(self, "type", type(self).__name__))
+        self._threshold = self.default_threshold if self.threshold is None else self.threshold
+
     @property
     def scorer_name(self) -> str:
-        return self.name or str(getattr(self, "type", type(self).__name__))
+        return self._scorer_name
 
     def score(self, run: AgentRun) -> ScoreResult:
         try:
@@ -41,11 +49,14 @@ class ScorerBase(BaseModel):
         raise NotImplementedError
 
     def _result(self, value: float, explanation: str, details: dict[str, Any]) -> Score:
-        threshold = self.default_threshold if self.threshold is None else self.threshold
+        # Private values are read from their dict directly, skipping pydantic's __getattr__. (Validated
+        # construction is measured faster than `model_construct` in pydantic 2.14, so it stays.)
+        private = self.__pydantic_private__
+        assert private is not None
         return Score(
-            name=self.scorer_name,
-            value=value,
-            label="pass" if value >= threshold else "fail",
+            name=private["_scorer_name"],
+            value=float(value),
+            label="pass" if value >= private["_threshold"] else "fail",
             explanation=explanation,
             details=details,
         )

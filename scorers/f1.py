@@ -13,9 +13,10 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from toolscore.scorers.base import ScorerBase
+from toolscore.scorers.json_equality import equality_test
 from toolscore.scorers.matching import ArgsMatch, ExpectedCall, json_equal, resolve_args_match
 from toolscore.scorers.model import AgentRun, Score, ToolCall
 
@@ -43,6 +44,14 @@ def peer_args_equal(expected: ToolCall, actual: ToolCall) -> bool:
     if not expected.has_args or not actual.has_args:
         return not expected.has_args and not actual.has_args
     return json_equal(expected.args, actual.args)
+
+
+def _peer_test(expected: ToolCall) -> Callable[[ToolCall], bool]:
+    """`peer_args_equal(expected, actual)` compiled for one expected call."""
+    if not expected.has_args:
+        return lambda actual: not actual.has_args
+    same = equality_test(expected.args)
+    return lambda actual: actual.has_args and same(actual.args)
 
 
 def _call_json(call: ToolCall) -> dict[str, Any]:
@@ -170,16 +179,20 @@ class F1(ScorerBase):
         default_factory=dict, description="Argument rule per tool name; wins over `args_match`."
     )
 
+    _tests: tuple[Callable[[ToolCall], bool], ...] = PrivateAttr(default=())
+
+    def model_post_init(self, context: Any, /) -> None:
+        """One compiled argument test per expected call: scoring then does no rule resolution."""
+        super().model_post_init(context)
+        tests = []
+        for exp in self.expected:
+            rule = resolve_args_match(exp, self.tool_args, self.args_match)
+            tests.append(_peer_test(exp) if rule is None else rule.compile(exp))
+        self._tests = tuple(tests)
+
     def _equal(self, actual: tuple[ToolCall, ...]) -> Equal:
-        rules = [resolve_args_match(exp, self.tool_args, self.args_match) for exp in self.expected]
-
-        def equal(i: int, j: int) -> bool:
-            rule = rules[i]
-            if rule is None:
-                return peer_args_equal(self.expected[i], actual[j])
-            return rule.matches(self.expected[i], actual[j])
-
-        return equal
+        tests = self._tests
+        return lambda i, j: tests[i](actual[j])
 
     def _breakdown(self, actual: tuple[ToolCall, ...]) -> dict[str, list[dict[str, Any]]]:
         """tpmjs' four lists: correct, incorrect, missed (expected order) and extra (actual order)."""

@@ -86,6 +86,7 @@ class LLMJudge(ScorerBase):
 
     def model_post_init(self, context: Any, /) -> None:
         """Equal judges share one cache and one limit; `name` and `threshold` do not change a verdict."""
+        super().model_post_init(context)
         key = tuple((k, v) for k, v in self.__dict__.items() if k not in ("name", "threshold"))
         self._state = shared_state(key, self.max_concurrency, self.cache_size)
 

@@ -129,8 +129,9 @@ class Trajectory(ScorerBase):
 
     _plan: _Plan = PrivateAttr()
 
-    def model_post_init(self, context: Any) -> None:
+    def model_post_init(self, context: Any, /) -> None:
         """Everything that depends only on the parameters, so scoring a run does no set-up."""
+        super().model_post_init(context)
         rules = [resolve_args_match(call, self.tool_args, self.args_match) for call in self.expected]
         peer_test = peer_flexible_test if self.mode == "flexible" else peer_exact_test
         default = None if self.mode in _PEER_MODES else ArgsMatch()
