@@ -1,0 +1,174 @@
+"""Tiny builders for the pipeline tests: GenAI agent runs at a fixed epoch, a registry, a recording telemetry."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Span, Tracer
+
+from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.spans import SpanRecord
+from toolscore.collector.telemetry import RunSpanRef
+from toolscore.scorers.model import ScoreResult
+
+EPOCH_NS = 1_767_225_600_000_000_000
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+
+TRAVEL = {
+    "name": "travel",
+    "match": {"agent": "travel"},
+    "scorers": [
+        {"type": "tool_selection", "expected_tool": "book_flight"},
+        {"type": "trajectory", "expected": [{"name": "search_flights"}, {"name": "book_flight"}]},
+    ],
+}
+
+
+def run_attrs(agent: str = "travel", **extra: Any) -> dict[str, Any]:
+    return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent, **extra}
+
+
+def tool_attrs(name: str, call_id: str, args: str = "{}") -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.call.arguments": args,
+    }
+
+
+def agent_run(
+    tracer: Tracer,
+    agent: str = "travel",
+    tools: Sequence[str] = ("search_flights", "book_flight"),
+    parent: Span | None = None,
+    t0: int = EPOCH_NS,
+) -> Span:
+    """An `invoke_agent` span with one `execute_tool` child per tool, ended in order (children first)."""
+    context = trace_api.set_span_in_context(parent) if parent is not None else None
+    run = tracer.start_span(f"invoke_agent {agent}", context=context, attributes=run_attrs(agent), start_time=t0)
+    inner = trace_api.set_span_in_context(run)
+    for i, name in enumerate(tools):
+        start = t0 + (i + 1) * 1_000_000
+        tool = tracer.start_span(f"execute_tool {name}", context=inner, attributes=tool_attrs(name, f"call_{i}"), start_time=start)
+        tool.end(end_time=start + 500_000)
+    run.end(end_time=t0 + (len(tools) + 1) * 1_000_000)
+    return run
+
+
+@contextmanager
+def registry_with(*expectations: dict[str, Any]) -> Iterator[Registry]:
+    registry = Registry(MemoryStore())
+    try:
+        for expectation in expectations:
+            registry.put(expectation)
+        yield registry
+    finally:
+        registry.close()
+
+
+@contextmanager
+def traced(
+    registry: Registry, config: PipelineConfig | None = None, telemetry: Any = None
+) -> Iterator[tuple[Tracer, ToolscoreSpanProcessor, InMemorySpanExporter]]:
+    """A provider whose only processor is toolscore in front of SimpleSpanProcessor(InMemorySpanExporter)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    processor = ToolscoreSpanProcessor(
+        registry, SimpleSpanProcessor(exporter), config or PipelineConfig(settle_ms=20), telemetry or Recording()
+    )
+    provider.add_span_processor(processor)
+    try:
+        yield provider.get_tracer("toolscore-tests"), processor, exporter
+    finally:
+        provider.shutdown()
+
+
+def by_name(spans: Sequence[ReadableSpan]) -> dict[str, ReadableSpan]:
+    return {span.name: span for span in spans}
+
+
+def record(span_id: str, parent: str | None, name: str, attributes: dict[str, Any], trace_id: str = TRACE) -> SpanRecord:
+    """A `SpanRecord` carrier for driving the engine directly (its decode is the identity)."""
+    start = EPOCH_NS + int(span_id[-4:], 16) * 1000
+    return SpanRecord(trace_id, span_id, parent, name, 1, start, start + 500, attributes=attributes, scope="test")
+
+
+def genai_run(run_id: str, tools: Sequence[str], parent: str | None = None, trace_id: str = TRACE) -> list[SpanRecord]:
+    """The records of one GenAI run, children before the run span (as they end)."""
+    calls = [
+        record(f"{run_id[:12]}{i + 1:04x}", run_id, f"execute_tool {name}", tool_attrs(name, f"c{i}"), trace_id)
+        for i, name in enumerate(tools)
+    ]
+    return [*calls, record(run_id, parent, "invoke_agent travel", run_attrs(), trace_id)]
+
+
+class Recording:
+    """A `PipelineTelemetry` that keeps everything it is told, thread-safe, for assertions."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: Counter[str] = Counter()
+        self.scores: list[tuple[ScoreResult, str, int, str | None, RunSpanRef | None]] = []
+        self.delays: list[float] = []
+        self.judge: Counter[str] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.pending: Callable[[], int] | None = None
+
+    def spans_received(self, n: int) -> None:
+        with self.lock:
+            self.counts["received"] += n
+
+    def spans_passed(self, n: int) -> None:
+        with self.lock:
+            self.counts["passed"] += n
+
+    def spans_dropped(self, n: int, reason: str) -> None:
+        with self.lock:
+            self.counts[f"dropped:{reason}"] += n
+
+    def late_spans(self, n: int) -> None:
+        with self.lock:
+            self.counts["late"] += n
+
+    def run_finished(self, outcome: str) -> None:
+        with self.lock:
+            self.outcomes[outcome] += 1
+
+    def score_recorded(
+        self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None
+    ) -> None:
+        with self.lock:
+            self.scores.append((result, expectation, version, agent, run_span))
+
+    def score_delay(self, seconds: float) -> None:
+        with self.lock:
+            self.delays.append(seconds)
+
+    def judge_outcome(self, outcome: str) -> None:
+        with self.lock:
+            self.judge[outcome] += 1
+
+    def observe_pending(self, callback: Callable[[], int]) -> None:
+        self.pending = callback
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+    """Poll `condition` until it holds or `timeout_s` passes (a bounded wait, not a timed assertion)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
