@@ -63,6 +63,11 @@ def _batch_order(batch: IssuedBatch) -> tuple[int, str]:
     return batch.span.start_ns, batch.span.span_id
 
 
+def _unissued_order(call: PendingCall) -> tuple[float, int, int, str, str]:
+    start = call.span.start_ns
+    return start, 0, start, call.read.call_id or "", call.span.span_id
+
+
 def _claim(call: PendingCall, batch: IssuedBatch, index: int, used: set[tuple[str, int]]) -> None:
     used.add((batch.span.span_id, index))
     call.issued, call.batch, call.index = batch.calls[index], batch.span.span_id, index
@@ -127,6 +132,8 @@ def needs_model_responses(calls: list[PendingCall]) -> bool:
 
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:
     """The run's calls in issue order (see the module docstring), each tied to its issuing response."""
+    if not batches:  # every call is a batch of its own: rules 1 and 3 are its start, rule 2 is 0
+        return sorted(pending, key=_unissued_order)
     used: set[tuple[str, int]] = set()
     batches = sorted(batches, key=_batch_order)
     _match_by_id(pending, batches, used)

@@ -57,7 +57,6 @@ class _Run:
     node: _Node
     inferred: bool
     calls: list[PendingCall] = field(default_factory=list)
-    models: list[_Node] = field(default_factory=list)
     convention: str | None = None
 
 
@@ -98,6 +97,8 @@ class _TraceRuns:
     def __init__(self, nodes: dict[str, _Node], config: ExtractConfig, stats: ExtractStats) -> None:
         self.nodes, self.config, self.stats = nodes, config, stats
         self.runs: dict[str, _Run] = {}
+        self.llm_nodes: list[_Node] = []
+        self.models_by_run: dict[str, list[_Node]] | None = None
 
     def _parent(self, node: _Node) -> _Node | None:
         parent_id = node.span.parent_id
@@ -133,22 +134,28 @@ class _TraceRuns:
         if not known:
             self.stats.skip("unknown_convention")
             return []
+        self.stats.by_convention.update([n.extractor.name for n in known if n.extractor is not None])
+        tools: list[_Node] = []
         for node in known:
-            assert node.extractor is not None
-            self.stats.by_convention[node.extractor.name] += 1
             if node.role is Role.RUN:
                 self.runs[node.span.span_id] = _Run(node, inferred=False)
-        for node in known:
-            if node.role is Role.TOOL:
-                self._add_call(node)
-        for node in known:
-            if node.role is Role.LLM:
-                run = self.runs.get(self._owner(node)[0].span.span_id)
-                if run is not None:
-                    run.models.append(node)
+            elif node.role is Role.TOOL:
+                tools.append(node)
+            elif node.role is Role.LLM:
+                self.llm_nodes.append(node)
+        for node in tools:
+            self._add_call(node)
         built = [self._finish(run) for run in self.runs.values()]
         built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
+
+    def _models(self, run: _Run) -> list[_Node]:
+        """The run's model responses, assigned to their runs on first use (most runs never need them)."""
+        if self.models_by_run is None:
+            self.models_by_run = {}
+            for node in self.llm_nodes:
+                self.models_by_run.setdefault(self._owner(node)[0].span.span_id, []).append(node)
+        return self.models_by_run.get(run.node.span.span_id, [])
 
     def _add_call(self, node: _Node) -> None:
         read = self._read(node)
@@ -184,7 +191,7 @@ class _TraceRuns:
     def _batches(self, run: _Run) -> list[IssuedBatch]:
         """The run's model responses that issued tool calls (read only when the order needs them)."""
         batches: list[IssuedBatch] = []
-        for node in run.models:
+        for node in self._models(run):
             read = self._read(node)
             if isinstance(read, IssuedCalls) and read.calls:
                 batches.append(IssuedBatch(node.span, read.calls))
