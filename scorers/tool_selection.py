@@ -8,6 +8,7 @@ parts that surprise: only some invocation states count, flexible order checks us
 from __future__ import annotations
 
 from itertools import pairwise
+from operator import attrgetter
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -43,19 +44,24 @@ def _counted(call: ToolCall) -> bool:
     return bool(call.name) and ("result" if call.state is None else call.state) in COUNTED_STATES
 
 
+_by_message = attrgetter("message_index")
+
+
 def _call_infos(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
     """Counted calls as Mastra's `toolCallInfos`; `invocation_index` still counts skipped calls."""
     infos = []
     seen_in_message: dict[int, int] = {}
-    for call in sorted(calls, key=lambda c: c.message_index):
-        index = seen_in_message.get(call.message_index, 0)
-        seen_in_message[call.message_index] = index + 1
-        if _counted(call):
+    for call in sorted(calls, key=_by_message):
+        message = call.message_index
+        index = seen_in_message.get(message, 0)
+        seen_in_message[message] = index + 1
+        state = call.state
+        if call.name and (state is None or state in COUNTED_STATES):  # `_counted`, inlined: once per call
             infos.append(
                 {
                     "tool_name": call.name,
-                    "tool_call_id": call.call_id or f"{call.message_index}-{index}",
-                    "message_index": call.message_index,
+                    "tool_call_id": call.call_id or f"{message}-{index}",
+                    "message_index": message,
                     "invocation_index": index,
                 }
             )
