@@ -70,7 +70,8 @@ class PipelineConfig(BaseModel):
     max_spans_per_trace: int = Field(
         default=2_000,
         ge=1,
-        description="Spans kept per trace; later spans of the trace pass straight on, counted as "
+        description="Spans kept per trace (run spans are counted apart, against the same limit, so a run "
+        "whose other spans reach it is still scored); later spans of the trace pass straight on, counted as "
         "dropped (`max_spans_per_trace`), and its runs are flagged incomplete. Default: 2000.",
     )
     queue_size: int = Field(

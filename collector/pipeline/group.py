@@ -108,11 +108,11 @@ class TraceStore(Generic[C]):
         touched, late = self._under(trace, record.parent_id)
         if late:
             return Admission(Admit.LATE, trace)
-        if len(trace.records) >= self.max_spans:
-            trace.truncated = True
-            return Admission(Admit.OVER_CAP, trace)
         found = classify(record)
         role = found[1] if found is not None else None
+        if len(trace.held if role is Role.RUN else trace.records) >= self.max_spans:
+            trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
+            return Admission(Admit.OVER_CAP, trace)
         trace.records[record.span_id] = _slim(record) if role is None else record
         if record.parent_id is None:
             trace.root_seen = True
