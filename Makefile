@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # mypy cannot follow the editable install's import hook, so it reads the packages through links named as imported.
 TYPEROOT := $(VENV)/typecheck
 
-.PHONY: run test lint typecheck unit bench proto clean
+.PHONY: run test lint typecheck unit bench proto clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
@@ -16,17 +16,18 @@ $(STAMP): pyproject.toml
 	ln -sfn $(CURDIR)/scorers $(TYPEROOT)/toolscore/scorers
 	ln -sfn $(CURDIR)/collector $(TYPEROOT)/toolscore/collector
 	ln -sfn $(CURDIR)/proto/toolscore/registry $(TYPEROOT)/toolscore/registry
+	ln -sfn $(CURDIR)/proto/toolscore/__init__.py $(TYPEROOT)/toolscore/__init__.py
 	touch $@
 
 run: $(STAMP)
 	$(BIN)/toolscore score --input deploy/examples/score-requests.jsonl
 
 lint: $(STAMP)
-	$(BIN)/ruff check scorers collector tests
-	$(BIN)/ruff format --check scorers collector tests
+	$(BIN)/ruff check scorers collector proto tests
+	$(BIN)/ruff format --check scorers collector proto tests
 
 typecheck: $(STAMP)
-	MYPYPATH=$(TYPEROOT) $(BIN)/mypy -p toolscore.scorers -p toolscore.collector
+	MYPYPATH=$(TYPEROOT) $(BIN)/mypy -m toolscore -p toolscore.scorers -p toolscore.collector
 
 # Servers the tests start for real (PostgreSQL, ...): each .ci/install-* script installs one when missing.
 system-deps:

@@ -10,8 +10,8 @@ __all__ = ["PipelineConfig", "ToolscoreSpanProcessor", "instrument"]
 
 def __getattr__(name: str) -> Any:
     """Lazy: the span processor pulls in the OTel SDK, which `toolscore.collector.spans` users may not need."""
-    if name == "instrument":  # a callable module: `toolscore.collector.instrument(registry)`
-        return importlib.import_module("toolscore.collector.instrument")
+    if name == "instrument":
+        return importlib.import_module("toolscore.collector.instrumentation").instrument
     if name in __all__:
         from toolscore.collector import pipeline
 

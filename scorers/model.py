@@ -142,7 +142,9 @@ class AgentRun(BaseModel):
         default_factory=dict, description="Resource attributes of the service that recorded the run span."
     )
     convention: str | None = Field(default=None, description="The span convention the run was read from.")
-    inferred: bool = Field(default=False, description="True when no run span was recognised and the trace root stands in.")
+    inferred: bool = Field(
+        default=False, description="True when no run span was recognised and the trace root stands in."
+    )
     incomplete: bool = Field(default=False, description="True when the run was scored before all its spans arrived.")
     parent_span_id: str | None = Field(default=None, description="Run span of the enclosing run, for nested agents.")
     start_ns: int | None = Field(default=None, description="Start time of the run span, ns since the epoch.")

@@ -86,10 +86,8 @@ def test_output_file_and_absent_null_empty_args_stay_apart(tmp_path: Path) -> No
 
 
 def test_windows_keep_order_across_many_lines() -> None:
-    lines = [
-        json.dumps({"id": i, "scorer": {"type": "tool_selection", "expected_tool": "a"}, "calls": [{"name": "ab"[i % 2]}]})
-        for i in range(600)
-    ]
+    scorer = {"type": "tool_selection", "expected_tool": "a"}
+    lines = [json.dumps({"id": i, "scorer": scorer, "calls": [{"name": "ab"[i % 2]}]}) for i in range(600)]
     code, results, _ = run_cli(stdin="\n".join(lines))
     assert code == 0
     assert [r["id"] for r in results] == list(range(600))

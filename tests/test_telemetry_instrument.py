@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolscore.collector.instrument import instrument, span_exporter_from_env
+from toolscore.collector.instrumentation import instrument, span_exporter_from_env
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import MemoryStore, Registry
 from toolscore.collector.telemetry import NoopTelemetry
@@ -140,7 +140,7 @@ def test_without_a_provider_a_global_sdk_provider_is_installed() -> None:
         """
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
-        from toolscore.collector.instrument import instrument
+        from toolscore.collector.instrumentation import instrument
         from toolscore.collector.registry import MemoryStore, Registry
 
         assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)

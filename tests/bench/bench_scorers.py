@@ -41,7 +41,7 @@ def bench(b: Bench) -> None:
         repeat = 20_000 if n == 5 else 2_000
         for kind, scorer in _scorers(expected).items():
 
-            def loop(scorer: ScorerBase = scorer) -> None:
+            def loop(scorer: ScorerBase = scorer, run: AgentRun = run, repeat: int = repeat) -> None:
                 for _ in range(repeat):
                     scorer.score(run)
 

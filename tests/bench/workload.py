@@ -26,6 +26,5 @@ def make_args(rng: random.Random) -> dict[str, object]:
 def make_calls(n: int, seed: int = 7) -> list[ToolCall]:
     rng = random.Random(seed)
     return [
-        ToolCall(name=rng.choice(TOOLS), args=make_args(rng), args_state="value", call_id=f"call_{i}")
-        for i in range(n)
+        ToolCall(name=rng.choice(TOOLS), args=make_args(rng), args_state="value", call_id=f"call_{i}") for i in range(n)
     ]

@@ -12,9 +12,6 @@ otherwise; `toolscore.collector.telemetry.setup.setup_telemetry` builds dedicate
 from __future__ import annotations
 
 import logging
-import sys
-import types
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry._logs import LoggerProvider
@@ -112,14 +109,3 @@ def instrument(
     processor = ToolscoreSpanProcessor(registry, next_processor, config=config, telemetry=telemetry)
     provider.add_span_processor(processor)
     return processor
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``toolscore.collector.instrument(registry)`` work: the package attribute is this module
-    (Python binds a submodule over any same-named function), so the module itself calls `instrument`."""
-
-    def __call__(self, registry: Matcher, **options: Any) -> ToolscoreSpanProcessor:
-        return instrument(registry, **options)
-
-
-sys.modules[__name__].__class__ = _CallableModule
