@@ -1,0 +1,46 @@
+"""The README's examples run, and print what the README says they print."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = (Path(__file__).parent.parent / "README.md").read_text()
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def test_score_console_examples_print_what_they_show() -> None:
+    examples = [b for b in _blocks("console") if "| toolscore score" in b]
+    assert examples
+    for block in examples:
+        command, *shown = block.strip().splitlines()
+        request = re.fullmatch(r"\$ echo '(.*)' \| toolscore score", command)
+        assert request is not None, command
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolscore.collector.cli", "score"],
+            input=request.group(1),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+        assert [json.loads(line) for line in proc.stdout.splitlines()] == [json.loads(line) for line in shown]
+
+
+def test_python_examples_print_the_commented_values() -> None:
+    examples = [b for b in _blocks("python") if "print(" in b and "# " in b]
+    assert examples
+    for block in examples:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(block, "README.md", "exec"), {})
+        claimed = [m.group(1) for m in re.finditer(r"print\(.*\)\s+# ([^:\s]+)", block)]
+        assert out.getvalue().split() == claimed
