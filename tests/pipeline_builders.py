@@ -59,7 +59,9 @@ def agent_run(
     inner = trace_api.set_span_in_context(run)
     for i, name in enumerate(tools):
         start = t0 + (i + 1) * 1_000_000
-        tool = tracer.start_span(f"execute_tool {name}", context=inner, attributes=tool_attrs(name, f"call_{i}"), start_time=start)
+        tool = tracer.start_span(
+            f"execute_tool {name}", context=inner, attributes=tool_attrs(name, f"call_{i}"), start_time=start
+        )
         tool.end(end_time=start + 500_000)
     run.end(end_time=t0 + (len(tools) + 1) * 1_000_000)
     return run
@@ -97,7 +99,9 @@ def by_name(spans: Sequence[ReadableSpan]) -> dict[str, ReadableSpan]:
     return {span.name: span for span in spans}
 
 
-def record(span_id: str, parent: str | None, name: str, attributes: dict[str, Any], trace_id: str = TRACE) -> SpanRecord:
+def record(
+    span_id: str, parent: str | None, name: str, attributes: dict[str, Any], trace_id: str = TRACE
+) -> SpanRecord:
     """A `SpanRecord` carrier for driving the engine directly (its decode is the identity)."""
     start = EPOCH_NS + int(span_id[-4:], 16) * 1000
     return SpanRecord(trace_id, span_id, parent, name, 1, start, start + 500, attributes=attributes, scope="test")

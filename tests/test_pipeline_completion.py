@@ -89,7 +89,8 @@ def test_trace_without_run_span_is_scored_after_idle_timeout_as_incomplete() -> 
     with engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.05)) as (pipeline, sink, telemetry):
         offer(pipeline, [tool])
         assert wait_until(lambda: telemetry.outcomes["incomplete"] == 1)
-        assert sink.released == [tool] and sink.enriched == []
+        assert sink.released == [tool]
+        assert sink.enriched == []
 
 
 def test_trace_without_run_span_is_complete_once_its_root_has_ended() -> None:

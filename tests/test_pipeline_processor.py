@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import toolscore.collector
@@ -44,10 +43,13 @@ def test_each_score_is_one_evaluation_event_on_the_run_span() -> None:
 
 
 def test_span_events_can_be_turned_off_attributes_stay() -> None:
-    with registry_with(TRAVEL) as registry, traced(registry, PipelineConfig(settle_ms=20, emit_span_events=False)) as (
-        tracer,
-        processor,
-        exporter,
+    with (
+        registry_with(TRAVEL) as registry,
+        traced(registry, PipelineConfig(settle_ms=20, emit_span_events=False)) as (
+            tracer,
+            processor,
+            exporter,
+        ),
     ):
         agent_run(tracer)
         processor.force_flush(5_000)
@@ -66,7 +68,8 @@ def test_enriched_span_keeps_identity_times_status_and_resource() -> None:
     assert (run.parent, run.start_time, run.end_time) == (original.parent, original.start_time, original.end_time)
     assert run.resource is original.resource
     assert run.instrumentation_scope == original.instrumentation_scope
-    assert run.kind == original.kind and run.status.status_code == original.status.status_code
+    assert run.kind == original.kind
+    assert run.status.status_code == original.status.status_code
 
 
 def test_unmatched_run_is_marked_with_no_expectations_and_no_scores() -> None:
@@ -90,7 +93,8 @@ def test_every_span_reaches_next_exactly_once_run_span_last() -> None:
         processor.force_flush(5_000)
         spans = exporter.get_finished_spans()
     ids = Counter(span.context.span_id for span in spans if span.context is not None)
-    assert len(spans) == 7 and set(ids.values()) == {1}
+    assert len(spans) == 7
+    assert set(ids.values()) == {1}
     names = [span.name for span in spans]
     assert names.index("execute_tool book_flight") < names.index("invoke_agent travel")
 
@@ -122,7 +126,11 @@ def _wait_for(exporter: InMemorySpanExporter, count: int, timeout_s: float = 5.0
 def test_attribute_names_are_reduced_to_lowercase_alnum_and_underscore() -> None:
     assert attribute_key("Checkout-Canary.v2") == "checkout_canary_v2"
     assert attribute_key("judge (gpt-4o)") == "judge_gpt_4o"
-    exp = {**TRAVEL, "name": "Travel-Canary.v2", "scorers": [{"type": "tool_selection", "expected_tool": "x", "name": "Pick X"}]}
+    exp = {
+        **TRAVEL,
+        "name": "Travel-Canary.v2",
+        "scorers": [{"type": "tool_selection", "expected_tool": "x", "name": "Pick X"}],
+    }
     with registry_with(exp) as registry, traced(registry) as (tracer, processor, exporter):
         agent_run(tracer)
         processor.force_flush(5_000)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -128,15 +129,13 @@ class JudgePool:
         return loop
 
     def close(self, timeout_s: float) -> None:
-        """Cancel what is still running (each gets a `judge_cancelled` result) and stop the loop."""
+        """Cancel every task on the loop (judges get a `judge_cancelled` result; litellm's own background
+        tasks end too, as `asyncio.run` would end them), then stop and close the loop."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
-        with self._lock:
-            futures = list(self._futures)
-        for future in futures:
-            future.cancel()
-        concurrent.futures.wait(futures, timeout=max(timeout_s, 0.0))
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(max(timeout_s, 0.1))
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=max(timeout_s, 0.1))
         if not thread.is_alive():
@@ -146,3 +145,11 @@ class JudgePool:
 
     def __repr__(self) -> str:
         return f"JudgePool(in_flight={self.in_flight()}, tokens={self._bucket.tokens:.1f})"
+
+
+async def _cancel_all() -> None:
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
