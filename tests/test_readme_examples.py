@@ -44,3 +44,22 @@ def test_python_examples_print_the_commented_values() -> None:
             exec(compile(block, "README.md", "exec"), {})
         claimed = [m.group(1) for m in re.finditer(r"print\(.*\)\s+# ([^:\s]+)", block)]
         assert out.getvalue().split() == claimed
+
+
+def test_extract_console_examples_print_what_they_show() -> None:
+    examples = [b for b in _blocks("console") if b.startswith("$ toolscore extract")]
+    assert examples
+    root = Path(__file__).parent.parent
+    for block in examples:
+        command, *shown = block.strip().splitlines()
+        args = command.removeprefix("$ toolscore extract").split()
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolscore.collector.cli", "extract", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            cwd=root,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert [json.loads(line) for line in proc.stdout.splitlines()] == [json.loads(line) for line in shown]
