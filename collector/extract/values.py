@@ -17,6 +17,9 @@ from toolscore.scorers.model import ArgsState, ToolCall
 
 __all__ = ["build_call", "cap_text", "capped_attributes", "normalize_args"]
 
+_decode_json = json.JSONDecoder().decode
+"""`json.loads` for text without its per-call type checks (what `loads` does for a `str` with default options)."""
+
 
 def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
     """`text` cut to at most `max_bytes` UTF-8 bytes (never inside a character), and whether it was cut."""
@@ -38,16 +41,16 @@ def normalize_args(value: Any, config: ExtractConfig, stats: ExtractStats) -> tu
         return None, "not_captured"
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None, "absent"
     if not isinstance(value, str):
-        return value, "value"
+        return (None, "absent") if value is None else (value, "value")
+    if not value or value.isspace():  # blank text, tested without copying it as `strip()` would
+        return None, "absent"
     text, cut = cap_text(value, config.max_args_bytes)
     if cut:
         stats.args_truncated += 1
         return text, "raw"
     try:
-        return json.loads(text), "value"
+        return _decode_json(text), "value"
     except ValueError:
         return text, "raw"
 
