@@ -1,0 +1,239 @@
+"""The readable diff between the calls a scorer expected and the calls a run made.
+
+A score says *that* a run failed; the diff says *why*, call by call: which expected call is missing,
+which call was not asked for, which came out of order, and which had the right name but other
+arguments (naming the keys that differ). The expected calls are read from the scorer's own
+parameters (`expected` of trajectory and f1, `expected_order` / `expected_tool` of tool_selection),
+and arguments are compared by the rule the scorer resolves for each call (`toolscore.scorers.matching`),
+so the diff explains the score rather than judging anew. It is an explanation, not a second score:
+peer quirks that a scorer reproduces (Evalite's serialized-argument comparison, say) are not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolscore.scorers.base import ScorerBase
+from toolscore.scorers.f1 import F1
+from toolscore.scorers.matching import ArgsMatch, json_equal, resolve_args_match
+from toolscore.scorers.model import ToolCall
+from toolscore.scorers.tool_selection import ToolSelection
+from toolscore.scorers.trajectory import Trajectory
+
+__all__ = ["CallDiff", "DiffRow", "KeyDiff", "diff_calls", "diff_for_scorer"]
+
+_ANY_ARGS = ArgsMatch()
+_UNSTATED = ("absent", "not_captured")
+_NOT_CAPTURED = "<not captured>"
+
+
+class KeyDiff(BaseModel):
+    """One argument key that differs; `key` is empty when the arguments differ as a whole (not objects)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    kind: Literal["missing", "extra", "changed"] = Field(description="Missing from the call, not expected, or other.")
+    expected: Any = None
+    actual: Any = None
+
+
+class DiffRow(BaseModel):
+    """One expected call and the call paired with it, or an unpaired call on either side (1-based indices)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["ok", "wrong_args", "missing", "extra"]
+    expected: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the expected call.")
+    expected_index: int | None = None
+    actual: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the call made.")
+    actual_index: int | None = None
+    out_of_order: bool = Field(default=False, description="Paired, but called out of the expected order.")
+    keys: list[KeyDiff] = Field(default_factory=list, description="The differing argument keys (`wrong_args`).")
+    allowed: bool = Field(default=False, description="A difference the scorer's mode tolerates (subset, superset).")
+
+    @property
+    def ok(self) -> bool:
+        return self.allowed or (self.status == "ok" and not self.out_of_order)
+
+
+class CallDiff(BaseModel):
+    """Expected against actual calls for one scorer; `rows` in expected order, extras where they were made."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scorer: str
+    rule: str = Field(description="How calls were compared, for the reader: `trajectory mode=exact`.")
+    ordered: bool
+    rows: list[DiffRow]
+
+    @property
+    def ok(self) -> bool:
+        return all(row.ok for row in self.rows)
+
+    @property
+    def problems(self) -> list[DiffRow]:
+        return [row for row in self.rows if not row.ok]
+
+
+def _view(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": call.name}
+    if call.has_args:
+        out["args"] = call.args
+    elif call.args_state == "not_captured":
+        out["args"] = _NOT_CAPTURED
+    return out
+
+
+def _args_dict(call: ToolCall) -> Any:
+    return call.args if call.has_args and call.args is not None else {}
+
+
+def key_diffs(expected: ToolCall, actual: ToolCall, rule: ArgsMatch) -> list[KeyDiff]:
+    """The keys on which `actual`'s arguments fail `expected`'s under `rule` (top-level keys)."""
+    if rule.mode == "ignore":
+        return []
+    if actual.args_state == "not_captured":
+        return [KeyDiff(key="", kind="changed", expected=expected.args, actual=_NOT_CAPTURED)]
+    got, ignored = _args_dict(actual), set(rule.ignore_keys)
+    want: Any = {} if expected.args_state in _UNSTATED else _args_dict(expected)
+    if not isinstance(want, dict) or not isinstance(got, dict):
+        return [KeyDiff(key="", kind="changed", expected=want, actual=got)]
+    out: list[KeyDiff] = []
+    for key, matcher in rule.matchers.items():
+        if key not in ignored and (key not in got or not matcher.test(got[key])):
+            kind: Literal["missing", "changed"] = "missing" if key not in got else "changed"
+            out.append(KeyDiff(key=key, kind=kind, expected=matcher.model_dump(), actual=got.get(key)))
+    for key, value in want.items():
+        if key in ignored or key in rule.matchers:
+            continue
+        if key not in got:
+            out.append(KeyDiff(key=key, kind="missing", expected=value))
+        elif not json_equal(value, got[key]):
+            out.append(KeyDiff(key=key, kind="changed", expected=value, actual=got[key]))
+    if rule.mode == "exact" and expected.args_state not in _UNSTATED:
+        extra = [k for k in got if k not in want and k not in rule.matchers and k not in ignored]
+        out.extend(KeyDiff(key=key, kind="extra", actual=got[key]) for key in extra)
+    return out
+
+
+@dataclass(slots=True)
+class _Pairs:
+    exact: dict[int, int]
+    named: dict[int, int]
+
+
+def _pair(expected: Sequence[ToolCall], actual: Sequence[ToolCall], args_ok: Callable[[int, ToolCall], bool]) -> _Pairs:
+    """Each expected call takes the first unused call of its name with matching arguments; the
+    expected calls still alone then take the first unused call of their name (wrong arguments)."""
+    used: set[int] = set()
+    exact: dict[int, int] = {}
+    for i, exp in enumerate(expected):
+        same = (j for j, act in enumerate(actual) if j not in used and act.name == exp.name and args_ok(i, act))
+        j = next(same, None)
+        if j is not None:
+            used.add(j)
+            exact[i] = j
+    named: dict[int, int] = {}
+    for i, exp in enumerate(expected):
+        if i in exact:
+            continue
+        j = next((j for j, act in enumerate(actual) if j not in used and act.name == exp.name), None)
+        if j is not None:
+            used.add(j)
+            named[i] = j
+    return _Pairs(exact, named)
+
+
+def _in_order(pairs: dict[int, int]) -> set[int]:
+    """Expected indices whose pairs form a longest run in order (a longest increasing subsequence)."""
+    items = sorted(pairs.items())
+    best: list[list[int]] = []
+    for k, (_, j) in enumerate(items):
+        chain = max((c for c in best if items[c[-1]][1] < j), key=len, default=[])
+        best.append([*chain, k])
+    longest = max(best, key=len, default=[])
+    return {items[k][0] for k in longest}
+
+
+def diff_calls(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    *,
+    rules: Sequence[ArgsMatch] | None = None,
+    ordered: bool = True,
+    allow_missing: bool = False,
+    allow_extra: bool = False,
+    scorer: str = "",
+    rule: str = "",
+) -> CallDiff:
+    """Pair expected and actual calls and classify every call; `rules[i]` compares expected call i's args."""
+    rules = list(rules) if rules is not None else [_ANY_ARGS] * len(expected)
+    pairs = _pair(expected, actual, lambda i, act: rules[i].matches(expected[i], act))
+    paired = pairs.exact | pairs.named
+    in_order = _in_order(paired) if ordered else set(paired)
+    keyed: list[tuple[tuple[int, int, int], DiffRow]] = []
+    for i, exp in enumerate(expected):
+        j = paired.get(i)
+        if j is None:
+            row = DiffRow(status="missing", expected=_view(exp), expected_index=i + 1, allowed=allow_missing)
+        else:
+            keys = [] if i in pairs.exact else key_diffs(exp, actual[j], rules[i])
+            row = DiffRow(
+                status="ok" if i in pairs.exact else "wrong_args",
+                expected=_view(exp),
+                expected_index=i + 1,
+                actual=_view(actual[j]),
+                actual_index=j + 1,
+                out_of_order=i not in in_order,
+                keys=keys,
+            )
+        keyed.append(((i, 0, 0), row))
+    after = {j: i for i, j in paired.items()}
+    last = -1
+    for j, act in enumerate(actual):
+        if j in after:
+            last = max(last, after[j])
+            continue
+        extra = DiffRow(status="extra", actual=_view(act), actual_index=j + 1, allowed=allow_extra)
+        keyed.append(((last, 1, j), extra))
+    rows = [row for _, row in sorted(keyed, key=lambda item: item[0])]
+    return CallDiff(scorer=scorer, rule=rule, ordered=ordered, rows=rows)
+
+
+def _rules(scorer: Trajectory | F1) -> list[ArgsMatch]:
+    return [resolve_args_match(call, scorer.tool_args, scorer.args_match) or _ANY_ARGS for call in scorer.expected]
+
+
+def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall]) -> CallDiff | None:
+    """The diff for a built-in scorer that names expected calls; None for others (the LLM judge)."""
+    name = scorer.scorer_name
+    if isinstance(scorer, Trajectory):
+        return diff_calls(
+            scorer.expected,
+            actual,
+            rules=_rules(scorer),
+            ordered=scorer.mode in ("exact", "strict"),
+            allow_missing=scorer.mode == "subset",
+            allow_extra=scorer.mode == "superset",
+            scorer=name,
+            rule=f"trajectory mode={scorer.mode}",
+        )
+    if isinstance(scorer, F1):
+        rule = f"f1 pairing={scorer.pairing}"
+        return diff_calls(scorer.expected, actual, rules=_rules(scorer), ordered=False, scorer=name, rule=rule)
+    if isinstance(scorer, ToolSelection):
+        strict = "strict" if scorer.strict else "flexible"
+        if scorer.expected_order:
+            names, ordered, rule = scorer.expected_order, True, f"tool_selection expected_order ({strict})"
+        elif scorer.expected_tool:
+            names, ordered, rule = [scorer.expected_tool], False, f"tool_selection expected_tool ({strict})"
+        else:
+            return None
+        calls = [ToolCall(name=n) for n in names]
+        return diff_calls(calls, actual, ordered=ordered, allow_extra=not scorer.strict, scorer=name, rule=rule)
+    return None

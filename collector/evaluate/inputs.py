@@ -1,0 +1,89 @@
+"""Read what an evaluation needs: trace files (or directories of them) and expectation files.
+
+Every problem is collected before giving up, so one run of `toolscore eval` names all the bad
+files at once; each message names the file, and the line, byte offset or field where it is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolscore.collector.registry import Expectation, InvalidExpectation, load_paths
+from toolscore.collector.registry.files import expand_paths
+from toolscore.collector.sources import DecodeStats, TraceFileError, read_trace_file
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["TRACE_SUFFIXES", "EvalInputError", "TraceInput", "expand_trace_paths", "read_expectations", "read_traces"]
+
+TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".bin", ".otlp", ".gz")
+"""Files taken from a trace directory; the format is then detected from the content."""
+
+
+class EvalInputError(ValueError):
+    """Input that cannot be evaluated (exit status 2); `problems` has one message per thing wrong."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def expand_trace_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files as given; directories become their trace files (recursively, in name order, hidden skipped)."""
+    out: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = (p for p in path.rglob("*") if p.suffix in TRACE_SUFFIXES and p.is_file())
+            out.extend(sorted(p for p in found if not any(part.startswith(".") for part in p.relative_to(path).parts)))
+        else:
+            out.append(path)
+    return out
+
+
+@dataclass(slots=True)
+class TraceInput:
+    """Every span read, the file each trace was first seen in, and decode counters."""
+
+    files: list[Path] = field(default_factory=list)
+    spans: list[SpanRecord] = field(default_factory=list)
+    source_of: dict[str, str] = field(default_factory=dict)
+    stats: DecodeStats = field(default_factory=DecodeStats)
+
+
+def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | None = None) -> TraceInput:
+    """Read every trace file; raises `EvalInputError` listing every unreadable file or line."""
+    out = TraceInput(files=expand_trace_paths(paths))
+    problems: list[str] = []
+    for path in out.files:
+        errors: list[TraceFileError] = []
+        try:
+            spans = read_trace_file(path, out.stats, errors)
+        except TraceFileError as exc:
+            problems.append(str(exc))
+            continue
+        finally:
+            if on_file is not None:
+                on_file(path)
+        problems.extend(str(error) for error in errors)
+        for span in spans:
+            out.source_of.setdefault(span.trace_id, str(path))
+        out.spans.extend(spans)
+    if problems:
+        raise EvalInputError(problems)
+    return out
+
+
+def read_expectations(paths: Sequence[str | Path]) -> tuple[list[Path], list[Expectation]]:
+    """The expectation files and every expectation in them; raises `EvalInputError` (file:line: field: what)."""
+    files = expand_paths(paths)
+    missing = [f"{path}: no such file or directory" for path in map(Path, paths) if not path.exists()]
+    if missing:
+        raise EvalInputError(missing)
+    try:
+        expectations = load_paths(files)
+    except InvalidExpectation as exc:
+        raise EvalInputError([str(problem) for problem in exc.problems]) from None
+    if not expectations:
+        raise EvalInputError([f"{', '.join(map(str, paths))}: no expectations found"])
+    return files, expectations
