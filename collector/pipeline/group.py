@@ -55,8 +55,13 @@ class PendingTrace(Generic[C]):
     """Run spans not yet scored, by span id."""
     scored: set[str] = field(default_factory=set)
     """Runs (run span ids, inferred ones too) whose scores went out."""
-    root_seen: bool = False
+    root_id: str | None = None
+    """The local root (a span without parent), once it has arrived."""
     truncated: bool = False
+
+    @property
+    def root_seen(self) -> bool:
+        return self.root_id is not None
 
 
 @dataclass(slots=True)
@@ -115,7 +120,7 @@ class TraceStore(Generic[C]):
             return Admission(Admit.OVER_CAP, trace)
         trace.records[record.span_id] = _slim(record) if role is None else record
         if record.parent_id is None:
-            trace.root_seen = True
+            trace.root_id = record.span_id
         kind = Admit.STORED
         if role is Role.RUN:
             trace.held[record.span_id] = HeldRun(carrier, arrived_ns, record.end_ns)

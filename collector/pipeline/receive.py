@@ -39,7 +39,8 @@ class Intake(Generic[C]):
             next(self._dropped)
             return False
         self._items.append((carrier, time.monotonic_ns()))
-        self._wake.set()
+        if not self._wake.is_set():  # set() takes a lock and may wake a thread: once per drain is enough
+            self._wake.set()
         return True
 
     def drain(self, limit: int) -> list[tuple[C, int]]:

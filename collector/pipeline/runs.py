@@ -46,6 +46,8 @@ def runs_of_trace(
     trace: PendingTrace[object], complete: bool, config: ExtractConfig, stats: ExtractStats
 ) -> list[ReadyRun]:
     """Every run of a finishing trace not scored yet; `complete` is False when its root never came."""
+    if trace.root_id is not None and trace.root_id in trace.scored and not trace.held:
+        return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
     for run in rebuild_runs(trace.records.values(), config, stats):
         if run.span_id in trace.scored:

@@ -17,6 +17,9 @@ __all__ = ["Worker"]
 
 _log = logging.getLogger("toolscore.pipeline")
 
+_LINGER_S = 0.001
+"""How long the worker lets spans gather after a wake-up; small beside any settle window."""
+
 
 @dataclass(slots=True)
 class _Flush:
@@ -67,7 +70,8 @@ class Worker:
     def _run(self) -> None:
         try:
             while True:
-                self._wake.wait(self._wait_s())
+                if self._wake.wait(self._wait_s()) and not self._stopping:
+                    time.sleep(_LINGER_S)  # let a burst of ends queue up: one wake-up per batch, not per span
                 self._wake.clear()
                 try:
                     now = time.monotonic_ns()

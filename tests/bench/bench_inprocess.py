@@ -1,0 +1,177 @@
+"""In-process cost of the toolscore span processor, beside the same tracer with only `BatchSpanProcessor`.
+
+The workload is the extraction benchmark's GenAI agent runs (an `invoke_agent` span, `chat` spans,
+3-8 `execute_tool` spans with ~200-byte JSON arguments, 10-15 attributes per span), made live with
+the real SDK. Cost per span is process CPU time (every thread: the app's, toolscore's worker, the
+batch processor's) from the first span to the end of `force_flush`, so scoring is included; the
+app-thread figures count only the thread that ends the spans. Exports go to an exporter that
+discards. Score delay is wall time from a run span's arrival to its scores, with `settle_ms=50` and
+runs paced 5 ms apart. Memory is tracemalloc over 10,000 pending one-run traces (the held run
+spans themselves belong to the application and are not counted).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.bench.bench_extract import EPOCH_NS
+from tests.bench.bench_extract import _run as agent_run
+from tests.bench.harness import Bench
+from tests.pipeline_builders import Recording
+from toolscore.collector.pipeline import Engine, PipelineConfig, RunEnrichment, ToolscoreSpanProcessor
+from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.sources import spans_from_readable
+from toolscore.collector.spans import SpanRecord
+
+RUNS = 300
+RESOURCE = Resource.create({"service.name": "travel-agent", "deployment.environment": "prod"})
+EXPECTATION = {
+    "name": "travel",
+    "match": {"agent": "travel-agent"},
+    "scorers": [
+        {"type": "tool_selection", "expected_tool": "search_flights"},
+        {"type": "trajectory", "mode": "unordered", "expected": [{"name": "search_flights"}, {"name": "get_weather"}]},
+    ],
+}
+
+
+class _Discard(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
+class _DiscardSink:
+    def release(self, carriers: Sequence[ReadableSpan]) -> None:
+        pass
+
+    def release_run(self, carrier: ReadableSpan, enrichment: RunEnrichment) -> None:
+        pass
+
+
+def _play(provider: TracerProvider, runs: int, pace_s: float = 0.0, seed: int = 5) -> None:
+    tracer = provider.get_tracer("opentelemetry.instrumentation.openai_agents", "0.9.0")
+    rng = random.Random(seed)
+    for r in range(runs):
+        agent_run(tracer, rng, EPOCH_NS + r * 10**9)
+        if pace_s:
+            time.sleep(pace_s)
+
+
+def _span_count() -> int:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _play(provider, RUNS)
+    provider.shutdown()
+    return len(exporter.get_finished_spans())
+
+
+def _cost(make: Callable[[], SpanProcessor], spans: int) -> tuple[float, float]:
+    """(process CPU µs per span, app-thread CPU µs per span) for one pass of the workload."""
+    provider = TracerProvider(resource=RESOURCE)
+    provider.add_span_processor(make())
+    cpu, thread = time.process_time(), time.thread_time()
+    _play(provider, RUNS)
+    thread = time.thread_time() - thread
+    provider.force_flush(60_000)
+    cpu = time.process_time() - cpu
+    provider.shutdown()
+    return cpu / spans * 1e6, thread / spans * 1e6
+
+
+def _costs(b: Bench, registry: Registry, spans: int, runs: int = 7) -> None:
+    def baseline() -> SpanProcessor:
+        return BatchSpanProcessor(_Discard())
+
+    def toolscore() -> SpanProcessor:
+        return ToolscoreSpanProcessor(registry, BatchSpanProcessor(_Discard()), telemetry=Recording())
+
+    samples: dict[str, list[tuple[float, float]]] = {"baseline": [], "toolscore": []}
+    for _ in range(runs + 1):  # interleaved, so drift on a shared machine hits both alike; the first is warm-up
+        for name, make in (("baseline", baseline), ("toolscore", toolscore)):
+            samples[name].append(_cost(make, spans))
+    base, ours = samples["baseline"][1:], samples["toolscore"][1:]
+    b.record("inprocess.baseline.us_per_span", [s[0] for s in base], unit="us", higher_is_better=False)
+    b.record(
+        "inprocess.us_per_span",
+        [s[0] for s in ours],
+        unit="us",
+        baseline="inprocess.baseline.us_per_span",
+        higher_is_better=False,
+    )
+    b.record("inprocess.app_thread.baseline.us_per_span", [s[1] for s in base], unit="us", higher_is_better=False)
+    b.record(
+        "inprocess.app_thread.us_per_span",
+        [s[1] for s in ours],
+        unit="us",
+        baseline="inprocess.app_thread.baseline.us_per_span",
+        higher_is_better=False,
+    )
+
+
+def _delays(b: Bench, registry: Registry, runs: int = 200) -> None:
+    telemetry = Recording()
+    provider = TracerProvider(resource=RESOURCE)
+    config = PipelineConfig(settle_ms=50)
+    provider.add_span_processor(ToolscoreSpanProcessor(registry, BatchSpanProcessor(_Discard()), config, telemetry))
+    _play(provider, runs, pace_s=0.005)
+    deadline = time.monotonic() + 30
+    while len(telemetry.delays) < runs and time.monotonic() < deadline:
+        time.sleep(0.01)
+    provider.shutdown()
+    ms = sorted(d * 1000 for d in telemetry.delays)
+    cuts = statistics.quantiles(ms, n=100)
+    b.record("pipeline.score_delay_ms.p50", [statistics.median(ms)], unit="ms", higher_is_better=False)
+    b.record("pipeline.score_delay_ms.p99", [cuts[98]], unit="ms", higher_is_better=False)
+
+
+def _pending_memory(b: Bench, registry: Registry, runs: int = 10_000) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _play(provider, runs, seed=9)
+    spans = list(exporter.get_finished_spans())
+    provider.shutdown()
+    hour = 3_600_000.0
+    config = PipelineConfig(
+        settle_ms=hour, max_hold_ms=hour, trace_idle_timeout_s=hour, max_pending_traces=runs * 2, queue_size=len(spans)
+    )
+
+    def decode(span: ReadableSpan) -> SpanRecord | None:
+        records = spans_from_readable((span,))
+        return records[0] if records else None
+
+    tracemalloc.start()
+    engine: Engine[ReadableSpan] = Engine(registry, _DiscardSink(), decode, config, Recording())
+    before = tracemalloc.get_traced_memory()[0]
+    for span in spans:
+        engine.offer(span)
+    while len(engine.intake) or len(engine.store) < runs:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    engine.shutdown(30)
+    b.record("memory.bytes_per_pending_span", [held / len(spans)], unit="B", higher_is_better=False)
+    b.record("memory.bytes_per_pending_run", [held / runs], unit="B", higher_is_better=False)
+
+
+def bench(b: Bench) -> None:
+    registry = Registry(MemoryStore())
+    try:
+        registry.put(EXPECTATION)
+        spans = _span_count()
+        _costs(b, registry, spans)
+        _delays(b, registry)
+        _pending_memory(b, registry)
+    finally:
+        registry.close()
