@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from toolscore.collector.cli.eval import eval_command
 from toolscore.collector.cli.expectations import expectations_group
 from toolscore.collector.cli.extract import extract_command
 from toolscore.collector.cli.group import main
@@ -12,3 +13,4 @@ __all__ = ["main"]
 main.add_command(score_command)
 main.add_command(extract_command)
 main.add_command(expectations_group)
+main.add_command(eval_command)

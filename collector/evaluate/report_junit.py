@@ -1,0 +1,104 @@
+"""JUnit XML, the test report format GitHub Actions, GitLab and Jenkins display.
+
+One `<testsuite>` per expectation (properties: pass rate, threshold, mean score), one `<testcase>`
+per run it matched, named after the agent and the run's trace and span. A failing run carries a
+`<failure>` whose text is the call diff; a scorer that could not score, an `<error>`; a run whose
+every scorer was skipped (an LLM judge without `--judge`), `<skipped>`. An expectation that matched
+no run gets one test case, skipped (or failed under `--require-runs`), so it is not silently absent.
+The document follows the Jenkins xUnit schema (`junit-10.xsd`), which the other CI tools accept too.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from toolscore.collector.evaluate.diff_text import render_diff
+from toolscore.collector.evaluate.model import EvalResult, ExpectationResult, RunResult
+from toolscore.collector.evaluate.report_common import failing_scorers, percent, score_text, scorer_line
+
+__all__ = ["junit_xml", "write_junit"]
+
+
+def _case_name(run: RunResult) -> str:
+    ref = run.run
+    return f"{ref.agent_name or '<unnamed run>'} trace={ref.trace_id} span={ref.span_id}"
+
+
+def _failure_text(run: RunResult) -> str:
+    parts = []
+    for scorer in failing_scorers(run):
+        parts.append(scorer_line(scorer))
+        if scorer.diff is not None:
+            parts.append(render_diff(scorer.diff))
+    return "\n".join(parts)
+
+
+def _outcome(run: RunResult) -> str:
+    """`pass`, `skipped`, `error` (every failing scorer could not score) or `failure`."""
+    if run.status != "fail":
+        return run.status
+    return "error" if all(s.status == "error" for s in failing_scorers(run)) else "failure"
+
+
+def _case(suite: ET.Element, exp: ExpectationResult, run: RunResult) -> str:
+    case = ET.SubElement(suite, "testcase", name=_case_name(run), classname=f"toolscore.{exp.name}", time="0")
+    outcome = _outcome(run)
+    failing = failing_scorers(run)
+    if outcome == "skipped":
+        reasons = "; ".join(f"{s.name}: {s.explanation}" for s in run.scorers)
+        ET.SubElement(case, "skipped", message=f"not scored ({reasons})")
+    elif outcome == "error":
+        first = failing[0]
+        element = ET.SubElement(case, "error", type=first.error_type or "error", message=scorer_line(first))
+        element.text = _failure_text(run)
+    elif outcome == "failure":
+        kinds = ",".join(dict.fromkeys(s.type for s in failing))
+        element = ET.SubElement(case, "failure", type=kinds, message=scorer_line(failing[0]))
+        element.text = _failure_text(run)
+    calls = ", ".join(call["name"] for call in run.run.calls) or "no calls"
+    out = ET.SubElement(case, "system-out")
+    out.text = f"source: {run.run.source or '-'}\nscore: {score_text(run.score)}\ncalls: {calls}\n"
+    return outcome
+
+
+def _no_runs_case(suite: ET.Element, exp: ExpectationResult) -> str:
+    case = ET.SubElement(suite, "testcase", name="no run matched", classname=f"toolscore.{exp.name}", time="0")
+    outcome = "skipped" if exp.ok else "failure"
+    ET.SubElement(case, outcome, message="no run in the traces matched this expectation")
+    return outcome
+
+
+def _suite(root: ET.Element, exp: ExpectationResult, runs: list[RunResult]) -> None:
+    suite = ET.SubElement(root, "testsuite", name=exp.name)
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("matched", str(exp.matched)),
+        ("pass_rate", percent(exp.pass_rate)),
+        ("min_pass_rate", percent(exp.min_pass_rate)),
+        ("mean_score", score_text(exp.mean_score)),
+        ("meets_threshold", "true" if exp.ok else "false"),
+    ):
+        ET.SubElement(props, "property", name=name, value=value)
+    outcomes = [_case(suite, exp, run) for run in runs] if runs else [_no_runs_case(suite, exp)]
+    suite.set("tests", str(len(outcomes)))
+    for attr, outcome in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+        suite.set(attr, str(outcomes.count(outcome)))
+    suite.set("time", "0")
+
+
+def junit_xml(result: EvalResult) -> str:
+    """The whole document, UTF-8 XML text with a declaration."""
+    root = ET.Element("testsuites", name="toolscore eval")
+    for exp in result.expectations:
+        _suite(root, exp, [r for r in result.results if r.expectation == exp.name])
+    suites = root.findall("testsuite")
+    for attr in ("tests", "failures", "errors"):
+        root.set(attr, str(sum(int(s.get(attr, "0")) for s in suites)))
+    root.set("time", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(result: EvalResult, path: str | Path) -> None:
+    Path(path).write_text(junit_xml(result), encoding="utf-8")

@@ -1,0 +1,93 @@
+"""`--markdown`: a summary fit for a pull-request comment (GitHub and GitLab flavoured Markdown).
+
+The verdict in the heading, the expectations table, then each failing run folded in a `<details>`
+block with its calls beside the expected ones, so a long list of failures does not bury the table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolscore.collector.evaluate.diff import CallDiff
+from toolscore.collector.evaluate.diff_text import cells
+from toolscore.collector.evaluate.model import EvalResult, RunResult
+from toolscore.collector.evaluate.report_common import (
+    failing_scorers,
+    headline,
+    percent,
+    score_text,
+    scorer_line,
+    verdict,
+)
+
+__all__ = ["markdown_report", "write_markdown"]
+
+MAX_FAILURES = 20
+"""Failing runs shown in full; the rest are counted (a comment has a size limit)."""
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell: pipes escaped (GitHub unescapes `\\|` even inside code spans), one line."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return "-" if text == "-" else f"`{_cell(text).replace('`', 'ˋ')}`"
+
+
+def _summary_table(result: EvalResult) -> list[str]:
+    lines = [
+        "| Expectation | Runs | Passed | Failed | Pass rate | Mean score | Needed | Result |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for exp in result.expectations:
+        mark = "✅" if exp.ok and exp.passed + exp.failed else "⚠️" if exp.ok else "❌"
+        lines.append(
+            f"| {_code(exp.name)} | {exp.matched} | {exp.passed} | {exp.failed} | {percent(exp.pass_rate)} "
+            f"| {score_text(exp.mean_score)} | {percent(exp.min_pass_rate)} | {mark} {verdict(exp)} |"
+        )
+    return lines
+
+
+def _diff_table(diff: CallDiff) -> list[str]:
+    order = "in order" if diff.ordered else "any order"
+    lines = [f"_{_cell(diff.rule)}, {order}_", "", "| | Expected | Actual | Difference |", "|---|---|---|---|"]
+    for row in cells(diff, width=80):
+        mark = "✓" if row.ok else "✗"
+        notes = "<br>".join(_cell(note) for note in row.notes)
+        lines.append(f"| {mark} {row.status} | {_code(row.expected)} | {_code(row.actual)} | {notes} |")
+    return lines
+
+
+def _failure(run: RunResult) -> list[str]:
+    ref = run.run
+    source = f" in `{ref.source}`" if ref.source else ""
+    lines = [f"<details><summary><code>{run.expectation}</code>: {_cell(ref.label)}{source}</summary>", ""]
+    for scorer in failing_scorers(run):
+        lines.extend([f"- {_cell(scorer_line(scorer))}", ""])
+        if scorer.diff is not None:
+            lines.extend([*_diff_table(scorer.diff), ""])
+    lines.extend(["</details>", ""])
+    return lines
+
+
+def markdown_report(result: EvalResult) -> str:
+    icon = "✅" if result.ok else "❌"
+    inputs = result.inputs
+    lines = [f"### {icon} toolscore eval: {headline(result)}", "", *_summary_table(result), ""]
+    lines.append(
+        f"{inputs.runs} runs from {len(inputs.trace_files)} trace file(s); "
+        f"{len(result.unmatched)} matched no expectation." + ("" if result.judge else " LLM judges not run.")
+    )
+    failures = result.failures
+    if failures:
+        lines.extend(["", f"#### Failing runs ({len(failures)})", ""])
+        for run in failures[:MAX_FAILURES]:
+            lines.extend(_failure(run))
+        if len(failures) > MAX_FAILURES:
+            lines.append(f"… and {len(failures) - MAX_FAILURES} more; see the JUnit or JSON report.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_markdown(result: EvalResult, path: str | Path) -> None:
+    Path(path).write_text(markdown_report(result), encoding="utf-8")
