@@ -1,0 +1,177 @@
+"""`toolscore eval` as CI runs it: a real subprocess over captures of real frameworks, exit statuses, reports."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import xmlschema
+
+ROOT = Path(__file__).parent.parent
+TRACES = Path("tests/testdata/traces")
+EVAL = Path("tests/testdata/eval")
+JUNIT_XSD = ROOT / "tests" / "testdata" / "junit" / "junit.xsd"
+
+
+def run_eval_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "eval", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "160"},
+    )
+
+
+def test_expectations_every_capture_meets_exit_0() -> None:
+    proc = run_eval_cli("--traces", TRACES, "--expectations", EVAL / "pass")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS: all 5 expectations met" in proc.stdout
+    assert "18 runs" in proc.stdout
+    assert "Runs that matched no expectation: 6 (list them with --show-unmatched)" in proc.stdout
+
+
+def test_failing_expectations_exit_1_with_the_call_diff() -> None:
+    proc = run_eval_cli("--traces", TRACES, "--expectations", EVAL / "fail")
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert "FAIL: 2 of 3 expectations below threshold" in out
+    assert "FAIL research.sequence: research_agent" in out
+    assert "wrong args, out of order" in out
+    assert "limit: expected 3, got 5" in out
+    assert '✗ missing                   5. send_email(to="team@example.com")' in out
+    extra = re.search(r"✗ extra +- +(\d\. get_weather.*)", out)
+    assert extra is not None
+    assert extra.group(1) == '2. get_weather(city="New York")'
+
+
+def test_shell_glob_after_traces_is_read_as_more_trace_files() -> None:
+    files = sorted((ROOT / TRACES / "pydantic-ai").glob("*.pb"))
+    proc = run_eval_cli("--expectations", EVAL / "pass", "--traces", *files)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "5 trace file(s)" in proc.stdout
+
+
+def test_show_unmatched_lists_each_run_with_its_file_and_calls() -> None:
+    proc = run_eval_cli("-t", TRACES / "vercel-ai", "-e", EVAL / "pass", "--show-unmatched")
+    assert proc.returncode == 0
+    assert "triage-agent (trace cde65d6f…" in proc.stdout
+    assert "g_two_runs_one_trace.json: lookup_order" in proc.stdout
+
+
+def test_invalid_expectation_exits_2_naming_file_line_and_field() -> None:
+    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "invalid" / "bad_scorer.yaml")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"toolscore eval: {EVAL / 'invalid' / 'bad_scorer.yaml'}:5: scorers[0].mode: ")
+    assert proc.stdout == ""
+
+
+def test_duplicate_expectation_names_exit_2() -> None:
+    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "invalid" / "duplicate.yaml")
+    assert proc.returncode == 2
+    assert "duplicate name 'same'" in proc.stderr
+
+
+def test_missing_expectations_path_exits_2() -> None:
+    proc = run_eval_cli("-t", TRACES, "-e", "no/such/dir")
+    assert proc.returncode == 2
+    assert "toolscore eval: no/such/dir: no such file or directory" in proc.stderr
+
+
+def test_unreadable_trace_files_exit_2_naming_every_one(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.pb"
+    garbage.write_bytes(b"\x0a\xff\xff\xff\xff\x0f")
+    proc = run_eval_cli("-t", garbage, "-t", tmp_path / "absent.json", "-e", EVAL / "pass")
+    assert proc.returncode == 2
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith(f"toolscore eval: {garbage}: byte ")
+    assert lines[1] == f"toolscore eval: {tmp_path / 'absent.json'}: No such file or directory"
+
+
+def test_collector_file_exporter_json_lines_read_like_the_documents(tmp_path: Path) -> None:
+    """The Collector's file exporter writes one ExportTraceServiceRequest per line."""
+    documents = sorted((ROOT / TRACES / "pydantic-ai").glob("?_*[!h].json"))  # not the *.truth.json
+    lines = [json.dumps(json.loads(p.read_text())) for p in documents]
+    export = tmp_path / "traces.jsonl"
+    export.write_text("\n".join(lines) + "\n")
+    proc = run_eval_cli("-t", export, "-e", EVAL / "fail", "--json", tmp_path / "out.json")
+    assert proc.returncode == 1
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["inputs"]["runs"] == 6
+    by_name = {exp["name"]: exp for exp in data["expectations"]}
+    assert (by_name["weather.single-call"]["passed"], by_name["research.sequence"]["failed"]) == (1, 1)
+
+
+def test_bad_line_in_json_lines_exits_2_naming_the_line(tmp_path: Path) -> None:
+    doc = json.dumps(json.loads((ROOT / TRACES / "pydantic-ai" / "a_single_tool.json").read_text()))
+    export = tmp_path / "traces.jsonl"
+    export.write_text(doc + "\n{not json\n" + doc + "\n")
+    proc = run_eval_cli("-t", export, "-e", EVAL / "pass")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"toolscore eval: {export}: line 2: ")
+
+
+def test_min_pass_rate_sets_how_many_matched_runs_must_pass() -> None:
+    strict = run_eval_cli("-t", TRACES, "-e", EVAL / "partial")
+    assert strict.returncode == 1
+    assert "chat.rome" in strict.stdout
+    assert "50.0%" in strict.stdout
+    half = run_eval_cli("-t", TRACES, "-e", EVAL / "partial", "--min-pass-rate", "0.5")
+    assert half.returncode == 0, half.stdout
+
+
+def test_require_runs_fails_an_expectation_no_run_matched() -> None:
+    lenient = run_eval_cli("-t", TRACES, "-e", EVAL / "partial", "--min-pass-rate", "0.5")
+    assert "billing.refund" in lenient.stdout
+    assert "no runs" in lenient.stdout
+    assert lenient.returncode == 0
+    required = run_eval_cli("-t", TRACES, "-e", EVAL / "partial", "--min-pass-rate", "0.5", "--require-runs")
+    assert required.returncode == 1
+    assert "FAIL (no runs)" in required.stdout
+
+
+def test_min_pass_rate_out_of_range_is_a_usage_error() -> None:
+    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "pass", "--min-pass-rate", "90")
+    assert proc.returncode == 2
+    assert "--min-pass-rate" in proc.stderr
+
+
+@pytest.mark.parametrize(("expectations", "code"), [("pass", 0), ("fail", 1)])
+def test_reports_are_written_and_junit_validates_against_the_schema(
+    tmp_path: Path, expectations: str, code: int
+) -> None:
+    junit, markdown, out = tmp_path / "junit.xml", tmp_path / "summary.md", tmp_path / "results.json"
+    proc = run_eval_cli(
+        "-t", TRACES, "-e", EVAL / expectations, "--junit", junit, "--markdown", markdown, "--json", out
+    )
+    assert proc.returncode == code, proc.stderr
+    xmlschema.XMLSchema(JUNIT_XSD).validate(junit)
+    root = ET.parse(junit).getroot()
+    data = json.loads(out.read_text())
+    assert data["exit_code"] == code
+    failed_runs = sum(exp["failed"] for exp in data["expectations"])
+    assert int(root.get("failures", "-1")) == failed_runs
+    assert int(root.get("tests", "-1")) == len(data["results"])
+    assert markdown.read_text().startswith("### ✅" if code == 0 else "### ❌")
+
+
+def test_unwritable_report_path_exits_2(tmp_path: Path) -> None:
+    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "pass", "--junit", tmp_path / "no" / "dir" / "junit.xml")
+    assert proc.returncode == 2
+    assert "cannot write" in proc.stderr
+
+
+def test_toolscore_help_lists_eval_without_loading_the_evaluation() -> None:
+    code = (
+        "import sys; from click.testing import CliRunner; from toolscore.collector.cli import main;"
+        "r = CliRunner().invoke(main, ['--help']); assert 'eval' in r.output, r.output;"
+        "assert 'toolscore.collector.evaluate' not in sys.modules; assert 'rich' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
