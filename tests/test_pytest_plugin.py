@@ -1,0 +1,214 @@
+"""The pytest plugin, exercised through pytest's own `pytester` around a real pydantic-ai agent.
+
+The inner sessions load the plugin with `-p` and entry-point autoloading off, so they test the
+plugin module itself whether or not this checkout's entry point is installed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).parent.parent
+PLUGIN = "toolscore.collector.pytest_plugin"
+
+AGENT_APP = '''
+"""A pydantic-ai weather agent whose scripted model asks for the weather in `city`, then answers."""
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import Instrumentation
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.models.instrumented import InstrumentationSettings
+
+
+def weather_agent(tracer_provider, city):
+    def scripted(messages, info):
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("get_weather", {"city": city, "unit": "celsius"})])
+        return ModelResponse(parts=[TextPart(f"Sunny in {city}.")])
+
+    settings = InstrumentationSettings(tracer_provider=tracer_provider)
+    agent = Agent(FunctionModel(scripted), name="weather", capabilities=[Instrumentation(settings=settings)])
+
+    @agent.tool_plain
+    def get_weather(city: str, unit: str) -> str:
+        return f"Sunny in {city}"
+
+    return agent
+'''
+
+EXPECTATIONS = """
+expectations:
+  - name: weather.paris
+    match: {agent: weather}
+    scorers:
+      - type: trajectory
+        expected: [{name: get_weather, args: {city: Paris}}]
+        args_match: {mode: subset}
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(agent_app=AGENT_APP)
+    pytester.syspathinsert()
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", PLUGIN, "-p", "no:cacheprovider", *args)
+
+
+def test_assert_calls_passes_when_the_agent_made_the_expected_calls(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather in Paris?")
+            scores = toolscore_runs.assert_calls(
+                agent="weather", expected=[{"name": "get_weather", "args": {"city": "Paris"}}],
+                mode="flexible", args_match={"mode": "subset"},
+            )
+            assert [s.value for s in scores] == [1.0]
+            assert [r.tool_names for r in toolscore_runs.runs("weather")] == [["get_weather"]]
+        """
+    )
+    run(suite).assert_outcomes(passed=1)
+
+
+def test_assert_calls_fails_with_the_readable_diff(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_rome(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather in Rome?")
+            toolscore_runs.assert_calls(
+                agent="weather",
+                expected=[{"name": "get_weather", "args": {"city": "Rome", "unit": "celsius"}}, "send_email"],
+            )
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "tool calls differ from the expected ones",
+            "run 1 of 1 (weather: get_weather): exact mode: *",
+            "  trajectory mode=exact, in order:",
+            '  ✗ wrong args  1. get_weather(city="Rome", unit="celsius")  1. get_weather(city="Paris", unit="celsius")',
+            '                  city: expected "Rome", got "Paris"',
+            "  ✗ missing     2. send_email                                -",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_assert_calls_names_the_agents_seen_when_none_matches(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_other_agent(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
+            toolscore_runs.assert_calls(agent="billing", expected=["refund"])
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    assert "no run of agent 'billing' was recorded (runs recorded: ['weather'])" in result.stdout.lines
+
+
+def test_expectations_from_the_ini_option_are_scored_by_the_processor(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", expectations=EXPECTATIONS)
+    suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather in Paris?")
+            toolscore_runs.assert_expectations()
+            (score,) = toolscore_runs.scores("weather")
+            assert score["toolscore.expectation.name"] == "weather.paris"
+            assert score["gen_ai.evaluation.score.label"] == "pass"
+
+        def test_oslo(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Oslo").run_sync("Weather in Oslo?")
+            toolscore_runs.assert_expectations()
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "toolscore expectations not met:",
+            "weather (get_weather): weather.paris / trajectory = 0.5: *",
+            '*✗ wrong args  1. get_weather(city="Paris")  1. get_weather(city="Oslo", unit="celsius")',
+            '*city: expected "Paris", got "Oslo"',
+        ]
+    )
+
+
+def test_expectations_fixture_can_be_overridden_with_mappings(suite: pytest.Pytester) -> None:
+    suite.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def toolscore_expectations():
+            return [{"name": "w", "match": {"agent": "weather"},
+                     "scorers": [{"type": "tool_selection", "expected_tool": "get_weather"}]}]
+        """
+    )
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
+            toolscore_runs.assert_expectations()
+            assert [s["gen_ai.evaluation.name"] for s in toolscore_runs.scores()] == ["tool_selection"]
+        """
+    )
+    run(suite).assert_outcomes(passed=1)
+
+
+def test_no_expectation_matched_fails_assert_expectations(suite: pytest.Pytester) -> None:
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
+            toolscore_runs.assert_expectations()
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no run matched any toolscore expectation*"])
+
+
+def test_plugin_is_declared_as_a_pytest11_entry_point() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["project"]["entry-points"]["pytest11"] == {"toolscore": PLUGIN}
+
+
+def test_loading_the_plugin_does_not_load_the_pipeline_and_toolscore_never_loads_pytest() -> None:
+    code = (
+        "import sys; import toolscore.collector, toolscore.collector.cli, toolscore.scorers;"
+        "assert 'pytest' not in sys.modules, 'pytest imported by toolscore';"
+        f"import {PLUGIN};"
+        "assert 'toolscore.collector.pipeline' not in sys.modules;"
+        "assert 'opentelemetry.sdk.trace' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT)
