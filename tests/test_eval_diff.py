@@ -1,0 +1,133 @@
+"""The call diff: every kind of difference, read from each built-in scorer's own parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolscore.collector.evaluate import KeyDiff, diff_calls, diff_for_scorer, render_diff
+from toolscore.scorers.model import ToolCall
+from toolscore.scorers.spec import parse_scorer
+
+
+def call(name: str, **args: Any) -> ToolCall:
+    return ToolCall(name=name, args=args, args_state="value")
+
+
+def statuses(diff: Any) -> list[tuple[str, int | None, int | None, bool]]:
+    return [(row.status, row.expected_index, row.actual_index, row.out_of_order) for row in diff.rows]
+
+
+def test_identical_calls_are_all_ok() -> None:
+    calls = [call("search", q="a"), call("book", id=1)]
+    diff = diff_calls(calls, calls)
+    assert diff.ok
+    assert statuses(diff) == [("ok", 1, 1, False), ("ok", 2, 2, False)]
+
+
+def test_missing_and_extra_calls() -> None:
+    diff = diff_calls([call("search", q="a"), call("book", id=1)], [call("search", q="a"), call("email")])
+    assert statuses(diff) == [("ok", 1, 1, False), ("extra", None, 2, False), ("missing", 2, None, False)]
+    assert [row.status for row in diff.problems] == ["extra", "missing"]
+
+
+def test_swapped_calls_mark_the_fewest_out_of_order() -> None:
+    expected = [call("a"), call("b"), call("c")]
+    diff = diff_calls(expected, [call("b"), call("c"), call("a")])
+    assert statuses(diff) == [("ok", 1, 3, True), ("ok", 2, 1, False), ("ok", 3, 2, False)]
+
+
+def test_order_is_ignored_when_not_ordered() -> None:
+    diff = diff_calls([call("a"), call("b")], [call("b"), call("a")], ordered=False)
+    assert diff.ok
+
+
+def test_wrong_args_list_the_differing_keys() -> None:
+    diff = diff_calls([call("search", q="otel", limit=5, lang="en")], [call("search", q="otel", limit=3, page=2)])
+    (row,) = diff.rows
+    assert row.status == "wrong_args"
+    assert row.keys == [
+        KeyDiff(key="limit", kind="changed", expected=5, actual=3),
+        KeyDiff(key="lang", kind="missing", expected="en"),
+        KeyDiff(key="page", kind="extra", actual=2),
+    ]
+
+
+def test_same_named_call_with_matching_args_is_paired_before_a_wrong_one() -> None:
+    diff = diff_calls([call("w", city="Rome")], [call("w", city="Oslo"), call("w", city="Rome")])
+    assert statuses(diff) == [("extra", None, 1, False), ("ok", 1, 2, False)]
+
+
+def test_not_captured_args_say_so() -> None:
+    actual = ToolCall(name="w", args_state="not_captured")
+    (row,) = diff_calls([call("w", city="Rome")], [actual]).rows
+    assert row.keys == [KeyDiff(key="", kind="changed", expected={"city": "Rome"}, actual="<not captured>")]
+    assert "<args not captured>" in render_diff(diff_calls([call("w", city="Rome")], [actual]))
+
+
+def test_trajectory_rules_decide_which_keys_differ() -> None:
+    scorer = parse_scorer(
+        {
+            "type": "trajectory",
+            "mode": "strict",
+            "expected": [{"name": "book", "args": {"id": 7, "at": "now"}}],
+            "args_match": {
+                "mode": "subset",
+                "ignore_keys": ["at"],
+                "matchers": {"seats": {"type": "number", "value": 2}},
+            },
+        }
+    )
+    diff = diff_for_scorer(scorer, (call("book", id=8, at="later", seats=3, note="x"),))
+    assert diff is not None
+    assert diff.rule == "trajectory mode=strict"
+    (row,) = diff.rows
+    assert [(k.key, k.kind) for k in row.keys] == [("seats", "changed"), ("id", "changed")]
+
+
+def test_superset_allows_extra_calls_and_subset_allows_missing_ones() -> None:
+    expected = [{"name": "a"}, {"name": "b"}]
+    superset = diff_for_scorer(parse_scorer({"type": "trajectory", "mode": "superset", "expected": expected}),
+                               (call("a"), call("b"), call("c")))  # fmt: skip
+    subset = diff_for_scorer(parse_scorer({"type": "trajectory", "mode": "subset", "expected": expected}), (call("a"),))
+    assert superset is not None
+    assert subset is not None
+    assert superset.ok
+    assert subset.ok
+    assert "extra (allowed)" in render_diff(superset)
+    assert "missing (allowed)" in render_diff(subset)
+
+
+def test_tool_selection_compares_names_in_order() -> None:
+    scorer = parse_scorer({"type": "tool_selection", "expected_order": ["search", "book"], "strict": True})
+    diff = diff_for_scorer(scorer, (call("book", id=1), call("search", q="x"), call("email")))
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, True), ("extra", None, 3, False)]
+    assert not diff.ok
+
+
+def test_tool_selection_single_tool_allows_other_calls_unless_strict() -> None:
+    loose = diff_for_scorer(parse_scorer({"type": "tool_selection", "expected_tool": "w"}), (call("x"), call("w")))
+    assert loose is not None
+    assert loose.ok
+    strict = parse_scorer({"type": "tool_selection", "expected_tool": "w", "strict": True})
+    tight = diff_for_scorer(strict, (call("x"), call("w")))
+    assert tight is not None
+    assert [row.status for row in tight.problems] == ["extra"]
+
+
+def test_llm_judge_has_no_call_diff() -> None:
+    judge = parse_scorer({"type": "llm_judge", "model": "openai/x"})
+    assert diff_for_scorer(judge, (call("a"),)) is None
+
+
+def test_rendered_diff_puts_calls_beside_the_expected_ones() -> None:
+    diff = diff_calls([call("search", q="otel"), call("book", id=1)], [call("search", q="otel"), call("book", id=2)])
+    assert render_diff(diff, indent="") == "\n".join(
+        [
+            "calls, in order:",
+            "              expected             actual",
+            '  ok          1. search(q="otel")  1. search(q="otel")',
+            "✗ wrong args  2. book(id=1)        2. book(id=2)",
+            "                id: expected 1, got 2",
+        ]
+    )
