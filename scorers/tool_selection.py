@@ -11,7 +11,7 @@ from itertools import pairwise
 from operator import attrgetter
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.model import AgentRun, Score, ToolCall
@@ -45,6 +45,12 @@ def _counted(call: ToolCall) -> bool:
 
 
 _by_message = attrgetter("message_index")
+
+_Verdict = tuple[float, str, bool, bool | None]
+"""(value, explanation, correct_tool_called, correct_order_called) for one sequence of counted names."""
+
+_VERDICT_LIMIT = 1024
+"""Distinct name sequences whose verdict a scorer keeps."""
 
 
 def _call_infos(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
@@ -116,13 +122,28 @@ class ToolSelection(ScorerBase):
         firsts = [actual.index(name) if name in actual else None for name in self.expected_order or ()]
         return f"flexible: first occurrences {firsts} must be increasing"
 
+    _verdicts: dict[tuple[str, ...], _Verdict] = PrivateAttr(default_factory=dict)
+
     def _score(self, run: AgentRun) -> Score:
         infos = _call_infos(run.calls)
         actual = [info["tool_name"] for info in infos]
+        # The verdict depends only on the sequence of counted names, and production runs repeat a few
+        # sequences: memoized (bounded), a scored run costs the infos, the details and the Score.
+        verdicts: dict[tuple[str, ...], _Verdict] = self.__pydantic_private__["_verdicts"]  # type: ignore[index]
+        key = tuple(actual)
+        verdict = verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdict(actual, len(run.calls))
+            if len(verdicts) < _VERDICT_LIMIT:
+                verdicts[key] = verdict
+        value, explanation, correct_tool, order_ok = verdict
+        return self._result(value, explanation, self._details(actual, infos, correct_tool, order_ok))
+
+    def _verdict(self, actual: list[str], recorded: int) -> _Verdict:
         correct_tool = self._correct_tool(actual)
         order_ok = None if self.expected_order is None else check_order(actual, self.expected_order, self.strict)
         if not actual:
-            value, why = 0.0, f"no counted tool calls ({len(run.calls)} recorded, none named and in a counted state)"
+            value, why = 0.0, f"no counted tool calls ({recorded} recorded, none named and in a counted state)"
         elif self.expected_order:
             value = 1.0 if order_ok else 0.0
             verdict = "followed" if order_ok else "not followed"
@@ -133,8 +154,7 @@ class ToolSelection(ScorerBase):
             rule = "the only call" if self.strict else "among the calls"
             value = 1.0 if correct_tool else 0.0
             why = f"expected tool {self.expected_tool!r} {'is' if correct_tool else 'is not'} {rule}"
-        details = self._details(actual, infos, correct_tool, order_ok)
-        return self._result(value, f"{why}; actual tools {actual} -> score {value:g}", details)
+        return value, f"{why}; actual tools {actual} -> score {value:g}", correct_tool, order_ok
 
     def _details(
         self, actual: list[str], infos: list[dict[str, Any]], correct_tool: bool, order_ok: bool | None
