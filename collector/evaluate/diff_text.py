@@ -97,7 +97,8 @@ def render_diff(diff: CallDiff, indent: str = "  ", width: int = MAX_CELL) -> st
     status_w = max([len("status"), *(len(r.status) for r in rows)])
     expected_w = max([len("expected"), *(len(r.expected) for r in rows)])
     order = "in order" if diff.ordered else "any order"
-    lines = [f"{indent}{diff.rule or 'calls'}, {order}:", f"{indent}  {'':{status_w}}  {'expected':{expected_w}}  actual"]
+    header = f"{indent}  {'':{status_w}}  {'expected':{expected_w}}  actual"
+    lines = [f"{indent}{diff.rule or 'calls'}, {order}:", header]
     for row in rows:
         mark = " " if row.ok else "✗"
         lines.append(f"{indent}{mark} {row.status:{status_w}}  {row.expected:{expected_w}}  {row.actual}".rstrip())

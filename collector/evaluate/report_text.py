@@ -29,10 +29,10 @@ __all__ = ["print_report"]
 
 def _table(result: EvalResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("Expectation", no_wrap=True)
-    for name in ("Runs", "Passed", "Failed", "Pass rate", "Mean score", "Needed"):
-        table.add_column(name, justify="right")
-    table.add_column("Result")
+    table.add_column("Expectation", overflow="fold")  # a narrow terminal wraps the name, never the numbers
+    for name in ("Runs", "Passed", "Failed", "Rate", "Mean", "Needed"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("Result", no_wrap=True)
     for exp in result.expectations:
         word = verdict(exp)
         style = "red bold" if not exp.ok else "green" if word == "ok" else "yellow"
