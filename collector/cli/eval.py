@@ -84,16 +84,20 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
 
 
 @click.command("eval")
-@click.option("--traces", "-t", "traces", multiple=True, help="Trace FILE or DIR (repeatable).")
+@click.option("--traces", "-t", "traces", multiple=True, metavar="PATH", help="Trace file or directory (repeatable).")
 @click.argument("more_traces", nargs=-1, type=click.Path())
-@click.option("--expectations", "-e", multiple=True, required=True, help="Expectations FILE or DIR (repeatable).")
+@click.option("--expectations", "-e", multiple=True, required=True, metavar="PATH",
+              help="Expectation file or directory (repeatable).")  # fmt: skip
 @click.option("--min-pass-rate", type=click.FloatRange(0, 1), default=1.0, show_default=True,
               help="Share of each expectation's runs that must pass (1 = every matched run).")  # fmt: skip
 @click.option("--require-runs", is_flag=True, help="Fail an expectation that matched no run.")
 @click.option("--judge", is_flag=True, help="Run LLM-judge scorers (they call the model; skipped otherwise).")
-@click.option("--judge-max-concurrency", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--judge-calls-per-minute", type=click.FloatRange(min=0), default=60.0, show_default=True)
-@click.option("--judge-timeout-s", type=click.FloatRange(min=0, min_open=True), default=20.0, show_default=True)
+@click.option("--judge-max-concurrency", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Judge evaluations in flight at once.")  # fmt: skip
+@click.option("--judge-calls-per-minute", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="Judge evaluations started per minute; past it a run gets a judge_over_budget error.")  # fmt: skip
+@click.option("--judge-timeout-s", type=click.FloatRange(min=0, min_open=True), default=20.0, show_default=True,
+              help="Longest one judge evaluation may take (judge_timeout error).")  # fmt: skip
 @click.option("--junit", "junit", type=click.Path(dir_okay=False), help="Write JUnit XML to PATH.")
 @click.option("--markdown", "markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary to PATH.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the full results as JSON to PATH.")
