@@ -83,7 +83,6 @@ def bench(b: Bench) -> None:
             trajectory.score(scored)
 
     baseline = "registry.baseline.trajectory.5calls.evals_per_s"
-    b.rate(baseline, score_loop, len(runs), unit="evals/s", runs=5)
     sets = {"10": make_expectations(10), "10000": make_expectations(10_000)}
     sets["10000.unindexed10"] = make_expectations(10_000, unindexed=10)
     for label, expectations in sets.items():
@@ -93,4 +92,5 @@ def bench(b: Bench) -> None:
             for run in runs:
                 index.match(run)
 
-        b.rate(f"registry.match.{label}.matches_per_s", match_loop, len(runs), unit="matches/s", baseline=baseline)
+        name = f"registry.match.{label}.matches_per_s"
+        b.pair(name, match_loop, baseline, score_loop, len(runs), unit="matches/s", baseline_unit="evals/s", runs=5)

@@ -74,5 +74,49 @@ class Bench:
             samples.append(items / (clock() - start))
         return self.record(name, samples, unit=unit, baseline=baseline)
 
+    def pair(
+        self,
+        name: str,
+        fn: Callable[[], object],
+        baseline_name: str,
+        baseline_fn: Callable[[], object],
+        items: int,
+        *,
+        unit: str = "items/s",
+        baseline_unit: str | None = None,
+        runs: int = 9,
+        clock: Callable[[], float] = time.process_time,
+    ) -> float:
+        """Rates of `fn` and its baseline, timed alternately so both see the same machine.
+
+        On a shared machine the load drifts over seconds; timing all baseline runs and then all
+        measured runs lets that drift into the ratio. Here each measured run follows a baseline
+        run, the ratio is the median of the per-pair ratios, and the spread of both is kept.
+        """
+        fn()
+        baseline_fn()
+        base_samples, samples, ratios = [], [], []
+        for _ in range(runs):
+            start = clock()
+            baseline_fn()
+            base = items / (clock() - start)
+            start = clock()
+            fn()
+            value = items / (clock() - start)
+            base_samples.append(base)
+            samples.append(value)
+            ratios.append(value / base)
+        self.record(baseline_name, base_samples, unit=baseline_unit or unit)
+        median = statistics.median(samples)
+        ratio = statistics.median(ratios)
+        self.figures[name] = Figure(median, unit, baseline_name, ratio, runs, min(samples), max(samples))
+        print(
+            f"{name:<55} {median:,.1f} {unit}  ({ratio:.2f}x {baseline_name},"
+            f" pairs {min(ratios):.2f}-{max(ratios):.2f})"
+            f"  [min {min(samples):,.1f}, max {max(samples):,.1f}, n={runs}]",
+            flush=True,
+        )
+        return median
+
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({k: asdict(v) for k, v in self.figures.items()}, indent=2) + "\n")
