@@ -1,0 +1,40 @@
+"""The contract between the OTLP receivers and whatever consumes their requests.
+
+Receivers (gRPC and HTTP) only parse, authenticate and answer; `Ingest.accept` decides what happens to
+the spans. Its `IngestResult` maps one-to-one onto the OTLP answers: a partial success
+(`rejected_spans` + `error_message`), or a whole request refused because the collector is overloaded
+(gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`, HTTP 429 with `Retry-After`) so that the sender retries
+rather than the spans being lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+__all__ = ["Ingest", "IngestResult"]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What became of one export request; the default value is a full success."""
+
+    rejected_spans: int = 0
+    """Spans dropped from an accepted request (e.g. bad ids): OTLP partial success `rejected_spans`."""
+    error_message: str = ""
+    """Why spans were rejected: OTLP partial success `error_message`; empty when nothing was rejected."""
+    overloaded: bool = False
+    """The whole request was refused and none of it kept: answer RESOURCE_EXHAUSTED / HTTP 429 so it is retried."""
+    retry_after_s: float = 1.0
+    """With `overloaded`: how long the sender should wait before retrying (RetryInfo / Retry-After)."""
+
+
+class Ingest(Protocol):
+    """Consumes OTLP trace export requests; safe for concurrent use by the receivers' threads."""
+
+    def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
+        """Take the request's spans; never blocks for long and never raises (failures are in the result)."""
+        ...
