@@ -12,7 +12,7 @@ import functools
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import yaml
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
+from toolscore.collector.yaml_lines import line_of as _line
 
 __all__ = ["EXTENSIONS", "FileWatcher", "expand_paths", "load_file", "load_paths"]
 
@@ -38,23 +39,6 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
         else:
             out.append(path)
     return out
-
-
-def _line(node: yaml.Node, loc: Sequence[str | int]) -> int:
-    """The 1-based line of the deepest node on `loc` that exists (a key's line for a mapping entry)."""
-    line = node.start_mark.line + 1
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            pair = next(((k, v) for k, v in node.value if str(getattr(k, "value", "")) == str(part)), None)
-            if pair is None:
-                break
-            line, node = pair[0].start_mark.line + 1, pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
 
 
 def _items(doc: yaml.Node, data: Any) -> list[tuple[yaml.Node, Any]]:
