@@ -18,7 +18,15 @@ from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError
 from toolscore.collector.sources.wire import locate_decode_error
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
-__all__ = ["decode_any_value", "spans_from_proto_bytes", "spans_from_request"]
+__all__ = [
+    "count_skipped",
+    "decode_any_value",
+    "ids_ok",
+    "resource_attributes",
+    "span_record",
+    "spans_from_proto_bytes",
+    "spans_from_request",
+]
 
 _TRACE_ID_BYTES = 16
 _SPAN_ID_BYTES = 8
@@ -51,7 +59,19 @@ def _attributes(key_values: Iterable[Any]) -> dict[str, Any]:
     return out
 
 
-def _skip(span: Any, stats: DecodeStats | None) -> None:
+def ids_ok(span: Any) -> bool:
+    """Whether a protobuf span's ids can identify it: 16-byte trace id, 8-byte span (and parent) id, non-zero."""
+    trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
+    return not (
+        len(trace_id) != _TRACE_ID_BYTES
+        or len(span_id) != _SPAN_ID_BYTES
+        or (parent_id and len(parent_id) != _SPAN_ID_BYTES)
+        or trace_id == _ZERO_TRACE_ID
+        or span_id == _ZERO_SPAN_ID
+    )
+
+
+def count_skipped(span: Any, stats: DecodeStats | None) -> None:
     """Count a span whose ids cannot identify it, with which id is wrong and how."""
     if stats is None:
         return
@@ -69,6 +89,33 @@ def _events(events: Iterable[Any]) -> list[SpanEvent]:
     return [SpanEvent(event.name, event.time_unix_nano, _attributes(event.attributes)) for event in events]
 
 
+def resource_attributes(resource: Any) -> dict[str, Any]:
+    """A protobuf `Resource`'s attributes; decode once per `ResourceSpans` and share among its spans."""
+    return _attributes(resource.attributes)
+
+
+def span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
+    """One protobuf `Span` (whose ids `ids_ok` accepted) as a record; `resource` is shared, never copied."""
+    parent_id = span.parent_span_id
+    status = span.status
+    events = span.events
+    return SpanRecord(
+        span.trace_id.hex(),
+        span.span_id.hex(),
+        parent_id.hex() if parent_id else None,
+        span.name,
+        span.kind,
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        status.code,
+        status.message,
+        _attributes(span.attributes),
+        _events(events) if events else [],
+        resource,
+        scope,
+    )
+
+
 def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None = None) -> list[SpanRecord]:
     """Every span of a request, in request order; spans with unusable ids are skipped and counted."""
     out: list[SpanRecord] = []
@@ -78,37 +125,10 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
             for span in scope_spans.spans:
-                trace_id = span.trace_id
-                span_id = span.span_id
-                parent_id = span.parent_span_id
-                if (
-                    len(trace_id) != _TRACE_ID_BYTES
-                    or len(span_id) != _SPAN_ID_BYTES
-                    or (parent_id and len(parent_id) != _SPAN_ID_BYTES)
-                    or trace_id == _ZERO_TRACE_ID
-                    or span_id == _ZERO_SPAN_ID
-                ):
-                    _skip(span, stats)
-                    continue
-                status = span.status
-                events = span.events
-                append(
-                    SpanRecord(
-                        trace_id.hex(),
-                        span_id.hex(),
-                        parent_id.hex() if parent_id else None,
-                        span.name,
-                        span.kind,
-                        span.start_time_unix_nano,
-                        span.end_time_unix_nano,
-                        status.code,
-                        status.message,
-                        _attributes(span.attributes),
-                        _events(events) if events else [],
-                        resource,
-                        scope,
-                    )
-                )
+                if ids_ok(span):
+                    append(span_record(span, resource, scope))
+                else:
+                    count_skipped(span, stats)
     if stats is not None:
         stats.spans += len(out)
     return out
