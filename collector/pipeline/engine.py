@@ -71,9 +71,13 @@ class Engine(Worker, Generic[C]):
         decode: Callable[[C], SpanRecord | None],
         config: PipelineConfig | None = None,
         telemetry: PipelineTelemetry | None = None,
+        *,
+        on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
     ) -> None:
+        """`on_scored` sees every result (late judge results too) on the worker thread; it must not block."""
         self.config = config = config or PipelineConfig()
         self.registry, self.sink, self.decode = registry, sink, decode
+        self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.stats = ExtractStats()
         super().__init__("toolscore-pipeline")
@@ -313,6 +317,11 @@ class Engine(Worker, Generic[C]):
     def _record(self, run: AgentRun, exp: Expectation, result: ScoreResult) -> None:
         ref = RunSpanRef(run.trace_id, run.span_id)
         self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
+        if self.on_scored is not None:
+            try:
+                self.on_scored(run, exp, result)
+            except Exception:
+                _log.exception("on_scored callback failed for run %s", run.run_id)
 
     def _release(self, carriers: list[C]) -> None:
         if not carriers:
