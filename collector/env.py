@@ -13,10 +13,16 @@ import logging
 import os
 
 __all__ = [
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_INSECURE",
     "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
     "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
     "OTEL_EXPORTER_PROMETHEUS_HOST",
     "OTEL_EXPORTER_PROMETHEUS_PORT",
     "OTEL_LOGS_EXPORTER",
@@ -72,6 +78,28 @@ OTEL_EXPORTER_OTLP_LOGS_ENDPOINT = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"
 OTEL_EXPORTER_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
 """``grpc`` or ``http/protobuf``; the per-signal ``OTEL_EXPORTER_OTLP_{TRACES,METRICS,LOGS}_PROTOCOL``
 override it. Default: ``grpc`` (the Python SDK's OTLP default)."""
+
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+"""Where `toolscore serve` forwards spans, used as is (the base endpoint gets ``/v1/traces`` appended
+for HTTP). Default: unset (with no base endpoint either, spans are not forwarded)."""
+
+OTEL_EXPORTER_OTLP_HEADERS = "OTEL_EXPORTER_OTLP_HEADERS"
+"""``key=value,...`` (values URL-encoded) sent with every OTLP export; the ``_TRACES_`` variant
+overrides it for forwarded spans. Default: none."""
+
+OTEL_EXPORTER_OTLP_INSECURE = "OTEL_EXPORTER_OTLP_INSECURE"
+"""``true``: plain-text gRPC to an endpoint without an ``http(s)://`` scheme (the ``_TRACES_`` variant
+overrides it). Default: false."""
+
+OTEL_EXPORTER_OTLP_TIMEOUT = "OTEL_EXPORTER_OTLP_TIMEOUT"
+"""Milliseconds one OTLP export may take (the ``_TRACES_`` variant overrides it). Default: 10000."""
+
+OTEL_EXPORTER_OTLP_COMPRESSION = "OTEL_EXPORTER_OTLP_COMPRESSION"
+"""``gzip`` or ``none`` for OTLP exports (the ``_TRACES_`` variant overrides it). Default: none."""
+
+OTEL_EXPORTER_OTLP_CERTIFICATE = "OTEL_EXPORTER_OTLP_CERTIFICATE"
+"""PEM file of the CA that signs the OTLP endpoint's certificate (``_CLIENT_CERTIFICATE`` and
+``_CLIENT_KEY`` add a client certificate; ``_TRACES_`` variants override them). Default: system CAs."""
 
 OTEL_METRIC_EXPORT_INTERVAL = "OTEL_METRIC_EXPORT_INTERVAL"
 """Milliseconds between two OTLP metric exports. Default: 60000."""
