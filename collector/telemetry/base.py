@@ -124,6 +124,15 @@ class NoopTelemetry:
     def observe_pending(self, callback: Callable[[], int]) -> None:
         pass
 
+    def spans_forwarded(self, n: int) -> None:
+        pass
+
+    def spans_forward_dropped(self, n: int, reason: str) -> None:
+        pass
+
+    def forward_retried(self) -> None:
+        pass
+
 
 def create_telemetry(
     meter_provider: MeterProvider | None = None,

@@ -86,6 +86,14 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec(
         "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
     ),
+    AttributeSpec(
+        "toolscore.forward.outcome", "What became of spans `toolscore serve` forwards downstream.", ("sent", "dropped")
+    ),
+    AttributeSpec(
+        "toolscore.forward.drop.reason",
+        "Why forwarded spans were lost (only with `dropped`).",
+        ("queue_full", "retries_exhausted", "rejected", "shutdown"),
+    ),
 )
 _OVERFLOW_ATTRIBUTE = AttributeSpec(
     "toolscore.attribute.name",
@@ -167,6 +175,23 @@ METRICS: tuple[MetricSpec, ...] = (
         "LLM-judge calls, by outcome.",
         ("toolscore.judge.outcome",),
         "Mostly `ok`; `over_budget` means the judge budget is spent, `late` that the run was scored without it.",
+    ),
+    MetricSpec(
+        "toolscore.forward.spans",
+        "counter",
+        "{span}",
+        "Spans `toolscore serve` sent downstream, or lost: the forward queue was full, retries ran out, "
+        "the downstream refused them, or shutdown came first.",
+        ("toolscore.forward.outcome", "toolscore.forward.drop.reason"),
+        "`sent` follows the received spans; any `dropped` series means spans are missing downstream.",
+    ),
+    MetricSpec(
+        "toolscore.forward.retries",
+        "counter",
+        "{request}",
+        "Forward attempts that failed and were retried (downstream unavailable, throttling, timeouts).",
+        (),
+        "0, or short bursts while the downstream restarts; steady growth means it is down or too slow.",
     ),
     MetricSpec(
         "toolscore.attribute.overflow",

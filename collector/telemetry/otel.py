@@ -105,6 +105,8 @@ class OTelPipelineTelemetry:
         self._late = counters["toolscore.spans.late"]
         self._judge = counters["toolscore.judge.calls"]
         self._overflow = counters["toolscore.attribute.overflow"]
+        self._forward = counters["toolscore.forward.spans"]
+        self._retries = counters["toolscore.forward.retries"]
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
 
@@ -149,6 +151,16 @@ class OTelPipelineTelemetry:
 
     def judge_outcome(self, outcome: str) -> None:
         self._judge.add(1, {"toolscore.judge.outcome": self._limiter.bound("toolscore.judge.outcome", outcome)})
+
+    def spans_forwarded(self, n: int) -> None:
+        self._forward.add(n, {"toolscore.forward.outcome": "sent"})
+
+    def spans_forward_dropped(self, n: int, reason: str) -> None:
+        reason = self._limiter.bound("toolscore.forward.drop.reason", reason)
+        self._forward.add(n, {"toolscore.forward.outcome": "dropped", "toolscore.forward.drop.reason": reason})
+
+    def forward_retried(self) -> None:
+        self._retries.add(1)
 
     def observe_pending(self, callback: Callable[[], int]) -> None:
         with self._pending_lock:

@@ -1,0 +1,198 @@
+"""Where and how `toolscore serve` forwards spans: `ForwardConfig`, read from the standard OTLP variables.
+
+The defaults follow the OpenTelemetry Collector's exporter helper (a bounded sending queue, exponential
+backoff with jitter, a total retry budget) scaled to a sidecar: a downstream outage of about a minute
+is absorbed, a longer one drops the oldest work it cannot hold, and every drop is counted.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolscore.collector import env
+from toolscore.collector.telemetry.setup import otlp_protocol
+
+__all__ = ["ForwardConfig", "parse_headers"]
+
+_log = logging.getLogger(__name__)
+
+OtlpProtocol = Literal["grpc", "http/protobuf"]
+
+
+class ForwardConfig(BaseModel):
+    """The downstream OTLP endpoint spans are forwarded to, and how hard to try."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str | None = Field(
+        default=None,
+        description="Downstream OTLP endpoint: `http(s)://host:port` for gRPC, the full `/v1/traces` URL for "
+        "HTTP. Unset: spans are not forwarded (they are counted as passed and discarded). "
+        "Env: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (+ `/v1/traces` for HTTP). "
+        "Default: unset.",
+    )
+    protocol: OtlpProtocol = Field(
+        default="grpc",
+        description="`grpc` or `http/protobuf`. Env: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "
+        "OTEL_EXPORTER_OTLP_PROTOCOL. Default: grpc.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Headers (gRPC metadata) sent with every export, e.g. an API key. "
+        "Env: OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_HEADERS (`k=v,k2=v2`). Default: {}.",
+    )
+    insecure: bool = Field(
+        default=False,
+        description="Plain-text gRPC to an endpoint given without a scheme (`http://` is always plain text, "
+        "`https://` always TLS). Env: OTEL_EXPORTER_OTLP_TRACES_INSECURE, OTEL_EXPORTER_OTLP_INSECURE. "
+        "Default: false.",
+    )
+    certificate_file: str | None = Field(
+        default=None,
+        description="PEM file of the CA to trust for the downstream's certificate (unset: the system's). "
+        "Env: OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE. Default: unset.",
+    )
+    client_certificate_file: str | None = Field(
+        default=None,
+        description="PEM client certificate for mutual TLS. Env: OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_CERTIFICATE. "
+        "Default: unset.",
+    )
+    client_key_file: str | None = Field(
+        default=None,
+        description="PEM key of `client_certificate_file`. Env: OTEL_EXPORTER_OTLP_[TRACES_]CLIENT_KEY. "
+        "Default: unset.",
+    )
+    compression: Literal["none", "gzip"] = Field(
+        default="none",
+        description="Compress exports. Env: OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, OTEL_EXPORTER_OTLP_COMPRESSION. "
+        "Default: none.",
+    )
+    timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Longest one export attempt may take. Env: OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT (in ms). "
+        "Default: 10.",
+    )
+    queue_max_requests: int = Field(
+        default=1_000,
+        ge=1,
+        description="Export requests waiting to be sent (or retried); a request that would exceed it is "
+        "dropped and its spans counted (`queue_full`), and the receivers answer RESOURCE_EXHAUSTED / 429 "
+        "while the queue is full. Default: 1000.",
+    )
+    queue_max_spans: int = Field(
+        default=200_000,
+        ge=1,
+        description="Spans in the waiting requests, bounding memory like `queue_max_requests`. Default: 200000.",
+    )
+    max_retry_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="Longest a request is retried, from its first attempt, before its spans are dropped "
+        "(`retries_exhausted`); 0 = never retry. Default: 60.",
+    )
+    backoff_initial_s: float = Field(
+        default=0.5, gt=0, description="Wait before the first retry; doubles after each failure. Default: 0.5."
+    )
+    backoff_max_s: float = Field(
+        default=10.0, gt=0, description="Longest wait between two retries (before jitter). Default: 10."
+    )
+    senders: int = Field(default=2, ge=1, description="Requests in flight at once (one thread each). Default: 2.")
+    batch_max_spans: int = Field(
+        default=512,
+        ge=1,
+        description="Spans per forwarded request: released spans are regrouped by resource and scope and "
+        "sent when this many are buffered. Default: 512.",
+    )
+    batch_timeout_ms: float = Field(
+        default=50.0,
+        ge=0,
+        description="Longest a released span waits in the buffer for others before its request is sent. Default: 50.",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.endpoint)
+
+    @classmethod
+    def from_env(cls, **explicit: Any) -> ForwardConfig:
+        """Explicit values, then the OTEL_EXPORTER_OTLP_* variables, then the defaults.
+
+        A bad explicit value raises (pydantic `ValidationError`); a bad environment value is logged and
+        its default used, so a typo in a deployment cannot stop the collector.
+        """
+        merged = {**_from_environment(), **explicit}
+        try:
+            return cls(**merged)
+        except ValidationError as exc:
+            bad_env = {
+                str(error["loc"][0]) for error in exc.errors() if error["loc"] and error["loc"][0] not in explicit
+            }
+            if not bad_env:
+                raise
+            _log.warning("ignoring environment values for %s: %s", sorted(bad_env), exc)
+            return cls(**{k: v for k, v in merged.items() if k not in bad_env})
+
+
+def _traces_env(setting: str) -> str | None:
+    """`OTEL_EXPORTER_OTLP_TRACES_<setting>`, else `OTEL_EXPORTER_OTLP_<setting>`."""
+    return env.env_str(f"OTEL_EXPORTER_OTLP_TRACES_{setting}") or env.env_str(f"OTEL_EXPORTER_OTLP_{setting}")
+
+
+def _endpoint(protocol: OtlpProtocol) -> str | None:
+    specific = env.env_str(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+    if specific is not None:
+        return specific
+    base = env.env_str(env.OTEL_EXPORTER_OTLP_ENDPOINT)
+    if base is None or protocol == "grpc":
+        return base
+    return base.rstrip("/") + "/v1/traces"
+
+
+def parse_headers(text: str) -> dict[str, str]:
+    """`k=v,k2=v%202` (the OTLP exporter format) as a dict; malformed entries are logged and skipped."""
+    headers: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            if item.strip():
+                _log.warning("OTLP header %r is not key=value; skipped", item.strip())
+            continue
+        headers[unquote(key.strip()).lower()] = unquote(value.strip())
+    return headers
+
+
+def _from_environment() -> dict[str, Any]:
+    protocol = otlp_protocol("traces")
+    out: dict[str, Any] = {"protocol": protocol, "endpoint": _endpoint(protocol)}
+    if (headers := _traces_env("HEADERS")) is not None:
+        out["headers"] = parse_headers(headers)
+    if (insecure := _traces_env("INSECURE")) is not None:
+        out["insecure"] = insecure.lower() in ("true", "1", "yes", "on")
+    if (timeout := _traces_env("TIMEOUT")) is not None:
+        try:
+            out["timeout_s"] = float(timeout) / 1000
+        except ValueError:
+            _log.warning("OTLP timeout %r is not a number of milliseconds; using the default", timeout)
+    if (compression := _traces_env("COMPRESSION")) is not None:
+        out["compression"] = compression.lower()
+    for field, setting in (
+        ("certificate_file", "CERTIFICATE"),
+        ("client_certificate_file", "CLIENT_CERTIFICATE"),
+        ("client_key_file", "CLIENT_KEY"),
+    ):
+        if (path := _traces_env(setting)) is not None:
+            out[field] = path
+    return out
+
+
+def grpc_target(endpoint: str, insecure: bool) -> tuple[str, bool]:
+    """(`host:port`, use TLS) from an endpoint: the scheme decides when there is one, else `insecure`."""
+    if "://" not in endpoint:
+        return endpoint.rstrip("/"), not insecure
+    parts = urlsplit(endpoint)
+    return parts.netloc, parts.scheme == "https"
