@@ -1,0 +1,163 @@
+"""OTLP/gRPC receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export` → `Ingest`.
+
+A synchronous `grpc.server` with a bounded thread pool: `Ingest.accept` is a quick, thread-safe hand-off,
+so there is nothing to await, and threads keep the receiver independent of any event loop the service
+runs. The servicer is the generated `TraceServiceServicer`, but it is registered with a request
+deserializer of our own rather than through `add_TraceServiceServicer_to_server`: the generated one
+raises on bytes that do not parse, which grpc answers as INTERNAL with no detail, where OTLP wants
+INVALID_ARGUMENT naming what is wrong. Oversized messages are refused by grpc itself
+(`max_receive_message_length`, checked after decompression) with RESOURCE_EXHAUSTED.
+
+Overload is RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo`, which OTLP makes retryable. The status
+details travel in the standard `grpc-status-details-bin` trailer; the same `RetryInfo` also goes in
+`google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.otlp_export import (
+    BadPayload,
+    accept_safely,
+    bad_payload_status,
+    export_response,
+    overloaded_status,
+    parse_proto_request,
+    retry_info,
+)
+from toolscore.collector.serve.receiver_config import ReceiverConfig
+
+__all__ = ["TRACE_SERVICE", "GrpcReceiver", "TraceServiceReceiver", "start_grpc_receiver"]
+
+_log = logging.getLogger(__name__)
+
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+_UNAUTHENTICATED = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
+
+
+@dataclass(frozen=True)
+class _Undecodable:
+    """What the deserializer hands the servicer instead of raising, so the answer can say why."""
+
+    error: BadPayload
+
+
+@dataclass(frozen=True)
+class _RpcStatus(grpc.Status):  # type: ignore[misc]
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, bytes], ...]
+
+
+def _decode(data: bytes) -> Any:
+    try:
+        return parse_proto_request(data)
+    except BadPayload as exc:
+        return _Undecodable(exc)
+
+
+def _abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tuple[str, bytes]] = ()) -> None:
+    trailers = (("grpc-status-details-bin", status.SerializeToString()), *extra)
+    context.abort_with_status(_RpcStatus(code, status.message, trailers))
+
+
+class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
+    """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload."""
+
+    def __init__(self, ingest: Ingest) -> None:
+        self._ingest = ingest
+
+    def Export(self, request: Any, context: Any) -> Any:
+        if isinstance(request, _Undecodable):
+            _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
+            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
+        result = accept_safely(self._ingest, request)
+        if result is None:
+            context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
+            raise AssertionError("unreachable: abort raises")
+        if result.overloaded:
+            delay = retry_info(result.retry_after_s).SerializeToString()
+            status = overloaded_status(result.retry_after_s)
+            _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
+        return export_response(result)
+
+
+class _BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses calls without `authorization: Bearer <token>` before their message is even parsed."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+        self._deny = grpc.unary_unary_rpc_method_handler(self._refuse)
+
+    def _refuse(self, request: Any, context: Any) -> None:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED)
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        for key, value in details.invocation_metadata or ():
+            if key == "authorization":
+                given = value.encode() if isinstance(value, str) else bytes(value)
+                if hmac.compare_digest(given, self._expected):
+                    return continuation(details)
+                break
+        return self._deny
+
+
+@dataclass
+class GrpcReceiver:
+    """A started OTLP/gRPC receiver (a `ReceiverHandle`)."""
+
+    server: Any
+    port: int
+    tls: bool = False
+    _stopped: bool = field(default=False, repr=False)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Refuse new calls, let calls in flight finish within `grace_s`, then close. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.server.stop(grace_s).wait(grace_s + 1.0)
+
+
+def start_grpc_receiver(ingest: Ingest, config: ReceiverConfig) -> GrpcReceiver:
+    """Bind `config.grpc_endpoint` and start serving; raises `RuntimeError` when it cannot be bound."""
+    servicer = TraceServiceReceiver(ingest)
+    handler = grpc.unary_unary_rpc_method_handler(
+        servicer.Export, request_deserializer=_decode, response_serializer=ExportTraceServiceResponse.SerializeToString
+    )
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc"),
+        interceptors=[_BearerAuth(config.bearer_token)] if config.bearer_token else [],
+        # SO_REUSEPORT off: a second collector on the same port must fail to start, not share the traffic.
+        options=[("grpc.max_receive_message_length", config.max_message_bytes), ("grpc.so_reuseport", 0)],
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
+    try:
+        if config.tls_cert_file and config.tls_key_file:
+            pair = (Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())
+            port = server.add_secure_port(config.grpc_endpoint, grpc.ssl_server_credentials([pair]))
+        else:
+            port = server.add_insecure_port(config.grpc_endpoint)
+    except RuntimeError as exc:
+        server.stop(None)
+        raise RuntimeError(f"OTLP/gRPC receiver cannot listen on {config.grpc_endpoint}: {exc}") from None
+    if not port:
+        server.stop(None)
+        raise RuntimeError(f"OTLP/gRPC receiver cannot listen on {config.grpc_endpoint}")
+    server.start()
+    _log.info(
+        "OTLP/gRPC receiver listening on %s (port %d)%s", config.grpc_endpoint, port, " TLS" if config.tls else ""
+    )
+    return GrpcReceiver(server, int(port), tls=config.tls)

@@ -1,0 +1,69 @@
+"""Reading an OTLP/HTTP request body safely: which encoding it is in, and gzip within a hard size cap.
+
+A gzip body is decompressed incrementally, never more than the cap plus one byte, so a few kilobytes
+that would expand to gigabytes (a gzip bomb) cost no more memory than an honest request at the limit.
+A body that stops before the gzip end marker is an error, not a shorter request: what was cut off is
+unknown, so nothing in it can be trusted.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Literal
+
+from toolscore.collector.serve.otlp_export import BadPayload
+
+__all__ = ["PROTOBUF", "BodyTooLarge", "Encoding", "gunzip_bounded", "media_format"]
+
+PROTOBUF = "application/x-protobuf"
+_JSON = "application/json"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+Encoding = Literal["proto", "json"]
+
+
+class BodyTooLarge(ValueError):
+    """The body, or what it decompresses to, is over the configured limit: HTTP 413."""
+
+
+def media_format(content_type: str | None) -> Encoding | None:
+    """`proto` or `json` for the two OTLP media types (parameters such as `charset` ignored), else None."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media == PROTOBUF:
+        return "proto"
+    if media == _JSON:
+        return "json"
+    return None
+
+
+def _member(data: bytes, out: bytearray, limit: int) -> bytes:
+    """Inflate one gzip member into `out`; returns the input that follows it."""
+    inflater = zlib.decompressobj(_GZIP_WBITS)
+    try:
+        chunk = inflater.decompress(data, limit - len(out) + 1)
+        while True:
+            out += chunk
+            if len(out) > limit:
+                raise BodyTooLarge(f"the gzip body decompresses to more than {limit} bytes")
+            if not inflater.unconsumed_tail:
+                break
+            chunk = inflater.decompress(inflater.unconsumed_tail, limit - len(out) + 1)
+    except zlib.error as exc:
+        raise BadPayload(f"Content-Encoding is gzip but the body is not valid gzip: {exc}") from None
+    if not inflater.eof:
+        raise BadPayload(
+            f"truncated gzip body: the stream ends before its end marker (after {len(out)} decompressed bytes)"
+        )
+    return inflater.unused_data
+
+
+def gunzip_bounded(data: bytes, limit: int) -> bytes:
+    """Decompress a gzip body (one or more members) of at most `limit` bytes decompressed.
+
+    Raises `BodyTooLarge` as soon as the output would pass `limit`, and `BadPayload` for data that is
+    not gzip or is cut short.
+    """
+    out = bytearray()
+    while data:
+        data = _member(data, out, limit)
+    return bytes(out)

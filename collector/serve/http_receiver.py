@@ -1,0 +1,341 @@
+"""OTLP/HTTP receiver: `POST /v1/traces` (protobuf or JSON, gzip or not) → `Ingest`, plus `/healthz` and `/readyz`.
+
+The standard library's `ThreadingHTTPServer` (HTTP/1.1, keep-alive), bounded: one thread per open
+connection, at most `http_max_connections` of them, each closed after `http_idle_timeout_s` of
+silence. A connection beyond the bound is answered 503 with `Retry-After` (closed unanswered under TLS,
+where answering would mean a handshake on the accepting thread), which OTLP senders retry. The TLS
+handshake runs on the connection's own thread, so a client that never finishes it blocks nobody else.
+
+Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial success when spans were
+rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
+where; 401 without the bearer token; 404/405 for other paths and methods; 411 without Content-Length;
+413 for a body, or a decompressed body, over the limit; 415 for another content type or encoding;
+429 with `Retry-After` when the ingest is overloaded. A response sent before the body was read closes
+the connection, since the unread body would otherwise be taken for the next request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import math
+import socket
+import ssl
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
+
+from toolscore.collector.serve.health import HealthState
+from toolscore.collector.serve.http_body import PROTOBUF, BodyTooLarge, Encoding, gunzip_bounded, media_format
+from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.otlp_export import (
+    BadPayload,
+    accept_safely,
+    bad_payload_status,
+    export_response,
+    overloaded_status,
+    parse_proto_request,
+)
+from toolscore.collector.serve.otlp_json_request import request_from_json
+from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
+
+__all__ = ["TRACES_PATH", "HttpReceiver", "start_http_receiver"]
+
+_log = logging.getLogger(__name__)
+
+TRACES_PATH = "/v1/traces"
+_HEALTH_PATHS = ("/healthz", "/readyz")
+_BUSY_BODY = b'{"code": 14, "message": "too many connections, retry later"}'
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
+)
+
+
+class _Server(ThreadingHTTPServer):
+    """Adds the connection bound, TLS on the connection's thread, and draining on stop."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, ingest: Ingest, config: ReceiverConfig, health: HealthState, tls: ssl.SSLContext | None) -> None:
+        host, port = split_endpoint(config.http_endpoint)
+        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.ingest, self.config, self.health, self.tls_context = ingest, config, health, tls
+        self.closing = False
+        self._slots = threading.BoundedSemaphore(config.http_max_connections)
+        self._lock = threading.Condition()
+        self._in_flight = 0
+        self._open: set[socket.socket] = set()
+        super().__init__((host, port), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            _log.warning(
+                "OTLP/HTTP: %d connections open, refusing one from %s", self.config.http_max_connections, client_address
+            )
+            if self.tls_context is None:
+                try:
+                    request.settimeout(1.0)
+                    request.sendall(_BUSY)
+                except OSError:
+                    pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(self.config.http_idle_timeout_s)
+        if self.tls_context is not None:
+            try:
+                request = self.tls_context.wrap_socket(request, server_side=True)
+            except (OSError, ssl.SSLError) as exc:
+                _log.debug("OTLP/HTTP: TLS handshake with %s failed: %s", client_address, exc)
+                return
+        with self._lock:
+            self._open.add(request)
+        try:
+            _Handler(request, client_address, self)
+        finally:
+            with self._lock:
+                self._open.discard(request)
+            if self.tls_context is not None:
+                request.close()
+
+    def request_started(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def request_done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._lock.notify_all()
+
+    def drain(self, grace_s: float) -> None:
+        """Wait for requests in flight (up to `grace_s`), then cut the idle keep-alive connections."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "toolscore"
+    sys_version = ""
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("OTLP/HTTP %s: " + format, self.client_address[0], *args)
+
+    def _route(self) -> str:
+        return urlsplit(self.path).path
+
+    def _format(self) -> Encoding:
+        """The format of error bodies: protobuf for protobuf senders, readable JSON for everyone else."""
+        return "proto" if media_format(self.headers.get("Content-Type")) == "proto" else "json"
+
+    def _reply(self, code: int, message: Any, fmt: Encoding, headers: dict[str, str] | None = None) -> None:
+        if fmt == "proto":
+            body, content_type = message.SerializeToString(), PROTOBUF
+        else:
+            body, content_type = json.dumps(json_format.MessageToDict(message)).encode(), "application/json"
+        if self.server.closing:
+            self.close_connection = True
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _fail(self, code: int, rpc_code: int, message: str, *, unread: bool = True, **headers: str) -> None:
+        """An error answer; `unread`: the body was not consumed, so the connection cannot be reused."""
+        if unread:
+            self.close_connection = True
+        status = status_pb2.Status(code=rpc_code, message=message)
+        self._reply(code, status, self._format(), {k.replace("_", "-"): v for k, v in headers.items()})
+
+    def _wrong_method(self, allow: str) -> None:
+        self._fail(405, code_pb2.UNIMPLEMENTED, f"{self.command} is not allowed on {self._route()}", Allow=allow)
+
+    def _not_found(self) -> None:
+        self._fail(404, code_pb2.NOT_FOUND, f"no such path {self._route()!r}: OTLP traces go to POST {TRACES_PATH}")
+
+    def do_GET(self) -> None:
+        path = self._route()
+        if path in _HEALTH_PATHS:
+            state = self.server.health
+            code, body = state.liveness() if path == "/healthz" else state.readiness()
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif path == TRACES_PATH:
+            self._wrong_method("POST")
+        else:
+            self._not_found()
+
+    def do_POST(self) -> None:
+        path = self._route()
+        if path == TRACES_PATH:
+            self.server.request_started()
+            try:
+                self._export()
+            finally:
+                self.server.request_done()
+        elif path in _HEALTH_PATHS:
+            self._wrong_method("GET")
+        else:
+            self._not_found()
+
+    def _other_method(self) -> None:
+        path = self._route()
+        if path == TRACES_PATH:
+            self._wrong_method("POST")
+        elif path in _HEALTH_PATHS:
+            self._wrong_method("GET")
+        else:
+            self._not_found()
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method
+
+    def _authorized(self) -> bool:
+        token = self.server.config.bearer_token
+        if token is None:
+            return True
+        given = (self.headers.get("Authorization") or "").encode()
+        return hmac.compare_digest(given, f"Bearer {token}".encode())
+
+    def _export(self) -> None:
+        body = self._read_body()
+        if body is None:
+            return
+        fmt = self._format()
+        try:
+            if fmt == "proto":
+                request, rejected, message = parse_proto_request(body), 0, ""
+            else:
+                decoded = request_from_json(body)
+                request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
+        except BadPayload as exc:
+            _log.info("OTLP/HTTP export refused from %s: %s", self.client_address[0], exc)
+            self._reply(400, bad_payload_status(exc), fmt)
+            return
+        result = accept_safely(self.server.ingest, request)
+        if result is None:
+            self._fail(500, code_pb2.INTERNAL, "toolscore failed to take the request (see its log)", unread=False)
+        elif result.overloaded:
+            retry_after = str(max(1, math.ceil(result.retry_after_s)))
+            self._reply(429, overloaded_status(result.retry_after_s), fmt, {"Retry-After": retry_after})
+        else:
+            self._reply(200, export_response(result, rejected, message), fmt)
+
+    def _read_body(self) -> bytes | None:
+        """The decompressed body, or None once an error has been answered."""
+        config, headers = self.server.config, self.headers
+        if not self._authorized():
+            self._fail(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token", WWW_Authenticate="Bearer")
+            return None
+        if media_format(headers.get("Content-Type")) is None:
+            got = headers.get("Content-Type") or "(none)"
+            self._fail(415, code_pb2.INVALID_ARGUMENT, f"Content-Type {got!r}: send {PROTOBUF} or application/json")
+            return None
+        encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding not in ("identity", "gzip", "x-gzip"):
+            self._fail(415, code_pb2.INVALID_ARGUMENT, f"Content-Encoding {encoding!r}: only gzip is supported")
+            return None
+        length_text = headers.get("Content-Length")
+        if length_text is None or "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+            self._fail(411, code_pb2.INVALID_ARGUMENT, "a Content-Length is required (chunked bodies are not read)")
+            return None
+        if not length_text.strip().isdigit():
+            self._fail(400, code_pb2.INVALID_ARGUMENT, f"Content-Length {length_text!r} is not a number")
+            return None
+        length = int(length_text)
+        if length > config.max_message_bytes:
+            message = f"the body is {length} bytes, over the {config.max_message_bytes}-byte limit"
+            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, message)
+            return None
+        body = self.rfile.read(length)
+        if len(body) < length:
+            self.close_connection = True  # the sender went away mid-body: there is no one to answer
+            return None
+        if encoding == "identity":
+            return body
+        try:
+            return gunzip_bounded(body, config.decompressed_limit)
+        except BodyTooLarge as exc:
+            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc), unread=False)
+        except BadPayload as exc:
+            self._reply(400, bad_payload_status(exc), self._format())
+        return None
+
+
+@dataclass
+class HttpReceiver:
+    """A started OTLP/HTTP receiver (a `ReceiverHandle`)."""
+
+    server: _Server
+    thread: threading.Thread
+    port: int
+    tls: bool = False
+    _stopped: bool = field(default=False, repr=False)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Stop accepting, let requests in flight finish within `grace_s`, close the rest. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.server.closing = True
+        self.server.shutdown()
+        self.server.server_close()
+        self.server.drain(grace_s)
+        self.thread.join(timeout=grace_s + 1.0)
+
+
+def _tls_context(config: ReceiverConfig) -> ssl.SSLContext | None:
+    if not (config.tls_cert_file and config.tls_key_file):
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(config.tls_cert_file, config.tls_key_file)
+    return context
+
+
+def start_http_receiver(ingest: Ingest, config: ReceiverConfig, health: HealthState) -> HttpReceiver:
+    """Bind `config.http_endpoint` and serve on a background thread; raises `OSError` when it cannot bind."""
+    server = _Server(ingest, config, health, _tls_context(config))
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolscore-otlp-http", daemon=True
+    )
+    thread.start()
+    port = int(server.server_address[1])
+    _log.info(
+        "OTLP/HTTP receiver listening on %s (port %d)%s", config.http_endpoint, port, " TLS" if config.tls else ""
+    )
+    return HttpReceiver(server, thread, port, tls=config.tls)

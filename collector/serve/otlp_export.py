@@ -1,0 +1,130 @@
+"""One OTLP trace export, whatever the transport: decode, hand to `Ingest`, and phrase the answer.
+
+Both receivers share this so that gRPC and HTTP answer the same request the same way: the same decode
+errors (naming the byte offset or field path), the same partial-success counts and messages, the same
+retry delay when the collector is overloaded. Only the framing differs (a gRPC status with details in
+trailing metadata; an HTTP status with a `google.rpc.Status` body).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.message import DecodeError
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from toolscore.collector.serve.ingest import Ingest, IngestResult
+from toolscore.collector.sources.wire import locate_decode_error
+
+__all__ = [
+    "BadPayload",
+    "ReceiverHandle",
+    "accept_safely",
+    "bad_payload_status",
+    "export_response",
+    "overloaded_status",
+    "parse_proto_request",
+    "retry_info",
+]
+
+_log = logging.getLogger(__name__)
+
+
+class BadPayload(ValueError):
+    """A request body that cannot be used at all: INVALID_ARGUMENT / HTTP 400, never retried.
+
+    `field` is the path of the offending field (`resourceSpans[0].scopeSpans[0].spans[2]`), `offset` a
+    byte offset into the (decompressed) body; either may be None.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None, offset: int | None = None) -> None:
+        where = f"{field}: " if field else (f"byte {offset}: " if offset is not None else "")
+        super().__init__(where + message)
+        self.message = message
+        self.field = field
+        self.offset = offset
+
+
+class ReceiverHandle(Protocol):
+    """A started receiver: the port it is bound to (useful with port 0), and a graceful stop."""
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def tls(self) -> bool: ...
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Refuse new requests, let those in flight finish within `grace_s`, then close. Idempotent."""
+        ...
+
+
+def parse_proto_request(data: bytes) -> ExportTraceServiceRequest:
+    """A binary OTLP body as a request; raises `BadPayload` naming where the encoding breaks."""
+    try:
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(data)
+    except DecodeError:
+        offset, reason = locate_decode_error(data, ExportTraceServiceRequest.DESCRIPTOR)
+        raise BadPayload(
+            f"not a valid OTLP ExportTraceServiceRequest ({len(data)} bytes): {reason}", offset=offset
+        ) from None
+    if data and not request.resource_spans:
+        # Random bytes often parse as unknown fields; a real export has at least one ResourceSpans.
+        raise BadPayload(f"{len(data)} bytes decode to a request without resource_spans: not an OTLP trace request")
+    return request
+
+
+def accept_safely(ingest: Ingest, request: ExportTraceServiceRequest) -> IngestResult | None:
+    """`ingest.accept`, or None when it broke its promise not to raise (logged; answer an internal error)."""
+    try:
+        return ingest.accept(request)
+    except Exception:
+        _log.exception("Ingest.accept raised; answering the export with an internal error")
+        return None
+
+
+def export_response(result: IngestResult, rejected_before: int = 0, message_before: str = "") -> Any:
+    """The `ExportTraceServiceResponse`: partial success only when something was rejected or said.
+
+    `rejected_before`/`message_before` are spans the receiver itself left out while decoding (OTLP/JSON
+    ids that are not hex), added to what the ingest rejected.
+    """
+    response = ExportTraceServiceResponse()
+    rejected = rejected_before + result.rejected_spans
+    message = "; ".join(m for m in (message_before, result.error_message) if m)
+    if rejected or message:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return response
+
+
+def retry_info(retry_after_s: float) -> Any:
+    """`google.rpc.RetryInfo` with the delay the sender should wait."""
+    delay = Duration()
+    delay.FromNanoseconds(int(max(retry_after_s, 0.0) * 1e9))
+    return error_details_pb2.RetryInfo(retry_delay=delay)
+
+
+def _status(code: int, message: str, detail: Any) -> Any:
+    status = status_pb2.Status(code=code, message=message)
+    status.details.add().Pack(detail)
+    return status
+
+
+def bad_payload_status(exc: BadPayload) -> Any:
+    """`google.rpc.Status` INVALID_ARGUMENT with a `BadRequest` naming the field (or byte) at fault."""
+    where = exc.field or (f"byte {exc.offset}" if exc.offset is not None else "(request)")
+    violation = error_details_pb2.BadRequest.FieldViolation(field=where, description=exc.message)
+    return _status(code_pb2.INVALID_ARGUMENT, str(exc), error_details_pb2.BadRequest(field_violations=[violation]))
+
+
+def overloaded_status(retry_after_s: float) -> Any:
+    """`google.rpc.Status` RESOURCE_EXHAUSTED with `RetryInfo`, which OTLP senders read as "retry later"."""
+    message = f"toolscore is overloaded: the request was not accepted, retry in {retry_after_s:g}s"
+    return _status(code_pb2.RESOURCE_EXHAUSTED, message, retry_info(retry_after_s))

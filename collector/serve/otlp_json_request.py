@@ -1,0 +1,162 @@
+"""OTLP/JSON body → `ExportTraceServiceRequest`, because the forwarder sends protobuf messages on.
+
+`google.protobuf.json_format` alone cannot read OTLP/JSON: OTLP writes trace and span ids as hex, where
+the protobuf JSON mapping expects base64. So the ids are taken out and converted here, and the rest of
+each resource, scope, span and link is handed to `json_format` (which accepts lowerCamelCase and
+snake_case names, 64-bit integers as strings or numbers, enums as integers or names, and, with
+`ignore_unknown_fields`, skips fields it does not know, as the OTLP spec requires of receivers).
+Messages are parsed one at a time so that an error names where it is
+(`resourceSpans[0].scopeSpans[1].spans[3]: Failed to parse name field ...`).
+
+A malformed document (not JSON, not UTF-8, a field of the wrong type) fails as a whole, like a protobuf
+request that does not decode. A span whose ids cannot identify it is left out and counted instead, so
+the sender gets a partial success and the other spans of the batch are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from toolscore.collector.serve.otlp_export import BadPayload
+
+__all__ = ["JsonDecodeResult", "request_from_json"]
+
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}").fullmatch
+_HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
+_MAX_EXAMPLES = 3
+_ID_KEYS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id", "links")
+
+
+@dataclass
+class JsonDecodeResult:
+    """The request with every usable span, and what was left out."""
+
+    request: ExportTraceServiceRequest
+    rejected_spans: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def reject(self, detail: str) -> None:
+        self.rejected_spans += 1
+        if len(self.examples) < _MAX_EXAMPLES:
+            self.examples.append(detail)
+
+    @property
+    def error_message(self) -> str:
+        if not self.rejected_spans:
+            return ""
+        more = (
+            ""
+            if self.rejected_spans <= len(self.examples)
+            else f"; and {self.rejected_spans - len(self.examples)} more"
+        )
+        return f"{self.rejected_spans} span(s) rejected: " + "; ".join(self.examples) + more
+
+
+def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadPayload(f"expected a list, got {type(value).__name__}", field=path)
+    return value
+
+
+def _obj(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise BadPayload(f"expected an object, got {type(value).__name__}", field=path)
+    return value
+
+
+def _merge(obj: Mapping[str, Any], message: Any, path: str) -> None:
+    try:
+        json_format.ParseDict(obj, message, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise BadPayload(str(exc).rstrip("."), field=path) from None
+
+
+def _id(value: Any, name: str, *, hex_len: int, optional: bool = False) -> bytes | str:
+    """The id's bytes, or why it cannot identify a span (OTLP/JSON ids are hex, not base64)."""
+    if optional and not value:
+        return b""
+    match = _HEX32 if hex_len == 32 else _HEX16
+    if not isinstance(value, str) or not match(value) or (not optional and value.strip("0") == ""):
+        zero = "" if optional else ", non-zero"
+        return f"{name} {value!r} is not {hex_len} hex digits{zero} (OTLP/JSON ids are hex, not base64)"
+    return bytes.fromhex(value)
+
+
+def _span(span: Any, path: str, out: Any) -> str | None:
+    """Fill `out` from one OTLP/JSON span; the reason it is rejected, or None."""
+    span = _obj(span, path)
+    trace_id = _id(_get(span, "traceId", "trace_id"), "traceId", hex_len=32)
+    span_id = _id(_get(span, "spanId", "span_id"), "spanId", hex_len=16)
+    parent_id = _id(_get(span, "parentSpanId", "parent_span_id"), "parentSpanId", hex_len=16, optional=True)
+    for value in (trace_id, span_id, parent_id):
+        if isinstance(value, str):
+            return value
+    _merge({k: v for k, v in span.items() if k not in _ID_KEYS}, out, path)
+    out.trace_id, out.span_id, out.parent_span_id = trace_id, span_id, parent_id
+    for i, item in enumerate(_list(span.get("links"), f"{path}.links")):
+        link = _obj(item, f"{path}.links[{i}]")
+        link_trace = _id(_get(link, "traceId", "trace_id"), f"links[{i}].traceId", hex_len=32)
+        link_span = _id(_get(link, "spanId", "span_id"), f"links[{i}].spanId", hex_len=16)
+        for value in (link_trace, link_span):
+            if isinstance(value, str):
+                return value
+        out_link = out.links.add()
+        _merge({k: v for k, v in link.items() if k not in _ID_KEYS}, out_link, f"{path}.links[{i}]")
+        out_link.trace_id, out_link.span_id = link_trace, link_span
+    return None
+
+
+def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult) -> None:
+    scope_spans = _obj(scope_spans, path)
+    _merge(_obj(scope_spans.get("scope"), f"{path}.scope"), out.scope, f"{path}.scope")
+    out.schema_url = str(_get(scope_spans, "schemaUrl", "schema_url") or "")
+    for i, span in enumerate(_list(scope_spans.get("spans"), f"{path}.spans")):
+        out_span = out.spans.add()
+        reason = _span(span, f"{path}.spans[{i}]", out_span)
+        if reason is not None:
+            del out.spans[-1]
+            name = span.get("name") if isinstance(span, Mapping) else None
+            result.reject(f"{path}.spans[{i}] {name!r}: {reason}")
+
+
+def _document(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise BadPayload(f"invalid UTF-8 at byte {exc.start}: OTLP/JSON must be UTF-8", offset=exc.start) from None
+    except json.JSONDecodeError as exc:
+        raise BadPayload(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", offset=exc.pos) from None
+    except RecursionError:
+        raise BadPayload("invalid JSON: nested too deeply") from None
+
+
+def request_from_json(data: bytes) -> JsonDecodeResult:
+    """Decode an OTLP/HTTP `application/json` body; raises `BadPayload` naming what is wrong and where."""
+    document = _obj(_document(data) if data.strip() else {}, "(document)")
+    result = JsonDecodeResult(ExportTraceServiceRequest())
+    for r, item in enumerate(_list(_get(document, "resourceSpans", "resource_spans"), "resourceSpans")):
+        path = f"resourceSpans[{r}]"
+        resource_spans = _obj(item, path)
+        out = result.request.resource_spans.add()
+        _merge(_obj(resource_spans.get("resource"), f"{path}.resource"), out.resource, f"{path}.resource")
+        out.schema_url = str(_get(resource_spans, "schemaUrl", "schema_url") or "")
+        scopes = _list(_get(resource_spans, "scopeSpans", "scope_spans"), f"{path}.scopeSpans")
+        for s, scope_spans in enumerate(scopes):
+            _scope_spans(scope_spans, f"{path}.scopeSpans[{s}]", out.scope_spans.add(), result)
+    return result

@@ -1,0 +1,106 @@
+"""`ReceiverConfig`: where the OTLP receivers listen, how much they accept, and who may send.
+
+One model for both transports, because the limits must agree: a request refused over HTTP for its size
+must not get through over gRPC. `max_message_bytes` bounds what is parsed, whatever the encoding: the
+gRPC receive limit (applied by grpc after decompression), the HTTP body as sent, and (unless
+`max_decompressed_bytes` says otherwise) the HTTP body after gzip, so a small gzip bomb cannot expand
+into memory.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "ReceiverConfig", "split_endpoint"]
+
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+"""4 MiB: gRPC's own default receive limit, which OTLP senders already batch under."""
+
+
+def split_endpoint(endpoint: str) -> tuple[str, int]:
+    """`host:port` (IPv6 as `[::1]:4317`) as a host and a port; raises `ValueError` naming the rule."""
+    host, sep, port_text = endpoint.rpartition(":")
+    if not sep or not host or not port_text.isdigit():
+        raise ValueError(f"endpoint {endpoint!r} must be host:port, e.g. 127.0.0.1:4317 or [::1]:4317")
+    port = int(port_text)
+    if port > 65535:
+        raise ValueError(f"endpoint {endpoint!r}: port {port} is above 65535")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, port
+
+
+class ReceiverConfig(BaseModel):
+    """The OTLP/gRPC and OTLP/HTTP receivers: addresses, size limits, bearer-token auth and TLS."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    grpc_enabled: bool = Field(default=True, description="Serve OTLP/gRPC (`TraceService/Export`).")
+    grpc_endpoint: str = Field(
+        default="127.0.0.1:4317",
+        description="host:port the OTLP/gRPC receiver listens on; port 0 picks a free port. "
+        "Use 0.0.0.0:4317 to accept connections from other hosts.",
+    )
+    http_enabled: bool = Field(default=True, description="Serve OTLP/HTTP (`POST /v1/traces`), `/healthz`, `/readyz`.")
+    http_endpoint: str = Field(
+        default="127.0.0.1:4318", description="host:port the OTLP/HTTP receiver listens on; port 0 picks a free port."
+    )
+    max_message_bytes: int = Field(
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        gt=0,
+        description="Largest request accepted, in bytes: the gRPC receive limit (larger: RESOURCE_EXHAUSTED) "
+        "and the HTTP body limit (larger: 413).",
+    )
+    max_decompressed_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        description="Largest HTTP body after gzip decompression, in bytes (larger: 413, decompression stops "
+        "there). Default: `max_message_bytes`.",
+    )
+    bearer_token: str | None = Field(
+        default=None,
+        description="When set, every export must carry `authorization: Bearer <token>` (gRPC metadata or "
+        "HTTP header); others get UNAUTHENTICATED / 401. Health endpoints stay open.",
+    )
+    tls_cert_file: str | None = Field(
+        default=None, description="PEM certificate (chain) for both receivers; with `tls_key_file`, serve TLS only."
+    )
+    tls_key_file: str | None = Field(default=None, description="PEM private key of `tls_cert_file`.")
+    grpc_max_workers: int = Field(
+        default=8, gt=0, description="Threads answering gRPC calls; further calls wait in grpc's queue."
+    )
+    http_max_connections: int = Field(
+        default=64,
+        gt=0,
+        description="Open HTTP connections served at once, one thread each; a connection beyond this gets 503 "
+        "with `Retry-After` (plain HTTP) or is closed (TLS), and the sender retries.",
+    )
+    http_idle_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="An HTTP connection that sends nothing for this long is closed, so idle or slow clients "
+        "cannot hold the connection slots.",
+    )
+
+    @field_validator("grpc_endpoint", "http_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str) -> str:
+        split_endpoint(value)
+        return value
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> ReceiverConfig:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file must be set together (or neither)")
+        if self.bearer_token is not None and not self.bearer_token.strip():
+            raise ValueError("bearer_token must not be blank: leave it unset to turn auth off")
+        return self
+
+    @property
+    def decompressed_limit(self) -> int:
+        """The effective limit on a decompressed HTTP body."""
+        return self.max_decompressed_bytes or self.max_message_bytes
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert_file is not None

@@ -1,0 +1,146 @@
+"""Helpers for the OTLP receiver tests: a recording `Ingest` (the receivers' caller side), SDK spans,
+OTLP/JSON builders, raw HTTP requests and a self-signed certificate."""
+
+from __future__ import annotations
+
+import datetime
+import http.client
+import ipaddress
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from toolscore.collector.serve.ingest import IngestResult
+
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+TOKEN = "s3cret-token"
+
+
+@dataclass
+class RecordingIngest:
+    """Records every request it is handed; answers the queued `results` first, then full success."""
+
+    results: list[IngestResult] = field(default_factory=list)
+    requests: list[ExportTraceServiceRequest] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
+        with self.lock:
+            self.requests.append(request)
+            return self.results.pop(0) if self.results else IngestResult()
+
+    def span_names(self) -> list[str]:
+        with self.lock:
+            return [
+                span.name
+                for request in self.requests
+                for resource_spans in request.resource_spans
+                for scope_spans in resource_spans.scope_spans
+                for span in scope_spans.spans
+            ]
+
+
+def sdk_spans(*names: str) -> Sequence[ReadableSpan]:
+    """Finished spans from the real SDK, one root span per name."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("receiver-test")
+    for name in names:
+        with tracer.start_as_current_span(name) as span:
+            span.set_attribute("gen_ai.tool.name", name)
+    provider.shutdown()
+    return exporter.get_finished_spans()
+
+
+def json_span(name: str, span_id: str = "eee19b7ec3c1b174", trace_id: str = TRACE_ID, **extra: Any) -> dict[str, Any]:
+    return {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "name": name,
+        "kind": 3,
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": "gen_ai.tool.name", "value": {"stringValue": name}}],
+        **extra,
+    }
+
+
+def json_request(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}]},
+                "scopeSpans": [{"scope": {"name": "receiver-test"}, "spans": list(spans)}],
+            }
+        ]
+    }
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def http_call(
+    port: int,
+    body: bytes = b"",
+    *,
+    content_type: str | None = "application/x-protobuf",
+    headers: dict[str, str] | None = None,
+    method: str = "POST",
+    path: str = "/v1/traces",
+) -> Reply:
+    """One request on a fresh connection; the reply with lower-cased header names."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        all_headers = dict(headers or {})
+        if content_type is not None:
+            all_headers["Content-Type"] = content_type
+        connection.request(method, path, body=body if method != "GET" else None, headers=all_headers)
+        response = connection.getresponse()
+        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+    finally:
+        connection.close()
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for localhost and 127.0.0.1 and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "toolscore receiver test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "server.crt", directory / "server.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file

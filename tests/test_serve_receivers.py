@@ -1,0 +1,247 @@
+"""OTLP/gRPC receiver: the real OTel SDK exporter and raw grpc calls against it on 127.0.0.1."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from tests.serve_receiver_support import TOKEN, RecordingIngest, sdk_spans, self_signed_certificate
+from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
+from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.receiver_config import ReceiverConfig
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+@pytest.fixture
+def ingest() -> RecordingIngest:
+    return RecordingIngest()
+
+
+def _start(ingest: RecordingIngest, **config: object) -> GrpcReceiver:
+    return start_grpc_receiver(ingest, ReceiverConfig(grpc_endpoint="127.0.0.1:0", **config))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def receiver(ingest: RecordingIngest) -> Iterator[GrpcReceiver]:
+    running = _start(ingest)
+    yield running
+    running.stop(0)
+
+
+@pytest.fixture
+def channel(receiver: GrpcReceiver) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as opened:
+        yield opened
+
+
+def _request(*names: str) -> ExportTraceServiceRequest:
+    return encode_spans(sdk_spans(*names))
+
+
+def _raw_export(channel: grpc.Channel, payload: bytes) -> bytes:
+    call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+    return call(payload, timeout=5)  # type: ignore[no-any-return]
+
+
+def _status_details(error: grpc.RpcError) -> status_pb2.Status:
+    trailers = dict(error.trailing_metadata())  # type: ignore[attr-defined]
+    return status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
+
+
+def test_sdk_exporter_delivers_spans_to_the_ingest(receiver: GrpcReceiver, ingest: RecordingIngest) -> None:
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True)
+    try:
+        assert exporter.export(sdk_spans("search", "book")) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert ingest.span_names() == ["search", "book"]
+    resource = ingest.requests[0].resource_spans[0].resource
+    assert {kv.key: kv.value.string_value for kv in resource.attributes}["service.name"] == "agent"
+
+
+def test_sdk_exporter_with_gzip_is_decompressed(receiver: GrpcReceiver, ingest: RecordingIngest) -> None:
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True, compression=Compression.Gzip)
+    try:
+        assert exporter.export(sdk_spans("zipped")) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert ingest.span_names() == ["zipped"]
+
+
+def test_full_success_leaves_partial_success_unset(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    response = TraceServiceStub(channel).Export(_request("a"), timeout=5)
+    assert not response.HasField("partial_success")
+
+
+def test_rejected_spans_are_a_partial_success(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(rejected_spans=2, error_message="2 spans with bad ids"))
+    response = TraceServiceStub(channel).Export(_request("a", "b", "c"), timeout=5)
+    assert response.partial_success.rejected_spans == 2
+    assert response.partial_success.error_message == "2 spans with bad ids"
+
+
+def test_overload_is_resource_exhausted_with_retry_info(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(overloaded=True, retry_after_s=2.5))
+    with pytest.raises(grpc.RpcError) as caught:
+        TraceServiceStub(channel).Export(_request("a"), timeout=5)
+    assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    status = _status_details(caught.value)
+    assert status.code == code_pb2.RESOURCE_EXHAUSTED
+    info = error_details_pb2.RetryInfo()
+    assert status.details[0].Unpack(info)
+    assert info.retry_delay.ToNanoseconds() == 2_500_000_000
+
+
+def test_sdk_exporter_retries_after_the_overload_delay(receiver: GrpcReceiver, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(overloaded=True, retry_after_s=0.3))
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True)
+    started = time.monotonic()
+    try:
+        assert exporter.export(sdk_spans("retried")) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert time.monotonic() - started >= 0.3
+    assert ingest.span_names() == ["retried", "retried"]
+
+
+def test_garbage_bytes_are_invalid_argument_naming_the_fault(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_export(channel, b"\x0a\xff\xff\xff\xff\x0f garbage")
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "byte 1" in caught.value.details()  # type: ignore[attr-defined]
+    assert "resource_spans: length" in caught.value.details()  # type: ignore[attr-defined]
+    bad_request = error_details_pb2.BadRequest()
+    assert _status_details(caught.value).details[0].Unpack(bad_request)
+    assert bad_request.field_violations[0].field == "byte 1"
+    assert ingest.requests == []
+
+
+def test_bytes_without_resource_spans_are_invalid_argument(channel: grpc.Channel) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_export(channel, b"\x78\x01")  # field 15, varint 1: parses, but is no trace request
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "without resource_spans" in caught.value.details()  # type: ignore[attr-defined]
+
+
+def test_invalid_utf8_in_a_string_is_invalid_argument(channel: grpc.Channel) -> None:
+    payload = bytearray(_request("caf\u00e9").SerializeToString())
+    at = payload.index("caf\u00e9".encode())
+    payload[at + 3] = 0xFF  # the first byte of é's two
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_export(channel, bytes(payload))
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "not valid UTF-8" in caught.value.details()  # type: ignore[attr-defined]
+
+
+def test_empty_request_is_a_success(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    assert _raw_export(channel, b"") == b""
+    assert len(ingest.requests) == 1
+
+
+def test_oversized_message_is_refused_and_the_next_one_served(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, max_message_bytes=4000)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            stub = TraceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Export(_request("x" * 5000), timeout=5)
+            assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+            stub.Export(_request("small"), timeout=5)
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["small"]
+
+
+def test_good_requests_between_bad_ones_reach_the_ingest(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    stub = TraceServiceStub(channel)
+    for i, bad in enumerate((b"\xff" * 64, b"\x0a\x05abc", b"\x78\x01", bytes(range(256)))):
+        with pytest.raises(grpc.RpcError):
+            _raw_export(channel, bad)
+        stub.Export(_request(f"good-{i}"), timeout=5)
+    assert ingest.span_names() == ["good-0", "good-1", "good-2", "good-3"]
+
+
+def test_an_ingest_that_raises_is_an_internal_error() -> None:
+    broken = RecordingIngest()
+
+    def explode(request: ExportTraceServiceRequest) -> IngestResult:
+        raise RuntimeError("boom")
+
+    broken.accept = explode  # type: ignore[method-assign]
+    receiver = _start(broken)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as other:
+            with pytest.raises(grpc.RpcError) as caught:
+                TraceServiceStub(other).Export(_request("a"), timeout=5)
+            assert caught.value.code() is grpc.StatusCode.INTERNAL  # type: ignore[attr-defined]
+    finally:
+        receiver.stop(0)
+
+
+# -- auth and TLS --------------------------------------------------------------------------------------
+
+
+def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, bearer_token=TOKEN)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            stub = TraceServiceStub(channel)
+            for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),)):
+                with pytest.raises(grpc.RpcError) as caught:
+                    stub.Export(_request("refused"), metadata=metadata, timeout=5)
+                assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+        exporter = OTLPSpanExporter(
+            endpoint=f"127.0.0.1:{receiver.port}", insecure=True, headers={"authorization": f"Bearer {TOKEN}"}
+        )
+        try:
+            assert exporter.export(sdk_spans("allowed")) is SpanExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["allowed"]
+
+
+def test_tls_receiver_serves_a_client_trusting_its_certificate(ingest: RecordingIngest, tmp_path: Path) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    receiver = _start(ingest, tls_cert_file=str(cert), tls_key_file=str(key))
+    assert receiver.tls
+    try:
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        exporter = OTLPSpanExporter(endpoint=f"localhost:{receiver.port}", insecure=False, credentials=credentials)
+        try:
+            assert exporter.export(sdk_spans("private")) is SpanExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as plain:
+            with pytest.raises(grpc.RpcError):
+                TraceServiceStub(plain).Export(_request("plain"), timeout=2)
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["private"]
+
+
+def test_a_taken_port_fails_to_start(receiver: GrpcReceiver, ingest: RecordingIngest) -> None:
+    with pytest.raises(RuntimeError, match="cannot listen"):
+        start_grpc_receiver(ingest, ReceiverConfig(grpc_endpoint=f"127.0.0.1:{receiver.port}"))
+
+
+def test_stop_is_idempotent_and_closes_the_port(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest)
+    receiver.stop(0.5)
+    receiver.stop(0.5)
+    with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel, pytest.raises(grpc.RpcError) as caught:
+        TraceServiceStub(channel).Export(_request("late"), timeout=1)
+    assert caught.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)  # type: ignore[attr-defined]
