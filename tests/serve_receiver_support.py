@@ -136,6 +136,10 @@ def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
             critical=False,
         )
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        # Subject/authority key ids and key usage: what strict verification (urllib3 2) asks of a self-signed CA.
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(key.public_key()), critical=False)
+        .add_extension(x509.KeyUsage(True, False, False, False, False, True, False, False, False), critical=True)
         .sign(key, hashes.SHA256())
     )
     cert_file, key_file = directory / "server.crt", directory / "server.key"

@@ -9,9 +9,9 @@ from pathlib import Path
 import grpc
 import pytest
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.exporter import Compression
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -225,9 +225,8 @@ def test_tls_receiver_serves_a_client_trusting_its_certificate(ingest: Recording
             assert exporter.export(sdk_spans("private")) is SpanExportResult.SUCCESS
         finally:
             exporter.shutdown()
-        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as plain:
-            with pytest.raises(grpc.RpcError):
-                TraceServiceStub(plain).Export(_request("plain"), timeout=2)
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as plain, pytest.raises(grpc.RpcError):
+            TraceServiceStub(plain).Export(_request("plain"), timeout=2)
     finally:
         receiver.stop(0)
     assert ingest.span_names() == ["private"]

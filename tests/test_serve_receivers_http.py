@@ -1,0 +1,408 @@
+"""OTLP/HTTP receiver: the real OTel SDK HTTP exporter, OTLP/JSON by hand, and every kind of bad request."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from tests.serve_receiver_support import (
+    TOKEN,
+    TRACE_ID,
+    RecordingIngest,
+    Reply,
+    http_call,
+    json_request,
+    json_span,
+    sdk_spans,
+    self_signed_certificate,
+)
+from toolscore.collector.serve.health import HealthState
+from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
+from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.receiver_config import ReceiverConfig
+
+LIMIT = 64 * 1024
+
+
+@pytest.fixture
+def ingest() -> RecordingIngest:
+    return RecordingIngest()
+
+
+@pytest.fixture
+def health() -> HealthState:
+    return HealthState()
+
+
+def _start(ingest: RecordingIngest, health: HealthState | None = None, **config: object) -> HttpReceiver:
+    settings = ReceiverConfig.model_validate({"http_endpoint": "127.0.0.1:0", "max_message_bytes": LIMIT, **config})
+    return start_http_receiver(ingest, settings, health or HealthState())
+
+
+@pytest.fixture
+def receiver(ingest: RecordingIngest, health: HealthState) -> Iterator[HttpReceiver]:
+    running = _start(ingest, health)
+    yield running
+    running.stop(0)
+
+
+def _proto(*names: str) -> bytes:
+    return encode_spans(sdk_spans(*names)).SerializeToString()
+
+
+def _json(document: object) -> bytes:
+    return json.dumps(document).encode()
+
+
+def _status(reply: Reply) -> status_pb2.Status:
+    if reply.headers["content-type"] == "application/json":
+        return json_status(reply.body)
+    assert reply.headers["content-type"] == "application/x-protobuf"
+    return status_pb2.Status.FromString(reply.body)
+
+
+def json_status(body: bytes) -> status_pb2.Status:
+    from google.protobuf import json_format
+
+    return json_format.Parse(body, status_pb2.Status())
+
+
+def _exporter(port: int, scheme: str = "http", **kwargs: object) -> OTLPSpanExporter:
+    return OTLPSpanExporter(endpoint=f"{scheme}://127.0.0.1:{port}/v1/traces", **kwargs)  # type: ignore[arg-type]
+
+
+# -- the SDK exporter and OTLP/JSON --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
+def test_sdk_http_exporter_delivers_spans(
+    receiver: HttpReceiver, ingest: RecordingIngest, compression: Compression
+) -> None:
+    exporter = _exporter(receiver.port, compression=compression)
+    try:
+        assert exporter.export(sdk_spans("search", "book")) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert ingest.span_names() == ["search", "book"]
+
+
+def test_protobuf_success_answers_an_empty_protobuf_response(receiver: HttpReceiver) -> None:
+    reply = http_call(receiver.port, _proto("a"))
+    assert (reply.status, reply.headers["content-type"]) == (200, "application/x-protobuf")
+    assert not ExportTraceServiceResponse.FromString(reply.body).HasField("partial_success")
+
+
+def test_json_request_is_converted_with_hex_ids(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    document = json_request(json_span("lookup", parentSpanId="00f067aa0ba902b7"))
+    reply = http_call(receiver.port, _json(document), content_type="application/json; charset=utf-8")
+    assert (reply.status, reply.headers["content-type"], json.loads(reply.body)) == (200, "application/json", {})
+    span = ingest.requests[0].resource_spans[0].scope_spans[0].spans[0]
+    assert (span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex()) == (
+        TRACE_ID,
+        "eee19b7ec3c1b174",
+        "00f067aa0ba902b7",
+    )
+    assert (span.name, span.kind, span.start_time_unix_nano) == ("lookup", 3, 1_700_000_000_000_000_000)
+
+
+def test_json_spans_with_bad_ids_are_a_partial_success(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    document = json_request(json_span("kept"), json_span("short", span_id="abcd"), json_span("b64", trace_id="W47/"))
+    reply = http_call(receiver.port, _json(document), content_type="application/json")
+    assert reply.status == 200
+    partial = json.loads(reply.body)["partialSuccess"]
+    assert partial["rejectedSpans"] == "2"
+    message = partial["errorMessage"]
+    assert "resourceSpans[0].scopeSpans[0].spans[1] 'short': spanId 'abcd' is not 16 hex digits" in message
+    assert "spans[2] 'b64': traceId 'W47/'" in message
+    assert ingest.span_names() == ["kept"]
+
+
+def test_ingest_rejections_add_to_the_receivers_own(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(rejected_spans=1, error_message="1 span dropped by the ingest"))
+    document = json_request(json_span("kept"), json_span("bad", span_id="zz"))
+    partial = json.loads(http_call(receiver.port, _json(document), content_type="application/json").body)
+    assert partial["partialSuccess"]["rejectedSpans"] == "2"
+    assert partial["partialSuccess"]["errorMessage"].endswith("; 1 span dropped by the ingest")
+
+
+def test_protobuf_partial_success_comes_from_the_ingest(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(rejected_spans=3, error_message="bad ids"))
+    response = ExportTraceServiceResponse.FromString(http_call(receiver.port, _proto("a")).body)
+    assert (response.partial_success.rejected_spans, response.partial_success.error_message) == (3, "bad ids")
+
+
+def test_overload_is_429_with_retry_after_and_retry_info(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(overloaded=True, retry_after_s=2.2))
+    reply = http_call(receiver.port, _proto("a"))
+    assert (reply.status, reply.headers["retry-after"]) == (429, "3")
+    info = error_details_pb2.RetryInfo()
+    assert _status(reply).details[0].Unpack(info)
+    assert info.retry_delay.ToMilliseconds() == 2200
+
+
+def test_sdk_http_exporter_retries_an_overloaded_request(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    ingest.results.append(IngestResult(overloaded=True, retry_after_s=0.1))
+    exporter = _exporter(receiver.port)
+    try:
+        assert exporter.export(sdk_spans("again")) is SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+    assert ingest.span_names() == ["again", "again"]
+
+
+# -- bad input -----------------------------------------------------------------------------------------
+
+_BOMB = gzip.compress(b"\0" * (50 * LIMIT))  # about 3 KB that expand to 3 MB, fifty times the limit
+
+
+def _bad_cases() -> list[tuple[str, bytes, str, dict[str, str], int, str]]:
+    """(case, body, content type, headers, expected status, text the error message contains)."""
+    gzipped = gzip.compress(_proto("cut"))
+    gz = {"Content-Encoding": "gzip"}
+    return [
+        ("garbage protobuf", b"\xff\xfe\xfd garbage", "application/x-protobuf", {}, 400, "not a valid OTLP"),
+        ("garbage json", b"{not json", "application/json", {}, 400, "invalid JSON"),
+        ("wrong content type", b"<xml/>", "text/xml", {}, 415, "Content-Type 'text/xml'"),
+        ("no content type", b"x", "", {}, 415, "Content-Type"),
+        ("unknown encoding", b"x", "application/x-protobuf", {"Content-Encoding": "br"}, 415, "'br'"),
+        ("truncated gzip", gzipped[: len(gzipped) // 2], "application/x-protobuf", gz, 400, "gzip"),
+        ("not gzip", b"plain", "application/x-protobuf", gz, 400, "not valid gzip"),
+        ("gzip bomb", _BOMB, "application/x-protobuf", gz, 413, f"more than {LIMIT} bytes"),
+        ("oversized", b"\0" * (LIMIT + 1), "application/x-protobuf", {}, 413, f"{LIMIT}-byte limit"),
+        ("invalid utf-8 json", b'{"resourceSpans": [{"x": "\xff"}]}', "application/json", {}, 400, "invalid UTF-8"),
+        ("wrong json type", _json({"resourceSpans": {"a": 1}}), "application/json", {}, 400, "resourceSpans: expected"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "body", "content_type", "headers", "code", "text"), _bad_cases())
+def test_bad_request_gets_a_clear_error(  # noqa: PLR0917 (the parametrized case)
+    receiver: HttpReceiver,
+    ingest: RecordingIngest,
+    case: str,
+    body: bytes,
+    content_type: str,
+    headers: dict[str, str],
+    code: int,
+    text: str,
+) -> None:
+    reply = http_call(receiver.port, body, content_type=content_type or None, headers=headers)
+    assert reply.status == code, reply.body
+    assert text in _status(reply).message
+    assert ingest.requests == []
+
+
+def test_bad_protobuf_error_names_the_byte_and_field(receiver: HttpReceiver) -> None:
+    reply = http_call(receiver.port, b"\x0a\xff\xff\xff\xff\x0f")
+    status = _status(reply)
+    assert status.code == code_pb2.INVALID_ARGUMENT
+    assert status.message.startswith("byte 1: not a valid OTLP ExportTraceServiceRequest (6 bytes): resource_spans")
+    bad_request = error_details_pb2.BadRequest()
+    assert status.details[0].Unpack(bad_request)
+    assert bad_request.field_violations[0].field == "byte 1"
+
+
+def test_bad_json_error_names_the_span_path(receiver: HttpReceiver) -> None:
+    document = json_request(json_span("ok"), json_span("typo", startTimeUnixNano="soon"))
+    status = _status(http_call(receiver.port, _json(document), content_type="application/json"))
+    assert status.message.startswith("resourceSpans[0].scopeSpans[0].spans[1]: Failed to parse startTimeUnixNano")
+
+
+def test_good_requests_between_bad_ones_reach_the_ingest(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    for i, (case, body, content_type, headers, code, _) in enumerate(_bad_cases()):
+        assert http_call(receiver.port, body, content_type=content_type or None, headers=headers).status == code, case
+        assert http_call(receiver.port, _proto(f"good-{i}")).status == 200, case
+    assert ingest.span_names() == [f"good-{i}" for i in range(len(_bad_cases()))]
+
+
+def test_keep_alive_connection_serves_after_a_bad_request(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=5)
+    try:
+        for body in (_proto("one"), b"\xff\xff", _proto("two")):
+            connection.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+            connection.getresponse().read()
+    finally:
+        connection.close()
+    assert ingest.span_names() == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "code", "allow"),
+    [
+        ("GET", "/v1/traces", 405, "POST"),
+        ("PUT", "/v1/traces", 405, "POST"),
+        ("DELETE", "/v1/traces", 405, "POST"),
+        ("POST", "/healthz", 405, "GET"),
+        ("POST", "/v1/metrics", 404, None),
+        ("GET", "/", 404, None),
+    ],
+)
+def test_other_methods_and_paths(receiver: HttpReceiver, method: str, path: str, code: int, allow: str | None) -> None:
+    reply = http_call(receiver.port, b"x", method=method, path=path)
+    assert reply.status == code
+    assert reply.headers.get("allow") == allow
+
+
+def test_missing_content_length_is_411(receiver: HttpReceiver) -> None:
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
+        raw.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n\r\n")
+        assert raw.recv(4096).startswith(b"HTTP/1.1 411 ")
+
+
+# -- health, auth, TLS, connection bounds, stop --------------------------------------------------------
+
+
+def test_health_endpoints_follow_the_state(receiver: HttpReceiver, health: HealthState) -> None:
+    def get(path: str) -> tuple[int, object]:
+        reply = http_call(receiver.port, method="GET", path=path, content_type=None)
+        return reply.status, json.loads(reply.body)
+
+    assert get("/healthz") == (200, {"status": "live"})
+    assert get("/readyz") == (503, {"status": "not ready"})
+    health.ready = True
+    assert get("/readyz") == (200, {"status": "ready"})
+    health.live = False
+    assert get("/healthz") == (503, {"status": "not live"})
+    assert get("/readyz")[0] == 503
+
+
+def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, bearer_token=TOKEN)
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+            reply = http_call(receiver.port, _proto("refused"), headers=headers)
+            assert (reply.status, reply.headers["www-authenticate"]) == (401, "Bearer")
+        assert http_call(receiver.port, method="GET", path="/healthz", content_type=None).status == 200
+        exporter = _exporter(receiver.port, headers={"Authorization": f"Bearer {TOKEN}"})
+        try:
+            assert exporter.export(sdk_spans("allowed")) is SpanExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["allowed"]
+
+
+def test_tls_receiver_serves_the_sdk_exporter(
+    ingest: RecordingIngest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # requests lets these variables override the exporter's `certificate_file` (its session.verify).
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    cert, key = self_signed_certificate(tmp_path)
+    receiver = _start(ingest, tls_cert_file=str(cert), tls_key_file=str(key))
+    try:
+        exporter = _exporter(receiver.port, scheme="https", certificate_file=str(cert))
+        try:
+            assert exporter.export(sdk_spans("private")) is SpanExportResult.SUCCESS
+        finally:
+            exporter.shutdown()
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as plain:
+            plain.sendall(b"POST /v1/traces HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+            try:
+                answer = plain.recv(4096)
+            except ConnectionResetError:
+                answer = b""
+            assert not answer.startswith(b"HTTP/1.1 200")
+        assert http_call_tls_health(receiver.port, cert) == 200
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["private"]
+
+
+def http_call_tls_health(port: int, cert: Path) -> int:
+    import http.client
+    import ssl
+
+    context = ssl.create_default_context(cafile=str(cert))
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_connections_beyond_the_bound_get_503_and_slots_come_back(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, http_max_connections=2)
+    try:
+        idle = [socket.create_connection(("127.0.0.1", receiver.port), timeout=5) for _ in range(2)]
+        time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as third:
+            answer = third.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503 ")
+        assert b"Retry-After: 1" in answer
+        for connection in idle:
+            connection.close()
+        deadline = time.monotonic() + 5
+        while http_call_status(receiver.port) != 200:
+            assert time.monotonic() < deadline, "connection slots were not released"
+            time.sleep(0.05)
+    finally:
+        receiver.stop(0)
+    assert "late" in ingest.span_names()
+
+
+def http_call_status(port: int) -> int:
+    try:
+        return http_call(port, _proto("late")).status
+    except (ConnectionError, OSError):
+        return 0
+
+
+def test_idle_connections_are_closed(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, http_idle_timeout_s=0.2)
+    try:
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as idle:
+            started = time.monotonic()
+            assert idle.recv(4096) == b""
+            assert time.monotonic() - started < 3
+    finally:
+        receiver.stop(0)
+
+
+def test_stop_closes_idle_keep_alive_connections_and_the_port(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest)
+    idle = socket.create_connection(("127.0.0.1", receiver.port), timeout=5)
+    time.sleep(0.3)  # accepted: its thread now waits for a request line
+    try:
+        started = time.monotonic()
+        receiver.stop(1.0)
+        receiver.stop(1.0)
+        assert time.monotonic() - started < 2.5
+        assert idle.recv(4096) == b""
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", receiver.port), timeout=1)
+    finally:
+        idle.close()
+
+
+def test_a_gigabyte_gzip_bomb_is_refused_at_the_limit(ingest: RecordingIngest) -> None:
+    member = gzip.compress(bytes(1 << 20))  # 1 MiB of zeros in about 1 KB; gzip members may be concatenated
+    bomb = member * 1024  # about 1 MB on the wire, 1 GiB decompressed
+    receiver = _start(ingest, max_message_bytes=len(bomb) + 1)
+    try:
+        started = time.monotonic()
+        reply = http_call(receiver.port, bomb, headers={"Content-Encoding": "gzip"})
+        assert time.monotonic() - started < 5
+        assert reply.status == 413
+        assert f"decompresses to more than {len(bomb) + 1} bytes" in _status(reply).message
+        assert (
+            http_call(receiver.port, gzip.compress(_proto("after")), headers={"Content-Encoding": "gzip"}).status == 200
+        )
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["after"]
