@@ -24,6 +24,7 @@ from toolscore.collector.sources import (
     SpanDecodeError,
     TraceFileError,
     read_trace_file,
+    record_from_readable,
     spans_from_json,
     spans_from_json_bytes,
     spans_from_json_lines,
@@ -138,6 +139,26 @@ def test_sdk_spans_equal_their_otlp_protobuf_and_json_encodings() -> None:
     assert from_sdk == by_span_id(spans_from_proto_bytes(req.SerializeToString()))
     assert from_sdk == by_span_id(spans_from_json(otlp_json(req)))
     assert from_sdk == by_span_id(spans_from_json(otlp_json(req, snake_case=True)))
+
+
+def _with_plain_attributes(s: ReadableSpan) -> ReadableSpan:
+    """The span with plain-dict attributes, as a processor that copies spans builds it (the decoder's public path)."""
+    return ReadableSpan(
+        name=s.name, context=s.context, parent=s.parent, resource=s.resource, attributes=dict(s.attributes or {}),
+        events=s.events, kind=s.kind, status=s.status, start_time=s.start_time, end_time=s.end_time,
+        instrumentation_scope=s.instrumentation_scope,
+    )  # fmt: skip
+
+
+def test_ended_sdk_spans_and_rebuilt_readable_spans_give_equal_records_that_own_their_attributes() -> None:
+    spans = sdk_spans()
+    rebuilt = [_with_plain_attributes(s) for s in spans]
+    records = [record_from_readable(s) for s in spans]
+    assert records == [record_from_readable(s) for s in rebuilt] == spans_from_readable(spans)
+    tool = next(r for r in records if r is not None and r.name == "execute_tool search")
+    assert isinstance(tool.attributes, dict)
+    tool.attributes["retries"] = 3  # a record's attributes are its own: the span is unchanged
+    assert next(s for s in spans if s.name == "execute_tool search").attributes["retries"] == 2  # type: ignore[index]
 
 
 def test_sdk_records_carry_ids_kinds_status_events_and_scope() -> None:

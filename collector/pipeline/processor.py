@@ -22,8 +22,7 @@ from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
-from toolscore.collector.sources import spans_from_readable
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.sources import record_from_readable
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
 
 __all__ = ["ToolscoreSpanProcessor", "enriched_span"]
@@ -69,11 +68,6 @@ class _NextSink:
         self.next.on_end(enriched_span(carrier, enrichment))
 
 
-def _decode(span: ReadableSpan) -> SpanRecord | None:
-    records = spans_from_readable((span,))
-    return records[0] if records else None
-
-
 def _default_telemetry() -> PipelineTelemetry:
     """The OTel telemetry on the global meter and logger providers (no-ops until the application sets them)."""
     try:
@@ -101,7 +95,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
         self.next = next
         self.config = config or PipelineConfig()
         self.engine: Engine[ReadableSpan] = Engine(
-            registry, _NextSink(next), _decode, self.config, telemetry or _default_telemetry()
+            registry, _NextSink(next), record_from_readable, self.config, telemetry or _default_telemetry()
         )
         self._shut_down = False
 

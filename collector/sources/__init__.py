@@ -10,7 +10,7 @@ from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, Tra
 from toolscore.collector.sources.files import decode_trace_bytes, read_trace_file
 from toolscore.collector.sources.otlp_json import spans_from_json, spans_from_json_bytes, spans_from_json_lines
 from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes, spans_from_request
-from toolscore.collector.sources.sdk import spans_from_readable
+from toolscore.collector.sources.sdk import record_from_readable, spans_from_readable
 
 __all__ = [
     "DecodeStats",
@@ -18,6 +18,7 @@ __all__ = [
     "TraceFileError",
     "decode_trace_bytes",
     "read_trace_file",
+    "record_from_readable",
     "spans_from_json",
     "spans_from_json_bytes",
     "spans_from_json_lines",

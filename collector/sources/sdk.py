@@ -4,6 +4,11 @@ The records equal what the same spans give after an OTLP round trip: span kinds 
 numbering (the SDK's `SpanKind` starts at INTERNAL = 0, OTLP at UNSPECIFIED = 0), and attribute
 sequences, which the SDK freezes into tuples, become lists. Resource attributes are converted once
 per `Resource` object (one per provider, in practice) and the dict is shared by its spans.
+
+`record_from_readable` runs on the in-process pipeline's worker for every span an application ends,
+so it reads an ended span's attributes straight from the SDK's own dict: `span.attributes` wraps it in
+a `BoundedAttributes` mapping whose items are fetched one Python call at a time, several times the
+cost of the C-level copy that suffices when no value is a sequence.
 """
 
 from __future__ import annotations
@@ -12,13 +17,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
-__all__ = ["spans_from_readable"]
+__all__ = ["record_from_readable", "spans_from_readable"]
 
 _RESOURCE_CACHE_SIZE = 32
 """Resources whose converted attributes are kept; a process rarely has more than one or two."""
@@ -32,6 +38,18 @@ def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     if not attributes:
         return {}
     return {key: list(value) if type(value) is tuple else value for key, value in attributes.items()}
+
+
+def _span_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """`_plain(span.attributes)`, from the SDK's dict when the span has ended (its attributes are then frozen)."""
+    held = getattr(span, "_attributes", None)
+    if type(held) is BoundedAttributes and getattr(held, "_immutable", False):
+        values: dict[str, Any] | None = getattr(held, "_dict", None)
+        if type(values) is dict:
+            if tuple in map(type, values.values()):
+                return {key: list(value) if type(value) is tuple else value for key, value in values.items()}
+            return values.copy()
+    return _plain(span.attributes)
 
 
 def _resource_attributes(resource: Resource | None) -> dict[str, Any]:
@@ -49,35 +67,42 @@ def _resource_attributes(resource: Resource | None) -> dict[str, Any]:
     return converted
 
 
+def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
+    """The record of one finished SDK span; None when it has no valid span context."""
+    context = span.context
+    if context is None or not context.trace_id or not context.span_id:
+        return None
+    parent = span.parent
+    status = span.status
+    scope = span.instrumentation_scope
+    events = span.events
+    return SpanRecord(
+        f"{context.trace_id:032x}",
+        f"{context.span_id:016x}",
+        f"{parent.span_id:016x}" if parent is not None else None,
+        span.name,
+        span.kind.value + 1,
+        span.start_time or 0,
+        span.end_time or 0,
+        status.status_code.value,
+        status.description or "",
+        _span_attributes(span),
+        [SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events] if events else [],
+        _resource_attributes(span.resource),
+        scope.name if scope is not None else "",
+    )
+
+
 def spans_from_readable(spans: Sequence[ReadableSpan], stats: DecodeStats | None = None) -> list[SpanRecord]:
     """Records for finished SDK spans; spans without a valid context are skipped and counted."""
     out: list[SpanRecord] = []
     for span in spans:
-        context = span.context
-        if context is None or not context.trace_id or not context.span_id:
+        record = record_from_readable(span)
+        if record is None:
             if stats is not None:
                 stats.skip("bad_span_id", f"span {span.name!r} has no valid span context")
             continue
-        parent = span.parent
-        status = span.status
-        scope = span.instrumentation_scope
-        out.append(
-            SpanRecord(
-                f"{context.trace_id:032x}",
-                f"{context.span_id:016x}",
-                f"{parent.span_id:016x}" if parent is not None else None,
-                span.name,
-                span.kind.value + 1,
-                span.start_time or 0,
-                span.end_time or 0,
-                status.status_code.value,
-                status.description or "",
-                _plain(span.attributes),
-                [SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in span.events] if span.events else [],
-                _resource_attributes(span.resource),
-                scope.name if scope is not None else "",
-            )
-        )
+        out.append(record)
     if stats is not None:
         stats.spans += len(out)
     return out
