@@ -1,0 +1,192 @@
+"""OTLP/JSON → ExportTraceServiceRequest conversion, and the receiver configuration's rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.serve_receiver_support import TRACE_ID, json_request, json_span
+from toolscore.collector.serve.http_body import BodyTooLarge, gunzip_bounded, media_format
+from toolscore.collector.serve.otlp_export import BadPayload
+from toolscore.collector.serve.otlp_json_request import request_from_json
+from toolscore.collector.serve.receiver_config import DEFAULT_MAX_MESSAGE_BYTES, ReceiverConfig, split_endpoint
+
+
+def _decode(document: Any) -> Any:
+    return request_from_json(json.dumps(document).encode())
+
+
+def _spans(result: Any) -> list[Any]:
+    return [span for rs in result.request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+
+
+def test_ids_are_hex_in_any_case_and_links_are_converted() -> None:
+    link = {"traceId": TRACE_ID.upper(), "spanId": "00F067AA0BA902B7", "attributes": []}
+    result = _decode(json_request(json_span("a", span_id="EEE19B7EC3C1B174", links=[link])))
+    (span,) = _spans(result)
+    assert (span.trace_id.hex(), span.span_id.hex(), span.parent_span_id) == (TRACE_ID, "eee19b7ec3c1b174", b"")
+    assert (span.links[0].trace_id.hex(), span.links[0].span_id.hex()) == (TRACE_ID, "00f067aa0ba902b7")
+    assert result.rejected_spans == 0
+    assert result.error_message == ""
+
+
+def test_resource_scope_events_status_and_values_are_kept() -> None:
+    span = json_span(
+        "call",
+        status={"code": 2, "message": "failed"},
+        events=[{"timeUnixNano": "5", "name": "exception", "attributes": []}],
+        attributes=[
+            {"key": "n", "value": {"intValue": "42"}},
+            {"key": "xs", "value": {"arrayValue": {"values": [{"boolValue": True}, {"doubleValue": 1.5}]}}},
+        ],
+    )
+    result = _decode(json_request(span))
+    resource_spans = result.request.resource_spans[0]
+    assert resource_spans.resource.attributes[0].value.string_value == "agent"
+    assert resource_spans.scope_spans[0].scope.name == "receiver-test"
+    (out,) = _spans(result)
+    assert (out.status.code, out.status.message, out.events[0].name, out.events[0].time_unix_nano) == (
+        2,
+        "failed",
+        "exception",
+        5,
+    )
+    assert out.attributes[0].value.int_value == 42
+    assert [v.WhichOneof("value") for v in out.attributes[1].value.array_value.values] == ["bool_value", "double_value"]
+
+
+def test_snake_case_names_enum_names_and_unknown_fields_are_accepted() -> None:
+    span = {
+        "trace_id": TRACE_ID,
+        "span_id": "eee19b7ec3c1b174",
+        "parent_span_id": "00f067aa0ba902b7",
+        "name": "snake",
+        "kind": "SPAN_KIND_CLIENT",
+        "start_time_unix_nano": 7,
+        "someFutureField": {"x": 1},
+    }
+    document = {"resource_spans": [{"scope_spans": [{"spans": [span]}], "newThing": 1}]}
+    (out,) = _spans(_decode(document))
+    assert (out.name, out.kind, out.start_time_unix_nano, out.parent_span_id.hex()) == (
+        "snake",
+        3,
+        7,
+        "00f067aa0ba902b7",
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"traceId": "abc"}, "traceId 'abc' is not 32 hex digits, non-zero"),
+        ({"traceId": "0" * 32}, "traceId '000"),
+        ({"spanId": "W47/bCZ2PQU="}, "spanId 'W47/bCZ2PQU=' is not 16 hex digits, non-zero (OTLP/JSON ids are hex"),
+        ({"spanId": None}, "spanId None"),
+        ({"parentSpanId": "123"}, "parentSpanId '123' is not 16 hex digits"),
+        ({"links": [{"traceId": TRACE_ID, "spanId": "xyz"}]}, "links[0].spanId 'xyz'"),
+    ],
+)
+def test_a_span_with_unusable_ids_is_rejected_and_the_others_kept(change: dict[str, Any], expected: str) -> None:
+    result = _decode(json_request(json_span("good"), json_span("bad", **change)))
+    assert [span.name for span in _spans(result)] == ["good"]
+    assert result.rejected_spans == 1
+    assert result.error_message.startswith("1 span(s) rejected: resourceSpans[0].scopeSpans[0].spans[1] 'bad': ")
+    assert expected in result.error_message
+
+
+def test_many_rejections_keep_three_examples_and_count_the_rest() -> None:
+    result = _decode(json_request(*(json_span(f"s{i}", span_id="bad") for i in range(5))))
+    assert result.rejected_spans == 5
+    assert result.error_message.count("spanId 'bad'") == 3
+    assert result.error_message.endswith("; and 2 more")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"[1, 2]", "(document): expected an object, got list"),
+        (b'{"resourceSpans": 3}', "resourceSpans: expected a list, got int"),
+        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [7]}]}]}', "resourceSpans[0].scopeSpans[0].spans[0]: expected"),
+        (b'{"resourceSpans": [{"resource": {"attributes": 5}}]}', "resourceSpans[0].resource: Failed to parse"),
+        (b'{"resourceSpans": [', "invalid JSON: Expecting value at line 1 column 20"),
+        (b'{"a": "\xc3\x28"}', "byte 7: invalid UTF-8 at byte 7"),
+        (b"[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_malformed_documents_say_what_and_where(body: bytes, expected: str) -> None:
+    with pytest.raises(BadPayload) as caught:
+        request_from_json(body)
+    assert expected in str(caught.value)
+
+
+def test_a_field_of_the_wrong_type_names_its_span() -> None:
+    with pytest.raises(BadPayload) as caught:
+        _decode(json_request(json_span("ok"), json_span("bad") | {"name": 5}))
+    assert caught.value.field == "resourceSpans[0].scopeSpans[0].spans[1]"
+    assert "name" in caught.value.message
+
+
+@pytest.mark.parametrize("body", [b"", b"  \n", b"{}"])
+def test_an_empty_document_is_an_empty_request(body: bytes) -> None:
+    result = request_from_json(body)
+    assert list(result.request.resource_spans) == []
+
+
+# -- body helpers and configuration ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content_type", "expected"),
+    [
+        ("application/x-protobuf", "proto"),
+        ("Application/JSON; charset=utf-8", "json"),
+        ("application/protobuf", None),
+        ("text/plain", None),
+        (None, None),
+    ],
+)
+def test_media_format(content_type: str | None, expected: str | None) -> None:
+    assert media_format(content_type) == expected
+
+
+def test_gunzip_stops_one_byte_past_the_limit() -> None:
+    import gzip
+
+    assert gunzip_bounded(gzip.compress(b"x" * 100), 100) == b"x" * 100
+    with pytest.raises(BodyTooLarge, match="more than 99 bytes"):
+        gunzip_bounded(gzip.compress(b"x" * 100), 99)
+
+
+def test_receiver_config_defaults() -> None:
+    config = ReceiverConfig()
+    assert (config.grpc_endpoint, config.http_endpoint) == ("127.0.0.1:4317", "127.0.0.1:4318")
+    assert config.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES == 4 * 1024 * 1024
+    assert config.decompressed_limit == config.max_message_bytes
+    assert ReceiverConfig(max_decompressed_bytes=10).decompressed_limit == 10
+    assert not config.tls
+    assert config.bearer_token is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"grpc_endpoint": "4317"}, "must be host:port"),
+        ({"http_endpoint": "localhost:http"}, "must be host:port"),
+        ({"http_endpoint": "localhost:70000"}, "above 65535"),
+        ({"tls_cert_file": "cert.pem"}, "must be set together"),
+        ({"bearer_token": "  "}, "must not be blank"),
+        ({"max_message_bytes": 0}, "greater than 0"),
+        ({"grpc_port": 1}, "Extra inputs are not permitted"),
+    ],
+)
+def test_receiver_config_rejects(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        ReceiverConfig.model_validate(fields)
+
+
+def test_split_endpoint_reads_ipv6() -> None:
+    assert split_endpoint("[::1]:4318") == ("::1", 4318)
+    assert split_endpoint("0.0.0.0:0") == ("0.0.0.0", 0)
