@@ -1,0 +1,52 @@
+"""The collector's carrier: a received protobuf `Span` plus the resource and scope block it came in.
+
+The engine never looks inside a carrier; the sink needs the block to put a released span back into a
+request with the right `Resource` and `InstrumentationScope`, and `decode` needs the block's decoded
+resource attributes, which are computed once per block (on the worker thread) and shared by its spans.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
+from toolscore.collector.spans import SpanRecord
+
+__all__ = ["Carrier", "ResourceBlock", "ScopeBlock", "decode_carrier"]
+
+
+class ResourceBlock:
+    """One received `ResourceSpans`: its resource, decoded lazily once for all its spans."""
+
+    __slots__ = ("_attributes", "message")
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        self._attributes: dict[str, Any] | None = None
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        if self._attributes is None:
+            self._attributes = resource_attributes(self.message.resource)
+        return self._attributes
+
+
+class ScopeBlock:
+    """One received `ScopeSpans` and the resource block around it."""
+
+    __slots__ = ("message", "resource", "scope_name")
+
+    def __init__(self, resource: ResourceBlock, message: Any) -> None:
+        self.resource = resource
+        self.message = message
+        self.scope_name: str = message.scope.name
+
+
+Carrier = tuple[Any, ScopeBlock]
+"""(protobuf `Span`, the block it was received in); a plain tuple, one is built per span."""
+
+
+def decode_carrier(carrier: Carrier) -> SpanRecord:
+    """The engine's `decode`: the span as a `SpanRecord` (its ids were checked on ingest)."""
+    span, block = carrier
+    return span_record(span, block.resource.attributes, block.scope_name)

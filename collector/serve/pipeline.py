@@ -1,0 +1,157 @@
+"""`CollectorPipeline`: the `Ingest` behind the OTLP receivers, scoring runs and forwarding every span.
+
+    receiver ─accept(request)─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
+        ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
+                                                   └─ run spans, scored ─→ RequestSink.release_run (in place)
+        RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
+        Engine.on_scored ─→ ScoreStore.record (SQLite, written off the worker thread)
+
+Overload: `accept` refuses a whole request (RESOURCE_EXHAUSTED / 429, so the sender retries it) when
+the engine's queue already holds spans and the request does not fit beside them, or the forwarder's
+queue is full. An accepted request is never partly refused: if its spans race another receiver for
+the last places in the queue, the ones turned away go straight to the forwarder unscored (counted as
+`queue_full` drops from scoring), so no span of an accepted request is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from toolscore.collector.pipeline.config import PipelineConfig
+from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.match import Matcher
+from toolscore.collector.serve.carrier import Carrier, ResourceBlock, ScopeBlock, decode_carrier
+from toolscore.collector.serve.forward import Forwarder
+from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.regroup import RequestSink
+from toolscore.collector.sources.errors import DecodeStats
+from toolscore.collector.sources.otlp_proto import count_skipped, ids_ok
+from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from toolscore.collector.serve.score_store import ScoreStore
+
+__all__ = ["CollectorPipeline"]
+
+_log = logging.getLogger("toolscore.serve")
+
+
+def _discard(request: ExportTraceServiceRequest, spans: int) -> bool:
+    """No downstream configured: the spans were counted as passed by the engine and go nowhere."""
+    return True
+
+
+def _span_count(request: ExportTraceServiceRequest) -> int:
+    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+
+
+class CollectorPipeline:
+    """Implements `Ingest`; owns the engine and the sink, and shuts down the forwarder and store it is given.
+
+    `forwarder=None` means no downstream: spans are scored and discarded. `telemetry` should be the
+    same object the forwarder reports through (`OTelPipelineTelemetry` implements both protocols).
+    """
+
+    def __init__(
+        self,
+        registry: Matcher,
+        forwarder: Forwarder | None = None,
+        config: PipelineConfig | None = None,
+        telemetry: PipelineTelemetry | None = None,
+        store: ScoreStore | None = None,
+        *,
+        retry_after_s: float = 1.0,
+    ) -> None:
+        self.config = config or PipelineConfig()
+        self.forwarder = forwarder
+        self.store = store
+        self.retry_after_s = retry_after_s
+        if forwarder is not None:
+            batch = forwarder.config
+            self.sink = RequestSink(forwarder.submit, batch.batch_max_spans, batch.batch_timeout_ms)
+        else:
+            self.sink = RequestSink(_discard, batch_max_spans=1)
+        self.engine: Engine[Carrier] = Engine(
+            registry,
+            self.sink,
+            decode_carrier,
+            self.config,
+            telemetry or NoopTelemetry(),
+            on_scored=store.record if store is not None else None,
+        )
+        self._closed = False
+
+    def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
+        """Offer every span with usable ids to the engine; see the module docstring for overload."""
+        try:
+            if self._closed:
+                return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+            total = _span_count(request)
+            if self._overloaded(total):
+                return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+            return self._offer(request)
+        except Exception as error:  # never raise into a receiver; say what happened instead
+            _log.exception("ingesting an export request failed")
+            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+
+    def _overloaded(self, spans: int) -> bool:
+        queued = len(self.engine.intake)
+        if queued and queued + spans > self.config.queue_size:
+            return True
+        return self.forwarder is not None and not self.forwarder.has_room(spans)
+
+    def _offer(self, request: ExportTraceServiceRequest) -> IngestResult:
+        offer = self.engine.offer
+        turned_away: list[Carrier] = []
+        stats: DecodeStats | None = None
+        for resource_spans in request.resource_spans:
+            resource = ResourceBlock(resource_spans)
+            for scope_spans in resource_spans.scope_spans:
+                block = ScopeBlock(resource, scope_spans)
+                for span in scope_spans.spans:
+                    if not ids_ok(span):
+                        stats = stats or DecodeStats()
+                        count_skipped(span, stats)
+                        continue
+                    carrier = (span, block)
+                    if not offer(carrier):
+                        turned_away.append(carrier)
+        if turned_away:
+            self.sink.release(turned_away)
+        if stats is None:
+            return IngestResult()
+        shown = "; ".join(stats.examples[:3])
+        more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
+        return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
+
+    def flush(self, timeout_s: float) -> bool:
+        """Score or release everything pending and deliver it downstream; True when all done in time."""
+        deadline = time.monotonic() + timeout_s
+        ok = self.engine.flush(timeout_s)
+        self.sink.flush()
+        if self.forwarder is not None:
+            ok = self.forwarder.flush(max(0.0, deadline - time.monotonic())) and ok
+        if self.store is not None:
+            ok = self.store.flush(max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Refuse new requests, score or release every pending run, forward it all, close the store. Idempotent.
+
+        The engine gets up to half of `timeout_s` (judges in flight are cut off there), the forwarder the rest.
+        """
+        if self._closed:
+            return True
+        self._closed = True
+        deadline = time.monotonic() + timeout_s
+        ok = self.engine.shutdown(timeout_s / 2)
+        self.sink.close()
+        if self.forwarder is not None:
+            ok = self.forwarder.shutdown(max(0.0, deadline - time.monotonic())) and ok
+        if self.store is not None:
+            ok = self.store.close(max(0.5, deadline - time.monotonic())) and ok
+        return ok

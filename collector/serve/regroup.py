@@ -1,0 +1,178 @@
+"""The collector's sink: released spans go back into OTLP requests, run spans enriched in place.
+
+The received protobuf messages are forwarded as they are (no SDK span is rebuilt): a released span is
+buffered under its resource/scope block, and the buffer becomes one `ExportTraceServiceRequest` when it
+holds `batch_max_spans` spans or its oldest span has waited `batch_timeout_ms`. A scored run span gains
+the enrichment's attributes (replacing equal keys) and `gen_ai.evaluation.result` events directly in
+its protobuf message before it is buffered.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from toolscore.collector.pipeline.sink import RunEnrichment
+from toolscore.collector.serve.carrier import Carrier, ScopeBlock
+
+__all__ = ["RequestSink", "build_request", "enrich_span", "set_any_value"]
+
+_log = logging.getLogger("toolscore.serve")
+
+Send = Callable[[ExportTraceServiceRequest, int], object]
+"""Where a finished request goes, with its span count (`Forwarder.submit`)."""
+
+
+def set_any_value(target: Any, value: Any) -> None:
+    """Write a Python value into an OTLP `AnyValue` (bool before int: a bool is an int in Python)."""
+    if isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int):
+        target.int_value = value
+    elif isinstance(value, float):
+        target.double_value = value
+    elif isinstance(value, list | tuple):
+        values = target.array_value.values
+        for item in value:
+            set_any_value(values.add(), item)
+    elif value is not None:
+        target.string_value = str(value)
+
+
+def enrich_span(span: Any, enrichment: RunEnrichment) -> None:
+    """Add the enrichment to a protobuf `Span` in place: attributes replace equal keys, events are appended."""
+    attributes = span.attributes
+    replaced = [i for i, kv in enumerate(attributes) if kv.key in enrichment.attributes]
+    for index in reversed(replaced):
+        del attributes[index]
+    for key, value in enrichment.attributes.items():
+        kv = attributes.add()
+        kv.key = key
+        set_any_value(kv.value, value)
+    for event in enrichment.events:
+        added = span.events.add()
+        added.name = event.name
+        added.time_unix_nano = event.time_ns
+        for key, value in event.attributes.items():
+            kv = added.attributes.add()
+            kv.key = key
+            set_any_value(kv.value, value)
+
+
+def build_request(blocks: Sequence[tuple[ScopeBlock, list[Any]]]) -> ExportTraceServiceRequest:
+    """One request holding the spans, under copies of their resource and scope (one entry per block)."""
+    request = ExportTraceServiceRequest()
+    resources: dict[int, Any] = {}
+    for block, spans in blocks:
+        key = id(block.resource)
+        resource_spans = resources.get(key)
+        if resource_spans is None:
+            received = block.resource.message
+            resource_spans = resources[key] = request.resource_spans.add()
+            resource_spans.resource.CopyFrom(received.resource)
+            resource_spans.schema_url = received.schema_url
+        scope_spans = resource_spans.scope_spans.add()
+        scope_spans.scope.CopyFrom(block.message.scope)
+        scope_spans.schema_url = block.message.schema_url
+        scope_spans.spans.extend(spans)
+    return request
+
+
+class RequestSink:
+    """`Sink[Carrier]` that batches released spans into requests for `send`; safe from any thread.
+
+    The engine's worker calls it, and so does `CollectorPipeline.accept` for spans the full queue
+    turned away; a daemon thread sends a buffer that has waited `batch_timeout_ms`.
+    """
+
+    def __init__(self, send: Send, batch_max_spans: int = 512, batch_timeout_ms: float = 50.0) -> None:
+        self._send = send
+        self._max = batch_max_spans
+        self._timeout_ns = int(batch_timeout_ms * 1_000_000)
+        self._blocks: dict[int, tuple[ScopeBlock, list[Any]]] = {}
+        self._count = 0
+        self._oldest_ns = 0
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="toolscore-regroup", daemon=True)
+        self._thread.start()
+
+    def release(self, carriers: Sequence[Carrier]) -> None:
+        self._add(carriers)
+
+    def release_run(self, carrier: Carrier, enrichment: RunEnrichment) -> None:
+        try:
+            enrich_span(carrier[0], enrichment)
+        except Exception:  # forward it unenriched rather than not at all
+            _log.exception("could not enrich a run span; forwarding it without scores")
+        self._add((carrier,))
+
+    def _add(self, carriers: Sequence[Carrier]) -> None:
+        full = None
+        with self._cond:
+            if not self._count:
+                self._oldest_ns = time.monotonic_ns()
+                self._cond.notify()
+            blocks = self._blocks
+            for span, block in carriers:
+                entry = blocks.get(id(block))
+                if entry is None:
+                    blocks[id(block)] = (block, [span])
+                else:
+                    entry[1].append(span)
+            self._count += len(carriers)
+            if self._count >= self._max:
+                full = self._take()
+        if full is not None:
+            self._emit(*full)
+
+    def _take(self) -> tuple[list[tuple[ScopeBlock, list[Any]]], int]:
+        taken = (list(self._blocks.values()), self._count)
+        self._blocks = {}
+        self._count = 0
+        return taken
+
+    def _emit(self, blocks: list[tuple[ScopeBlock, list[Any]]], count: int) -> None:
+        if not count:
+            return
+        try:
+            self._send(build_request(blocks), count)
+        except Exception:
+            _log.exception("could not hand %d spans to the forwarder", count)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._count and not self._stopped:
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                while self._count and not self._stopped:
+                    wait_ns = self._oldest_ns + self._timeout_ns - time.monotonic_ns()
+                    if wait_ns <= 0:
+                        break
+                    self._cond.wait(wait_ns / 1e9)
+                taken = self._take()
+            self._emit(*taken)
+
+    def flush(self) -> None:
+        """Send whatever is buffered now."""
+        with self._cond:
+            taken = self._take()
+        self._emit(*taken)
+
+    def close(self) -> None:
+        """Send what is buffered and stop the timer thread; later spans are sent at once. Idempotent."""
+        with self._cond:
+            self._stopped = True
+            self._max = 1
+            self._cond.notify_all()
+        self._thread.join(1.0)
+        self.flush()

@@ -1,0 +1,134 @@
+"""Reading the score store: recent runs with their calls and scores, filtered; for `toolscore runs` and the demo.
+
+Reads open their own read-only connection, so they never wait on the collector's writer (WAL mode).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["StoredRun", "StoredScore", "parse_since", "query_runs"]
+
+LabelFilter = Literal["pass", "fail", "error"]
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+@dataclass(frozen=True)
+class StoredScore:
+    """One scorer's result for a run against one expectation version; a failure has `error_type`, no value."""
+
+    expectation: str
+    version: int
+    scorer: str
+    value: float | None
+    label: str | None
+    error_type: str | None
+    explanation: str
+    scored_ns: int
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A scored run as the store keeps it: calls capped (`calls_total` is the real count)."""
+
+    trace_id: str
+    span_id: str
+    agent: str | None
+    calls: list[dict[str, Any]]
+    calls_total: int
+    incomplete: bool
+    scored_ns: int
+    scores: tuple[StoredScore, ...]
+
+
+def parse_since(text: str, now_ns: int | None = None) -> int:
+    """`10m`, `2h`, `30s`, `1d` ago, or an ISO 8601 time (naive = local time), as ns since the epoch."""
+    now_ns = time.time_ns() if now_ns is None else now_ns
+    match = _DURATION.match(text.strip())
+    if match:
+        return now_ns - int(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--since {text!r}: expected a duration like 10m, 2h, 1d or an ISO time") from None
+    return int(moment.timestamp() * 1e9)
+
+
+def query_runs(
+    path: str | Path,
+    *,
+    agent: str | None = None,
+    expectation: str | None = None,
+    label: LabelFilter | None = None,
+    since_ns: int | None = None,
+    limit: int = 50,
+) -> list[StoredRun]:
+    """The most recent runs first; `expectation`/`label` keep runs with at least one matching score.
+
+    Raises FileNotFoundError when there is no store at `path`.
+    """
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no score store at {path}")
+    where, params = _filters(agent, expectation, label, since_ns)
+    db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs"
+            f" {where} ORDER BY scored_ns DESC, id DESC LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        scores = _scores(db, [row[0] for row in rows])
+    finally:
+        db.close()
+    return [
+        StoredRun(trace, span, name, json.loads(calls), total, bool(incomplete), scored, tuple(scores.get(rid, ())))
+        for rid, trace, span, name, calls, total, incomplete, scored in rows
+    ]
+
+
+def _filters(
+    agent: str | None, expectation: str | None, label: str | None, since_ns: int | None
+) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if agent is not None:
+        clauses.append("agent = ?")
+        params.append(agent)
+    if since_ns is not None:
+        clauses.append("scored_ns >= ?")
+        params.append(since_ns)
+    score_clauses: list[str] = []
+    if expectation is not None:
+        score_clauses.append("expectation = ?")
+        params.append(expectation)
+    if label == "error":
+        score_clauses.append("error_type IS NOT NULL")
+    elif label is not None:
+        score_clauses.append("label = ?")
+        params.append(label)
+    if score_clauses:
+        clauses.append(f"id IN (SELECT run_id FROM scores WHERE {' AND '.join(score_clauses)})")
+    return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _scores(db: sqlite3.Connection, run_ids: list[int]) -> dict[int, list[StoredScore]]:
+    out: dict[int, list[StoredScore]] = {}
+    if not run_ids:
+        return out
+    marks = ",".join("?" * len(run_ids))
+    for run_id, *fields in db.execute(
+        "SELECT run_id, expectation, version, scorer, value, label, error_type, explanation, scored_ns"
+        f" FROM scores WHERE run_id IN ({marks}) ORDER BY rowid",
+        run_ids,
+    ):
+        out.setdefault(run_id, []).append(StoredScore(*fields))
+    return out

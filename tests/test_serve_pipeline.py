@@ -1,0 +1,209 @@
+"""CollectorPipeline end to end: SDK-encoded OTLP requests in, a real gRPC downstream out, scores in the store."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.otlp_downstream import GrpcDownstream, spans_of
+from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with
+from toolscore.collector.pipeline import PipelineConfig
+from toolscore.collector.registry import Registry
+from toolscore.collector.serve.forward import ForwardConfig, Forwarder
+from toolscore.collector.serve.ingest import Ingest, IngestResult
+from toolscore.collector.serve.pipeline import CollectorPipeline
+from toolscore.collector.serve.score_query import query_runs
+from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
+from toolscore.collector.sources.otlp_proto import decode_any_value
+from toolscore.scorers.model import AgentRun
+
+CONFIG = PipelineConfig(settle_ms=20)
+FORWARD = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "batch_timeout_ms": 5.0}
+
+
+def sdk_spans(*agents: tuple[str, tuple[str, ...]], service: str = "shop", loose: int = 0) -> list[ReadableSpan]:
+    """Agent runs (name, tools) and `loose` spans of no run, from the real SDK."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": service}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent-app", "1.2")
+    for agent, tools in agents:
+        agent_run(tracer, agent, tools)
+    for i in range(loose):
+        tracer.start_span(f"GET /health {i}").end()
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def attributes(span: Any) -> dict[str, Any]:
+    return {kv.key: decode_any_value(kv.value) for kv in span.attributes}
+
+
+@pytest.fixture
+def downstream() -> Iterator[GrpcDownstream]:
+    server = GrpcDownstream()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def registry() -> Iterator[Registry]:
+    with registry_with(TRAVEL) as registry:
+        yield registry
+
+
+def make_pipeline(registry: Any, downstream: GrpcDownstream, **forward: Any) -> CollectorPipeline:
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **{**FORWARD, **forward}))
+    return CollectorPipeline(registry, forwarder, CONFIG, Recording())
+
+
+def test_run_spans_are_enriched_in_place_and_every_other_span_forwarded_once(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    spans = sdk_spans(("travel", ("search_flights", "book_flight")), ("travel", ("book_hotel",)), loose=3)
+    requests = [encode_spans(spans[:4]), encode_spans(spans[4:])]  # a run split across two requests
+    originals = {span.span_id: span.SerializeToString() for _, _, span in spans_of(requests)}
+    pipeline = make_pipeline(registry, downstream)
+    ingest: Ingest = pipeline
+    assert [ingest.accept(request).rejected_spans for request in requests] == [0, 0]
+    assert pipeline.flush(5)
+
+    received = list(spans_of(downstream.requests))
+    assert Counter(span.span_id for _, _, span in received) == Counter(list(originals))
+    runs = [span for _, _, span in received if span.name == "invoke_agent travel"]
+    assert len(runs) == 2
+    for resource_spans, scope_spans, span in received:
+        assert attributes(resource_spans.resource)["service.name"] == "shop"
+        assert (scope_spans.scope.name, scope_spans.scope.version) == ("agent-app", "1.2")
+        if span not in runs:
+            assert span.SerializeToString() == originals[span.span_id]  # forwarded untouched
+    scores = {tuple(attributes(span)["toolscore.tool_calls"]): attributes(span) for span in runs}
+    right, wrong = scores[("search_flights", "book_flight")], scores[("book_hotel",)]
+    assert right["toolscore.evaluation.travel.tool_selection.score"] == 1.0
+    assert right["toolscore.evaluation.travel.tool_selection.label"] == "pass"
+    assert wrong["toolscore.evaluation.travel.tool_selection.label"] == "fail"
+    assert right["toolscore.expectations"] == ["travel"]
+    assert right["gen_ai.agent.name"] == "travel"  # the span's own attributes are kept
+    run = next(span for span in runs if span.span_id == runs[0].span_id)
+    events = [(event.name, attributes(event)) for event in run.events]
+    assert {attrs["gen_ai.evaluation.name"] for name, attrs in events if name == "gen_ai.evaluation.result"} == {
+        "tool_selection",
+        "trajectory",
+    }
+    assert pipeline.shutdown(2)
+
+
+def test_spans_with_bad_ids_are_rejected_and_reported(registry: Registry, downstream: GrpcDownstream) -> None:
+    request = encode_spans(sdk_spans(loose=3))
+    bad = request.resource_spans[0].scope_spans[0].spans[1]
+    bad.trace_id = b"\x01\x02\x03"
+    pipeline = make_pipeline(registry, downstream)
+    result = pipeline.accept(request)
+    assert (result.rejected_spans, result.overloaded) == (1, False)
+    assert "bad_trace_id" in result.error_message
+    assert "trace_id is 3 bytes 010203" in result.error_message
+    assert pipeline.flush(5)
+    assert len(downstream.span_ids) == 2
+    assert bad.span_id not in downstream.span_ids
+    pipeline.shutdown(2)
+
+
+class Gate:
+    """A registry whose `match` waits until opened: holds the worker so the engine's queue fills."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+
+    def match(self, run: AgentRun) -> list[Any]:
+        self.entered.set()
+        self.opened.wait(10)
+        return self.registry.match(run)
+
+
+def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    gate = Gate(registry)
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    pipeline = CollectorPipeline(gate, forwarder, PipelineConfig(settle_ms=20, queue_size=8), Recording())
+    run = encode_spans(sdk_spans(("travel", ("book_flight",))))
+    first, second = encode_spans(sdk_spans(loose=5)), encode_spans(sdk_spans(loose=5))
+    assert pipeline.accept(run) == IngestResult()
+    assert gate.entered.wait(5)  # the worker is now stuck scoring the run
+    assert not pipeline.accept(first).overloaded  # queue empty: 5 spans go in
+    refused = pipeline.accept(second)
+    assert refused.overloaded
+    assert refused.retry_after_s > 0
+    gate.opened.set()
+    assert pipeline.flush(5)
+    assert not pipeline.accept(second).overloaded  # the sender's retry
+    assert pipeline.flush(5)
+    expected = [span.span_id for _, _, span in spans_of([run, first, second])]
+    assert Counter(downstream.span_ids) == Counter(expected)
+    pipeline.shutdown(2)
+
+
+def test_a_full_forward_queue_pushes_back_on_the_sender(registry: Registry, downstream: GrpcDownstream) -> None:
+    downstream.stop()
+    pipeline = make_pipeline(registry, downstream, queue_max_requests=1, senders=1, batch_max_spans=1)
+    accepted = 0
+    for _ in range(5):
+        if pipeline.accept(encode_spans(sdk_spans(loose=1))).overloaded:
+            break
+        accepted += 1
+        assert pipeline.engine.flush(2)  # the span is now with the forwarder: in flight or queued
+    assert accepted == 2  # one retrying in flight, one queued; the third is refused
+    downstream.start()
+    assert pipeline.flush(10)
+    assert len(downstream.span_ids) == accepted
+    pipeline.shutdown(2)
+
+
+def test_without_a_downstream_runs_are_scored_into_the_store(registry: Registry, tmp_path: Path) -> None:
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    pipeline = CollectorPipeline(registry, None, CONFIG, Recording(), store)
+    pipeline.accept(encode_spans(sdk_spans(("travel", ("search_flights", "book_flight")), loose=2)))
+    assert pipeline.flush(5)
+    runs = query_runs(tmp_path / "scores.db")
+    assert [(run.agent, [call["name"] for call in run.calls]) for run in runs] == [
+        ("travel", ["search_flights", "book_flight"])
+    ]
+    assert {(s.expectation, s.scorer, s.label) for s in runs[0].scores} == {
+        ("travel", "tool_selection", "pass"),
+        ("travel", "trajectory", "pass"),
+    }
+    assert pipeline.shutdown(2)
+
+
+def test_shutdown_scores_and_forwards_pending_runs(registry: Registry, downstream: GrpcDownstream) -> None:
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    slow = PipelineConfig(settle_ms=60_000, max_hold_ms=120_000)
+    pipeline = CollectorPipeline(registry, forwarder, slow, Recording())
+    request = encode_spans(sdk_spans(("travel", ("book_flight",))))
+    pipeline.accept(request)
+    assert pipeline.shutdown(5)
+    run = next(span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel")
+    assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
+    assert len(downstream.span_ids) == 2
+    assert pipeline.accept(request).overloaded  # after shutdown: refused, for the sender to retry elsewhere
+
+
+def test_accept_never_raises_on_a_request_it_cannot_walk(registry: Registry) -> None:
+    pipeline = CollectorPipeline(registry, None, CONFIG, Recording())
+    result = pipeline.accept(None)  # type: ignore[arg-type]
+    assert "internal error" in result.error_message
+    assert pipeline.accept(ExportTraceServiceRequest()).rejected_spans == 0
+    pipeline.shutdown(2)
