@@ -190,3 +190,40 @@ def test_receiver_config_rejects(fields: dict[str, Any], message: str) -> None:
 def test_split_endpoint_reads_ipv6() -> None:
     assert split_endpoint("[::1]:4318") == ("::1", 4318)
     assert split_endpoint("0.0.0.0:0") == ("0.0.0.0", 0)
+
+
+def test_mutated_payloads_only_ever_raise_bad_payload() -> None:
+    """Seeded byte mutations of a valid protobuf, JSON and gzip body: a clear error or a request, nothing else."""
+    import gzip
+    import random
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tests.serve_receiver_support import sdk_spans
+    from toolscore.collector.serve.otlp_export import parse_proto_request
+
+    rng = random.Random(6)
+    proto = encode_spans(sdk_spans("a", "b")).SerializeToString()
+    document = json.dumps(json_request(json_span("a", status={"code": 1}), json_span("b"))).encode()
+    decoders = (
+        (parse_proto_request, proto),
+        (request_from_json, document),
+        (lambda d: gunzip_bounded(d, 9999), gzip.compress(proto)),
+    )
+    outcomes = {"ok": 0, "bad": 0}
+    for _ in range(1500):
+        for decode, valid in decoders:
+            data = bytearray(valid)
+            for _ in range(rng.randint(1, 6)):
+                at = rng.randrange(len(data))
+                if rng.random() < 0.5:
+                    data[at] = rng.randrange(256)
+                else:
+                    del data[at : at + rng.randint(1, 16)]
+            try:
+                decode(bytes(data))
+                outcomes["ok"] += 1
+            except (BadPayload, BodyTooLarge):
+                outcomes["bad"] += 1
+    assert outcomes["bad"] > 1000
+    assert outcomes["ok"] > 100

@@ -66,6 +66,9 @@ def _decode(data: bytes) -> Any:
         return parse_proto_request(data)
     except BadPayload as exc:
         return _Undecodable(exc)
+    except Exception as exc:  # never let grpc turn a decoder fault into a bare INTERNAL
+        _log.exception("OTLP/gRPC: decoding a %d-byte request failed unexpectedly", len(data))
+        return _Undecodable(BadPayload(f"the request could not be decoded: {exc!r}"))
 
 
 def _abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tuple[str, bytes]] = ()) -> None:

@@ -76,6 +76,10 @@ class _Server(ThreadingHTTPServer):
         self._open: set[socket.socket] = set()
         super().__init__((host, port), _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that fails (usually the client leaving mid-answer) is logged, not printed to stderr."""
+        _log.debug("OTLP/HTTP: connection from %s failed", client_address, exc_info=True)
+
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
             _log.warning(
@@ -245,6 +249,10 @@ class _Handler(BaseHTTPRequestHandler):
         except BadPayload as exc:
             _log.info("OTLP/HTTP export refused from %s: %s", self.client_address[0], exc)
             self._reply(400, bad_payload_status(exc), fmt)
+            return
+        except Exception:
+            _log.exception("OTLP/HTTP: decoding a %d-byte %s body failed unexpectedly", len(body), fmt)
+            self._fail(500, code_pb2.INTERNAL, "toolscore failed to decode the request (see its log)", unread=False)
             return
         result = accept_safely(self.server.ingest, request)
         if result is None:
