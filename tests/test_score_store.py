@@ -1,0 +1,125 @@
+"""The score store: runs with calls and scores written off-thread, read back filtered, bounded by count and age."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from toolscore.collector.registry import Expectation
+from toolscore.collector.serve.score_query import parse_since, query_runs
+from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
+from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
+
+TRAVEL = Expectation(name="travel", version=3)
+REFUND = Expectation(name="refund", version=1)
+
+
+def run(n: int, agent: str = "travel", calls: tuple[str, ...] = ("search_flights", "book_flight")) -> AgentRun:
+    return AgentRun(
+        trace_id=f"{n:032x}",
+        span_id=f"{n:016x}",
+        agent_name=agent,
+        calls=tuple(ToolCall(name=name, args={"i": i}, args_state="value") for i, name in enumerate(calls)),
+    )
+
+
+def passed(scorer: str = "tool_selection", value: float = 1.0) -> Score:
+    return Score(name=scorer, value=value, label="pass" if value >= 0.5 else "fail", explanation=f"value={value}")
+
+
+def store_at(path: Path, **config: object) -> ScoreStore:
+    return ScoreStore(ScoreStoreConfig(path=str(path / "scores.db"), write_interval_ms=10, **config))  # type: ignore[arg-type]
+
+
+def test_a_scored_run_is_stored_with_its_calls_and_every_score(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    store.record(run(1), TRAVEL, passed())
+    store.record(run(1), TRAVEL, ScoreFailure(name="judge", error_type="judge_timeout", message="20 s"))
+    store.record(run(1), REFUND, passed("trajectory", 0.25))
+    assert store.close()
+    (stored,) = query_runs(tmp_path / "scores.db")
+    assert (stored.trace_id, stored.span_id, stored.agent) == (f"{1:032x}", f"{1:016x}", "travel")
+    assert [(call["name"], call["args"]) for call in stored.calls] == [
+        ("search_flights", {"i": 0}),
+        ("book_flight", {"i": 1}),
+    ]
+    assert [
+        (s.expectation, s.version, s.scorer, s.value, s.label, s.error_type, s.explanation) for s in stored.scores
+    ] == [
+        ("travel", 3, "tool_selection", 1.0, "pass", None, "value=1.0"),
+        ("travel", 3, "judge", None, None, "judge_timeout", "20 s"),
+        ("refund", 1, "trajectory", 0.25, "fail", None, "value=0.25"),
+    ]
+
+
+def test_filters_keep_runs_with_a_matching_score(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    store.record(run(1, "travel"), TRAVEL, passed())
+    store.record(run(2, "support"), REFUND, passed(value=0.0))
+    store.record(run(3, "travel"), REFUND, ScoreFailure(name="judge", error_type="judge_error"))
+    assert store.close()
+    db = tmp_path / "scores.db"
+    assert [r.span_id[-1] for r in query_runs(db)] == ["3", "2", "1"]
+    assert [r.span_id[-1] for r in query_runs(db, agent="travel")] == ["3", "1"]
+    assert [r.span_id[-1] for r in query_runs(db, expectation="refund")] == ["3", "2"]
+    assert [r.span_id[-1] for r in query_runs(db, label="fail")] == ["2"]
+    assert [r.span_id[-1] for r in query_runs(db, label="error", agent="travel")] == ["3"]
+    assert [r.span_id[-1] for r in query_runs(db, limit=1)] == ["3"]
+    assert query_runs(db, since_ns=time.time_ns() + 10**9) == []
+
+
+def test_only_the_newest_max_runs_are_kept_with_their_scores(tmp_path: Path) -> None:
+    store = store_at(tmp_path, max_runs=3)
+    for n in range(1, 6):
+        store.record(run(n), TRAVEL, passed())
+        store.record(run(n), REFUND, passed())
+        assert store.flush(5)
+    assert store.close()
+    assert [r.span_id[-1] for r in query_runs(tmp_path / "scores.db")] == ["5", "4", "3"]
+    with sqlite3.connect(tmp_path / "scores.db") as db:
+        assert db.execute("SELECT count(*) FROM scores").fetchone() == (6,)
+
+
+def test_runs_older_than_max_age_are_deleted(tmp_path: Path) -> None:
+    store = store_at(tmp_path, max_age_s=0.3)
+    store.record(run(1), TRAVEL, passed())
+    assert store.flush(5)
+    time.sleep(0.4)
+    store.record(run(2), TRAVEL, passed())
+    assert store.close()
+    assert [r.span_id[-1] for r in query_runs(tmp_path / "scores.db")] == ["2"]
+
+
+def test_calls_are_capped_and_long_arguments_cut(tmp_path: Path) -> None:
+    store = store_at(tmp_path, max_calls=2, max_args_chars=5)
+    store.record(run(1, calls=("a", "b", "c")), TRAVEL, passed())
+    assert store.close()
+    (stored,) = query_runs(tmp_path / "scores.db")
+    assert stored.calls_total == 3
+    assert [(call["name"], call["args"], call["args_truncated"]) for call in stored.calls] == [
+        ("a", '{"i":', True),
+        ("b", '{"i":', True),
+    ]
+
+
+def test_results_after_close_are_counted_not_stored(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    assert store.close()
+    store.record(run(1), TRAVEL, passed())
+    assert store.dropped == 1
+    assert query_runs(tmp_path / "scores.db") == []
+    assert store.close()  # idempotent
+
+
+def test_missing_store_and_bad_since_are_reported(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no score store"):
+        query_runs(tmp_path / "absent.db")
+    now = 1_767_225_600 * 10**9
+    assert parse_since("10m", now) == now - 600 * 10**9
+    assert parse_since("2h", now) == now - 7200 * 10**9
+    assert parse_since("2026-01-01T00:00:00+00:00") == now
+    with pytest.raises(ValueError, match="expected a duration"):
+        parse_since("yesterday")
