@@ -1,0 +1,121 @@
+"""`toolscore runs`: the score store's recent runs as a table or JSON, filtered by agent, expectation, label, time."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from toolscore.collector.cli import main
+from toolscore.collector.registry import Expectation
+from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
+from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
+
+TRAVEL = Expectation(name="travel", version=2)
+REFUND = Expectation(name="refund", version=1)
+HOUR_NS = 3600 * 10**9
+
+
+def run(n: int, agent: str, *calls: ToolCall) -> AgentRun:
+    return AgentRun(trace_id=f"{n:032x}", span_id=f"{n:016x}", agent_name=agent, calls=calls)
+
+
+def call(name: str, **args: object) -> ToolCall:
+    return ToolCall(name=name, args=args, args_state="value")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    """Three runs: travel (pass, 3 h old), support (fail), travel (judge error)."""
+    path = tmp_path / "scores.db"
+    store = ScoreStore(ScoreStoreConfig(path=str(path), write_interval_ms=10))
+    store.record(run(1, "travel", call("search_flights", to="LIS"), call("book_flight")), TRAVEL, _score(1.0))
+    store.record(run(2, "support", call("refund", order="A1" * 40)), REFUND, _score(0.0))
+    store.record(run(3, "travel"), TRAVEL, ScoreFailure(name="judge", error_type="judge_timeout", message="20 s"))
+    assert store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET scored_ns = ? WHERE span_id = ?", (time.time_ns() - 3 * HOUR_NS, f"{1:016x}"))
+    return str(path)
+
+
+def _score(value: float) -> Score:
+    return Score(name="tool_selection", value=value, label="pass" if value else "fail", explanation=f"v={value}")
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["runs", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def span_ids(output: str) -> list[str]:
+    return [item["span_id"][-1] for item in json.loads(output)]
+
+
+def test_table_lists_runs_newest_first_with_calls_and_scores(db: str) -> None:
+    code, out, _ = invoke("--db", db)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["SCORED", "AGENT", "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE", "LABEL"]
+    assert [line.split()[2] for line in lines[1:]] == ["travel", "support", "travel"]  # after date and time
+    assert "error: judge_timeout" in lines[1]
+    assert "refund(" in lines[2]
+    assert "…" in lines[2]  # long arguments cut in the table
+    assert "0.000  fail" in lines[2]
+    assert 'search_flights({"to":"LIS"}), book_flight({})' in lines[3]
+    assert "1.000  pass" in lines[3]
+
+
+def test_json_output_holds_calls_and_scores_whole(db: str) -> None:
+    code, out, _ = invoke("--db", db, "-o", "json", "--agent", "support")
+    assert code == 0
+    (item,) = json.loads(out)
+    assert item["calls"][0]["args"] == {"order": "A1" * 40}
+    assert item["scores"] == [
+        {
+            "expectation": "refund",
+            "version": 1,
+            "scorer": "tool_selection",
+            "value": 0.0,
+            "label": "fail",
+            "error_type": None,
+            "explanation": "v=0.0",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--agent", "travel"), ["3", "1"]),
+        (("--expectation", "travel"), ["3", "1"]),
+        (("--label", "pass"), ["1"]),
+        (("--label", "fail"), ["2"]),
+        (("--label", "error"), ["3"]),
+        (("--since", "2h"), ["3", "2"]),
+        (("--since", "4h", "--agent", "travel"), ["3", "1"]),
+        (("--limit", "1"), ["3"]),
+    ],
+)
+def test_filters(db: str, args: tuple[str, ...], expected: list[str]) -> None:
+    code, out, _ = invoke("--db", db, "-o", "json", *args)
+    assert code == 0
+    assert span_ids(out) == expected
+
+
+def test_no_match_says_so_and_succeeds(db: str) -> None:
+    code, out, err = invoke("--db", db, "--agent", "nobody")
+    assert (code, out) == (0, "")
+    assert "no scored runs match" in err
+
+
+def test_missing_store_and_bad_since_fail_clearly(tmp_path: Path, db: str) -> None:
+    code, _, err = invoke("--db", str(tmp_path / "none.db"))
+    assert code == 1
+    assert "no score store at" in err
+    code, _, err = invoke("--db", db, "--since", "last week")
+    assert code == 2
+    assert "expected a duration like 10m, 2h, 1d or an ISO time" in err
