@@ -1,10 +1,7 @@
 """OTLP/HTTP receiver: `POST /v1/traces` (protobuf or JSON, gzip or not) → `Ingest`, plus `/healthz` and `/readyz`.
 
-The standard library's `ThreadingHTTPServer` (HTTP/1.1, keep-alive), bounded: one thread per open
-connection, at most `http_max_connections` of them, each closed after `http_idle_timeout_s` of
-silence. A connection beyond the bound is answered 503 with `Retry-After` (closed unanswered under TLS,
-where answering would mean a handshake on the accepting thread), which OTLP senders retry. The TLS
-handshake runs on the connection's own thread, so a client that never finishes it blocks nobody else.
+Served by `BoundedHTTPServer` (standard library, HTTP/1.1 keep-alive, one thread per connection, at
+most `http_max_connections` of them, idle ones closed after `http_idle_timeout_s`).
 
 Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial success when spans were
 rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
@@ -16,16 +13,14 @@ the connection, since the unread body would otherwise be taken for the next requ
 
 from __future__ import annotations
 
-import contextlib
 import hmac
 import json
 import logging
 import math
-import socket
 import ssl
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +29,7 @@ from google.rpc import code_pb2, status_pb2
 
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_body import PROTOBUF, BodyTooLarge, Encoding, gunzip_bounded, media_format
+from toolscore.collector.serve.http_server import BoundedHTTPServer
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
@@ -52,94 +48,22 @@ _log = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
 _HEALTH_PATHS = ("/healthz", "/readyz")
-_BUSY_BODY = b'{"code": 14, "message": "too many connections, retry later"}'
-_BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
-    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
-)
 
 
-class _Server(ThreadingHTTPServer):
-    """Adds the connection bound, TLS on the connection's thread, and draining on stop."""
-
-    daemon_threads = True
-    block_on_close = False
+class _Server(BoundedHTTPServer):
+    """The bounded server plus what the handler needs: the ingest, the limits and the health state."""
 
     def __init__(self, ingest: Ingest, config: ReceiverConfig, health: HealthState, tls: ssl.SSLContext | None) -> None:
+        self.ingest, self.config, self.health = ingest, config, health
         host, port = split_endpoint(config.http_endpoint)
-        self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.ingest, self.config, self.health, self.tls_context = ingest, config, health, tls
-        self.closing = False
-        self._slots = threading.BoundedSemaphore(config.http_max_connections)
-        self._lock = threading.Condition()
-        self._in_flight = 0
-        self._open: set[socket.socket] = set()
-        super().__init__((host, port), _Handler)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A connection that fails (usually the client leaving mid-answer) is logged, not printed to stderr."""
-        _log.debug("OTLP/HTTP: connection from %s failed", client_address, exc_info=True)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            _log.warning(
-                "OTLP/HTTP: %d connections open, refusing one from %s", self.config.http_max_connections, client_address
-            )
-            if self.tls_context is None:
-                try:
-                    request.settimeout(1.0)
-                    request.sendall(_BUSY)
-                except OSError:
-                    pass
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        request.settimeout(self.config.http_idle_timeout_s)
-        if self.tls_context is not None:
-            try:
-                request = self.tls_context.wrap_socket(request, server_side=True)
-            except (OSError, ssl.SSLError) as exc:
-                _log.debug("OTLP/HTTP: TLS handshake with %s failed: %s", client_address, exc)
-                return
-        with self._lock:
-            self._open.add(request)
-        try:
-            _Handler(request, client_address, self)
-        finally:
-            with self._lock:
-                self._open.discard(request)
-            if self.tls_context is not None:
-                request.close()
-
-    def request_started(self) -> None:
-        with self._lock:
-            self._in_flight += 1
-
-    def request_done(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self._lock.notify_all()
-
-    def drain(self, grace_s: float) -> None:
-        """Wait for requests in flight (up to `grace_s`), then cut the idle keep-alive connections."""
-        with self._lock:
-            self._lock.wait_for(lambda: self._in_flight == 0, timeout=grace_s)
-            connections = list(self._open)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        super().__init__(
+            host,
+            port,
+            _Handler,
+            max_connections=config.http_max_connections,
+            idle_timeout_s=config.http_idle_timeout_s,
+            tls_context=tls,
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):
