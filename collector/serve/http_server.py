@@ -48,6 +48,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
     ) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.max_connections, self.idle_timeout_s, self.tls_context = max_connections, idle_timeout_s, tls_context
+        self._handler = handler
         self.closing = False
         """Set on stop: handlers answer `Connection: close`, so keep-alive clients go away."""
         self._slots = threading.BoundedSemaphore(max_connections)
@@ -94,7 +95,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         with self._lock:
             self._open.add(request)
         try:
-            self.RequestHandlerClass(request, client_address, self)
+            self._handler(request, client_address, self)
         finally:
             with self._lock:
                 self._open.discard(request)
