@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: $(STAMP)
-	$(BIN)/toolscore score --input deploy/examples/score-requests.jsonl
+	$(BIN)/toolscore serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check scorers collector proto tests

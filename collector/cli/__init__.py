@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from toolscore.collector.cli.demo import demo_command
 from toolscore.collector.cli.eval import eval_command
 from toolscore.collector.cli.expectations import expectations_group
 from toolscore.collector.cli.extract import extract_command
 from toolscore.collector.cli.group import main
 from toolscore.collector.cli.runs import runs_command
 from toolscore.collector.cli.score import score_command
+from toolscore.collector.cli.serve import serve_command
 
 __all__ = ["main"]
 
@@ -15,4 +17,6 @@ main.add_command(score_command)
 main.add_command(extract_command)
 main.add_command(expectations_group)
 main.add_command(eval_command)
+main.add_command(serve_command)
+main.add_command(demo_command)
 main.add_command(runs_command)

@@ -1,0 +1,216 @@
+"""`ServeConfig`: every setting of `toolscore serve`, from one YAML file and `TOOLSCORE_*` variables.
+
+Precedence, highest first:
+
+1. `TOOLSCORE_<SECTION>__<KEY>` environment variables: the key's path upper-cased, prefixed with
+   `TOOLSCORE_`, a double underscore between levels (`TOOLSCORE_RECEIVER__GRPC_ENDPOINT=0.0.0.0:4317`,
+   `TOOLSCORE_REGISTRY__STORE__TYPE=postgres`, `TOOLSCORE_SHUTDOWN_GRACE_S=5`); scalars as text, lists and
+   maps as JSON (`TOOLSCORE_REGISTRY__FILES='["expectations/"]'`);
+2. the YAML file given with `--config`;
+3. the standard `OTEL_*` variables where a section honours them (downstream endpoint, telemetry exporters);
+4. the defaults below, chosen so that `toolscore serve` with no file works on a laptop: SQLite registry and
+   score store under `./.toolscore/`, the expectations in `./deploy/expectations/` (watched) when that
+   directory exists, Prometheus metrics on 127.0.0.1:9464, no downstream.
+
+A service refuses to start on a bad setting rather than run with a surprise: unlike the in-process
+instrumentation (which logs and falls back), a bad `TOOLSCORE_*` value or file key is a `ConfigError`
+naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the variable's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import EnvSettingsSource
+from pydantic_settings.exceptions import SettingsError
+
+from toolscore.collector import env
+from toolscore.collector.pipeline.config import PipelineConfig
+from toolscore.collector.registry.config import RegistryConfig
+from toolscore.collector.registry.errors import Problem
+from toolscore.collector.registry.validation import field_path
+from toolscore.collector.serve.forward_config import ForwardConfig
+from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve.score_store import ScoreStoreConfig
+from toolscore.collector.telemetry.setup import TelemetryConfig
+from toolscore.collector.yaml_lines import line_of
+
+__all__ = [
+    "DEFAULT_EXPECTATIONS_DIR",
+    "ENV_NESTED_DELIMITER",
+    "ENV_PREFIX",
+    "ConfigError",
+    "ServeConfig",
+    "load_config",
+]
+
+ENV_PREFIX = "TOOLSCORE_"
+ENV_NESTED_DELIMITER = "__"
+DEFAULT_EXPECTATIONS_DIR = "deploy/expectations"
+"""Loaded (and watched) by default when it exists under the working directory, as in a repository checkout."""
+
+
+def _default_registry() -> RegistryConfig:
+    files = [DEFAULT_EXPECTATIONS_DIR] if Path(DEFAULT_EXPECTATIONS_DIR).is_dir() else []
+    return RegistryConfig(files=files)
+
+
+def _default_telemetry() -> TelemetryConfig:
+    """The OTEL_* variables as the in-process telemetry reads them, but Prometheus on unless they choose."""
+    explicit = {} if env.env_str(env.OTEL_METRICS_EXPORTER) else {"prometheus_enabled": True}
+    return TelemetryConfig.from_env(**explicit)
+
+
+class ServeConfig(BaseModel):
+    """The whole collector: one section per component, each that component's own config model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    receiver: ReceiverConfig = Field(
+        default_factory=ReceiverConfig, description="The OTLP/gRPC and OTLP/HTTP receivers and the health endpoints."
+    )
+    pipeline: PipelineConfig = Field(
+        default_factory=PipelineConfig, description="How runs are grouped, settled, scored and held."
+    )
+    registry: RegistryConfig = Field(
+        default_factory=_default_registry,
+        description="Where expectations are stored and which files feed them. "
+        f"Default: SQLite under .toolscore/, files from {DEFAULT_EXPECTATIONS_DIR}/ when it exists.",
+    )
+    forward: ForwardConfig = Field(
+        default_factory=ForwardConfig.from_env,
+        description="The downstream every span is forwarded to (none unless OTEL_EXPORTER_OTLP_* is set).",
+    )
+    telemetry: TelemetryConfig = Field(
+        default_factory=_default_telemetry,
+        description="toolscore's own metrics and evaluation events. Default here: Prometheus on 127.0.0.1:9464.",
+    )
+    score_store: ScoreStoreConfig = Field(
+        default_factory=ScoreStoreConfig,
+        description="The embedded SQLite store of scored runs that `toolscore runs` and `toolscore demo` read.",
+    )
+    shutdown_grace_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="On SIGTERM/SIGINT: how long pending runs may take to be scored or released, and the "
+        "downstream queue to drain, before the collector exits anyway. Default: 10.",
+    )
+
+
+class ConfigError(ValueError):
+    """A configuration that does not validate; `problems` says where each error came from."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = tuple(problems) or (Problem("", "invalid configuration"),)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def load_config(path: str | Path | None = None) -> ServeConfig:
+    """The effective configuration: defaults, then the file at `path`, then `TOOLSCORE_*` variables."""
+    file = Path(path) if path is not None else None
+    file_data, node = _read_file(file) if file is not None else ({}, None)
+    env_data = _env_overrides()
+    merged = _merge(_merge(ServeConfig().model_dump(), file_data), env_data)
+    try:
+        return ServeConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_problems(exc, merged, _Origins(file, file_data, node, env_data))) from None
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([Problem("", f"cannot read: {exc.strerror or exc}", str(path))]) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise ConfigError([Problem("", f"not valid YAML: {exc.problem}", str(path), line)]) from None
+    if node is None:
+        return {}, None
+    data = yaml.SafeLoader("").construct_document(node)
+    if not isinstance(data, dict):
+        line = node.start_mark.line + 1
+        raise ConfigError([Problem("", "the configuration is a mapping of sections", str(path), line)])
+    return data, node
+
+
+def _env_overrides() -> dict[str, Any]:
+    """`TOOLSCORE_A__B=v` as `{"a": {"b": "v"}}`, parsed by pydantic-settings (JSON for lists and maps)."""
+    try:
+        source = EnvSettingsSource(
+            ServeConfig,  # type: ignore[arg-type]  # reads only model_fields and model_config
+            env_prefix=ENV_PREFIX,
+            env_nested_delimiter=ENV_NESTED_DELIMITER,
+            case_sensitive=False,
+        )
+        return dict(source())
+    except SettingsError as exc:
+        raise ConfigError([Problem("", f"environment: {exc}")]) from None
+
+
+def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge; a mapping whose `type` changes (a different store kind) replaces the old one whole."""
+    out = dict(base)
+    for key, value in override.items():
+        old = out.get(key)
+        same_kind = (
+            isinstance(old, dict) and isinstance(value, dict) and value.get("type", old.get("type")) == old.get("type")
+        )
+        out[key] = _merge(old, value) if same_kind and isinstance(old, dict) else value
+    return out
+
+
+def _clean_loc(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
+    """Drop the discriminator tags pydantic puts in union locations: `registry.store.postgres.dsn` → `...store.dsn`."""
+    out: list[str | int] = []
+    for part in loc:
+        if isinstance(data, dict) and part not in data and data.get("type") == part:
+            continue
+        out.append(part)
+        data = data.get(part) if isinstance(data, dict) else None
+    return tuple(out)
+
+
+def _has(data: Any, loc: Sequence[str | int]) -> bool:
+    for part in loc:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _env_name(loc: Sequence[str | int]) -> str:
+    return ENV_PREFIX + ENV_NESTED_DELIMITER.join(str(p).upper() for p in loc)
+
+
+@dataclass(frozen=True)
+class _Origins:
+    """Where the merged values came from, to say where a bad one was set."""
+
+    file: Path | None
+    file_data: dict[str, Any]
+    node: yaml.Node | None
+    env_data: dict[str, Any]
+
+    def problem(self, loc: tuple[str | int, ...], message: str) -> Problem:
+        """The variable that set the value, else the file's line, else a default."""
+        env_loc = next((loc[:n] for n in range(len(loc), 0, -1) if _has(self.env_data, loc[:n])), None)
+        if env_loc is not None:
+            return Problem(field_path(loc), message, f"environment variable {_env_name(env_loc)}")
+        if self.file is not None and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
+            return Problem(field_path(loc), message, str(self.file), line_of(self.node, loc))
+        return Problem(field_path(loc), message, "default")
+
+
+def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -> list[Problem]:
+    return [
+        origins.problem(_clean_loc(err["loc"], merged), err["msg"].removeprefix("Value error, "))
+        for err in exc.errors(include_url=False)
+    ]

@@ -1,0 +1,73 @@
+"""`toolscore serve --print-config`: a configuration as YAML that documents itself.
+
+Each key is preceded by its field description as a comment, so the output is both a report of what
+the collector will run with and a starting point for a config file. A field without a description
+is a kind selector (`type`) and gets the list of kinds instead. Secrets are redacted: this output is
+pasted into tickets and chats.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import typing
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+__all__ = ["SECRETS", "render_yaml"]
+
+SECRETS = frozenset({("receiver", "bearer_token"), ("forward", "headers")})
+"""Key paths printed as `<redacted>` (every value of a mapping)."""
+
+REDACTED = "<redacted>"
+
+
+def render_yaml(config: BaseModel, *, width: int = 100) -> str:
+    """`config` as YAML, each key preceded by its description as a comment (secrets redacted)."""
+    return "\n".join(_render(config, (), 0, width, ())) + "\n"
+
+
+def _kinds(annotation: Any) -> tuple[str, ...]:
+    """The `type` values of the models in a (possibly annotated) union: `sqlite`, `postgres`, ..."""
+    kinds: list[str] = []
+    for arg in typing.get_args(annotation) or (annotation,):
+        if isinstance(arg, type) and issubclass(arg, BaseModel) and "type" in arg.model_fields:
+            kinds.append(str(arg.model_fields["type"].default))
+        elif typing.get_args(arg):
+            kinds.extend(_kinds(arg))
+    return tuple(kinds)
+
+
+def _comment(text: str, pad: str, width: int) -> list[str]:
+    return [f"{pad}# {line}" for line in textwrap.wrap(text, max(40, width - len(pad) - 2))]
+
+
+def _render(model: BaseModel, path: tuple[str, ...], indent: int, width: int, kinds: tuple[str, ...]) -> list[str]:
+    pad = "  " * indent
+    lines: list[str] = []
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        description = info.description
+        if not description and name == "type":
+            description = "Kind: " + " | ".join(kinds or (str(value),)) + "; each kind has its own keys."
+        lines.extend(_comment(description or name, pad, width))
+        if isinstance(value, BaseModel):
+            lines.append(f"{pad}{name}:")
+            lines.extend(_render(value, (*path, name), indent + 1, width, _kinds(info.annotation)))
+            continue
+        plain = _plain(value)
+        if (*path, name) in SECRETS and plain:
+            plain = dict.fromkeys(plain, REDACTED) if isinstance(plain, dict) else REDACTED
+        dumped = yaml.safe_dump({name: plain}, default_flow_style=True, sort_keys=False, width=10_000).strip()
+        lines.append(pad + dumped.removeprefix("{").removesuffix("}"))
+    return lines
+
+
+def _plain(value: Any) -> Any:
+    """Lists, dicts and scalars YAML can write (tuples as lists, keys as strings)."""
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value

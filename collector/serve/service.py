@@ -1,0 +1,173 @@
+"""The running collector: builds every component from a `ServeConfig`, serves, and shuts down gracefully.
+
+    start:    registry ─→ telemetry ─→ score store ─→ forwarder ─→ CollectorPipeline ─→ receivers ─→ ready
+    SIGTERM:  not ready ─→ receivers stop (calls in flight finish) ─→ pipeline: score or release every
+              pending run, forward it, close the store ─→ telemetry flush ─→ registry closed ─→ exit 0
+
+Components are started in dependency order and stopped in reverse, so nothing is handed work by a part
+that is already gone. The service is threaded rather than asyncio: the receivers are grpc's thread-pool
+server and a threading HTTP server, the engine and forwarder own their threads, so the main thread only
+waits for a signal (the same shape as grpc's graceful-shutdown example, with `stop(grace)` in `finally`).
+One grace period (`shutdown_grace_s`) bounds the whole shutdown; each step gets what the earlier ones left.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from opentelemetry.sdk.resources import Resource
+
+from toolscore.collector.registry import Registry
+from toolscore.collector.serve.config import ServeConfig
+from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
+from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
+from toolscore.collector.serve.health import HealthState
+from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
+from toolscore.collector.serve.pipeline import CollectorPipeline
+from toolscore.collector.serve.score_store import ScoreStore
+from toolscore.collector.telemetry.setup import TelemetrySetup, setup_telemetry
+
+__all__ = ["Service", "ServiceStartError", "run_service", "start_service"]
+
+_log = logging.getLogger("toolscore.serve")
+_RECEIVER_SHARE = 0.25
+"""Of the grace period, what the receivers get to finish calls in flight; the pipeline gets the rest."""
+
+
+class ServiceStartError(RuntimeError):
+    """A component could not start (a port taken, a bad expectations file, an unreachable database)."""
+
+
+@dataclass
+class Service:
+    """Every running part; `shutdown` stops them in reverse order of start. Idempotent."""
+
+    config: ServeConfig
+    health: HealthState
+    registry: Registry | None = None
+    telemetry: TelemetrySetup | None = None
+    store: ScoreStore | None = None
+    forwarder: Forwarder | None = None
+    pipeline: CollectorPipeline | None = None
+    grpc: GrpcReceiver | None = None
+    http: HttpReceiver | None = None
+    _stopped: bool = field(default=False, repr=False)
+
+    def shutdown(self, grace_s: float | None = None) -> bool:
+        """Drain within `grace_s` (default: the config's); True when nothing pending was cut off."""
+        if self._stopped:
+            return True
+        self._stopped = True
+        grace = self.config.shutdown_grace_s if grace_s is None else grace_s
+        deadline = time.monotonic() + grace
+        self.health.ready = False
+        receivers = [r for r in (self.grpc, self.http) if r is not None]
+        for receiver in receivers:
+            receiver.stop(grace * _RECEIVER_SHARE / len(receivers))
+        ok = True
+        if self.pipeline is not None:
+            ok = self.pipeline.shutdown(max(0.5, deadline - time.monotonic()))
+        elif self.forwarder is not None:  # the pipeline owns them once built; here it never was
+            self.forwarder.shutdown(max(0.5, deadline - time.monotonic()))
+        if self.pipeline is None and self.store is not None:
+            self.store.close(max(0.5, deadline - time.monotonic()))
+        if self.telemetry is not None:
+            self.telemetry.shutdown()
+        if self.registry is not None:
+            self.registry.close()
+        self.health.live = False
+        return ok
+
+    @property
+    def grpc_port(self) -> int | None:
+        return self.grpc.port if self.grpc is not None else None
+
+    @property
+    def http_port(self) -> int | None:
+        return self.http.port if self.http is not None else None
+
+
+def _step(what: str, build: Callable[[], Any]) -> Any:
+    try:
+        return build()
+    except Exception as exc:
+        raise ServiceStartError(f"{what}: {exc}") from exc
+
+
+def start_service(config: ServeConfig) -> Service:
+    """Start every component and mark the service ready; on failure stop what was started and raise."""
+    service = Service(config, HealthState())
+    try:
+        _start_parts(service, config)
+    except BaseException:
+        service.shutdown(grace_s=1.0)
+        raise
+    service.health.ready = True
+    return service
+
+
+def _start_parts(service: Service, config: ServeConfig) -> None:
+    service.registry = _step("expectations registry", lambda: Registry(config=config.registry))
+    resource = Resource.create({"service.name": "toolscore"})
+    service.telemetry = _step("telemetry", lambda: setup_telemetry(config.telemetry, resource))
+    telemetry = service.telemetry.telemetry
+    if config.score_store.enabled:
+        service.store = _step("score store", lambda: ScoreStore(config.score_store))
+    if config.forward.enabled:
+        forward_telemetry = cast(ForwardTelemetry, telemetry)  # both implementations report forwarding too
+        service.forwarder = _step("forwarder", lambda: Forwarder(config.forward, forward_telemetry))
+    registry, forwarder, store = service.registry, service.forwarder, service.store
+    service.pipeline = _step(
+        "pipeline", lambda: CollectorPipeline(registry, forwarder, config.pipeline, telemetry, store)
+    )
+    ingest = service.pipeline
+    if config.receiver.grpc_enabled:
+        service.grpc = _step("OTLP/gRPC receiver", lambda: start_grpc_receiver(ingest, config.receiver))
+    if config.receiver.http_enabled:
+        service.http = _step("OTLP/HTTP receiver", lambda: start_http_receiver(ingest, config.receiver, service.health))
+
+
+def _describe(service: Service) -> str:
+    parts = []
+    if service.grpc is not None:
+        parts.append(f"OTLP/gRPC on port {service.grpc.port}")
+    if service.http is not None:
+        parts.append(f"OTLP/HTTP on port {service.http.port}")
+    if service.telemetry is not None and service.telemetry.prometheus_address is not None:
+        parts.append("metrics on http://{}:{}/metrics".format(*service.telemetry.prometheus_address))
+    forward = service.config.forward
+    parts.append(f"forwarding to {forward.endpoint} ({forward.protocol})" if forward.enabled else "no downstream")
+    return ", ".join(parts)
+
+
+def run_service(config: ServeConfig, stop: threading.Event | None = None) -> int:
+    """Serve until SIGTERM/SIGINT (or `stop` is set), then shut down within the grace period; returns 0.
+
+    Signal handlers can only be installed from the main thread; from another thread, pass `stop`.
+    """
+    stop = stop or threading.Event()
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous[signum] = signal.signal(signum, lambda signum, frame: stop.set())
+    try:
+        service = start_service(config)
+        try:
+            _log.info("toolscore serve ready: %s", _describe(service))
+            stop.wait()
+            _log.info("shutting down (grace %.1f s)", config.shutdown_grace_s)
+        finally:
+            drained = service.shutdown()
+        if not drained:
+            _log.warning("the grace period ended before every pending span was delivered; see the drop counters")
+        _log.info("toolscore serve stopped")
+        return 0
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -1,0 +1,145 @@
+"""`toolscore serve` configuration: defaults, the YAML file, `TOOLSCORE_*` overrides, and errors that say where."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
+
+
+def _serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSCORE_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+        env={**clean, **(env or {})},
+    )
+
+
+def _printed(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    data = yaml.safe_load(result.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_print_config_without_a_file_shows_the_embedded_defaults(tmp_path: Path) -> None:
+    (tmp_path / "deploy" / "expectations").mkdir(parents=True)
+    config = _printed(_serve("--print-config", cwd=tmp_path))
+    assert config["receiver"]["grpc_endpoint"] == "127.0.0.1:4317"
+    assert config["receiver"]["http_endpoint"] == "127.0.0.1:4318"
+    assert config["registry"]["store"] == {"type": "sqlite", "path": ".toolscore/registry.db", "busy_timeout_ms": 5000}
+    assert config["registry"]["files"] == ["deploy/expectations"]
+    assert config["registry"]["watch_files"] is True
+    assert config["score_store"]["path"] == ".toolscore/scores.db"
+    assert config["telemetry"]["prometheus_enabled"] is True
+    assert (config["telemetry"]["prometheus_host"], config["telemetry"]["prometheus_port"]) == ("127.0.0.1", 9464)
+    assert config["forward"]["endpoint"] is None
+    assert config["shutdown_grace_s"] == 10.0
+
+
+def test_print_config_documents_every_key_in_a_comment(tmp_path: Path) -> None:
+    result = _serve("--print-config", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    keys = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#")]
+    assert len(keys) > 60
+    assert all(lines[i - 1].lstrip().startswith("#") for i in keys), "every key is preceded by its description"
+
+
+def test_without_deploy_directory_no_expectation_files_are_loaded(tmp_path: Path) -> None:
+    assert _printed(_serve("--print-config", cwd=tmp_path))["registry"]["files"] == []
+
+
+def test_file_values_env_overrides_and_otel_variables_combine_by_precedence(tmp_path: Path) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        "receiver:\n  grpc_endpoint: 127.0.0.1:5000\n  http_endpoint: 127.0.0.1:5001\n"
+        "pipeline:\n  settle_ms: 50\n"
+        "registry:\n  store: {type: memory}\n"
+        "forward:\n  queue_max_requests: 10\n"
+    )
+    env = {
+        "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "0.0.0.0:6000",
+        "TOOLSCORE_REGISTRY__FILES": '["a.yaml", "b/"]',
+        "TOOLSCORE_REGISTRY__STORE__TYPE": "postgres",
+        "TOOLSCORE_REGISTRY__STORE__DSN": "postgresql://db/toolscore",
+        "TOOLSCORE_SHUTDOWN_GRACE_S": "3.5",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317",
+    }
+    config = _printed(_serve("--config", str(path), "--print-config", cwd=tmp_path, env=env))
+    assert config["receiver"]["grpc_endpoint"] == "0.0.0.0:6000", "the variable beats the file"
+    assert config["receiver"]["http_endpoint"] == "127.0.0.1:5001", "the file beats the default"
+    assert config["pipeline"]["settle_ms"] == 50.0
+    assert config["registry"]["files"] == ["a.yaml", "b/"]
+    assert config["registry"]["store"]["type"] == "postgres", "a different store kind replaces the file's"
+    assert config["registry"]["store"]["dsn"] == "postgresql://db/toolscore"
+    assert config["shutdown_grace_s"] == 3.5
+    assert config["forward"]["endpoint"] == "http://collector:4317", "OTEL_* variables still apply"
+    assert config["forward"]["queue_max_requests"] == 10, "a file key keeps the OTEL_* values of its section"
+
+
+def test_print_config_redacts_secrets(tmp_path: Path) -> None:
+    env = {"TOOLSCORE_RECEIVER__BEARER_TOKEN": "s3cret", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y"}
+    result = _serve("--print-config", cwd=tmp_path, env=env)
+    config = _printed(result)
+    assert config["receiver"]["bearer_token"] == "<redacted>"
+    assert config["forward"]["headers"] == {"x-api-key": "<redacted>"}
+    assert "s3cret" not in result.stdout
+    assert "k3y" not in result.stdout
+
+
+def _expected_error(path: Path) -> tuple[int, str, str]:
+    """The first line of each invalid file: `# error: <line>: <field>: <message substring>`."""
+    line, field, message = path.read_text().splitlines()[0].removeprefix("# error: ").split(": ", 2)
+    return int(line), field, message
+
+
+@pytest.mark.parametrize("path", sorted(INVALID.glob("*.yaml")), ids=lambda p: p.stem)
+def test_invalid_config_file_exits_2_naming_file_line_and_field(path: Path, tmp_path: Path) -> None:
+    line, field, message = _expected_error(path)
+    result = _serve("--config", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert f"{path}:{line}: {field}: {message}" in result.stderr
+
+
+def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -> None:
+    env = {"TOOLSCORE_PIPELINE__SETTLE_MS": "soon", "TOOLSCORE_RECEIVER__GRPC_ENDPONT": "127.0.0.1:1"}
+    result = _serve("--print-config", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert "environment variable TOOLSCORE_PIPELINE__SETTLE_MS: pipeline.settle_ms: Input should be" in result.stderr
+    assert "environment variable TOOLSCORE_RECEIVER__GRPC_ENDPONT: receiver.grpc_endpont: Extra inputs" in result.stderr
+
+
+def test_missing_config_file_exits_2(tmp_path: Path) -> None:
+    result = _serve("--config", str(tmp_path / "nope.yaml"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{tmp_path / 'nope.yaml'}: <root>: cannot read: No such file or directory" in result.stderr
+
+
+def test_taken_port_exits_1_naming_the_receiver(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        env = {
+            "TOOLSCORE_RECEIVER__HTTP_ENDPOINT": f"127.0.0.1:{port}",
+            "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0",
+        }
+        env["TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED"] = "false"
+        result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert "cannot start: OTLP/HTTP receiver:" in result.stderr

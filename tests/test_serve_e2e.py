@@ -1,0 +1,254 @@
+"""`toolscore serve` end to end: a subprocess between the real OTel SDK exporters and a downstream OTLP receiver."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+import yaml
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from tests.serve_harness import Downstream, ServeProcess, free_port, serve_config
+from toolscore.collector.cli.demo_runs import make_demo_spans
+
+ROOT = Path(__file__).parent.parent
+DEMO_EXPECTATIONS = ROOT / "deploy" / "expectations" / "demo.yaml"
+CAPTURES = Path(__file__).parent / "testdata" / "traces"
+INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
+EVENT = "gen_ai.evaluation.result"
+
+# What deploy/expectations/demo.yaml makes of each demo run (outer runs in DEMO_RUNS order, then the nested one).
+DEMO_VERDICTS = [
+    {"booking_trajectory": 1.0, "tool_selection": 1.0},
+    {"booking_trajectory": 0.0, "tool_selection": 1.0},
+    {"booking_trajectory": 0.0, "tool_selection": 0.0},
+    {"trajectory": 1.0, "f1": 1.0},
+    {"trajectory": 0.0, "f1": 0.667},
+    {"tool_selection": 1.0},
+]
+
+SpanKey = tuple[str, str]
+
+
+def _key(span: Span) -> SpanKey:
+    return span.trace_id.hex(), span.span_id.hex()
+
+
+def _attrs(span: Span) -> dict[str, Any]:
+    return {kv.key: json_format.MessageToDict(kv.value) for kv in span.attributes}
+
+
+def _captures_expectations(path: Path) -> list[dict[str, Any]]:
+    """One expectation per (service, agent) of the captures: exactly the calls the truth files list, in order."""
+    expectations: dict[str, dict[str, Any]] = {}
+    for truth_file in sorted(CAPTURES.glob("*/*.truth.json")):
+        framework = truth_file.parent.name
+        for run in json.loads(truth_file.read_text())["runs"]:
+            name = f"captures.{framework}.{run['agent_name']}"
+            expected = [{"name": call["name"]} for call in run["calls"]]
+            expectations.setdefault(
+                name,
+                {
+                    "name": name,
+                    "match": {"agent": run["agent_name"], "service": {"regex": f"{framework}$"}},
+                    "scorers": [{"type": "trajectory", "mode": "strict", "expected": expected}],
+                },
+            )
+    path.write_text(yaml.safe_dump({"expectations": list(expectations.values())}, sort_keys=False))
+    return list(expectations.values())
+
+
+@pytest.fixture(scope="module")
+def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, Downstream]]:
+    tmp = tmp_path_factory.mktemp("serve")
+    _captures_expectations(tmp / "captures.yaml")
+    downstream = Downstream()
+    process = ServeProcess(serve_config(tmp, [DEMO_EXPECTATIONS, tmp / "captures.yaml"], downstream), tmp)
+    try:
+        process.wait_ready()
+        yield process, downstream
+    finally:
+        status = process.terminate()
+        downstream.stop()
+    assert status == 0, process.log()
+
+
+def _otlp_json(spans: list[ReadableSpan]) -> bytes:
+    """OTLP/JSON as an `http/json` exporter sends it: hex ids (not protobuf JSON's base64), integer enums."""
+    document = json_format.MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return json.dumps(document).encode()
+
+
+def _send_three_ways(process: ServeProcess) -> list[list[ReadableSpan]]:
+    """Demo traces over OTLP/gRPC, OTLP/HTTP protobuf and OTLP/HTTP JSON: each way gets every demo run."""
+    sent: list[list[ReadableSpan]] = []
+    grpc_traces, http_traces, json_traces = make_demo_spans(), make_demo_spans(), make_demo_spans()
+    grpc_exporter = GrpcExporter(endpoint=process.grpc_endpoint, insecure=True, timeout=10)
+    http_exporter = HttpExporter(endpoint=process.http_url + "/v1/traces", timeout=10)
+    for traces, exporter in ((grpc_traces, grpc_exporter), (http_traces, http_exporter)):
+        for spans in traces:
+            assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+    for spans in json_traces:
+        request = urllib.request.Request(
+            process.http_url + "/v1/traces", _otlp_json(spans), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+    for traces in (grpc_traces, http_traces, json_traces):
+        sent.extend(traces)
+    return sent
+
+
+def test_sdk_exporters_over_grpc_http_and_json_get_scored_and_every_span_forwarded_once(
+    collector: tuple[ServeProcess, Downstream],
+) -> None:
+    process, downstream = collector
+    traces = _send_three_ways(process)
+    sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+    encoded = encode_spans(list(sent.values()))
+    expected_spans = {_key(s): s for rs in encoded.resource_spans for ss in rs.scope_spans for s in ss.spans}
+    received = downstream.wait_for(set(sent))
+    counts = Counter(_key(span) for span in received)
+    assert set(counts) == set(sent), process.log()
+    assert set(counts.values()) == {1}, "every span arrives exactly once"
+    by_key = {_key(span): span for span in received}
+    for i, spans in enumerate(traces):
+        verdicts = DEMO_VERDICTS[i % len(DEMO_VERDICTS)]
+        for readable in spans:
+            key = (f"{readable.context.trace_id:032x}", f"{readable.context.span_id:016x}")
+            got, original = by_key[key], expected_spans[key]
+            if readable.attributes.get("gen_ai.operation.name") != "invoke_agent":
+                assert got == original, "a span that is no run span is forwarded unchanged"
+                continue
+            _check_run_span(got, original, verdicts if readable.parent is None else DEMO_VERDICTS[0])
+
+
+def _check_run_span(got: Span, original: Span, verdicts: dict[str, float]) -> None:
+    """The run span as sent, plus the score attributes and one `gen_ai.evaluation.result` event per score."""
+    attrs = _attrs(got)
+    assert {kv.key for kv in original.attributes} <= set(attrs)
+    (expectation,) = attrs["toolscore.expectations"]["arrayValue"]["values"]
+    prefix = "toolscore.evaluation." + expectation["stringValue"].replace(".", "_").replace("-", "_")
+    scores = {
+        key.removeprefix(prefix + ".").removesuffix(".score"): value["doubleValue"]
+        for key, value in attrs.items()
+        if key.startswith(prefix) and key.endswith(".score")
+    }
+    assert scores == pytest.approx(verdicts, abs=1e-3)
+    events = [e for e in got.events if e.name == EVENT]
+    event_scores = {}
+    for event in events:
+        event_attrs = {kv.key: json_format.MessageToDict(kv.value) for kv in event.attributes}
+        event_scores[event_attrs["gen_ai.evaluation.name"]["stringValue"]] = event_attrs[
+            "gen_ai.evaluation.score.value"
+        ]["doubleValue"]
+        assert event_attrs["toolscore.expectation.name"] == expectation
+    assert event_scores == pytest.approx(verdicts, abs=1e-3)
+    stripped = Span()
+    stripped.CopyFrom(got)
+    del stripped.attributes[len(original.attributes) :]
+    del stripped.events[len(original.events) :]
+    assert stripped == original, "the run span keeps everything it was sent with"
+
+
+def _capture_requests(seed: int) -> tuple[list[trace_service_pb2.ExportTraceServiceRequest], set[SpanKey]]:
+    """Every capture's spans, shuffled across captures, in requests of 1-7 spans (resource and scope kept)."""
+    items = []
+    for path in sorted(CAPTURES.glob("*/*.pb")):
+        request = trace_service_pb2.ExportTraceServiceRequest.FromString(path.read_bytes())
+        for resource_spans in request.resource_spans:
+            for scope_spans in resource_spans.scope_spans:
+                items.extend((resource_spans.resource, scope_spans.scope, span) for span in scope_spans.spans)
+    rng = random.Random(seed)
+    rng.shuffle(items)
+    requests, i = [], 0
+    while i < len(items):
+        size = rng.randint(1, 7)
+        request = trace_service_pb2.ExportTraceServiceRequest()
+        for resource, scope, span in items[i : i + size]:
+            resource_spans = request.resource_spans.add()
+            resource_spans.resource.CopyFrom(resource)
+            scope_spans = resource_spans.scope_spans.add()
+            scope_spans.scope.CopyFrom(scope)
+            scope_spans.spans.append(span)
+        requests.append(request)
+        i += size
+    return requests, {_key(span) for _, _, span in items}
+
+
+def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
+    collector: tuple[ServeProcess, Downstream],
+) -> None:
+    process, downstream = collector
+    requests, keys = _capture_requests(seed=7)
+    with grpc.insecure_channel(process.grpc_endpoint) as channel:
+        export = trace_service_pb2_grpc.TraceServiceStub(channel).Export
+        for request in requests:
+            assert not export(request, timeout=10).HasField("partial_success")
+    received = downstream.wait_for(keys)
+    counts = Counter(_key(span) for span in received)
+    assert set(counts) == keys, process.log()
+    assert set(counts.values()) == {1}, "every span arrives exactly once"
+    by_key = {_key(span): span for span in received}
+    for truth_file in sorted(CAPTURES.glob("*/*.truth.json")):
+        for run in json.loads(truth_file.read_text())["runs"]:
+            attrs = _attrs(by_key[(run["trace_id"], run["agent_span_id"])])
+            name = f"captures.{truth_file.parent.name}.{run['agent_name']}"
+            assert attrs["toolscore.expectations"]["arrayValue"]["values"] == [{"stringValue": name}], truth_file
+            key = "toolscore.evaluation." + name.replace(".", "_").replace("-", "_") + ".trajectory.score"
+            assert attrs[key] == {"doubleValue": 1.0}, f"{truth_file}: {run['agent_name']}"
+
+
+def test_demo_prints_the_scores_of_its_runs(collector: tuple[ServeProcess, Downstream]) -> None:
+    process, _ = collector
+    db = process.config["score_store"]["path"]
+    result = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "demo", "--endpoint", process.grpc_endpoint, "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "sent 7 agent runs" in result.stderr
+    for text in ("right: search, then book", "nested: booking delegated", "0.667 fail", "demo.planner.delegates"):
+        assert text in result.stdout
+    assert result.stdout.count(" pass ") == 8, result.stdout
+    assert result.stdout.count(" fail ") == 5, result.stdout
+
+
+def test_demo_without_a_server_says_how_to_start_one(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "demo", "--endpoint", f"127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "is `toolscore serve` running there?" in result.stderr
