@@ -207,3 +207,16 @@ def test_accept_never_raises_on_a_request_it_cannot_walk(registry: Registry) -> 
     assert "internal error" in result.error_message
     assert pipeline.accept(ExportTraceServiceRequest()).rejected_spans == 0
     pipeline.shutdown(2)
+
+
+def test_forwarded_requests_stay_under_the_span_and_byte_limits(registry: Registry, downstream: GrpcDownstream) -> None:
+    pipeline = make_pipeline(registry, downstream, batch_max_spans=7, batch_max_bytes=2_000)
+    request = encode_spans(sdk_spans(("travel", ("search_flights", "book_flight")), loose=40))
+    expected = Counter(span.span_id for _, _, span in spans_of([request]))
+    pipeline.accept(request)
+    assert pipeline.flush(5)
+    assert Counter(downstream.span_ids) == expected
+    sizes = [(len(list(spans_of([r]))), r.ByteSize()) for r in downstream.requests]
+    assert all(spans <= 7 and (size <= 2_000 or spans == 1) for spans, size in sizes), sizes
+    assert len(sizes) > len(expected) / 7  # some batches were split by size
+    pipeline.shutdown(2)

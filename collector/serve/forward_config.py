@@ -108,6 +108,12 @@ class ForwardConfig(BaseModel):
         description="Spans per forwarded request: released spans are regrouped by resource and scope and "
         "sent when this many are buffered. Default: 512.",
     )
+    batch_max_bytes: int = Field(
+        default=4_000_000,
+        ge=1,
+        description="Largest forwarded request (serialized bytes); a bigger batch is split, since receivers "
+        "usually refuse messages over 4 MiB. Default: 4000000.",
+    )
     batch_timeout_ms: float = Field(
         default=50.0,
         ge=0,

@@ -72,7 +72,9 @@ class CollectorPipeline:
         self.retry_after_s = retry_after_s
         if forwarder is not None:
             batch = forwarder.config
-            self.sink = RequestSink(forwarder.submit, batch.batch_max_spans, batch.batch_timeout_ms)
+            self.sink = RequestSink(
+                forwarder.submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes
+            )
         else:
             self.sink = RequestSink(_discard, batch_max_spans=1)
         self.engine: Engine[Carrier] = Engine(

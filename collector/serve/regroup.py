@@ -2,7 +2,8 @@
 
 The received protobuf messages are forwarded as they are (no SDK span is rebuilt): a released span is
 buffered under its resource/scope block, and the buffer becomes one `ExportTraceServiceRequest` when it
-holds `batch_max_spans` spans or its oldest span has waited `batch_timeout_ms`. A scored run span gains
+holds `batch_max_spans` spans or its oldest span has waited `batch_timeout_ms`; a request over
+`batch_max_bytes` is split in halves (the usual receiver limit is 4 MiB). A scored run span gains
 the enrichment's attributes (replacing equal keys) and `gen_ai.evaluation.result` events directly in
 its protobuf message before it is buffered.
 """
@@ -66,6 +67,25 @@ def enrich_span(span: Any, enrichment: RunEnrichment) -> None:
             set_any_value(kv.value, value)
 
 
+def _split(
+    blocks: list[tuple[ScopeBlock, list[Any]]], first: int
+) -> tuple[list[tuple[ScopeBlock, list[Any]]], list[tuple[ScopeBlock, list[Any]]]]:
+    """The blocks' spans cut after the first `first` spans, in order."""
+    head: list[tuple[ScopeBlock, list[Any]]] = []
+    tail: list[tuple[ScopeBlock, list[Any]]] = []
+    left = first
+    for block, spans in blocks:
+        if left >= len(spans):
+            head.append((block, spans))
+        elif left <= 0:
+            tail.append((block, spans))
+        else:
+            head.append((block, spans[:left]))
+            tail.append((block, spans[left:]))
+        left -= len(spans)
+    return head, tail
+
+
 def build_request(blocks: Sequence[tuple[ScopeBlock, list[Any]]]) -> ExportTraceServiceRequest:
     """One request holding the spans, under copies of their resource and scope (one entry per block)."""
     request = ExportTraceServiceRequest()
@@ -92,9 +112,16 @@ class RequestSink:
     turned away; a daemon thread sends a buffer that has waited `batch_timeout_ms`.
     """
 
-    def __init__(self, send: Send, batch_max_spans: int = 512, batch_timeout_ms: float = 50.0) -> None:
+    def __init__(
+        self,
+        send: Send,
+        batch_max_spans: int = 512,
+        batch_timeout_ms: float = 50.0,
+        batch_max_bytes: int = 4_000_000,
+    ) -> None:
         self._send = send
         self._max = batch_max_spans
+        self._max_bytes = batch_max_bytes
         self._timeout_ns = int(batch_timeout_ms * 1_000_000)
         self._blocks: dict[int, tuple[ScopeBlock, list[Any]]] = {}
         self._count = 0
@@ -115,23 +142,27 @@ class RequestSink:
         self._add((carrier,))
 
     def _add(self, carriers: Sequence[Carrier]) -> None:
-        full = None
-        with self._cond:
-            if not self._count:
-                self._oldest_ns = time.monotonic_ns()
-                self._cond.notify()
-            blocks = self._blocks
-            for span, block in carriers:
-                entry = blocks.get(id(block))
-                if entry is None:
-                    blocks[id(block)] = (block, [span])
-                else:
-                    entry[1].append(span)
-            self._count += len(carriers)
-            if self._count >= self._max:
-                full = self._take()
-        if full is not None:
-            self._emit(*full)
+        start = 0
+        while start < len(carriers):
+            full = None
+            with self._cond:
+                if not self._count:
+                    self._oldest_ns = time.monotonic_ns()
+                    self._cond.notify()
+                chunk = carriers[start : start + max(1, self._max - self._count)]
+                start += len(chunk)
+                blocks = self._blocks
+                for span, block in chunk:
+                    entry = blocks.get(id(block))
+                    if entry is None:
+                        blocks[id(block)] = (block, [span])
+                    else:
+                        entry[1].append(span)
+                self._count += len(chunk)
+                if self._count >= self._max:
+                    full = self._take()
+            if full is not None:
+                self._emit(*full)
 
     def _take(self) -> tuple[list[tuple[ScopeBlock, list[Any]]], int]:
         taken = (list(self._blocks.values()), self._count)
@@ -143,7 +174,13 @@ class RequestSink:
         if not count:
             return
         try:
-            self._send(build_request(blocks), count)
+            request = build_request(blocks)
+            if count > 1 and request.ByteSize() > self._max_bytes:
+                half = _split(blocks, count // 2)
+                self._emit(half[0], count // 2)
+                self._emit(half[1], count - count // 2)
+                return
+            self._send(request, count)
         except Exception:
             _log.exception("could not hand %d spans to the forwarder", count)
 
