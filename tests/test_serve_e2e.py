@@ -252,3 +252,42 @@ def test_demo_without_a_server_says_how_to_start_one(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert "is `toolscore serve` running there?" in result.stderr
+
+
+def test_sigterm_with_runs_pending_scores_and_forwards_them_before_exit(tmp_path: Path) -> None:
+    downstream = Downstream()
+    held = {"settle_ms": 20_000, "max_hold_ms": 60_000, "trace_idle_timeout_s": 120}
+    process = ServeProcess(serve_config(tmp_path, [DEMO_EXPECTATIONS], downstream, pipeline=held), tmp_path)
+    with process:
+        process.wait_ready()
+        traces = make_demo_spans()
+        exporter = GrpcExporter(endpoint=process.grpc_endpoint, insecure=True, timeout=10)
+        for spans in traces:
+            assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+        runs = {key for key, span in sent.items() if span.attributes.get("gen_ai.operation.name") == "invoke_agent"}
+        passed_on = {_key(span) for span in downstream.wait_for(set(sent) - runs)}
+        assert passed_on == set(sent) - runs, "other spans go on at once"
+        assert not {_key(span) for _, span in downstream.spans()} & runs, "run spans wait to settle"
+        assert process.terminate(timeout_s=15) == 0, process.log()
+    received = downstream.wait_for(set(sent), timeout_s=0.5)
+    downstream.stop()
+    assert Counter(_key(span) for span in received) == Counter(set(sent)), "everything forwarded once, before exit"
+    for span in received:
+        if _key(span) in runs:
+            assert "toolscore.expectations" in _attrs(span), "pending runs were scored at shutdown"
+    assert "toolscore serve stopped" in process.log()
+
+
+def test_environment_override_moves_the_running_receiver(tmp_path: Path) -> None:
+    port = free_port()
+    config = serve_config(tmp_path, [DEMO_EXPECTATIONS], None)
+    process = ServeProcess(config, tmp_path, env={"TOOLSCORE_RECEIVER__GRPC_ENDPOINT": f"127.0.0.1:{port}"})
+    with process:
+        process.wait_ready()
+        assert f"OTLP/gRPC on port {port}," in process.log()
+        exporter = GrpcExporter(endpoint=f"127.0.0.1:{port}", insecure=True, timeout=10)
+        assert exporter.export(make_demo_spans()[0]) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        assert process.terminate() == 0
