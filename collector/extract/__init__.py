@@ -18,11 +18,12 @@ from toolscore.collector.extract.conventions import (
     ToolRead,
     classify,
 )
-from toolscore.collector.extract.runs import rebuild_runs
+from toolscore.collector.extract.runs import ClassifiedSpan, classify_span, rebuild_classified, rebuild_runs
 
 __all__ = [
     "EXTRACTORS",
     "NOT_CAPTURED",
+    "ClassifiedSpan",
     "ExtractConfig",
     "ExtractStats",
     "Extractor",
@@ -32,5 +33,7 @@ __all__ = [
     "RunInfo",
     "ToolRead",
     "classify",
+    "classify_span",
+    "rebuild_classified",
     "rebuild_runs",
 ]

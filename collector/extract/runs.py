@@ -42,11 +42,17 @@ from toolscore.collector.extract.values import build_call, capped_attributes, ca
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
 
-__all__ = ["rebuild_runs"]
+__all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs"]
 
 
 @dataclass(slots=True)
-class _Node:
+class ClassifiedSpan:
+    """A span with the convention that recognised it and the role it gave it (both None: no convention did).
+
+    Kept by callers that classify spans as they arrive (the pipeline's trace store), so that every
+    later rebuild of their trace reads the classification instead of asking the extractors again.
+    """
+
     span: SpanRecord
     extractor: Extractor | None
     role: Role | None
@@ -54,15 +60,20 @@ class _Node:
 
 @dataclass(slots=True)
 class _Run:
-    node: _Node
+    node: ClassifiedSpan
     inferred: bool
     calls: list[PendingCall] = field(default_factory=list)
     convention: str | None = None
 
 
-def _classify(span: SpanRecord, dispatch: Dispatch) -> _Node:
+def _classify(span: SpanRecord, dispatch: Dispatch) -> ClassifiedSpan:
     found = dispatch.classify(span)
-    return _Node(span, None, None) if found is None else _Node(span, *found)
+    return ClassifiedSpan(span, None, None) if found is None else ClassifiedSpan(span, *found)
+
+
+def classify_span(span: SpanRecord, extractors: tuple[Extractor, ...] = EXTRACTORS) -> ClassifiedSpan:
+    """The span with its convention and role, as `rebuild_runs` classifies it."""
+    return _classify(span, dispatch_for(extractors))
 
 
 def rebuild_runs(
@@ -73,17 +84,25 @@ def rebuild_runs(
     extractors: tuple[Extractor, ...] = EXTRACTORS,
 ) -> list[AgentRun]:
     """The agent runs in `spans` (see the module docstring for the rules); never raises on bad spans."""
+    dispatch = dispatch_for(extractors)
+    return rebuild_classified((_classify(span, dispatch) for span in spans), config, stats)
+
+
+def rebuild_classified(
+    spans: Iterable[ClassifiedSpan], config: ExtractConfig | None = None, stats: ExtractStats | None = None
+) -> list[AgentRun]:
+    """`rebuild_runs` over spans already classified (by `classify_span`, with the same extractors)."""
     config = config if config is not None else ExtractConfig()
     stats = stats if stats is not None else ExtractStats()
-    dispatch = dispatch_for(extractors)
-    traces: dict[str, dict[str, _Node]] = {}
-    for span in spans:
+    traces: dict[str, dict[str, ClassifiedSpan]] = {}
+    for node in spans:
         stats.spans += 1
+        span = node.span
         nodes = traces.setdefault(span.trace_id, {})
         if span.span_id in nodes:
             stats.duplicate_spans += 1
             continue
-        nodes[span.span_id] = _classify(span, dispatch)
+        nodes[span.span_id] = node
     runs: list[AgentRun] = []
     for trace_id in sorted(traces):
         stats.traces += 1
@@ -94,17 +113,17 @@ def rebuild_runs(
 class _TraceRuns:
     """The runs of one trace, from its classified spans."""
 
-    def __init__(self, nodes: dict[str, _Node], config: ExtractConfig, stats: ExtractStats) -> None:
+    def __init__(self, nodes: dict[str, ClassifiedSpan], config: ExtractConfig, stats: ExtractStats) -> None:
         self.nodes, self.config, self.stats = nodes, config, stats
         self.runs: dict[str, _Run] = {}
-        self.llm_nodes: list[_Node] = []
-        self.models_by_run: dict[str, list[_Node]] | None = None
+        self.llm_nodes: list[ClassifiedSpan] = []
+        self.models_by_run: dict[str, list[ClassifiedSpan]] | None = None
 
-    def _parent(self, node: _Node) -> _Node | None:
+    def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
         return self.nodes.get(parent_id) if parent_id and parent_id != node.span.span_id else None
 
-    def _owner(self, node: _Node) -> tuple[_Node, bool]:
+    def _owner(self, node: ClassifiedSpan) -> tuple[ClassifiedSpan, bool]:
         """The run a tool or model span belongs to, and whether that run is inferred."""
         child, current, claimed = node, self._parent(node), None
         for _ in range(len(self.nodes)):
@@ -119,7 +138,7 @@ class _TraceRuns:
             child, current = current, self._parent(current)
         return (claimed or child), True
 
-    def _read(self, node: _Node) -> object:
+    def _read(self, node: ClassifiedSpan) -> object:
         extractor, role = node.extractor, node.role
         if extractor is None or role is None:
             return None
@@ -135,7 +154,7 @@ class _TraceRuns:
             self.stats.skip("unknown_convention")
             return []
         self.stats.by_convention.update([n.extractor.name for n in known if n.extractor is not None])
-        tools: list[_Node] = []
+        tools: list[ClassifiedSpan] = []
         for node in known:
             if node.role is Role.RUN:
                 self.runs[node.span.span_id] = _Run(node, inferred=False)
@@ -149,7 +168,7 @@ class _TraceRuns:
         built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
 
-    def _models(self, run: _Run) -> list[_Node]:
+    def _models(self, run: _Run) -> list[ClassifiedSpan]:
         """The run's model responses, assigned to their runs on first use (most runs never need them)."""
         if self.models_by_run is None:
             self.models_by_run = {}
@@ -157,7 +176,7 @@ class _TraceRuns:
                 self.models_by_run.setdefault(self._owner(node)[0].span.span_id, []).append(node)
         return self.models_by_run.get(run.node.span.span_id, [])
 
-    def _add_call(self, node: _Node) -> None:
+    def _add_call(self, node: ClassifiedSpan) -> None:
         read = self._read(node)
         if not isinstance(read, ToolRead):
             return
@@ -175,7 +194,7 @@ class _TraceRuns:
         run.convention = run.convention or node.extractor.name
         run.calls.append(PendingCall(node.span, read))
 
-    def _parent_run(self, node: _Node) -> str | None:
+    def _parent_run(self, node: ClassifiedSpan) -> str | None:
         """The run that invoked this one: the run owning the nearest tool span or run span above it."""
         current = self._parent(node)
         for _ in range(len(self.nodes)):

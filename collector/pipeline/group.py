@@ -1,6 +1,7 @@
 """Group by trace: the pending traces, what each span is in its trace, and the memory bounds.
 
-Each span is classified once, on arrival, with the extractors' own predicate. Only run spans are
+Each span is classified once, on arrival, with the extractors' own predicate, and kept with its
+classification, so that extraction reads it rather than asking the extractors again. Only run spans are
 held (their carrier waits for the scores); every other carrier is released at once and only its
 `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and scope but not
 its attributes or events (extraction only walks through it). The store also remembers, for traces it
@@ -15,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from toolscore.collector.extract import Role, classify
+from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore"]
@@ -50,7 +51,8 @@ class HeldRun(Generic[C]):
 @dataclass(slots=True)
 class PendingTrace(Generic[C]):
     trace_id: str
-    records: dict[str, SpanRecord] = field(default_factory=dict)
+    records: dict[str, ClassifiedSpan] = field(default_factory=dict)
+    """Every span kept for extraction, classified, by span id."""
     held: dict[str, HeldRun[C]] = field(default_factory=dict)
     """Run spans not yet scored, by span id."""
     scored: set[str] = field(default_factory=set)
@@ -74,15 +76,16 @@ class Admission(Generic[C]):
     """Traces pushed out by `max_pending_traces`, oldest first: the caller releases and counts them."""
 
 
-def _slim(record: SpanRecord) -> SpanRecord:
-    """A record without attributes and events, when that does not change how it is classified."""
+def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
+    """A span no convention recognises, without attributes and events when that does not change that."""
+    record = node.span
     if not record.attributes and not record.events:
-        return record
+        return node
     slim = SpanRecord(
         record.trace_id, record.span_id, record.parent_id, record.name, record.kind, record.start_ns,
         record.end_ns, record.status_code, "", {}, [], record.resource, record.scope,
     )  # fmt: skip
-    return slim if classify(slim) is None else record
+    return ClassifiedSpan(slim, None, None) if classify(slim) is None else node
 
 
 class TraceStore(Generic[C]):
@@ -113,12 +116,12 @@ class TraceStore(Generic[C]):
         touched, late = self._under(trace, record.parent_id)
         if late:
             return Admission(Admit.LATE, trace)
-        found = classify(record)
-        role = found[1] if found is not None else None
+        node = classify_span(record)
+        role = node.role
         if len(trace.held if role is Role.RUN else trace.records) >= self.max_spans:
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
             return Admission(Admit.OVER_CAP, trace)
-        trace.records[record.span_id] = _slim(record) if role is None else record
+        trace.records[record.span_id] = _slim(node) if role is None else node
         if record.parent_id is None:
             trace.root_id = record.span_id
         kind = Admit.STORED
@@ -139,7 +142,8 @@ class TraceStore(Generic[C]):
             if current in trace.held:
                 touched.append(current)
             parent = trace.records.get(current)
-            current = parent.parent_id if parent is not None and parent.parent_id != current else None
+            parent_id = parent.span.parent_id if parent is not None else None
+            current = parent_id if parent_id != current else None
         return touched, False
 
     def _make_room(self) -> list[PendingTrace[C]]:

@@ -1,15 +1,16 @@
 """Split into runs and extract calls: the agent runs of one pending trace that are ready to be scored.
 
-Extraction is the same `rebuild_runs` the batch tools use, over the trace's pending records, so a run
-scored in the pipeline has exactly the calls `toolscore extract` gives for the same spans. A run span
-that settles selects its run and the inferred runs nested in it (an uninstrumented sub-agent under
-one of its tools), which cannot receive spans any more once their enclosing run has ended. Runs
-without a run span of their own are taken when the whole trace finishes.
+Extraction is the same `rebuild_runs` the batch tools use (as `rebuild_classified`, over the trace's
+records as the store classified them on arrival), so a run scored in the pipeline has exactly the
+calls `toolscore extract` gives for the same spans. A run span that settles selects its run and the
+inferred runs nested in it (an uninstrumented sub-agent under one of its tools), which cannot receive
+spans any more once their enclosing run has ended. Runs without a run span of their own are taken
+when the whole trace finishes.
 """
 
 from __future__ import annotations
 
-from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
+from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_classified
 from toolscore.collector.pipeline.group import PendingTrace
 from toolscore.scorers.model import AgentRun
 
@@ -34,7 +35,7 @@ def runs_under(
     ready: list[ReadyRun] = []
     nested: list[ReadyRun] = []
     incomplete = incomplete or trace.truncated
-    for run in rebuild_runs(trace.records.values(), config, stats):
+    for run in rebuild_classified(trace.records.values(), config, stats):
         if run.span_id == run_span_id:
             ready.append((_mark(run, incomplete), True))
         elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
@@ -49,7 +50,7 @@ def runs_of_trace(
     if trace.root_id is not None and trace.root_id in trace.scored and not trace.held:
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
-    for run in rebuild_runs(trace.records.values(), config, stats):
+    for run in rebuild_classified(trace.records.values(), config, stats):
         if run.span_id in trace.scored:
             continue
         held = run.span_id in trace.held  # a run span that has ended is complete whatever the trace does
