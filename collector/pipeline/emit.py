@@ -8,6 +8,7 @@ the telemetry, one log record parented to the run span, with the same attributes
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ EVENT_NAME = "gen_ai.evaluation.result"
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
 
 
+@functools.lru_cache(maxsize=1024)  # called per result of every scored run, with a handful of distinct names
 def attribute_key(name: str) -> str:
     """`Checkout-Canary.v2` → `checkout_canary_v2`: lower case, every other run of characters one `_`."""
     return _UNSAFE.sub("_", name.lower()).strip("_") or "_"

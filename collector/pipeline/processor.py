@@ -22,7 +22,7 @@ from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
-from toolscore.collector.sources import record_from_readable
+from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
 
 __all__ = ["ToolscoreSpanProcessor", "enriched_span"]
@@ -33,7 +33,8 @@ _SHUTDOWN_TIMEOUT_MS = 30_000
 
 def enriched_span(span: ReadableSpan, enrichment: RunEnrichment) -> ReadableSpan:
     """A copy of `span` with the enrichment's attributes merged in and its events appended."""
-    attributes: dict[str, Any] = dict(span.attributes or {})
+    frozen = frozen_attributes(span)
+    attributes: dict[str, Any] = frozen.copy() if frozen is not None else dict(span.attributes or {})
     for key, value in enrichment.attributes.items():
         attributes[key] = tuple(value) if isinstance(value, list) else value  # the SDK keeps sequences as tuples
     events = (*span.events, *(Event(e.name, e.attributes, e.time_ns) for e in enrichment.events))

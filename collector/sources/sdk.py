@@ -20,11 +20,12 @@ from typing import Any
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
 
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
-__all__ = ["record_from_readable", "spans_from_readable"]
+__all__ = ["frozen_attributes", "record_from_readable", "spans_from_readable"]
 
 _RESOURCE_CACHE_SIZE = 32
 """Resources whose converted attributes are kept; a process rarely has more than one or two."""
@@ -40,16 +41,33 @@ def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: list(value) if type(value) is tuple else value for key, value in attributes.items()}
 
 
-def _span_attributes(span: ReadableSpan) -> dict[str, Any]:
-    """`_plain(span.attributes)`, from the SDK's dict when the span has ended (its attributes are then frozen)."""
+_OTLP_KIND = {kind: kind.value + 1 for kind in SpanKind}
+"""SDK `SpanKind` → OTLP number, looked up rather than read through the enum's `value` descriptor."""
+_STATUS_CODE = {code: code.value for code in StatusCode}
+
+
+def frozen_attributes(span: ReadableSpan) -> dict[str, Any] | None:
+    """The SDK's own attribute dict of an ended span (frozen from then on); None for any other span.
+
+    Read-only: it belongs to the span. Reading it directly skips `BoundedAttributes`' Python-level
+    item access, which costs more than the rest of a span's conversion.
+    """
     held = getattr(span, "_attributes", None)
     if type(held) is BoundedAttributes and getattr(held, "_immutable", False):
-        values: dict[str, Any] | None = getattr(held, "_dict", None)
+        values = getattr(held, "_dict", None)
         if type(values) is dict:
-            if tuple in map(type, values.values()):
-                return {key: list(value) if type(value) is tuple else value for key, value in values.items()}
-            return values.copy()
-    return _plain(span.attributes)
+            return values
+    return None
+
+
+def _span_attributes(span: ReadableSpan) -> dict[str, Any]:
+    """`_plain(span.attributes)`, copied at C speed when nothing needs converting."""
+    values = frozen_attributes(span)
+    if values is None:
+        return _plain(span.attributes)
+    if tuple in map(type, values.values()):
+        return {key: list(value) if type(value) is tuple else value for key, value in values.items()}
+    return values.copy()
 
 
 def _resource_attributes(resource: Resource | None) -> dict[str, Any]:
@@ -81,10 +99,10 @@ def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
         f"{context.span_id:016x}",
         f"{parent.span_id:016x}" if parent is not None else None,
         span.name,
-        span.kind.value + 1,
+        _OTLP_KIND[span.kind],
         span.start_time or 0,
         span.end_time or 0,
-        status.status_code.value,
+        _STATUS_CODE[status.status_code],
         status.description or "",
         _span_attributes(span),
         [SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events] if events else [],
