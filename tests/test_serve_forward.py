@@ -226,7 +226,8 @@ def test_drops_reach_the_metrics(downstream: GrpcDownstream) -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     downstream.fail_next(1, grpc.StatusCode.INVALID_ARGUMENT)
-    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FAST), create_telemetry(provider))  # type: ignore[arg-type]
+    config = ForwardConfig(endpoint=downstream.endpoint, senders=1, **FAST)  # the first request meets the failure
+    forwarder = Forwarder(config, create_telemetry(provider))  # type: ignore[arg-type]
     forwarder.submit(sdk_request(2), 2)
     forwarder.submit(sdk_request(3), 3)
     assert forwarder.flush(5)
