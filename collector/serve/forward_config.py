@@ -41,7 +41,7 @@ class ForwardConfig(BaseModel):
         "OTEL_EXPORTER_OTLP_PROTOCOL. Default: grpc.",
     )
     headers: dict[str, str] = Field(
-        default_factory=dict,
+        default={},  # pydantic copies it per instance
         description="Headers (gRPC metadata) sent with every export, e.g. an API key. "
         "Env: OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_HEADERS (`k=v,k2=v2`). Default: {}.",
     )
