@@ -1,0 +1,256 @@
+"""Spans per second through `toolscore serve` over OTLP/gRPC, beside a pass-through receiver, same run, same load.
+
+    load generator (process) ─OTLP/gRPC─→ toolscore serve (process: score + forward) ─OTLP/gRPC─→ sink (this process)
+                             └─OTLP/gRPC─→ pass-through (process: parse + re-export)  ─OTLP/gRPC─→ sink
+
+The requests are bench_extract's GenAI agent traces (~430 spans, ~330 kB per request), pre-encoded
+by the generator before timing, with fresh trace ids in every round so each round's runs are new to
+the collector. A round is timed from the generator's first send to the sink holding every span of
+the round, so the collector's settle delay for run spans is in the figure. With two or more CPUs
+the collector (and the pass-through) is pinned to CPU 0 and the generator and sink to the others:
+the target is for one core. `serve` pushes back with RESOURCE_EXHAUSTED when its queues are full;
+the generator then retries the request after a few milliseconds, as an OTLP exporter would.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import sqlite3
+import tempfile
+import threading
+import time
+from concurrent import futures
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import grpc
+import yaml
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+from tests.bench.harness import Bench
+from tests.serve_harness import ServeProcess, free_port
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+COPIES_PER_ROUND = 6
+"""bench_extract's 10 requests, six times with different trace ids: ~25,600 spans per round."""
+PAIRS = 7
+IN_FLIGHT = 8
+RETRY_S = 0.005
+EXPECTATION = {
+    "name": "travel",
+    "match": {"agent": "travel-agent"},
+    "scorers": [
+        {"type": "tool_selection", "expected_tool": "search_flights"},
+        {"type": "trajectory", "mode": "unordered", "expected": [{"name": "search_flights"}, {"name": "get_weather"}]},
+    ],
+}
+
+
+def _renumbered(data: bytes, tag: int) -> bytes:
+    """The request with `tag` written into the first four bytes of every trace id."""
+    request = ExportTraceServiceRequest.FromString(data)
+    prefix = tag.to_bytes(4, "big")
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                span.trace_id = prefix + span.trace_id[4:]
+    return request.SerializeToString()
+
+
+def _send_round(stub: Any, requests: list[bytes]) -> int:
+    """Every request, `IN_FLIGHT` at a time; RESOURCE_EXHAUSTED ones are sent again. Returns the retries."""
+    pending = list(reversed(requests))
+    done: queue.SimpleQueue[tuple[Any, bytes]] = queue.SimpleQueue()
+    in_flight = retries = 0
+    while pending or in_flight:
+        while pending and in_flight < IN_FLIGHT:
+            data = pending.pop()
+            call = stub.future(data, timeout=30)
+            call.add_done_callback(lambda call, data=data: done.put((call, data)))
+            in_flight += 1
+        call, data = done.get(timeout=60)
+        in_flight -= 1
+        error = call.exception()
+        if error is None:
+            continue
+        if error.code() is not grpc.StatusCode.RESOURCE_EXHAUSTED:
+            raise RuntimeError(f"export failed: {error.code()} {error.details()}")
+        retries += 1
+        time.sleep(RETRY_S)
+        pending.append(data)
+    return retries
+
+
+def _generator(conn: Connection, rounds: int) -> None:
+    """The load generator process: prepare every round's requests, then send a round per command."""
+    from tests.bench.bench_extract import make_batches
+
+    batches, _ = make_batches()
+    prepared = [
+        [_renumbered(data, r * COPIES_PER_ROUND + c + 1) for c in range(COPIES_PER_ROUND) for data in batches]
+        for r in range(rounds)
+    ]
+    conn.send("ready")
+    stubs: dict[str, Any] = {}
+    while (command := conn.recv()) is not None:
+        endpoint, r = command
+        if endpoint not in stubs:
+            channel = grpc.insecure_channel(endpoint, options=[("grpc.max_send_message_length", 64 << 20)])
+            stubs[endpoint] = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        conn.send(_send_round(stubs[endpoint], prepared[r]))
+
+
+def _passthrough(port: int, sink: str) -> None:
+    """The baseline process: an OTLP/gRPC receiver that parses each request and exports it on, nothing else."""
+    stub = TraceServiceStub(grpc.insecure_channel(sink))
+
+    def export(request: ExportTraceServiceRequest, context: Any) -> ExportTraceServiceResponse:
+        stub.Export(request, timeout=30)
+        return ExportTraceServiceResponse()
+
+    handler = grpc.unary_unary_rpc_method_handler(
+        export,
+        request_deserializer=ExportTraceServiceRequest.FromString,
+        response_serializer=ExportTraceServiceResponse.SerializeToString,
+    )
+    service = grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.trace.v1.TraceService", {"Export": handler}
+    )
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.max_receive_message_length", 64 << 20)]
+    )
+    server.add_generic_rpc_handlers((service,))
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    server.wait_for_termination()
+
+
+class _Sink:
+    """The downstream both targets export to: counts the spans it receives."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        self._cond = threading.Condition()
+        handler = grpc.unary_unary_rpc_method_handler(self._export, request_deserializer=None, response_serializer=None)
+        service = grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService", {"Export": handler}
+        )
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.max_receive_message_length", 64 << 20)]
+        )
+        self.server.add_generic_rpc_handlers((service,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def _export(self, data: bytes, context: Any) -> bytes:
+        request = ExportTraceServiceRequest.FromString(data)
+        n = sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
+        with self._cond:
+            self.spans += n
+            self._cond.notify_all()
+        return b""
+
+    def wait_for(self, total: int, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self.spans < total:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the sink has {self.spans} of {total} spans after {timeout_s} s")
+                self._cond.wait(left)
+
+
+def _pin(pid: int, cpus: set[int]) -> None:
+    if len(os.sched_getaffinity(0)) >= 2:
+        os.sched_setaffinity(pid, cpus)
+
+
+def _serve_config(root: Path, sink_port: int) -> Path:
+    (root / "expectations.yaml").write_text(yaml.safe_dump(EXPECTATION))
+    config = {
+        "receiver": {"grpc_endpoint": f"127.0.0.1:{free_port()}", "http_endpoint": f"127.0.0.1:{free_port()}"},
+        "pipeline": {"settle_ms": 100},
+        "registry": {"store": {"type": "memory"}, "files": [str(root / "expectations.yaml")], "watch_files": False},
+        "forward": {"endpoint": f"http://127.0.0.1:{sink_port}"},
+        "score_store": {"path": str(root / "scores.db")},
+        "telemetry": {"prometheus_port": free_port()},
+    }
+    path = root / "serve.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+class _Rounds:
+    """Hands out round numbers and times a round: generator sends, sink counts."""
+
+    def __init__(self, conn: Connection, sink: _Sink, spans_per_round: int) -> None:
+        self.conn, self.sink, self.spans_per_round = conn, sink, spans_per_round
+        self.next = 0
+        self.retries: dict[str, int] = {}
+
+    def run(self, endpoint: str) -> None:
+        target = self.sink.spans + self.spans_per_round
+        self.conn.send((endpoint, self.next))
+        self.next += 1
+        if not self.conn.poll(60):
+            raise AssertionError("the load generator did not finish a round within 60 s")
+        self.retries[endpoint] = self.retries.get(endpoint, 0) + self.conn.recv()
+        self.sink.wait_for(target)
+
+
+def bench(b: Bench) -> None:
+    from tests.bench.bench_extract import make_batches
+
+    _, spans_per_copy = make_batches()
+    spans_per_round = spans_per_copy * COPIES_PER_ROUND
+    context = multiprocessing.get_context("spawn")  # grpc must not be forked
+    sink = _Sink()
+    ours, theirs = context.Pipe()
+    generator = context.Process(target=_generator, args=(theirs, 2 * (PAIRS + 1)), daemon=True)
+    passthrough_port = free_port()
+    passthrough = context.Process(target=_passthrough, args=(passthrough_port, f"127.0.0.1:{sink.port}"), daemon=True)
+    with tempfile.TemporaryDirectory(prefix="toolscore-bench-") as tmp:
+        serve = ServeProcess(_serve_config(Path(tmp), sink.port), Path(tmp))
+        try:
+            generator.start()
+            passthrough.start()
+            _pin(serve.proc.pid, {0})
+            _pin(passthrough.pid or 0, {0})
+            _pin(generator.pid or 0, set(range(1, os.cpu_count() or 2)))
+            _pin(0, set(range(1, os.cpu_count() or 2)))
+            serve.wait_ready()
+            assert ours.poll(60), "the load generator prepares its requests within 60 s"
+            assert ours.recv() == "ready"
+            rounds = _Rounds(ours, sink, spans_per_round)
+            b.pair(
+                "collector.ingest.spans_per_s",
+                lambda: rounds.run(serve.grpc_endpoint),
+                "collector.ingest.baseline.spans_per_s",
+                lambda: rounds.run(f"127.0.0.1:{passthrough_port}"),
+                spans_per_round,
+                unit="spans/s",
+                runs=PAIRS,
+                clock=time.perf_counter,
+            )
+            serve.terminate()
+            with sqlite3.connect(Path(tmp) / "scores.db") as db:
+                (stored,) = db.execute("SELECT count(*) FROM runs").fetchone()
+            assert stored >= 2400, "the collector scored (at least a round of) the runs it forwarded"
+            print(
+                f"collector.ingest: {spans_per_round:,} spans per round, {stored:,} scored runs kept;"
+                f" requests retried after RESOURCE_EXHAUSTED: {rounds.retries}"
+            )
+        finally:
+            ours.send(None)
+            generator.join(5)
+            passthrough.terminate()
+            passthrough.join(5)
+            serve.terminate()
+            sink.server.stop(0)
