@@ -12,16 +12,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import grpc
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExportResult
-from rich.console import Console
-from rich.table import Table
 
-from toolscore.collector.cli.demo_runs import DEMO_RUNS, make_demo_spans
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+    from rich.table import Table
 
 __all__ = ["DemoScore", "demo_command", "read_scores", "send_demo_runs"]
 
@@ -45,6 +42,12 @@ class DemoScore:
 
 def send_demo_runs(endpoint: str, timeout_s: float = 10.0) -> dict[tuple[str, str], str]:
     """Export every demo trace; returns the run spans sent, `(trace id, span id) → run title`."""
+    import grpc  # the OTLP exporter and the SDK load only when the command runs, not for `toolscore --help`
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from toolscore.collector.cli.demo_runs import DEMO_RUNS, make_demo_spans
+
     with grpc.insecure_channel(endpoint) as channel:
         try:
             grpc.channel_ready_future(channel).result(timeout=min(timeout_s, _CONNECT_TIMEOUT_S))
@@ -109,6 +112,8 @@ def _wait_for_scores(db: Path, runs: dict[tuple[str, str], str], timeout_s: floa
 
 def _table(scores: list[DemoScore]) -> Table:
     """One section per run, one row per score; a run's name and agent only on its first row."""
+    from rich.table import Table
+
     table = Table(title="toolscore demo: scores of the runs just sent", title_justify="left")
     for column in ("run", "expectation", "scorer", "score"):
         table.add_column(column, no_wrap=column in ("scorer", "score"))
@@ -145,6 +150,8 @@ def demo_command(endpoint: str, db: Path, timeout_s: float) -> None:
     runs = send_demo_runs(endpoint)
     click.echo(f"sent {len(runs)} agent runs to {endpoint}; waiting for their scores in {db} ...", err=True)
     scores = _wait_for_scores(db, runs, timeout_s)
+    from rich.console import Console
+
     Console(width=None if sys.stdout.isatty() else 160).print(_table(scores))
     missing = sorted(set(runs.values()) - {s.run for s in scores})
     if missing:

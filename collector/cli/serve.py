@@ -13,9 +13,6 @@ from pathlib import Path
 
 import click
 
-from toolscore.collector.serve.config import ENV_PREFIX, ConfigError, load_config
-from toolscore.collector.serve.config_yaml import render_yaml
-
 __all__ = ["serve_command"]
 
 EXIT_BAD_CONFIG = 2
@@ -33,7 +30,7 @@ EXIT_START_FAILED = 1
 @click.option(
     "--print-config",
     is_flag=True,
-    help=f"Print the effective configuration (defaults, file, {ENV_PREFIX}* variables) as commented YAML and exit.",
+    help="Print the effective configuration (defaults, file, TOOLSCORE_* variables) as commented YAML and exit.",
 )
 @click.option("--log-level", default="INFO", show_default=True, help="Python logging level of the collector.")
 def serve_command(config_path: Path | None, print_config: bool, log_level: str) -> None:
@@ -42,6 +39,10 @@ def serve_command(config_path: Path | None, print_config: bool, log_level: str) 
     Listens on OTLP/gRPC 127.0.0.1:4317 and OTLP/HTTP 127.0.0.1:4318 by default; override any key with
     an environment variable named after its path, e.g. TOOLSCORE_RECEIVER__GRPC_ENDPOINT=0.0.0.0:4317.
     """
+    # loaded here, not at import, so that `toolscore --help` stays fast
+    from toolscore.collector.serve.config import ConfigError, load_config
+    from toolscore.collector.serve.config_yaml import render_yaml
+
     try:
         config = load_config(config_path)
     except ConfigError as exc:
