@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -63,3 +64,19 @@ def test_extract_console_examples_print_what_they_show() -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert [json.loads(line) for line in proc.stdout.splitlines()] == [json.loads(line) for line in shown]
+
+
+def test_readme_shows_the_default_serve_configuration() -> None:
+    shown = re.search(r"<!-- serve-config:start -->\n```yaml\n(.*?)```\n<!-- serve-config:end -->", README, re.S)
+    assert shown is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSCORE_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "serve", "--print-config"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+        env=env,
+    )
+    assert proc.stdout == shown.group(1), "regenerate the block with `toolscore serve --print-config`"
