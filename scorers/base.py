@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult
+from toolscore.scorers.model import AgentRun, Label, Score, ScoreFailure, ScoreResult
 
 __all__ = ["ScorerBase"]
 
@@ -49,14 +49,9 @@ class ScorerBase(BaseModel):
         raise NotImplementedError
 
     def _result(self, value: float, explanation: str, details: dict[str, Any]) -> Score:
-        # Private values are read from their dict directly, skipping pydantic's __getattr__. (Validated
-        # construction is measured faster than `model_construct` in pydantic 2.14, so it stays.)
+        # Private values are read from their dict directly, skipping pydantic's __getattr__.
         private = self.__pydantic_private__
         assert private is not None
-        return Score(
-            name=private["_scorer_name"],
-            value=float(value),
-            label="pass" if value >= private["_threshold"] else "fail",
-            explanation=explanation,
-            details=details,
-        )
+        value = float(value)
+        label: Label = "pass" if value >= private["_threshold"] else "fail"
+        return Score.trusted(private["_scorer_name"], value, label, explanation, details)
