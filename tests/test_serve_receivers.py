@@ -16,7 +16,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from tests.serve_receiver_support import TOKEN, RecordingIngest, sdk_spans, self_signed_certificate
+from tests.certs import self_signed_certificate
+from tests.serve_receiver_support import TOKEN, RecordingIngest, sdk_spans
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.ingest import IngestResult
 from toolscore.collector.serve.receiver_config import ReceiverConfig

@@ -17,6 +17,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from tests.certs import self_signed_certificate
 from tests.serve_receiver_support import (
     TOKEN,
     TRACE_ID,
@@ -26,7 +27,6 @@ from tests.serve_receiver_support import (
     json_request,
     json_span,
     sdk_spans,
-    self_signed_certificate,
 )
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
