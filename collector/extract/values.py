@@ -88,18 +88,57 @@ def build_call(
             issued_args, issued_state = normalize_args(issued.args, config, stats)
             if issued_state == "value":
                 args, state = issued_args, issued_state
-    return ToolCall(
-        name=name or span.name,
-        args=args,
-        args_state=state,
-        result=_result(read.result, config, stats),
-        call_id=call_id,
-        error=read.error,
-        error_type=read.error_type,
-        start_ns=span.start_ns or None,
-        end_ns=span.end_ns or None,
-        span_id=span.span_id,
+    return _tool_call(
+        {
+            "name": name or span.name,
+            "args": args,
+            "args_state": state,
+            "result": _result(read.result, config, stats),
+            "call_id": call_id,
+            "error": read.error,
+            "error_type": read.error_type,
+            "start_ns": span.start_ns or None,
+            "end_ns": span.end_ns or None,
+            "span_id": span.span_id,
+        }
     )
+
+
+def _tool_call(fields: dict[str, Any]) -> ToolCall:
+    """`ToolCall(**fields)`, without validation when validation would change nothing.
+
+    One is built per call, where validating cost about a tenth of the extraction. `args` and `result`
+    are `Any`, kept as given either way; `args_state` is one of its literals on every path here. When
+    every other field is exactly of its declared type, the instance state is set directly, as
+    validation would set it: the same `__dict__` (defaults included) and the passed fields as
+    `model_fields_set`. Anything else (an int for a bool, a subclass of `str`) is validated as before.
+    """
+    call_id, error_type, start_ns, end_ns = (
+        fields["call_id"],
+        fields["error_type"],
+        fields["start_ns"],
+        fields["end_ns"],
+    )
+    if not (
+        type(fields["name"]) is str
+        and type(fields["span_id"]) is str
+        and type(fields["error"]) is bool
+        and (call_id is None or type(call_id) is str)
+        and (error_type is None or type(error_type) is str)
+        and (start_ns is None or type(start_ns) is int)
+        and (end_ns is None or type(end_ns) is int)
+    ):
+        return ToolCall(**fields)
+    call = ToolCall.__new__(ToolCall)
+    object.__setattr__(call, "__dict__", {**fields, **_CALL_DEFAULTS})
+    object.__setattr__(call, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(call, "__pydantic_extra__", None)
+    object.__setattr__(call, "__pydantic_private__", None)
+    return call
+
+
+_CALL_DEFAULTS: dict[str, Any] = {"state": None, "message_index": 0}
+"""The `ToolCall` fields `build_call` never sets, at their defaults (`state` and `message_index` are Mastra's)."""
 
 
 def capped_attributes(attrs: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
