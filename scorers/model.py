@@ -8,7 +8,8 @@ Inputs accept the spellings of the ecosystem (`toolName`, `tool`, `input`, `argu
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from collections.abc import Set
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -62,6 +63,24 @@ def parse_args(value: JsonValue) -> tuple[JsonValue, ArgsState]:
     return value, "value"
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: Set[str]) -> _M:
+    """An instance with its state set as validation sets it, from values already of their declared types.
+
+    For the hot paths that build one model per call or per evaluation from values they produced
+    themselves, where validating would change nothing and costs a large share of the work. The
+    `trusted` constructors below are the only callers; tests check they equal validated instances.
+    """
+    obj = cls.__new__(cls)
+    object.__setattr__(obj, "__dict__", values)
+    object.__setattr__(obj, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
+
+
 class ToolCall(BaseModel):
     """One tool invocation, as the model issued it."""
 
@@ -110,6 +129,15 @@ class ToolCall(BaseModel):
         """True when the call carried arguments (possibly ``null``), as opposed to none at all."""
         return self.args_state in ("value", "raw")
 
+    @classmethod
+    def trusted(cls, fields: dict[str, Any]) -> ToolCall:
+        """A call from canonical field names whose values are exactly of their declared types.
+
+        Unset fields take their defaults; `model_fields_set` is the keys given, as validation
+        would make it. The caller checks the types (see `toolscore.collector.extract.values`).
+        """
+        return _unvalidated(cls, {**_TOOL_CALL_SLOTS, **fields}, set(fields))
+
     def to_json(self) -> dict[str, Any]:
         """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`)."""
         out: dict[str, Any] = {"name": self.name}
@@ -124,6 +152,12 @@ class ToolCall(BaseModel):
         if self.error_type is not None:
             out["error_type"] = self.error_type
         return out
+
+
+_TOOL_CALL_SLOTS: dict[str, Any] = {
+    name: None if field.is_required() else field.default for name, field in ToolCall.model_fields.items()
+}
+"""Every field in declaration order (the order validation fills `__dict__`), at its default."""
 
 
 class AgentRun(BaseModel):
@@ -181,16 +215,8 @@ class Score(BaseModel):
         a fifth of the cost; this sets the instance state exactly as `model_construct` would, at
         a third of its cost. `tests/test_model.py` checks it equals the validated construction.
         """
-        score = cls.__new__(cls)
-        object.__setattr__(
-            score,
-            "__dict__",
-            {"name": name, "value": value, "label": label, "explanation": explanation, "details": details},
-        )
-        object.__setattr__(score, "__pydantic_fields_set__", _SCORE_FIELDS)
-        object.__setattr__(score, "__pydantic_extra__", None)
-        object.__setattr__(score, "__pydantic_private__", None)
-        return score
+        values = {"name": name, "value": value, "label": label, "explanation": explanation, "details": details}
+        return _unvalidated(cls, values, _SCORE_FIELDS)
 
     @property
     def ok(self) -> bool:

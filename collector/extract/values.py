@@ -109,9 +109,8 @@ def _tool_call(fields: dict[str, Any]) -> ToolCall:
 
     One is built per call, where validating cost about a tenth of the extraction. `args` and `result`
     are `Any`, kept as given either way; `args_state` is one of its literals on every path here. When
-    every other field is exactly of its declared type, the instance state is set directly, as
-    validation would set it: the same `__dict__` (defaults included) and the passed fields as
-    `model_fields_set`. Anything else (an int for a bool, a subclass of `str`) is validated as before.
+    every other field is exactly of its declared type, `ToolCall.trusted` sets the instance state as
+    validation would. Anything else (an int for a bool, a subclass of `str`) is validated as before.
     """
     call_id, error_type, start_ns, end_ns = (
         fields["call_id"],
@@ -129,16 +128,7 @@ def _tool_call(fields: dict[str, Any]) -> ToolCall:
         and (end_ns is None or type(end_ns) is int)
     ):
         return ToolCall(**fields)
-    call = ToolCall.__new__(ToolCall)
-    object.__setattr__(call, "__dict__", {**fields, **_CALL_DEFAULTS})
-    object.__setattr__(call, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(call, "__pydantic_extra__", None)
-    object.__setattr__(call, "__pydantic_private__", None)
-    return call
-
-
-_CALL_DEFAULTS: dict[str, Any] = {"state": None, "message_index": 0}
-"""The `ToolCall` fields `build_call` never sets, at their defaults (`state` and `message_index` are Mastra's)."""
+    return ToolCall.trusted(fields)
 
 
 def capped_attributes(attrs: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
