@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from agents import Agent as AgentsAgent
 from agents import FunctionTool, Model, ModelTracing, Usage, function_tool
 from agents import ModelResponse as AgentsModelResponse
@@ -52,6 +53,7 @@ __all__ = [
     "Script",
     "ScriptedRun",
     "Turn",
+    "apply_hermetic_env",
     "framework_versions",
     "run_langgraph",
     "run_openai_agents",
@@ -68,6 +70,16 @@ HERMETIC_ENV: dict[str, str | None] = {
     "OPENAI_AGENTS_DISABLE_TRACING": "false",
 }
 """Environment for the scenarios: None means unset. Keeps LangSmith and the OpenAI trace exporter off."""
+
+
+def apply_hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Set `HERMETIC_ENV` for one test (tests using these scenarios call it from an autouse fixture)."""
+    for name, value in HERMETIC_ENV.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+
 
 FAILING_CITY = "Atlantis"
 """`get_weather` fails for this city, in each framework's own way."""

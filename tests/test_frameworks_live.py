@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.frameworks import FRAMEWORKS, HERMETIC_ENV, SCENARIOS, ScriptedRun
+from tests.frameworks import FRAMEWORKS, SCENARIOS, ScriptedRun, apply_hermetic_env
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.sources import spans_from_proto_bytes, spans_from_readable
 from toolscore.scorers.model import AgentRun
@@ -34,11 +34,7 @@ _captures: dict[tuple[str, str], tuple[tuple[ReadableSpan, ...], tuple[ScriptedR
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in HERMETIC_ENV.items():
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
+    apply_hermetic_env(monkeypatch)
 
 
 LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost"}

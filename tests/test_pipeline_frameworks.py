@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.frameworks import FRAMEWORKS, HERMETIC_ENV, SCENARIOS, ScriptedRun
+from tests.frameworks import FRAMEWORKS, SCENARIOS, ScriptedRun, apply_hermetic_env
 from tests.pipeline_builders import Recording, registry_with
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 
@@ -28,11 +28,7 @@ CASES = [(framework, scenario) for framework in FRAMEWORKS for scenario in SCENA
 
 @pytest.fixture(autouse=True)
 def _hermetic_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in HERMETIC_ENV.items():
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
+    apply_hermetic_env(monkeypatch)
 
 
 def expectations_for(truth: tuple[ScriptedRun, ...]) -> list[dict[str, Any]]:
