@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from toolscore.collector.serve.forward_config import ForwardConfig, parse_headers
 from toolscore.collector.serve.forward_transport import Attempt, Transport, make_transport
+from toolscore.collector.telemetry.base import NoopTelemetry
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -49,17 +50,6 @@ class ForwardTelemetry(Protocol):
         """One export attempt failed and will be retried."""
 
 
-class _NoTelemetry:
-    def spans_forwarded(self, n: int) -> None:
-        pass
-
-    def spans_forward_dropped(self, n: int, reason: str) -> None:
-        pass
-
-    def forward_retried(self) -> None:
-        pass
-
-
 @dataclass(slots=True)
 class _Item:
     request: ExportTraceServiceRequest
@@ -81,7 +71,7 @@ class Forwarder:
         if not config.enabled and transport is None:
             raise ValueError("ForwardConfig.endpoint is unset: there is nothing to forward to")
         self.config = config
-        self.telemetry: ForwardTelemetry = telemetry or _NoTelemetry()
+        self.telemetry: ForwardTelemetry = telemetry or NoopTelemetry()
         self._transport = transport or make_transport(config)
         self._queue: deque[_Item] = deque()
         self._queued_spans = 0
