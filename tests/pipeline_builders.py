@@ -162,8 +162,11 @@ class Recording:
         with self.lock:
             self.judge[outcome] += 1
 
-    def observe_pending(self, callback: Callable[[], int]) -> None:
+    def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         self.pending = callback
+
+    def observe_expectations(self, callback: Callable[[], Any]) -> None:
+        pass
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:

@@ -11,6 +11,8 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import Gauge, Histogram, InMemoryMetricReader, Metric, Sum
 
+from tests.pipeline_builders import TRAVEL, agent_run, registry_with, traced
+from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.telemetry import RunSpanRef, create_telemetry
 from toolscore.collector.telemetry.limits import AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, METRICS, OTHER_VALUE, metric
@@ -84,7 +86,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, "planner", run)
     telemetry.score_recorded(ScoreFailure(name="judge", error_type="judge_timeout"), "book-flight", 2, None, None)
     telemetry.score_delay(0.25)
-    telemetry.observe_pending(lambda: 3)
+    telemetry.observe_pending(lambda: 3, 500)
+    telemetry.observe_expectations(lambda: [("book-flight", "page"), ("weather", None)])
     telemetry.run_finished("not-an-outcome")
 
     emitted = _metrics(reader)
@@ -109,6 +112,12 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     }
     assert failure in _points(emitted["toolscore.evaluations"])
     assert [p.value for p in emitted["toolscore.pending.traces"].data.data_points] == [3]  # type: ignore[union-attr]
+    limit = emitted["toolscore.pending.traces.limit"].data.data_points
+    assert [p.value for p in limit] == [500]  # type: ignore[union-attr]
+    assert _points(emitted["toolscore.expectation.info"]) == [
+        {"toolscore.expectation.name": "book-flight", "toolscore.expectation.severity": "page"},
+        {"toolscore.expectation.name": "weather"},
+    ]
 
 
 def test_capped_attribute_overflows_to_other_and_is_counted(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:
@@ -124,6 +133,44 @@ def test_capped_attribute_overflows_to_other_and_is_counted(meters: tuple[MeterP
     assert [(dict(p.attributes or {}), p.value) for p in overflow] == [  # type: ignore[union-attr]
         ({"toolscore.attribute.name": "gen_ai.agent.name"}, 7)
     ]
+
+
+def test_in_process_pipeline_reports_its_expectations_and_pending_limit(
+    meters: tuple[MeterProvider, InMemoryMetricReader],
+) -> None:
+    provider, reader = meters
+    telemetry = create_telemetry(meter_provider=provider)
+    paging = {**TRAVEL, "labels": {"severity": "page", "owner": "travel-team"}}
+    quiet = {**TRAVEL, "name": "travel.no-severity", "match": {"agent": "nobody"}}
+    with registry_with(paging, quiet) as registry:
+        config = PipelineConfig(settle_ms=20, max_pending_traces=250)
+        with traced(registry, config, telemetry) as (tracer, processor, _):
+            agent_run(tracer)
+            assert processor.force_flush(5_000)
+            emitted = _metrics(reader)
+            registry.put({**quiet, "labels": {"severity": "ticket"}})
+            relabelled = _points(_metrics(reader)["toolscore.expectation.info"])
+    assert _points(emitted["toolscore.expectation.info"]) == [
+        {"toolscore.expectation.name": "travel", "toolscore.expectation.severity": "page"},
+        {"toolscore.expectation.name": "travel.no-severity"},
+    ]
+    assert [(p.value) for p in emitted["toolscore.expectation.info"].data.data_points] == [1, 1]  # type: ignore[union-attr]
+    limit = emitted["toolscore.pending.traces.limit"].data.data_points
+    assert [p.value for p in limit] == [250]  # type: ignore[union-attr]
+    assert {"toolscore.expectation.name": "travel.no-severity", "toolscore.expectation.severity": "ticket"} in (
+        relabelled
+    ), "a label change shows at the next collection"
+
+
+def test_expectation_info_names_are_capped_like_other_names(
+    meters: tuple[MeterProvider, InMemoryMetricReader],
+) -> None:
+    provider, reader = meters
+    telemetry = create_telemetry(meter_provider=provider, max_attribute_values=2)
+    telemetry.observe_expectations(lambda: [(f"exp-{i}", "page") for i in range(5)])
+    info = _points(_metrics(reader)["toolscore.expectation.info"])
+    names = [p["toolscore.expectation.name"] for p in info]
+    assert names == ["_other", "exp-0", "exp-1"]
 
 
 def test_limiter_never_admits_more_than_its_bound_under_concurrency() -> None:

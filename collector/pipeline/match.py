@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from toolscore.collector.registry import Expectation, ExpectationScorer, sampled_scorers
+from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer, sampled_scorers
 from toolscore.scorers.model import AgentRun
 
-__all__ = ["Matcher", "ScorePlan", "plan_scores"]
+__all__ = ["Matcher", "ScorePlan", "expectation_infos", "plan_scores"]
 
 
 class Matcher(Protocol):
@@ -42,3 +42,15 @@ def plan_scores(run: AgentRun, registry: Matcher) -> ScorePlan:
         for scorer in sampled_scorers(expectation, run.trace_id):
             (plan.judged if is_judge(scorer) else plan.inline).append((expectation, scorer))
     return plan
+
+
+def expectation_infos(registry: Matcher) -> list[tuple[str, str | None]]:
+    """(name, `severity` label) of each expectation the registry holds now, for the expectation info gauge.
+
+    A `Registry` (through its lock-free `index` snapshot) or an `ExpectationIndex` can list what it holds;
+    any other matcher only answers `match`, so it lists nothing and alert rules fall back to a default.
+    """
+    index = getattr(registry, "index", registry)
+    if not isinstance(index, ExpectationIndex):
+        return []
+    return [(exp.name, exp.labels.get("severity")) for exp in index.expectations]

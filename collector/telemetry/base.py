@@ -7,7 +7,7 @@ and a test can hand them a recording fake or `NoopTelemetry`. The real implement
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from toolscore.scorers.model import ScoreResult
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DropReason",
+    "ExpectationInfo",
     "JudgeOutcome",
     "NoopTelemetry",
     "PipelineTelemetry",
@@ -34,6 +35,9 @@ RunOutcome = str
 
 JudgeOutcome = str
 """How an LLM-judge call ended: ``ok``, ``error``, ``timeout``, ``over_budget``, ``late``."""
+
+ExpectationInfo = tuple[str, str | None]
+"""(name, `severity` label or None) of one expectation, for the `toolscore.expectation.info` gauge."""
 
 
 class RunSpanRef(NamedTuple):
@@ -83,8 +87,13 @@ class PipelineTelemetry(Protocol):
     def judge_outcome(self, outcome: str) -> None:
         """One LLM-judge call ended; `outcome` is one of `JudgeOutcome`'s values."""
 
-    def observe_pending(self, callback: Callable[[], int]) -> None:
-        """Register a callback the metrics reader calls for the number of traces held in memory."""
+    def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
+        """Register a callback the metrics reader calls for the number of traces held in memory,
+        and the `max_pending_traces` it is bounded by (None: unbounded or unknown, not reported)."""
+
+    def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
+        """Register a callback the metrics reader calls for the expectations to report as info series,
+        so alert rules can take an alert's severity from the expectation's labels."""
 
 
 class NoopTelemetry:
@@ -121,7 +130,10 @@ class NoopTelemetry:
     def judge_outcome(self, outcome: str) -> None:
         pass
 
-    def observe_pending(self, callback: Callable[[], int]) -> None:
+    def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
+        pass
+
+    def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
         pass
 
     def spans_forwarded(self, n: int) -> None:

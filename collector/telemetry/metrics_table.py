@@ -71,6 +71,7 @@ CAPPED_NOTE = "names, at most `max_attribute_values` distinct values; then `_oth
 _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("gen_ai.evaluation.name", "The scorer's name, as in the `gen_ai.evaluation.result` event."),
     AttributeSpec("toolscore.expectation.name", "The expectation the run was scored against."),
+    AttributeSpec("toolscore.expectation.severity", "The expectation's `severity` label; absent when it has none."),
     AttributeSpec("gen_ai.agent.name", "The agent's name from the run span; absent when the span has none."),
     AttributeSpec("gen_ai.evaluation.score.label", "The scorer's verdict.", ("pass", "fail")),
     AttributeSpec("error.type", "Why a scorer could not score (`ScoreFailure.error_type`)."),
@@ -128,6 +129,14 @@ METRICS: tuple[MetricSpec, ...] = (
         "Mostly `pass`; any `error.type` series means a scorer could not score (judge down, bad input).",
     ),
     MetricSpec(
+        "toolscore.expectation.info",
+        "observable_gauge",
+        "{expectation}",
+        "1 per expectation in the registry, carrying its `severity` label (alert rules join on it).",
+        ("toolscore.expectation.name", "toolscore.expectation.severity"),
+        "One series per expectation; the alert rules take an alert's `severity` from it (default `warning`).",
+    ),
+    MetricSpec(
         "toolscore.runs",
         "counter",
         "{run}",
@@ -158,6 +167,14 @@ METRICS: tuple[MetricSpec, ...] = (
         "Traces held in memory waiting for their runs to settle.",
         (),
         "Flat, well under `max_pending_traces`; a steady climb means runs never settle.",
+    ),
+    MetricSpec(
+        "toolscore.pending.traces.limit",
+        "observable_gauge",
+        "{trace}",
+        "The configured `max_pending_traces` (summed over the process's pipelines): beyond it, traces are dropped.",
+        (),
+        "Constant; `toolscore.pending.traces` above 80% of it means traces are about to be dropped.",
     ),
     MetricSpec(
         "toolscore.score.delay",

@@ -22,7 +22,7 @@ from opentelemetry.metrics import CallbackOptions, Counter, Histogram, MeterProv
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
-from toolscore.collector.telemetry.base import RunSpanRef
+from toolscore.collector.telemetry.base import ExpectationInfo, RunSpanRef
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
 from toolscore.scorers.model import Score, ScoreResult
@@ -33,6 +33,8 @@ SCOPE_NAME = "toolscore.collector"
 """Instrumentation scope of every metric and event toolscore emits about itself."""
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+_SEVERITY = "toolscore.expectation.severity"
 
 _log = logging.getLogger(__name__)
 
@@ -86,8 +88,14 @@ class OTelPipelineTelemetry:
         version = _version()
         meter = metrics.get_meter(SCOPE_NAME, version or "", meter_provider=meter_provider)
         self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
-        self._pending: list[Callable[[], int]] = []
-        self._pending_lock = threading.Lock()
+        self._pending: list[tuple[Callable[[], int], int | None]] = []
+        self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
+        self._callbacks_lock = threading.Lock()
+        gauges = {
+            "toolscore.pending.traces": self._observe_pending,
+            "toolscore.pending.traces.limit": self._observe_pending_limit,
+            "toolscore.expectation.info": self._observe_expectations,
+        }
         counters: dict[str, Counter] = {}
         histograms: dict[str, Histogram] = {}
         for spec in METRICS:
@@ -96,7 +104,7 @@ class OTelPipelineTelemetry:
             elif spec.kind == "histogram":
                 histograms[spec.name] = self._histogram(meter, spec)
             else:
-                meter.create_observable_gauge(spec.name, [self._observe_pending], spec.unit, spec.description)
+                meter.create_observable_gauge(spec.name, [gauges[spec.name]], spec.unit, spec.description)
         self._score = histograms["toolscore.evaluation.score"]
         self._delay = histograms["toolscore.score.delay"]
         self._evaluations = counters["toolscore.evaluations"]
@@ -120,8 +128,8 @@ class OTelPipelineTelemetry:
         self._overflow.add(1, {"toolscore.attribute.name": attribute})
 
     def _observe_pending(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._pending_lock:
-            callbacks = list(self._pending)
+        with self._callbacks_lock:
+            callbacks = [callback for callback, _ in self._pending]
         if not callbacks:
             return []
         total = 0
@@ -129,6 +137,32 @@ class OTelPipelineTelemetry:
             with _never_raise("pending-traces callback"):
                 total += callback()
         return [Observation(total)]
+
+    def _observe_pending_limit(self, options: CallbackOptions) -> Iterable[Observation]:
+        """The pipelines' limits add up, as their pending traces do; none reported while any is unknown."""
+        with self._callbacks_lock:
+            limits = [limit for _, limit in self._pending]
+        if not limits or None in limits:
+            return []
+        return [Observation(sum(limit for limit in limits if limit is not None))]
+
+    def _observe_expectations(self, options: CallbackOptions) -> Iterable[Observation]:
+        """One observation per distinct (bounded) name and severity: overflowed names share `_other`."""
+        with self._callbacks_lock:
+            callbacks = list(self._expectations)
+        seen: set[tuple[str, str | None]] = set()
+        for callback in callbacks:
+            with _never_raise("expectations callback"):
+                for name, severity in callback():
+                    bounded = self._limiter.bound("toolscore.expectation.name", name)
+                    seen.add((bounded, None if severity is None else self._limiter.bound(_SEVERITY, severity)))
+        observations = []
+        for name, severity in sorted(seen, key=lambda pair: (pair[0], pair[1] or "")):
+            attributes: dict[str, AttributeValue] = {"toolscore.expectation.name": name}
+            if severity is not None:
+                attributes[_SEVERITY] = severity
+            observations.append(Observation(1, attributes))
+        return observations
 
     def spans_received(self, n: int) -> None:
         self._spans.add(n, {"toolscore.span.outcome": "received"})
@@ -162,9 +196,13 @@ class OTelPipelineTelemetry:
     def forward_retried(self) -> None:
         self._retries.add(1)
 
-    def observe_pending(self, callback: Callable[[], int]) -> None:
-        with self._pending_lock:
-            self._pending.append(callback)
+    def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
+        with self._callbacks_lock:
+            self._pending.append((callback, limit))
+
+    def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
+        with self._callbacks_lock:
+            self._expectations.append(callback)
 
     def score_recorded(
         self,
