@@ -66,6 +66,15 @@ def parse_args(value: JsonValue) -> tuple[JsonValue, ArgsState]:
 _M = TypeVar("_M", bound=BaseModel)
 
 
+# The slot descriptors of `BaseModel`, called directly: a frozen model's `__setattr__` refuses, and
+# `object.__setattr__` looks each name up again on every call (a third of an unvalidated build).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_new = object.__new__
+
+
 def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: Set[str]) -> _M:
     """An instance with its state set as validation sets it, from values already of their declared types.
 
@@ -73,11 +82,11 @@ def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: Set[str]) ->
     themselves, where validating would change nothing and costs a large share of the work. The
     `trusted` constructors below are the only callers; tests check they equal validated instances.
     """
-    obj = cls.__new__(cls)
-    object.__setattr__(obj, "__dict__", values)
-    object.__setattr__(obj, "__pydantic_fields_set__", fields_set)
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
+    obj = _new(cls)
+    _set_dict(obj, values)
+    _set_fields_set(obj, fields_set)
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 

@@ -56,22 +56,35 @@ _VERDICT_LIMIT = 1024
 def _call_infos(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
     """Counted calls as Mastra's `toolCallInfos`; `invocation_index` still counts skipped calls."""
     infos = []
+    append = infos.append
     seen_in_message: dict[int, int] = {}
-    for call in sorted(calls, key=_by_message):
+    for call in calls if _in_message_order(calls) else sorted(calls, key=_by_message):
         message = call.message_index
         index = seen_in_message.get(message, 0)
         seen_in_message[message] = index + 1
         state = call.state
-        if call.name and (state is None or state in COUNTED_STATES):  # `_counted`, inlined: once per call
-            infos.append(
+        name = call.name
+        if name and (state is None or state in COUNTED_STATES):  # `_counted`, inlined: once per call
+            append(
                 {
-                    "tool_name": call.name,
+                    "tool_name": name,
                     "tool_call_id": call.call_id or f"{message}-{index}",
                     "message_index": message,
                     "invocation_index": index,
                 }
             )
     return infos
+
+
+def _in_message_order(calls: tuple[ToolCall, ...]) -> bool:
+    """Whether the calls are already sorted by message (runs read from traces always are): no sort then."""
+    previous = None
+    for call in calls:
+        message = call.message_index
+        if previous is not None and message < previous:
+            return False
+        previous = message
+    return True
 
 
 class ToolSelection(ScorerBase):
