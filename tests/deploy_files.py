@@ -1,0 +1,173 @@
+"""Readers for the deploy files (Dockerfile, compose, manifests, Collector configs), for static checks.
+
+Nothing here starts a container or pulls an image: each reader turns one file format into plain data
+that tests/test_deploy_files.py compares against toolscore's real configuration model, metric table and
+the vendored component list of the pinned OpenTelemetry Collector Contrib release.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from toolscore.collector.serve.config import ENV_NESTED_DELIMITER, ENV_PREFIX, ServeConfig
+from toolscore.collector.telemetry.metrics_table import METRICS
+
+__all__ = [
+    "COMPONENT_KINDS",
+    "Dockerfile",
+    "collector_problems",
+    "config_value",
+    "dockerignore_excludes",
+    "load_yaml",
+    "port_of",
+    "prometheus_metric_names",
+    "same_value",
+]
+
+COMPONENT_KINDS = ("receivers", "processors", "exporters", "extensions", "connectors")
+_SUFFIX = {"receivers": "receiver", "processors": "processor", "exporters": "exporter", "extensions": "extension"}
+
+
+def load_yaml(path: Path) -> Any:
+    """The single document of a YAML file (the deploy files hold one each)."""
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def port_of(endpoint: str) -> int:
+    """`host:port`, `http://host:port` or `http://host:port/path` → port."""
+    match = re.search(r":(\d+)(?:/|$)", endpoint)
+    assert match is not None, f"no port in {endpoint!r}"
+    return int(match.group(1))
+
+
+@dataclass
+class Dockerfile:
+    """The instructions of a Dockerfile, stage by stage (continuation lines joined, comments dropped)."""
+
+    stages: list[list[tuple[str, str]]] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, path: Path) -> Dockerfile:
+        text = re.sub(r"\\\n", " ", path.read_text(encoding="utf-8"))
+        out = cls()
+        for raw in text.splitlines():
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            op, _, rest = line.partition(" ")
+            if op.upper() == "FROM":
+                out.stages.append([])
+            elif not out.stages:
+                continue  # ARG before the first FROM
+            out.stages[-1].append((op.upper(), rest.strip()))
+        return out
+
+    def args(self, op: str, stage: int = -1) -> list[str]:
+        return [rest for name, rest in self.stages[stage] if name == op]
+
+    def env(self, stage: int = -1) -> dict[str, str]:
+        """`ENV K=V K2=V2` (the only form the file uses) of one stage."""
+        out: dict[str, str] = {}
+        for rest in self.args("ENV", stage):
+            for word in shlex.split(rest):
+                key, sep, value = word.partition("=")
+                assert sep, f"ENV without '=': {rest!r}"
+                out[key] = value
+        return out
+
+    def copy_sources(self) -> list[str]:
+        """Sources of the COPY instructions that read the build context (not `--from=` another stage)."""
+        out: list[str] = []
+        for stage in range(len(self.stages)):
+            for rest in self.args("COPY", stage):
+                words = [w for w in shlex.split(rest) if not w.startswith("--")]
+                if "--from=" not in rest:
+                    out.extend(words[:-1])
+        return out
+
+
+def dockerignore_excludes(patterns: list[str], path: str) -> bool:
+    """Whether `.dockerignore` leaves `path` (or its parent directory) out: the last matching pattern wins."""
+    parts = path.rstrip("/").split("/")
+    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    excluded = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        glob = pattern.removeprefix("!").rstrip("/")
+        if any(fnmatch.fnmatch(c, glob) or fnmatch.fnmatch(c, glob.removeprefix("**/")) for c in candidates):
+            excluded = not negate
+    return excluded
+
+
+def _component_types(components: dict[str, list[str]]) -> dict[str, set[str]]:
+    """Module names → comparable types per kind: `memorylimiterprocessor` → `memorylimiter`."""
+    return {
+        kind: {m.removesuffix(_SUFFIX.get(kind, "connector")) for m in components.get(kind, [])}
+        for kind in COMPONENT_KINDS
+    }
+
+
+def collector_problems(config: dict[str, Any], components: dict[str, list[str]]) -> list[str]:
+    """What is wrong with a Collector config: unknown component types, pipelines naming undefined ids."""
+    known = _component_types(components)
+    problems: list[str] = []
+    for kind in COMPONENT_KINDS:
+        for name in config.get(kind) or {}:
+            type_ = name.split("/", 1)[0]
+            if type_.replace("_", "") not in known[kind]:
+                problems.append(f"{kind}: {name!r} is not a component of otelcol-contrib")
+    service = config.get("service") or {}
+    defined = {kind: set(config.get(kind) or {}) for kind in COMPONENT_KINDS}
+    problems += [
+        f"service.extensions: {e!r} undefined" for e in service.get("extensions", []) if e not in defined["extensions"]
+    ]
+    for pipeline, spec in (service.get("pipelines") or {}).items():
+        for kind in ("receivers", "processors", "exporters"):
+            allowed = defined[kind] | (defined["connectors"] if kind != "processors" else set())
+            problems += [f"{pipeline}.{kind}: {c!r} undefined" for c in spec.get(kind, []) if c not in allowed]
+        if not spec.get("receivers") or not spec.get("exporters"):
+            problems.append(f"{pipeline}: a pipeline needs receivers and exporters")
+    return problems
+
+
+def config_value(config: ServeConfig, env_name: str) -> Any:
+    """The value in `config` that `TOOLSCORE_<A>__<B>` sets; KeyError when it names no config key."""
+    assert env_name.startswith(ENV_PREFIX), env_name
+    node: Any = config
+    for part in env_name.removeprefix(ENV_PREFIX).lower().split(ENV_NESTED_DELIMITER):
+        if not isinstance(node, BaseModel) or part not in type(node).model_fields:
+            raise KeyError(f"{env_name}: no config key {part!r} under {type(node).__name__}")
+        node = getattr(node, part)
+    return node
+
+
+def same_value(actual: Any, raw: str) -> bool:
+    """Whether the text of an environment variable is the value the config ended up with."""
+    if isinstance(actual, list | dict):
+        return bool(json.loads(raw) == actual)
+    if isinstance(actual, bool):
+        return raw.lower() in ("1", "true", "yes", "on") if actual else raw.lower() in ("0", "false", "no", "off")
+    return bool(type(actual)(raw) == actual)
+
+
+def prometheus_metric_names() -> set[str]:
+    """Every series name toolscore's Prometheus endpoint exposes, from the metric table."""
+    names: set[str] = set()
+    for spec in METRICS:
+        base = spec.name.replace(".", "_") + ("_seconds" if spec.unit == "s" else "")
+        if spec.kind == "counter":
+            names.add(base + "_total")
+        elif spec.kind == "histogram":
+            names.update({base, base + "_bucket", base + "_sum", base + "_count"})
+        else:
+            names.add(base)
+    return names
