@@ -1,37 +1,65 @@
 """Readers for the deploy files (Dockerfile, compose, manifests, Collector configs), for static checks.
 
 Nothing here starts a container or pulls an image: each reader turns one file format into plain data
-that tests/test_deploy_files.py compares against toolscore's real configuration model, metric table and
-the vendored component list of the pinned OpenTelemetry Collector Contrib release.
+that tests/test_deploy_files.py and tests/test_deploy_kubernetes.py compare against toolscore's real
+configuration model, metric table and the vendored component list of the pinned OpenTelemetry Collector
+Contrib release.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from pydantic import BaseModel
 
-from toolscore.collector.serve.config import ENV_NESTED_DELIMITER, ENV_PREFIX, ServeConfig
+from toolscore.collector.serve.config import ENV_NESTED_DELIMITER, ENV_PREFIX, ServeConfig, load_config
 from toolscore.collector.telemetry.metrics_table import METRICS
 
 __all__ = [
+    "COMPONENTS",
     "COMPONENT_KINDS",
+    "COMPOSE_DIR",
+    "DEPLOY",
+    "DOCKERFILE",
+    "DSN",
+    "K8S",
+    "ROOT",
+    "TESTDATA",
     "Dockerfile",
+    "collector_configs",
     "collector_problems",
+    "compose",
     "config_value",
+    "defaults",
     "dockerignore_excludes",
+    "isolate_env",
+    "k8s_serve_config",
     "load_yaml",
+    "manifest",
+    "manifests",
     "port_of",
     "prometheus_metric_names",
     "same_value",
+    "toolscore_container",
 ]
+
+ROOT = Path(__file__).parent.parent
+DEPLOY = ROOT / "deploy"
+COMPOSE_DIR = DEPLOY / "compose"
+K8S = DEPLOY / "kubernetes"
+DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
+TESTDATA = Path(__file__).parent / "testdata" / "deploy"
+DSN = "postgresql://toolscore@postgres.example/toolscore"
+"""Stands in for the Secret's value wherever a manifest reads the DSN from it."""
 
 COMPONENT_KINDS = ("receivers", "processors", "exporters", "extensions", "connectors")
 _SUFFIX = {"receivers": "receiver", "processors": "processor", "exporters": "exporter", "extensions": "extension"}
@@ -40,6 +68,9 @@ _SUFFIX = {"receivers": "receiver", "processors": "processor", "exporters": "exp
 def load_yaml(path: Path) -> Any:
     """The single document of a YAML file (the deploy files hold one each)."""
     return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+COMPONENTS: dict[str, Any] = load_yaml(TESTDATA / "otelcol-contrib-components.yaml")
 
 
 def port_of(endpoint: str) -> int:
@@ -171,3 +202,53 @@ def prometheus_metric_names() -> set[str]:
         else:
             names.add(base)
     return names
+
+
+def isolate_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the variables a test sets reach the config loader."""
+    for name in list(os.environ):
+        if name.startswith(("TOOLSCORE_", "OTEL_")):
+            monkeypatch.delenv(name)
+
+
+def compose() -> dict[str, Any]:
+    data: dict[str, Any] = load_yaml(COMPOSE_DIR / "docker-compose.yml")
+    return data
+
+
+def manifests() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for name in load_yaml(K8S / "kustomization.yaml")["resources"]:
+        docs.extend(d for d in yaml.safe_load_all((K8S / name).read_text()) if d)
+    return docs
+
+
+def manifest(kind: str, name: str) -> dict[str, Any]:
+    found = [m for m in manifests() if m["kind"] == kind and m["metadata"]["name"] == name]
+    assert len(found) == 1, f"{kind}/{name}: {len(found)} manifests"
+    return found[0]
+
+
+def toolscore_container() -> dict[str, Any]:
+    container: dict[str, Any] = manifest("Deployment", "toolscore")["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def k8s_serve_config(monkeypatch: pytest.MonkeyPatch) -> ServeConfig:
+    """deploy/kubernetes/config/serve.yaml as a replica loads it: the image's env, the pod's env, the file."""
+    for key, value in Dockerfile.read(DOCKERFILE).env().items():
+        monkeypatch.setenv(key, value)
+    for var in toolscore_container()["env"]:
+        monkeypatch.setenv(var["name"], var.get("value", DSN))
+    return load_config(K8S / "config" / "serve.yaml")
+
+
+def collector_configs() -> dict[str, dict[str, Any]]:
+    return {
+        "compose": load_yaml(COMPOSE_DIR / "otelcol" / "config.yaml"),
+        "kubernetes": load_yaml(K8S / "otelcol" / "config.yaml"),
+    }
+
+
+def defaults() -> ServeConfig:
+    return load_config()

@@ -1,4 +1,4 @@
-"""The deploy files (image, compose stack, Kubernetes manifests) agree with toolscore and with each other.
+"""The image, compose stack and OpenTelemetry Collector configs agree with toolscore and with each other.
 
 Static checks only: no Docker, nothing pulled. Toolscore's side comes from the real code (ServeConfig and
 its loader, the metric table); the Collector's side from the vendored component list of the pinned
@@ -8,7 +8,6 @@ otelcol-contrib release (tests/testdata/deploy/otelcol-contrib-components.yaml).
 from __future__ import annotations
 
 import glob
-import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -19,78 +18,37 @@ import pytest
 import yaml
 
 from tests.deploy_files import (
+    COMPONENTS,
+    COMPOSE_DIR,
+    DEPLOY,
+    DOCKERFILE,
+    DSN,
+    K8S,
+    ROOT,
+    TESTDATA,
     Dockerfile,
+    collector_configs,
     collector_problems,
+    compose,
     config_value,
+    defaults,
     dockerignore_excludes,
+    isolate_env,
+    k8s_serve_config,
     load_yaml,
+    manifest,
     port_of,
     prometheus_metric_names,
     same_value,
+    toolscore_container,
 )
-from toolscore.collector.registry.files import load_file
-from toolscore.collector.serve.config import ServeConfig, load_config
+from toolscore.collector.serve.config import load_config
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES
-
-ROOT = Path(__file__).parent.parent
-DEPLOY = ROOT / "deploy"
-COMPOSE_DIR = DEPLOY / "compose"
-K8S = DEPLOY / "kubernetes"
-DOCKERFILE = DEPLOY / "docker" / "Dockerfile"
-TESTDATA = Path(__file__).parent / "testdata" / "deploy"
-COMPONENTS = load_yaml(TESTDATA / "otelcol-contrib-components.yaml")
-DSN = "postgresql://toolscore@postgres.example/toolscore"
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only the variables a test sets reach the config loader."""
-    for name in list(os.environ):
-        if name.startswith(("TOOLSCORE_", "OTEL_")):
-            monkeypatch.delenv(name)
-
-
-def compose() -> dict[str, Any]:
-    data: dict[str, Any] = load_yaml(COMPOSE_DIR / "docker-compose.yml")
-    return data
-
-
-def manifests() -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for name in load_yaml(K8S / "kustomization.yaml")["resources"]:
-        docs.extend(d for d in yaml.safe_load_all((K8S / name).read_text()) if d)
-    return docs
-
-
-def manifest(kind: str, name: str) -> dict[str, Any]:
-    found = [m for m in manifests() if m["kind"] == kind and m["metadata"]["name"] == name]
-    assert len(found) == 1, f"{kind}/{name}: {len(found)} manifests"
-    return found[0]
-
-
-def toolscore_container() -> dict[str, Any]:
-    container: dict[str, Any] = manifest("Deployment", "toolscore")["spec"]["template"]["spec"]["containers"][0]
-    return container
-
-
-def k8s_serve_config(monkeypatch: pytest.MonkeyPatch) -> ServeConfig:
-    """deploy/kubernetes/config/serve.yaml as a replica loads it: the image's env, the pod's env, the file."""
-    for key, value in Dockerfile.read(DOCKERFILE).env().items():
-        monkeypatch.setenv(key, value)
-    for var in toolscore_container()["env"]:
-        monkeypatch.setenv(var["name"], var.get("value", DSN))
-    return load_config(K8S / "config" / "serve.yaml")
-
-
-def collector_configs() -> dict[str, dict[str, Any]]:
-    return {
-        "compose": load_yaml(COMPOSE_DIR / "otelcol" / "config.yaml"),
-        "kubernetes": load_yaml(K8S / "otelcol" / "config.yaml"),
-    }
-
-
-def defaults() -> ServeConfig:
-    return load_config()
+    isolate_env(monkeypatch)
 
 
 def test_every_deploy_yaml_file_parses() -> None:
@@ -115,19 +73,6 @@ def test_every_file_compose_mounts_or_builds_from_exists() -> None:
         assert path.exists(), f"compose mounts {source}, missing at {path}"
     named = {s for s in sources if s not in binds}
     assert named <= set(compose()["volumes"])
-
-
-def test_every_file_the_kustomization_lists_exists() -> None:
-    kustomization = load_yaml(K8S / "kustomization.yaml")
-    listed = list(kustomization["resources"])
-    generated = set()
-    for generator in kustomization["configMapGenerator"]:
-        generated.add(generator["name"])
-        listed += [f.split("=", 1)[-1] for f in generator["files"]]
-    for name in listed:
-        assert (K8S / name).is_file(), f"kustomization lists {name}"
-    volumes = [v for m in manifests() if m["kind"] == "Deployment" for v in m["spec"]["template"]["spec"]["volumes"]]
-    assert {v["configMap"]["name"] for v in volumes if "configMap" in v} == generated
 
 
 @pytest.mark.parametrize("where", ["compose", "kubernetes"])
@@ -198,19 +143,6 @@ def test_toolscore_defaults_are_the_ports_the_deploy_files_use() -> None:
     assert container_ports == {"otlp-grpc": grpc, "otlp-http": http, "metrics": metrics}
 
 
-def test_probes_ask_healthz_and_readyz_on_the_http_port() -> None:
-    container = toolscore_container()
-    http = port_of(defaults().receiver.http_endpoint)
-    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
-        get = container[probe]["httpGet"]
-        assert get["path"] == path
-        assert ports.get(get["port"], get["port"]) == http
-    healthcheck = Dockerfile.read(DOCKERFILE).args("HEALTHCHECK")
-    assert len(healthcheck) == 1
-    assert f"127.0.0.1:{http}/healthz" in healthcheck[0]
-
-
 def test_image_runs_toolscore_serve_as_a_fixed_non_root_user() -> None:
     dockerfile = Dockerfile.read(DOCKERFILE)
     assert len(dockerfile.stages) >= 2, "multi-stage"
@@ -261,59 +193,6 @@ def test_a_misspelled_variable_names_no_config_key() -> None:
         config_value(defaults(), "TOOLSCORE_RECEIVER__GRPC_ENDPONT")
     with pytest.raises(KeyError, match="recevier"):
         config_value(defaults(), "TOOLSCORE_RECEVIER__GRPC_ENDPOINT")
-
-
-def test_kubernetes_replicas_share_a_postgres_registry_and_listen_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    config = k8s_serve_config(monkeypatch)
-    assert config.registry.store.type == "postgres"
-    assert config.registry.store.dsn == DSN
-    assert config.receiver.grpc_endpoint.startswith("0.0.0.0:")
-    assert config.receiver.http_endpoint.startswith("0.0.0.0:")
-    assert config.telemetry.prometheus_host == "0.0.0.0"
-    for path in config.registry.files:
-        mount = next(m for m in toolscore_container()["volumeMounts"] if path.startswith(m["mountPath"] + "/"))
-        assert mount["name"] == "expectations"
-        assert load_file(K8S / "expectations" / Path(path).name)
-    gateway = manifest("Service", "otel-gateway")
-    assert config.forward.endpoint is not None
-    assert config.forward.endpoint.startswith(f"http://{gateway['metadata']['name']}:")
-    assert port_of(config.forward.endpoint) in {p["port"] for p in gateway["spec"]["ports"]}
-
-
-def test_gateway_routes_by_trace_id_to_the_headless_service_of_the_replicas() -> None:
-    exporter = collector_configs()["kubernetes"]["exporters"]["loadbalancing"]
-    assert exporter["routing_key"] == "traceID"
-    service = manifest("Service", "toolscore-headless")
-    assert service["spec"]["clusterIP"] == "None"
-    namespace = load_yaml(K8S / "kustomization.yaml")["namespace"]
-    assert exporter["resolver"]["dns"]["hostname"] == f"toolscore-headless.{namespace}.svc.cluster.local"
-    deployment = manifest("Deployment", "toolscore")
-    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
-    assert deployment["spec"]["replicas"] >= 2
-    for selector in (service["spec"]["selector"], manifest("PodDisruptionBudget", "toolscore")["spec"]["selector"]):
-        assert (selector.get("matchLabels") or selector).items() <= pod_labels.items()
-
-
-def test_termination_grace_outlasts_prestop_drain_and_settle(monkeypatch: pytest.MonkeyPatch) -> None:
-    default_settle_s = defaults().pipeline.settle_ms / 1000
-    config = k8s_serve_config(monkeypatch)
-    pod = manifest("Deployment", "toolscore")["spec"]["template"]["spec"]
-    sleep = pod["containers"][0]["lifecycle"]["preStop"]["exec"]["command"]
-    assert sleep[0] == "sleep"
-    drain = float(sleep[1]) + config.shutdown_grace_s + config.pipeline.settle_ms / 1000
-    assert pod["terminationGracePeriodSeconds"] > drain
-    stop_grace = compose()["services"]["toolscore"]["stop_grace_period"]
-    compose_grace = float(compose()["services"]["toolscore"]["environment"].get("TOOLSCORE_SHUTDOWN_GRACE_S", 10))
-    assert float(stop_grace.removesuffix("s")) > compose_grace + default_settle_s
-
-
-def test_every_container_has_resource_requests_and_drops_privileges() -> None:
-    for deployment in (m for m in manifests() if m["kind"] == "Deployment"):
-        spec = deployment["spec"]["template"]["spec"]
-        assert spec["securityContext"]["runAsNonRoot"] is True
-        for container in spec["containers"]:
-            assert {"cpu", "memory"} <= set(container["resources"]["requests"])
-            assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 
 def test_prometheus_loads_the_rules_directory_compose_mounts() -> None:
