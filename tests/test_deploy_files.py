@@ -8,6 +8,7 @@ otelcol-contrib release (tests/testdata/deploy/otelcol-contrib-components.yaml).
 from __future__ import annotations
 
 import glob
+import json
 import re
 import shlex
 from collections.abc import Iterator
@@ -235,3 +236,36 @@ def test_compose_demo_agents_send_through_the_collector_to_expectations_toolscor
     assert "toolscore-data:" + str(Path(db).parent) in services["agents"]["volumes"]
     assert (DEPLOY / "expectations" / "demo.yaml").is_file()
     assert "../expectations:/etc/toolscore/expectations:ro" in services["toolscore"]["volumes"]
+
+
+def _datasource_refs(node: Any) -> Iterator[Any]:
+    if isinstance(node, dict):
+        if "datasource" in node:
+            yield node["datasource"]
+        for value in node.values():
+            yield from _datasource_refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _datasource_refs(value)
+
+
+def test_grafana_provisions_the_dashboard_and_every_datasource_it_names() -> None:
+    grafana = compose()["services"]["grafana"]
+    mounts = {target: source for source, target, *_ in (v.split(":") for v in grafana["volumes"])}
+    provisioning = COMPOSE_DIR / mounts["/etc/grafana/provisioning"]
+    (provider,) = load_yaml(provisioning / "dashboards" / "dashboards.yaml")["providers"]
+    dashboards = [t for t in mounts if t.startswith(provider["options"]["path"] + "/")]
+    assert grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"] in dashboards
+    datasources = load_yaml(provisioning / "datasources" / "datasources.yaml")["datasources"]
+    assert {"url": "http://prometheus:9090", "type": "prometheus"}.items() <= datasources[0].items()
+    uids = {d["uid"] for d in datasources}
+    for target in dashboards:
+        dashboard = json.loads((COMPOSE_DIR / mounts[target]).read_text())
+        templating = dashboard.get("templating", {}).get("list", [])
+        variables = {v["name"] for v in templating if v.get("type") == "datasource"}
+        for ref in _datasource_refs(dashboard):
+            uid = ref.get("uid") if isinstance(ref, dict) else ref
+            if isinstance(uid, str) and uid.startswith("$"):
+                assert uid.strip("${}") in variables, f"{target}: datasource variable {uid} undefined"
+            elif uid is not None and uid != "-- Grafana --":
+                assert uid in uids, f"{target}: datasource {uid!r} is not provisioned ({sorted(uids)})"
