@@ -55,6 +55,19 @@ def test_a_scored_run_is_stored_with_its_calls_and_every_score(tmp_path: Path) -
     ]
 
 
+def test_scores_of_a_run_written_in_a_later_batch_join_its_row(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    store.record(run(1), TRAVEL, passed())
+    assert store.flush(5.0)
+    store.record(run(1), REFUND, passed("trajectory", 0.25))  # e.g. the judge's score, after the others
+    assert store.close()
+    (stored,) = query_runs(tmp_path / "scores.db")
+    assert [(s.expectation, s.scorer) for s in stored.scores] == [
+        ("travel", "tool_selection"),
+        ("refund", "trajectory"),
+    ]
+
+
 def test_filters_keep_runs_with_a_matching_score(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     store.record(run(1, "travel"), TRAVEL, passed())

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.collector.registry import Expectation
-from toolscore.scorers.model import AgentRun, Score, ScoreResult
+from toolscore.scorers.model import AgentRun, Score, ScoreResult, ToolCall
 
 __all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig"]
 
@@ -95,18 +95,28 @@ class ScoreStoreConfig(BaseModel):
     )
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def calls_json(run: AgentRun, max_calls: int, max_args_chars: int) -> str:
-    """The run's first `max_calls` calls as JSON `[{"name", "args"?...}]`, long arguments cut and marked."""
-    calls: list[dict[str, Any]] = []
-    for call in run.calls[:max_calls]:
-        entry = call.to_json()
-        if "args" in entry:
-            text = json.dumps(entry["args"], ensure_ascii=False, default=str)
-            if len(text) > max_args_chars:
-                entry["args"] = text[:max_args_chars]
-                entry["args_truncated"] = True
-        calls.append(entry)
-    return json.dumps(calls, ensure_ascii=False, default=str)
+    """The run's first `max_calls` calls as JSON `[{"name", ..., "args"?}]`, long arguments cut and marked.
+
+    Each call's arguments are encoded once and spliced into its object: encoding them to measure
+    them and again inside the list was most of what storing a run cost.
+    """
+    return "[" + ", ".join(_call_json(call, max_args_chars) for call in run.calls[:max_calls]) + "]"
+
+
+def _call_json(call: ToolCall, max_args_chars: int) -> str:
+    entry = call.to_json()
+    if "args" not in entry:
+        return _encode(entry)
+    text = _encode(entry.pop("args"))
+    if len(text) > max_args_chars:
+        entry["args"] = text[:max_args_chars]
+        entry["args_truncated"] = True
+        return _encode(entry)
+    return f'{_encode(entry)[:-1]}, "args": {text}}}'  # `entry` always has "name": never `{}`
 
 
 class ScoreStore:
@@ -199,22 +209,25 @@ class ScoreStore:
     def _write(self, batch: list[_Pending]) -> None:
         config = self.config
         ids: dict[tuple[str, str], int] = {}
+        rows: list[tuple[Any, ...]] = []
         db = self._db
         db.execute("BEGIN")
         try:
             for run, expectation, result, now in batch:
                 key = (run.trace_id, run.span_id)
-                if key not in ids:
-                    db.execute(
+                run_id = ids.get(key)
+                if run_id is None:
+                    row = db.execute(
                         "INSERT INTO runs (trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id, span_id) DO NOTHING",
+                        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id, span_id) DO NOTHING RETURNING id",
                         (*key, run.agent_name, calls_json(run, config.max_calls, config.max_args_chars),
                          len(run.calls), int(run.incomplete), now),
-                    )  # fmt: skip
-                    row = db.execute("SELECT id FROM runs WHERE trace_id = ? AND span_id = ?", key).fetchone()
-                    ids[key] = row[0]
-                row = _score_row(ids[key], expectation, result, now)
-                db.execute("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                    ).fetchone()  # fmt: skip
+                    if row is None:  # stored by an earlier batch: its scores join that row
+                        row = db.execute("SELECT id FROM runs WHERE trace_id = ? AND span_id = ?", key).fetchone()
+                    run_id = ids[key] = row[0]
+                rows.append(_score_row(run_id, expectation, result, now))
+            db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
