@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 
 from toolscore.collector import env
-from toolscore.collector.pipeline import Matcher, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline import Matcher, PipelineConfig, ToolscoreSpanProcessor, pipeline_config_from_env
 from toolscore.collector.telemetry import PipelineTelemetry, create_telemetry
 from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol
 
@@ -95,6 +95,8 @@ def instrument(
     - `next_processor`: what scored spans go on to; default ``BatchSpanProcessor(exporter)``, with
       `exporter` defaulting to `span_exporter_from_env()`. With ``OTEL_TRACES_EXPORTER=none`` spans
       are scored and then dropped.
+    - `config`: default the `PipelineConfig` defaults overridden by ``TOOLSCORE_PIPELINE__*`` variables
+      (the names `toolscore serve` reads; a bad value is logged and that key keeps its default).
     - `telemetry`: default the OTel implementation on `meter_provider`/`logger_provider` (global
       ones when None), off when ``TOOLSCORE_TELEMETRY_ENABLED=false`` or ``OTEL_SDK_DISABLED=true``.
     """
@@ -106,6 +108,8 @@ def instrument(
     provider = _sdk_tracer_provider(tracer_provider)
     if telemetry is None:
         telemetry = _telemetry(meter_provider, logger_provider)
+    if config is None:
+        config = pipeline_config_from_env()
     processor = ToolscoreSpanProcessor(registry, next_processor, config=config, telemetry=telemetry)
     provider.add_span_processor(processor)
     return processor

@@ -55,7 +55,7 @@ _VERDICT_LIMIT = 1024
 
 def _call_infos(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
     """Counted calls as Mastra's `toolCallInfos`; `invocation_index` still counts skipped calls."""
-    infos = []
+    infos: list[dict[str, Any]] = []
     append = infos.append
     seen_in_message: dict[int, int] = {}
     for call in calls if _in_message_order(calls) else sorted(calls, key=_by_message):

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from toolscore.collector.pipeline.config import JudgeBudgetConfig, PipelineConfig
+from toolscore.collector.pipeline.config_env import pipeline_config_from_env
 from toolscore.collector.pipeline.emit import EVENT_NAME, attribute_key
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.match import Matcher
@@ -26,4 +27,5 @@ __all__ = [
     "ToolscoreSpanProcessor",
     "attribute_key",
     "enriched_span",
+    "pipeline_config_from_env",
 ]
