@@ -1,0 +1,70 @@
+"""Which metric names a PromQL expression reads, and which names toolscore exports to Prometheus.
+
+The deploy tests (rules, dashboard) check every query against what toolscore really emits, so a renamed
+metric breaks a test rather than a panel or an alert in production. The exported names follow the
+OpenTelemetry Prometheus exporter: dots become underscores, counters end in `_total`, histograms in
+unit `s` gain `_seconds` and are read as `_bucket`, `_sum` and `_count`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, METRICS
+
+__all__ = ["exported_labels", "exported_metrics", "metric_names", "recorded_names"]
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_MATCHERS = re.compile(r"\{[^{}]*\}")
+_RANGES = re.compile(r"\[[^\]]*\]")
+_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_IDENTIFIER = re.compile(r"(?<![\w:.])([A-Za-z_:][\w:]*)(?![\w:])(\s*\()?")
+_KEYWORDS = frozenset({"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "inf", "nan"})
+_GRAFANA_VARIABLE = re.compile(r"\$\{?\w+\}?|\$__\w+")
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric (or recording rule) names `expr` selects: identifiers that are not functions,
+    aggregations, keywords, label names or strings. Grafana variables are replaced by a duration first."""
+    text = _GRAFANA_VARIABLE.sub("1m", expr)
+    text = _STRINGS.sub('""', text)
+    text = _MATCHERS.sub("", text)
+    text = _RANGES.sub("", text)
+    text = _GROUPING.sub("", text)
+    names = set()
+    for match in _IDENTIFIER.finditer(text):
+        name, call = match.group(1), match.group(2)
+        if call or name.lower() in _KEYWORDS:
+            continue
+        names.add(name)
+    return names
+
+
+def exported_metrics() -> set[str]:
+    """Every series name toolscore's `/metrics` can carry, derived from `METRICS`."""
+    names = set()
+    for spec in METRICS:
+        base = spec.name.replace(".", "_")
+        if spec.kind == "counter":
+            names.add(f"{base}_total")
+        elif spec.kind == "histogram":
+            base += "_seconds" if spec.unit == "s" else ""
+            names.update(f"{base}{suffix}" for suffix in ("_bucket", "_sum", "_count"))
+        else:
+            names.add(base)
+    return names
+
+
+def exported_labels() -> set[str]:
+    """Label names toolscore's metrics carry, plus the ones Prometheus adds (`job`, `instance`, `le`)."""
+    return {name.replace(".", "_") for name in ATTRIBUTES} | {"job", "instance", "le"}
+
+
+def recorded_names(rules_file: Path) -> set[str]:
+    """The names the recording rules of `rules_file` define."""
+    document: dict[str, Any] = yaml.safe_load(rules_file.read_text(encoding="utf-8"))
+    return {rule["record"] for group in document["groups"] for rule in group["rules"] if "record" in rule}

@@ -1,0 +1,105 @@
+"""The shipped Prometheus rules: promtool accepts them, their unit tests pass, and they read only real metrics.
+
+promtool is Debian's `prometheus` package (`.ci/install-prometheus` installs it); without it these tests
+fail rather than skip. The unit tests live in deploy/prometheus/tests/ and give each alert input series
+it must fire on and series it must stay quiet on.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.promql_names import exported_labels, exported_metrics, metric_names, recorded_names
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES = ROOT / "deploy" / "prometheus" / "rules" / "toolscore.rules.yml"
+RULE_TESTS = sorted((ROOT / "deploy" / "prometheus" / "tests").glob("*.yml"))
+SEVERITY_FROM_EXPECTATION = "{{ $labels.toolscore_expectation_severity }}"
+
+
+def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    binary = shutil.which("promtool")
+    if binary is None:
+        pytest.fail("promtool is not installed: `make test` installs it with .ci/install-prometheus")
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+
+
+def _rules() -> list[dict[str, Any]]:
+    document = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    return [rule for group in document["groups"] for rule in group["rules"]]
+
+
+def _alerts() -> list[dict[str, Any]]:
+    return [rule for rule in _rules() if "alert" in rule]
+
+
+def test_promtool_check_rules_accepts_the_rules_file() -> None:
+    result = _promtool("check", "rules", str(RULES))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"SUCCESS: {len(_rules())} rules found" in result.stdout
+
+
+def test_promtool_unit_tests_pass_for_every_alert() -> None:
+    assert len(RULE_TESTS) >= 4
+    result = _promtool("test", "rules", *(str(path) for path in RULE_TESTS))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("SUCCESS") == len(RULE_TESTS), result.stdout
+
+
+def test_every_alert_is_unit_tested_both_firing_and_quiet() -> None:
+    firing: set[str] = set()
+    quiet: set[str] = set()
+    for path in RULE_TESTS:
+        for test in yaml.safe_load(path.read_text(encoding="utf-8"))["tests"]:
+            for case in test.get("alert_rule_test", []):
+                (firing if case.get("exp_alerts") else quiet).add(case["alertname"])
+    names = {alert["alert"] for alert in _alerts()}
+    assert names - firing == set(), "alerts no unit test sees firing"
+    assert names - quiet == set(), "alerts no unit test sees staying quiet"
+
+
+def test_every_metric_a_rule_reads_is_exported_by_toolscore_or_recorded_here() -> None:
+    known = exported_metrics() | recorded_names(RULES)
+    used = {rule.get("record") or rule["alert"]: metric_names(rule["expr"]) for rule in _rules()}
+    unknown = {rule: sorted(names - known) for rule, names in used.items() if names - known}
+    assert unknown == {}, f"not emitted by toolscore (METRICS) nor recorded in {RULES.name}"
+    assert "toolscore_evaluations_total" in set().union(*used.values())
+
+
+def test_every_alert_explains_itself_with_a_query_on_real_names() -> None:
+    known = exported_metrics() | recorded_names(RULES) | exported_labels()
+    for alert in _alerts():
+        annotations, labels = alert["annotations"], alert["labels"]
+        assert annotations["summary"].strip(), alert["alert"]
+        description = annotations["description"]
+        assert "Look at:" in description, f"{alert['alert']}: the description names the query to look at"
+        names = set(re.findall(r"\b(?:toolscore_\w+|\w+:\w+:\w+)", description))
+        assert names, alert["alert"]
+        assert names - known == set(), f"{alert['alert']}: unknown names in its description"
+        assert labels["severity"], alert["alert"]
+
+
+def test_expectation_alerts_take_their_severity_from_the_expectation() -> None:
+    per_expectation = [alert for alert in _alerts() if "toolscore_expectation_name" in alert["expr"]]
+    assert {alert["alert"] for alert in per_expectation} == {
+        "ToolscoreExpectationPassRateRegression",
+        "ToolscoreExpectationNoRuns",
+    }
+    for alert in per_expectation:
+        assert alert["labels"]["severity"] == SEVERITY_FROM_EXPECTATION
+        assert "group_left (toolscore_expectation_severity)" in alert["expr"]
+        assert "expectation:toolscore_expectation_severity:info" in alert["expr"]
+
+
+def test_name_check_catches_a_misspelt_metric() -> None:
+    expr = 'sum by (job) (rate(toolscore_spanz_total{toolscore_span_outcome="dropped"}[5m])) > bool 0'
+    assert metric_names(expr) == {"toolscore_spanz_total"}
+    assert metric_names(expr) - exported_metrics() == {"toolscore_spanz_total"}
+    assert metric_names("histogram_quantile(0.9, sum by (le) (rate(x_bucket[$__rate_interval])))") == {"x_bucket"}
