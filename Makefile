@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # mypy cannot follow the editable install's import hook, so it reads the packages through links named as imported.
 TYPEROOT := $(VENV)/typecheck
 
-.PHONY: run test lint typecheck unit bench proto clean system-deps
+.PHONY: run test lint typecheck unit bench bench-env proto clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
@@ -43,7 +43,20 @@ proto: $(STAMP)
 	$(BIN)/python -m grpc_tools.protoc -I proto --python_out=proto --pyi_out=proto --grpc_python_out=proto \
 		proto/toolscore/registry/v1/registry.proto
 
-bench: $(STAMP)
+# The Python peers (deepeval, ragas, agentevals) live in their own environment, pinned, apart from toolscore's.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+BENCH_REQS := tests/bench/peers/requirements.txt
+BENCH_PINS := tests/bench/peers/constraints.txt
+
+$(BENCH_STAMP): $(BENCH_REQS) $(BENCH_PINS)
+	test -x $(BENCH_VENV)/bin/python || $(PY) -m venv $(BENCH_VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(BENCH_VENV); }
+	$(BENCH_VENV)/bin/python -m pip install -q -r $(BENCH_REQS) -c $(BENCH_PINS)
+	touch $@
+
+bench-env: $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m tests.bench
 
 clean:

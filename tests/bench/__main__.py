@@ -20,7 +20,7 @@ def main() -> int:
         print(f"== {info.name}", flush=True)
         importlib.import_module(f"tests.bench.{info.name}").bench(bench)
     bench.write(Path("bench-results.json"))
-    print("wrote bench-results.json")
+    print(f"\n{bench.table()}\n\nwrote bench-results.json")
     return 0
 
 

@@ -88,14 +88,12 @@ def _send_round(stub: Any, requests: list[bytes]) -> int:
     return retries
 
 
-def _generator(conn: Connection, rounds: int) -> None:
+def _generator(conn: Connection, rounds: int, quick: bool) -> None:
     """The load generator process: prepare every round's requests, then send a round per command."""
-    from tests.bench.bench_extract import make_batches
-
-    batches, _ = make_batches()
+    batches, _ = _batches(quick)
+    copies = 1 if quick else COPIES_PER_ROUND
     prepared = [
-        [_renumbered(data, r * COPIES_PER_ROUND + c + 1) for c in range(COPIES_PER_ROUND) for data in batches]
-        for r in range(rounds)
+        [_renumbered(data, r * copies + c + 1) for c in range(copies) for data in batches] for r in range(rounds)
     ]
     conn.send("ready")
     stubs: dict[str, Any] = {}
@@ -205,15 +203,21 @@ class _Rounds:
         self.sink.wait_for(target)
 
 
-def bench(b: Bench) -> None:
+def _batches(quick: bool) -> tuple[list[bytes], int]:
     from tests.bench.bench_extract import make_batches
 
-    _, spans_per_copy = make_batches()
-    spans_per_round = spans_per_copy * COPIES_PER_ROUND
+    return make_batches(batches=1, runs_per_batch=5) if quick else make_batches()
+
+
+def bench(b: Bench, *, quick: bool = False) -> None:
+    """`quick`: one round of one small batch each way, for the smoke test."""
+    pairs = 1 if quick else PAIRS
+    _, spans_per_copy = _batches(quick)
+    spans_per_round = spans_per_copy * (1 if quick else COPIES_PER_ROUND)
     context = multiprocessing.get_context("spawn")  # grpc must not be forked
     sink = _Sink()
     ours, theirs = context.Pipe()
-    generator = context.Process(target=_generator, args=(theirs, 2 * (PAIRS + 1)), daemon=True)
+    generator = context.Process(target=_generator, args=(theirs, 2 * (pairs + 1), quick), daemon=True)
     passthrough_port = free_port()
     passthrough = context.Process(target=_passthrough, args=(passthrough_port, f"127.0.0.1:{sink.port}"), daemon=True)
     with tempfile.TemporaryDirectory(prefix="toolscore-bench-") as tmp:
@@ -236,13 +240,13 @@ def bench(b: Bench) -> None:
                 lambda: rounds.run(f"127.0.0.1:{passthrough_port}"),
                 spans_per_round,
                 unit="spans/s",
-                runs=PAIRS,
+                runs=pairs,
                 clock=time.perf_counter,
             )
             serve.terminate()
             with sqlite3.connect(Path(tmp) / "scores.db") as db:
                 (stored,) = db.execute("SELECT count(*) FROM runs").fetchone()
-            assert stored >= 2400, "the collector scored (at least a round of) the runs it forwarded"
+            assert stored >= (5 if quick else 2400), "the collector scored (at least a round of) the runs it forwarded"
             print(
                 f"collector.ingest: {spans_per_round:,} spans per round, {stored:,} scored runs kept;"
                 f" requests retried after RESOURCE_EXHAUSTED: {rounds.retries}"

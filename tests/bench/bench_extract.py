@@ -105,25 +105,27 @@ def _run(tracer: Tracer, rng: random.Random, t: int) -> None:
     root.end(end_time=ctx_t + 2_000_000)
 
 
-def make_batches(seed: int = 11) -> tuple[list[bytes], int]:
+def make_batches(
+    seed: int = 11, batches: int = BATCHES, runs_per_batch: int = RUNS_PER_BATCH
+) -> tuple[list[bytes], int]:
     """Encoded requests holding whole traces, and how many spans they hold in all."""
     rng = random.Random(seed)
     resource = Resource.create(
         {"service.name": "travel-agent", "service.version": "1.4.2", "deployment.environment": "prod"}
     )
-    batches, total = [], 0
-    for b in range(BATCHES):
+    encoded, total = [], 0
+    for b in range(batches):
         exporter = InMemorySpanExporter()
         provider = TracerProvider(resource=resource)
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         tracer = provider.get_tracer("opentelemetry.instrumentation.openai_agents", "0.9.0")
-        for r in range(RUNS_PER_BATCH):
-            _run(tracer, rng, EPOCH_NS + (b * RUNS_PER_BATCH + r) * 10**9)
+        for r in range(runs_per_batch):
+            _run(tracer, rng, EPOCH_NS + (b * runs_per_batch + r) * 10**9)
         spans: list[ReadableSpan] = list(exporter.get_finished_spans())
         provider.shutdown()
-        batches.append(encode_spans(spans).SerializeToString())
+        encoded.append(encode_spans(spans).SerializeToString())
         total += len(spans)
-    return batches, total
+    return encoded, total
 
 
 _NESTED = ("array_value", "kvlist_value")
@@ -164,10 +166,12 @@ def parse_and_walk(data: bytes) -> None:
                     _walk(event.attributes)
 
 
-def bench(b: Bench) -> None:
-    batches, total = make_batches()
+def bench(b: Bench, *, quick: bool = False) -> None:
+    """`quick`: one small batch, one pair, for the smoke test."""
+    n_batches, per_batch, pairs = (1, 5, 1) if quick else (BATCHES, RUNS_PER_BATCH, 9)
+    batches, total = make_batches(batches=n_batches, runs_per_batch=per_batch)
     runs = [rebuild_runs(spans_from_proto_bytes(data)) for data in batches]
-    assert sum(len(r) for r in runs) == BATCHES * RUNS_PER_BATCH, "every generated run is rebuilt"
+    assert sum(len(r) for r in runs) == n_batches * per_batch, "every generated run is rebuilt"
     assert all(3 <= len(run.calls) <= 8 for batch in runs for run in batch), "every run keeps its calls"
 
     def baseline() -> None:
@@ -182,5 +186,6 @@ def bench(b: Bench) -> None:
         for data in batches:
             rebuild_runs(spans_from_proto_bytes(data))
 
-    b.pair("extract.decode.spans_per_s", decode_only, "extract.baseline.spans_per_s", baseline, total, unit="spans/s")
-    b.pair("extract.spans_per_s", extract, "extract.baseline.spans_per_s", baseline, total, unit="spans/s")
+    base = "extract.baseline.spans_per_s"
+    b.pair("extract.decode.spans_per_s", decode_only, base, baseline, total, unit="spans/s", runs=pairs)
+    b.pair("extract.spans_per_s", extract, base, baseline, total, unit="spans/s", runs=pairs)

@@ -66,21 +66,21 @@ def _play(provider: TracerProvider, runs: int, pace_s: float = 0.0, seed: int = 
             time.sleep(pace_s)
 
 
-def _span_count() -> int:
+def _span_count(workload: int) -> int:
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=RESOURCE)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _play(provider, RUNS)
+    _play(provider, workload)
     provider.shutdown()
     return len(exporter.get_finished_spans())
 
 
-def _cost(make: Callable[[], SpanProcessor], spans: int) -> tuple[float, float]:
+def _cost(make: Callable[[], SpanProcessor], spans: int, workload: int) -> tuple[float, float]:
     """(process CPU µs per span, app-thread CPU µs per span) for one pass of the workload."""
     provider = TracerProvider(resource=RESOURCE)
     provider.add_span_processor(make())
     cpu, thread = time.process_time(), time.thread_time()
-    _play(provider, RUNS)
+    _play(provider, workload)
     thread = time.thread_time() - thread
     provider.force_flush(60_000)
     cpu = time.process_time() - cpu
@@ -88,7 +88,9 @@ def _cost(make: Callable[[], SpanProcessor], spans: int) -> tuple[float, float]:
     return cpu / spans * 1e6, thread / spans * 1e6
 
 
-def _costs(b: Bench, registry: Registry, spans: int, runs: int = 7) -> None:
+def _costs(b: Bench, registry: Registry, workload: int, runs: int = 7) -> None:
+    spans = _span_count(workload)
+
     def baseline() -> SpanProcessor:
         return BatchSpanProcessor(_Discard())
 
@@ -98,7 +100,7 @@ def _costs(b: Bench, registry: Registry, spans: int, runs: int = 7) -> None:
     samples: dict[str, list[tuple[float, float]]] = {"baseline": [], "toolscore": []}
     for _ in range(runs + 1):  # interleaved, so drift on a shared machine hits both alike; the first is warm-up
         for name, make in (("baseline", baseline), ("toolscore", toolscore)):
-            samples[name].append(_cost(make, spans))
+            samples[name].append(_cost(make, spans, workload))
     base, ours = samples["baseline"][1:], samples["toolscore"][1:]
     for which, prefix in ((0, "inprocess"), (1, "inprocess.app_thread")):
         _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
@@ -166,13 +168,18 @@ def _pending_memory(b: Bench, registry: Registry, runs: int = 10_000) -> None:
     b.record("memory.bytes_per_pending_run", [held / runs], unit="B", higher_is_better=False)
 
 
-def bench(b: Bench) -> None:
+def bench(b: Bench, *, quick: bool = False) -> None:
+    """`quick`: a few runs of each measurement, for the smoke test."""
     registry = Registry(MemoryStore())
     try:
         registry.put(EXPECTATION)
-        spans = _span_count()
-        _costs(b, registry, spans)
-        _delays(b, registry)
-        _pending_memory(b, registry)
+        if quick:
+            _costs(b, registry, workload=10, runs=1)
+            _delays(b, registry, runs=10)
+            _pending_memory(b, registry, runs=50)
+        else:
+            _costs(b, registry, workload=RUNS)
+            _delays(b, registry)
+            _pending_memory(b, registry)
     finally:
         registry.close()

@@ -72,8 +72,10 @@ def make_runs(n: int, n_cases: int, seed: int = 13) -> list[AgentRun]:
     return runs
 
 
-def bench(b: Bench) -> None:
-    runs = make_runs(2000, n_cases=10_000)
+def bench(b: Bench, *, quick: bool = False) -> None:
+    """`quick`: 50 runs against 10 and 200 expectations, one pair each, for the smoke test."""
+    large, pairs = (200, 1) if quick else (10_000, 5)
+    runs = make_runs(50 if quick else 2000, n_cases=large)
     expected = make_calls(5, seed=5)
     scored = AgentRun(calls=tuple(reversed(expected)))
     trajectory = Trajectory(expected=[call.model_dump() for call in expected])
@@ -83,8 +85,8 @@ def bench(b: Bench) -> None:
             trajectory.score(scored)
 
     baseline = "registry.baseline.trajectory.5calls.evals_per_s"
-    sets = {"10": make_expectations(10), "10000": make_expectations(10_000)}
-    sets["10000.unindexed10"] = make_expectations(10_000, unindexed=10)
+    sets = {"10": make_expectations(10), f"{large}": make_expectations(large)}
+    sets[f"{large}.unindexed10"] = make_expectations(large, unindexed=10)
     for label, expectations in sets.items():
         index = ExpectationIndex(expectations)
 
@@ -93,4 +95,4 @@ def bench(b: Bench) -> None:
                 index.match(run)
 
         name = f"registry.match.{label}.matches_per_s"
-        b.pair(name, match_loop, baseline, score_loop, len(runs), unit="matches/s", baseline_unit="evals/s", runs=5)
+        b.pair(name, match_loop, baseline, score_loop, len(runs), unit="matches/s", baseline_unit="evals/s", runs=pairs)

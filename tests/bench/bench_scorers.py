@@ -34,15 +34,16 @@ def _scorers(expected: list[ToolCall]) -> dict[str, ScorerBase]:
     }
 
 
-def bench(b: Bench) -> None:
+def bench(b: Bench, *, quick: bool = False) -> None:
+    """`quick`: a few evaluations, one run, for the smoke test."""
     for n in (5, 50):
         expected = make_calls(n, seed=n)
         run = AgentRun(calls=tuple(_perturbed(expected, seed=n)))
-        repeat = 20_000 if n == 5 else 2_000
+        repeat = 20 if quick else 20_000 if n == 5 else 2_000
         for kind, scorer in _scorers(expected).items():
 
             def loop(scorer: ScorerBase = scorer, run: AgentRun = run, repeat: int = repeat) -> None:
                 for _ in range(repeat):
                     scorer.score(run)
 
-            b.rate(f"scorer.{kind}.{n}calls.evals_per_s", loop, repeat, unit="evals/s", runs=5)
+            b.rate(f"scorer.{kind}.{n}calls.evals_per_s", loop, repeat, unit="evals/s", runs=1 if quick else 5)

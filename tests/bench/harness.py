@@ -118,5 +118,58 @@ class Bench:
         )
         return median
 
+    def paired(
+        self,
+        name: str,
+        samples: list[float],
+        baseline_name: str,
+        base_samples: list[float],
+        *,
+        unit: str,
+        baseline_unit: str | None = None,
+        higher_is_better: bool = True,
+    ) -> float:
+        """Record a figure and its baseline from samples taken in alternation; the ratio is the median of pairs.
+
+        For measurements `pair` cannot take itself (another process's CPU time, a whole tracer per pass):
+        `samples[i]` must have been taken right after `base_samples[i]`.
+        """
+        self.record(baseline_name, base_samples, unit=baseline_unit or unit, higher_is_better=higher_is_better)
+        ratios = [value / base for value, base in zip(samples, base_samples, strict=True)]
+        median = statistics.median(samples)
+        ratio = statistics.median(ratios)
+        self.figures[name] = Figure(median, unit, baseline_name, ratio, len(samples), min(samples), max(samples))
+        print(
+            f"{name:<55} {median:,.1f} {unit}  ({ratio:.2f}x {baseline_name},"
+            f" pairs {min(ratios):.2f}-{max(ratios):.2f})"
+            f"  [min {min(samples):,.1f}, max {max(samples):,.1f}, n={len(samples)}]",
+            flush=True,
+        )
+        return median
+
+    def table(self) -> str:
+        """Every figure as one aligned row: name, value, unit, baseline, ratio, spread (min-max over runs)."""
+        rows = [("figure", "value", "unit", "baseline", "ratio", "spread")]
+        for name, f in self.figures.items():
+            ratio = "" if f.ratio is None else f"{f.ratio:.2f}x"
+            spread = f"{_num(f.min)}-{_num(f.max)} (n={f.runs})" if f.runs > 1 else ""
+            rows.append((name, _num(f.value), f.unit, f.baseline or "", ratio, spread))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = [
+            "  ".join(
+                cell.rjust(w) if i in (1, 4) else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            )
+            for row in rows
+        ]
+        return "\n".join(line.rstrip() for line in lines)
+
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({k: asdict(v) for k, v in self.figures.items()}, indent=2) + "\n")
+
+
+def _num(x: float) -> str:
+    """Three significant digits at most, grouped: 138,000 / 51.2 / 0.93."""
+    if x == 0 or abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:,.3g}"

@@ -1,0 +1,72 @@
+"""`make bench`'s toolscore-side benchmarks at tiny sizes, so a change that breaks one fails `make test`.
+
+The figures are not checked for speed (a few iterations say nothing), only that every benchmark
+still runs end to end and writes the figures it names. The peers' side needs the benchmark
+environment and is not run here; what toolscore contributes to it (the cases and toolscore's verdicts) is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.bench import (
+    bench_collector,
+    bench_extract,
+    bench_inprocess,
+    bench_peers,
+    bench_registry,
+    bench_scale,
+    bench_scorers,
+)
+from tests.bench.harness import Bench
+
+EXPECTED_FIGURES = {
+    bench_scorers: [f"scorer.{kind}.{n}calls.evals_per_s" for kind in ("tool_selection", "f1") for n in (5, 50)]
+    + [f"scorer.trajectory_{mode}.{n}calls.evals_per_s" for mode in ("exact", "flexible") for n in (5, 50)],
+    bench_extract: ["extract.spans_per_s", "extract.baseline.spans_per_s", "extract.decode.spans_per_s"],
+    bench_registry: ["registry.match.10.matches_per_s", "registry.match.200.matches_per_s"],
+    bench_inprocess: [
+        "inprocess.us_per_span",
+        "inprocess.baseline.us_per_span",
+        "pipeline.score_delay_ms.p50",
+        "pipeline.score_delay_ms.p99",
+        "memory.bytes_per_pending_span",
+        "memory.bytes_per_pending_run",
+    ],
+    bench_collector: ["collector.ingest.spans_per_s", "collector.ingest.baseline.spans_per_s"],
+    bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
+}
+
+
+@pytest.mark.parametrize("module", list(EXPECTED_FIGURES), ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_benchmark_runs_and_writes_its_figures(module: object, tmp_path: Path) -> None:
+    b = Bench()
+    module.bench(b, quick=True)  # type: ignore[attr-defined]
+    b.write(tmp_path / "bench-results.json")
+    written = json.loads((tmp_path / "bench-results.json").read_text())
+    for name in EXPECTED_FIGURES[module]:  # type: ignore[index]
+        figure = written[name]
+        assert set(figure) == {"value", "unit", "baseline", "ratio", "runs", "min", "max"}
+        assert figure["value"] > 0, name
+        assert figure["min"] <= figure["value"] <= figure["max"], name
+    assert "figure" in b.table().splitlines()[0]
+
+
+def test_comparable_scorer_passes_the_identical_run_and_fails_without_the_expected_tool() -> None:
+    case = bench_peers.make_cases(5)
+    for peer in bench_peers.METRICS:
+        scores = case["toolscore"][peer]
+        assert scores["identical"] == 1.0, peer
+        assert scores["without_first_tool"] == 0.0, peer
+    assert json.loads(json.dumps(case)) == case, "the cases cross to the peer process as JSON"
+
+
+def test_paired_ratio_is_the_median_of_the_per_pair_ratios() -> None:
+    b = Bench()
+    b.paired("ours", [10.0, 40.0, 90.0], "theirs", [1.0, 10.0, 10.0], unit="evals/s")
+    assert b.figures["ours"].ratio == 9.0
+    assert b.figures["ours"].baseline == "theirs"
+    assert b.figures["theirs"].value == 10.0
