@@ -160,11 +160,12 @@ class Engine(Worker, Generic[C]):
             for evicted in admission.evicted:
                 self._evict(evicted)
             kind, trace = admission.kind, admission.trace
-            if kind is not Admit.HELD:
+            if kind is not Admit.HELD and kind is not Admit.CANDIDATE:
                 passing.append(carrier)
+            passing.extend(admission.released)
             late += kind is Admit.LATE
             over_cap += kind is Admit.OVER_CAP
-            if trace is not None and kind in (Admit.STORED, Admit.HELD):
+            if trace is not None and kind in (Admit.STORED, Admit.HELD, Admit.CANDIDATE):
                 self._arm(admission, record, arrived, now)
         self._release(passing)
         if late:
@@ -189,6 +190,8 @@ class Engine(Worker, Generic[C]):
         if admission.kind is Admit.HELD:
             self._settle.arm((trace_id, record.span_id), now)
             self._hold.arm_once((trace_id, record.span_id), arrived)
+        elif admission.kind is Admit.CANDIDATE:  # waits for its trace to finish, never longer than a run span
+            self._hold.arm_once((trace_id, record.span_id), arrived)
         if trace.root_seen:
             self._settle.arm((trace_id, ""), now)
 
@@ -212,7 +215,7 @@ class Engine(Worker, Generic[C]):
             return
         if span_id:
             self._finish_run(trace, span_id, incomplete=False, now=now)
-        if trace.root_seen and not trace.held and (trace_id, "") not in self._settle:
+        if trace.root_seen and not trace.holds_runs and (trace_id, "") not in self._settle:
             self._finish_trace(trace, complete=True, now=now)
 
     def _finish_run(self, trace: PendingTrace[C], span_id: str, incomplete: bool, now: int) -> None:
@@ -292,7 +295,10 @@ class Engine(Worker, Generic[C]):
 
     def _hold_expired(self, key: RunKey, now: int) -> None:
         trace = self.store.traces.get(key[0])
-        if trace is not None and key[1] in trace.held:
+        candidate = self.store.drop_candidate(trace, key[1]) if trace is not None else None
+        if candidate is not None:
+            self._release([candidate.carrier])
+        elif trace is not None and key[1] in trace.held:
             self._finish_run(trace, key[1], incomplete=True, now=now)
         flight = self._in_flight.get(key)
         if flight is not None and not flight.released:

@@ -1,8 +1,15 @@
 """Group by trace: the pending traces, what each span is in its trace, and the memory bounds.
 
 Each span is classified once, on arrival, with the extractors' own predicate, and kept with its
-classification, so that extraction reads it rather than asking the extractors again. Only run spans are
-held (their carrier waits for the scores); every other carrier is released at once and only its
+classification, so that extraction reads it rather than asking the extractors again. Run spans are
+held (their carrier waits for the scores). So are the spans that may yet stand for an *inferred* run
+(frameworks that mark no run span, such as LangGraph, have their run inferred at the topmost span a
+convention recognises, a graph or chain span): a span a convention claims without a run, tool or model
+role, with no recognised ancestor so far, is a candidate until a recognised ancestor arrives (it is
+released then) or its trace finishes (its run's scores go onto it, or it goes on unchanged). Tool and
+model spans are never candidates, so the spans under a run still go on at once. Inferred runs at the
+trace root or under a tool keep their scores in logs and metrics. Every other carrier is released at
+once and only its
 `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and scope but not
 its attributes or events (extraction only walks through it). The store also remembers, for traces it
 has already finished, which span ids it saw, so a re-delivered span or a straggler is passed on and
@@ -37,15 +44,19 @@ class Admit(enum.Enum):
     """Seen before (an at-least-once sender re-sent it): passed on, changes nothing."""
     OVER_CAP = "over_cap"
     """Its trace already holds `max_spans_per_trace` spans: passed on unscored."""
+    CANDIDATE = "candidate"
+    """May stand for an inferred run: kept, and its carrier waits until its trace finishes."""
 
 
 @dataclass(slots=True)
 class HeldRun(Generic[C]):
-    """A run span whose carrier waits for its scores."""
+    """A run span whose carrier waits for its scores, or a candidate for an inferred run's span."""
 
     carrier: C
     arrived_ns: int
     end_ns: int
+    run: bool = True
+    """A run span (settles on its own); False: a candidate, waiting for its trace to finish."""
 
 
 @dataclass(slots=True)
@@ -60,6 +71,13 @@ class PendingTrace(Generic[C]):
     root_id: str | None = None
     """The local root (a span without parent), once it has arrived."""
     truncated: bool = False
+    waiting: dict[str | None, list[str]] = field(default_factory=dict)
+    """Held candidates by the id of the nearest ancestor not arrived yet (None: they reach the root)."""
+
+    @property
+    def holds_runs(self) -> bool:
+        """Whether a run span is still held (candidates alone do not keep a trace from finishing)."""
+        return any(held.run for held in self.held.values())
 
     @property
     def root_seen(self) -> bool:
@@ -74,6 +92,8 @@ class Admission(Generic[C]):
     """Held runs this span arrived under: their settle time starts again."""
     evicted: list[PendingTrace[C]] = field(default_factory=list)
     """Traces pushed out by `max_pending_traces`, oldest first: the caller releases and counts them."""
+    released: list[C] = field(default_factory=list)
+    """Candidates this span showed are no inferred run's span: the caller passes them on."""
 
 
 def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
@@ -124,11 +144,64 @@ class TraceStore(Generic[C]):
         trace.records[record.span_id] = _slim(node) if role is None else node
         if record.parent_id is None:
             trace.root_id = record.span_id
-        kind = Admit.STORED
+        admission = Admission(Admit.STORED, trace, touched, evicted)
         if role is Role.RUN:
             trace.held[record.span_id] = HeldRun(carrier, arrived_ns, record.end_ns)
-            kind = Admit.HELD
-        return Admission(kind, trace, touched, evicted)
+            admission.kind = Admit.HELD
+        self._candidates(trace, record, role, carrier=carrier, arrived_ns=arrived_ns, admission=admission)
+        return admission
+
+    def _candidates(
+        self,
+        trace: PendingTrace[C],
+        record: SpanRecord,
+        role: Role | None,
+        *,
+        carrier: C,
+        arrived_ns: int,
+        admission: Admission[C],
+    ) -> None:
+        """Update the inferred-run candidates for a new span (see the module docstring)."""
+        span_id = record.span_id
+        below = trace.waiting.pop(span_id, None) if trace.waiting else None
+        if below is None and role is not Role.OTHER:
+            return  # the common case: nothing waits on this span and it cannot stand for a run
+        recognised_above, wait_on = self._above(trace, record.parent_id)
+        if below and (role is not None or recognised_above):
+            for candidate in below:  # the new span (or one above it) is recognised: they are not topmost
+                held = trace.held.pop(candidate, None)
+                if held is not None:
+                    admission.released.append(held.carrier)
+            below = None
+        if below:
+            trace.waiting.setdefault(wait_on, []).extend(below)
+        if role is Role.OTHER and not recognised_above:
+            trace.held[span_id] = HeldRun(carrier, arrived_ns, record.end_ns, run=False)
+            trace.waiting.setdefault(wait_on, []).append(span_id)
+            admission.kind = Admit.CANDIDATE
+
+    def _above(self, trace: PendingTrace[C], parent_id: str | None) -> tuple[bool, str | None]:
+        """Whether an ancestor that has arrived is recognised, and the nearest ancestor not arrived yet."""
+        current = parent_id
+        for _ in range(len(trace.records) + 1):
+            if current is None:
+                return False, None
+            node = trace.records.get(current)
+            if node is None:
+                return False, current
+            if node.role is not None:
+                return True, None
+            parent = node.span.parent_id
+            current = parent if parent != current else None
+        return False, None
+
+    @staticmethod
+    def drop_candidate(trace: PendingTrace[C], span_id: str) -> HeldRun[C] | None:
+        """Stop holding a candidate (its hold time is up); it stays in `waiting` harmlessly."""
+        held = trace.held.get(span_id)
+        if held is None or held.run:
+            return None
+        return trace.held.pop(span_id)
 
     def _under(self, trace: PendingTrace[C], parent_id: str | None) -> tuple[list[str], bool]:
         """The held runs above a new span, and whether it is under a run already scored."""
@@ -139,7 +212,8 @@ class TraceStore(Generic[C]):
                 break
             if current in trace.scored:
                 return touched, True
-            if current in trace.held:
+            held = trace.held.get(current)
+            if held is not None and held.run:
                 touched.append(current)
             parent = trace.records.get(current)
             parent_id = parent.span.parent_id if parent is not None else None

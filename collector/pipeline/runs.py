@@ -5,7 +5,8 @@ records as the store classified them on arrival), so a run scored in the pipelin
 calls `toolscore extract` gives for the same spans. A run span that settles selects its run and the
 inferred runs nested in it (an uninstrumented sub-agent under one of its tools), which cannot receive
 spans any more once their enclosing run has ended. Runs without a run span of their own are taken
-when the whole trace finishes.
+when the whole trace finishes; when the span they were inferred at is still held (a candidate, see
+`group`), their scores go onto it.
 """
 
 from __future__ import annotations
@@ -47,12 +48,13 @@ def runs_of_trace(
     trace: PendingTrace[object], complete: bool, config: ExtractConfig, stats: ExtractStats
 ) -> list[ReadyRun]:
     """Every run of a finishing trace not scored yet; `complete` is False when its root never came."""
-    if trace.root_id is not None and trace.root_id in trace.scored and not trace.held:
+    if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs:
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
     for run in rebuild_classified(trace.records.values(), config, stats):
         if run.span_id in trace.scored:
             continue
-        held = run.span_id in trace.held  # a run span that has ended is complete whatever the trace does
-        ready.append((_mark(run, trace.truncated or (not complete and not held)), held))
+        held = trace.held.get(run.span_id)  # a run span that has ended is complete whatever the trace does
+        ended_run = held is not None and held.run
+        ready.append((_mark(run, trace.truncated or (not complete and not ended_run)), held is not None))
     return ready

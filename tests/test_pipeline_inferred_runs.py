@@ -1,0 +1,104 @@
+"""Runs without a run span (LangGraph-style graphs): the span they are inferred at carries their scores.
+
+The engine is driven directly with `SpanRecord` carriers. `invoke_workflow` is an OTel GenAI operation
+that is neither a run nor a tool, so a run is inferred at the topmost such span above the calls.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tests.pipeline_builders import TRAVEL, Recording, record, registry_with, tool_attrs, wait_until
+from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
+from toolscore.collector.spans import SpanRecord
+
+ROOT = "9000000000000000"
+GRAPH = "1000000000000000"
+NODE = "1100000000000000"
+WORKFLOW = {"gen_ai.operation.name": "invoke_workflow"}
+
+
+@contextmanager
+def engine(config: PipelineConfig) -> Iterator[tuple[Engine[SpanRecord], ListSink[SpanRecord], Recording]]:
+    telemetry = Recording()
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(TRAVEL) as registry:
+        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, config, telemetry)
+        try:
+            yield pipeline, sink, telemetry
+        finally:
+            pipeline.shutdown(5.0)
+
+
+def graph_trace(root: bool = True) -> list[SpanRecord]:
+    """App root > graph "travel" > node > two tool calls, in the order spans end (children first)."""
+    tools = [
+        record(f"11000000000000{i + 1:02x}", NODE, f"execute_tool {name}", tool_attrs(name, f"c{i}"))
+        for i, name in enumerate(["search_flights", "book_flight"])
+    ]
+    spans = [*tools, record(NODE, GRAPH, "agent", WORKFLOW), record(GRAPH, ROOT, "travel", WORKFLOW)]
+    return [*spans, record(ROOT, None, "POST /chat", {"http.request.method": "POST"})] if root else spans
+
+
+def offer(pipeline: Engine[SpanRecord], records: list[SpanRecord]) -> None:
+    for item in records:
+        assert pipeline.offer(item)
+
+
+def every_span_once(sink: ListSink[SpanRecord], sent: list[SpanRecord]) -> None:
+    out = Counter([r.span_id for r in sink.released] + [r.span_id for r, _ in sink.enriched])
+    assert out == Counter(r.span_id for r in sent)
+
+
+def test_the_topmost_recognised_span_carries_the_inferred_run_and_the_rest_goes_on_at_once() -> None:
+    spans = graph_trace()
+    with engine(PipelineConfig(settle_ms=60_000, max_hold_ms=60_000)) as (pipeline, sink, telemetry):
+        offer(pipeline, spans[:4])  # tools, node, graph: the node stops being a candidate when the graph arrives
+        assert wait_until(lambda: {r.span_id for r in sink.released} >= {spans[0].span_id, spans[1].span_id, NODE})
+        assert sink.enriched == []
+        offer(pipeline, spans[4:])
+        assert pipeline.flush(5.0)
+        ((run_span, enrichment),) = sink.enriched
+        assert run_span.span_id == GRAPH
+        assert enrichment.attributes["toolscore.tool_calls"] == ["search_flights", "book_flight"]
+        assert enrichment.attributes["toolscore.evaluation.travel.trajectory.label"] == "pass"
+        assert "toolscore.run.incomplete" not in enrichment.attributes
+        assert [agent for *_, agent, _ in telemetry.scores] == ["travel", "travel"]
+        every_span_once(sink, spans)
+
+
+def test_parents_arriving_first_hold_only_the_topmost_recognised_span() -> None:
+    spans = list(reversed(graph_trace()))  # root, graph, node, tools: as a collector may receive them
+    with engine(PipelineConfig(settle_ms=30)) as (pipeline, sink, _):
+        offer(pipeline, spans)
+        assert wait_until(lambda: len(sink.enriched) == 1)
+        assert sink.enriched[0][0].span_id == GRAPH
+        assert pipeline.flush(5.0)
+        every_span_once(sink, spans)
+
+
+def test_a_trace_whose_root_never_comes_is_scored_on_the_candidate_and_flagged_incomplete() -> None:
+    spans = graph_trace(root=False)
+    with engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.2, max_hold_ms=60_000)) as (pipeline, sink, _):
+        offer(pipeline, spans)
+        assert wait_until(lambda: len(sink.enriched) == 1)
+        ((run_span, enrichment),) = sink.enriched
+        assert run_span.span_id == GRAPH
+        assert enrichment.attributes["toolscore.run.incomplete"] is True
+        every_span_once(sink, spans)
+
+
+def test_a_candidate_held_longer_than_max_hold_goes_on_and_its_run_is_still_scored_once() -> None:
+    spans = graph_trace()
+    config = PipelineConfig(settle_ms=100, max_hold_ms=100, trace_idle_timeout_s=60)
+    with engine(config) as (pipeline, sink, telemetry):
+        offer(pipeline, spans[:4])  # the root stays away: the graph would wait for it
+        assert wait_until(lambda: GRAPH in {r.span_id for r in sink.released})
+        assert sink.enriched == []
+        offer(pipeline, spans[4:])
+        assert pipeline.flush(5.0)
+        assert sink.enriched == []  # its span had gone on: the scores are in logs and metrics
+        assert [agent for *_, agent, _ in telemetry.scores] == ["travel", "travel"]
+        every_span_once(sink, spans)
