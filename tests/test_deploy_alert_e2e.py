@@ -4,7 +4,8 @@ A real Prometheus (tests/prometheus.py) scrapes a real `toolscore serve` subproc
 evaluates deploy/prometheus/rules/toolscore.rules.yml every second. The agent first passes its expectation
 about 90% of the time (the baseline), then fails it on every run; `ToolscoreExpectationPassRateRegression`
 must stay quiet through the first phase and then fire through `/api/v1/alerts`, with the severity of the
-expectation's `severity` label.
+expectation's `severity` label. Then every query of deploy/grafana/toolscore.json runs on that Prometheus,
+and the quality panels show the agent's series.
 
 The shipped windows (1 hour against 7 days, `for: 15m`) would take a week, so Prometheus loads a copy of
 the rules rewritten mechanically by `shrink_durations`: every range selector `[5m]`, `[1h]`, `[1d]`, `[7d]`,
@@ -15,6 +16,7 @@ recording rules, so it has no range selector of its own), and a test checks that
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -34,6 +36,7 @@ from tests.serve_harness import ServeProcess, serve_config
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "toolscore.rules.yml"
 EXPECTATIONS = Path(__file__).parent / "testdata" / "alerting" / "expectations.yaml"
+DASHBOARD = ROOT / "deploy" / "grafana" / "toolscore.json"
 ALERT = "ToolscoreExpectationPassRateRegression"
 RANGES = {"5m": "5s", "1h": "10s", "1d": "1m", "7d": "5m", "10m": "10s", "15m": "15s"}
 """Shipped range → test range. The 1h:7d ratio shrinks from 1:168 to 1:30, enough for a baseline."""
@@ -157,3 +160,20 @@ def test_pass_rate_regression_alert_fires_through_prometheus(serve: ServeProcess
         if rule["health"] != "ok"
     ]
     assert unhealthy == [], "every shipped rule evaluates against the real exposition"
+    _dashboard_shows_the_regression(prometheus)
+
+
+def _dashboard_shows_the_regression(prometheus: Prometheus) -> None:
+    """Every dashboard query runs on this Prometheus; the quality panels have the agent's series."""
+    answered: dict[str, int] = {}
+    for panel in json.loads(DASHBOARD.read_text(encoding="utf-8"))["panels"]:
+        for target in panel.get("targets", []):
+            expr = target["expr"].replace("$__rate_interval", "10s")
+            expr = expr.replace("$agent", "travel").replace("$expectation", ".*")
+            answered[panel["title"]] = answered.get(panel["title"], 0) + len(prometheus.query(expr))
+    for title in (
+        "Pass rate by agent and expectation",
+        "Score distribution",
+        "Worst expectations (pass rate, last hour)",
+    ):
+        assert answered[title] > 0, title
