@@ -193,6 +193,19 @@ def test_directory_of_files_is_watched_for_new_files(tmp_path: Path) -> None:
         assert eventually(lambda: names(registry) == ["b"])
 
 
+def test_a_configmap_mounted_directory_loads_each_file_once(tmp_path: Path) -> None:
+    """Kubernetes mounts a ConfigMap as links to `..data/`, itself a link to a hidden timestamped copy."""
+    snapshot = tmp_path / "..2026_11_22_02_40_00.000000001"
+    snapshot.mkdir()
+    _write(snapshot / "agents.yaml", "name: a\nmatch: {agent: travel}\n")
+    (tmp_path / "..data").symlink_to(snapshot.name)
+    (tmp_path / "agents.yaml").symlink_to(Path("..data") / "agents.yaml")
+    (tmp_path / ".git").mkdir()
+    _write(tmp_path / ".git" / "stale.yaml", "name: stale\nmatch: {agent: travel}\n")
+    with Registry.from_file(tmp_path, watch=False) as registry:
+        assert names(registry) == ["a"]
+
+
 def test_invalid_files_at_start_raise(tmp_path: Path) -> None:
     path = tmp_path / "exp.yaml"
     _write(path, "name: 'bad name'\nmatch: {agent: travel}\n")

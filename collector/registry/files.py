@@ -31,11 +31,23 @@ _log = logging.getLogger("toolscore.registry")
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given; directories become their expectation files (recursively, in name order)."""
+    """Files as given; directories become their expectation files (recursively, in name order).
+
+    Hidden names are skipped inside directories: a Kubernetes ConfigMap mount keeps a second copy of
+    every file in `..<timestamp>/` (behind `..data`), which would load each expectation twice.
+    """
     out: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*") if p.suffix in EXTENSIONS and p.is_file()))
+            out.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.suffix in EXTENSIONS
+                    and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                    and p.is_file()
+                )
+            )
         else:
             out.append(path)
     return out
