@@ -7,8 +7,6 @@ are compared with what that config makes toolscore do.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.deploy_files import (
@@ -27,7 +25,7 @@ from tests.deploy_files import (
     port_of,
     toolscore_container,
 )
-from toolscore.collector.registry.files import load_file
+from toolscore.collector.registry.files import load_paths
 
 
 @pytest.fixture(autouse=True)
@@ -55,10 +53,10 @@ def test_kubernetes_replicas_share_a_postgres_registry_and_listen_everywhere(mon
     assert config.receiver.grpc_endpoint.startswith("0.0.0.0:")
     assert config.receiver.http_endpoint.startswith("0.0.0.0:")
     assert config.telemetry.prometheus_host == "0.0.0.0"
-    for path in config.registry.files:
-        mount = next(m for m in toolscore_container()["volumeMounts"] if path.startswith(m["mountPath"] + "/"))
-        assert mount["name"] == "expectations"
-        assert load_file(K8S / "expectations" / Path(path).name)
+    (path,) = config.registry.files  # the mounted ConfigMap's directory
+    (mount,) = [m for m in toolscore_container()["volumeMounts"] if m["mountPath"] == path.rstrip("/")]
+    assert mount["name"] == "expectations"
+    assert load_paths([K8S / "expectations"])
     gateway = manifest("Service", "otel-gateway")
     assert config.forward.endpoint is not None
     assert config.forward.endpoint.startswith(f"http://{gateway['metadata']['name']}:")
