@@ -84,6 +84,13 @@ def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: Ser
     prometheus = Prometheus(tmp_path, [f"127.0.0.1:{serve.metrics_port}"])
     try:
         prometheus.wait_ready()
+        (limit,) = _wait_query(prometheus, "toolscore_pending_traces_limit", want=1)
+        assert limit["value"][1] == "10000", "the default max_pending_traces"
+        assert prometheus.query("toolscore_expectation_info") == [], "no expectation has scores yet"
+        exporter = OTLPSpanExporter(endpoint=serve.grpc_endpoint, insecure=True, timeout=10)
+        for spans in make_demo_spans():
+            assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
         rows = _wait_query(prometheus, "toolscore_expectation_info", want=3)
         severities = {
             row["metric"]["toolscore_expectation_name"]: row["metric"].get("toolscore_expectation_severity")
@@ -95,8 +102,6 @@ def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: Ser
             "demo.planner.delegates": "info",
         }, "from the `severity` label of each expectation in deploy/expectations/demo.yaml"
         assert {row["value"][1] for row in rows} == {"1"}
-        (limit,) = _wait_query(prometheus, "toolscore_pending_traces_limit", want=1)
-        assert limit["value"][1] == "10000", "the default max_pending_traces"
         (ratio,) = _wait_query(prometheus, "toolscore_pending_traces / toolscore_pending_traces_limit", want=1)
         assert float(ratio["value"][1]) == 0.0, "the two gauges share their labels, so they divide one-to-one"
     finally:

@@ -116,8 +116,7 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert [p.value for p in limit] == [500]  # type: ignore[union-attr]
     assert _points(emitted["toolscore.expectation.info"]) == [
         {"toolscore.expectation.name": "book-flight", "toolscore.expectation.severity": "page"},
-        {"toolscore.expectation.name": "weather"},
-    ]
+    ], "only expectations with scores: `weather` has none"
 
 
 def test_capped_attribute_overflows_to_other_and_is_counted(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:
@@ -135,26 +134,28 @@ def test_capped_attribute_overflows_to_other_and_is_counted(meters: tuple[MeterP
     ]
 
 
-def test_in_process_pipeline_reports_its_expectations_and_pending_limit(
+def test_in_process_pipeline_reports_its_scored_expectations_and_pending_limit(
     meters: tuple[MeterProvider, InMemoryMetricReader],
 ) -> None:
     provider, reader = meters
     telemetry = create_telemetry(meter_provider=provider)
     paging = {**TRAVEL, "labels": {"severity": "page", "owner": "travel-team"}}
-    quiet = {**TRAVEL, "name": "travel.no-severity", "match": {"agent": "nobody"}}
-    with registry_with(paging, quiet) as registry:
+    quiet = {**TRAVEL, "name": "travel.no-severity"}
+    unused = {**TRAVEL, "name": "unused", "labels": {"severity": "page"}, "match": {"agent": "nobody"}}
+    with registry_with(paging, quiet, unused) as registry:
         config = PipelineConfig(settle_ms=20, max_pending_traces=250)
         with traced(registry, config, telemetry) as (tracer, processor, _):
+            assert "toolscore.expectation.info" not in _metrics(reader), "nothing scored yet"
             agent_run(tracer)
             assert processor.force_flush(5_000)
             emitted = _metrics(reader)
             registry.put({**quiet, "labels": {"severity": "ticket"}})
             relabelled = _points(_metrics(reader)["toolscore.expectation.info"])
-    assert _points(emitted["toolscore.expectation.info"]) == [
-        {"toolscore.expectation.name": "travel", "toolscore.expectation.severity": "page"},
-        {"toolscore.expectation.name": "travel.no-severity"},
-    ]
-    assert [(p.value) for p in emitted["toolscore.expectation.info"].data.data_points] == [1, 1]  # type: ignore[union-attr]
+    info = emitted["toolscore.expectation.info"].data.data_points
+    assert [(dict(p.attributes or {}), p.value) for p in info] == [  # type: ignore[union-attr]
+        ({"toolscore.expectation.name": "travel", "toolscore.expectation.severity": "page"}, 1),
+        ({"toolscore.expectation.name": "travel.no-severity"}, 1),
+    ], "`unused` matched no run: no series, and no share of the name budget"
     limit = emitted["toolscore.pending.traces.limit"].data.data_points
     assert [p.value for p in limit] == [250]  # type: ignore[union-attr]
     assert {"toolscore.expectation.name": "travel.no-severity", "toolscore.expectation.severity": "ticket"} in (
@@ -162,15 +163,20 @@ def test_in_process_pipeline_reports_its_expectations_and_pending_limit(
     ), "a label change shows at the next collection"
 
 
-def test_expectation_info_names_are_capped_like_other_names(
+def test_expectation_info_follows_the_capped_names_without_spending_the_budget(
     meters: tuple[MeterProvider, InMemoryMetricReader],
 ) -> None:
     provider, reader = meters
     telemetry = create_telemetry(meter_provider=provider, max_attribute_values=2)
     telemetry.observe_expectations(lambda: [(f"exp-{i}", "page") for i in range(5)])
-    info = _points(_metrics(reader)["toolscore.expectation.info"])
-    names = [p["toolscore.expectation.name"] for p in info]
-    assert names == ["_other", "exp-0", "exp-1"]
+    for i in (4, 3, 2, 1, 0):
+        telemetry.score_recorded(Score(name="f1", value=1.0, label="pass"), f"exp-{i}", 1, None, None)
+    _metrics(reader)
+    emitted = _metrics(reader)
+    names = [p["toolscore.expectation.name"] for p in _points(emitted["toolscore.expectation.info"])]
+    assert names == ["exp-3", "exp-4"], "the first two scored, as in the score metrics"
+    overflow = emitted["toolscore.attribute.overflow"].data.data_points
+    assert [p.value for p in overflow] == [3], "three scores overflowed; collecting the info counts nothing"  # type: ignore[union-attr]
 
 
 def test_limiter_never_admits_more_than_its_bound_under_concurrency() -> None:

@@ -56,6 +56,10 @@ class AttributeLimiter:
             seen.add(value)
             return True
 
+    def admitted(self, attribute: str, value: str) -> bool:
+        """Whether `value` already has series of its own under `attribute`; never admits it, never counts it."""
+        return value in self._seen[attribute]
+
     def distinct(self, attribute: str) -> int:
         """How many distinct values `attribute` has admitted so far."""
         with self._lock:

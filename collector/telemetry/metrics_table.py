@@ -132,9 +132,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.expectation.info",
         "observable_gauge",
         "{expectation}",
-        "1 per expectation in the registry, carrying its `severity` label (alert rules join on it).",
+        "1 per expectation of the registry that has scores, carrying its `severity` label (alert rules join on it).",
         ("toolscore.expectation.name", "toolscore.expectation.severity"),
-        "One series per expectation; the alert rules take an alert's `severity` from it (default `warning`).",
+        "One series per scored expectation; the alert rules take an alert's `severity` from it (default `warning`).",
     ),
     MetricSpec(
         "toolscore.runs",

@@ -147,15 +147,19 @@ class OTelPipelineTelemetry:
         return [Observation(sum(limit for limit in limits if limit is not None))]
 
     def _observe_expectations(self, options: CallbackOptions) -> Iterable[Observation]:
-        """One observation per distinct (bounded) name and severity: overflowed names share `_other`."""
+        """One observation per expectation the score metrics already name, with its (bounded) severity.
+
+        Alert rules only join this on names that have score series, and a registry of thousands of
+        expectations must not spend the name budget (`max_attribute_values`) the score metrics need.
+        """
         with self._callbacks_lock:
             callbacks = list(self._expectations)
         seen: set[tuple[str, str | None]] = set()
         for callback in callbacks:
             with _never_raise("expectations callback"):
                 for name, severity in callback():
-                    bounded = self._limiter.bound("toolscore.expectation.name", name)
-                    seen.add((bounded, None if severity is None else self._limiter.bound(_SEVERITY, severity)))
+                    if self._limiter.admitted("toolscore.expectation.name", name):
+                        seen.add((name, None if severity is None else self._limiter.bound(_SEVERITY, severity)))
         observations = []
         for name, severity in sorted(seen, key=lambda pair: (pair[0], pair[1] or "")):
             attributes: dict[str, AttributeValue] = {"toolscore.expectation.name": name}
