@@ -92,8 +92,8 @@ class PipelineTelemetry(Protocol):
         and the `max_pending_traces` it is bounded by (None: unbounded or unknown, not reported)."""
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
-        """Register a callback the metrics reader calls for the expectations to report as info series,
-        so alert rules can take an alert's severity from the expectation's labels."""
+        """Register a callback the metrics reader calls for the registry's expectations; those the score
+        metrics already name become info series, so alert rules can take an alert's severity from them."""
 
 
 class NoopTelemetry:
