@@ -60,4 +60,4 @@ bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m tests.bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-bench build *.egg-info .mypy_cache .pytest_cache .ruff_cache
