@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, Tracer
 
-from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.registry import MemoryStore, Registry
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import RunSpanRef
@@ -179,3 +179,18 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
             return False
         time.sleep(0.002)
     return True
+
+
+@contextmanager
+def recording_engine(
+    config: PipelineConfig, *expectations: dict[str, Any]
+) -> Iterator[tuple[Engine[SpanRecord], ListSink[SpanRecord], Recording]]:
+    """The engine over `SpanRecord` carriers (decode is the identity), scoring `expectations` (default TRAVEL)."""
+    telemetry = Recording()
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(*(expectations or (TRAVEL,))) as registry:
+        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, config, telemetry)
+        try:
+            yield pipeline, sink, telemetry
+        finally:
+            pipeline.shutdown(5.0)

@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,19 @@ class Prometheus:
         answer = self.get("/api/v1/query?" + urllib.parse.urlencode({"query": promql}))
         assert answer["status"] == "success", answer
         return list(answer["data"]["result"])
+
+    def query_until(
+        self, promql: str, done: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 30.0
+    ) -> list[dict[str, Any]]:
+        """The rows of `promql` once `done(rows)` holds (scrapes and rule evaluations come every interval)."""
+        deadline = time.monotonic() + timeout_s
+        rows = self.query(promql)
+        while not done(rows):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{promql}: not there after {timeout_s} s: {rows}")
+            time.sleep(0.5)
+            rows = self.query(promql)
+        return rows
 
     def alerts(self) -> list[dict[str, Any]]:
         """Active alerts (pending and firing), as `/api/v1/alerts` lists them."""

@@ -7,10 +7,8 @@ that is neither a run nor a tool, so a run is inferred at the topmost such span 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from tests.pipeline_builders import TRAVEL, Recording, record, registry_with, tool_attrs, wait_until
+from tests.pipeline_builders import record, recording_engine, tool_attrs, wait_until
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.spans import SpanRecord
 
@@ -18,18 +16,6 @@ ROOT = "9000000000000000"
 GRAPH = "1000000000000000"
 NODE = "1100000000000000"
 WORKFLOW = {"gen_ai.operation.name": "invoke_workflow"}
-
-
-@contextmanager
-def engine(config: PipelineConfig) -> Iterator[tuple[Engine[SpanRecord], ListSink[SpanRecord], Recording]]:
-    telemetry = Recording()
-    sink: ListSink[SpanRecord] = ListSink()
-    with registry_with(TRAVEL) as registry:
-        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, config, telemetry)
-        try:
-            yield pipeline, sink, telemetry
-        finally:
-            pipeline.shutdown(5.0)
 
 
 def graph_trace(root: bool = True) -> list[SpanRecord]:
@@ -54,7 +40,7 @@ def every_span_once(sink: ListSink[SpanRecord], sent: list[SpanRecord]) -> None:
 
 def test_the_topmost_recognised_span_carries_the_inferred_run_and_the_rest_goes_on_at_once() -> None:
     spans = graph_trace()
-    with engine(PipelineConfig(settle_ms=60_000, max_hold_ms=60_000)) as (pipeline, sink, telemetry):
+    with recording_engine(PipelineConfig(settle_ms=60_000, max_hold_ms=60_000)) as (pipeline, sink, telemetry):
         offer(pipeline, spans[:4])  # tools, node, graph: the node stops being a candidate when the graph arrives
         assert wait_until(lambda: {r.span_id for r in sink.released} >= {spans[0].span_id, spans[1].span_id, NODE})
         assert sink.enriched == []
@@ -71,7 +57,7 @@ def test_the_topmost_recognised_span_carries_the_inferred_run_and_the_rest_goes_
 
 def test_parents_arriving_first_hold_only_the_topmost_recognised_span() -> None:
     spans = list(reversed(graph_trace()))  # root, graph, node, tools: as a collector may receive them
-    with engine(PipelineConfig(settle_ms=30)) as (pipeline, sink, _):
+    with recording_engine(PipelineConfig(settle_ms=30)) as (pipeline, sink, _):
         offer(pipeline, spans)
         assert wait_until(lambda: len(sink.enriched) == 1)
         assert sink.enriched[0][0].span_id == GRAPH
@@ -81,7 +67,11 @@ def test_parents_arriving_first_hold_only_the_topmost_recognised_span() -> None:
 
 def test_a_trace_whose_root_never_comes_is_scored_on_the_candidate_and_flagged_incomplete() -> None:
     spans = graph_trace(root=False)
-    with engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.2, max_hold_ms=60_000)) as (pipeline, sink, _):
+    with recording_engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.2, max_hold_ms=60_000)) as (
+        pipeline,
+        sink,
+        _,
+    ):
         offer(pipeline, spans)
         assert wait_until(lambda: len(sink.enriched) == 1)
         ((run_span, enrichment),) = sink.enriched
@@ -93,7 +83,7 @@ def test_a_trace_whose_root_never_comes_is_scored_on_the_candidate_and_flagged_i
 def test_a_candidate_held_longer_than_max_hold_goes_on_and_its_run_is_still_scored_once() -> None:
     spans = graph_trace()
     config = PipelineConfig(settle_ms=100, max_hold_ms=100, trace_idle_timeout_s=60)
-    with engine(config) as (pipeline, sink, telemetry):
+    with recording_engine(config) as (pipeline, sink, telemetry):
         offer(pipeline, spans[:4])  # the root stays away: the graph would wait for it
         assert wait_until(lambda: GRAPH in {r.span_id for r in sink.released})
         assert sink.enriched == []

@@ -6,7 +6,6 @@ its own server on free 127.0.0.1 ports with its data in a temporary directory, s
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,16 +31,13 @@ def serve(tmp_path: Path) -> Iterator[ServeProcess]:
         assert process.terminate() == 0, process.log()
 
 
-def _buckets(prometheus: Prometheus, want_total: float, timeout_s: float = 30.0) -> dict[str, float]:
+def _buckets(prometheus: Prometheus, want_total: float) -> dict[str, float]:
     """`le` → cumulative count, once the `+Inf` bucket holds `want_total` scores."""
-    deadline = time.monotonic() + timeout_s
-    buckets: dict[str, float] = {}
-    while time.monotonic() < deadline:
-        buckets = {row["metric"]["le"]: float(row["value"][1]) for row in prometheus.query(F1_BUCKETS)}
-        if buckets.get("+Inf") == want_total:
-            return buckets
-        time.sleep(0.5)
-    raise AssertionError(f"no histogram with {want_total} scores after {timeout_s} s: {buckets}")
+
+    def full(rows: list[dict[str, Any]]) -> bool:
+        return any(row["metric"]["le"] == "+Inf" and float(row["value"][1]) == want_total for row in rows)
+
+    return {row["metric"]["le"]: float(row["value"][1]) for row in prometheus.query_until(F1_BUCKETS, full)}
 
 
 def test_promql_returns_the_score_histogram_of_an_expectation(serve: ServeProcess, tmp_path: Path) -> None:
@@ -68,16 +64,9 @@ def test_promql_returns_the_score_histogram_of_an_expectation(serve: ServeProces
         prometheus.stop()
 
 
-def _wait_query(prometheus: Prometheus, promql: str, want: int, timeout_s: float = 30.0) -> list[dict[str, Any]]:
-    """The rows of `promql` once there are `want` of them (scrapes come every second)."""
-    deadline = time.monotonic() + timeout_s
-    rows: list[dict[str, Any]] = []
-    while time.monotonic() < deadline:
-        rows = prometheus.query(promql)
-        if len(rows) == want:
-            return rows
-        time.sleep(0.5)
-    raise AssertionError(f"{promql}: {len(rows)} rows, not {want}, after {timeout_s} s: {rows}")
+def _wait_query(prometheus: Prometheus, promql: str, want: int) -> list[dict[str, Any]]:
+    """The rows of `promql` once there are `want` of them."""
+    return prometheus.query_until(promql, lambda rows: len(rows) == want)
 
 
 def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: ServeProcess, tmp_path: Path) -> None:
