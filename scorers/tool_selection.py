@@ -54,37 +54,43 @@ _VERDICT_LIMIT = 1024
 
 
 def _call_infos(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
-    """Counted calls as Mastra's `toolCallInfos`; `invocation_index` still counts skipped calls."""
+    """Counted calls as Mastra's `toolCallInfos`; `invocation_index` still counts skipped calls.
+
+    Fields are read from each call's `__dict__`: a pydantic model's attribute access goes through its
+    `__getattr__` hook, and this runs once per call of every scored run.
+    """
+    fields = [call.__dict__ for call in calls]
+    message = fields[0]["message_index"] if fields else 0
+    for f in fields:
+        if f["message_index"] != message:
+            break
+    else:  # one assistant message (every run read from a trace)
+        return [
+            {
+                "tool_name": f["name"],
+                "tool_call_id": f["call_id"] or f"{message}-{index}",
+                "message_index": message,
+                "invocation_index": index,
+            }
+            for index, f in enumerate(fields)
+            if f["name"] and (f["state"] is None or f["state"] in COUNTED_STATES)  # `_counted`, inlined
+        ]
     infos: list[dict[str, Any]] = []
-    append = infos.append
     seen_in_message: dict[int, int] = {}
-    for call in calls if _in_message_order(calls) else sorted(calls, key=_by_message):
+    for call in sorted(calls, key=_by_message):
         message = call.message_index
         index = seen_in_message.get(message, 0)
         seen_in_message[message] = index + 1
-        state = call.state
-        name = call.name
-        if name and (state is None or state in COUNTED_STATES):  # `_counted`, inlined: once per call
-            append(
+        if _counted(call):
+            infos.append(
                 {
-                    "tool_name": name,
+                    "tool_name": call.name,
                     "tool_call_id": call.call_id or f"{message}-{index}",
                     "message_index": message,
                     "invocation_index": index,
                 }
             )
     return infos
-
-
-def _in_message_order(calls: tuple[ToolCall, ...]) -> bool:
-    """Whether the calls are already sorted by message (runs read from traces always are): no sort then."""
-    previous = None
-    for call in calls:
-        message = call.message_index
-        if previous is not None and message < previous:
-            return False
-        previous = message
-    return True
 
 
 class ToolSelection(ScorerBase):
