@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from toolscore.collector.registry import (
+    FILE_SOURCE_LABEL,
     Change,
     InvalidExpectation,
     MemoryStore,
@@ -223,6 +224,20 @@ def test_files_applied_into_a_persistent_store_survive_restart(tmp_path: Path) -
     with Registry.from_config(config) as registry:
         assert registry.get("a").version == 1  # unchanged file: not rewritten
         assert names(registry) == ["a"]
+
+
+def test_a_name_removed_from_the_files_while_no_collector_ran_is_deleted_at_the_next_start(tmp_path: Path) -> None:
+    path = tmp_path / "exp.yaml"
+    _write(path, "name: a\nmatch: {agent: travel}\n---\nname: b\nmatch: {agent: travel}\n")
+    config = RegistryConfig(store=SqliteStoreConfig(path=str(tmp_path / "r.db")), files=[str(path)], watch_files=False)
+    with Registry.from_config(config) as registry:
+        registry.put(doc("made-through-the-api"))
+        assert names(registry) == ["a", "b", "made-through-the-api"]
+        assert registry.get("a").labels == {FILE_SOURCE_LABEL: "files"}
+    _write(path, "name: a\nmatch: {agent: travel}\n")  # edited while nothing was running
+    with Registry.from_config(config) as registry:
+        assert names(registry) == ["a", "made-through-the-api"]  # what the API made is not the files' to delete
+        assert registry.get("a").version == 1
 
 
 # -- replicas ---------------------------------------------------------------------------------------

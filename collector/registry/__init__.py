@@ -26,7 +26,7 @@ from toolscore.collector.registry.files import FileWatcher, load_file, load_path
 from toolscore.collector.registry.matching import MAX_KEYS_PER_EXPECTATION, ExpectationIndex, matches
 from toolscore.collector.registry.memory_store import MemoryStore
 from toolscore.collector.registry.model import Expectation, ExpectationScorer, MatchSpec
-from toolscore.collector.registry.registry import ApplyAction, Registry
+from toolscore.collector.registry.registry import FILE_SOURCE_LABEL, ApplyAction, Registry
 from toolscore.collector.registry.sampling import sampled_scorers, should_sample
 from toolscore.collector.registry.sqlite_store import SqliteStore
 from toolscore.collector.registry.store import Change, ChangeKind, ExpectationStore
@@ -34,6 +34,7 @@ from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import field_path, parse_expectation
 
 __all__ = [
+    "FILE_SOURCE_LABEL",
     "MAX_KEYS_PER_EXPECTATION",
     "AlreadyExists",
     "ApplyAction",

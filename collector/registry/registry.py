@@ -30,13 +30,17 @@ from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
 
-__all__ = ["Applied", "ApplyAction", "Registry"]
+__all__ = ["FILE_SOURCE_LABEL", "Applied", "ApplyAction", "Registry"]
 
 ApplyAction = Literal["created", "updated", "unchanged", "deleted"]
 Applied = list[tuple[str, ApplyAction]]
 """What `apply` did, per name: `[("checkout-canary", "created"), ...]`."""
 
 _log = logging.getLogger("toolscore.registry")
+
+FILE_SOURCE_LABEL = "toolscore.source"
+"""Label `files` marks an expectation the configured files own: it is deleted when the files no longer
+name it, even if that happened while no collector was running (the store outlives the process)."""
 
 
 class Registry:
@@ -187,8 +191,10 @@ class Registry:
             self.last_error = exc
             raise
         self.last_error = None
-        results = self._apply(expectations, self._file_names)
-        self._file_names = {exp.name for exp in expectations}
+        owned = [exp.model_copy(update={"labels": {**exp.labels, FILE_SOURCE_LABEL: "files"}}) for exp in expectations]
+        stored = {exp.name for exp in self.store.list() if exp.labels.get(FILE_SOURCE_LABEL) == "files"}
+        results = self._apply(owned, self._file_names | stored)
+        self._file_names = {exp.name for exp in owned}
         return results
 
     def _reload_quietly(self) -> None:
