@@ -286,3 +286,28 @@ def test_close_is_prompt_and_idempotent(postgres_dsn: str) -> None:
     registry.close()
     registry.close()
     assert time.monotonic() - started < 2
+
+
+def test_postgres_listener_that_lost_its_connection_reconnects_and_is_woken_again(postgres_dsn: str) -> None:
+    import psycopg
+
+    config = RegistryConfig(store=PostgresStoreConfig(dsn=postgres_dsn), poll_interval_s=30)
+    with Registry.from_config(config) as one, Registry.from_config(config) as two:
+        arrived = threading.Event()
+        two.subscribe(lambda c: arrived.set())
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            killed = admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE query LIKE 'LISTEN %%' AND pid <> pg_backend_pid()"
+            ).fetchall()
+            assert len(killed) == 2, "both replicas' listeners were cut"
+            assert eventually(
+                lambda: (
+                    len(admin.execute("SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %%'").fetchall()) == 2
+                )
+            ), "both listeners are back"
+        started = time.monotonic()
+        one.put(doc("a"))
+        assert arrived.wait(10)
+        assert time.monotonic() - started < 5  # woken by NOTIFY, far below the 30 s poll interval
+        assert names(two) == ["a"]

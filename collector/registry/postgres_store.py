@@ -4,7 +4,8 @@ Writers are serialized by a transaction-scoped advisory lock, so the change log'
 commit order and a replica reading `changes_since(seq)` can never miss a change that committed late
 with a lower number. Every write sends `NOTIFY <prefix>changes` (delivered at commit); replicas that
 `listen` wake on it instead of waiting for their next poll. The poll stays as the fallback, because a
-notification is lost when the listening connection drops.
+notification is lost when the listening connection drops; a dropped listener is reconnected with
+backoff, and its return counts as a change, so what was missed meanwhile is read at once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -41,6 +43,10 @@ CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
 
 _log = logging.getLogger("toolscore.registry")
 
+_RELISTEN_FIRST_S = 0.5
+_RELISTEN_MAX_S = 30.0
+"""Backoff between attempts to reconnect a lost listener: doubling from the first to the max."""
+
 
 class PostgresStore(SqlStore):
     """`ExpectationStore` in PostgreSQL; tables are created on first use (in the search_path's schema)."""
@@ -61,11 +67,18 @@ class PostgresStore(SqlStore):
         self._lock = threading.Lock()
         self._conn = self._connect()
         self._listener: psycopg.Connection[tuple[object, ...]] | None = None
+        self._listen = listen
+        self._relisten_at = 0.0
+        self._relisten_delay = _RELISTEN_FIRST_S
         with self._write() as cur:
             cur.execute(_SCHEMA.replace("{p}", self.prefix))
         if listen:
-            self._listener = self._connect(autocommit=True)
-            self._listener.execute(f'LISTEN "{self._channel}"')
+            self._listener = self._start_listener()
+
+    def _start_listener(self) -> psycopg.Connection[tuple[object, ...]]:
+        listener = self._connect(autocommit=True)
+        listener.execute(f'LISTEN "{self._channel}"')
+        return listener
 
     def _connect(self, *, autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
         return psycopg.connect(self._dsn, autocommit=autocommit, connect_timeout=max(1, round(self._connect_timeout_s)))
@@ -92,24 +105,47 @@ class PostgresStore(SqlStore):
                 yield cur
                 cur.execute("SELECT pg_notify(%s, '')", (self._channel,))
 
+    def _relisten(self) -> bool:
+        """Try to reconnect the lost listener; on failure the next try waits longer (up to the max)."""
+        try:
+            self._listener = self._start_listener()
+        except psycopg.Error as exc:
+            delay = self._relisten_delay
+            self._relisten_at = time.monotonic() + delay
+            self._relisten_delay = min(delay * 2, _RELISTEN_MAX_S)
+            _log.warning("registry change listener not reconnected (%s); retrying in %.1fs", exc, delay)
+            return False
+        self._relisten_delay = _RELISTEN_FIRST_S
+        _log.info("registry change listener reconnected")
+        return True
+
     def wait_for_change(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
         """Block until a change notification arrives (True) or `timeout_s` passes (False).
 
-        Waits in slices of at most 0.25 s so that `stop` is honoured promptly.
+        Waits in slices of at most 0.25 s so that `stop` is honoured promptly. Without a listener (it
+        was lost), waits until the next reconnect attempt is due; True when it succeeds, since changes
+        made while it was away sent notifications nobody heard.
         """
+        stop = stop if stop is not None else threading.Event()
         if self._listener is None:
-            if stop is not None:
+            if not self._listen:
                 stop.wait(timeout_s)
-            return False
+                return False
+            due = max(0.0, self._relisten_at - time.monotonic())
+            if due > 0 and (stop.wait(min(timeout_s, due)) or due > timeout_s):
+                return False  # stopped, or the next attempt is not due within this wait
+            return self._relisten()
         remaining = timeout_s
-        while remaining > 0 and not (stop is not None and stop.is_set()):
+        while remaining > 0 and not stop.is_set():
             step = min(remaining, 0.25)
             try:
                 if any(True for _ in self._listener.notifies(timeout=step, stop_after=1)):
                     return True
             except psycopg.Error:
-                _log.warning("registry change listener lost its connection; falling back to polling")
+                _log.warning("registry change listener lost its connection; reconnecting, polling meanwhile")
+                self._listener.close()
                 self._listener = None
+                self._relisten_at = time.monotonic()  # the first attempt is at once
                 return False
             remaining -= step
         return False
