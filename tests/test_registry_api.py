@@ -14,6 +14,7 @@ import pytest
 from toolscore.collector.registry import (
     FILE_SOURCE_LABEL,
     Change,
+    Expectation,
     InvalidExpectation,
     MemoryStore,
     NotFound,
@@ -84,6 +85,37 @@ def test_apply_with_one_invalid_expectation_writes_nothing() -> None:
         assert caught.value.field == "[2].scorers[0].mode"
         assert [(e.name, e.version) for e in registry.list()] == [("a", 1)]
         assert registry.store.latest_seq() == 1
+
+
+def test_apply_racing_another_writer_fails_whole(tmp_path: Path) -> None:
+    """Another replica edits `b` between apply reading the store and writing to it: nothing is written."""
+    path = str(tmp_path / "r.db")
+
+    class RacedStore(SqliteStore):
+        racing = False
+
+        def list(self) -> list[Expectation]:
+            found = super().list()
+            if not self.racing:
+                return found
+            self.racing = False
+            other = SqliteStore(path)
+            try:
+                other.put(Expectation.model_validate(doc("b", tool="someone-else")), 1)
+            finally:
+                other.close()
+            return found
+
+    with Registry(SqliteStore(path)) as registry:
+        registry.apply([doc("a"), doc("b")])
+    raced = RacedStore(path)
+    with Registry(raced) as registry:
+        raced.racing = True
+        with pytest.raises(VersionConflict):
+            registry.apply([doc("a", tool="changed"), doc("b", tool="mine"), doc("c")])
+        assert [(e.name, e.version) for e in registry.list()] == [("a", 1), ("b", 2)]
+        assert registry.get("b").scorers[0].model_dump()["expected_tool"] == "someone-else"
+    raced.close()
 
 
 def test_apply_rejects_duplicate_names_before_writing() -> None:

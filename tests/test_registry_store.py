@@ -16,6 +16,7 @@ from toolscore.collector.registry import (
     NotFound,
     SqliteStore,
     VersionConflict,
+    Write,
 )
 from toolscore.collector.registry.postgres_store import PostgresStore
 
@@ -266,3 +267,30 @@ def test_unconditional_concurrent_puts_all_land_with_distinct_versions(opener: O
     total = len(stores) * per_thread
     assert [e.version for e in stores[0].history("travel")] == list(range(1, total + 1))
     assert [c.seq for c in stores[0].changes_since(0)] == list(range(1, total + 1))
+
+
+def test_a_batch_is_written_whole_with_its_changes_in_order(store: ExpectationStore) -> None:
+    store.put(exp("old"))
+    changes = store.write_batch([Write("a", exp("a"), 0), Write("old", None, 1), Write("b", exp("b"))])
+    assert [(c.kind, c.name, c.version) for c in changes] == [
+        ("created", "a", 1),
+        ("deleted", "old", 2),
+        ("created", "b", 1),
+    ]
+    assert [e.name for e in store.list()] == ["a", "b"]
+    assert [c.seq for c in store.changes_since(1)] == [c.seq for c in changes]
+
+
+def test_a_batch_with_one_failing_check_writes_nothing(store: ExpectationStore) -> None:
+    store.put(exp("kept"))
+    before = store.latest_seq()
+    with pytest.raises(VersionConflict):
+        store.write_batch([Write("a", exp("a"), 0), Write("kept", exp("kept", tool="cancel"), 7)])
+    with pytest.raises(AlreadyExists):
+        store.write_batch([Write("b", exp("b"), 0), Write("kept", exp("kept"), 0)])
+    assert [e.name for e in store.list()] == ["kept"]
+    assert store.get("kept").version == 1
+    assert store.latest_seq() == before
+    assert store.changes_since(before) == []
+    (change,) = store.write_batch([Write("a", exp("a"), 0)])  # and it still writes afterwards
+    assert (change.name, change.version) == ("a", 1)

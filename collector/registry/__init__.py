@@ -29,7 +29,7 @@ from toolscore.collector.registry.model import Expectation, ExpectationScorer, M
 from toolscore.collector.registry.registry import FILE_SOURCE_LABEL, ApplyAction, Registry
 from toolscore.collector.registry.sampling import sampled_scorers, should_sample
 from toolscore.collector.registry.sqlite_store import SqliteStore
-from toolscore.collector.registry.store import Change, ChangeKind, ExpectationStore
+from toolscore.collector.registry.store import Change, ChangeKind, ExpectationStore, Write
 from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import field_path, parse_expectation
 
@@ -60,6 +60,7 @@ __all__ = [
     "SqliteStoreConfig",
     "StoreConfig",
     "VersionConflict",
+    "Write",
     "as_text",
     "field_path",
     "load_file",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import builtins
 import threading
+from collections.abc import Sequence
 
 from toolscore.collector.registry.errors import NotFound
 from toolscore.collector.registry.model import Expectation
-from toolscore.collector.registry.store import Change, check_expected_version
+from toolscore.collector.registry.store import Change, Write, check_expected_version
 
 __all__ = ["MemoryStore"]
 
@@ -34,28 +35,50 @@ class MemoryStore:
 
     def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
         with self._lock:
-            live = self._live.get(expectation.name)
-            check_expected_version(expectation.name, live.version if live else None, expected_version)
-            version = self._last_version.get(expectation.name, 0) + 1
-            stored = expectation.model_copy(update={"version": version})
-            change = Change(len(self._log) + 1, "updated" if live else "created", stored.name, version, stored)
-            self._live[stored.name] = stored
-            self._last_version[stored.name] = version
-            self._log.append(change)
-            return stored, change
+            change = self._put(expectation, expected_version)
+            return change.expectation, change
 
     def delete(self, name: str, expected_version: int | None = None) -> Change:
         with self._lock:
-            live = self._live.get(name)
-            if live is None:
-                raise NotFound(name)
-            check_expected_version(name, live.version, expected_version)
-            version = self._last_version[name] + 1
-            change = Change(len(self._log) + 1, "deleted", name, version, live)
-            del self._live[name]
-            self._last_version[name] = version
-            self._log.append(change)
-            return change
+            return self._delete(name, expected_version)
+
+    def write_batch(self, writes: Sequence[Write]) -> builtins.list[Change]:
+        with self._lock:
+            saved = (dict(self._live), dict(self._last_version), len(self._log))
+            try:
+                return [
+                    self._delete(w.name, w.expected_version)
+                    if w.expectation is None
+                    else self._put(w.expectation, w.expected_version)
+                    for w in writes
+                ]
+            except BaseException:  # all or nothing, as a database transaction
+                self._live, self._last_version = saved[0], saved[1]
+                del self._log[saved[2] :]
+                raise
+
+    def _put(self, expectation: Expectation, expected_version: int | None) -> Change:
+        live = self._live.get(expectation.name)
+        check_expected_version(expectation.name, live.version if live else None, expected_version)
+        version = self._last_version.get(expectation.name, 0) + 1
+        stored = expectation.model_copy(update={"version": version})
+        change = Change(len(self._log) + 1, "updated" if live else "created", stored.name, version, stored)
+        self._live[stored.name] = stored
+        self._last_version[stored.name] = version
+        self._log.append(change)
+        return change
+
+    def _delete(self, name: str, expected_version: int | None) -> Change:
+        live = self._live.get(name)
+        if live is None:
+            raise NotFound(name)
+        check_expected_version(name, live.version, expected_version)
+        version = self._last_version[name] + 1
+        change = Change(len(self._log) + 1, "deleted", name, version, live)
+        del self._live[name]
+        self._last_version[name] = version
+        self._log.append(change)
+        return change
 
     def history(self, name: str) -> builtins.list[Expectation]:
         with self._lock:

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
-from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem
+from toolscore.collector.registry.errors import InvalidExpectation, Problem
 from toolscore.collector.registry.files import FileWatcher, load_paths
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
-from toolscore.collector.registry.store import Change, ExpectationStore
+from toolscore.collector.registry.store import Change, ExpectationStore, Write
 from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
@@ -147,8 +147,8 @@ class Registry:
         """Make the store hold these expectations: all are validated before anything is written.
 
         Unchanged ones are not rewritten (their version stays). Names in `prune` that are not among
-        `expectations` are deleted. Each write checks the version read, so a concurrent edit raises
-        `VersionConflict` rather than being overwritten.
+        `expectations` are deleted. Everything is written in one transaction and each write checks the
+        version read, so a concurrent edit raises `VersionConflict` and nothing is written.
         """
         parsed = _validate_all(expectations)
         for exp in parsed:
@@ -156,30 +156,32 @@ class Registry:
         return self._apply(parsed, prune)
 
     def _apply(self, parsed: builtins.list[Expectation], prune: Iterable[str]) -> Applied:
+        """Plan against what the store holds, then write the plan in one transaction.
+
+        Each write checks the version the plan read, so an edit that lands in between makes the whole
+        apply fail with `VersionConflict` (nothing written), never half of it.
+        """
+        live = {exp.name: exp for exp in self.store.list()}
         results: Applied = []
+        writes: builtins.list[Write] = []
+        for exp in parsed:
+            current = live.get(exp.name)
+            if current is not None and current.same_content(exp):
+                results.append((exp.name, "unchanged"))
+                continue
+            writes.append(Write(exp.name, exp, current.version if current else 0))
+            results.append((exp.name, "updated" if current else "created"))
+        wanted = {exp.name for exp in parsed}
+        for name in sorted(set(prune) - wanted):
+            if name in live:
+                writes.append(Write(name, None, live[name].version))
+                results.append((name, "deleted"))
         try:
-            for exp in parsed:
-                results.append((exp.name, self._apply_one(exp)))
-            wanted = {exp.name for exp in parsed}
-            for name in sorted(set(prune) - wanted):
-                try:
-                    self.store.delete(name)
-                    results.append((name, "deleted"))
-                except NotFound:
-                    pass
+            if writes:
+                self.store.write_batch(writes)
         finally:
             self.refresh()
         return results
-
-    def _apply_one(self, exp: Expectation) -> ApplyAction:
-        try:
-            current: Expectation | None = self.store.get(exp.name)
-        except NotFound:
-            current = None
-        if current is not None and current.same_content(exp):
-            return "unchanged"
-        self.store.put(exp, current.version if current else 0)
-        return "updated" if current else "created"
 
     # -- files ---------------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from toolscore.collector.registry.errors import NotFound
 from toolscore.collector.registry.model import Expectation
-from toolscore.collector.registry.store import Change, ChangeKind, check_expected_version
+from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
 
 __all__ = ["Cursor", "SqlStore"]
 
@@ -71,35 +71,49 @@ class SqlStore:
         return [_decode(body, version) for body, version in rows]
 
     def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
-        body = _encode(expectation)
         with self._write() as cur:
-            last, live = self._row(cur, expectation.name)
-            check_expected_version(expectation.name, last if live else None, expected_version)
-            version = last + 1
-            cur.execute(
-                self._sql(
-                    "INSERT INTO {p}expectations (name, version, live, body) VALUES (?, ?, TRUE, ?) "
-                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version, live = TRUE, body = excluded.body"
-                ),
-                (expectation.name, version, body),
-            )
-            kind: ChangeKind = "updated" if live else "created"
-            seq = self._append(cur, expectation.name, kind, version, body)
-        stored = expectation.model_copy(update={"version": version})
-        return stored, Change(seq, kind, stored.name, version, stored)
+            change = self._put(cur, expectation, expected_version)
+        return change.expectation, change
 
     def delete(self, name: str, expected_version: int | None = None) -> Change:
         with self._write() as cur:
-            last, live = self._row(cur, name)
-            if not live:
-                raise NotFound(name)
-            check_expected_version(name, last, expected_version)
-            cur.execute(self._sql("SELECT body FROM {p}expectations WHERE name = ?"), (name,))
-            body = cur.fetchone()[0]
-            cur.execute(
-                self._sql("UPDATE {p}expectations SET version = ?, live = FALSE WHERE name = ?"), (last + 1, name)
-            )
-            seq = self._append(cur, name, "deleted", last + 1, body)
+            return self._delete(cur, name, expected_version)
+
+    def write_batch(self, writes: Sequence[Write]) -> builtins.list[Change]:
+        with self._write() as cur:  # a check that fails raises inside the transaction: nothing is kept
+            return [
+                self._delete(cur, w.name, w.expected_version)
+                if w.expectation is None
+                else self._put(cur, w.expectation, w.expected_version)
+                for w in writes
+            ]
+
+    def _put(self, cur: Cursor, expectation: Expectation, expected_version: int | None) -> Change:
+        body = _encode(expectation)
+        last, live = self._row(cur, expectation.name)
+        check_expected_version(expectation.name, last if live else None, expected_version)
+        version = last + 1
+        cur.execute(
+            self._sql(
+                "INSERT INTO {p}expectations (name, version, live, body) VALUES (?, ?, TRUE, ?) "
+                "ON CONFLICT (name) DO UPDATE SET version = excluded.version, live = TRUE, body = excluded.body"
+            ),
+            (expectation.name, version, body),
+        )
+        kind: ChangeKind = "updated" if live else "created"
+        seq = self._append(cur, expectation.name, kind, version, body)
+        stored = expectation.model_copy(update={"version": version})
+        return Change(seq, kind, stored.name, version, stored)
+
+    def _delete(self, cur: Cursor, name: str, expected_version: int | None) -> Change:
+        last, live = self._row(cur, name)
+        if not live:
+            raise NotFound(name)
+        check_expected_version(name, last, expected_version)
+        cur.execute(self._sql("SELECT body FROM {p}expectations WHERE name = ?"), (name,))
+        body = cur.fetchone()[0]
+        cur.execute(self._sql("UPDATE {p}expectations SET version = ?, live = FALSE WHERE name = ?"), (last + 1, name))
+        seq = self._append(cur, name, "deleted", last + 1, body)
         return Change(seq, "deleted", name, last + 1, _decode(body, last))
 
     def history(self, name: str) -> builtins.list[Expectation]:

@@ -16,13 +16,14 @@ LISTEN/NOTIFY); the registry then waits on it instead of sleeping between polls.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from toolscore.collector.registry.errors import AlreadyExists, NotFound, VersionConflict
 from toolscore.collector.registry.model import Expectation
 
-__all__ = ["Change", "ChangeKind", "ExpectationStore", "check_expected_version"]
+__all__ = ["Change", "ChangeKind", "ExpectationStore", "Write", "check_expected_version"]
 
 ChangeKind = Literal["created", "updated", "deleted"]
 
@@ -36,6 +37,16 @@ class Change:
     name: str
     version: int
     expectation: Expectation
+
+
+@dataclass(frozen=True)
+class Write:
+    """One write of a batch: `expectation` to put, or `delete` a name, each with `put`/`delete`'s check."""
+
+    name: str
+    expectation: Expectation | None
+    """None: delete `name`."""
+    expected_version: int | None = None
 
 
 @runtime_checkable
@@ -60,6 +71,10 @@ class ExpectationStore(Protocol):
 
     def delete(self, name: str, expected_version: int | None = None) -> Change:
         """Delete the live expectation; raises `NotFound` or `VersionConflict`. History is kept."""
+        ...
+
+    def write_batch(self, writes: Sequence[Write]) -> builtins.list[Change]:
+        """Apply every write or none (one transaction): the first that fails its version check raises."""
         ...
 
     def history(self, name: str) -> builtins.list[Expectation]:
