@@ -280,6 +280,36 @@ def test_stale_version_is_failed_precondition_and_writes_nothing(client: Registr
     assert len(client.history("weather")) == 2
 
 
+def test_apply_through_the_server_reports_each_name_and_prunes(client: RegistryClient) -> None:
+    assert client.apply([expectation("a"), expectation("b")]) == [("a", "created"), ("b", "created")]
+    assert client.apply([expectation("a"), expectation("b", tool="x")], prune=["a", "b", "gone", "never"]) == [
+        ("a", "unchanged"),
+        ("b", "updated"),
+    ]
+    client.put(expectation("gone"))
+    assert client.apply([expectation("a")], prune=["b", "gone"]) == [
+        ("a", "unchanged"),
+        ("b", "deleted"),
+        ("gone", "deleted"),
+    ]
+    assert [(e.name, e.version) for e in client.list()] == [("a", 1)]
+
+
+def test_apply_through_the_server_validates_all_and_writes_nothing_on_a_bad_one(
+    client: RegistryClient, stub: Any
+) -> None:
+    bad = expectation_to_proto(expectation("c"))
+    bad.match.agent.regex = "["
+    request = pb.ApplyExpectationsRequest(expectations=[expectation_to_proto(expectation("a")), bad])
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.ApplyExpectations(request, timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    violations = error_details_pb2.BadRequest()
+    _status_of(caught.value).details[0].Unpack(violations)
+    assert [v.field for v in violations.field_violations] == ["[1].match.agent"]
+    assert client.list() == []
+
+
 def test_matching_version_writes(client: RegistryClient) -> None:
     client.put(expectation())
     stored, _ = client.put(expectation(tool="b"), expected_version=1)

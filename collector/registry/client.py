@@ -22,7 +22,6 @@ from toolscore.collector.registry.convert import (
     expectation_from_proto,
     expectation_to_proto,
 )
-from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.registry import ApplyAction
 from toolscore.collector.registry.service import STATUS_DETAILS_KEY, WATCH_SEQ_KEY
@@ -154,35 +153,18 @@ class RegistryClient:
         request = pb.WatchExpectationsRequest(since_seq=since_seq)
         return Watch(self._stub.WatchExpectations(request, metadata=self._metadata))
 
-    def apply(self, expectations: Iterable[Expectation]) -> builtins.list[tuple[str, ApplyAction]]:
-        """Like `Registry.apply`: every change is validated by the server before the first is written.
+    def apply(
+        self, expectations: Iterable[Expectation], *, prune: Iterable[str] = ()
+    ) -> builtins.list[tuple[str, ApplyAction]]:
+        """`Registry.apply` on the server (`ApplyExpectations`): validated whole, written in one transaction.
 
-        Each write carries the version read, so a concurrent edit raises `VersionConflict` rather than
-        being overwritten.
+        A concurrent edit raises `VersionConflict` and nothing is written.
         """
-        plan: builtins.list[tuple[Expectation, int]] = []
-        results: dict[str, ApplyAction] = {}
-        problems: builtins.list[Problem] = []
-        for i, exp in enumerate(expectations):
-            try:
-                current: Expectation | None = self.get(exp.name)
-            except NotFound:
-                current = None
-            if current is not None and current.same_content(exp):
-                results[exp.name] = "unchanged"
-                continue
-            expected = current.version if current is not None else 0
-            try:
-                self.put(exp, expected, validate_only=True)
-            except InvalidExpectation as exc:
-                problems.extend(Problem(f"[{i}].{p.field}".rstrip("."), p.message) for p in exc.problems)
-            plan.append((exp, expected))
-            results[exp.name] = "updated" if current is not None else "created"
-        if problems:
-            raise InvalidExpectation(problems)
-        for exp, expected in plan:
-            self.put(exp, expected)
-        return list(results.items())
+        request = pb.ApplyExpectationsRequest(
+            expectations=[expectation_to_proto(exp) for exp in expectations], prune=list(prune)
+        )
+        reply = self._call("ApplyExpectations", request)
+        return [(r.name, _action(r.action)) for r in reply.results]
 
     def close(self) -> None:
         self._channel.close()
@@ -192,3 +174,19 @@ class RegistryClient:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+_ACTIONS: dict[str, ApplyAction] = {
+    "created": "created",
+    "updated": "updated",
+    "unchanged": "unchanged",
+    "deleted": "deleted",
+}
+
+
+def _action(text: str) -> ApplyAction:
+    """A result's action, checked: a newer server must not pass an unknown word off as one of ours."""
+    try:
+        return _ACTIONS[text]
+    except KeyError:
+        raise ValueError(f"server answered an unknown apply action {text!r}") from None

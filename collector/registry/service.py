@@ -31,9 +31,9 @@ from toolscore.collector.registry.convert import (
     expectation_from_proto,
     expectation_to_proto,
 )
-from toolscore.collector.registry.errors import InvalidExpectation, NotFound, RegistryError
+from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem, RegistryError
 from toolscore.collector.registry.model import Expectation
-from toolscore.collector.registry.registry import Registry
+from toolscore.collector.registry.registry import Applied, Registry
 from toolscore.collector.registry.store import Change, check_expected_version
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
@@ -46,7 +46,7 @@ _T = TypeVar("_T")
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 WATCH_SEQ_KEY = "toolscore-watch-seq"
 """Initial metadata of a watch: the `seq` it streams after, sent once the server is subscribed."""
-_WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation"})
+_WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation", "ApplyExpectations"})
 
 
 class RegistryServerConfig(BaseModel):
@@ -84,7 +84,7 @@ async def _abort(context: Any, exc: RegistryError) -> NoReturn:
 
 
 class RegistryServicer:
-    """The six RPCs over one `Registry`. Methods are looked up by name by the generated handler."""
+    """The seven RPCs over one `Registry`. Methods are looked up by name by the generated handler."""
 
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
@@ -118,6 +118,18 @@ class RegistryServicer:
         self._registry.refresh()
         return stored, change.kind == "created"
 
+    def _apply(self, msg: pb.ApplyExpectationsRequest) -> Applied:
+        parsed: list[Expectation] = []
+        problems: list[Problem] = []
+        for i, item in enumerate(msg.expectations):
+            try:
+                parsed.append(expectation_from_proto(item))
+            except InvalidExpectation as exc:
+                problems.extend(Problem(f"[{i}].{p.field}".rstrip("."), p.message) for p in exc.problems)
+        if problems:
+            raise InvalidExpectation(problems)
+        return self._registry.apply(parsed, prune=list(msg.prune))
+
     def _delete(self, msg: pb.DeleteExpectationRequest) -> Change:
         expected = msg.expected_version if msg.HasField("expected_version") else None
         if expected is not None and expected < 1:
@@ -142,6 +154,14 @@ class RegistryServicer:
     ) -> pb.DeleteExpectationResponse:
         change = await self._run(context, self._delete, request)
         return pb.DeleteExpectationResponse(version=change.version)
+
+    async def ApplyExpectations(
+        self, request: pb.ApplyExpectationsRequest, context: Any
+    ) -> pb.ApplyExpectationsResponse:
+        applied = await self._run(context, self._apply, request)
+        return pb.ApplyExpectationsResponse(
+            results=[pb.AppliedExpectation(name=name, action=action) for name, action in applied]
+        )
 
     async def GetExpectationHistory(
         self, request: pb.GetExpectationHistoryRequest, context: Any

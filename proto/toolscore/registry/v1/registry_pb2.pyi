@@ -209,3 +209,25 @@ class WatchExpectationsResponse(_message.Message):
     expectation: Expectation
     version: int
     def __init__(self, seq: _Optional[int] = ..., kind: _Optional[_Union[ChangeKind, str]] = ..., expectation: _Optional[_Union[Expectation, _Mapping]] = ..., version: _Optional[int] = ...) -> None: ...
+
+class ApplyExpectationsRequest(_message.Message):
+    __slots__ = ("expectations", "prune")
+    EXPECTATIONS_FIELD_NUMBER: _ClassVar[int]
+    PRUNE_FIELD_NUMBER: _ClassVar[int]
+    expectations: _containers.RepeatedCompositeFieldContainer[Expectation]
+    prune: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., prune: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AppliedExpectation(_message.Message):
+    __slots__ = ("name", "action")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    action: str
+    def __init__(self, name: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+
+class ApplyExpectationsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[AppliedExpectation]
+    def __init__(self, results: _Optional[_Iterable[_Union[AppliedExpectation, _Mapping]]] = ...) -> None: ...

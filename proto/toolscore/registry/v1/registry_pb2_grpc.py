@@ -79,6 +79,11 @@ class ExpectationRegistryStub:
                 request_serializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.WatchExpectationsRequest.SerializeToString,
                 response_deserializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.WatchExpectationsResponse.FromString,
                 _registered_method=True)
+        self.ApplyExpectations = channel.unary_unary(
+                '/toolscore.registry.v1.ExpectationRegistry/ApplyExpectations',
+                request_serializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.ApplyExpectationsRequest.SerializeToString,
+                response_deserializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.ApplyExpectationsResponse.FromString,
+                _registered_method=True)
 
 
 class ExpectationRegistryServicer:
@@ -142,6 +147,16 @@ class ExpectationRegistryServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApplyExpectations(self, request, context):
+        """Makes the registry hold these expectations, in one transaction: every one is validated before
+        anything is written (INVALID_ARGUMENT names `[i].field`), unchanged ones are not rewritten, and
+        names in `prune` that are not among them are deleted. Each write checks the version the server
+        read, so a concurrent edit fails the whole call (FAILED_PRECONDITION) and nothing is written.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExpectationRegistryServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -174,6 +189,11 @@ def add_ExpectationRegistryServicer_to_server(servicer, server):
                     servicer.WatchExpectations,
                     request_deserializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.WatchExpectationsRequest.FromString,
                     response_serializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.WatchExpectationsResponse.SerializeToString,
+            ),
+            'ApplyExpectations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApplyExpectations,
+                    request_deserializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.ApplyExpectationsRequest.FromString,
+                    response_serializer=toolscore_dot_registry_dot_v1_dot_registry__pb2.ApplyExpectationsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -353,6 +373,33 @@ class ExpectationRegistry:
             '/toolscore.registry.v1.ExpectationRegistry/WatchExpectations',
             toolscore_dot_registry_dot_v1_dot_registry__pb2.WatchExpectationsRequest.SerializeToString,
             toolscore_dot_registry_dot_v1_dot_registry__pb2.WatchExpectationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApplyExpectations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolscore.registry.v1.ExpectationRegistry/ApplyExpectations',
+            toolscore_dot_registry_dot_v1_dot_registry__pb2.ApplyExpectationsRequest.SerializeToString,
+            toolscore_dot_registry_dot_v1_dot_registry__pb2.ApplyExpectationsResponse.FromString,
             options,
             channel_credentials,
             insecure,
