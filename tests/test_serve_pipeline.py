@@ -104,6 +104,34 @@ def test_run_spans_are_enriched_in_place_and_every_other_span_forwarded_once(
     assert pipeline.shutdown(2)
 
 
+def test_a_graph_span_standing_for_an_inferred_run_is_enriched_in_place(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """No run span (as LangGraph): the topmost recognised span carries the scores; parents sent first."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent-app", "1.2")
+    workflow = {"gen_ai.operation.name": "invoke_workflow"}
+    with tracer.start_as_current_span("POST /chat"), tracer.start_as_current_span("travel", attributes=workflow):
+        for i, tool in enumerate(("search_flights", "book_flight")):
+            call = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": f"c{i}"}
+            tracer.start_span(f"execute_tool {tool}", attributes=call).end()
+    provider.shutdown()
+    spans = list(reversed(exporter.get_finished_spans()))  # root, graph, tools: the order parents end last
+    requests = [encode_spans(spans[:2]), encode_spans(spans[2:])]
+    pipeline = make_pipeline(registry, downstream)
+    assert [pipeline.accept(request).rejected_spans for request in requests] == [0, 0]
+    assert pipeline.flush(5)
+    received = {span.name: span for _, _, span in spans_of(downstream.requests)}
+    assert sorted(received) == sorted(span.name for span in spans)
+    graph = attributes(received["travel"])
+    assert graph["toolscore.tool_calls"] == ["search_flights", "book_flight"]
+    assert graph["toolscore.evaluation.travel.tool_selection.label"] == "pass"
+    assert "toolscore.tool_calls" not in attributes(received["POST /chat"])
+    assert pipeline.shutdown(2)
+
+
 def test_spans_with_bad_ids_are_rejected_and_reported(registry: Registry, downstream: GrpcDownstream) -> None:
     request = encode_spans(sdk_spans(loose=3))
     bad = request.resource_spans[0].scope_spans[0].spans[1]
