@@ -108,6 +108,8 @@ def start_service(config: ServeConfig) -> Service:
     except BaseException:
         service.shutdown(grace_s=1.0)
         raise
+    # Logged before /readyz turns 200, so whoever sees the service ready also finds where it listens.
+    _log.info("toolscore serve ready: %s", _describe(service))
     service.health.ready = True
     return service
 
@@ -159,7 +161,6 @@ def run_service(config: ServeConfig, stop: threading.Event | None = None) -> int
     try:
         service = start_service(config)
         try:
-            _log.info("toolscore serve ready: %s", _describe(service))
             stop.wait()
             _log.info("shutting down (grace %.1f s)", config.shutdown_grace_s)
         finally:
