@@ -161,6 +161,27 @@ def test_ended_sdk_spans_and_rebuilt_readable_spans_give_equal_records_that_own_
     assert next(s for s in spans if s.name == "execute_tool search").attributes["retries"] == 2  # type: ignore[index]
 
 
+class _OwnReadableSpan(ReadableSpan):
+    """A `ReadableSpan` subclass, as another SDK component may hand over: read through its public properties."""
+
+
+def _subclassed(s: ReadableSpan) -> ReadableSpan:
+    return _OwnReadableSpan(
+        name=s.name, context=s.context, parent=s.parent, resource=s.resource, attributes=s.attributes,
+        events=s.events, kind=s.kind, status=s.status, start_time=s.start_time, end_time=s.end_time,
+        instrumentation_scope=s.instrumentation_scope,
+    )  # fmt: skip
+
+
+def test_readable_span_subclasses_are_read_through_their_properties_to_the_same_records() -> None:
+    spans = sdk_spans()
+    subclassed = [_subclassed(s) for s in spans]
+    records = spans_from_readable(spans)
+    assert [r.name for r in records] == [s.name for s in spans]
+    assert records == spans_from_readable(subclassed)
+    assert any(r.events for r in records), "the sample has events, so both paths read them"
+
+
 def test_sdk_records_carry_ids_kinds_status_events_and_scope() -> None:
     records = {r.name: r for r in spans_from_readable(sdk_spans())}
     run, tool, chat = records["invoke_agent shop"], records["execute_tool search"], records["chat model"]

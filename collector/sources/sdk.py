@@ -85,28 +85,51 @@ def _resource_attributes(resource: Resource | None) -> dict[str, Any]:
     return converted
 
 
+_TRACE_HEX_CACHE = 1024
+"""Trace ids whose hex form is kept: a trace's spans end close together, so most lookups hit."""
+
+_trace_hex: dict[int, str] = {}
+
+
+def _trace_id_hex(trace_id: int) -> str:
+    text = _trace_hex.get(trace_id)
+    if text is None:
+        if len(_trace_hex) >= _TRACE_HEX_CACHE:
+            _trace_hex.clear()
+        text = _trace_hex[trace_id] = f"{trace_id:032x}"
+    return text
+
+
 def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
-    """The record of one finished SDK span; None when it has no valid span context."""
-    context = span.context
+    """The record of one finished SDK span; None when it has no valid span context.
+
+    A span the SDK ended is an exact `ReadableSpan`, whose fields are read directly: its properties
+    copy (`events` builds a tuple through `BoundedList`'s Python iterator) and cost more than the
+    rest of the conversion. Any other implementation goes through the public properties.
+    """
+    if type(span) is ReadableSpan:
+        context, parent, status, scope = span._context, span._parent, span._status, span._instrumentation_scope
+        events: Sequence[Any] = span._events or ()
+        name, kind, start, end, resource = span._name, span._kind, span._start_time, span._end_time, span._resource
+    else:
+        context, parent, status, scope = span.context, span.parent, span.status, span.instrumentation_scope
+        events = span.events
+        name, kind, start, end, resource = span.name, span.kind, span.start_time, span.end_time, span.resource
     if context is None or not context.trace_id or not context.span_id:
         return None
-    parent = span.parent
-    status = span.status
-    scope = span.instrumentation_scope
-    events = span.events
     return SpanRecord(
-        f"{context.trace_id:032x}",
+        _trace_id_hex(context.trace_id),
         f"{context.span_id:016x}",
         f"{parent.span_id:016x}" if parent is not None else None,
-        span.name,
-        _OTLP_KIND[span.kind],
-        span.start_time or 0,
-        span.end_time or 0,
+        name,
+        _OTLP_KIND[kind],
+        start or 0,
+        end or 0,
         _STATUS_CODE[status.status_code],
         status.description or "",
         _span_attributes(span),
         [SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events] if events else [],
-        _resource_attributes(span.resource),
+        _resource_attributes(resource),
         scope.name if scope is not None else "",
     )
 
