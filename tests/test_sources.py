@@ -141,13 +141,18 @@ def test_sdk_spans_equal_their_otlp_protobuf_and_json_encodings() -> None:
     assert from_sdk == by_span_id(spans_from_json(otlp_json(req, snake_case=True)))
 
 
+def _copy(s: ReadableSpan, cls: type[ReadableSpan] = ReadableSpan, attributes: Any = None) -> ReadableSpan:
+    """A new `cls` holding the span's fields (and `attributes` instead of its own, when given)."""
+    return cls(
+        name=s.name, context=s.context, parent=s.parent, resource=s.resource,
+        attributes=s.attributes if attributes is None else attributes, events=s.events, kind=s.kind,
+        status=s.status, start_time=s.start_time, end_time=s.end_time, instrumentation_scope=s.instrumentation_scope,
+    )  # fmt: skip
+
+
 def _with_plain_attributes(s: ReadableSpan) -> ReadableSpan:
     """The span with plain-dict attributes, as a processor that copies spans builds it (the decoder's public path)."""
-    return ReadableSpan(
-        name=s.name, context=s.context, parent=s.parent, resource=s.resource, attributes=dict(s.attributes or {}),
-        events=s.events, kind=s.kind, status=s.status, start_time=s.start_time, end_time=s.end_time,
-        instrumentation_scope=s.instrumentation_scope,
-    )  # fmt: skip
+    return _copy(s, attributes=dict(s.attributes or {}))
 
 
 def test_ended_sdk_spans_and_rebuilt_readable_spans_give_equal_records_that_own_their_attributes() -> None:
@@ -165,17 +170,9 @@ class _OwnReadableSpan(ReadableSpan):
     """A `ReadableSpan` subclass, as another SDK component may hand over: read through its public properties."""
 
 
-def _subclassed(s: ReadableSpan) -> ReadableSpan:
-    return _OwnReadableSpan(
-        name=s.name, context=s.context, parent=s.parent, resource=s.resource, attributes=s.attributes,
-        events=s.events, kind=s.kind, status=s.status, start_time=s.start_time, end_time=s.end_time,
-        instrumentation_scope=s.instrumentation_scope,
-    )  # fmt: skip
-
-
 def test_readable_span_subclasses_are_read_through_their_properties_to_the_same_records() -> None:
     spans = sdk_spans()
-    subclassed = [_subclassed(s) for s in spans]
+    subclassed = [_copy(s, _OwnReadableSpan) for s in spans]
     records = spans_from_readable(spans)
     assert [r.name for r in records] == [s.name for s in spans]
     assert records == spans_from_readable(subclassed)
