@@ -85,21 +85,6 @@ def _resource_attributes(resource: Resource | None) -> dict[str, Any]:
     return converted
 
 
-_TRACE_HEX_CACHE = 1024
-"""Trace ids whose hex form is kept: a trace's spans end close together, so most lookups hit."""
-
-_trace_hex: dict[int, str] = {}
-
-
-def _trace_id_hex(trace_id: int) -> str:
-    text = _trace_hex.get(trace_id)
-    if text is None:
-        if len(_trace_hex) >= _TRACE_HEX_CACHE:
-            _trace_hex.clear()
-        text = _trace_hex[trace_id] = f"{trace_id:032x}"
-    return text
-
-
 def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
     """The record of one finished SDK span; None when it has no valid span context.
 
@@ -118,7 +103,7 @@ def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
     if context is None or not context.trace_id or not context.span_id:
         return None
     return SpanRecord(
-        _trace_id_hex(context.trace_id),
+        f"{context.trace_id:032x}",
         f"{context.span_id:016x}",
         f"{parent.span_id:016x}" if parent is not None else None,
         name,
