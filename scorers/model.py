@@ -8,7 +8,6 @@ Inputs accept the spellings of the ecosystem (`toolName`, `tool`, `input`, `argu
 from __future__ import annotations
 
 import json
-from collections.abc import Set
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -75,12 +74,13 @@ _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _new = object.__new__
 
 
-def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: Set[str]) -> _M:
+def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
     """An instance with its state set as validation sets it, from values already of their declared types.
 
     For the hot paths that build one model per call or per evaluation from values they produced
     themselves, where validating would change nothing and costs a large share of the work. The
     `trusted` constructors below are the only callers; tests check they equal validated instances.
+    `fields_set` must be the instance's own set: `model_copy(update=...)` adds to it in place.
     """
     obj = _new(cls)
     _set_dict(obj, values)
@@ -195,6 +195,17 @@ class AgentRun(BaseModel):
         default=None, description="How many assistant messages the run produced, when known (Mastra's metadata)."
     )
 
+    @classmethod
+    def trusted(cls, fields: dict[str, Any]) -> AgentRun:
+        """A run from canonical field names whose values are exactly of their declared types.
+
+        Extraction builds one per run from values it made itself, where validating (which also
+        re-checks every call and copies both attribute dicts) costs more than the rest of the run's
+        assembly. Unset fields take their defaults; the caller checks the types of the optional
+        strings (see `toolscore.collector.extract.runs`), and owns `attributes` and `resource`.
+        """
+        return _unvalidated(cls, {**_AGENT_RUN_SLOTS, "attributes": {}, "resource": {}, **fields}, set(fields))
+
     @property
     def run_id(self) -> str:
         """Stable identity of the run: trace id and run span id."""
@@ -203,6 +214,12 @@ class AgentRun(BaseModel):
     @property
     def tool_names(self) -> list[str]:
         return [call.name for call in self.calls]
+
+
+_AGENT_RUN_SLOTS: dict[str, Any] = {
+    name: field.get_default(call_default_factory=True) for name, field in AgentRun.model_fields.items()
+}
+"""Every field in declaration order at its default (`trusted` gives each run its own empty dicts)."""
 
 
 class Score(BaseModel):
@@ -225,7 +242,7 @@ class Score(BaseModel):
         a third of its cost. `tests/test_model.py` checks it equals the validated construction.
         """
         values = {"name": name, "value": value, "label": label, "explanation": explanation, "details": details}
-        return _unvalidated(cls, values, _SCORE_FIELDS)
+        return _unvalidated(cls, values, set(_SCORE_FIELDS))
 
     @property
     def ok(self) -> bool:

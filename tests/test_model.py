@@ -23,6 +23,16 @@ def test_trusted_score_equals_the_validated_one() -> None:
         trusted.value = 1.0  # type: ignore[misc]  # frozen like any Score
 
 
+def test_trusted_scores_copy_with_updates_like_validated_ones() -> None:
+    trusted = Score.trusted("trajectory", 0.75, "fail", "1 exact of 2", {})
+
+    copy = trusted.model_copy(update={"value": 1.0, "label": "pass"})
+
+    assert (copy.value, copy.label, trusted.value) == (1.0, "pass", 0.75)
+    assert copy.model_fields_set == trusted.model_fields_set
+    assert trusted.model_fields_set is not Score.trusted("t", 0.0, "fail", "", {}).model_fields_set
+
+
 @pytest.mark.parametrize(
     ("data", "name", "args", "state", "call_id"),
     [

@@ -38,7 +38,7 @@ from toolscore.collector.extract.conventions import (
     dispatch_for,
 )
 from toolscore.collector.extract.order import IssuedBatch, PendingCall, needs_model_responses, order_calls
-from toolscore.collector.extract.values import build_call, capped_attributes, capped_info
+from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
 
@@ -229,17 +229,19 @@ class _TraceRuns:
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)
-        return AgentRun(
-            trace_id=span.trace_id,
-            span_id=span.span_id,
-            agent_name=info.agent_name,
-            input=info.input,
-            output=info.output,
-            calls=calls,
-            attributes=capped_attributes(span.attributes, config.max_attribute_bytes),
-            resource=dict(span.resource),
-            convention=run.convention if run.inferred or extractor is None else extractor.name,
-            inferred=run.inferred,
-            parent_span_id=self._parent_run(run.node),
-            start_ns=span.start_ns or None,
+        return agent_run(
+            {
+                "trace_id": span.trace_id,
+                "span_id": span.span_id,
+                "agent_name": info.agent_name,
+                "input": info.input,
+                "output": info.output,
+                "calls": calls,
+                "attributes": capped_attributes(span.attributes, config.max_attribute_bytes),
+                "resource": dict(span.resource),
+                "convention": run.convention if run.inferred or extractor is None else extractor.name,
+                "inferred": run.inferred,
+                "parent_span_id": self._parent_run(run.node),
+                "start_ns": span.start_ns or None,
+            }
         )

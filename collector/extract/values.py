@@ -12,13 +12,11 @@ from typing import Any
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, RunInfo, ToolRead
+from toolscore.collector.extract.json_text import decode_json
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import ArgsState, ToolCall
+from toolscore.scorers.model import AgentRun, ArgsState, ToolCall
 
-__all__ = ["build_call", "cap_text", "capped_attributes", "normalize_args"]
-
-_decode_json = json.JSONDecoder().decode
-"""`json.loads` for text without its per-call type checks (what `loads` does for a `str` with default options)."""
+__all__ = ["agent_run", "build_call", "cap_text", "capped_attributes", "normalize_args"]
 
 
 def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
@@ -50,7 +48,7 @@ def normalize_args(value: Any, config: ExtractConfig, stats: ExtractStats) -> tu
         stats.args_truncated += 1
         return text, "raw"
     try:
-        return _decode_json(text), "value"
+        return decode_json(text), "value"
     except ValueError:
         return text, "raw"
 
@@ -129,6 +127,37 @@ def _tool_call(fields: dict[str, Any]) -> ToolCall:
     ):
         return ToolCall(**fields)
     return ToolCall.trusted(fields)
+
+
+def _str_or_none(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def agent_run(fields: dict[str, Any]) -> AgentRun:
+    """`AgentRun(**fields)`, without validation when validation would change nothing.
+
+    As for calls (`_tool_call`): validating a run re-checks each of its calls and copies both
+    attribute dicts, which `_finish` has just built for this run alone. Values a convention read
+    from the span (agent name, input, output) may be of any type and are checked; anything not
+    exactly of its declared type is validated as before.
+    """
+    start_ns = fields["start_ns"]
+    if not (
+        _str_or_none(fields["agent_name"])
+        and _str_or_none(fields["input"])
+        and _str_or_none(fields["output"])
+        and _str_or_none(fields["convention"])
+        and _str_or_none(fields["parent_span_id"])
+        and type(fields["trace_id"]) is str
+        and type(fields["span_id"]) is str
+        and type(fields["calls"]) is tuple
+        and type(fields["attributes"]) is dict
+        and type(fields["resource"]) is dict
+        and type(fields["inferred"]) is bool
+        and (start_ns is None or type(start_ns) is int)
+    ):
+        return AgentRun(**fields)
+    return AgentRun.trusted(fields)
 
 
 def capped_attributes(attrs: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:

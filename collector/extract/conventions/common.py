@@ -6,11 +6,11 @@ None rather than raising, so one malformed span costs its own data and nothing e
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from toolscore.collector.extract.conventions.base import IssuedCall
+from toolscore.collector.extract.json_text import decode_json
 from toolscore.collector.spans import SpanRecord, StatusCode
 
 __all__ = [
@@ -39,7 +39,7 @@ def load_json(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return json.loads(value)
+        return decode_json(value)
     except ValueError:
         return None
 
@@ -67,12 +67,17 @@ def error_of(span: SpanRecord, *, failed: bool = False) -> tuple[bool, str | Non
     return True, error_type
 
 
+def _is_mapping(value: Any) -> bool:
+    """`isinstance(value, Mapping)`, without the ABC check for the plain dicts JSON decodes to."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _content_text(content: Any) -> str | None:
     """Text of one message's content in the shapes the conventions use."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [t for t in (_part_text(part) for part in content) if t]
+        texts = [t for t in map(_part_text, content) if t]
         return "\n".join(texts) if texts else None
     return None
 
@@ -80,16 +85,20 @@ def _content_text(content: Any) -> str | None:
 def _part_text(part: Any) -> str | None:
     if isinstance(part, str):
         return part
-    if not isinstance(part, Mapping):
+    if not _is_mapping(part):
         return None
-    kind = part.get("type")
-    if kind not in (None, "text", "input_text", "output_text"):
+    if part.get("type") not in (None, "text", "input_text", "output_text"):
         return None
-    for key in ("content", "text"):
-        value = part.get(key)
-        if isinstance(value, str):
-            return value
-    return None
+    value = part.get("content")
+    if isinstance(value, str):
+        return value
+    value = part.get("text")
+    return value if isinstance(value, str) else None
+
+
+def _role_less(messages: list[Any]) -> bool:
+    """Whether a list holds content blocks rather than messages: no element is a message with a role."""
+    return all(_is_mapping(m) and "role" not in m for m in messages)
 
 
 def message_text(value: Any, role: str) -> str | None:
@@ -104,7 +113,7 @@ def message_text(value: Any, role: str) -> str | None:
         value = value if decoded is None else decoded
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping):
+    if _is_mapping(value):
         for key in ("text", "prompt", "content", "output"):
             if isinstance(value.get(key), str):
                 return str(value[key])
@@ -112,10 +121,10 @@ def message_text(value: Any, role: str) -> str | None:
         return message_text(messages, role) if isinstance(messages, list) else None
     if not isinstance(value, list):
         return None
-    if all(isinstance(m, Mapping) and "role" not in m for m in value):
+    if not value or (_is_mapping(value[0]) and "role" not in value[0] and _role_less(value)):
         return _content_text(value)
     for message in reversed(value):
-        if isinstance(message, Mapping) and message.get("role") == role:
+        if _is_mapping(message) and message.get("role") == role:
             text = _content_text(message.get("parts", message.get("content")))
             if text:
                 return text

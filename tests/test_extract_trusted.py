@@ -1,4 +1,4 @@
-"""Tool calls built without validation are indistinguishable from validated ones."""
+"""Tool calls and runs built without validation are indistinguishable from validated ones."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pydantic import ValidationError
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, ToolRead
-from toolscore.collector.extract.values import build_call
+from toolscore.collector.extract import rebuild_runs
+from toolscore.collector.extract.values import agent_run, build_call
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers import ToolCall
+from toolscore.scorers import AgentRun, ToolCall
 
 EPOCH_NS = 1_767_225_600_000_000_000
 
@@ -26,7 +27,7 @@ def _validated(call: ToolCall) -> ToolCall:
     return ToolCall(**{name: getattr(call, name) for name in fields})
 
 
-def _assert_same(built: ToolCall, validated: ToolCall) -> None:
+def _assert_same(built: ToolCall | AgentRun, validated: ToolCall | AgentRun) -> None:
     assert built == validated
     assert built.model_fields_set == validated.model_fields_set
     assert built.model_dump() == validated.model_dump()
@@ -72,3 +73,70 @@ def test_values_of_other_types_are_still_validated() -> None:
     values: dict[str, Any] = {"name": call.name, "call_id": call.call_id, "error": call.error}
     assert {key: type(value) for key, value in values.items()} == {"name": str, "call_id": str, "error": bool}
     assert values == {"name": "search", "call_id": "call_1", "error": True}
+
+
+def _run_spans() -> list[SpanRecord]:
+    run = SpanRecord(
+        "ab" * 16,
+        "01" * 8,
+        None,
+        "invoke_agent travel",
+        start_ns=EPOCH_NS,
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "travel",
+            "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "Plan it"}]}]',
+            "note": "x" * 10_000,
+        },
+        resource={"service.name": "svc"},
+    )
+    tool = SpanRecord(
+        "ab" * 16,
+        "02" * 8,
+        "01" * 8,
+        "execute_tool search",
+        start_ns=EPOCH_NS + 1,
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"},
+    )
+    return [run, tool]
+
+
+def test_rebuilt_runs_equal_validated_runs() -> None:
+    (run,) = rebuild_runs(_run_spans())
+    validated = AgentRun(**{name: getattr(run, name) for name in run.model_fields_set})
+
+    _assert_same(run, validated)
+    assert (run.agent_name, run.input, run.tool_names, len(run.attributes["note"])) == ("travel", "Plan it", ["search"], 4096)
+    copy = run.model_copy(update={"agent_name": "other"})
+    assert (copy.agent_name, run.agent_name, copy.model_fields_set >= {"agent_name"}) == ("other", "travel", True)
+
+
+def test_trusted_runs_own_their_default_dicts() -> None:
+    first, second = AgentRun.trusted({"trace_id": "t"}), AgentRun.trusted({"trace_id": "u"})
+
+    assert first.attributes == {} and first.attributes is not second.attributes
+    assert first.resource is not second.resource
+    assert first == AgentRun(trace_id="t")
+    assert first.model_fields_set == {"trace_id"}
+
+
+def test_run_values_of_other_types_are_still_validated() -> None:
+    fields: dict[str, Any] = {
+        "trace_id": "ab" * 16,
+        "span_id": "01" * 8,
+        "agent_name": _Name("travel"),
+        "input": None,
+        "output": None,
+        "calls": (),
+        "attributes": {},
+        "resource": {},
+        "convention": "genai",
+        "inferred": 0,
+        "parent_span_id": None,
+        "start_ns": None,
+    }
+    run = agent_run(fields)
+
+    assert (type(run.agent_name), type(run.inferred), run.inferred) == (str, bool, False)
+    with pytest.raises(ValidationError):
+        agent_run({**fields, "agent_name": 7})

@@ -1,0 +1,120 @@
+"""Extraction's JSON decoding gives exactly what `json.loads` gives: the same values, types and errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+from typing import Any
+
+import pytest
+
+from toolscore.collector.extract.json_text import decode_json
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of identical types all the way down (1 == 1.0 == True are told apart)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    return bool(a == b)
+
+
+def _outcome(text: str) -> tuple[str, Any]:
+    try:
+        return "value", json.loads(text)
+    except ValueError:
+        return "error", None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"q": "flights", "n": [1, 2.5, -0.0, true, null], "nested": {"a": {}}}',
+        '{"a": 1, "a": 2}',  # duplicate keys: the last wins in both
+        "9223372036854775807",  # int64 max
+        "-9223372036854775808",
+        "9223372036854775808",  # beyond int64: orjson gives a float, json an int
+        "18446744073709551616",
+        "-9223372036854775809",
+        '{"id": 123456789012345678901234567890}',
+        '"user 12345678901234567890"',  # a long digit run inside a string: still the same
+        "0.1234567890123456789012",
+        "1e400",  # overflows to inf in json; orjson refuses
+        "-1e400",
+        "NaN",
+        "Infinity",
+        "[-Infinity]",
+        '"\\ud800"',  # an escaped lone surrogate
+        '"\\u00e9\\u2028 caf\u00e9 \U0001f600"',
+        " \t\n[1]\r\n ",
+        "",
+        "   ",
+        "{",
+        "[1,]",
+        '{"a": 1} trailing',
+        "\ufeff[1]",  # BOM: json refuses it in a str
+        '"tab\there"',  # a raw control character: refused by both
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "true false",
+        "[" * 50 + "]" * 50,
+    ],
+)
+def test_documents_decode_as_json_loads_decodes_them(text: str) -> None:
+    kind, expected = _outcome(text)
+    if kind == "error":
+        with pytest.raises(ValueError):
+            decode_json(text)
+    else:
+        assert _same(decode_json(text), expected)
+
+
+def test_text_with_lone_surrogates_decodes_as_json_loads_decodes_it() -> None:
+    text = '{"name": "\ud83d broken"}'
+
+    assert _same(decode_json(text), json.loads(text))
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(8 if depth < 4 else 5)
+    if kind == 0:
+        return rng.choice([rng.randint(-1000, 1000), rng.randint(-(2**70), 2**70), rng.randint(-(2**63), 2**64)])
+    if kind == 1:
+        value: float = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+        return value if math.isfinite(value) else rng.random()
+    if kind == 2:
+        return "".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0x80, 0xD7FF), 0x1F600])) for _ in range(8))
+    if kind == 3:
+        return rng.choice([True, False, None])
+    if kind == 4:
+        return rng.random() * 10 ** rng.randint(-30, 30)
+    if kind == 5:
+        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(5))]
+    return {f"k{rng.randrange(6)}": _random_value(rng, depth + 1) for _ in range(rng.randrange(5))}
+
+
+def test_random_documents_decode_to_identical_values_and_types() -> None:
+    rng = random.Random(20261124)
+    for _ in range(3000):
+        document = _random_value(rng)
+        for text in (json.dumps(document), json.dumps(document, ensure_ascii=False, indent=1)):
+            assert _same(decode_json(text), json.loads(text)), text
+
+
+def test_numbers_spelled_many_ways_decode_to_the_same_float() -> None:
+    rng = random.Random(7)
+    for _ in range(3000):
+        value = struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0]
+        if not math.isfinite(value):
+            continue
+        for text in (repr(value), f"{value:.25g}", f"{value:.3e}", f"{value:.17E}"):
+            assert _same(decode_json(text), json.loads(text)), text
