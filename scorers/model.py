@@ -8,6 +8,7 @@ Inputs accept the spellings of the ecosystem (`toolName`, `tool`, `input`, `argu
 from __future__ import annotations
 
 import json
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -139,13 +140,17 @@ class ToolCall(BaseModel):
         return self.args_state in ("value", "raw")
 
     @classmethod
-    def trusted(cls, fields: dict[str, Any]) -> ToolCall:
+    def trusted(cls, fields: dict[str, Any], given: AbstractSet[str] | None = None) -> ToolCall:
         """A call from canonical field names whose values are exactly of their declared types.
 
         Unset fields take their defaults; `model_fields_set` is the keys given, as validation
         would make it. The caller checks the types (see `toolscore.collector.extract.values`).
+        With `given`, `fields` holds every field in declaration order and becomes the call's state
+        as is, and `given` names the fields validation would have been passed.
         """
-        return _unvalidated(cls, {**_TOOL_CALL_SLOTS, **fields}, set(fields))
+        if given is None:
+            return _unvalidated(cls, {**_TOOL_CALL_SLOTS, **fields}, set(fields))
+        return _unvalidated(cls, fields, set(given))
 
     def to_json(self) -> dict[str, Any]:
         """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`)."""

@@ -29,6 +29,7 @@ def _validated(call: ToolCall) -> ToolCall:
 
 def _assert_same(built: ToolCall | AgentRun, validated: ToolCall | AgentRun) -> None:
     assert built == validated
+    assert list(built.__dict__) == list(validated.__dict__)  # declaration order, as validation fills it
     assert built.model_fields_set == validated.model_fields_set
     assert built.model_dump() == validated.model_dump()
     assert built.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)

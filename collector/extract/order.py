@@ -124,10 +124,14 @@ def _incomplete(read: ToolRead) -> bool:
 
 def needs_model_responses(calls: list[PendingCall]) -> bool:
     """Whether the run's model responses could change its calls: their order or their missing values."""
-    if any(_incomplete(call.read) for call in calls):
-        return True
-    spans = sorted((call.span for call in calls), key=_span_order)
-    return any(b.start_ns <= a.start_ns or b.start_ns < a.end_ns for a, b in itertools.pairwise(spans))
+    for call in calls:
+        if _incomplete(call.read):
+            return True
+    spans = sorted([call.span for call in calls], key=_span_order)
+    for a, b in itertools.pairwise(spans):
+        if b.start_ns <= a.start_ns or b.start_ns < a.end_ns:
+            return True
+    return False
 
 
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:

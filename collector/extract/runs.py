@@ -66,9 +66,11 @@ class _Run:
     convention: str | None = None
 
 
+_UNKNOWN: tuple[None, None] = (None, None)
+
+
 def _classify(span: SpanRecord, dispatch: Dispatch) -> ClassifiedSpan:
-    found = dispatch.classify(span)
-    return ClassifiedSpan(span, None, None) if found is None else ClassifiedSpan(span, *found)
+    return ClassifiedSpan(span, *(dispatch.classify(span) or _UNKNOWN))
 
 
 def classify_span(span: SpanRecord, extractors: tuple[Extractor, ...] = EXTRACTORS) -> ClassifiedSpan:
@@ -84,8 +86,8 @@ def rebuild_runs(
     extractors: tuple[Extractor, ...] = EXTRACTORS,
 ) -> list[AgentRun]:
     """The agent runs in `spans` (see the module docstring for the rules); never raises on bad spans."""
-    dispatch = dispatch_for(extractors)
-    return rebuild_classified((_classify(span, dispatch) for span in spans), config, stats)
+    classify = dispatch_for(extractors).classify
+    return rebuild_classified([ClassifiedSpan(span, *(classify(span) or _UNKNOWN)) for span in spans], config, stats)
 
 
 def rebuild_classified(
@@ -95,14 +97,19 @@ def rebuild_classified(
     config = config if config is not None else ExtractConfig()
     stats = stats if stats is not None else ExtractStats()
     traces: dict[str, dict[str, ClassifiedSpan]] = {}
+    received = duplicates = 0
     for node in spans:
-        stats.spans += 1
+        received += 1
         span = node.span
-        nodes = traces.setdefault(span.trace_id, {})
-        if span.span_id in nodes:
-            stats.duplicate_spans += 1
+        nodes = traces.get(span.trace_id)
+        if nodes is None:
+            nodes = traces[span.trace_id] = {}
+        elif span.span_id in nodes:
+            duplicates += 1
             continue
         nodes[span.span_id] = node
+    stats.spans += received
+    stats.duplicate_spans += duplicates
     runs: list[AgentRun] = []
     for trace_id in sorted(traces):
         stats.traces += 1

@@ -98,6 +98,8 @@ def build_call(
             "start_ns": span.start_ns or None,
             "end_ns": span.end_ns or None,
             "span_id": span.span_id,
+            "state": None,
+            "message_index": 0,
         }
     )
 
@@ -109,6 +111,7 @@ def _tool_call(fields: dict[str, Any]) -> ToolCall:
     are `Any`, kept as given either way; `args_state` is one of its literals on every path here. When
     every other field is exactly of its declared type, `ToolCall.trusted` sets the instance state as
     validation would. Anything else (an int for a bool, a subclass of `str`) is validated as before.
+    `fields` lists every field in declaration order, so the trusted call takes it as its state.
     """
     call_id, error_type, start_ns, end_ns = (
         fields["call_id"],
@@ -125,8 +128,14 @@ def _tool_call(fields: dict[str, Any]) -> ToolCall:
         and (start_ns is None or type(start_ns) is int)
         and (end_ns is None or type(end_ns) is int)
     ):
-        return ToolCall(**fields)
-    return ToolCall.trusted(fields)
+        return ToolCall(**{name: fields[name] for name in _BUILT_FIELDS})
+    return ToolCall.trusted(fields, _BUILT_FIELDS)
+
+
+_BUILT_FIELDS = frozenset(
+    ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id")
+)
+"""The fields `build_call` sets; `state` and `message_index` keep their defaults, unset as validation leaves them."""
 
 
 def _str_or_none(value: object) -> bool:
@@ -169,9 +178,9 @@ def capped_attributes(attrs: Mapping[str, Any], max_bytes: int) -> dict[str, Any
 
 
 def capped_info(info: RunInfo, max_bytes: int) -> RunInfo:
-    """The run's input and output text cut to `max_bytes`."""
-    return RunInfo(
-        agent_name=info.agent_name,
-        input=None if info.input is None else cap_text(info.input, max_bytes)[0],
-        output=None if info.output is None else cap_text(info.output, max_bytes)[0],
-    )
+    """The run's input and output text cut to `max_bytes` (the same `info` when neither is too long)."""
+    text_in, cut_in = (None, False) if info.input is None else cap_text(info.input, max_bytes)
+    text_out, cut_out = (None, False) if info.output is None else cap_text(info.output, max_bytes)
+    if not (cut_in or cut_out):
+        return info
+    return RunInfo(agent_name=info.agent_name, input=text_in, output=text_out)
