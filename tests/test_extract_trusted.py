@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from toolscore.collector.extract import ExtractConfig, ExtractStats
+from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
 from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, ToolRead
-from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.extract.values import agent_run, build_call
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers import AgentRun, ToolCall
@@ -107,7 +106,8 @@ def test_rebuilt_runs_equal_validated_runs() -> None:
     validated = AgentRun(**{name: getattr(run, name) for name in run.model_fields_set})
 
     _assert_same(run, validated)
-    assert (run.agent_name, run.input, run.tool_names, len(run.attributes["note"])) == ("travel", "Plan it", ["search"], 4096)
+    assert (run.agent_name, run.input, run.tool_names) == ("travel", "Plan it", ["search"])
+    assert len(run.attributes["note"]) == 4096  # capped
     copy = run.model_copy(update={"agent_name": "other"})
     assert (copy.agent_name, run.agent_name, copy.model_fields_set >= {"agent_name"}) == ("other", "travel", True)
 
@@ -115,7 +115,8 @@ def test_rebuilt_runs_equal_validated_runs() -> None:
 def test_trusted_runs_own_their_default_dicts() -> None:
     first, second = AgentRun.trusted({"trace_id": "t"}), AgentRun.trusted({"trace_id": "u"})
 
-    assert first.attributes == {} and first.attributes is not second.attributes
+    assert first.attributes == {}
+    assert first.attributes is not second.attributes
     assert first.resource is not second.resource
     assert first == AgentRun(trace_id="t")
     assert first.model_fields_set == {"trace_id"}

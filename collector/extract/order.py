@@ -128,10 +128,7 @@ def needs_model_responses(calls: list[PendingCall]) -> bool:
         if _incomplete(call.read):
             return True
     spans = sorted([call.span for call in calls], key=_span_order)
-    for a, b in itertools.pairwise(spans):
-        if b.start_ns <= a.start_ns or b.start_ns < a.end_ns:
-            return True
-    return False
+    return any(b.start_ns <= a.start_ns or b.start_ns < a.end_ns for a, b in itertools.pairwise(spans))
 
 
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:
