@@ -13,6 +13,7 @@ One grace period (`shutdown_grace_s`) bounds the whole shutdown; each step gets 
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import threading
@@ -58,6 +59,7 @@ class Service:
     grpc: GrpcReceiver | None = None
     http: HttpReceiver | None = None
     _stopped: bool = field(default=False, repr=False)
+    _gc_threshold: tuple[int, int, int] | None = field(default=None, repr=False)
 
     def shutdown(self, grace_s: float | None = None) -> bool:
         """Drain within `grace_s` (default: the config's); True when nothing pending was cut off."""
@@ -81,8 +83,16 @@ class Service:
             self.telemetry.shutdown()
         if self.registry is not None:
             self.registry.close()
+        if self._gc_threshold is not None:
+            gc.set_threshold(*self._gc_threshold)
         self.health.live = False
         return ok
+
+    def tune_gc(self) -> None:
+        """Apply `gc_threshold` for as long as the service runs (`shutdown` restores the previous one)."""
+        if self.config.gc_threshold and self._gc_threshold is None:
+            self._gc_threshold = gc.get_threshold()
+            gc.set_threshold(self.config.gc_threshold, *self._gc_threshold[1:])
 
     @property
     def grpc_port(self) -> int | None:
@@ -104,6 +114,7 @@ def start_service(config: ServeConfig) -> Service:
     """Start every component and mark the service ready; on failure stop what was started and raise."""
     service = Service(config, HealthState())
     try:
+        service.tune_gc()
         _start_parts(service, config)
     except BaseException:
         service.shutdown(grace_s=1.0)
