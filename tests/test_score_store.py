@@ -118,6 +118,28 @@ def test_calls_are_capped_and_long_arguments_cut(tmp_path: Path) -> None:
     ]
 
 
+def test_only_the_calls_whose_arguments_are_too_long_are_cut(tmp_path: Path) -> None:
+    """The list as a whole is longer than `max_args_chars`; one call's arguments are, the others' are not."""
+    long_args = {"query": "x" * 40}
+    calls = (
+        ToolCall(name="a", args={"i": 1}, args_state="value"),
+        ToolCall(name="b", args=long_args, args_state="value"),
+        ToolCall(name="c", args=2**70, args_state="value"),  # beyond 64 bits: written exactly
+        ToolCall(name="d", args_state="not_captured"),
+    )
+    store = store_at(tmp_path, max_args_chars=30)
+    store.record(AgentRun(trace_id="ab" * 16, span_id="cd" * 8, calls=calls), TRAVEL, passed())
+    assert store.close()
+    (stored,) = query_runs(tmp_path / "scores.db")
+    assert [(c["name"], c.get("args"), c.get("args_truncated", False)) for c in stored.calls] == [
+        ("a", {"i": 1}, False),
+        ("b", '{"query":"' + "x" * 20, True),
+        ("c", 2**70, False),
+        ("d", None, False),
+    ]
+    assert stored.calls[3]["args_captured"] is False
+
+
 def test_results_after_close_are_counted_not_stored(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     assert store.close()

@@ -19,10 +19,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.collector.registry import Expectation
-from toolscore.scorers.model import AgentRun, Score, ScoreResult, ToolCall
+from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
 __all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig"]
 
@@ -98,25 +99,42 @@ class ScoreStoreConfig(BaseModel):
 _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
+def _dumps(value: Any) -> str:
+    """Compact JSON text; orjson (about ten times the standard encoder's speed) unless it refuses.
+
+    orjson refuses integers beyond 64 bits, which the standard encoder writes; both write anything
+    else JSON cannot hold as its `str` (`default=str`). Non-finite floats, which only a span's own
+    values can carry, are written `null` by orjson rather than the standard `NaN`.
+    """
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # orjson.JSONEncodeError is one
+        return _encode(value)
+
+
 def calls_json(run: AgentRun, max_calls: int, max_args_chars: int) -> str:
     """The run's first `max_calls` calls as JSON `[{"name", ..., "args"?}]`, long arguments cut and marked.
 
-    Each call's arguments are encoded once and spliced into its object: encoding them to measure
-    them and again inside the list was most of what storing a run cost.
+    The whole list is encoded once: when it is no longer than `max_args_chars`, no call's arguments
+    can be, and that one call to the encoder is all a run costs. Otherwise each call is looked at.
     """
-    return "[" + ", ".join(_call_json(call, max_args_chars) for call in run.calls[:max_calls]) + "]"
+    entries = [call.to_json() for call in run.calls[:max_calls]]
+    text = _dumps(entries)
+    if len(text) <= max_args_chars:
+        return text
+    return "[" + ",".join(_call_json(entry, max_args_chars) for entry in entries) + "]"
 
 
-def _call_json(call: ToolCall, max_args_chars: int) -> str:
-    entry = call.to_json()
-    if "args" not in entry:
-        return _encode(entry)
-    text = _encode(entry.pop("args"))
-    if len(text) > max_args_chars:
-        entry["args"] = text[:max_args_chars]
-        entry["args_truncated"] = True
-        return _encode(entry)
-    return f'{_encode(entry)[:-1]}, "args": {text}}}'  # `entry` always has "name": never `{}`
+def _call_json(entry: dict[str, Any], max_args_chars: int) -> str:
+    text = _dumps(entry)
+    if len(text) <= max_args_chars or "args" not in entry:
+        return text
+    args = _dumps(entry["args"])
+    if len(args) <= max_args_chars:
+        return text
+    entry["args"] = args[:max_args_chars]
+    entry["args_truncated"] = True
+    return _dumps(entry)
 
 
 class ScoreStore:
