@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -115,3 +116,52 @@ def test_factory_returns_the_noop_when_disabled_and_both_satisfy_the_protocol() 
     assert isinstance(off, PipelineTelemetry)
     assert isinstance(on, PipelineTelemetry)
     off.score_recorded(Score(name="f1", value=1.0, label="pass"), "exp", 1, None, None)
+
+
+def _points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, object], ...], float]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {
+        tuple(sorted((point.attributes or {}).items())): point.value  # type: ignore[union-attr]
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == name
+        for point in m.data.data_points
+    }
+
+
+def test_per_score_counters_are_exact_at_every_collection_even_while_scores_arrive() -> None:
+    """Counts summed between collections reach each collection whole, and none is lost to a race."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    telemetry = create_telemetry(meter_provider=provider)
+    passed = Score(name="tool_selection", value=1.0, label="pass", explanation="")
+    failed = ScoreFailure(name="judge", error_type="judge_timeout", message="20 s")
+    key_pass = (
+        ("gen_ai.agent.name", "travel"),
+        ("gen_ai.evaluation.name", "tool_selection"),
+        ("gen_ai.evaluation.score.label", "pass"),
+        ("toolscore.expectation.name", "trips"),
+    )
+
+    for _ in range(3):
+        telemetry.score_recorded(passed, "trips", 1, "travel", None)
+    telemetry.score_recorded(failed, "trips", 1, "travel", None)
+    telemetry.run_finished("matched")
+    evaluations = _points(reader, "toolscore.evaluations")
+    assert evaluations[key_pass] == 3
+    assert sum(evaluations.values()) == 4
+    assert _points(reader, "toolscore.runs") == {(("toolscore.run.outcome", "matched"),): 1}
+
+    def record(n: int) -> None:
+        for _ in range(n):
+            telemetry.score_recorded(passed, "trips", 1, "travel", None)
+
+    writers = [threading.Thread(target=record, args=(2000,)) for _ in range(3)]
+    for writer in writers:
+        writer.start()
+    while any(writer.is_alive() for writer in writers):
+        _points(reader, "toolscore.evaluations")  # collections in the middle of the adds
+    assert _points(reader, "toolscore.evaluations")[key_pass] == 3 + 3 * 2000
+    provider.shutdown()
