@@ -90,16 +90,19 @@ class _Tally:
         self._counts: dict[tuple[Counter, tuple[tuple[str, AttributeValue], ...]], int] = {}
         self._lock = threading.Lock()
 
-    def add(self, counter: Counter, attributes: tuple[tuple[str, AttributeValue], ...]) -> None:
+    def add(self, counter: Counter, attributes: tuple[tuple[str, AttributeValue], ...], n: int = 1) -> None:
         key = (counter, attributes)
         with self._lock:
-            self._counts[key] = self._counts.get(key, 0) + 1
+            self._counts[key] = self._counts.get(key, 0) + n
 
     def flush(self) -> None:
         with self._lock:
             counts, self._counts = self._counts, {}
         for (counter, attributes), n in counts.items():
             counter.add(n, dict(attributes))
+
+
+_PASSED: tuple[tuple[str, AttributeValue], ...] = (("toolscore.span.outcome", "passed"),)
 
 
 class OTelPipelineTelemetry:
@@ -201,7 +204,7 @@ class OTelPipelineTelemetry:
         self._spans.add(n, {"toolscore.span.outcome": "received"})
 
     def spans_passed(self, n: int) -> None:
-        self._spans.add(n, {"toolscore.span.outcome": "passed"})
+        self._tally.add(self._spans, _PASSED, n)  # once per run span, besides the batches
 
     def spans_dropped(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.drop.reason", reason)
