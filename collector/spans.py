@@ -38,7 +38,9 @@ class SpanRecord:
 
     Ids are lowercase hex (32 digits for traces, 16 for spans); `parent_id` is None for a root span.
     `kind` uses the OTLP numbering (INTERNAL = 1, SERVER = 2, CLIENT = 3), not the SDK's `SpanKind`.
-    `resource` is shared by every span of one resource block: never mutate it.
+    `resource` is shared by every span of one resource block: never mutate it. `events` is a tuple, the
+    empty one for the many spans without events: one object less per pending span for the garbage
+    collector to scan.
     """
 
     trace_id: str
@@ -51,7 +53,7 @@ class SpanRecord:
     status_code: int = StatusCode.UNSET
     status_message: str = ""
     attributes: Attributes = field(default_factory=dict)
-    events: list[SpanEvent] = field(default_factory=list)
+    events: tuple[SpanEvent, ...] = ()
     resource: Attributes = field(default_factory=dict)
     scope: str = ""
 

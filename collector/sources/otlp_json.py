@@ -152,10 +152,10 @@ def _span(span: Any, path: str, resource: dict[str, Any], scope: str) -> SpanRec
     if bad is not None:
         return bad
     status = _obj(span.get("status"), f"{path}.status")
-    events = [
+    events = tuple(
         _event(_obj(event, f"{path}.events[{i}]"), f"{path}.events[{i}]")
         for i, event in enumerate(_list(span.get("events"), f"{path}.events"))
-    ]
+    )
     return SpanRecord(
         trace_id.lower(),
         span_id.lower(),

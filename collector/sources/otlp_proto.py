@@ -85,8 +85,8 @@ def count_skipped(span: Any, stats: DecodeStats | None) -> None:
     stats.skip(reason, f"span {span.name!r}: {detail}; ids must be 16 (trace) or 8 (span) non-zero bytes")
 
 
-def _events(events: Iterable[Any]) -> list[SpanEvent]:
-    return [SpanEvent(event.name, event.time_unix_nano, _attributes(event.attributes)) for event in events]
+def _events(events: Iterable[Any]) -> tuple[SpanEvent, ...]:
+    return tuple([SpanEvent(event.name, event.time_unix_nano, _attributes(event.attributes)) for event in events])
 
 
 def resource_attributes(resource: Any) -> dict[str, Any]:
@@ -110,7 +110,7 @@ def span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
         status.code,
         status.message,
         _attributes(span.attributes),
-        _events(events) if events else [],
+        _events(events) if events else (),
         resource,
         scope,
     )

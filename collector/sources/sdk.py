@@ -113,7 +113,7 @@ def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
         _STATUS_CODE[status.status_code],
         status.description or "",
         _span_attributes(span),
-        [SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events] if events else [],
+        tuple([SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events]) if events else (),
         _resource_attributes(resource),
         scope.name if scope is not None else "",
     )
