@@ -33,7 +33,7 @@ from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCal
 from toolscore.collector.extract.conventions.common import load_json
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["IssuedBatch", "PendingCall", "needs_model_responses", "order_calls"]
+__all__ = ["IssuedBatch", "PendingCall", "in_start_order", "needs_model_responses", "order_calls"]
 
 
 @dataclass(slots=True)
@@ -119,22 +119,34 @@ def _incomplete(read: ToolRead) -> bool:
     args = read.args
     if args is NOT_CAPTURED or not read.call_id or read.handoff:
         return True
-    return isinstance(args, str) and args.lstrip()[:1] not in ("{", "[")
+    if not isinstance(args, str) or args[:1] in ("{", "["):
+        return False
+    return args.lstrip()[:1] not in ("{", "[")
+
+
+def in_start_order(pending: list[PendingCall]) -> list[PendingCall]:
+    """The calls by start time (rules 1 and 3 when no model response is read), ties by call id and span id."""
+    return sorted(pending, key=_unissued_order)
 
 
 def needs_model_responses(calls: list[PendingCall]) -> bool:
-    """Whether the run's model responses could change its calls: their order or their missing values."""
+    """Whether the run's model responses could change its calls: their order or their missing values.
+
+    `calls` are `in_start_order`: two calls overlap exactly when one starts before its predecessor ends
+    or with it (equal starts compare so whatever broke their tie).
+    """
     for call in calls:
         if _incomplete(call.read):
             return True
-    spans = sorted([call.span for call in calls], key=_span_order)
-    return any(b.start_ns <= a.start_ns or b.start_ns < a.end_ns for a, b in itertools.pairwise(spans))
+    return any(
+        b.span.start_ns <= a.span.start_ns or b.span.start_ns < a.span.end_ns for a, b in itertools.pairwise(calls)
+    )
 
 
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:
     """The run's calls in issue order (see the module docstring), each tied to its issuing response."""
     if not batches:  # every call is a batch of its own: rules 1 and 3 are its start, rule 2 is 0
-        return sorted(pending, key=_unissued_order)
+        return in_start_order(pending)
     used: set[tuple[str, int]] = set()
     batches = sorted(batches, key=_batch_order)
     _match_by_id(pending, batches, used)

@@ -37,7 +37,13 @@ from toolscore.collector.extract.conventions import (
     ToolRead,
     dispatch_for,
 )
-from toolscore.collector.extract.order import IssuedBatch, PendingCall, needs_model_responses, order_calls
+from toolscore.collector.extract.order import (
+    IssuedBatch,
+    PendingCall,
+    in_start_order,
+    needs_model_responses,
+    order_calls,
+)
 from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
@@ -156,19 +162,24 @@ class _TraceRuns:
             return None
 
     def build(self) -> list[AgentRun]:
-        known = [n for n in self.nodes.values() if n.role is not None]
-        if not known:
+        tools: list[ClassifiedSpan] = []
+        conventions: list[str] = []
+        for node in self.nodes.values():
+            role = node.role
+            if role is None:
+                continue
+            if node.extractor is not None:
+                conventions.append(node.extractor.name)
+            if role is Role.RUN:
+                self.runs[node.span.span_id] = _Run(node, inferred=False)
+            elif role is Role.TOOL:
+                tools.append(node)
+            elif role is Role.LLM:
+                self.llm_nodes.append(node)
+        if not conventions:
             self.stats.skip("unknown_convention")
             return []
-        self.stats.by_convention.update([n.extractor.name for n in known if n.extractor is not None])
-        tools: list[ClassifiedSpan] = []
-        for node in known:
-            if node.role is Role.RUN:
-                self.runs[node.span.span_id] = _Run(node, inferred=False)
-            elif node.role is Role.TOOL:
-                tools.append(node)
-            elif node.role is Role.LLM:
-                self.llm_nodes.append(node)
+        self.stats.by_convention.update(conventions)
         for node in tools:
             self._add_call(node)
         built = [self._finish(run) for run in self.runs.values()]
@@ -225,7 +236,9 @@ class _TraceRuns:
 
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats
-        ordered = order_calls(run.calls, self._batches(run) if needs_model_responses(run.calls) else [])
+        ordered = in_start_order(run.calls)
+        if needs_model_responses(ordered):
+            ordered = order_calls(run.calls, self._batches(run))
         if len(ordered) > config.max_calls_per_run:
             stats.skip("calls_over_limit", len(ordered) - config.max_calls_per_run)
             ordered = ordered[: config.max_calls_per_run]

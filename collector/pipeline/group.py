@@ -103,7 +103,7 @@ def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
         return node
     slim = SpanRecord(
         record.trace_id, record.span_id, record.parent_id, record.name, record.kind, record.start_ns,
-        record.end_ns, record.status_code, "", {}, [], record.resource, record.scope,
+        record.end_ns, record.status_code, "", {}, (), record.resource, record.scope,
     )  # fmt: skip
     return ClassifiedSpan(slim, None, None) if classify(slim) is None else node
 

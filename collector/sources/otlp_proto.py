@@ -61,7 +61,10 @@ def _attributes(key_values: Iterable[Any]) -> dict[str, Any]:
 
 def ids_ok(span: Any) -> bool:
     """Whether a protobuf span's ids can identify it: 16-byte trace id, 8-byte span (and parent) id, non-zero."""
-    trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
+    return _ids_ok(span.trace_id, span.span_id, span.parent_span_id)
+
+
+def _ids_ok(trace_id: bytes, span_id: bytes, parent_id: bytes) -> bool:
     return not (
         len(trace_id) != _TRACE_ID_BYTES
         or len(span_id) != _SPAN_ID_BYTES
@@ -96,12 +99,17 @@ def resource_attributes(resource: Any) -> dict[str, Any]:
 
 def span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
     """One protobuf `Span` (whose ids `ids_ok` accepted) as a record; `resource` is shared, never copied."""
-    parent_id = span.parent_span_id
+    return _record(span, span.trace_id.hex(), span.span_id, span.parent_span_id, resource, scope)
+
+
+def _record(
+    span: Any, trace_id: str, span_id: bytes, parent_id: bytes, resource: dict[str, Any], scope: str
+) -> SpanRecord:
     status = span.status
     events = span.events
     return SpanRecord(
-        span.trace_id.hex(),
-        span.span_id.hex(),
+        trace_id,
+        span_id.hex(),
         parent_id.hex() if parent_id else None,
         span.name,
         span.kind,
@@ -120,15 +128,20 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
     """Every span of a request, in request order; spans with unusable ids are skipped and counted."""
     out: list[SpanRecord] = []
     append = out.append
+    hexed: dict[bytes, str] = {}  # a request holds few traces, each of many spans
     for resource_spans in req.resource_spans:
         resource = _attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
             for span in scope_spans.spans:
-                if ids_ok(span):
-                    append(span_record(span, resource, scope))
-                else:
+                trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
+                if not _ids_ok(trace_id, span_id, parent_id):
                     count_skipped(span, stats)
+                    continue
+                trace_hex = hexed.get(trace_id)
+                if trace_hex is None:
+                    trace_hex = hexed[trace_id] = trace_id.hex()
+                append(_record(span, trace_hex, span_id, parent_id, resource, scope))
     if stats is not None:
         stats.spans += len(out)
     return out
