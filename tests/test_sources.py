@@ -226,10 +226,18 @@ def test_protobuf_any_values_decode_to_plain_python_values() -> None:
             kv("arr", AnyValue(array_value=ArrayValue(values=[AnyValue(string_value="a"), AnyValue(int_value=1)]))),
             kv("map", AnyValue(kvlist_value=nested)),
             kv("unset", AnyValue()),
+            # zero values: each reads like an unset field of another kind, so the kind must decide
+            kv("s0", AnyValue(string_value="")),
+            kv("i0", AnyValue(int_value=0)),
+            kv("neg", AnyValue(int_value=-5)),
+            kv("f", AnyValue(bool_value=False)),
+            kv("d0", AnyValue(double_value=0.0)),
+            kv("raw0", AnyValue(bytes_value=b"")),
+            kv("arr0", AnyValue(array_value=ArrayValue())),
         ]
     )
     (record,) = spans_from_request(req)
-    assert record.attributes == {
+    expected = {
         "s": "x",
         "b": True,
         "i": 2**62,
@@ -238,7 +246,16 @@ def test_protobuf_any_values_decode_to_plain_python_values() -> None:
         "arr": ["a", 1],
         "map": {"inner": -3, "none": None},
         "unset": None,
+        "s0": "",
+        "i0": 0,
+        "neg": -5,
+        "f": False,
+        "d0": 0.0,
+        "raw0": b"",
+        "arr0": [],
     }
+    assert record.attributes == expected
+    assert {k: type(v) for k, v in record.attributes.items()} == {k: type(v) for k, v in expected.items()}
     assert spans_from_json(otlp_json(req)) == [record]
 
 

@@ -171,9 +171,9 @@ def agent_run(fields: dict[str, Any]) -> AgentRun:
 
 def capped_attributes(attrs: Mapping[str, Any], max_bytes: int) -> dict[str, Any]:
     """A copy of a run span's attributes with long strings cut (one copy per run, not per span)."""
-    out: dict[str, Any] = {}
-    for key, value in attrs.items():
-        out[key] = cap_text(value, max_bytes)[0] if isinstance(value, str) else value
+    out = dict(attrs)
+    for key in [key for key, value in out.items() if isinstance(value, str) and len(value) * 4 > max_bytes]:
+        out[key] = cap_text(out[key], max_bytes)[0]  # may fit after all: `cap_text` measures the bytes
     return out
 
 

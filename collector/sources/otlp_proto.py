@@ -49,13 +49,18 @@ def decode_any_value(value: Any) -> Any:
 
 
 def _attributes(key_values: Iterable[Any]) -> dict[str, Any]:
-    # Most values are non-empty strings: reading `string_value` first and falling back only when it is
-    # empty saves a `WhichOneof` and a call per attribute, about a quarter of the decoding time.
+    # Most values are non-empty strings, and most others non-zero integers (token counts, ports):
+    # reading those fields first, and asking `WhichOneof` only when both are empty (a field of another
+    # kind reads as its zero), saves a `WhichOneof` and a call per attribute.
     out: dict[str, Any] = {}
     for kv in key_values:
         value = kv.value
         text = value.string_value
-        out[kv.key] = text if text else decode_any_value(value)
+        if text:
+            out[kv.key] = text
+        else:
+            number = value.int_value
+            out[kv.key] = number if number else decode_any_value(value)
     return out
 
 
@@ -99,11 +104,11 @@ def resource_attributes(resource: Any) -> dict[str, Any]:
 
 def span_record(span: Any, resource: dict[str, Any], scope: str) -> SpanRecord:
     """One protobuf `Span` (whose ids `ids_ok` accepted) as a record; `resource` is shared, never copied."""
-    return _record(span, span.trace_id.hex(), span.span_id, span.parent_span_id, resource, scope)
+    return _record(span, span.trace_id.hex(), span.span_id, span.parent_span_id, resource=resource, scope=scope)
 
 
 def _record(
-    span: Any, trace_id: str, span_id: bytes, parent_id: bytes, resource: dict[str, Any], scope: str
+    span: Any, trace_id: str, span_id: bytes, parent_id: bytes, *, resource: dict[str, Any], scope: str
 ) -> SpanRecord:
     status = span.status
     events = span.events
@@ -141,7 +146,7 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
                 trace_hex = hexed.get(trace_id)
                 if trace_hex is None:
                     trace_hex = hexed[trace_id] = trace_id.hex()
-                append(_record(span, trace_hex, span_id, parent_id, resource, scope))
+                append(_record(span, trace_hex, span_id, parent_id, resource=resource, scope=scope))
     if stats is not None:
         stats.spans += len(out)
     return out
