@@ -86,50 +86,39 @@ def build_call(
             issued_args, issued_state = normalize_args(issued.args, config, stats)
             if issued_state == "value":
                 args, state = issued_args, issued_state
-    return _tool_call(
-        {
-            "name": name or span.name,
-            "args": args,
-            "args_state": state,
-            "result": _result(read.result, config, stats),
-            "call_id": call_id,
-            "error": read.error,
-            "error_type": read.error_type,
-            "start_ns": span.start_ns or None,
-            "end_ns": span.end_ns or None,
-            "span_id": span.span_id,
-            "state": None,
-            "message_index": 0,
-        }
-    )
-
-
-def _tool_call(fields: dict[str, Any]) -> ToolCall:
-    """`ToolCall(**fields)`, without validation when validation would change nothing.
-
-    One is built per call, where validating cost about a tenth of the extraction. `args` and `result`
-    are `Any`, kept as given either way; `args_state` is one of its literals on every path here. When
-    every other field is exactly of its declared type, `ToolCall.trusted` sets the instance state as
-    validation would. Anything else (an int for a bool, a subclass of `str`) is validated as before.
-    `fields` lists every field in declaration order, so the trusted call takes it as its state.
-    """
-    call_id, error_type, start_ns, end_ns = (
-        fields["call_id"],
-        fields["error_type"],
-        fields["start_ns"],
-        fields["end_ns"],
-    )
-    if not (
-        type(fields["name"]) is str
-        and type(fields["span_id"]) is str
-        and type(fields["error"]) is bool
+    name = name or span.name
+    error, error_type, start_ns, end_ns, span_id = read.error, read.error_type, span.start_ns, span.end_ns, span.span_id
+    fields = {
+        "name": name,
+        "args": args,
+        "args_state": state,
+        "result": _result(read.result, config, stats),
+        "call_id": call_id,
+        "error": error,
+        "error_type": error_type,
+        "start_ns": start_ns or None,
+        "end_ns": end_ns or None,
+        "span_id": span_id,
+        "state": None,
+        "message_index": 0,
+    }
+    # Without validation when it would change nothing: one call is built per tool span, where
+    # validating cost about a tenth of the extraction. `args` and `result` are `Any`, kept as given
+    # either way; `args_state` is one of its literals on every path here. When every other field is
+    # exactly of its declared type, `ToolCall.trusted` sets the state as validation would, taking
+    # `fields` (every field, in declaration order) as it is. Anything else (an int for a bool, a
+    # subclass of `str`) is validated as before.
+    if (
+        type(name) is str
+        and type(span_id) is str
+        and type(error) is bool
         and (call_id is None or type(call_id) is str)
         and (error_type is None or type(error_type) is str)
-        and (start_ns is None or type(start_ns) is int)
-        and (end_ns is None or type(end_ns) is int)
+        and type(start_ns) is int
+        and type(end_ns) is int
     ):
-        return ToolCall(**{name: fields[name] for name in _BUILT_FIELDS})
-    return ToolCall.trusted(fields, _BUILT_FIELDS)
+        return ToolCall.trusted(fields, _BUILT_FIELDS)
+    return ToolCall(**{key: fields[key] for key in _BUILT_FIELDS})
 
 
 _BUILT_FIELDS = frozenset(
@@ -145,7 +134,7 @@ def _str_or_none(value: object) -> bool:
 def agent_run(fields: dict[str, Any]) -> AgentRun:
     """`AgentRun(**fields)`, without validation when validation would change nothing.
 
-    As for calls (`_tool_call`): validating a run re-checks each of its calls and copies both
+    As for calls (`build_call`): validating a run re-checks each of its calls and copies both
     attribute dicts, which `_finish` has just built for this run alone. Values a convention read
     from the span (agent name, input, output) may be of any type and are checked; anything not
     exactly of its declared type is validated as before.
