@@ -117,6 +117,8 @@ class OTelPipelineTelemetry:
         version = _version()
         meter = metrics.get_meter(SCOPE_NAME, version or "", meter_provider=meter_provider)
         self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
+        # Given the no-op provider (`toolscore serve` without a logs exporter), skip building each event.
+        self._events = not isinstance(self._logger, _logs.NoOpLogger)
         self._pending: list[tuple[Callable[[], int], int | None]] = []
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
         self._callbacks_lock = threading.Lock()
@@ -251,8 +253,9 @@ class OTelPipelineTelemetry:
     ) -> None:
         with _never_raise("score metrics"):
             self._score_metrics(result, expectation, agent)
-        with _never_raise("evaluation event"):
-            self._emit_event(result, expectation, version, agent, run_span)
+        if self._events:
+            with _never_raise("evaluation event"):
+                self._emit_event(result, expectation, version, agent, run_span)
 
     def _score_metrics(self, result: ScoreResult, expectation: str, agent: str | None) -> None:
         bound = self._limiter.bound

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from wsgiref.simple_server import WSGIServer
 
+from opentelemetry._logs import NoOpLoggerProvider
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -216,6 +217,9 @@ def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | 
         logger_provider = LoggerProvider(resource=resource)
         logger_provider.add_log_record_processor(BatchLogRecordProcessor(_otlp_log_exporter()))
     telemetry = create_telemetry(
-        meter_provider, logger_provider, enabled=True, max_attribute_values=config.max_attribute_values
+        meter_provider,
+        logger_provider or NoOpLoggerProvider(),  # not the global one: this process's events go nowhere else
+        enabled=True,
+        max_attribute_values=config.max_attribute_values,
     )
     return TelemetrySetup(telemetry, meter_provider, logger_provider, server)
