@@ -242,7 +242,7 @@ class _TraceRuns:
         if len(ordered) > config.max_calls_per_run:
             stats.skip("calls_over_limit", len(ordered) - config.max_calls_per_run)
             ordered = ordered[: config.max_calls_per_run]
-        calls = tuple(build_call(c.read, c.span, c.issued, config, stats) for c in ordered)
+        calls = tuple([build_call(c.read, c.span, c.issued, config, stats) for c in ordered])
         info = RunInfo(agent_name=span.name) if run.inferred else self._read(run.node)
         info = capped_info(info if isinstance(info, RunInfo) else RunInfo(), config.max_text_bytes)
         extractor = run.node.extractor

@@ -42,7 +42,7 @@ def decode_any_value(value: Any) -> Any:
     if which is None:
         return None
     if which == "array_value":
-        return [decode_any_value(item) for item in value.array_value.values]
+        return [item.string_value or decode_any_value(item) for item in value.array_value.values]
     if which == "kvlist_value":
         return {kv.key: decode_any_value(kv.value) for kv in value.kvlist_value.values}
     return getattr(value, which)
