@@ -140,16 +140,13 @@ class ToolCall(BaseModel):
         return self.args_state in ("value", "raw")
 
     @classmethod
-    def trusted(cls, fields: dict[str, Any], given: AbstractSet[str] | None = None) -> ToolCall:
-        """A call from canonical field names whose values are exactly of their declared types.
+    def trusted(cls, fields: dict[str, Any], given: AbstractSet[str]) -> ToolCall:
+        """A call from every field, in declaration order, each exactly of its declared type.
 
-        Unset fields take their defaults; `model_fields_set` is the keys given, as validation
-        would make it. The caller checks the types (see `toolscore.collector.extract.values`).
-        With `given`, `fields` holds every field in declaration order and becomes the call's state
-        as is, and `given` names the fields validation would have been passed.
+        `fields` becomes the call's state as is; `given` names the fields validation would have been
+        passed, which is what `model_fields_set` records. The caller checks the types (see
+        `toolscore.collector.extract.values.build_call`).
         """
-        if given is None:
-            return _unvalidated(cls, {**_TOOL_CALL_SLOTS, **fields}, set(fields))
         return _unvalidated(cls, fields, set(given))
 
     def to_json(self) -> dict[str, Any]:
@@ -166,12 +163,6 @@ class ToolCall(BaseModel):
         if self.error_type is not None:
             out["error_type"] = self.error_type
         return out
-
-
-_TOOL_CALL_SLOTS: dict[str, Any] = {
-    name: None if field.is_required() else field.default for name, field in ToolCall.model_fields.items()
-}
-"""Every field in declaration order (the order validation fills `__dict__`), at its default."""
 
 
 class AgentRun(BaseModel):
@@ -206,8 +197,8 @@ class AgentRun(BaseModel):
 
         Extraction builds one per run from values it made itself, where validating (which also
         re-checks every call and copies both attribute dicts) costs more than the rest of the run's
-        assembly. Unset fields take their defaults; the caller checks the types of the optional
-        strings (see `toolscore.collector.extract.runs`), and owns `attributes` and `resource`.
+        assembly. Unset fields take their defaults; the caller checks the types (see
+        `toolscore.collector.extract.values.agent_run`), and owns `attributes` and `resource`.
         """
         return _unvalidated(cls, {**_AGENT_RUN_SLOTS, "attributes": {}, "resource": {}, **fields}, set(fields))
 

@@ -26,25 +26,24 @@ def interpreter_gc() -> Iterator[tuple[int, int, int]]:
     gc.set_threshold(*before)
 
 
+@pytest.mark.parametrize(
+    ("configured", "before", "serving"),
+    [
+        (12_345, (700, 10, 10), (12_345, 10, 10)),
+        (0, (900, 11, 12), (900, 11, 12)),  # 0 leaves the interpreter's setting alone
+    ],
+)
 def test_gc_threshold_applies_while_serving_and_is_restored_on_shutdown(
-    tmp_path: Path, interpreter_gc: tuple[int, int, int]
+    tmp_path: Path,
+    interpreter_gc: tuple[int, int, int],
+    configured: int,
+    before: tuple[int, int, int],
+    serving: tuple[int, int, int],
 ) -> None:
-    gc.set_threshold(700, 10, 10)
-    service = start_service(_config(tmp_path, gc_threshold=12_345))
+    gc.set_threshold(*before)
+    service = start_service(_config(tmp_path, gc_threshold=configured))
     try:
-        assert gc.get_threshold() == (12_345, 10, 10)
+        assert gc.get_threshold() == serving
     finally:
         service.shutdown(grace_s=2)
-    assert gc.get_threshold() == (700, 10, 10)
-
-
-def test_gc_threshold_zero_leaves_the_interpreter_setting_alone(
-    tmp_path: Path, interpreter_gc: tuple[int, int, int]
-) -> None:
-    gc.set_threshold(900, 11, 12)
-    service = start_service(_config(tmp_path, gc_threshold=0))
-    try:
-        assert gc.get_threshold() == (900, 11, 12)
-    finally:
-        service.shutdown(grace_s=2)
-    assert gc.get_threshold() == (900, 11, 12)
+    assert gc.get_threshold() == before

@@ -92,8 +92,8 @@ def rebuild_runs(
     extractors: tuple[Extractor, ...] = EXTRACTORS,
 ) -> list[AgentRun]:
     """The agent runs in `spans` (see the module docstring for the rules); never raises on bad spans."""
-    classify = dispatch_for(extractors).classify
-    return rebuild_classified([ClassifiedSpan(span, *(classify(span) or _UNKNOWN)) for span in spans], config, stats)
+    dispatch = dispatch_for(extractors)
+    return rebuild_classified([_classify(span, dispatch) for span in spans], config, stats)
 
 
 def rebuild_classified(

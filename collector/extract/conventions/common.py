@@ -96,11 +96,6 @@ def _part_text(part: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _role_less(messages: list[Any]) -> bool:
-    """Whether a list holds content blocks rather than messages: no element is a message with a role."""
-    return all(_is_mapping(m) and "role" not in m for m in messages)
-
-
 def message_text(value: Any, role: str) -> str | None:
     """The text of the last `role` message that has text, from a JSON message list or similar.
 
@@ -121,7 +116,7 @@ def message_text(value: Any, role: str) -> str | None:
         return message_text(messages, role) if isinstance(messages, list) else None
     if not isinstance(value, list):
         return None
-    if not value or (_is_mapping(value[0]) and "role" not in value[0] and _role_less(value)):
+    if all(_is_mapping(m) and "role" not in m for m in value):
         return _content_text(value)
     for message in reversed(value):
         if _is_mapping(message) and message.get("role") == role:
