@@ -8,6 +8,9 @@ environment and is not run here; what toolscore contributes to it (the cases and
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,38 @@ def test_paired_ratio_is_the_median_of_the_per_pair_ratios() -> None:
     assert b.figures["ours"].ratio == 9.0
     assert b.figures["ours"].baseline == "theirs"
     assert b.figures["theirs"].value == 10.0
+
+
+def test_make_bench_runs_each_module_in_its_own_process_and_merges_their_figures(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    command = [sys.executable, "-m", "tests.bench", "--quick", "extract", "registry"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    written = json.loads((tmp_path / "bench-results.json").read_text())
+    assert set(EXPECTED_FIGURES[bench_extract]) | set(EXPECTED_FIGURES[bench_registry]) <= set(written)
+    assert not any(name.startswith(("scorer.", "inprocess.")) for name in written), "only the modules named"
+    assert done.stdout.count("== bench_") == 2
+    assert "extract.spans_per_s" in done.stdout.split("wrote bench-results.json")[0].rsplit("figure", 1)[1]
+
+
+def test_an_unknown_benchmark_name_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    command = [sys.executable, "-m", "tests.bench", "--quick", "registry", "extrct"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "unknown benchmark 'extrct'" in done.stderr
+    assert "known: collector, extract," in done.stderr
+    assert not (tmp_path / "bench-results.json").exists()
+
+
+def test_figures_survive_the_trip_between_processes(tmp_path: Path) -> None:
+    b = Bench()
+    b.paired("ours", [10.0, 40.0, 90.0], "theirs", [1.0, 10.0, 10.0], unit="evals/s")
+    b.write(tmp_path / "one.json")
+    merged = Bench()
+    merged.record("other", [1.0, 2.0, 3.0], unit="x")
+    merged.merge(Bench.read(tmp_path / "one.json"))
+    assert merged.figures["ours"] == b.figures["ours"]
+    assert set(merged.figures) == {"other", "ours", "theirs"}

@@ -167,6 +167,16 @@ class Bench:
     def write(self, path: Path) -> None:
         path.write_text(json.dumps({k: asdict(v) for k, v in self.figures.items()}, indent=2) + "\n")
 
+    @classmethod
+    def read(cls, path: Path) -> Bench:
+        """The figures `write` wrote (each benchmark module runs in its own process and writes its own)."""
+        bench = cls()
+        bench.figures = {name: Figure(**fields) for name, fields in json.loads(path.read_text()).items()}
+        return bench
+
+    def merge(self, other: Bench) -> None:
+        self.figures.update(other.figures)
+
 
 def _num(x: float) -> str:
     """Three significant digits at most, grouped: 138,000 / 51.2 / 0.93."""
