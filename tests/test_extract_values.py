@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
+from toolscore.collector.extract.conventions.common import message_text
 from toolscore.scorers import ToolCall
 
 from .test_extract_support import Traces, genai_run, genai_tool
@@ -92,3 +93,45 @@ def test_failed_tool_keeps_error_and_type() -> None:
     calls = rebuild_runs(t.records())[0].calls
 
     assert [(c.error, c.error_type) for c in calls] == [(True, "TimeoutError"), (True, "_OTHER"), (False, None)]
+
+
+MESSAGE_TEXTS: list[tuple[object, str, str | None]] = [
+    # GenAI messages: the last message of the role that has text
+    ([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}], "user", "hi"),
+    (
+        [
+            {"role": "assistant", "parts": [{"type": "text", "content": "first"}]},
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": "c", "name": "t"}]},
+            {"role": "user", "parts": [{"type": "text", "content": "later"}]},
+        ],
+        "assistant",
+        "first",
+    ),
+    (
+        [{"role": "assistant", "parts": [{"type": "text", "content": "a"}, {"type": "text", "content": "b"}]}],
+        "assistant",
+        "a\nb",
+    ),
+    ([{"role": "assistant", "parts": [{"type": "text", "content": ""}]}], "assistant", None),
+    ([{"role": "user", "content": "openai style"}], "user", "openai style"),
+    ([{"role": "user", "content": [{"type": "input_text", "text": "parts"}]}], "user", "parts"),
+    # no message has a role: the list is one message's parts (Strands/Bedrock content blocks)
+    ([{"text": "block one"}, {"text": "block two"}], "user", "block one\nblock two"),
+    ([], "user", None),
+    # items that are not messages do not make the list parts, and are skipped
+    (["loose text", {"role": "user", "parts": [{"type": "text", "content": "kept"}]}], "user", "kept"),
+    (["loose text", {"text": "no role"}], "user", None),
+    ([{"text": "no role"}, {"role": "system", "content": "sys"}], "user", None),
+    # JSON text, objects and plain text
+    (json.dumps([{"role": "user", "parts": [{"type": "text", "content": "json"}]}]), "user", "json"),
+    ('{"messages": [{"role": "user", "content": "nested"}]}', "user", "nested"),
+    ({"text": "object"}, "assistant", "object"),
+    ("plain words", "user", "plain words"),
+    ("[not json", "user", "[not json"),
+    (42, "user", None),
+]
+
+
+def test_message_text_reads_every_message_shape_the_conventions_use() -> None:
+    for value, role, expected in MESSAGE_TEXTS:
+        assert message_text(value, role) == expected, (value, role)

@@ -24,7 +24,6 @@ so their start times already give rule 1-3.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -135,12 +134,15 @@ def needs_model_responses(calls: list[PendingCall]) -> bool:
     `calls` are `in_start_order`: two calls overlap exactly when one starts before its predecessor ends
     or with it (equal starts compare so whatever broke their tie).
     """
+    previous: SpanRecord | None = None
     for call in calls:
         if _incomplete(call.read):
             return True
-    return any(
-        b.span.start_ns <= a.span.start_ns or b.span.start_ns < a.span.end_ns for a, b in itertools.pairwise(calls)
-    )
+        span = call.span
+        if previous is not None and (span.start_ns <= previous.start_ns or span.start_ns < previous.end_ns):
+            return True
+        previous = span
+    return False
 
 
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:

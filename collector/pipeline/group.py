@@ -96,6 +96,13 @@ class Admission(Generic[C]):
     """Candidates this span showed are no inferred run's span: the caller passes them on."""
 
 
+# Role and Admit members as module constants: in Python 3.11 every `Role.X` goes through
+# `EnumType.__getattr__`'s lookup hook (about 60 ns, ten times a global), and these are read per span.
+_RUN, _OTHER = Role.RUN, Role.OTHER
+_STORED, _HELD, _LATE, _DUPLICATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.DUPLICATE
+_OVER_CAP, _CANDIDATE = Admit.OVER_CAP, Admit.CANDIDATE
+
+
 def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
     """A span no convention recognises, without attributes and events when that does not change that."""
     record = node.span
@@ -125,29 +132,29 @@ class TraceStore(Generic[C]):
         if trace is None:
             seen = self._finished.get(record.trace_id)
             if seen is not None and (record.span_id in seen or record.parent_id in seen):
-                return Admission(Admit.DUPLICATE if record.span_id in seen else Admit.LATE)
+                return Admission(_DUPLICATE if record.span_id in seen else _LATE)
             trace = PendingTrace[C](record.trace_id)
             evicted = self._make_room()
             self.traces[record.trace_id] = trace
         else:
             evicted = []
         if record.span_id in trace.records or record.span_id in trace.scored:
-            return Admission(Admit.DUPLICATE, trace)
+            return Admission(_DUPLICATE, trace)
         touched, late = self._under(trace, record.parent_id)
         if late:
-            return Admission(Admit.LATE, trace)
+            return Admission(_LATE, trace)
         node = classify_span(record)
         role = node.role
-        if len(trace.held if role is Role.RUN else trace.records) >= self.max_spans:
+        if len(trace.held if role is _RUN else trace.records) >= self.max_spans:
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
-            return Admission(Admit.OVER_CAP, trace)
+            return Admission(_OVER_CAP, trace)
         trace.records[record.span_id] = _slim(node) if role is None else node
         if record.parent_id is None:
             trace.root_id = record.span_id
-        admission = Admission(Admit.STORED, trace, touched, evicted)
-        if role is Role.RUN:
+        admission = Admission(_STORED, trace, touched, evicted)
+        if role is _RUN:
             trace.held[record.span_id] = HeldRun(carrier, arrived_ns, record.end_ns)
-            admission.kind = Admit.HELD
+            admission.kind = _HELD
         self._candidates(trace, record, role, carrier=carrier, arrived_ns=arrived_ns, admission=admission)
         return admission
 
@@ -164,7 +171,7 @@ class TraceStore(Generic[C]):
         """Update the inferred-run candidates for a new span (see the module docstring)."""
         span_id = record.span_id
         below = trace.waiting.pop(span_id, None) if trace.waiting else None
-        if below is None and role is not Role.OTHER:
+        if below is None and role is not _OTHER:
             return  # the common case: nothing waits on this span and it cannot stand for a run
         recognised_above, wait_on = self._above(trace, record.parent_id)
         if below and (role is not None or recognised_above):
@@ -175,10 +182,10 @@ class TraceStore(Generic[C]):
             below = None
         if below:
             trace.waiting.setdefault(wait_on, []).extend(below)
-        if role is Role.OTHER and not recognised_above:
+        if role is _OTHER and not recognised_above:
             trace.held[span_id] = HeldRun(carrier, arrived_ns, record.end_ns, run=False)
             trace.waiting.setdefault(wait_on, []).append(span_id)
-            admission.kind = Admit.CANDIDATE
+            admission.kind = _CANDIDATE
 
     def _above(self, trace: PendingTrace[C], parent_id: str | None) -> tuple[bool, str | None]:
         """Whether an ancestor that has arrived is recognised, and the nearest ancestor not arrived yet."""

@@ -77,6 +77,8 @@ def _content_text(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
+        if len(content) == 1:  # the usual single text part, without building a list to join
+            return _part_text(content[0]) or None
         texts = [t for t in map(_part_text, content) if t]
         return "\n".join(texts) if texts else None
     return None
@@ -116,14 +118,17 @@ def message_text(value: Any, role: str) -> str | None:
         return message_text(messages, role) if isinstance(messages, list) else None
     if not isinstance(value, list):
         return None
-    if all(_is_mapping(m) and "role" not in m for m in value):
-        return _content_text(value)
-    for message in reversed(value):
-        if _is_mapping(message) and message.get("role") == role:
-            text = _content_text(message.get("parts", message.get("content")))
-            if text:
-                return text
-    return None
+    parts_only = True  # no message has a role: the list is one message's parts
+    for message in reversed(value):  # one pass, from the last message: the answer is usually there
+        if not _is_mapping(message):
+            parts_only = False
+        elif "role" in message:
+            parts_only = False
+            if message["role"] == role:
+                text = _content_text(message.get("parts", message.get("content")))
+                if text:
+                    return text
+    return _content_text(value) if parts_only else None
 
 
 def genai_issued_calls(messages: Any) -> list[IssuedCall]:
