@@ -133,7 +133,7 @@ class TraceStore(Generic[C]):
             seen = self._finished.get(record.trace_id)
             if seen is not None and (record.span_id in seen or record.parent_id in seen):
                 return Admission(_DUPLICATE if record.span_id in seen else _LATE)
-            trace = PendingTrace[C](record.trace_id)
+            trace = PendingTrace(record.trace_id)
             evicted = self._make_room()
             self.traces[record.trace_id] = trace
         else:
