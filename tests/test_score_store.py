@@ -158,3 +158,83 @@ def test_missing_store_and_bad_since_are_reported(tmp_path: Path) -> None:
     assert parse_since("2026-01-01T00:00:00+00:00") == now
     with pytest.raises(ValueError, match="expected a duration"):
         parse_since("yesterday")
+
+
+SCHEMA_0 = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY, trace_id TEXT NOT NULL, span_id TEXT NOT NULL, agent TEXT, calls_json TEXT NOT NULL,
+    calls_total INTEGER NOT NULL, incomplete INTEGER NOT NULL, scored_ns INTEGER NOT NULL, UNIQUE (trace_id, span_id)
+);
+CREATE INDEX runs_scored ON runs (scored_ns);
+CREATE TABLE scores (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE, expectation TEXT NOT NULL,
+    version INTEGER NOT NULL, scorer TEXT NOT NULL, value REAL, label TEXT, error_type TEXT,
+    explanation TEXT NOT NULL, scored_ns INTEGER NOT NULL
+);
+CREATE INDEX scores_run ON scores (run_id);
+"""
+"""The store as toolscore wrote it before run ids were the writer's (schema version 0)."""
+
+
+def test_a_store_of_schema_0_is_upgraded_with_its_runs_and_scores(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(SCHEMA_0)
+        db.execute("INSERT INTO runs VALUES (7, ?, ?, 'travel', '[]', 0, 0, ?)", ("a" * 32, "b" * 16, time.time_ns()))
+        db.execute("INSERT INTO scores VALUES (7, 'travel', 3, 'tool_selection', 1.0, 'pass', NULL, 'ok', 1)")
+    db.close()
+    store = store_at(tmp_path, max_runs=1)
+    store.record(run(1), TRAVEL, passed())
+    assert store.close()
+    (kept,) = query_runs(path)  # the old run was the oldest of two: retention deleted it, scores and all
+    assert (kept.span_id, [s.scorer for s in kept.scores]) == (f"{1:016x}", ["tool_selection"])
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("SELECT id FROM runs").fetchall() == [(8,)]  # ids go on after the old ones
+        assert db.execute("SELECT count(*) FROM scores").fetchone() == (1,)
+        indexes = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert indexes == {"runs_scored", "scores_run"}  # the unique index on (trace_id, span_id) is gone
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert db.execute("PRAGMA foreign_key_list(scores)").fetchone()[2] == "runs"
+    db.close()
+
+
+def test_an_upgraded_store_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    with sqlite3.connect(path) as db:
+        db.executescript(SCHEMA_0)
+        db.execute("INSERT INTO runs VALUES (7, ?, ?, 'travel', '[]', 0, 0, ?)", ("a" * 32, "b" * 16, time.time_ns()))
+        db.execute("INSERT INTO scores VALUES (7, 'travel', 3, 'tool_selection', 1.0, 'pass', NULL, 'ok', 1)")
+    db.close()
+    assert store_at(tmp_path).close()
+    (kept,) = query_runs(path)
+    assert (kept.trace_id, kept.agent, [(s.expectation, s.value) for s in kept.scores]) == (
+        "a" * 32,
+        "travel",
+        [("travel", 1.0)],
+    )
+
+
+def test_a_store_written_by_a_newer_toolscore_is_refused(tmp_path: Path) -> None:
+    assert store_at(tmp_path).close()
+    with sqlite3.connect(tmp_path / "scores.db") as db:
+        db.execute("PRAGMA user_version = 9")
+    db.close()
+    with pytest.raises(ValueError, match=r"schema version 9 was written by a newer toolscore \(this one knows 1\)"):
+        store_at(tmp_path)
+
+
+def test_runs_deleted_by_retention_are_forgotten_by_the_writer(tmp_path: Path) -> None:
+    """A late result of a run whose row retention deleted starts a new row rather than pointing at nothing."""
+    store = store_at(tmp_path, max_runs=1)
+    store.record(run(1), TRAVEL, passed())
+    assert store.flush(5)
+    store.record(run(2), TRAVEL, passed())
+    assert store.flush(5)
+    store.record(run(1), REFUND, passed("judge", 0.0))
+    assert store.close()
+    (stored,) = query_runs(tmp_path / "scores.db")
+    assert (stored.span_id, [(s.expectation, s.scorer) for s in stored.scores]) == (
+        f"{1:016x}",
+        [("refund", "judge")],
+    )

@@ -6,6 +6,13 @@ applies the retention. WAL mode lets `toolscore runs` (`score_query`) read while
 
     runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns)   one row per run
     scores(run_id → runs.id, expectation, version, scorer, value, label, error_type, explanation, scored_ns)
+
+Every index grows at one end: run ids are given by the writer in the order runs are recorded, and
+both retentions delete the lowest ids. A run's later results (a judge's, after the others were
+written) find its row through the writer's map of the runs it still keeps, not through an index
+on (trace id, span id), where random trace ids make every insert and delete touch a page anywhere
+in the file. Measured (10,000 runs kept, batches of 370, random trace ids): 36 µs of the writer's
+CPU per run written and retained with that index and a retention that walked rows, 20 now.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +36,7 @@ __all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig"]
 
 _log = logging.getLogger("toolscore.serve.scores")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+_RUNS_COLUMNS = """(
     id INTEGER PRIMARY KEY,
     trace_id TEXT NOT NULL,
     span_id TEXT NOT NULL,
@@ -38,9 +44,13 @@ CREATE TABLE IF NOT EXISTS runs (
     calls_json TEXT NOT NULL,
     calls_total INTEGER NOT NULL,
     incomplete INTEGER NOT NULL,
-    scored_ns INTEGER NOT NULL,
-    UNIQUE (trace_id, span_id)
-);
+    scored_ns INTEGER NOT NULL
+)"""
+SCHEMA_VERSION = 1
+"""0: a store written before run ids were the writer's, with a unique index on (trace_id, span_id)."""
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS runs {_RUNS_COLUMNS};
 CREATE INDEX IF NOT EXISTS runs_scored ON runs (scored_ns);
 CREATE TABLE IF NOT EXISTS scores (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -54,7 +64,20 @@ CREATE TABLE IF NOT EXISTS scores (
     scored_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS scores_run ON scores (run_id);
+PRAGMA user_version = {SCHEMA_VERSION};
 """
+
+_MIGRATE_FROM_0 = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE runs_v1 {_RUNS_COLUMNS};
+INSERT INTO runs_v1 SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v1 RENAME TO runs;
+PRAGMA user_version = {SCHEMA_VERSION};
+COMMIT;
+"""
+"""SQLite's way to change a table (create, copy, drop, rename), run with foreign keys off: with them on,
+dropping the old table would cascade into `scores`. `SCHEMA` then adds the index the drop took."""
 
 _Pending = tuple[AgentRun, Expectation, ScoreResult, int]
 _RETAIN_EVERY_S = 10.0
@@ -144,10 +167,18 @@ class ScoreStore:
         self.config = config = config or ScoreStoreConfig()
         Path(config.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(config.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(SCHEMA)
+        except BaseException:
+            self._db.close()
+            raise
+        self._ids: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """(trace id, span id) → row id of the runs this writer stored and retention has not deleted."""
+        self._next_id = 0
         self._pending: deque[_Pending] = deque()
         self.dropped = 0
         self._enqueued = 0
@@ -224,44 +255,93 @@ class ScoreStore:
             self._cond.notify_all()
         return len(batch)
 
+    def _migrate(self) -> None:
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        has_runs = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
+        if version == 0 and has_runs:
+            _log.info("score store %s: upgrading its schema to version %d", self.config.path, SCHEMA_VERSION)
+            self._db.executescript(_MIGRATE_FROM_0)
+        elif version > SCHEMA_VERSION:
+            raise ValueError(
+                f"score store {self.config.path}: schema version {version} was written by a newer toolscore"
+                f" (this one knows {SCHEMA_VERSION}); point score_store.path at another file"
+            )
+
     def _write(self, batch: list[_Pending]) -> None:
+        """One transaction of two statements: the new runs' rows, with the ids given here, then every score."""
         config = self.config
-        ids: dict[tuple[str, str], int] = {}
-        rows: list[tuple[Any, ...]] = []
-        db = self._db
-        db.execute("BEGIN")
+        db, ids = self._db, self._ids
+        runs: list[tuple[Any, ...]] = []
+        scores: list[tuple[Any, ...]] = []
+        db.execute("BEGIN IMMEDIATE")  # the write lock first: no other writer can take the ids given here
         try:
+            (top,) = db.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()
+            next_id = max(top + 1, self._next_id)
             for run, expectation, result, now in batch:
                 key = (run.trace_id, run.span_id)
                 run_id = ids.get(key)
                 if run_id is None:
-                    row = db.execute(
-                        "INSERT INTO runs (trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id, span_id) DO NOTHING RETURNING id",
-                        (*key, run.agent_name, calls_json(run, config.max_calls, config.max_args_chars),
-                         len(run.calls), int(run.incomplete), now),
-                    ).fetchone()  # fmt: skip
-                    if row is None:  # stored by an earlier batch: its scores join that row
-                        row = db.execute("SELECT id FROM runs WHERE trace_id = ? AND span_id = ?", key).fetchone()
-                    run_id = ids[key] = row[0]
-                rows.append(_score_row(run_id, expectation, result, now))
-            db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                    run_id = ids[key] = next_id
+                    next_id += 1
+                    runs.append(
+                        (run_id, *key, run.agent_name, calls_json(run, config.max_calls, config.max_args_chars),
+                         len(run.calls), int(run.incomplete), now)
+                    )  # fmt: skip
+                scores.append(_score_row(run_id, expectation, result, now))
+            db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runs)
+            db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            for row in runs:
+                ids.pop((row[1], row[2]), None)
             raise
+        self._next_id = next_id
 
     def _retain(self) -> None:
-        config = self.config
+        """Delete the runs older than `max_age_s`, then those beyond `max_runs`; forget their ids.
+
+        Both delete every id up to a cut: ids follow the order runs were scored, so the runs scored
+        before the newest expired one are expired too (but for a wall clock set back), and the excess
+        is the lowest ids. Each step reads an index, or the rows about to go: finding the `max_runs`
+        cut from the top, or the newest expired id in rowid order, walks the rows that stay.
+        """
+        config, db = self.config, self._db
         oldest = time.time_ns() - int(config.max_age_s * 1e9)
         try:
-            self._db.execute("DELETE FROM runs WHERE scored_ns < ?", (oldest,))
-            self._db.execute(
-                "DELETE FROM runs WHERE id <= (SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?)",
-                (config.max_runs,),
-            )
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                by_age = _first(db, "SELECT id FROM runs WHERE scored_ns < ? ORDER BY scored_ns DESC LIMIT 1", oldest)
+                self._delete_through(by_age)
+                (count,) = db.execute("SELECT count(*) FROM runs").fetchone()  # on the index: a tenth of the pages
+                excess = count - config.max_runs
+                by_count = (
+                    _first(db, "SELECT id FROM runs ORDER BY id LIMIT 1 OFFSET ?", excess - 1) if excess > 0 else 0
+                )
+                self._delete_through(by_count)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
         except sqlite3.Error:
             _log.exception("score store retention failed")
+            return
+        cut, ids = max(by_age, by_count), self._ids
+        while ids and next(iter(ids.values())) <= cut:
+            ids.popitem(last=False)
+        while len(ids) > config.max_runs:  # rows another writer added, or none deleted yet: still bounded
+            ids.popitem(last=False)
+
+    def _delete_through(self, cut: int) -> None:
+        if cut:
+            self._db.execute("DELETE FROM scores WHERE run_id <= ?", (cut,))
+            self._db.execute("DELETE FROM runs WHERE id <= ?", (cut,))
+
+
+def _first(db: sqlite3.Connection, sql: str, *params: Any) -> int:
+    """The first column of the first row as an int, 0 when there is no row."""
+    row = db.execute(sql, params).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _score_row(run_id: int, expectation: Expectation, result: ScoreResult, now: int) -> tuple[Any, ...]:
