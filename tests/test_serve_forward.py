@@ -70,7 +70,7 @@ def test_grpc_request_arrives_once_with_configured_headers(downstream: GrpcDowns
     config = ForwardConfig(endpoint=downstream.endpoint, headers={"x-api-key": "k1"}, **FAST)
     forwarder = Forwarder(config, counts)
     request = sdk_request(3)
-    assert forwarder.submit(request, 3)
+    assert forwarder.submit(request.SerializeToString(), 3)
     assert forwarder.flush(5)
     assert downstream.requests == [request]
     assert downstream.metadata[0]["x-api-key"] == "k1"
@@ -82,7 +82,7 @@ def test_unavailable_downstream_is_retried_until_it_answers(downstream: GrpcDown
     counts = Counts()
     downstream.fail_next(3, grpc.StatusCode.UNAVAILABLE)
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FAST), counts)
-    forwarder.submit(sdk_request(2), 2)
+    forwarder.submit(sdk_request(2).SerializeToString(), 2)
     assert forwarder.flush(5)
     assert downstream.calls == 4
     assert len(downstream.span_ids) == 2
@@ -96,7 +96,7 @@ def test_stopped_downstream_gets_the_spans_once_it_is_back(downstream: GrpcDowns
     downstream.stop()
     requests = [sdk_request(2) for _ in range(3)]
     for request in requests:
-        assert forwarder.submit(request, 2)
+        assert forwarder.submit(request.SerializeToString(), 2)
     assert wait_until(lambda: counts.counts["retries"] >= 2)
     assert downstream.span_ids == []
     downstream.start()
@@ -113,9 +113,9 @@ def test_requests_beyond_the_queue_are_counted_as_dropped_and_the_rest_delivered
     config = ForwardConfig(endpoint=downstream.endpoint, queue_max_requests=2, senders=1, **FAST)
     forwarder = Forwarder(config, counts)
     downstream.stop()
-    accepted = [forwarder.submit(sdk_request(1), 1)]
+    accepted = [forwarder.submit(sdk_request(1).SerializeToString(), 1)]
     assert wait_until(lambda: counts.counts["retries"] >= 1)  # the first is in flight, retrying
-    accepted += [forwarder.submit(sdk_request(1), 1) for _ in range(4)]
+    accepted += [forwarder.submit(sdk_request(1).SerializeToString(), 1) for _ in range(4)]
     assert accepted == [True, True, True, False, False]
     assert not forwarder.has_room(1)
     downstream.start()
@@ -131,7 +131,7 @@ def test_spans_past_the_retry_budget_are_counted_as_exhausted(downstream: GrpcDo
     downstream.fail_next(100, grpc.StatusCode.UNAVAILABLE)
     config = ForwardConfig(endpoint=downstream.endpoint, **{**FAST, "max_retry_s": 0.2})
     forwarder = Forwarder(config, counts)
-    forwarder.submit(sdk_request(4), 4)
+    forwarder.submit(sdk_request(4).SerializeToString(), 4)
     assert forwarder.flush(5)
     assert counts.counts["dropped:retries_exhausted"] == 4
     assert counts.counts["sent"] == 0
@@ -144,7 +144,7 @@ def test_permanent_errors_are_not_retried(downstream: GrpcDownstream, code: grpc
     counts = Counts()
     downstream.fail_next(1, code)  # RESOURCE_EXHAUSTED without RetryInfo is not retryable in OTLP
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FAST), counts)
-    forwarder.submit(sdk_request(2), 2)
+    forwarder.submit(sdk_request(2).SerializeToString(), 2)
     assert forwarder.flush(5)
     assert downstream.calls == 1
     assert counts.counts == {"dropped:rejected": 2}
@@ -157,7 +157,7 @@ def test_resource_exhausted_with_retry_info_waits_as_told(downstream: GrpcDownst
     config = ForwardConfig(endpoint=downstream.endpoint, **{**FAST, "backoff_initial_s": 5.0})
     forwarder = Forwarder(config, counts)
     start = time.monotonic()
-    forwarder.submit(sdk_request(1), 1)
+    forwarder.submit(sdk_request(1).SerializeToString(), 1)
     assert forwarder.flush(5)
     assert 0.3 <= time.monotonic() - start < 4.0  # the server's 0.3 s, not the 5 s backoff
     assert counts.counts == {"sent": 1, "retries": 1}
@@ -168,7 +168,7 @@ def test_partial_success_counts_the_rejected_spans(downstream: GrpcDownstream) -
     counts = Counts()
     downstream.rejected_spans = 1
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FAST), counts)
-    forwarder.submit(sdk_request(3), 3)
+    forwarder.submit(sdk_request(3).SerializeToString(), 3)
     assert forwarder.flush(5)
     assert counts.counts == {"sent": 2, "dropped:rejected": 1}
     forwarder.shutdown(1)
@@ -179,10 +179,10 @@ def test_shutdown_counts_what_it_could_not_send(downstream: GrpcDownstream) -> N
     downstream.stop()
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, senders=1, **FAST), counts)
     for _ in range(3):
-        forwarder.submit(sdk_request(2), 2)
+        forwarder.submit(sdk_request(2).SerializeToString(), 2)
     assert not forwarder.shutdown(0.3)
     assert counts.counts["dropped:shutdown"] == 6
-    assert not forwarder.submit(sdk_request(1), 1)
+    assert not forwarder.submit(sdk_request(1).SerializeToString(), 1)
     assert counts.counts["dropped:shutdown"] == 7
 
 
@@ -195,7 +195,7 @@ def test_http_downstream_gets_gzip_protobuf_after_a_503() -> None:
     )
     forwarder = Forwarder(config, counts)
     request = sdk_request(5)
-    forwarder.submit(request, 5)
+    forwarder.submit(request.SerializeToString(), 5)
     try:
         assert forwarder.flush(5)
         assert server.requests == [request]
@@ -212,7 +212,7 @@ def test_http_client_error_is_not_retried() -> None:
     counts = Counts()
     server.fail_next(1, 400)
     forwarder = Forwarder(ForwardConfig(endpoint=server.endpoint, protocol="http/protobuf", **FAST), counts)
-    forwarder.submit(sdk_request(2), 2)
+    forwarder.submit(sdk_request(2).SerializeToString(), 2)
     try:
         assert forwarder.flush(5)
         assert server.calls == 1
@@ -228,8 +228,8 @@ def test_drops_reach_the_metrics(downstream: GrpcDownstream) -> None:
     downstream.fail_next(1, grpc.StatusCode.INVALID_ARGUMENT)
     config = ForwardConfig(endpoint=downstream.endpoint, senders=1, **FAST)  # the first request meets the failure
     forwarder = Forwarder(config, create_telemetry(provider))  # type: ignore[arg-type]
-    forwarder.submit(sdk_request(2), 2)
-    forwarder.submit(sdk_request(3), 3)
+    forwarder.submit(sdk_request(2).SerializeToString(), 2)
+    forwarder.submit(sdk_request(3).SerializeToString(), 3)
     assert forwarder.flush(5)
     data = reader.get_metrics_data()
     assert data is not None

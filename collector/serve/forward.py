@@ -1,6 +1,6 @@
 """`Forwarder`: sends export requests downstream from a bounded queue, retrying what the OTLP spec says to.
 
-    submit(request) ─→ queue (≤ queue_max_requests, ≤ queue_max_spans) ─→ sender threads ─→ Transport.send
+    submit(request bytes) ─→ queue (≤ queue_max_requests, ≤ queue_max_spans) ─→ sender threads ─→ Transport.send
                          full → counted drop `queue_full`             retryable → backoff with jitter, ≤ max_retry_s
                                                                        exhausted → counted drop `retries_exhausted`
                                                                        refused → counted drop `rejected`
@@ -18,14 +18,11 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from toolscore.collector.serve.forward_config import ForwardConfig, parse_headers
 from toolscore.collector.serve.forward_transport import Attempt, Transport, make_transport
 from toolscore.collector.telemetry.base import NoopTelemetry
-
-if TYPE_CHECKING:
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 __all__ = ["ForwardConfig", "ForwardDropReason", "ForwardTelemetry", "Forwarder", "parse_headers"]
 
@@ -52,7 +49,7 @@ class ForwardTelemetry(Protocol):
 
 @dataclass(slots=True)
 class _Item:
-    request: ExportTraceServiceRequest
+    request: bytes
     spans: int
 
 
@@ -89,8 +86,9 @@ class Forwarder:
 
     # -- callers' side -------------------------------------------------------------------------------
 
-    def submit(self, request: ExportTraceServiceRequest, spans: int) -> bool:
-        """Queue a request of `spans` spans; False (and its spans counted as dropped) when it does not fit."""
+    def submit(self, request: bytes, spans: int) -> bool:
+        """Queue a serialized `ExportTraceServiceRequest` of `spans` spans; False (and its spans counted as
+        dropped) when it does not fit."""
         with self._cond:
             fits = not self._closed and self._fits(spans)
             if fits:

@@ -15,11 +15,7 @@ from typing import Any, Protocol
 import grpc
 import urllib3
 from google.rpc import error_details_pb2, status_pb2
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from toolscore.collector.serve.forward_config import ForwardConfig, grpc_target
 
@@ -39,6 +35,7 @@ _RETRYABLE_GRPC = frozenset(
 # OTLP/HTTP: retryable response codes.
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 _STATUS_DETAILS = "grpc-status-details-bin"
+_EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +54,9 @@ class Attempt:
 
 
 class Transport(Protocol):
-    """Sends one request; safe for concurrent use by the forwarder's sender threads; never raises."""
+    """Sends one serialized request; safe for concurrent use by the forwarder's sender threads; never raises."""
 
-    def send(self, request: ExportTraceServiceRequest, spans: int) -> Attempt: ...
+    def send(self, request: bytes, spans: int) -> Attempt: ...
 
     def close(self) -> None: ...
 
@@ -82,12 +79,14 @@ class GrpcTransport:
             self._channel = grpc.secure_channel(target, credentials, options)
         else:
             self._channel = grpc.insecure_channel(target, options)
-        self._export = TraceServiceStub(self._channel).Export  # type: ignore[no-untyped-call]
+        self._export = self._channel.unary_unary(  # the request is already serialized: sent as it is
+            _EXPORT_METHOD, request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString
+        )
         self._metadata = tuple(config.headers.items())
         self._timeout_s = config.timeout_s
         self._compression = grpc.Compression.Gzip if config.compression == "gzip" else None
 
-    def send(self, request: ExportTraceServiceRequest, spans: int) -> Attempt:
+    def send(self, request: bytes, spans: int) -> Attempt:
         try:
             response = self._export(
                 request, timeout=self._timeout_s, metadata=self._metadata, compression=self._compression
@@ -154,10 +153,8 @@ class HttpTransport:
             timeout=urllib3.Timeout(total=config.timeout_s),
         )
 
-    def send(self, request: ExportTraceServiceRequest, spans: int) -> Attempt:
-        body = request.SerializeToString()
-        if self._gzip:
-            body = gzip.compress(body, compresslevel=5)
+    def send(self, request: bytes, spans: int) -> Attempt:
+        body = gzip.compress(request, compresslevel=5) if self._gzip else request
         try:
             response = self._pool.request("POST", self._url, body=body, headers=self._headers)
         except Exception as error:  # connection refused, timeout, TLS: all transient from here

@@ -1,11 +1,11 @@
 """The collector's sink: released spans go back into OTLP requests, run spans enriched in place.
 
 The received protobuf messages are forwarded as they are (no SDK span is rebuilt): a released span is
-buffered under its resource/scope block, and the buffer becomes one `ExportTraceServiceRequest` when it
-holds `batch_max_spans` spans or its oldest span has waited `batch_timeout_ms`; a request over
-`batch_max_bytes` is split in halves (the usual receiver limit is 4 MiB). A scored run span gains
-the enrichment's attributes (replacing equal keys) and `gen_ai.evaluation.result` events directly in
-its protobuf message before it is buffered.
+serialized and buffered under its resource/scope block, and the buffer becomes one serialized
+`ExportTraceServiceRequest` (`encode.encode_request`) when it holds `batch_max_spans` spans or its
+oldest span has waited `batch_timeout_ms`; a request over `batch_max_bytes` is split in halves (the
+usual receiver limit is 4 MiB). A scored run span gains the enrichment's attributes (replacing equal
+keys) and `gen_ai.evaluation.result` events directly in its protobuf message before it is buffered.
 """
 
 from __future__ import annotations
@@ -16,17 +16,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.serve.carrier import Carrier, ScopeBlock
+from toolscore.collector.serve.encode import encode_request, encode_span
 
-__all__ = ["RequestSink", "build_request", "enrich_span", "set_any_value"]
+__all__ = ["RequestSink", "enrich_span", "set_any_value"]
 
 _log = logging.getLogger("toolscore.serve")
 
-Send = Callable[[ExportTraceServiceRequest, int], object]
-"""Where a finished request goes, with its span count (`Forwarder.submit`)."""
+Send = Callable[[bytes, int], object]
+"""Where a finished request goes, serialized, with its span count (`Forwarder.submit`)."""
 
 
 def set_any_value(target: Any, value: Any) -> None:
@@ -67,12 +66,14 @@ def enrich_span(span: Any, enrichment: RunEnrichment) -> None:
             set_any_value(kv.value, value)
 
 
-def _split(
-    blocks: list[tuple[ScopeBlock, list[Any]]], first: int
-) -> tuple[list[tuple[ScopeBlock, list[Any]]], list[tuple[ScopeBlock, list[Any]]]]:
+Blocks = list[tuple[ScopeBlock, list[bytes]]]
+"""Buffered spans, encoded (`encode_span`), by the block they were received in."""
+
+
+def _split(blocks: Blocks, first: int) -> tuple[Blocks, Blocks]:
     """The blocks' spans cut after the first `first` spans, in order."""
-    head: list[tuple[ScopeBlock, list[Any]]] = []
-    tail: list[tuple[ScopeBlock, list[Any]]] = []
+    head: Blocks = []
+    tail: Blocks = []
     left = first
     for block, spans in blocks:
         if left >= len(spans):
@@ -84,25 +85,6 @@ def _split(
             tail.append((block, spans[left:]))
         left -= len(spans)
     return head, tail
-
-
-def build_request(blocks: Sequence[tuple[ScopeBlock, list[Any]]]) -> ExportTraceServiceRequest:
-    """One request holding the spans, under copies of their resource and scope (one entry per block)."""
-    request = ExportTraceServiceRequest()
-    resources: dict[int, Any] = {}
-    for block, spans in blocks:
-        key = id(block.resource)
-        resource_spans = resources.get(key)
-        if resource_spans is None:
-            received = block.resource.message
-            resource_spans = resources[key] = request.resource_spans.add()
-            resource_spans.resource.CopyFrom(received.resource)
-            resource_spans.schema_url = received.schema_url
-        scope_spans = resource_spans.scope_spans.add()
-        scope_spans.scope.CopyFrom(block.message.scope)
-        scope_spans.schema_url = block.message.schema_url
-        scope_spans.spans.extend(spans)
-    return request
 
 
 class RequestSink:
@@ -123,7 +105,7 @@ class RequestSink:
         self._max = batch_max_spans
         self._max_bytes = batch_max_bytes
         self._timeout_ns = int(batch_timeout_ms * 1_000_000)
-        self._blocks: dict[int, tuple[ScopeBlock, list[Any]]] = {}
+        self._blocks: dict[int, tuple[ScopeBlock, list[bytes]]] = {}
         self._count = 0
         self._oldest_ns = 0
         self._cond = threading.Condition()
@@ -142,40 +124,41 @@ class RequestSink:
         self._add((carrier,))
 
     def _add(self, carriers: Sequence[Carrier]) -> None:
+        encoded = [(encode_span(span), block) for span, block in carriers]  # outside the lock
         start = 0
-        while start < len(carriers):
+        while start < len(encoded):
             full = None
             with self._cond:
                 if not self._count:
                     self._oldest_ns = time.monotonic_ns()
                     self._cond.notify()
-                chunk = carriers[start : start + max(1, self._max - self._count)]
+                chunk = encoded[start : start + max(1, self._max - self._count)]
                 start += len(chunk)
                 blocks = self._blocks
-                for span, block in chunk:
+                for data, block in chunk:
                     entry = blocks.get(id(block))
                     if entry is None:
-                        blocks[id(block)] = (block, [span])
+                        blocks[id(block)] = (block, [data])
                     else:
-                        entry[1].append(span)
+                        entry[1].append(data)
                 self._count += len(chunk)
                 if self._count >= self._max:
                     full = self._take()
             if full is not None:
                 self._emit(*full)
 
-    def _take(self) -> tuple[list[tuple[ScopeBlock, list[Any]]], int]:
+    def _take(self) -> tuple[Blocks, int]:
         taken = (list(self._blocks.values()), self._count)
         self._blocks = {}
         self._count = 0
         return taken
 
-    def _emit(self, blocks: list[tuple[ScopeBlock, list[Any]]], count: int) -> None:
+    def _emit(self, blocks: Blocks, count: int) -> None:
         if not count:
             return
         try:
-            request = build_request(blocks)
-            if count > 1 and request.ByteSize() > self._max_bytes:
+            request = encode_request(blocks)
+            if count > 1 and len(request) > self._max_bytes:
                 half = _split(blocks, count // 2)
                 self._emit(half[0], count // 2)
                 self._emit(half[1], count - count // 2)
