@@ -7,6 +7,7 @@ wait on the network and are run off the worker thread, under the judge budget.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,7 +33,14 @@ class ScorePlan:
 
 
 def is_judge(scorer: ExpectationScorer) -> bool:
-    return callable(getattr(scorer.scorer, "ascore", None))
+    return _has_ascore(type(scorer.scorer))
+
+
+@functools.lru_cache(maxsize=256)
+def _has_ascore(kind: type) -> bool:
+    """Asked per scorer of every matched run: a miss on a pydantic model (or its class) goes through
+    pydantic's `__getattr__` and costs 0.7-1.7 µs, a cache hit 0.1."""
+    return callable(getattr(kind, "ascore", None))
 
 
 def plan_scores(run: AgentRun, registry: Matcher) -> ScorePlan:
