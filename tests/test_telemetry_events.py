@@ -165,3 +165,30 @@ def test_per_score_counters_are_exact_at_every_collection_even_while_scores_arri
         _points(reader, "toolscore.evaluations")  # collections in the middle of the adds
     assert _points(reader, "toolscore.evaluations")[key_pass] == 3 + 3 * 2000
     provider.shutdown()
+
+
+class _Failing(SimpleLogRecordProcessor):
+    def on_emit(self, log_data: object) -> None:  # type: ignore[override]
+        raise RuntimeError("log pipeline broken")
+
+
+def test_a_failing_log_pipeline_costs_the_event_and_nothing_else() -> None:
+    """score_recorded runs on the pipeline's worker: a broken logs SDK must not raise there, nor lose the metrics."""
+    logs = LoggerProvider()
+    logs.add_log_record_processor(_Failing(InMemoryLogRecordExporter()))
+    reader = InMemoryMetricReader()
+    telemetry = create_telemetry(meter_provider=MeterProvider(metric_readers=[reader]), logger_provider=logs)
+    score = Score(name="f1", value=0.8, label="pass", explanation="")
+    telemetry.score_recorded(score, "book-flight", 3, "planner", RunSpanRef(TRACE_ID, SPAN_ID))
+    data = reader.get_metrics_data()
+    assert data is not None
+    recorded = {
+        metric.name: [point.attributes for point in metric.data.data_points]  # type: ignore[union-attr]
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+    }
+    assert recorded["toolscore.evaluation.score"] == [
+        {"gen_ai.evaluation.name": "f1", "toolscore.expectation.name": "book-flight", "gen_ai.agent.name": "planner"}
+    ]
+    assert recorded["toolscore.evaluations"][0]["gen_ai.evaluation.score.label"] == "pass"
