@@ -176,13 +176,19 @@ CREATE INDEX scores_run ON scores (run_id);
 """The store as toolscore wrote it before run ids were the writer's (schema version 0)."""
 
 
-def test_a_store_of_schema_0_is_upgraded_with_its_runs_and_scores(tmp_path: Path) -> None:
+def store_of_schema_0(tmp_path: Path) -> Path:
+    """A version-0 store holding one run (id 7, trace "a" * 32) with one score."""
     path = tmp_path / "scores.db"
     with sqlite3.connect(path) as db:
         db.executescript(SCHEMA_0)
         db.execute("INSERT INTO runs VALUES (7, ?, ?, 'travel', '[]', 0, 0, ?)", ("a" * 32, "b" * 16, time.time_ns()))
         db.execute("INSERT INTO scores VALUES (7, 'travel', 3, 'tool_selection', 1.0, 'pass', NULL, 'ok', 1)")
     db.close()
+    return path
+
+
+def test_a_store_of_schema_0_is_upgraded_with_its_runs_and_scores(tmp_path: Path) -> None:
+    path = store_of_schema_0(tmp_path)
     store = store_at(tmp_path, max_runs=1)
     store.record(run(1), TRAVEL, passed())
     assert store.close()
@@ -200,12 +206,7 @@ def test_a_store_of_schema_0_is_upgraded_with_its_runs_and_scores(tmp_path: Path
 
 
 def test_an_upgraded_store_keeps_its_runs(tmp_path: Path) -> None:
-    path = tmp_path / "scores.db"
-    with sqlite3.connect(path) as db:
-        db.executescript(SCHEMA_0)
-        db.execute("INSERT INTO runs VALUES (7, ?, ?, 'travel', '[]', 0, 0, ?)", ("a" * 32, "b" * 16, time.time_ns()))
-        db.execute("INSERT INTO scores VALUES (7, 'travel', 3, 'tool_selection', 1.0, 'pass', NULL, 'ok', 1)")
-    db.close()
+    path = store_of_schema_0(tmp_path)
     assert store_at(tmp_path).close()
     (kept,) = query_runs(path)
     assert (kept.trace_id, kept.agent, [(s.expectation, s.value) for s in kept.scores]) == (

@@ -44,7 +44,7 @@ def _field(tag: bytes, payload: bytes) -> bytes:
 def encode_span(span: Any) -> bytes:
     """A protobuf `Span` as one `spans` entry of a `ScopeSpans`: serialized, tagged and length-prefixed."""
     data: bytes = span.SerializeToString()
-    return _FIELD_2 + _varint(len(data)) + data
+    return _field(_FIELD_2, data)
 
 
 def encode_request(blocks: Sequence[tuple[ScopeBlock, list[bytes]]]) -> bytes:

@@ -17,12 +17,14 @@ CPU per run written and retained with that index and a retention that walked row
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -291,23 +293,21 @@ class ScoreStore:
         db, ids = self._db, self._ids
         runs: list[tuple[Any, ...]] = []
         scores: list[tuple[Any, ...]] = []
-        db.execute("BEGIN IMMEDIATE")  # the write lock first: no other writer can take the ids given here
         try:
-            (top,) = db.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()
-            next_id = max(top + 1, self._next_id)
-            for run_row, score_row in batch:
-                key = (run_row[0], run_row[1])
-                run_id = ids.get(key)
-                if run_id is None:
-                    run_id = ids[key] = next_id
-                    next_id += 1
-                    runs.append((run_id, *run_row))
-                scores.append((run_id, *score_row))
-            db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runs)
-            db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
-            db.execute("COMMIT")
+            with _transaction(db):  # the write lock first: no other writer can take the ids given here
+                (top,) = db.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()
+                next_id = max(top + 1, self._next_id)
+                for run_row, score_row in batch:
+                    key = (run_row[0], run_row[1])
+                    run_id = ids.get(key)
+                    if run_id is None:
+                        run_id = ids[key] = next_id
+                        next_id += 1
+                        runs.append((run_id, *run_row))
+                    scores.append((run_id, *score_row))
+                db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runs)
+                db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
         except BaseException:
-            db.execute("ROLLBACK")
             for row in runs:
                 ids.pop((row[1], row[2]), None)
             raise
@@ -324,8 +324,7 @@ class ScoreStore:
         config, db = self.config, self._db
         oldest = time.time_ns() - int(config.max_age_s * 1e9)
         try:
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with _transaction(db):
                 by_age = _first(db, "SELECT id FROM runs WHERE scored_ns < ? ORDER BY scored_ns DESC LIMIT 1", oldest)
                 self._delete_through(by_age)
                 (count,) = db.execute("SELECT count(*) FROM runs").fetchone()  # on the index: a tenth of the pages
@@ -334,10 +333,6 @@ class ScoreStore:
                     _first(db, "SELECT id FROM runs ORDER BY id LIMIT 1 OFFSET ?", excess - 1) if excess > 0 else 0
                 )
                 self._delete_through(by_count)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         except sqlite3.Error:
             _log.exception("score store retention failed")
             return
@@ -351,6 +346,18 @@ class ScoreStore:
         if cut:
             self._db.execute("DELETE FROM scores WHERE run_id <= ?", (cut,))
             self._db.execute("DELETE FROM runs WHERE id <= ?", (cut,))
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """`BEGIN IMMEDIATE` (the write lock at once), committed, or rolled back on any exception."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def _first(db: sqlite3.Connection, sql: str, *params: Any) -> int:
