@@ -23,9 +23,13 @@ TOKEN = "s3cret-token"
 
 @dataclass
 class RecordingIngest:
-    """Records every request it is handed; answers the queued `results` first, then full success."""
+    """Records every request it is handed; answers the queued `results` first, then full success.
+
+    `refusals` are answered, one per call, to the receivers' question before they read a request.
+    """
 
     results: list[IngestResult] = field(default_factory=list)
+    refusals: list[IngestResult] = field(default_factory=list)
     requests: list[ExportTraceServiceRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -33,6 +37,10 @@ class RecordingIngest:
         with self.lock:
             self.requests.append(request)
             return self.results.pop(0) if self.results else IngestResult()
+
+    def refusal(self) -> IngestResult | None:
+        with self.lock:
+            return self.refusals.pop(0) if self.refusals else None
 
     def span_names(self) -> list[str]:
         with self.lock:

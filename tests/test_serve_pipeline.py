@@ -227,6 +227,26 @@ def test_shutdown_scores_and_forwards_pending_runs(registry: Registry, downstrea
     assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
     assert len(downstream.span_ids) == 2
     assert pipeline.accept(request).overloaded  # after shutdown: refused, for the sender to retry elsewhere
+    assert pipeline.refusal() is not None
+
+
+def test_refusal_before_reading_judges_by_the_typical_request(registry: Registry) -> None:
+    """Unread requests are refused only while one of the recent requests' size would not fit the queue."""
+    gate = Gate(registry)
+    pipeline = CollectorPipeline(gate, None, PipelineConfig(settle_ms=20, queue_size=12), Recording())
+    assert pipeline.refusal() is None  # nothing seen yet, nothing queued
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
+    assert gate.entered.wait(5)  # the worker is held: what is accepted now stays queued
+    for _ in range(2):
+        assert not pipeline.accept(encode_spans(sdk_spans(loose=4))).overloaded
+        assert pipeline.refusal() is None  # 4 and 8 queued: another 4 still fit
+    assert not pipeline.accept(encode_spans(sdk_spans(loose=3))).overloaded
+    assert pipeline.refusal() is not None  # 11 queued: a typical request (about 3 spans) would not fit
+    assert not pipeline.accept(encode_spans(sdk_spans(loose=1))).overloaded  # `accept` still takes what fits
+    gate.opened.set()
+    assert pipeline.flush(5)
+    assert pipeline.refusal() is None
+    pipeline.shutdown(2)
 
 
 def test_accept_never_raises_on_a_request_it_cannot_walk(registry: Registry) -> None:

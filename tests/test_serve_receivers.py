@@ -93,8 +93,17 @@ def test_rejected_spans_are_a_partial_success(channel: grpc.Channel, ingest: Rec
     assert response.partial_success.error_message == "2 spans with bad ids"
 
 
-def test_overload_is_resource_exhausted_with_retry_info(channel: grpc.Channel, ingest: RecordingIngest) -> None:
-    ingest.results.append(IngestResult(overloaded=True, retry_after_s=2.5))
+def _overloaded(ingest: RecordingIngest, when: str, retry_after_s: float) -> None:
+    """Make the ingest refuse the next request: once it has read it (`accept`) or before (`refusal`)."""
+    answers = ingest.results if when == "read" else ingest.refusals
+    answers.append(IngestResult(overloaded=True, retry_after_s=retry_after_s))
+
+
+@pytest.mark.parametrize("when", ["read", "unread"])
+def test_overload_is_resource_exhausted_with_retry_info(
+    channel: grpc.Channel, ingest: RecordingIngest, when: str
+) -> None:
+    _overloaded(ingest, when, 2.5)
     with pytest.raises(grpc.RpcError) as caught:
         TraceServiceStub(channel).Export(_request("a"), timeout=5)
     assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
@@ -103,10 +112,16 @@ def test_overload_is_resource_exhausted_with_retry_info(channel: grpc.Channel, i
     info = error_details_pb2.RetryInfo()
     assert status.details[0].Unpack(info)
     assert info.retry_delay.ToNanoseconds() == 2_500_000_000
+    trailers = dict(caught.value.trailing_metadata())  # type: ignore[attr-defined]
+    assert error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"]) == info
+    assert len(ingest.requests) == (1 if when == "read" else 0)
 
 
-def test_sdk_exporter_retries_after_the_overload_delay(receiver: GrpcReceiver, ingest: RecordingIngest) -> None:
-    ingest.results.append(IngestResult(overloaded=True, retry_after_s=0.3))
+@pytest.mark.parametrize("when", ["read", "unread"])
+def test_sdk_exporter_retries_after_the_overload_delay(
+    receiver: GrpcReceiver, ingest: RecordingIngest, when: str
+) -> None:
+    _overloaded(ingest, when, 0.3)
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True)
     started = time.monotonic()
     try:
@@ -114,7 +129,21 @@ def test_sdk_exporter_retries_after_the_overload_delay(receiver: GrpcReceiver, i
     finally:
         exporter.shutdown()
     assert time.monotonic() - started >= 0.3
-    assert ingest.span_names() == ["retried", "retried"]
+    assert ingest.span_names() == (["retried", "retried"] if when == "read" else ["retried"])
+
+
+def test_a_request_refused_unread_is_not_parsed(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+    """Bytes that would be INVALID_ARGUMENT get RESOURCE_EXHAUSTED: the refusal came before the message."""
+    ingest.refusals.append(IngestResult(overloaded=True))
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_export(channel, b"\x0a\xff\xff\xff\xff\x0f garbage" * 100_000)
+    assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_export(channel, b"\x0a\xff\xff\xff\xff\x0f garbage")
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    response = TraceServiceStub(channel).Export(_request("after"), timeout=5)  # the channel still serves
+    assert not response.HasField("partial_success")
+    assert ingest.span_names() == ["after"]
 
 
 def test_garbage_bytes_are_invalid_argument_naming_the_fault(channel: grpc.Channel, ingest: RecordingIngest) -> None:
@@ -213,6 +242,24 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> No
     finally:
         receiver.stop(0)
     assert ingest.span_names() == ["allowed"]
+
+
+def test_authentication_comes_before_the_overload_answer(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, bearer_token=TOKEN)
+    ingest.refusals.append(IngestResult(overloaded=True))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            stub = TraceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Export(_request("stranger"), timeout=5)
+            assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+            assert ingest.refusals  # a stranger's call did not even ask
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Export(_request("known"), metadata=(("authorization", f"Bearer {TOKEN}"),), timeout=5)
+            assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    finally:
+        receiver.stop(0)
+    assert ingest.requests == []
 
 
 def test_tls_receiver_serves_a_client_trusting_its_certificate(ingest: RecordingIngest, tmp_path: Path) -> None:

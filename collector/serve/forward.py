@@ -99,12 +99,12 @@ class Forwarder:
             self._drop(spans, "shutdown" if self._closed else "queue_full", "the forward queue is full")
         return fits
 
-    def has_room(self, spans: int = 0) -> bool:
+    def has_room(self, spans: float = 0) -> bool:
         """Whether a request of `spans` spans would be queued now (the pipeline refuses work otherwise)."""
         with self._cond:
             return not self._closed and self._fits(spans)
 
-    def _fits(self, spans: int) -> bool:
+    def _fits(self, spans: float) -> bool:
         if not self._queue:
             return True  # an empty queue takes any one request, however large
         config = self.config

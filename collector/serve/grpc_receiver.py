@@ -10,7 +10,11 @@ INVALID_ARGUMENT naming what is wrong. Oversized messages are refused by grpc it
 
 Overload is RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo`, which OTLP makes retryable. The status
 details travel in the standard `grpc-status-details-bin` trailer; the same `RetryInfo` also goes in
-`google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from.
+`google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from. While
+`Ingest.refusal` says the collector is overloaded, an interceptor answers calls before their message is
+received: the handler it substitutes takes the request as a stream it never reads, so grpc neither
+copies the message into Python nor parses it (on the same wire, a unary call and a one-message stream
+are indistinguishable to the server).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from toolscore.collector.serve.otlp_export import (
     BadPayload,
     accept_safely,
     bad_payload_status,
+    early_refusal,
     export_response,
     overloaded_status,
     parse_proto_request,
@@ -44,6 +49,7 @@ __all__ = ["TRACE_SERVICE", "GrpcReceiver", "TraceServiceReceiver", "start_grpc_
 _log = logging.getLogger(__name__)
 
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+_EXPORT_METHOD = f"/{TRACE_SERVICE}/Export"
 _UNAUTHENTICATED = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
 
 
@@ -76,6 +82,12 @@ def _abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tup
     context.abort_with_status(_RpcStatus(code, status.message, trailers))
 
 
+def _abort_overloaded(context: Any, retry_after_s: float) -> None:
+    delay = retry_info(retry_after_s).SerializeToString()
+    status = overloaded_status(retry_after_s)
+    _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
+
+
 class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
     """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload."""
 
@@ -91,10 +103,27 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
             context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
             raise AssertionError("unreachable: abort raises")
         if result.overloaded:
-            delay = retry_info(result.retry_after_s).SerializeToString()
-            status = overloaded_status(result.retry_after_s)
-            _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
+            _abort_overloaded(context, result.retry_after_s)
         return export_response(result)
+
+
+class _ShedOverload(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses `Export` calls unread while `Ingest.refusal` answers (see the module docstring)."""
+
+    def __init__(self, ingest: Ingest) -> None:
+        self._ingest = ingest
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        if details.method == _EXPORT_METHOD:
+            answer = early_refusal(self._ingest)
+            if answer is not None:
+                retry_after_s = answer.retry_after_s
+
+                def refuse(unread: Any, context: Any) -> None:
+                    _abort_overloaded(context, retry_after_s)
+
+                return grpc.stream_unary_rpc_method_handler(refuse)
+        return continuation(details)
 
 
 class _BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
@@ -140,9 +169,11 @@ def start_grpc_receiver(ingest: Ingest, config: ReceiverConfig) -> GrpcReceiver:
     handler = grpc.unary_unary_rpc_method_handler(
         servicer.Export, request_deserializer=_decode, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
+    interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(config.bearer_token)] if config.bearer_token else []
+    interceptors.append(_ShedOverload(ingest))  # after authentication: a stranger learns nothing of the load
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc"),
-        interceptors=[_BearerAuth(config.bearer_token)] if config.bearer_token else [],
+        interceptors=interceptors,
         # SO_REUSEPORT off: a second collector on the same port must fail to start, not share the traffic.
         options=[("grpc.max_receive_message_length", config.max_message_bytes), ("grpc.so_reuseport", 0)],
     )

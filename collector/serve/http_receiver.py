@@ -7,8 +7,9 @@ Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial succ
 rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
 where; 401 without the bearer token; 404/405 for other paths and methods; 411 without Content-Length;
 413 for a body, or a decompressed body, over the limit; 415 for another content type or encoding;
-429 with `Retry-After` when the ingest is overloaded. A response sent before the body was read closes
-the connection, since the unread body would otherwise be taken for the next request.
+429 with `Retry-After` when the ingest is overloaded (before the body is read, when `Ingest.refusal`
+already says so). A response sent before the body was read closes the connection, since the unread body
+would otherwise be taken for the next request.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from toolscore.collector.serve.otlp_export import (
     BadPayload,
     accept_safely,
     bad_payload_status,
+    early_refusal,
     export_response,
     overloaded_status,
     parse_proto_request,
@@ -182,10 +184,13 @@ class _Handler(BaseHTTPRequestHandler):
         if result is None:
             self._fail(500, code_pb2.INTERNAL, "toolscore failed to take the request (see its log)", unread=False)
         elif result.overloaded:
-            retry_after = str(max(1, math.ceil(result.retry_after_s)))
-            self._reply(429, overloaded_status(result.retry_after_s), fmt, {"Retry-After": retry_after})
+            self._overloaded(result.retry_after_s)
         else:
             self._reply(200, export_response(result, rejected, message), fmt)
+
+    def _overloaded(self, retry_after_s: float) -> None:
+        retry_after = str(max(1, math.ceil(retry_after_s)))
+        self._reply(429, overloaded_status(retry_after_s), self._format(), {"Retry-After": retry_after})
 
     def _read_body(self) -> bytes | None:
         """The decompressed body, or None once an error has been answered."""
@@ -212,6 +217,11 @@ class _Handler(BaseHTTPRequestHandler):
         if length > config.max_message_bytes:
             message = f"the body is {length} bytes, over the {config.max_message_bytes}-byte limit"
             self._fail(413, code_pb2.RESOURCE_EXHAUSTED, message)
+            return None
+        refusal = early_refusal(self.server.ingest)
+        if refusal is not None:
+            self.close_connection = True  # the body is left unread
+            self._overloaded(refusal.retry_after_s)
             return None
         body = self.rfile.read(length)
         if len(body) < length:

@@ -4,7 +4,9 @@ Receivers (gRPC and HTTP) only parse, authenticate and answer; `Ingest.accept` d
 the spans. Its `IngestResult` maps one-to-one onto the OTLP answers: a partial success
 (`rejected_spans` + `error_message`), or a whole request refused because the collector is overloaded
 (gRPC `RESOURCE_EXHAUSTED` with `RetryInfo`, HTTP 429 with `Retry-After`) so that the sender retries
-rather than the spans being lost.
+rather than the spans being lost. `refusal` lets a receiver give that answer before it reads a request
+at all: under overload every refused request comes back (OTLP senders retry), and receiving and parsing
+each retry only to refuse it took as much CPU as ingesting it.
 """
 
 from __future__ import annotations
@@ -37,4 +39,12 @@ class Ingest(Protocol):
 
     def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
         """Take the request's spans; never blocks for long and never raises (failures are in the result)."""
+        ...
+
+    def refusal(self) -> IngestResult | None:
+        """The overloaded answer for a request not read yet, when `accept` would refuse it; None: read it.
+
+        A cheap check (no request in hand): a receiver asks it first and, on an answer, refuses without
+        receiving or parsing the body. `accept` still decides for every request that is read.
+        """
         ...

@@ -27,6 +27,7 @@ __all__ = [
     "ReceiverHandle",
     "accept_safely",
     "bad_payload_status",
+    "early_refusal",
     "export_response",
     "overloaded_status",
     "parse_proto_request",
@@ -86,6 +87,15 @@ def accept_safely(ingest: Ingest, request: ExportTraceServiceRequest) -> IngestR
         return ingest.accept(request)
     except Exception:
         _log.exception("Ingest.accept raised; answering the export with an internal error")
+        return None
+
+
+def early_refusal(ingest: Ingest) -> IngestResult | None:
+    """`ingest.refusal()`, or None (read the request, let `accept` decide) when it raised (logged)."""
+    try:
+        return ingest.refusal()
+    except Exception:
+        _log.exception("Ingest.refusal raised; reading the request as usual")
         return None
 
 

@@ -8,9 +8,12 @@
 
 Overload: `accept` refuses a whole request (RESOURCE_EXHAUSTED / 429, so the sender retries it) when
 the engine's queue already holds spans and the request does not fit beside them, or the forwarder's
-queue is full. An accepted request is never partly refused: if its spans race another receiver for
-the last places in the queue, the ones turned away go straight to the forwarder unscored (counted as
-`queue_full` drops from scoring), so no span of an accepted request is lost.
+queue is full. `refusal` gives the same answer before a request is read, when one of the size of the
+recent ones (a running average of their span counts) would not fit: the receivers then refuse it
+unread, and a sender retrying against a full queue costs a check rather than a parse. An accepted
+request is never partly refused: if its spans race another receiver for the last places in the queue,
+the ones turned away go straight to the forwarder unscored (counted as `queue_full` drops from
+scoring), so no span of an accepted request is lost.
 """
 
 from __future__ import annotations
@@ -86,6 +89,14 @@ class CollectorPipeline:
             on_scored=store.record if store is not None else None,
         )
         self._closed = False
+        self._typical_spans = 0.0
+        """Running average of the accepted requests' span counts (updated without a lock: a lost update is harmless)."""
+
+    def refusal(self) -> IngestResult | None:
+        """Overloaded when a request of the typical size would be refused now (see the module docstring)."""
+        if self._closed or self._overloaded(self._typical_spans):
+            return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+        return None
 
     def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
         """Offer every span with usable ids to the engine; see the module docstring for overload."""
@@ -95,12 +106,14 @@ class CollectorPipeline:
             total = _span_count(request)
             if self._overloaded(total):
                 return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+            typical = self._typical_spans
+            self._typical_spans = typical + (total - typical) / 4 if typical else float(total)
             return self._offer(request)
         except Exception as error:  # never raise into a receiver; say what happened instead
             _log.exception("ingesting an export request failed")
             return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
 
-    def _overloaded(self, spans: int) -> bool:
+    def _overloaded(self, spans: float) -> bool:
         queued = len(self.engine.intake)
         if queued and queued + spans > self.config.queue_size:
             return True
