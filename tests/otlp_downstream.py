@@ -108,10 +108,14 @@ class GrpcDownstream(_Script, trace_service_pb2_grpc.TraceServiceServicer):  # t
 
 
 class HttpDownstream(_Script):
-    """`POST /v1/traces` on 127.0.0.1; failures are HTTP statuses, with `Retry-After` when given."""
+    """`POST /v1/traces` on 127.0.0.1; failures are HTTP statuses, with `Retry-After` when given.
+
+    `bodies` keeps the accepted requests as received (decompressed), byte for byte.
+    """
 
     def __init__(self) -> None:
         super().__init__()
+        self.bodies: list[bytes] = []
         script = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -129,6 +133,7 @@ class HttpDownstream(_Script):
                     self.end_headers()
                     return
                 request = ExportTraceServiceRequest.FromString(body)
+                script.bodies.append(body)
                 response = script.record(request, {k.lower(): v for k, v in self.headers.items()})
                 data = response.SerializeToString()
                 self.send_response(200)

@@ -30,12 +30,14 @@ class RecordingIngest:
 
     results: list[IngestResult] = field(default_factory=list)
     refusals: list[IngestResult] = field(default_factory=list)
+    data: list[bytes | None] = field(default_factory=list)
     requests: list[ExportTraceServiceRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
+    def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         with self.lock:
             self.requests.append(request)
+            self.data.append(data)
             return self.results.pop(0) if self.results else IngestResult()
 
     def refusal(self) -> IngestResult | None:

@@ -1,4 +1,5 @@
-"""Requests assembled from spans serialized one at a time parse back to what was received, envelope and all."""
+"""Requests assembled from spans serialized one at a time parse back to what was received, envelope and all;
+the spans' received bytes are found in the request exactly as the protobuf runtime lists the spans."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
-from toolscore.collector.serve.encode import encode_request, encode_span
+from toolscore.collector.serve.encode import Encoded, encode_request, encode_span, span_entries
 
 
 def _span(n: int, text: str = "") -> Span:
@@ -36,13 +37,29 @@ def _received() -> ExportTraceServiceRequest:
     return request
 
 
-def _blocks(request: ExportTraceServiceRequest) -> list[tuple[ScopeBlock, list[bytes]]]:
-    blocks = []
+def _blocks(request: ExportTraceServiceRequest, data: bytes | None = None) -> list[tuple[ScopeBlock, list[Encoded]]]:
+    """The request's spans by block: serialized one by one, or (with `data`) found in its bytes."""
+    entries = iter(span_entries(data) or ()) if data is not None else None
+    blocks: list[tuple[ScopeBlock, list[Encoded]]] = []
     for resource_spans in request.resource_spans:
         resource = ResourceBlock(resource_spans)
         for scope_spans in resource_spans.scope_spans:
-            blocks.append((ScopeBlock(resource, scope_spans), [encode_span(span) for span in scope_spans.spans]))
+            spans = [encode_span(span) if entries is None else next(entries) for span in scope_spans.spans]
+            blocks.append((ScopeBlock(resource, scope_spans), spans))
     return blocks
+
+
+def _spans(request: ExportTraceServiceRequest) -> list[Span]:
+    return [span for resource in request.resource_spans for scope in resource.scope_spans for span in scope.spans]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field numbered under 16."""
+    size, prefix = len(payload), bytearray()
+    while size >= 0x80:
+        prefix.append(size & 0x7F | 0x80)
+        size >>= 7
+    return bytes([number << 3 | 2, *prefix, size]) + payload
 
 
 def test_the_request_parses_back_to_the_received_one() -> None:
@@ -64,3 +81,38 @@ def test_blocks_of_one_resource_share_one_resource_entry() -> None:
 def test_nothing_to_send_is_an_empty_request() -> None:
     assert encode_request([]) == b""
     assert ExportTraceServiceRequest.FromString(b"") == ExportTraceServiceRequest()
+
+
+def test_span_entries_are_each_span_framed_as_received() -> None:
+    received = _received()
+    data = received.SerializeToString()
+    entries = span_entries(data)
+    assert entries is not None
+    assert [bytes(entry) for entry in entries] == [encode_span(span) for span in _spans(received)]
+    assert ExportTraceServiceRequest.FromString(encode_request(_blocks(received, data))) == received
+
+
+def test_span_entries_skip_fields_they_do_not_know_and_keep_a_span_as_sent() -> None:
+    """Unknown fields of every wire type around the spans; a span whose fields are out of the canonical
+    order, which serializing it again would reorder: its entry is the sender's bytes."""
+    span = _span(5).SerializeToString()
+    nameless = _span(5)
+    nameless.name = ""
+    reordered = nameless.SerializeToString() + Span(name="execute_tool 5").SerializeToString()  # name (5) last
+    assert Span.FromString(reordered) == _span(5)
+    assert reordered != span
+    unknown = b"\xf8\x3e\x07" + b"\x89\x3f" + bytes(8) + b"\x95\x3f" + bytes(4) + _field(15, b"junk")  # 999, 1001..
+    scope = _field(1, b"\x0a\x01s") + unknown + _field(2, span) + unknown + _field(2, reordered)
+    data = _field(1, unknown + _field(2, scope) + unknown)
+    request = ExportTraceServiceRequest.FromString(data)
+    assert [span.name for span in _spans(request)] == ["execute_tool 5", "execute_tool 5"]
+    entries = span_entries(data)
+    assert entries is not None
+    assert [bytes(entry) for entry in entries] == [_field(2, span), _field(2, reordered)]
+
+
+def test_bytes_that_do_not_walk_give_no_entries() -> None:
+    data = _received().SerializeToString()
+    assert span_entries(data[:-3]) is None  # cut inside the last span
+    assert span_entries(b"\x0b\x00") is None  # wire type 3 (a group) is not OTLP
+    assert span_entries(b"") == []

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.otlp_downstream import GrpcDownstream, spans_of
+from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
 from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import Registry
@@ -159,6 +159,38 @@ class Gate:
         self.entered.set()
         self.opened.wait(10)
         return self.registry.match(run)
+
+
+def test_spans_go_on_as_the_bytes_they_came_in_and_scored_run_spans_serialized_again(registry: Registry) -> None:
+    """A span sent with its fields out of the protobuf runtime's order (the same span, other bytes): with
+    the request's bytes given, it reaches downstream as sent; without, as the runtime writes it."""
+    downstream = HttpDownstream()
+    config = ForwardConfig(endpoint=downstream.endpoint, protocol="http/protobuf", **FORWARD)
+    pipeline = CollectorPipeline(registry, Forwarder(config), CONFIG, Recording())
+    try:
+        request = encode_spans(sdk_spans(("travel", ("book_flight",)), loose=1))
+        loose = next(span for _, _, span in spans_of([request]) if span.name == "GET /health 0")
+        canonical = loose.SerializeToString()
+        nameless = type(loose)()
+        nameless.CopyFrom(loose)
+        nameless.name = ""
+        as_sent = nameless.SerializeToString() + type(loose)(name=loose.name).SerializeToString()
+        assert len(as_sent) == len(canonical)  # so it takes the canonical bytes' place in the request
+        assert as_sent != canonical
+        data = request.SerializeToString().replace(canonical, as_sent)
+        assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
+        assert pipeline.flush(5)
+        sent = b"".join(downstream.bodies)
+        assert as_sent in sent
+        assert canonical not in sent
+        run = next(span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel")
+        assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
+        assert pipeline.accept(ExportTraceServiceRequest.FromString(data)) == IngestResult()  # no bytes given
+        assert pipeline.flush(5)
+        assert canonical in b"".join(downstream.bodies)
+    finally:
+        pipeline.shutdown(2)
+        downstream.stop()
 
 
 def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(

@@ -1,8 +1,10 @@
-"""The collector's carrier: a received protobuf `Span` plus the resource and scope block it came in.
+"""The collector's carrier: a received protobuf `Span`, the resource and scope block it came in, its bytes.
 
 The engine never looks inside a carrier; the sink needs the block to put a released span back into a
 request with the right `Resource` and `InstrumentationScope`, and `decode` needs the block's decoded
 resource attributes, which are computed once per block (on the worker thread) and shared by its spans.
+The span's received bytes (its framed entry in the request, `encode.span_entries`), when known, are
+what the sink forwards for a span it did not change.
 """
 
 from __future__ import annotations
@@ -42,11 +44,11 @@ class ScopeBlock:
         self.scope_name: str = message.scope.name
 
 
-Carrier = tuple[Any, ScopeBlock]
-"""(protobuf `Span`, the block it was received in); a plain tuple, one is built per span."""
+Carrier = tuple[Any, ScopeBlock, "bytes | memoryview | None"]
+"""(protobuf `Span`, the block it was received in, its received bytes or None); one plain tuple per span."""
 
 
 def decode_carrier(carrier: Carrier) -> SpanRecord:
     """The engine's `decode`: the span as a `SpanRecord` (its ids were checked on ingest)."""
-    span, block = carrier
+    span, block, _ = carrier
     return span_record(span, block.resource.attributes, block.scope_name)

@@ -60,6 +60,14 @@ class _Undecodable:
     error: BadPayload
 
 
+@dataclass(frozen=True, slots=True)
+class _Received:
+    """A parsed request with the bytes it was parsed from (the ingest forwards spans as those bytes)."""
+
+    request: Any
+    data: bytes
+
+
 @dataclass(frozen=True)
 class _RpcStatus(grpc.Status):  # type: ignore[misc]
     code: grpc.StatusCode
@@ -67,9 +75,9 @@ class _RpcStatus(grpc.Status):  # type: ignore[misc]
     trailing_metadata: tuple[tuple[str, bytes], ...]
 
 
-def _decode(data: bytes) -> Any:
+def _decode(data: bytes) -> _Received | _Undecodable:
     try:
-        return parse_proto_request(data)
+        return _Received(parse_proto_request(data), data)
     except BadPayload as exc:
         return _Undecodable(exc)
     except Exception as exc:  # never let grpc turn a decoder fault into a bare INTERNAL
@@ -98,7 +106,7 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
         if isinstance(request, _Undecodable):
             _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
             _abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
-        result = accept_safely(self._ingest, request)
+        result = accept_safely(self._ingest, request.request, request.data)
         if result is None:
             context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
             raise AssertionError("unreachable: abort raises")

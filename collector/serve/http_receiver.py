@@ -167,8 +167,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         fmt = self._format()
         try:
+            data: bytes | None = None
             if fmt == "proto":
-                request, rejected, message = parse_proto_request(body), 0, ""
+                request, rejected, message, data = parse_proto_request(body), 0, "", body
             else:
                 decoded = request_from_json(body)
                 request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
@@ -180,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
             _log.exception("OTLP/HTTP: decoding a %d-byte %s body failed unexpectedly", len(body), fmt)
             self._fail(500, code_pb2.INTERNAL, "toolscore failed to decode the request (see its log)", unread=False)
             return
-        result = accept_safely(self.server.ingest, request)
+        result = accept_safely(self.server.ingest, request, data)
         if result is None:
             self._fail(500, code_pb2.INTERNAL, "toolscore failed to take the request (see its log)", unread=False)
         elif result.overloaded:

@@ -37,8 +37,12 @@ class IngestResult:
 class Ingest(Protocol):
     """Consumes OTLP trace export requests; safe for concurrent use by the receivers' threads."""
 
-    def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
-        """Take the request's spans; never blocks for long and never raises (failures are in the result)."""
+    def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
+        """Take the request's spans; never blocks for long and never raises (failures are in the result).
+
+        `data`: the serialized request as received, when the receiver has it (binary protobuf), so
+        that spans can be forwarded as the sender's bytes rather than serialized again.
+        """
         ...
 
     def refusal(self) -> IngestResult | None:

@@ -81,10 +81,10 @@ def parse_proto_request(data: bytes) -> ExportTraceServiceRequest:
     return request
 
 
-def accept_safely(ingest: Ingest, request: ExportTraceServiceRequest) -> IngestResult | None:
+def accept_safely(ingest: Ingest, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult | None:
     """`ingest.accept`, or None when it broke its promise not to raise (logged; answer an internal error)."""
     try:
-        return ingest.accept(request)
+        return ingest.accept(request, data)
     except Exception:
         _log.exception("Ingest.accept raised; answering the export with an internal error")
         return None

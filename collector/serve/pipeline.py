@@ -18,6 +18,7 @@ scoring), so no span of an accepted request is lost.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -26,6 +27,7 @@ from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.serve.carrier import Carrier, ResourceBlock, ScopeBlock, decode_carrier
+from toolscore.collector.serve.encode import span_entries
 from toolscore.collector.serve.forward import Forwarder
 from toolscore.collector.serve.ingest import IngestResult
 from toolscore.collector.serve.regroup import RequestSink
@@ -98,7 +100,7 @@ class CollectorPipeline:
             return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
         return None
 
-    def accept(self, request: ExportTraceServiceRequest) -> IngestResult:
+    def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         """Offer every span with usable ids to the engine; see the module docstring for overload."""
         try:
             if self._closed:
@@ -108,7 +110,7 @@ class CollectorPipeline:
                 return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
             typical = self._typical_spans
             self._typical_spans = typical + (total - typical) / 4 if typical else float(total)
-            return self._offer(request)
+            return self._offer(request, total, data)
         except Exception as error:  # never raise into a receiver; say what happened instead
             _log.exception("ingesting an export request failed")
             return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
@@ -119,20 +121,23 @@ class CollectorPipeline:
             return True
         return self.forwarder is not None and not self.forwarder.has_room(spans)
 
-    def _offer(self, request: ExportTraceServiceRequest) -> IngestResult:
+    def _offer(self, request: ExportTraceServiceRequest, total: int, data: bytes | None) -> IngestResult:
         offer = self.engine.offer
         turned_away: list[Carrier] = []
         stats: DecodeStats | None = None
+        entries = span_entries(data) if data is not None else None
+        received = iter(entries if entries is not None and len(entries) == total else itertools.repeat(None))
         for resource_spans in request.resource_spans:
             resource = ResourceBlock(resource_spans)
             for scope_spans in resource_spans.scope_spans:
                 block = ScopeBlock(resource, scope_spans)
                 for span in scope_spans.spans:
+                    entry = next(received)
                     if not ids_ok(span):
                         stats = stats or DecodeStats()
                         count_skipped(span, stats)
                         continue
-                    carrier = (span, block)
+                    carrier = (span, block, entry)
                     if not offer(carrier):
                         turned_away.append(carrier)
         if turned_away:

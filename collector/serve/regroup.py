@@ -1,7 +1,8 @@
 """The collector's sink: released spans go back into OTLP requests, run spans enriched in place.
 
 The received protobuf messages are forwarded as they are (no SDK span is rebuilt): a released span is
-serialized and buffered under its resource/scope block, and the buffer becomes one serialized
+buffered as its received bytes (serialized again only when they are not known, or it was enriched)
+under its resource/scope block, and the buffer becomes one serialized
 `ExportTraceServiceRequest` (`encode.encode_request`) when it holds `batch_max_spans` spans or its
 oldest span has waited `batch_timeout_ms`; a request over `batch_max_bytes` is split in halves (the
 usual receiver limit is 4 MiB). A scored run span gains the enrichment's attributes (replacing equal
@@ -18,7 +19,7 @@ from typing import Any
 
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.serve.carrier import Carrier, ScopeBlock
-from toolscore.collector.serve.encode import encode_request, encode_span
+from toolscore.collector.serve.encode import Encoded, encode_request, encode_span
 
 __all__ = ["RequestSink", "enrich_span", "set_any_value"]
 
@@ -66,8 +67,8 @@ def enrich_span(span: Any, enrichment: RunEnrichment) -> None:
             set_any_value(kv.value, value)
 
 
-Blocks = list[tuple[ScopeBlock, list[bytes]]]
-"""Buffered spans, encoded (`encode_span`), by the block they were received in."""
+Blocks = list[tuple[ScopeBlock, list[Encoded]]]
+"""Buffered spans, framed (received bytes, or `encode_span`), by the block they were received in."""
 
 
 def _split(blocks: Blocks, first: int) -> tuple[Blocks, Blocks]:
@@ -105,7 +106,7 @@ class RequestSink:
         self._max = batch_max_spans
         self._max_bytes = batch_max_bytes
         self._timeout_ns = int(batch_timeout_ms * 1_000_000)
-        self._blocks: dict[int, tuple[ScopeBlock, list[bytes]]] = {}
+        self._blocks: dict[int, tuple[ScopeBlock, list[Encoded]]] = {}
         self._count = 0
         self._oldest_ns = 0
         self._cond = threading.Condition()
@@ -121,10 +122,12 @@ class RequestSink:
             enrich_span(carrier[0], enrichment)
         except Exception:  # forward it unenriched rather than not at all
             _log.exception("could not enrich a run span; forwarding it without scores")
-        self._add((carrier,))
+        self._add(((carrier[0], carrier[1], None),))  # changed: its received bytes are out of date
 
     def _add(self, carriers: Sequence[Carrier]) -> None:
-        encoded = [(encode_span(span), block) for span, block in carriers]  # outside the lock
+        encoded = [  # outside the lock
+            (encode_span(span) if data is None else data, block) for span, block, data in carriers
+        ]
         start = 0
         while start < len(encoded):
             full = None

@@ -88,7 +88,7 @@ def _carriers(requests: list[ExportTraceServiceRequest]) -> list[Carrier]:
             resource = ResourceBlock(resource_spans)
             for scope_spans in resource_spans.scope_spans:
                 block = ScopeBlock(resource, scope_spans)
-                out.extend((span, block) for span in scope_spans.spans)
+                out.extend((span, block, None) for span in scope_spans.spans)
     return out
 
 
