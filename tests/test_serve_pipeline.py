@@ -161,36 +161,56 @@ class Gate:
         return self.registry.match(run)
 
 
-def test_spans_go_on_as_the_bytes_they_came_in_and_scored_run_spans_serialized_again(registry: Registry) -> None:
-    """A span sent with its fields out of the protobuf runtime's order (the same span, other bytes): with
-    the request's bytes given, it reaches downstream as sent; without, as the runtime writes it."""
+def _forwarded(registry: Registry, requests: list[tuple[ExportTraceServiceRequest, bytes | None]]) -> HttpDownstream:
+    """The requests through a pipeline forwarding over OTLP/HTTP: the downstream, holding what it received."""
     downstream = HttpDownstream()
     config = ForwardConfig(endpoint=downstream.endpoint, protocol="http/protobuf", **FORWARD)
     pipeline = CollectorPipeline(registry, Forwarder(config), CONFIG, Recording())
     try:
-        request = encode_spans(sdk_spans(("travel", ("book_flight",)), loose=1))
-        loose = next(span for _, _, span in spans_of([request]) if span.name == "GET /health 0")
-        canonical = loose.SerializeToString()
-        nameless = type(loose)()
-        nameless.CopyFrom(loose)
-        nameless.name = ""
-        as_sent = nameless.SerializeToString() + type(loose)(name=loose.name).SerializeToString()
-        assert len(as_sent) == len(canonical)  # so it takes the canonical bytes' place in the request
-        assert as_sent != canonical
-        data = request.SerializeToString().replace(canonical, as_sent)
-        assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
-        assert pipeline.flush(5)
-        sent = b"".join(downstream.bodies)
-        assert as_sent in sent
-        assert canonical not in sent
-        run = next(span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel")
-        assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
-        assert pipeline.accept(ExportTraceServiceRequest.FromString(data)) == IngestResult()  # no bytes given
-        assert pipeline.flush(5)
-        assert canonical in b"".join(downstream.bodies)
+        for request, data in requests:
+            assert pipeline.accept(request, data) == IngestResult()
+            assert pipeline.flush(5)
     finally:
         pipeline.shutdown(2)
         downstream.stop()
+    return downstream
+
+
+def _run_span(downstream: HttpDownstream) -> Any:
+    return next(span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel")
+
+
+def test_spans_go_on_as_the_bytes_they_came_in(registry: Registry) -> None:
+    """A span sent with its fields out of the protobuf runtime's order (the same span, other bytes): with
+    the request's bytes given, it reaches downstream as sent; without, as the runtime writes it."""
+    request = encode_spans(sdk_spans(("travel", ("book_flight",)), loose=1))
+    loose = next(span for _, _, span in spans_of([request]) if span.name == "GET /health 0")
+    canonical = loose.SerializeToString()
+    nameless = type(loose)()
+    nameless.CopyFrom(loose)
+    nameless.name = ""
+    as_sent = nameless.SerializeToString() + type(loose)(name=loose.name).SerializeToString()
+    assert len(as_sent) == len(canonical)  # so it takes the canonical bytes' place in the request
+    assert as_sent != canonical
+    data = request.SerializeToString().replace(canonical, as_sent)
+    with_bytes = _forwarded(registry, [(ExportTraceServiceRequest.FromString(data), data)])
+    assert as_sent in b"".join(with_bytes.bodies)
+    assert canonical not in b"".join(with_bytes.bodies)
+    without = _forwarded(registry, [(ExportTraceServiceRequest.FromString(data), None)])
+    assert canonical in b"".join(without.bodies)
+
+
+def test_a_run_span_already_carrying_one_of_our_keys_has_it_replaced(registry: Registry) -> None:
+    """A key of ours in the received span (scored by a toolscore upstream) is replaced, not repeated."""
+    request = encode_spans(sdk_spans(("travel", ("book_flight",))))
+    run = next(span for _, _, span in spans_of([request]) if span.name == "invoke_agent travel")
+    stale = run.attributes.add(key="toolscore.evaluation.travel.tool_selection.label")
+    stale.value.string_value = "stale"
+    data = request.SerializeToString()
+    forwarded = _run_span(_forwarded(registry, [(ExportTraceServiceRequest.FromString(data), data)]))
+    keys = [kv.key for kv in forwarded.attributes]
+    assert keys.count("toolscore.evaluation.travel.tool_selection.label") == 1
+    assert attributes(forwarded)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
 
 
 def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
