@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,6 +199,26 @@ def test_spans_go_on_as_the_bytes_they_came_in(registry: Registry) -> None:
     assert canonical not in b"".join(with_bytes.bodies)
     without = _forwarded(registry, [(ExportTraceServiceRequest.FromString(data), None)])
     assert canonical in b"".join(without.bodies)
+
+
+def test_a_run_span_waiting_for_its_scores_keeps_no_view_of_the_request(registry: Registry) -> None:
+    """Spans passed on keep their received bytes until sent; a held run span drops them (it is serialized
+    again once scored), so a run that waits does not keep the whole request's bytes alive."""
+    pipeline = CollectorPipeline(registry, None, PipelineConfig(settle_ms=60_000, max_hold_ms=120_000), Recording())
+    try:
+        data = encode_spans(sdk_spans(("travel", ("book_flight",)))).SerializeToString()
+        assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
+        traces = pipeline.engine.store.traces
+        deadline = time.monotonic() + 5
+        while not any(trace.held for trace in list(traces.values())) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (trace,) = traces.values()
+        (held,) = trace.held.values()
+        span, _, received = held.carrier
+        assert span.name == "invoke_agent travel"
+        assert received is None
+    finally:
+        assert pipeline.shutdown(5)
 
 
 def test_a_run_span_already_carrying_one_of_our_keys_has_it_replaced(registry: Registry) -> None:

@@ -76,11 +76,16 @@ class Engine(Worker, Generic[C]):
         telemetry: PipelineTelemetry | None = None,
         *,
         on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
+        hold: Callable[[C], C] | None = None,
     ) -> None:
-        """`on_scored` sees every result (late judge results too) on the worker thread; it must not block."""
+        """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
+
+        `hold` is what a carrier becomes while it waits for its run's scores: a source can drop from
+        it what only a span passed on unchanged needs, so that a waiting run span holds no more.
+        """
         self.config = config = config or PipelineConfig()
         self.registry, self.sink, self.decode = registry, sink, decode
-        self.on_scored = on_scored
+        self.on_scored, self.hold = on_scored, hold
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.stats = ExtractStats()
         super().__init__("toolscore-pipeline")
@@ -170,6 +175,9 @@ class Engine(Worker, Generic[C]):
             over_cap += kind is _OVER_CAP
             if trace is not None and kind in (_STORED, _HELD, _CANDIDATE):
                 self._arm(admission, record, arrived, now)
+                if self.hold is not None and kind is not _STORED:
+                    held = trace.held[record.span_id]
+                    held.carrier = self.hold(held.carrier)
         self._release(passing)
         if late:
             self.telemetry.late_spans(late)

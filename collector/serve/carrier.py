@@ -14,7 +14,7 @@ from typing import Any
 from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["Carrier", "ResourceBlock", "ScopeBlock", "decode_carrier"]
+__all__ = ["Carrier", "ResourceBlock", "ScopeBlock", "decode_carrier", "held_carrier"]
 
 
 class ResourceBlock:
@@ -52,3 +52,13 @@ def decode_carrier(carrier: Carrier) -> SpanRecord:
     """The engine's `decode`: the span as a `SpanRecord` (its ids were checked on ingest)."""
     span, block, _ = carrier
     return span_record(span, block.resource.attributes, block.scope_name)
+
+
+def held_carrier(carrier: Carrier) -> Carrier:
+    """The engine's `hold`: a run span waiting for its scores keeps no view of the request's bytes.
+
+    A scored run span is changed and serialized again, so its received bytes would only keep the
+    whole request alive while the run settles (or waits for a judge).
+    """
+    span, block, _ = carrier
+    return (span, block, None)
