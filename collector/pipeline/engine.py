@@ -175,9 +175,10 @@ class Engine(Worker, Generic[C]):
             over_cap += kind is _OVER_CAP
             if trace is not None and kind in (_STORED, _HELD, _CANDIDATE):
                 self._arm(admission, record, arrived, now)
-                if self.hold is not None and kind is not _STORED:
-                    held = trace.held[record.span_id]
-                    held.carrier = self.hold(held.carrier)
+                hold = self.hold
+                held = trace.held.get(record.span_id) if hold is not None and kind is not _STORED else None
+                if hold is not None and held is not None:
+                    held.carrier = hold(held.carrier)
         self._release(passing)
         if late:
             self.telemetry.late_spans(late)
