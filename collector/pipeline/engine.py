@@ -80,17 +80,16 @@ class Engine(Worker, Generic[C]):
     ) -> None:
         """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
 
-        `hold` is what a carrier becomes while it waits for its run's scores: a source can drop from
-        it what only a span passed on unchanged needs, so that a waiting run span holds no more.
+        `hold` is what a carrier becomes while it waits for its run's scores (see `TraceStore`).
         """
         self.config = config = config or PipelineConfig()
         self.registry, self.sink, self.decode = registry, sink, decode
-        self.on_scored, self.hold = on_scored, hold
+        self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.stats = ExtractStats()
         super().__init__("toolscore-pipeline")
         self.intake: Intake[C] = Intake(config.queue_size, self._wake)
-        self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace)
+        self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace, hold)
         self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
         self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))
         self._hold: Deadlines[RunKey] = Deadlines(int(config.max_hold_ms * _MS))
@@ -175,10 +174,6 @@ class Engine(Worker, Generic[C]):
             over_cap += kind is _OVER_CAP
             if trace is not None and kind in (_STORED, _HELD, _CANDIDATE):
                 self._arm(admission, record, arrived, now)
-                hold = self.hold
-                held = trace.held.get(record.span_id) if hold is not None and kind is not _STORED else None
-                if hold is not None and held is not None:
-                    held.carrier = hold(held.carrier)
         self._release(passing)
         if late:
             self.telemetry.late_spans(late)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -103,6 +104,10 @@ _STORED, _HELD, _LATE, _DUPLICATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.
 _OVER_CAP, _CANDIDATE = Admit.OVER_CAP, Admit.CANDIDATE
 
 
+def _unchanged(carrier: C) -> C:
+    return carrier
+
+
 def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
     """A span no convention recognises, without attributes and events when that does not change that."""
     record = node.span
@@ -116,11 +121,16 @@ def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
 
 
 class TraceStore(Generic[C]):
-    """Pending traces in arrival order (oldest first), bounded; worker thread only."""
+    """Pending traces in arrival order (oldest first), bounded; worker thread only.
 
-    def __init__(self, max_traces: int, max_spans_per_trace: int) -> None:
+    `hold` is what a carrier becomes while it waits (as a run span or a candidate): a source can drop
+    from it what only a span passed on unchanged needs, so that a waiting span holds no more.
+    """
+
+    def __init__(self, max_traces: int, max_spans_per_trace: int, hold: Callable[[C], C] | None = None) -> None:
         self.max_traces = max_traces
         self.max_spans = max_spans_per_trace
+        self._hold: Callable[[C], C] = hold or _unchanged
         self.traces: OrderedDict[str, PendingTrace[C]] = OrderedDict()
         self._finished: OrderedDict[str, frozenset[str]] = OrderedDict()
 
@@ -153,7 +163,7 @@ class TraceStore(Generic[C]):
             trace.root_id = record.span_id
         admission = Admission(_STORED, trace, touched, evicted)
         if role is _RUN:
-            trace.held[record.span_id] = HeldRun(carrier, arrived_ns, record.end_ns)
+            trace.held[record.span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns)
             admission.kind = _HELD
         self._candidates(trace, record, role, carrier=carrier, arrived_ns=arrived_ns, admission=admission)
         return admission
@@ -183,7 +193,7 @@ class TraceStore(Generic[C]):
         if below:
             trace.waiting.setdefault(wait_on, []).extend(below)
         if role is _OTHER and not recognised_above:
-            trace.held[span_id] = HeldRun(carrier, arrived_ns, record.end_ns, run=False)
+            trace.held[span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns, run=False)
             trace.waiting.setdefault(wait_on, []).append(span_id)
             admission.kind = _CANDIDATE
 
