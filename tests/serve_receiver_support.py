@@ -44,6 +44,12 @@ class RecordingIngest:
         with self.lock:
             return self.refusals.pop(0) if self.refusals else None
 
+    def overload_next(self, when: str, retry_after_s: float) -> None:
+        """Refuse the next request as overloaded: once it is read (`accept`, when "read") or before (`refusal`)."""
+        with self.lock:
+            answers = self.results if when == "read" else self.refusals
+            answers.append(IngestResult(overloaded=True, retry_after_s=retry_after_s))
+
     def span_names(self) -> list[str]:
         with self.lock:
             return [

@@ -93,17 +93,11 @@ def test_rejected_spans_are_a_partial_success(channel: grpc.Channel, ingest: Rec
     assert response.partial_success.error_message == "2 spans with bad ids"
 
 
-def _overloaded(ingest: RecordingIngest, when: str, retry_after_s: float) -> None:
-    """Make the ingest refuse the next request: once it has read it (`accept`) or before (`refusal`)."""
-    answers = ingest.results if when == "read" else ingest.refusals
-    answers.append(IngestResult(overloaded=True, retry_after_s=retry_after_s))
-
-
 @pytest.mark.parametrize("when", ["read", "unread"])
 def test_overload_is_resource_exhausted_with_retry_info(
     channel: grpc.Channel, ingest: RecordingIngest, when: str
 ) -> None:
-    _overloaded(ingest, when, 2.5)
+    ingest.overload_next(when, 2.5)
     with pytest.raises(grpc.RpcError) as caught:
         TraceServiceStub(channel).Export(_request("a"), timeout=5)
     assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
@@ -121,7 +115,7 @@ def test_overload_is_resource_exhausted_with_retry_info(
 def test_sdk_exporter_retries_after_the_overload_delay(
     receiver: GrpcReceiver, ingest: RecordingIngest, when: str
 ) -> None:
-    _overloaded(ingest, when, 0.3)
+    ingest.overload_next(when, 0.3)
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True)
     started = time.monotonic()
     try:
@@ -206,7 +200,7 @@ def test_good_requests_between_bad_ones_reach_the_ingest(channel: grpc.Channel, 
 def test_an_ingest_that_raises_is_an_internal_error() -> None:
     broken = RecordingIngest()
 
-    def explode(request: ExportTraceServiceRequest) -> IngestResult:
+    def explode(request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         raise RuntimeError("boom")
 
     broken.accept = explode  # type: ignore[method-assign]

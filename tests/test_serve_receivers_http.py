@@ -143,17 +143,11 @@ def test_protobuf_partial_success_comes_from_the_ingest(receiver: HttpReceiver, 
     assert (response.partial_success.rejected_spans, response.partial_success.error_message) == (3, "bad ids")
 
 
-def _overloaded(ingest: RecordingIngest, when: str, retry_after_s: float) -> None:
-    """Make the ingest refuse the next request: once it has read it (`accept`) or before (`refusal`)."""
-    answers = ingest.results if when == "read" else ingest.refusals
-    answers.append(IngestResult(overloaded=True, retry_after_s=retry_after_s))
-
-
 @pytest.mark.parametrize("when", ["read", "unread"])
 def test_overload_is_429_with_retry_after_and_retry_info(
     receiver: HttpReceiver, ingest: RecordingIngest, when: str
 ) -> None:
-    _overloaded(ingest, when, 2.2)
+    ingest.overload_next(when, 2.2)
     reply = http_call(receiver.port, _proto("a"))
     assert (reply.status, reply.headers["retry-after"]) == (429, "3")
     info = error_details_pb2.RetryInfo()
@@ -175,7 +169,7 @@ def test_a_body_refused_unread_closes_the_connection(receiver: HttpReceiver, ing
 def test_sdk_http_exporter_retries_an_overloaded_request(
     receiver: HttpReceiver, ingest: RecordingIngest, when: str
 ) -> None:
-    _overloaded(ingest, when, 0.1)
+    ingest.overload_next(when, 0.1)
     exporter = _exporter(receiver.port)
     try:
         assert exporter.export(sdk_spans("again")) is SpanExportResult.SUCCESS
