@@ -97,24 +97,27 @@ class CollectorPipeline:
 
     def refusal(self) -> IngestResult | None:
         """Overloaded when a request of the typical size would be refused now (see the module docstring)."""
-        if self._closed or self._overloaded(self._typical_spans):
-            return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
-        return None
+        return self._refusal(self._typical_spans)
 
     def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         """Offer every span with usable ids to the engine; see the module docstring for overload."""
         try:
-            if self._closed:
-                return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
             total = _span_count(request)
-            if self._overloaded(total):
-                return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+            refused = self._refusal(total)
+            if refused is not None:
+                return refused
             typical = self._typical_spans
             self._typical_spans = typical + (total - typical) / 4 if typical else float(total)
             return self._offer(request, total, data)
         except Exception as error:  # never raise into a receiver; say what happened instead
             _log.exception("ingesting an export request failed")
             return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+
+    def _refusal(self, spans: float) -> IngestResult | None:
+        """The overloaded answer when a request of `spans` spans would not be taken now (or ever: closed)."""
+        if self._closed or self._overloaded(spans):
+            return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+        return None
 
     def _overloaded(self, spans: float) -> bool:
         queued = len(self.engine.intake)
