@@ -257,6 +257,49 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
     pipeline.shutdown(2)
 
 
+def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """An OpenTelemetry Collector sends 8,192-span batches: cut at the queue's size, most of their runs went unscored."""
+    telemetry = Recording()
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    pipeline = CollectorPipeline(registry, forwarder, PipelineConfig(settle_ms=20, queue_size=4), telemetry)
+    request = encode_spans(sdk_spans(*[("travel", ("search_flights", "book_flight"))] * 5))  # 15 spans
+    assert pipeline.accept(request) == IngestResult()
+    assert pipeline.flush(5)
+    assert telemetry.outcomes == Counter({"matched": 5})
+    assert (telemetry.counts["received"], telemetry.counts["dropped:queue_full"]) == (15, 0)
+    runs = [span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel"]
+    assert [attributes(run)["toolscore.evaluation.travel.tool_selection.label"] for run in runs] == ["pass"] * 5
+    assert Counter(downstream.span_ids) == Counter(span.span_id for _, _, span in spans_of([request]))
+    pipeline.shutdown(2)
+
+
+def test_receivers_racing_for_the_queue_never_overshoot_it(registry: Registry) -> None:
+    """The overload check and the queueing are one step: of requests that each fit alone, only one gets in."""
+    gate = Gate(registry)
+    pipeline = CollectorPipeline(gate, None, PipelineConfig(settle_ms=20, queue_size=8), Recording())
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
+    assert gate.entered.wait(5)  # the worker is held with an empty queue
+    requests = [encode_spans(sdk_spans(loose=5)) for _ in range(8)]
+    start = threading.Barrier(len(requests))
+    results: list[IngestResult] = []
+
+    def send(request: ExportTraceServiceRequest) -> None:
+        start.wait(5)
+        results.append(pipeline.accept(request))
+
+    threads = [threading.Thread(target=send, args=(request,)) for request in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert sorted(result.overloaded for result in results) == [False] + [True] * 7
+    assert len(pipeline.engine.intake) == 5
+    gate.opened.set()
+    assert pipeline.shutdown(5)
+
+
 def test_a_full_forward_queue_pushes_back_on_the_sender(registry: Registry, downstream: GrpcDownstream) -> None:
     downstream.stop()
     pipeline = make_pipeline(registry, downstream, queue_max_requests=1, senders=1, batch_max_spans=1)

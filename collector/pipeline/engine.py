@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -105,6 +105,10 @@ class Engine(Worker, Generic[C]):
     def offer(self, carrier: C) -> bool:
         """Hand a finished span to the pipeline; never blocks. False: the queue is full, pass it on yourself."""
         return self.intake.offer(carrier)
+
+    def offer_all(self, carriers: Sequence[C]) -> None:
+        """Queue a whole request's spans, never refusing: the caller bounds the queue per request (`Intake.extend`)."""
+        self.intake.extend(carriers)
 
     def next_deadline_ns(self) -> int | None:
         found = [d for d in (self._settle.next_ns(), self._idle.next_ns(), self._hold.next_ns()) if d is not None]

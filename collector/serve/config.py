@@ -30,11 +30,11 @@ from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from toolscore.collector import env
-from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.registry.config import RegistryConfig
 from toolscore.collector.registry.errors import Problem
 from toolscore.collector.registry.validation import field_path
 from toolscore.collector.serve.forward_config import ForwardConfig
+from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig
 from toolscore.collector.serve.score_store import ScoreStoreConfig
 from toolscore.collector.telemetry.setup import TelemetryConfig
@@ -74,8 +74,8 @@ class ServeConfig(BaseModel):
     receiver: ReceiverConfig = Field(
         default_factory=ReceiverConfig, description="The OTLP/gRPC and OTLP/HTTP receivers and the health endpoints."
     )
-    pipeline: PipelineConfig = Field(
-        default_factory=PipelineConfig, description="How runs are grouped, settled, scored and held."
+    pipeline: ServePipelineConfig = Field(
+        default_factory=ServePipelineConfig, description="How runs are grouped, settled, scored and held."
     )
     registry: RegistryConfig = Field(
         default_factory=_default_registry,

@@ -6,20 +6,21 @@
         RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
         Engine.on_scored ─→ ScoreStore.record (SQLite, written off the worker thread)
 
-Overload: `accept` refuses a whole request (RESOURCE_EXHAUSTED / 429, so the sender retries it) when
-the engine's queue already holds spans and the request does not fit beside them, or the forwarder's
-queue is full. `refusal` gives the same answer before a request is read, when one of the size of the
-recent ones (a running average of their span counts) would not fit: the receivers then refuse it
-unread, and a sender retrying against a full queue costs a check rather than a parse. An accepted
-request is never partly refused: if its spans race another receiver for the last places in the queue,
-the ones turned away go straight to the forwarder unscored (counted as `queue_full` drops from
-scoring), so no span of an accepted request is lost.
+Overload: the engine's queue is bounded per request. `accept` refuses a whole request
+(RESOURCE_EXHAUSTED / 429, so the sender retries it) when the queue already holds spans and the request
+does not fit beside them, or the forwarder's queue is full; an accepted request is queued whole, and an
+empty queue takes any one request (however large: `max_message_bytes` bounds it), so every run of an
+accepted request is scored. The check and the queueing happen under one lock, so receivers racing
+each other never overshoot. `refusal` gives the same answer before a request is read, when one of the
+size of the recent ones (a running average of their span counts) would not fit: the receivers then
+refuse it unread, and a sender retrying against a full queue costs a check rather than a parse.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ from toolscore.collector.serve.carrier import Carrier, ResourceBlock, ScopeBlock
 from toolscore.collector.serve.encode import span_entries
 from toolscore.collector.serve.forward import Forwarder
 from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.regroup import RequestSink
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.sources.otlp_proto import count_skipped, ids_ok
@@ -71,7 +73,7 @@ class CollectorPipeline:
         *,
         retry_after_s: float = 1.0,
     ) -> None:
-        self.config = config or PipelineConfig()
+        self.config = config or ServePipelineConfig()
         self.forwarder = forwarder
         self.store = store
         self.retry_after_s = retry_after_s
@@ -92,6 +94,8 @@ class CollectorPipeline:
             hold=held_carrier,
         )
         self._closed = False
+        self._admit = threading.Lock()
+        """Held from a request's overload check to its spans being queued, and while closing."""
         self._typical_spans = 0.0
         """Running average of the accepted requests' span counts (updated without a lock: a lost update is harmless)."""
 
@@ -100,18 +104,27 @@ class CollectorPipeline:
         return self._refusal(self._typical_spans)
 
     def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
-        """Offer every span with usable ids to the engine; see the module docstring for overload."""
+        """Queue the spans of `request` that have usable ids for the engine, or refuse it whole (module docstring)."""
         try:
             total = _span_count(request)
-            refused = self._refusal(total)
-            if refused is not None:
+            if (refused := self._refusal(total)) is not None:  # checked first too, so a refused request is not walked
                 return refused
+            carriers, stats = _carriers(request, data, total)
+            with self._admit:
+                refused = self._refusal(len(carriers))
+                if refused is not None:
+                    return refused
+                self.engine.offer_all(carriers)
             typical = self._typical_spans
-            self._typical_spans = typical + (total - typical) / 4 if typical else float(total)
-            return self._offer(request, total, data)
+            self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
         except Exception as error:  # never raise into a receiver; say what happened instead
             _log.exception("ingesting an export request failed")
             return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+        if stats is None:
+            return IngestResult()
+        shown = "; ".join(stats.examples[:3])
+        more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
+        return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
     def _refusal(self, spans: float) -> IngestResult | None:
         """The overloaded answer when a request of `spans` spans would not be taken now (or ever: closed)."""
@@ -124,33 +137,6 @@ class CollectorPipeline:
         if queued and queued + spans > self.config.queue_size:
             return True
         return self.forwarder is not None and not self.forwarder.has_room(spans)
-
-    def _offer(self, request: ExportTraceServiceRequest, total: int, data: bytes | None) -> IngestResult:
-        offer = self.engine.offer
-        turned_away: list[Carrier] = []
-        stats: DecodeStats | None = None
-        entries = span_entries(data) if data is not None else None
-        received = iter(entries if entries is not None and len(entries) == total else itertools.repeat(None))
-        for resource_spans in request.resource_spans:
-            resource = ResourceBlock(resource_spans)
-            for scope_spans in resource_spans.scope_spans:
-                block = ScopeBlock(resource, scope_spans)
-                for span in scope_spans.spans:
-                    entry = next(received)
-                    if not ids_ok(span):
-                        stats = stats or DecodeStats()
-                        count_skipped(span, stats)
-                        continue
-                    carrier = (span, block, entry)
-                    if not offer(carrier):
-                        turned_away.append(carrier)
-        if turned_away:
-            self.sink.release(turned_away)
-        if stats is None:
-            return IngestResult()
-        shown = "; ".join(stats.examples[:3])
-        more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
-        return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
     def flush(self, timeout_s: float) -> bool:
         """Score or release everything pending and deliver it downstream; True when all done in time."""
@@ -168,9 +154,10 @@ class CollectorPipeline:
 
         The engine gets up to half of `timeout_s` (judges in flight are cut off there), the forwarder the rest.
         """
-        if self._closed:
-            return True
-        self._closed = True
+        with self._admit:  # a request checked before this is queued before the engine drains for the last time
+            if self._closed:
+                return True
+            self._closed = True
         deadline = time.monotonic() + timeout_s
         ok = self.engine.shutdown(timeout_s / 2)
         self.sink.close()
@@ -179,3 +166,26 @@ class CollectorPipeline:
         if self.store is not None:
             ok = self.store.close(max(0.5, deadline - time.monotonic())) and ok
         return ok
+
+
+def _carriers(
+    request: ExportTraceServiceRequest, data: bytes | None, total: int
+) -> tuple[list[Carrier], DecodeStats | None]:
+    """The request's `total` spans with usable ids, each with its blocks and received bytes; the others counted."""
+    carriers: list[Carrier] = []
+    append = carriers.append
+    stats: DecodeStats | None = None
+    entries = span_entries(data) if data is not None else None
+    received = iter(entries if entries is not None and len(entries) == total else itertools.repeat(None))
+    for resource_spans in request.resource_spans:
+        resource = ResourceBlock(resource_spans)
+        for scope_spans in resource_spans.scope_spans:
+            block = ScopeBlock(resource, scope_spans)
+            for span in scope_spans.spans:
+                entry = next(received)
+                if ids_ok(span):
+                    append((span, block, entry))
+                else:
+                    stats = stats or DecodeStats()
+                    count_skipped(span, stats)
+    return carriers, stats
