@@ -91,8 +91,8 @@ def _split(blocks: Blocks, first: int) -> tuple[Blocks, Blocks]:
 class RequestSink:
     """`Sink[Carrier]` that batches released spans into requests for `send`; safe from any thread.
 
-    The engine's worker calls it, and so does `CollectorPipeline.accept` for spans the full queue
-    turned away; a daemon thread sends a buffer that has waited `batch_timeout_ms`.
+    The engine's worker calls it (and the caller of `Engine.shutdown`, for spans left queued); a daemon
+    thread sends a buffer that has waited `batch_timeout_ms`.
     """
 
     def __init__(
