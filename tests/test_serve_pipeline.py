@@ -260,7 +260,7 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
 def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(
     registry: Registry, downstream: GrpcDownstream
 ) -> None:
-    """An OpenTelemetry Collector sends 8,192-span batches: cut at the queue's size, most of their runs went unscored."""
+    """An OpenTelemetry Collector sends 8,192-span batches: cut at the queue's size, half their runs went unscored."""
     telemetry = Recording()
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
     pipeline = CollectorPipeline(registry, forwarder, PipelineConfig(settle_ms=20, queue_size=4), telemetry)
