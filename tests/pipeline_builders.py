@@ -140,6 +140,10 @@ class Recording:
         with self.lock:
             self.counts[f"dropped:{reason}"] += n
 
+    def request_refused(self, reason: str) -> None:
+        with self.lock:
+            self.counts[f"refused:{reason}"] += 1
+
     def late_spans(self, n: int) -> None:
         with self.lock:
             self.counts["late"] += n

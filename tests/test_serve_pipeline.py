@@ -239,7 +239,8 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
 ) -> None:
     gate = Gate(registry)
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    pipeline = CollectorPipeline(gate, forwarder, PipelineConfig(settle_ms=20, queue_size=8), Recording())
+    telemetry = Recording()
+    pipeline = CollectorPipeline(gate, forwarder, PipelineConfig(settle_ms=20, queue_size=8), telemetry)
     run = encode_spans(sdk_spans(("travel", ("book_flight",))))
     first, second = encode_spans(sdk_spans(loose=5)), encode_spans(sdk_spans(loose=5))
     assert pipeline.accept(run) == IngestResult()
@@ -248,6 +249,7 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
     refused = pipeline.accept(second)
     assert refused.overloaded
     assert refused.retry_after_s > 0
+    assert telemetry.counts["refused:queue_full"] == 1
     gate.opened.set()
     assert pipeline.flush(5)
     assert not pipeline.accept(second).overloaded  # the sender's retry
@@ -296,6 +298,7 @@ def test_receivers_racing_for_the_queue_never_overshoot_it(registry: Registry) -
         thread.join(5)
     assert sorted(result.overloaded for result in results) == [False] + [True] * 7
     assert len(pipeline.engine.intake) == 5
+    assert pipeline.telemetry.counts["refused:queue_full"] == 7  # type: ignore[attr-defined]
     gate.opened.set()
     assert pipeline.shutdown(5)
 
@@ -310,6 +313,7 @@ def test_a_full_forward_queue_pushes_back_on_the_sender(registry: Registry, down
         accepted += 1
         assert pipeline.engine.flush(2)  # the span is now with the forwarder: in flight or queued
     assert accepted == 2  # one retrying in flight, one queued; the third is refused
+    assert pipeline.telemetry.counts["refused:forward_queue_full"] == 1  # type: ignore[attr-defined]
     downstream.start()
     assert pipeline.flush(10)
     assert len(downstream.span_ids) == accepted
@@ -344,6 +348,7 @@ def test_shutdown_scores_and_forwards_pending_runs(registry: Registry, downstrea
     assert len(downstream.span_ids) == 2
     assert pipeline.accept(request).overloaded  # after shutdown: refused, for the sender to retry elsewhere
     assert pipeline.refusal() is not None
+    assert pipeline.telemetry.counts["refused:shutdown"] == 2  # type: ignore[attr-defined]
 
 
 def test_refusal_before_reading_judges_by_the_typical_request(registry: Registry) -> None:
@@ -358,6 +363,7 @@ def test_refusal_before_reading_judges_by_the_typical_request(registry: Registry
         assert pipeline.refusal() is None  # 4 and 8 queued: another 4 still fit
     assert not pipeline.accept(encode_spans(sdk_spans(loose=3))).overloaded
     assert pipeline.refusal() is not None  # 11 queued: a typical request (about 3 spans) would not fit
+    assert pipeline.telemetry.counts["refused:queue_full"] == 1  # type: ignore[attr-defined]
     assert not pipeline.accept(encode_spans(sdk_spans(loose=1))).overloaded  # `accept` still takes what fits
     gate.opened.set()
     assert pipeline.flush(5)

@@ -78,6 +78,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     for reason in ATTRIBUTES["toolscore.forward.drop.reason"].values or ():
         forward.spans_forward_dropped(1, reason)
     forward.forward_retried()
+    for reason in ATTRIBUTES["toolscore.refusal.reason"].values or ():
+        telemetry.request_refused(reason)
     for outcome in ATTRIBUTES["toolscore.run.outcome"].values or ():
         telemetry.run_finished(outcome)
     for outcome in ATTRIBUTES["toolscore.judge.outcome"].values or ():
@@ -103,6 +105,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
             for key, value in attributes.items():
                 allowed = ATTRIBUTES[key].values
                 assert allowed is None or value in (*allowed, OTHER_VALUE), (name, key, value)
+    refused = {p["toolscore.refusal.reason"] for p in _points(emitted["toolscore.receiver.refused"])}
+    assert refused == {"queue_full", "forward_queue_full", "shutdown"}
     runs = {p["toolscore.run.outcome"] for p in _points(emitted["toolscore.runs"])}
     assert runs == {"matched", "unmatched", "incomplete", OTHER_VALUE}
     failure = {

@@ -36,6 +36,7 @@ from toolscore.collector.serve.regroup import RequestSink
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.sources.otlp_proto import count_skipped, ids_ok
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
+from toolscore.collector.telemetry.base import RefusalReason
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -74,6 +75,7 @@ class CollectorPipeline:
         retry_after_s: float = 1.0,
     ) -> None:
         self.config = config or ServePipelineConfig()
+        self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.forwarder = forwarder
         self.store = store
         self.retry_after_s = retry_after_s
@@ -89,7 +91,7 @@ class CollectorPipeline:
             self.sink,
             decode_carrier,
             self.config,
-            telemetry or NoopTelemetry(),
+            self.telemetry,
             on_scored=store.record if store is not None else None,
             hold=held_carrier,
         )
@@ -127,16 +129,22 @@ class CollectorPipeline:
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
     def _refusal(self, spans: float) -> IngestResult | None:
-        """The overloaded answer when a request of `spans` spans would not be taken now (or ever: closed)."""
-        if self._closed or self._overloaded(spans):
-            return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
-        return None
+        """The overloaded answer (counted) when a request of `spans` spans would not be taken now (or ever: closed)."""
+        reason = self._overload(spans)
+        if reason is None:
+            return None
+        self.telemetry.request_refused(reason)
+        return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
 
-    def _overloaded(self, spans: float) -> bool:
+    def _overload(self, spans: float) -> RefusalReason | None:
+        if self._closed:
+            return "shutdown"
         queued = len(self.engine.intake)
         if queued and queued + spans > self.config.queue_size:
-            return True
-        return self.forwarder is not None and not self.forwarder.has_room(spans)
+            return "queue_full"
+        if self.forwarder is not None and not self.forwarder.has_room(spans):
+            return "forward_queue_full"
+        return None
 
     def flush(self, timeout_s: float) -> bool:
         """Score or release everything pending and deliver it downstream; True when all done in time."""

@@ -22,6 +22,7 @@ __all__ = [
     "JudgeOutcome",
     "NoopTelemetry",
     "PipelineTelemetry",
+    "RefusalReason",
     "RunOutcome",
     "RunSpanRef",
     "create_telemetry",
@@ -29,6 +30,9 @@ __all__ = [
 
 DropReason = str
 """Why spans were dropped: ``queue_full``, ``max_pending_traces``, ``max_spans_per_trace``, ``shutdown``."""
+
+RefusalReason = str
+"""Why `toolscore serve` refused an export request: ``queue_full``, ``forward_queue_full``, ``shutdown``."""
 
 RunOutcome = str
 """How a run ended: ``matched`` (an expectation applied), ``unmatched``, ``incomplete``."""
@@ -67,6 +71,9 @@ class PipelineTelemetry(Protocol):
 
     def late_spans(self, n: int) -> None:
         """`n` spans arrived after their trace had already been scored."""
+
+    def request_refused(self, reason: str) -> None:
+        """`toolscore serve` refused an export request whole, for the sender to retry; `reason` is a `RefusalReason`."""
 
     def run_finished(self, outcome: str) -> None:
         """A run left the pipeline; `outcome` is one of `RunOutcome`'s values."""
@@ -109,6 +116,9 @@ class NoopTelemetry:
         pass
 
     def late_spans(self, n: int) -> None:
+        pass
+
+    def request_refused(self, reason: str) -> None:
         pass
 
     def run_finished(self, outcome: str) -> None:

@@ -95,6 +95,11 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "Why forwarded spans were lost (only with `dropped`).",
         ("queue_full", "retries_exhausted", "rejected", "shutdown"),
     ),
+    AttributeSpec(
+        "toolscore.refusal.reason",
+        "Which queue had no room for an export request, or `shutdown`.",
+        ("queue_full", "forward_queue_full", "shutdown"),
+    ),
 )
 _OVERFLOW_ATTRIBUTE = AttributeSpec(
     "toolscore.attribute.name",
@@ -209,6 +214,17 @@ METRICS: tuple[MetricSpec, ...] = (
         "Forward attempts that failed and were retried (downstream unavailable, throttling, timeouts).",
         (),
         "0, or short bursts while the downstream restarts; steady growth means it is down or too slow.",
+    ),
+    MetricSpec(
+        "toolscore.receiver.refused",
+        "counter",
+        "{request}",
+        "Export requests `toolscore serve` refused whole (RESOURCE_EXHAUSTED / HTTP 429 with a retry delay, "
+        "read or not): its scoring queue or forward queue had no room, or it was shutting down. The sender "
+        "retries them, so nothing is lost unless it gives up.",
+        ("toolscore.refusal.reason",),
+        "0, or short bursts; steady growth means the replica is short of CPU (`queue_full`: add replicas) or "
+        "the downstream is slow (`forward_queue_full`).",
     ),
     MetricSpec(
         "toolscore.attribute.overflow",

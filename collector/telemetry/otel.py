@@ -146,6 +146,7 @@ class OTelPipelineTelemetry:
         self._overflow = counters["toolscore.attribute.overflow"]
         self._forward = counters["toolscore.forward.spans"]
         self._retries = counters["toolscore.forward.retries"]
+        self._refused = counters["toolscore.receiver.refused"]
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
         self._tally = _Tally()
@@ -214,6 +215,10 @@ class OTelPipelineTelemetry:
 
     def late_spans(self, n: int) -> None:
         self._late.add(n)
+
+    def request_refused(self, reason: str) -> None:
+        reason = self._limiter.bound("toolscore.refusal.reason", reason)
+        self._tally.add(self._refused, (("toolscore.refusal.reason", reason),))  # a sender may retry every few ms
 
     def run_finished(self, outcome: str) -> None:
         self._tally.add(self._runs, (("toolscore.run.outcome", self._limiter.bound("toolscore.run.outcome", outcome)),))
