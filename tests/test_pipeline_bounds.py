@@ -128,3 +128,32 @@ def test_pending_traces_are_observed_as_a_gauge() -> None:
         assert wait_until(lambda: points(reader, "toolscore.pending.traces") == {(): 1})
         assert pipeline.flush(5.0)
         assert points(reader, "toolscore.pending.traces") == {(): 0}
+
+
+def test_a_backlog_is_worked_through_in_bounded_steps() -> None:
+    """A full queue is not drained in one step: spans go on (and deadlines are served) while the rest wait."""
+    opened = threading.Event()
+    batches: list[int] = []
+
+    class Batches(ListSink[SpanRecord]):
+        def release(self, carriers: Any) -> None:
+            batches.append(len(carriers))
+            super().release(carriers)
+
+    def decode(record: SpanRecord) -> SpanRecord:
+        opened.wait(5)  # the first span holds the worker while the backlog builds
+        return record
+
+    spans = [SpanRecord(f"{i + 1:032x}", f"{i + 1:016x}", None, f"GET /{i}") for i in range(3_000)]
+    with registry_with(TRAVEL) as registry:
+        pipeline: Engine[SpanRecord] = Engine(registry, Batches(), decode, PipelineConfig(queue_size=5_000))
+        try:
+            assert pipeline.offer(spans[0])
+            assert wait_until(lambda: len(pipeline.intake) == 0)  # taken: the worker waits in `decode`
+            assert all(pipeline.offer(span) for span in spans[1:])
+            opened.set()
+            assert wait_until(lambda: sum(batches) == len(spans))
+            assert max(batches) <= 1_024
+            assert len(batches) >= 3
+        finally:
+            pipeline.shutdown(5.0)

@@ -33,6 +33,12 @@ RunKey = tuple[str, str]
 
 _log = logging.getLogger("toolscore.pipeline")
 _MS = 1_000_000
+_STEP_SPANS = 1024
+"""Most spans taken from the intake per step: with a backlog, deadlines are still served every ~30 ms.
+
+Draining a full queue at once (16,384 spans in `serve`) took half a second before any run settled or
+any span went on, and the pending state grew meanwhile (measured on the `collector.ingest` load
+with 77,000-span rounds: 43.1 µs of CPU per span against 38.5 with 25,600-span rounds)."""
 # Admit members as module constants: in Python 3.11 every `Admit.X` goes through `EnumType.__getattr__`'s
 # lookup hook (about 60 ns, ten times a global), and these are read per span.
 _STORED, _HELD, _LATE, _OVER_CAP, _CANDIDATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.OVER_CAP, Admit.CANDIDATE
@@ -115,7 +121,13 @@ class Engine(Worker, Generic[C]):
         return min(found) if found else None
 
     def step(self, now: int) -> None:
-        self._receive(self.intake.drain(len(self.intake)), now)
+        self._step(now, _STEP_SPANS)
+
+    def backlog(self) -> bool:
+        return len(self.intake) > 0
+
+    def _step(self, now: int, spans: int) -> None:
+        self._receive(self.intake.drain(spans), now)
         while self._judged:
             self._apply_judged(*self._judged.popleft(), now)
         for trace_id, span_id in self._settle.pop_due(now):
@@ -128,7 +140,7 @@ class Engine(Worker, Generic[C]):
 
     def flush_begin(self, now: int) -> None:
         """Score every pending run and trace now; judges already running may still finish in time."""
-        self.step(now)
+        self._step(now, len(self.intake))
         for trace in list(self.store.traces.values()):
             self._finish_trace(trace, complete=trace.root_seen, now=now)
 

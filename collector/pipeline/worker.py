@@ -53,6 +53,10 @@ class Worker:
     def step(self, now_ns: int) -> None:
         raise NotImplementedError
 
+    def backlog(self) -> bool:
+        """Whether work is already waiting after a step (then the loop steps again at once)."""
+        return False
+
     def next_deadline_ns(self) -> int | None:
         raise NotImplementedError
 
@@ -69,8 +73,9 @@ class Worker:
 
     def _run(self) -> None:
         try:
+            backlog = False
             while True:
-                if self._wake.wait(self._wait_s()) and not self._stopping:
+                if not backlog and self._wake.wait(self._wait_s()) and not self._stopping:
                     time.sleep(_LINGER_S)  # let a burst of ends queue up: one wake-up per batch, not per span
                 self._wake.clear()
                 try:
@@ -78,6 +83,7 @@ class Worker:
                     self.step(now)
                     if self._flushes:
                         self._flush_step(now)
+                    backlog = self.backlog()
                 except Exception:  # the worker must outlive any bug, or spans would stop flowing
                     _log.exception("toolscore pipeline step failed")
                 if self._stopping and not self._flushes:
