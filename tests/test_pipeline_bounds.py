@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,6 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
 from tests.pipeline_builders import TRAVEL, agent_run, genai_run, registry_with, wait_until
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import create_telemetry
 
@@ -157,3 +159,34 @@ def test_a_backlog_is_worked_through_in_bounded_steps() -> None:
             assert len(batches) >= 3
         finally:
             pipeline.shutdown(5.0)
+
+
+def test_a_failing_step_does_not_leave_the_worker_spinning_on_a_stale_backlog() -> None:
+    """The backlog is asked after every step, failed ones too: a step that raises then waits to be woken."""
+
+    class Failing(Worker):
+        def __init__(self) -> None:
+            super().__init__("toolscore-test-worker")
+            self.steps = 0
+
+        def step(self, now_ns: int) -> None:
+            self.steps += 1
+            if self.steps > 1:
+                raise RuntimeError("a bug in a later step")
+
+        def backlog(self) -> bool:
+            return self.steps == 1  # work was waiting after the first step only
+
+        def next_deadline_ns(self) -> int | None:
+            return None
+
+    worker = Failing()
+    worker.start()
+    try:
+        worker._wake.set()
+        assert wait_until(lambda: worker.steps >= 2)
+        time.sleep(0.2)
+        assert worker.steps == 2  # the failed step left no backlog: the loop waits instead of stepping again
+    finally:
+        worker._stopping = True
+        worker._wake.set()

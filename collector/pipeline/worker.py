@@ -83,9 +83,9 @@ class Worker:
                     self.step(now)
                     if self._flushes:
                         self._flush_step(now)
-                    backlog = self.backlog()
                 except Exception:  # the worker must outlive any bug, or spans would stop flowing
                     _log.exception("toolscore pipeline step failed")
+                backlog = self.backlog()  # after a failed step too: a stale True would spin the loop
                 if self._stopping and not self._flushes:
                     return
         finally:
