@@ -98,6 +98,9 @@ def test_json_output_holds_calls_and_scores_whole(db: str) -> None:
         (("--since", "2h"), ["3", "2"]),
         (("--since", "4h", "--agent", "travel"), ["3", "1"]),
         (("--limit", "1"), ["3"]),
+        (("--since", "1000000d"), ["3", "2", "1"]),  # before 1677, past what the store's integers hold: all
+        (("--since", "0001-01-01"), ["3", "2", "1"]),
+        (("--since", "9999-12-31T23:59:59"), []),
     ],
 )
 def test_filters(db: str, args: tuple[str, ...], expected: list[str]) -> None:
@@ -119,3 +122,11 @@ def test_missing_store_and_bad_since_fail_clearly(tmp_path: Path, db: str) -> No
     code, _, err = invoke("--db", db, "--since", "last week")
     assert code == 2
     assert "expected a duration like 10m, 2h, 1d or an ISO time" in err
+
+
+def test_a_file_that_is_not_a_store_fails_clearly(tmp_path: Path) -> None:
+    other = tmp_path / "notes.txt"
+    other.write_text("not a database, though long enough to be read as one\n" * 20)
+    code, _, err = invoke("--db", str(other))
+    assert code == 1
+    assert f"{other} is not a toolscore score store: file is not a database" in err

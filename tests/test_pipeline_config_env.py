@@ -54,6 +54,17 @@ def test_malformed_json_for_a_section_falls_back_to_the_defaults(
     assert "TOOLSCORE_PIPELINE__" in caplog.text
 
 
+def test_a_rule_across_keys_names_the_variables_that_broke_it(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("TOOLSCORE_PIPELINE__SETTLE_MS", "20000")  # above max_hold_ms' default
+    with caplog.at_level(logging.WARNING, logger="toolscore.collector.pipeline.config_env"):
+        config = pipeline_config_from_env()
+    assert config == PipelineConfig()
+    assert "TOOLSCORE_PIPELINE__SETTLE_MS ignored, the pipeline defaults are used: " in caplog.text
+    assert "must be >= settle_ms (20000.0)" in caplog.text
+
+
 def test_instrument_uses_the_environment_unless_a_config_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLSCORE_PIPELINE__SETTLE_MS", "321")
     registry = Registry()

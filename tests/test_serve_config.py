@@ -99,6 +99,29 @@ def test_print_config_redacts_secrets(tmp_path: Path) -> None:
     assert "k3y" not in result.stdout
 
 
+def test_print_config_redacts_the_password_of_a_connection_string(tmp_path: Path) -> None:
+    env = {"TOOLSCORE_REGISTRY__STORE__TYPE": "postgres", "TOOLSCORE_REGISTRY__STORE__DSN": "postgresql://u:pw9@db/ts"}
+    result = _serve("--print-config", cwd=tmp_path, env=env)
+    assert _printed(result)["registry"]["store"]["dsn"] == "postgresql://u:<redacted>@db/ts"
+    assert "pw9" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("dsn", "shown"),
+    [
+        ("postgresql://u:p@ss@h:5432/db", "postgresql://u:<redacted>@h:5432/db"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("postgresql://h/db?sslmode=require&password=abc", "postgresql://h/db?sslmode=require&password=<redacted>"),
+        ("host=h password='a b\\' c' user=u", "host=h password=<redacted> user=u"),
+        ("host=h PASSWORD = xyz user=u", "host=h PASSWORD = <redacted> user=u"),
+    ],
+)
+def test_connection_string_passwords_are_redacted_in_every_form(dsn: str, shown: str) -> None:
+    from toolscore.collector.serve.config_yaml import redact_connection_string
+
+    assert redact_connection_string(dsn) == shown
+
+
 def _expected_error(path: Path) -> tuple[int, str, str]:
     """The first line of each invalid file: `# error: <line>: <field>: <message substring>`."""
     line, field, message = path.read_text().splitlines()[0].removeprefix("# error: ").split(": ", 2)
@@ -120,6 +143,87 @@ def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -
     assert result.returncode == 2
     assert "environment variable TOOLSCORE_PIPELINE__SETTLE_MS: pipeline.settle_ms: Input should be" in result.stderr
     assert "environment variable TOOLSCORE_RECEIVER__GRPC_ENDPONT: receiver.grpc_endpont: Extra inputs" in result.stderr
+
+
+def test_misspelt_section_variable_exits_2_rather_than_being_ignored(tmp_path: Path) -> None:
+    result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_RECIEVER__GRPC_ENDPOINT": "127.0.0.1:1"})
+    assert result.returncode == 2
+    assert "environment variable TOOLSCORE_RECIEVER__GRPC_ENDPOINT: reciever: no such section; the sections are" in (
+        result.stderr
+    )
+
+
+def test_list_variable_that_is_not_json_names_the_variable_and_the_form(tmp_path: Path) -> None:
+    result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_REGISTRY__FILES": "deploy/expectations"})
+    assert result.returncode == 2
+    assert "environment variable TOOLSCORE_REGISTRY__FILES: registry: not parsed: lists and maps are given as JSON" in (
+        result.stderr
+    )
+
+
+def test_rule_across_keys_names_the_variable_that_broke_it(tmp_path: Path) -> None:
+    result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_PIPELINE__SETTLE_MS": "20000"})
+    assert result.returncode == 2
+    assert "environment variable TOOLSCORE_PIPELINE__SETTLE_MS: pipeline: max_hold_ms (10000.0) must be >=" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "receiver"),
+    [
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317"}, "receiver.grpc_endpoint 127.0.0.1:4317"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317"}, "receiver.grpc_endpoint 127.0.0.1:4317"),
+        (
+            {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+            "receiver.http_endpoint 127.0.0.1:4318",
+        ),
+        (
+            {"TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "0.0.0.0:5317", "TOOLSCORE_FORWARD__ENDPOINT": "127.0.0.2:5317"},
+            "receiver.grpc_endpoint 0.0.0.0:5317",
+        ),
+    ],
+)
+def test_forwarding_to_its_own_receiver_exits_2(tmp_path: Path, env: dict[str, str], receiver: str) -> None:
+    """The agents' `OTEL_EXPORTER_OTLP_*` variables, left set where the collector starts, would loop every span."""
+    result = _serve("--print-config", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert f"is this collector's own receiver ({receiver}): every span would be forwarded back" in result.stderr
+
+
+def test_forwarding_to_the_same_port_elsewhere_is_fine(tmp_path: Path) -> None:
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317"}
+    assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["forward"]["endpoint"] == "http://collector:4317"
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317", "TOOLSCORE_RECEIVER__GRPC_ENABLED": "false"}
+    assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["forward"]["endpoint"] == "http://127.0.0.1:4317"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "protocol", "message"),
+    [
+        ("ftp://collector:4317", "grpc", "must be an http:// or https:// URL (or host:port for gRPC)"),
+        ("collector", "grpc", "must be host:port"),
+        (
+            "http://collector:4318/v1/traces",
+            "grpc",
+            "has a path, which gRPC has no use for: for OTLP/HTTP set protocol",
+        ),
+        ("collector:4318", "http/protobuf", "an OTLP/HTTP endpoint is a URL"),
+    ],
+)
+def test_forward_endpoint_that_cannot_work_exits_2(tmp_path: Path, endpoint: str, protocol: str, message: str) -> None:
+    env = {"TOOLSCORE_FORWARD__ENDPOINT": endpoint, "TOOLSCORE_FORWARD__PROTOCOL": protocol}
+    result = _serve("--print-config", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert f"environment variable TOOLSCORE_FORWARD__ENDPOINT: forward.endpoint: endpoint {endpoint!r}" in result.stderr
+    assert message in result.stderr
+
+
+def test_unknown_log_level_exits_2_listing_the_levels(tmp_path: Path) -> None:
+    result = _serve("--log-level", "verbose", "--print-config", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Invalid value for '--log-level': 'verbose' is not one of" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_missing_config_file_exits_2(tmp_path: Path) -> None:

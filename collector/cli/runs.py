@@ -1,12 +1,14 @@
 """`toolscore runs`: recent runs scored by `toolscore serve`, with their calls and scores, from the score store.
 
 Reads the store's SQLite file directly (read-only, safe while the collector writes). Exit status 0 with
-the runs found (possibly none), 1 when there is no store at `--db` or a filter is malformed.
+the runs found (possibly none), 1 when there is no store at `--db` (or the file there is not one), 2 when
+a filter is malformed.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -119,6 +121,8 @@ def runs_command(
         raise click.ClickException(
             f"no score store at {db} (is `toolscore serve` writing elsewhere? see --db)"
         ) from None
+    except sqlite3.DatabaseError as error:
+        raise click.ClickException(f"{db} is not a toolscore score store: {error}") from None
     if output == "json":
         click.echo(_json(runs))
     elif runs:

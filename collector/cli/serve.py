@@ -32,7 +32,13 @@ EXIT_START_FAILED = 1
     is_flag=True,
     help="Print the effective configuration (defaults, file, TOOLSCORE_* variables) as commented YAML and exit.",
 )
-@click.option("--log-level", default="INFO", show_default=True, help="Python logging level of the collector.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Python logging level of the collector.",
+)
 def serve_command(config_path: Path | None, print_config: bool, log_level: str) -> None:
     """Receive OTLP traces, score agent runs in-stream, forward every span downstream.
 

@@ -19,7 +19,7 @@ from pydantic_settings.exceptions import SettingsError
 
 from toolscore.collector.pipeline.config import PipelineConfig
 
-__all__ = ["PIPELINE_ENV_PREFIX", "pipeline_config_from_env"]
+__all__ = ["PIPELINE_ENV_PREFIX", "key_paths", "pipeline_config_from_env"]
 
 _log = logging.getLogger(__name__)
 
@@ -55,6 +55,13 @@ def _drop(data: dict[str, Any], loc: tuple[str | int, ...]) -> bool:
     return False
 
 
+def key_paths(value: Any) -> list[tuple[str, ...]]:
+    """The key paths of the values in nested mappings, to name the variables behind an error no one key explains."""
+    if not isinstance(value, dict) or not value:
+        return [()]
+    return [(str(key), *rest) for key, sub in value.items() for rest in key_paths(sub)]
+
+
 def pipeline_config_from_env() -> PipelineConfig:
     """The defaults, overridden by every valid `TOOLSCORE_PIPELINE__*` variable."""
     try:
@@ -69,8 +76,11 @@ def pipeline_config_from_env() -> PipelineConfig:
             dropped = False
             for error in exc.errors():
                 loc = tuple(error["loc"])
-                name = PIPELINE_ENV_PREFIX + "__".join(str(step).upper() for step in loc)
-                _log.warning("%s ignored, its default is used: %s", name, error["msg"])
-                dropped = _drop(data, loc) or dropped
+                if loc:
+                    name = PIPELINE_ENV_PREFIX + "__".join(str(step).upper() for step in loc)
+                    _log.warning("%s ignored, its default is used: %s", name, error["msg"])
+                    dropped = _drop(data, loc) or dropped
             if not dropped:  # an error no single key explains (a cross-field rule): all defaults
+                names = ", ".join(PIPELINE_ENV_PREFIX + "__".join(path).upper() for path in key_paths(data))
+                _log.warning("%s ignored, the pipeline defaults are used: %s", names, exc.errors()[0]["msg"])
                 return PipelineConfig()

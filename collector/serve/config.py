@@ -19,23 +19,26 @@ naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the v
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from toolscore.collector import env
+from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig
 from toolscore.collector.registry.errors import Problem
 from toolscore.collector.registry.validation import field_path
 from toolscore.collector.serve.forward_config import ForwardConfig
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.serve.score_store import ScoreStoreConfig
 from toolscore.collector.telemetry.setup import TelemetryConfig
 from toolscore.collector.yaml_lines import line_of
@@ -111,6 +114,50 @@ class ServeConfig(BaseModel):
         "takes up to ~70 ms. 0 leaves the interpreter's setting alone. Default: 200000.",
     )
 
+    @field_validator("forward")
+    @classmethod
+    def _not_forwarding_to_itself(cls, forward: ForwardConfig, info: ValidationInfo) -> ForwardConfig:
+        """The agents' `OTEL_EXPORTER_OTLP_*` variables, left in the collector's shell, point it at itself.
+
+        Every span would then come back to be received, scored and forwarded again, without end.
+        """
+        receiver = info.data.get("receiver")
+        if forward.endpoint is None or not isinstance(receiver, ReceiverConfig):
+            return forward
+        receivers = (
+            ("grpc_endpoint", receiver.grpc_enabled, receiver.grpc_endpoint),
+            ("http_endpoint", receiver.http_enabled, receiver.http_endpoint),
+        )
+        for key, enabled, endpoint in receivers:
+            if enabled and _same_listener(forward.endpoint, endpoint):
+                raise ValueError(
+                    f"endpoint {forward.endpoint!r} is this collector's own receiver (receiver.{key} {endpoint}): "
+                    "every span would be forwarded back to itself. Point it at the downstream, or unset "
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT in the collector's "
+                    "environment (they are for the agents that send to it)"
+                )
+        return forward
+
+
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""})
+
+
+def _same_listener(forward: str, listen: str) -> bool:
+    """Whether a forward endpoint reaches a receiver listening on `listen` on this host."""
+    target = urlsplit(forward) if "://" in forward else urlsplit(f"//{forward}")
+    try:
+        port = target.port
+    except ValueError:
+        return False
+    host, listen_port = split_endpoint(listen)
+    if port is None:
+        port = 443 if target.scheme == "https" else 80
+    if port != listen_port:
+        return False
+    forward_host = (target.hostname or "").lower()
+    local = forward_host in _LOCAL_HOSTS or forward_host.startswith("127.")
+    return forward_host == host.lower() or (local and (host in _LOCAL_HOSTS or host.startswith("127.")))
+
 
 class ConfigError(ValueError):
     """A configuration that does not validate; `problems` says where each error came from."""
@@ -125,11 +172,21 @@ def load_config(path: str | Path | None = None) -> ServeConfig:
     file = Path(path) if path is not None else None
     file_data, node = _read_file(file) if file is not None else ({}, None)
     env_data = _env_overrides()
-    merged = _merge(_merge(ServeConfig().model_dump(), file_data), env_data)
+    merged = _merge(_merge(_defaults(), file_data), env_data)
     try:
         return ServeConfig.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_problems(exc, merged, _Origins(file, file_data, node, env_data))) from None
+
+
+def _defaults() -> dict[str, Any]:
+    """Each section's defaults (some read `OTEL_*`), unchecked as a whole: the checks that span sections
+    run once, on the merged configuration, so they see the file and variables too."""
+    out: dict[str, Any] = {}
+    for name, field in ServeConfig.model_fields.items():
+        value = field.get_default(call_default_factory=True)
+        out[name] = value.model_dump() if isinstance(value, BaseModel) else value
+    return out
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
@@ -160,9 +217,33 @@ def _env_overrides() -> dict[str, Any]:
             env_nested_delimiter=ENV_NESTED_DELIMITER,
             case_sensitive=False,
         )
-        return dict(source())
+        overrides = dict(source())
     except SettingsError as exc:
-        raise ConfigError([Problem("", f"environment: {exc}")]) from None
+        raise ConfigError([_unparsed(exc)]) from None
+    fields = ServeConfig.model_fields
+    sections = sorted(name for name, field in fields.items() if isinstance(field.annotation, type(BaseModel)))
+    unknown = [
+        Problem(
+            section.lower(), f"no such section; the sections are {', '.join(sections)}", f"environment variable {name}"
+        )
+        for name in sorted(os.environ)
+        if name.upper().startswith(ENV_PREFIX)
+        and ENV_NESTED_DELIMITER in name
+        and (section := name[len(ENV_PREFIX) :].split(ENV_NESTED_DELIMITER, 1)[0]).lower() not in fields
+    ]
+    if unknown:  # pydantic-settings skips them: a misspelt section would otherwise be ignored without a word
+        raise ConfigError(unknown)
+    return overrides
+
+
+def _unparsed(exc: SettingsError) -> Problem:
+    """pydantic-settings names the section it could not parse; say which variables and what they must hold."""
+    section = str(exc).partition('field "')[2].partition('"')[0]
+    prefix = f"{ENV_PREFIX}{section.upper()}{ENV_NESTED_DELIMITER}"
+    names = sorted(name for name in os.environ if section and name.upper().startswith(prefix))
+    where = f"environment variable{'s' if len(names) > 1 else ''} {', '.join(names)}" if names else "environment"
+    example = '\'["expectations/"]\' or \'{"key": "value"}\''
+    return Problem(section, f"not parsed: lists and maps are given as JSON, e.g. {example}", where)
 
 
 def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,6 +277,13 @@ def _has(data: Any, loc: Sequence[str | int]) -> bool:
     return True
 
 
+def _leaves(data: Any, loc: tuple[str | int, ...]) -> list[tuple[str | int, ...]]:
+    """The paths of the values set under `loc`: the variables a section-wide error comes from."""
+    for part in loc:
+        data = data[part]
+    return [(*loc, *rest) for rest in key_paths(data)]
+
+
 def _env_name(loc: Sequence[str | int]) -> str:
     return ENV_PREFIX + ENV_NESTED_DELIMITER.join(str(p).upper() for p in loc)
 
@@ -213,7 +301,9 @@ class _Origins:
         """The variable that set the value, else the file's line, else a default."""
         env_loc = next((loc[:n] for n in range(len(loc), 0, -1) if _has(self.env_data, loc[:n])), None)
         if env_loc is not None:
-            return Problem(field_path(loc), message, f"environment variable {_env_name(env_loc)}")
+            names = ", ".join(_env_name(leaf) for leaf in _leaves(self.env_data, env_loc))
+            plural = "s" if "," in names else ""
+            return Problem(field_path(loc), message, f"environment variable{plural} {names}")
         if self.file is not None and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
             return Problem(field_path(loc), message, str(self.file), line_of(self.node, loc))
         return Problem(field_path(loc), message, "default")

@@ -8,6 +8,7 @@ pasted into tickets and chats.
 
 from __future__ import annotations
 
+import re
 import textwrap
 import typing
 from typing import Any
@@ -15,12 +16,24 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-__all__ = ["SECRETS", "render_yaml"]
+__all__ = ["CONNECTION_STRINGS", "SECRETS", "redact_connection_string", "render_yaml"]
 
 SECRETS = frozenset({("receiver", "bearer_token"), ("forward", "headers")})
 """Key paths printed as `<redacted>` (every value of a mapping)."""
 
+CONNECTION_STRINGS = frozenset({("registry", "store", "dsn")})
+"""Key paths printed with their password (URL user-info, `password=` keyword or query) redacted."""
+
 REDACTED = "<redacted>"
+
+_USERINFO_PASSWORD = re.compile(r"(://[^:/@?#]*:)[^/?#]*(@)")  # to the last @: the host follows it
+_KEYWORD_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)", re.IGNORECASE)
+
+
+def redact_connection_string(dsn: str) -> str:
+    """A libpq URL or keyword string with its password replaced, the rest kept to recognise it by."""
+    dsn = _USERINFO_PASSWORD.sub(rf"\1{REDACTED}\2", dsn)
+    return _KEYWORD_PASSWORD.sub(rf"\1{REDACTED}", dsn)
 
 
 def render_yaml(config: BaseModel, *, width: int = 100) -> str:
@@ -59,6 +72,8 @@ def _render(model: BaseModel, path: tuple[str, ...], indent: int, width: int, ki
         plain = _plain(value)
         if (*path, name) in SECRETS and plain:
             plain = dict.fromkeys(plain, REDACTED) if isinstance(plain, dict) else REDACTED
+        elif (*path, name) in CONNECTION_STRINGS and isinstance(plain, str):
+            plain = redact_connection_string(plain)
         dumped = yaml.safe_dump({name: plain}, default_flow_style=True, sort_keys=False, width=10_000).strip()
         lines.append(pad + dumped.removeprefix("{").removesuffix("}"))
     return lines

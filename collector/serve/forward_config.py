@@ -11,12 +11,13 @@ import logging
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from toolscore.collector import env
+from toolscore.collector.serve.receiver_config import split_endpoint
 from toolscore.collector.telemetry.setup import otlp_protocol
 
-__all__ = ["ForwardConfig", "parse_headers"]
+__all__ = ["ForwardConfig", "check_endpoint", "parse_headers"]
 
 _log = logging.getLogger(__name__)
 
@@ -28,17 +29,17 @@ class ForwardConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    protocol: OtlpProtocol = Field(
+        default="grpc",
+        description="`grpc` or `http/protobuf`. Env: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "
+        "OTEL_EXPORTER_OTLP_PROTOCOL. Default: grpc.",
+    )
     endpoint: str | None = Field(
         default=None,
         description="Downstream OTLP endpoint: `http(s)://host:port` for gRPC, the full `/v1/traces` URL for "
         "HTTP. Unset: spans are not forwarded (they are counted as passed and discarded). "
         "Env: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (+ `/v1/traces` for HTTP). "
         "Default: unset.",
-    )
-    protocol: OtlpProtocol = Field(
-        default="grpc",
-        description="`grpc` or `http/protobuf`. Env: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "
-        "OTEL_EXPORTER_OTLP_PROTOCOL. Default: grpc.",
     )
     headers: dict[str, str] = Field(
         default={},  # pydantic copies it per instance
@@ -120,6 +121,13 @@ class ForwardConfig(BaseModel):
         description="Longest a released span waits in the buffer for others before its request is sent. Default: 50.",
     )
 
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint_fits_protocol(cls, endpoint: str | None, info: ValidationInfo) -> str | None:
+        if endpoint and "protocol" in info.data:  # a bad protocol is reported on its own
+            check_endpoint(endpoint, info.data["protocol"])
+        return endpoint
+
     @property
     def enabled(self) -> bool:
         return bool(self.endpoint)
@@ -194,6 +202,27 @@ def _from_environment() -> dict[str, Any]:
         if (path := _traces_env(setting)) is not None:
             out[field] = path
     return out
+
+
+def check_endpoint(endpoint: str, protocol: OtlpProtocol) -> None:
+    """Refuse an endpoint the exporter would only fail on later, with transport errors that hide the cause.
+
+    The likeliest mistake is the OTLP/HTTP URL (`.../v1/traces`) with the protocol left at its gRPC
+    default: gRPC then speaks HTTP/2 to an HTTP/1.1 server and reports frame errors.
+    """
+    if "://" not in endpoint:
+        if protocol != "grpc":
+            raise ValueError(f"endpoint {endpoint!r}: an OTLP/HTTP endpoint is a URL, http(s)://host:port/v1/traces")
+        split_endpoint(endpoint)
+        return
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"endpoint {endpoint!r} must be an http:// or https:// URL (or host:port for gRPC)")
+    if protocol == "grpc" and parts.path.strip("/"):
+        raise ValueError(
+            f"endpoint {endpoint!r} has a path, which gRPC has no use for: for OTLP/HTTP set protocol "
+            "http/protobuf (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf), for gRPC give http(s)://host:port"
+        )
 
 
 def grpc_target(endpoint: str, insecure: bool) -> tuple[str, bool]:

@@ -50,17 +50,25 @@ class StoredRun:
     scores: tuple[StoredScore, ...]
 
 
+_NS_RANGE = (-(2**63), 2**63 - 1)
+"""What the store's integer columns hold: a moment beyond it (`--since 1000000d`) means all runs, or none."""
+
+
 def parse_since(text: str, now_ns: int | None = None) -> int:
     """`10m`, `2h`, `30s`, `1d` ago, or an ISO 8601 time (naive = local time), as ns since the epoch."""
     now_ns = time.time_ns() if now_ns is None else now_ns
     match = _DURATION.match(text.strip())
     if match:
-        return now_ns - int(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9)
+        return max(_NS_RANGE[0], now_ns - int(float(match.group(1)) * _UNIT_S[match.group(2)] * 1e9))
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise ValueError(f"--since {text!r}: expected a duration like 10m, 2h, 1d or an ISO time") from None
-    return int(moment.timestamp() * 1e9)
+        raise ValueError(f"{text!r}: expected a duration like 10m, 2h, 1d or an ISO time") from None
+    try:
+        ns = int(moment.timestamp() * 1e9)
+    except (OverflowError, ValueError):  # year 1 west of UTC, year 9999 east of it
+        ns = _NS_RANGE[0] if moment.year < 1970 else _NS_RANGE[1]
+    return min(max(ns, _NS_RANGE[0]), _NS_RANGE[1])
 
 
 def query_runs(
@@ -74,7 +82,8 @@ def query_runs(
 ) -> list[StoredRun]:
     """The most recent runs first; `expectation`/`label` keep runs with at least one matching score.
 
-    Raises FileNotFoundError when there is no store at `path`.
+    Raises FileNotFoundError when there is no store at `path`, sqlite3.DatabaseError when the file there
+    is not one.
     """
     if not Path(path).is_file():
         raise FileNotFoundError(f"no score store at {path}")
