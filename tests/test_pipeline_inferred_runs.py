@@ -92,3 +92,22 @@ def test_a_candidate_held_longer_than_max_hold_goes_on_and_its_run_is_still_scor
         assert sink.enriched == []  # its span had gone on: the scores are in logs and metrics
         assert [agent for *_, agent, _ in telemetry.scores] == ["travel", "travel"]
         every_span_once(sink, spans)
+
+
+def test_a_run_inferred_at_an_unrecognised_root_is_selected_by_its_attributes() -> None:
+    """The root keeps its attributes though no convention claims it: `match.attributes` selects that run."""
+    root = record(ROOT, None, "handle_request", {"test_case.id": "book-001"})
+    tools = [
+        record(f"90000000000000{i + 1:02x}", ROOT, f"execute_tool {name}", tool_attrs(name, f"c{i}"))
+        for i, name in enumerate(["search_flights", "book_flight"])
+    ]
+    by_test_case = {
+        "name": "by-test-case",
+        "match": {"attributes": {"test_case.id": "book-001"}},
+        "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
+    }
+    with recording_engine(PipelineConfig(settle_ms=20), by_test_case) as (pipeline, sink, telemetry):
+        offer(pipeline, [*tools, root])
+        assert pipeline.flush(5.0)
+        assert [(expectation, result.value) for result, expectation, *_ in telemetry.scores] == [("by-test-case", 1.0)]
+        every_span_once(sink, [*tools, root])

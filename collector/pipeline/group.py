@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore"]
+__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under"]
 
 C = TypeVar("C")
 
@@ -74,6 +74,8 @@ class PendingTrace(Generic[C]):
     truncated: bool = False
     waiting: dict[str | None, list[str]] = field(default_factory=dict)
     """Held candidates by the id of the nearest ancestor not arrived yet (None: they reach the root)."""
+    earlier: dict[str, str | None] | None = None
+    """Reopened trace: the spans an earlier finish of this trace id already passed on, with their parents."""
 
     @property
     def holds_runs(self) -> bool:
@@ -120,6 +122,22 @@ def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
     return ClassifiedSpan(slim, None, None) if classify(slim) is None else node
 
 
+def cut_under(trace: PendingTrace[Any], run_span_id: str) -> bool:
+    """Whether spans under this run went out with an earlier finish of its trace (see `TraceStore._remember`)."""
+    if not trace.earlier:
+        return False
+    for parent_id in trace.earlier.values():
+        current = parent_id
+        for _ in range(len(trace.records) + 1):
+            if current is None or current in trace.earlier:
+                break  # the top of what went out is reached from another entry
+            if current == run_span_id:
+                return True
+            node = trace.records.get(current)
+            current = node.span.parent_id if node is not None else None
+    return False
+
+
 class TraceStore(Generic[C]):
     """Pending traces in arrival order (oldest first), bounded; worker thread only.
 
@@ -132,7 +150,7 @@ class TraceStore(Generic[C]):
         self.max_spans = max_spans_per_trace
         self._hold: Callable[[C], C] = hold or _unchanged
         self.traces: OrderedDict[str, PendingTrace[C]] = OrderedDict()
-        self._finished: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._finished: OrderedDict[str, dict[str, str | None]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.traces)
@@ -140,14 +158,18 @@ class TraceStore(Generic[C]):
     def admit(self, record: SpanRecord, carrier: C, arrived_ns: int) -> Admission[C]:
         trace = self.traces.get(record.trace_id)
         if trace is None:
-            seen = self._finished.get(record.trace_id)
+            seen = self._finished.pop(record.trace_id, None)
             if seen is not None and (record.span_id in seen or record.parent_id in seen):
+                self._finished[record.trace_id] = seen
                 return Admission(_DUPLICATE if record.span_id in seen else _LATE)
-            trace = PendingTrace(record.trace_id)
+            trace = PendingTrace(record.trace_id, earlier=seen)
             evicted = self._make_room()
             self.traces[record.trace_id] = trace
         else:
             evicted = []
+            seen = trace.earlier
+            if seen is not None and (record.span_id in seen or record.parent_id in seen):
+                return Admission(_DUPLICATE if record.span_id in seen else _LATE, trace)
         if record.span_id in trace.records or record.span_id in trace.scored:
             return Admission(_DUPLICATE, trace)
         touched, late = self._under(trace, record.parent_id)
@@ -158,7 +180,8 @@ class TraceStore(Generic[C]):
         if len(trace.held if role is _RUN else trace.records) >= self.max_spans:
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
             return Admission(_OVER_CAP, trace)
-        trace.records[record.span_id] = _slim(node) if role is None else node
+        # the root keeps its attributes: a run inferred there is selected by them (`match.attributes`)
+        trace.records[record.span_id] = _slim(node) if role is None and record.parent_id is not None else node
         if record.parent_id is None:
             trace.root_id = record.span_id
         admission = Admission(_STORED, trace, touched, evicted)
@@ -233,7 +256,10 @@ class TraceStore(Generic[C]):
             if held is not None and held.run:
                 touched.append(current)
             parent = trace.records.get(current)
-            parent_id = parent.span.parent_id if parent is not None else None
+            if parent is None:  # an ancestor not arrived yet: it may be under any held run, all wait again
+                touched.extend(i for i, held in trace.held.items() if held.run and i not in touched)
+                break
+            parent_id = parent.span.parent_id
             current = parent_id if parent_id != current else None
         return touched, False
 
@@ -241,13 +267,27 @@ class TraceStore(Generic[C]):
         evicted: list[PendingTrace[C]] = []
         while len(self.traces) >= self.max_traces:
             _, oldest = self.traces.popitem(last=False)
+            self._remember(oldest)
             evicted.append(oldest)
         return evicted
 
     def finish(self, trace: PendingTrace[C]) -> None:
-        """Forget a trace's spans, keeping only the ids (bounded) to recognise re-deliveries and stragglers."""
+        """Forget a trace's spans, keeping only their ids and parents (bounded): see `_remember`."""
         self.traces.pop(trace.trace_id, None)
-        self._finished[trace.trace_id] = frozenset(trace.records) | trace.scored
+        self._remember(trace)
+
+    def _remember(self, trace: PendingTrace[C]) -> None:
+        """Keep what a finished trace passed on, to recognise re-deliveries and stragglers, and runs it cut.
+
+        A span of the trace arriving later (a run that went quiet past `trace_idle_timeout_s`, a flush
+        in the middle of a run, an evicted trace) opens it again with this memory, so that a re-sent span
+        is still a duplicate and a run whose earlier spans went out without it is flagged incomplete.
+        """
+        seen = {span_id: node.span.parent_id for span_id, node in trace.records.items()}
+        if trace.earlier:
+            seen.update(trace.earlier)
+        seen.update(dict.fromkeys(trace.scored - seen.keys()))
+        self._finished[trace.trace_id] = seen
         self._finished.move_to_end(trace.trace_id)
         while len(self._finished) > self.max_traces:
             self._finished.popitem(last=False)

@@ -12,7 +12,7 @@ when the whole trace finishes; when the span they were inferred at is still held
 from __future__ import annotations
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_classified
-from toolscore.collector.pipeline.group import PendingTrace
+from toolscore.collector.pipeline.group import PendingTrace, cut_under
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["ReadyRun", "runs_of_trace", "runs_under"]
@@ -21,8 +21,11 @@ ReadyRun = tuple[AgentRun, bool]
 """A run to score, and whether its run span is held (its scores can still go onto the span)."""
 
 
-def _mark(run: AgentRun, incomplete: bool) -> AgentRun:
-    return run.model_copy(update={"incomplete": True}) if incomplete and not run.incomplete else run
+def _mark(run: AgentRun, incomplete: bool, trace: PendingTrace[object]) -> AgentRun:
+    """Flag a run whose spans are not all here: cut by the caller's rule, or by an earlier finish of its trace."""
+    if run.incomplete or not (incomplete or cut_under(trace, run.span_id or "")):
+        return run
+    return run.model_copy(update={"incomplete": True})
 
 
 def runs_under(
@@ -38,9 +41,9 @@ def runs_under(
     incomplete = incomplete or trace.truncated
     for run in rebuild_classified(trace.records.values(), config, stats):
         if run.span_id == run_span_id:
-            ready.append((_mark(run, incomplete), True))
+            ready.append((_mark(run, incomplete, trace), True))
         elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
-            nested.append((_mark(run, incomplete), False))
+            nested.append((_mark(run, incomplete, trace), False))
     return ready + nested
 
 
@@ -56,5 +59,5 @@ def runs_of_trace(
             continue
         held = trace.held.get(run.span_id)  # a run span that has ended is complete whatever the trace does
         ended_run = held is not None and held.run
-        ready.append((_mark(run, trace.truncated or (not complete and not ended_run)), held is not None))
+        ready.append((_mark(run, trace.truncated or (not complete and not ended_run), trace), held is not None))
     return ready
