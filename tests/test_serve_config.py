@@ -246,4 +246,18 @@ def test_taken_port_exits_1_naming_the_receiver(tmp_path: Path) -> None:
         env["TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED"] = "false"
         result = _serve(cwd=tmp_path, env=env)
     assert result.returncode == 1
-    assert "cannot start: OTLP/HTTP receiver:" in result.stderr
+    assert f"cannot start: OTLP/HTTP receiver (127.0.0.1:{port}, receiver.http_endpoint): [Errno 98]" in result.stderr
+
+
+def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path) -> None:
+    (tmp_path / "scores.db").write_text("not a database, though long enough to be read as one\n" * 20)
+    (tmp_path / ".toolscore").write_text("a file where the directory should be")
+    env = {"TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0"}
+    env["TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED"] = "false"
+    result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert "cannot start: expectations registry (.toolscore/registry.db, registry.store.path):" in result.stderr
+    (tmp_path / ".toolscore").unlink()
+    result = _serve(cwd=tmp_path, env={**env, "TOOLSCORE_SCORE_STORE__PATH": "scores.db"})
+    assert result.returncode == 1
+    assert "cannot start: score store (scores.db, score_store.path): file is not a database" in result.stderr

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from opentelemetry.sdk.resources import Resource
 
-from toolscore.collector.registry import Registry
+from toolscore.collector.registry import Registry, SqliteStoreConfig
 from toolscore.collector.serve.config import ServeConfig
 from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
@@ -126,12 +126,23 @@ def start_service(config: ServeConfig) -> Service:
 
 
 def _start_parts(service: Service, config: ServeConfig) -> None:
-    service.registry = _step("expectations registry", lambda: Registry(config=config.registry))
+    store_config = config.registry.store
+    registry_where = (
+        f" ({store_config.path}, registry.store.path)" if isinstance(store_config, SqliteStoreConfig) else ""
+    )
+    service.registry = _step(f"expectations registry{registry_where}", lambda: Registry(config=config.registry))
     resource = Resource.create({"service.name": "toolscore"})
-    service.telemetry = _step("telemetry", lambda: setup_telemetry(config.telemetry, resource))
+    metrics = config.telemetry
+    telemetry_where = (
+        f" (Prometheus endpoint {metrics.prometheus_host}:{metrics.prometheus_port}, telemetry.prometheus_port)"
+        if metrics.enabled and metrics.prometheus_enabled
+        else ""
+    )
+    service.telemetry = _step(f"telemetry{telemetry_where}", lambda: setup_telemetry(config.telemetry, resource))
     telemetry = service.telemetry.telemetry
     if config.score_store.enabled:
-        service.store = _step("score store", lambda: ScoreStore(config.score_store))
+        where = f"score store ({config.score_store.path}, score_store.path)"
+        service.store = _step(where, lambda: ScoreStore(config.score_store))
     if config.forward.enabled:
         forward_telemetry = cast(ForwardTelemetry, telemetry)  # both implementations report forwarding too
         service.forwarder = _step("forwarder", lambda: Forwarder(config.forward, forward_telemetry))
@@ -140,10 +151,12 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
         "pipeline", lambda: CollectorPipeline(registry, forwarder, config.pipeline, telemetry, store)
     )
     ingest = service.pipeline
-    if config.receiver.grpc_enabled:
-        service.grpc = _step("OTLP/gRPC receiver", lambda: start_grpc_receiver(ingest, config.receiver))
-    if config.receiver.http_enabled:
-        service.http = _step("OTLP/HTTP receiver", lambda: start_http_receiver(ingest, config.receiver, service.health))
+    receiver = config.receiver
+    if receiver.grpc_enabled:
+        service.grpc = _step("OTLP/gRPC receiver", lambda: start_grpc_receiver(ingest, receiver))
+    if receiver.http_enabled:
+        where = f"OTLP/HTTP receiver ({receiver.http_endpoint}, receiver.http_endpoint)"
+        service.http = _step(where, lambda: start_http_receiver(ingest, receiver, service.health))
 
 
 def _describe(service: Service) -> str:
