@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -174,14 +175,17 @@ def test_partial_success_counts_the_rejected_spans(downstream: GrpcDownstream) -
     forwarder.shutdown(1)
 
 
-def test_shutdown_counts_what_it_could_not_send(downstream: GrpcDownstream) -> None:
+def test_shutdown_counts_what_it_could_not_send(downstream: GrpcDownstream, caplog: pytest.LogCaptureFixture) -> None:
     counts = Counts()
     downstream.stop()
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, senders=1, **FAST), counts)
     for _ in range(3):
         forwarder.submit(sdk_request(2).SerializeToString(), 2)
-    assert not forwarder.shutdown(0.3)
+    with caplog.at_level(logging.WARNING, logger="toolscore.serve.forward"):
+        assert not forwarder.shutdown(0.3)
     assert counts.counts["dropped:shutdown"] == 6
+    # the per-drop warnings are rate-limited; the last line says the whole loss
+    assert "forwarding dropped 6 spans in all since start (shutdown: 6)" in caplog.text
     assert not forwarder.submit(sdk_request(1).SerializeToString(), 1)
     assert counts.counts["dropped:shutdown"] == 7
 

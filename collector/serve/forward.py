@@ -16,7 +16,7 @@ import logging
 import random
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -77,6 +77,8 @@ class Forwarder:
         self._closed = False
         self._stop = threading.Event()
         self._last_log: dict[str, float] = {}
+        self.dropped: Counter[str] = Counter()
+        """Spans dropped since start, by reason: the warnings are rate-limited, the total is logged at shutdown."""
         self._threads = [
             threading.Thread(target=self._run, name=f"toolscore-forward-{i}", daemon=True)
             for i in range(config.senders)
@@ -142,6 +144,11 @@ class Forwarder:
         for thread in self._threads:
             thread.join(max(0.0, timeout_s - (time.monotonic() - start)) + 0.1)
         self._transport.close()
+        with self._cond:
+            dropped = dict(self.dropped)
+        if dropped:  # said once, whole: the counters cannot be scraped once the process has gone
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(dropped.items()))
+            _log.warning("forwarding dropped %d spans in all since start (%s)", sum(dropped.values()), reasons)
         return flushed and not left
 
     # -- sender threads ------------------------------------------------------------------------------
@@ -200,6 +207,8 @@ class Forwarder:
         return float(base * random.uniform(0.5, 1.5))  # jitter, not security
 
     def _drop(self, spans: int, reason: str, why: str) -> None:
+        with self._cond:
+            self.dropped[reason] += spans
         self.telemetry.spans_forward_dropped(spans, reason)
         self._log_limited(reason, "dropped %d spans (%s): %s", spans, reason, why)
 
