@@ -11,6 +11,8 @@ from toolscore.collector.registry import (
     Condition,
     Expectation,
     InvalidExpectation,
+    MemoryStore,
+    Registry,
     load_file,
     load_paths,
     parse_expectation,
@@ -137,3 +139,10 @@ def test_loading_an_expectation_without_selectors_warns(tmp_path: Path, caplog: 
         (exp,) = load_file(path)
     assert exp.match.empty
     assert f"'everything' ({path}:1) has no selector" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
+        Registry(MemoryStore()).apply([exp])  # `expectations apply` of the file: said once, with its line, above
+    assert "has no selector" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
+        Registry(MemoryStore()).apply([{"name": "raw", "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}])
+    assert "'raw' has no selector" in caplog.text

@@ -150,9 +150,11 @@ class Registry:
         `expectations` are deleted. Everything is written in one transaction and each write checks the
         version read, so a concurrent edit raises `VersionConflict` and nothing is written.
         """
-        parsed = _validate_all(expectations)
-        for exp in parsed:
-            warn_if_unmatchable(exp)
+        given = list(expectations)
+        parsed = _validate_all(given)
+        for raw, exp in zip(given, parsed, strict=True):
+            if not isinstance(raw, Expectation):  # parsed ones come from files, which warned with file and line
+                warn_if_unmatchable(exp)
         return self._apply(parsed, prune)
 
     def _apply(self, parsed: builtins.list[Expectation], prune: Iterable[str]) -> Applied:

@@ -190,7 +190,10 @@ def run_service(config: ServeConfig, stop: threading.Event | None = None) -> int
         finally:
             drained = service.shutdown()
         if not drained:
-            _log.warning("the grace period ended before every pending span was delivered (what was dropped is counted and logged above)")
+            _log.warning(
+                "the grace period ended before every pending span was delivered (what was dropped is counted "
+                "and logged above)"
+            )
         _log.info("toolscore serve stopped")
         return 0
     finally:
