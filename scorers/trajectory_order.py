@@ -9,6 +9,7 @@ matching, so repeats and order never change the result.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -90,10 +91,27 @@ def _strict(expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Seq
         why = f"all {m} calls match in order"
     elif mismatch >= min(m, n):
         why = f"{m} expected calls, {n} actual calls"
+    elif expected[mismatch].name == actual[mismatch].name:  # only the arguments can tell them apart: show them
+        want, got = _brief(expected[mismatch]), _brief(actual[mismatch])
+        why = f"call {mismatch} {actual[mismatch].name}: arguments differ: expected {want}, got {got}"
     else:
         why = f"call {mismatch} differs: expected {expected[mismatch].name}, got {actual[mismatch].name}"
-    details = {"mode": "strict", "first_mismatch": mismatch, "totals": {"reference": m, "output": n}}
+    details: dict[str, Any] = {"mode": "strict", "first_mismatch": mismatch, "totals": {"reference": m, "output": n}}
+    if mismatch is not None and mismatch < min(m, n):
+        details["expected_call"], details["actual_call"] = neutral(expected[mismatch]), neutral(actual[mismatch])
     return value, f"strict: {why} -> {value:g}", details
+
+
+_BRIEF_CHARS = 120
+
+
+def _brief(call: ToolCall) -> str:
+    """A call's arguments as compact JSON, cut to `_BRIEF_CHARS`: an explanation is a line, details have them whole."""
+    view = neutral(call)
+    text = (
+        json.dumps(view["args"], ensure_ascii=False, separators=(",", ":"), default=str) if "args" in view else "none"
+    )
+    return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 1] + "…"
 
 
 _RULES = {

@@ -249,6 +249,20 @@ def test_strict_mode_needs_the_same_calls_in_the_same_order() -> None:
     assert score([a(x=1)], [a(x=2)], mode="strict").value == 0.0
 
 
+def test_strict_mode_says_which_arguments_differ_when_the_names_are_the_same() -> None:
+    wrong_args = score([a(x=1), b()], [a(x=2), b()], mode="strict")
+    assert wrong_args.explanation == 'strict: call 0 a: arguments differ: expected {"x":1}, got {"x":2} -> 0'
+    assert (wrong_args.details["expected_call"], wrong_args.details["actual_call"]) == (
+        {"name": "a", "args": {"x": 1}},
+        {"name": "a", "args": {"x": 2}},
+    )
+    long_args = score([a(text="y" * 500)], [a(text="z" * 500)], mode="strict")
+    assert len(long_args.explanation) < 300, "an explanation is a line; details hold the arguments whole"
+    assert long_args.details["actual_call"]["args"]["text"] == "z" * 500
+    swapped = score([a(x=1), b()], [b(), a(x=1)], mode="strict")
+    assert swapped.explanation == "strict: call 0 differs: expected a, got b -> 0"
+
+
 def test_unordered_mode_compares_multisets() -> None:
     assert score([a(x=1), b(), a(x=1)], [a(x=1), a(x=1), b()], mode="unordered").value == 1.0
     assert score([a(x=1), a(x=1)], [a(x=1)], mode="unordered").value == 0.0
