@@ -140,6 +140,37 @@ def test_only_the_calls_whose_arguments_are_too_long_are_cut(tmp_path: Path) -> 
     assert stored.calls[3]["args_captured"] is False
 
 
+def test_lone_surrogates_are_stored_as_replacement_characters(tmp_path: Path) -> None:
+    """`"\\ud800"` in a call's arguments is valid JSON and decodes to a lone surrogate, which SQLite refuses."""
+    calls = (ToolCall(name="get_weather", args={"city": "Par\ud800is"}, args_state="value"),)
+    bad = AgentRun(trace_id="ab" * 16, span_id="cd" * 8, agent_name="weather\udc00", calls=calls)
+    explained = Score(name="trajectory", value=0.0, label="fail", explanation="got \ud800")
+    store = store_at(tmp_path)
+    store.record(bad, TRAVEL, explained)
+    assert store.close()
+    (stored,) = query_runs(tmp_path / "scores.db")
+    assert stored.agent == "weather\ufffd"
+    assert stored.calls[0]["args"] == {"city": "Par\ufffdis"}
+    assert stored.scores[0].explanation == "got \ufffd"
+    assert store.dropped == 0
+
+
+def test_a_result_sqlite_cannot_take_costs_its_run_only_and_the_writer_goes_on(tmp_path: Path) -> None:
+    """SQLite integers are 64-bit: this expectation version raises OverflowError, not `sqlite3.Error`."""
+    unwritable = Expectation(name="travel", version=2**64)
+    store = store_at(tmp_path)
+    store.record(run(1), TRAVEL, passed())
+    store.record(run(2), unwritable, passed())
+    store.record(run(3), TRAVEL, passed())
+    assert store.flush(5.0)
+    store.record(run(4), unwritable, passed())  # alone in its batch
+    assert store.flush(5.0)
+    store.record(run(5), TRAVEL, passed())
+    assert store.close()
+    assert sorted(stored.trace_id for stored in query_runs(tmp_path / "scores.db")) == [f"{n:032x}" for n in (1, 3, 5)]
+    assert store.dropped == 2
+
+
 def test_results_after_close_are_counted_not_stored(tmp_path: Path) -> None:
     store = store_at(tmp_path)
     assert store.close()

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
-from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with
+from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with, run_attrs, tool_attrs
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import Registry
 from toolscore.collector.serve.forward import ForwardConfig, Forwarder
@@ -31,6 +31,7 @@ from toolscore.scorers.model import AgentRun
 
 CONFIG = PipelineConfig(settle_ms=20)
 FORWARD = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "batch_timeout_ms": 5.0}
+BAD_ARGS = '{"city": "\\ud800"}'
 
 
 def sdk_spans(*agents: tuple[str, tuple[str, ...]], service: str = "shop", loose: int = 0) -> list[ReadableSpan]:
@@ -334,6 +335,39 @@ def test_without_a_downstream_runs_are_scored_into_the_store(registry: Registry,
         ("travel", "trajectory", "pass"),
     }
     assert pipeline.shutdown(2)
+
+
+def test_a_lone_surrogate_in_arguments_costs_no_run_of_the_store(
+    registry: Registry, downstream: GrpcDownstream, tmp_path: Path
+) -> None:
+    """`{"city": "\\ud800"}` is valid JSON (ASCII on the wire) that decodes to a lone surrogate."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agent-app")
+    with tracer.start_as_current_span("invoke_agent travel", attributes=run_attrs()):
+        tracer.start_span("execute_tool book_flight", attributes=tool_attrs("book_flight", "c0", BAD_ARGS)).end()
+    provider.shutdown()
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    pipeline = CollectorPipeline(registry, forwarder, CONFIG, Recording(), store)
+    pipeline.accept(encode_spans(list(exporter.get_finished_spans())))
+    assert pipeline.flush(5)
+    later = [sdk_spans(("travel", ("search_flights", "book_flight"))) for _ in range(3)]
+    for spans in later:
+        pipeline.accept(encode_spans(spans))
+    assert pipeline.flush(5)
+    assert pipeline.shutdown(2)
+
+    stored = query_runs(tmp_path / "scores.db")
+    assert len(stored) == 4
+    assert [call["args"] for run in stored for call in run.calls if call["name"] == "book_flight"].count(
+        {"city": "\ufffd"}
+    ) == 1
+    assert store.dropped == 0
+    runs = [span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel"]
+    assert len(runs) == 4
+    assert all("toolscore.evaluation.travel.tool_selection.label" in attributes(span) for span in runs)
 
 
 def test_shutdown_scores_and_forwards_pending_runs(registry: Registry, downstream: GrpcDownstream) -> None:

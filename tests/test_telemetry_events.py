@@ -68,6 +68,24 @@ def test_failure_event_carries_error_type_and_no_score(logs: tuple[LoggerProvide
     }
 
 
+def test_event_and_metric_text_is_valid_utf8(logs: tuple[LoggerProvider, InMemoryLogRecordExporter]) -> None:
+    """A lone surrogate (decoded JSON can hold one) would make the OTLP exporters refuse the whole batch."""
+    provider, exporter = logs
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    telemetry = create_telemetry(logger_provider=provider, meter_provider=meters)
+    score = Score(name="trajectory", value=0.0, label="fail", explanation="called search\ud800")
+    telemetry.score_recorded(score, "book-flight", 1, "planner\udc00", RunSpanRef(TRACE_ID, SPAN_ID))
+
+    (record,) = [data.log_record for data in exporter.get_finished_logs()]
+    attributes = dict(record.attributes or {})
+    assert attributes["gen_ai.evaluation.explanation"] == "called search\ufffd"
+    assert attributes["gen_ai.agent.name"] == "planner\ufffd"
+    (key,) = _points(reader, "toolscore.evaluations")
+    assert ("gen_ai.agent.name", "planner\ufffd") in key
+    meters.shutdown()
+
+
 @pytest.mark.parametrize("run_span", [None, RunSpanRef("not-hex", SPAN_ID), RunSpanRef("0" * 32, "0" * 16)])
 def test_event_without_a_valid_run_span_is_not_parented_to_the_current_span(
     logs: tuple[LoggerProvider, InMemoryLogRecordExporter], run_span: RunSpanRef | None

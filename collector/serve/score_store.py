@@ -32,6 +32,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.collector.registry import Expectation
+from toolscore.collector.utf8 import valid_utf8
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
 __all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig"]
@@ -128,16 +129,18 @@ _encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 def _dumps(value: Any) -> str:
-    """Compact JSON text; orjson (about ten times the standard encoder's speed) unless it refuses.
+    """Compact JSON text, valid UTF-8; orjson (about ten times the standard encoder's speed) unless it refuses.
 
     orjson refuses integers beyond 64 bits, which the standard encoder writes; both write anything
     else JSON cannot hold as its `str` (`default=str`). Non-finite floats, which only a span's own
-    values can carry, are written `null` by orjson rather than the standard `NaN`.
+    values can carry, are written `null` by orjson rather than the standard `NaN`. orjson also refuses
+    lone surrogates (decoded from `"\\ud800"` in a call's arguments), which the standard encoder
+    writes and SQLite would refuse: they become U+FFFD (`valid_utf8`).
     """
     try:
         return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:  # orjson.JSONEncodeError is one
-        return _encode(value)
+        return valid_utf8(_encode(value))
 
 
 def calls_json(run: AgentRun, max_calls: int, max_args_chars: int) -> str:
@@ -204,7 +207,7 @@ class ScoreStore:
         44.4 µs of `serve`'s CPU per span).
         """
         if len(self._pending) >= self.config.queue_size or self._stopping:
-            self.dropped += 1
+            self._drop(1)
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 _log.warning("score store is behind: %d results not stored", self.dropped)
             return
@@ -215,7 +218,8 @@ class ScoreStore:
         else:
             config = self.config
             calls = calls_json(run, config.max_calls, config.max_args_chars)
-            run_row = (run.trace_id, run.span_id, run.agent_name, calls, len(run.calls), int(run.incomplete), now)
+            agent = None if run.agent_name is None else valid_utf8(run.agent_name)
+            run_row = (run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now)
             self._last = (run, run_row)
         self._pending.append((run_row, _score_row(expectation, result, now)))
         self._enqueued += 1
@@ -253,10 +257,13 @@ class ScoreStore:
                 self._wake.wait(interval)
                 self._wake.clear()
                 stopping = self._stopping
-                wrote = self._write_pending()
-                if wrote or time.monotonic() - last_retention >= _RETAIN_EVERY_S:
-                    self._retain()
-                    last_retention = time.monotonic()
+                try:
+                    wrote = self._write_pending()
+                    if wrote or time.monotonic() - last_retention >= _RETAIN_EVERY_S:
+                        last_retention = time.monotonic()
+                        self._retain()
+                except Exception:  # `_store` counts what it loses; nothing may end the writer
+                    _log.exception("score store writer step failed")
                 if stopping:
                     return
         finally:
@@ -266,15 +273,43 @@ class ScoreStore:
 
     def _write_pending(self) -> int:
         batch = [self._pending.popleft() for _ in range(len(self._pending))]
-        if batch:
-            try:
-                self._write(batch)
-            except sqlite3.Error:
-                _log.exception("could not store %d scores", len(batch))
-        with self._cond:
-            self._written += len(batch)
-            self._cond.notify_all()
+        try:
+            if batch:
+                self._store(batch)
+        finally:
+            with self._cond:
+                self._written += len(batch)
+                self._cond.notify_all()
         return len(batch)
+
+    def _store(self, batch: list[_Pending]) -> None:
+        """Write the batch; if that fails, each run's results on their own, so a row SQLite cannot take
+        (any exception: a `str` it cannot encode, an integer beyond 64 bits, a full disk) costs its own
+        run's results, counted in `dropped`, and never the writer thread, which would store nothing more.
+        """
+        try:
+            self._write(batch)
+            return
+        except Exception as exc:
+            error = exc
+        by_run: dict[tuple[str, str], list[_Pending]] = {}
+        for pending in batch:
+            by_run.setdefault((pending[0][0], pending[0][1]), []).append(pending)
+        lost = len(batch)
+        if len(by_run) > 1:
+            lost = 0
+            for results in by_run.values():
+                try:
+                    self._write(results)
+                except Exception:
+                    lost += len(results)
+        if lost:
+            self._drop(lost)
+            _log.error("could not store %d of %d results; the first error:", lost, len(batch), exc_info=error)
+
+    def _drop(self, results: int) -> None:
+        with self._cond:  # the worker thread (`record`) and the writer both count
+            self.dropped += results
 
     def _migrate(self) -> None:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
@@ -371,4 +406,6 @@ def _score_row(expectation: Expectation, result: ScoreResult, now: int) -> tuple
         value, label, error, explanation = float(result.value), result.label, None, result.explanation
     else:
         value, label, error, explanation = None, None, result.error_type, result.message
-    return (expectation.name, expectation.version, result.name, value, label, error, explanation or "", now)
+    error = None if error is None else valid_utf8(error)  # a label is "pass" or "fail"
+    text = valid_utf8(explanation or "")
+    return (valid_utf8(expectation.name), expectation.version, valid_utf8(result.name), value, label, error, text, now)

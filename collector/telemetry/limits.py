@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, OTHER_VALUE
+from toolscore.collector.utf8 import valid_utf8
 
 __all__ = ["DEFAULT_MAX_ATTRIBUTE_VALUES", "AttributeLimiter"]
 
@@ -36,7 +37,8 @@ class AttributeLimiter:
         self._lock = threading.Lock()
 
     def bound(self, attribute: str, value: str) -> str:
-        """The value to record for `attribute`: `value` itself, or `_other` past the bound."""
+        """The value to record for `attribute`: `value` itself (as valid UTF-8), or `_other` past the bound."""
+        value = valid_utf8(value)  # a lone surrogate would make the exporter drop every series of the batch
         spec = ATTRIBUTES[attribute]
         if value in spec.values if spec.values is not None else self._admit(attribute, value):
             return value

@@ -25,6 +25,7 @@ from opentelemetry.util.types import AttributeValue
 from toolscore.collector.telemetry.base import ExpectationInfo, RunSpanRef
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
+from toolscore.collector.utf8 import valid_utf8_values
 from toolscore.scorers.model import Score, ScoreResult
 
 __all__ = ["EVALUATION_EVENT", "SCOPE_NAME", "OTelPipelineTelemetry", "run_span_context"]
@@ -310,6 +311,6 @@ class OTelPipelineTelemetry:
             timestamp=time.time_ns(),
             context=context,
             severity_number=severity,
-            attributes=attributes,
+            attributes=valid_utf8_values(attributes),  # the explanation may quote names read from JSON
             event_name=EVALUATION_EVENT,
         )
