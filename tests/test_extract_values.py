@@ -49,6 +49,28 @@ def test_invalid_json_arguments_are_kept_raw() -> None:
     assert call.to_json()["args_raw"] is True
 
 
+def test_arguments_nested_too_deeply_to_decode_are_kept_raw() -> None:
+    """60 KB of `[`: orjson refuses the depth and `json` raises RecursionError, not a ValueError."""
+    deep = "[" * 30_000 + "]" * 30_000
+
+    (call,) = _calls(genai_tool("w", "c", deep))
+
+    assert _state(call) == (deep, "raw")
+
+
+def test_messages_nested_too_deeply_are_read_as_text_and_the_run_keeps_its_agent() -> None:
+    """Before, the RecursionError cost the run span's whole read: no agent name, so no expectation matched."""
+    t = Traces()
+    deep = "[" * 30_000 + "]" * 30_000
+    t.span("invoke_agent a", {**genai_run("a"), "gen_ai.input.messages": deep}, start=0)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert run.agent_name == "a"
+    assert run.input is not None
+    assert deep.startswith(run.input)
+
+
 def test_oversized_arguments_are_cut_kept_raw_and_counted() -> None:
     big = json.dumps({"blob": "é" * 5000})
     stats = ExtractStats()

@@ -104,6 +104,13 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
     return {f"k{rng.randrange(6)}": _random_value(rng, depth + 1) for _ in range(rng.randrange(5))}
 
 
+@pytest.mark.parametrize("text", ["[" * 30_000 + "]" * 30_000, '{"a":' * 5_000 + '"\\ud800"' + "}" * 5_000])
+def test_text_nested_deeper_than_the_decoders_go_is_a_value_error(text: str) -> None:
+    """`json.loads` raises RecursionError there; callers treat a ValueError as "not JSON"."""
+    with pytest.raises(ValueError, match="nested deeper"):
+        decode_json(text)
+
+
 def test_random_documents_decode_to_identical_values_and_types() -> None:
     rng = random.Random(20261124)
     for _ in range(3000):

@@ -155,6 +155,30 @@ def test_lone_surrogates_are_stored_as_replacement_characters(tmp_path: Path) ->
     assert store.dropped == 0
 
 
+def test_arguments_nested_deeper_than_the_encoder_goes_are_stored_as_their_text(tmp_path: Path) -> None:
+    """Decoded JSON nests up to 1,024 levels; orjson encodes 254, the standard encoder recurses."""
+    deep: list[object] = []
+    for _ in range(1_000):
+        deep = [deep]
+    calls = (
+        ToolCall(name="a", args={"q": deep}, args_state="value"),
+        ToolCall(name="b", args={"q": deep}, args_state="value"),
+        ToolCall(name="c", args={"i": 1}, args_state="value"),
+    )
+    text = '{"q":' + "[" * 1_001 + "]" * 1_001 + "}"
+    stored = {}
+    for trace_id, kept, max_args_chars in (("ab", calls[:1], 3_000), ("ef", calls[1:], 3_000), ("12", calls[:1], 100)):
+        store = store_at(tmp_path, max_args_chars=max_args_chars)
+        store.record(AgentRun(trace_id=trace_id * 16, span_id="cd" * 8, calls=kept), TRAVEL, passed())
+        assert store.close()
+        stored.update({run.trace_id: run.calls for run in query_runs(tmp_path / "scores.db")})
+    assert [(c["name"], c["args"], c.get("args_truncated", False)) for c in stored["ab" * 16]] == [("a", text, False)]
+    assert [c.get("args") for c in stored["ef" * 16]] == [text, {"i": 1}]
+    assert stored["12" * 16][0]["args"] == text[:100]
+    assert stored["12" * 16][0]["args_truncated"] is True
+    assert all(c["args_text"] for c in (*stored["ab" * 16], stored["ef" * 16][0], *stored["12" * 16]))
+
+
 def test_a_result_sqlite_cannot_take_costs_its_run_only_and_the_writer_goes_on(tmp_path: Path) -> None:
     """SQLite integers are 64-bit: this expectation version raises OverflowError, not `sqlite3.Error`."""
     unwritable = Expectation(name="travel", version=2**64)

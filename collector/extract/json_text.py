@@ -10,6 +10,11 @@ standard library that was about a tenth of turning spans into runs. orjson decod
 - documents orjson refuses and `json` accepts (`NaN`, `Infinity`, numbers that overflow to
   infinity, lone surrogates) are handed to `json`, which also raises the error for text neither
   accepts, so callers see `json`'s `ValueError` as before.
+
+Text nested too deeply is not JSON either: orjson stops at 1,024 levels and `json` recurses until
+the interpreter's recursion limit, where it raises `RecursionError` (60 KB of `[` reach it). That is
+a `ValueError` here too, so that every caller keeps such text as it keeps any other that is not JSON
+(arguments stay raw text) instead of failing the whole trace.
 """
 
 from __future__ import annotations
@@ -28,14 +33,21 @@ _LONG_RUN = b"0" * 19
 
 
 def decode_json(text: str) -> Any:
-    """`json.loads(text)`: the same value or the same `ValueError`."""
+    """`json.loads(text)`: the same value or the same `ValueError`; nested too deeply, a `ValueError` too."""
     try:
         data = text.encode()
     except UnicodeEncodeError:  # lone surrogates: orjson refuses them, json keeps them
-        return json.loads(text)
+        return _loads(text)
     if _LONG_RUN not in data.translate(_DIGIT_RUNS):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
-    return json.loads(text)
+    return _loads(text)
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON text nested deeper than the decoder's recursion limit") from None

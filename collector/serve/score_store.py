@@ -18,7 +18,6 @@ CPU per run written and retained with that index and a retention that walked row
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import sqlite3
 import threading
@@ -28,10 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.collector.registry import Expectation
+from toolscore.collector.serve.calls_json import calls_json
 from toolscore.collector.utf8 import valid_utf8
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
@@ -123,49 +122,6 @@ class ScoreStoreConfig(BaseModel):
     write_interval_ms: float = Field(
         default=200.0, gt=0, description="How often the writer commits what gathered. Default: 200."
     )
-
-
-_encode = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-def _dumps(value: Any) -> str:
-    """Compact JSON text, valid UTF-8; orjson (about ten times the standard encoder's speed) unless it refuses.
-
-    orjson refuses integers beyond 64 bits, which the standard encoder writes; both write anything
-    else JSON cannot hold as its `str` (`default=str`). Non-finite floats, which only a span's own
-    values can carry, are written `null` by orjson rather than the standard `NaN`. orjson also refuses
-    lone surrogates (decoded from `"\\ud800"` in a call's arguments), which the standard encoder
-    writes and SQLite would refuse: they become U+FFFD (`valid_utf8`).
-    """
-    try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:  # orjson.JSONEncodeError is one
-        return valid_utf8(_encode(value))
-
-
-def calls_json(run: AgentRun, max_calls: int, max_args_chars: int) -> str:
-    """The run's first `max_calls` calls as JSON `[{"name", ..., "args"?}]`, long arguments cut and marked.
-
-    The whole list is encoded once: when it is no longer than `max_args_chars`, no call's arguments
-    can be, and that one call to the encoder is all a run costs. Otherwise each call is looked at.
-    """
-    entries = [call.to_json() for call in run.calls[:max_calls]]
-    text = _dumps(entries)
-    if len(text) <= max_args_chars:
-        return text
-    return "[" + ",".join(_call_json(entry, max_args_chars) for entry in entries) + "]"
-
-
-def _call_json(entry: dict[str, Any], max_args_chars: int) -> str:
-    text = _dumps(entry)
-    if len(text) <= max_args_chars or "args" not in entry:
-        return text
-    args = _dumps(entry["args"])
-    if len(args) <= max_args_chars:
-        return text
-    entry["args"] = args[:max_args_chars]
-    entry["args_truncated"] = True
-    return _dumps(entry)
 
 
 class ScoreStore:
