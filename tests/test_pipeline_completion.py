@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Literal
 
-from tests.pipeline_builders import TRACE, genai_run, record, recording_engine, tool_attrs, wait_until
+from tests.pipeline_builders import (
+    TRACE,
+    TRAVEL,
+    Recording,
+    genai_run,
+    record,
+    recording_engine,
+    registry_with,
+    run_attrs,
+    tool_attrs,
+    wait_until,
+)
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.pipeline.group import Admit, TraceStore
+from toolscore.collector.registry import Expectation, ExpectationScorer, Registry
 from toolscore.collector.spans import SpanRecord
+from toolscore.scorers.base import ScorerBase
+from toolscore.scorers.model import AgentRun, ScoreResult
 
 RUN = "1000000000000000"
 INNER = "2000000000000000"
@@ -198,3 +213,54 @@ def test_a_span_whose_parent_has_not_come_yet_starts_the_held_runs_settling_agai
     assert store.admit(tool, tool, 1).touched == [RUN]
     known = record("1000000000000008", RUN, "execute_tool cancel", tool_attrs("cancel", "c8"))
     assert store.admit(known, known, 2).touched == [RUN]
+
+
+class _Raising(ScorerBase):
+    """A scorer whose `score` raises, as one written outside toolscore may (`ScorerBase.score` would not)."""
+
+    type: Literal["raising"] = "raising"
+
+    def score(self, run: AgentRun) -> ScoreResult:
+        raise RuntimeError("a bug in a scorer")
+
+
+BROKEN = Expectation(name="broken", scorers=[ExpectationScorer(spec={"type": "raising"}, scorer=_Raising())])
+
+
+class _BrokenForBoom:
+    """The registry, plus the broken expectation for runs of the agent `boom`."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    def match(self, run: AgentRun) -> list[Expectation]:
+        return [BROKEN] if run.agent_name == "boom" else self.registry.match(run)
+
+
+def test_a_run_whose_scoring_raises_goes_on_unscored_and_costs_no_other_trace() -> None:
+    """The failing run settles in the same step as five others, first: they are scored at once all the same."""
+    boom_trace = f"{0xB:032x}"
+    boom = [
+        record("3000000000000001", RUN, "execute_tool book_flight", tool_attrs("book_flight", "c0"), boom_trace),
+        record(RUN, None, "invoke_agent boom", run_attrs("boom"), boom_trace),
+    ]
+    others = [genai_run(RUN, ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in range(1, 6)]
+    telemetry = Recording()
+    sink: ListSink[SpanRecord] = ListSink()
+    config = PipelineConfig(settle_ms=20, max_hold_ms=60_000, trace_idle_timeout_s=60)
+    with registry_with(TRAVEL) as registry:
+        pipeline: Engine[SpanRecord] = Engine(_BrokenForBoom(registry), sink, lambda r: r, config, telemetry)
+        try:
+            pipeline.offer_all([*boom, *(span for spans in others for span in spans)])
+            assert wait_until(lambda: len(sink.enriched) == 5)  # not after max_hold_ms: no deadline was lost
+            assert [r.trace_id for r, _ in sink.enriched] == [f"{i:032x}" for i in range(1, 6)]
+            assert boom_trace not in pipeline.store.traces
+            assert pipeline.flush(5.0)
+        finally:
+            pipeline.shutdown(5.0)
+    passed_on = Counter((r.trace_id, r.span_id) for r in [*sink.released, *(r for r, _ in sink.enriched)])
+    assert passed_on == Counter((r.trace_id, r.span_id) for r in [*boom, *(span for spans in others for span in spans)])
+    assert [r for r in sink.released if r.trace_id == boom_trace] == boom  # unscored, once each
+    assert telemetry.counts["dropped:error"] == 2
+    assert telemetry.outcomes == Counter(matched=5)  # the broken run is counted as dropped spans, not as a run
+    assert telemetry.counts["passed"] == telemetry.counts["received"] == 17

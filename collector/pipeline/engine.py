@@ -71,6 +71,12 @@ class Engine(Worker, Generic[C]):
     before scoring, and the store turns re-deliveries and stragglers into pass-through. Every carrier
     offered leaves through the sink exactly once: as pass-through, as a scored run span, or, if the
     queue is full, back to the caller.
+
+    Failure: each deadline, judge result and flushed trace is handled on its own (`_guarded`). When
+    extracting or scoring a trace raises, that trace's held spans go on unscored and its spans are
+    counted dropped (`error`); the other deadlines popped in the same step are served as usual. A run
+    span leaves the trace's `held` only once its runs are built, and `_score` passes it on before
+    letting an exception out, so a failure never strands a carrier.
     """
 
     def __init__(
@@ -129,20 +135,22 @@ class Engine(Worker, Generic[C]):
     def _step(self, now: int, spans: int) -> None:
         self._receive(self.intake.drain(spans), now)
         while self._judged:
-            self._apply_judged(*self._judged.popleft(), now)
+            key, result = self._judged.popleft()
+            assert isinstance(key, tuple)
+            self._guarded(key[0], self._apply_judged, key, result, now)
         for trace_id, span_id in self._settle.pop_due(now):
-            self._settled(trace_id, span_id, now)
+            self._guarded(trace_id, self._settled, trace_id, span_id, now)
         for trace_id in self._idle.pop_due(now):
             if (trace := self.store.traces.get(trace_id)) is not None:
-                self._finish_trace(trace, complete=False, now=now)
+                self._guarded(trace_id, self._finish_trace, trace, False, now)
         for key in self._hold.pop_due(now):
-            self._hold_expired(key, now)
+            self._guarded(key[0], self._hold_expired, key, now)
 
     def flush_begin(self, now: int) -> None:
         """Score every pending run and trace now; judges already running may still finish in time."""
         self._step(now, len(self.intake))
         for trace in list(self.store.traces.values()):
-            self._finish_trace(trace, complete=trace.root_seen, now=now)
+            self._guarded(trace.trace_id, self._finish_trace, trace, trace.root_seen, now)
 
     def flush_waiting(self) -> bool:
         return any(not flight.released for flight in self._in_flight.values())
@@ -218,6 +226,25 @@ class Engine(Worker, Generic[C]):
         if trace.root_seen:
             self._settle.arm((trace_id, ""), now)
 
+    def _guarded(self, trace_id: str, action: Callable[..., None], *args: object) -> None:
+        """`action(*args)`; if it raises, the trace is given up (`_abandon`) and the step goes on."""
+        try:
+            action(*args)
+        except Exception:
+            _log.exception("scoring trace %s failed; its spans go on unscored", trace_id)
+            self._abandon(trace_id)
+
+    def _abandon(self, trace_id: str) -> None:
+        """Pass on unscored every span the trace still holds, count its spans dropped, and forget it."""
+        trace = self.store.traces.get(trace_id)
+        if trace is None:
+            return
+        self._cancel(trace)
+        self._release([held.carrier for held in trace.held.values()])
+        trace.held.clear()
+        self.store.finish(trace)
+        self.telemetry.spans_dropped(len(trace.records), "error")
+
     def _evict(self, trace: PendingTrace[C]) -> None:
         self._cancel(trace)
         self._release([held.carrier for held in trace.held.values()])
@@ -242,11 +269,12 @@ class Engine(Worker, Generic[C]):
             self._finish_trace(trace, complete=True, now=now)
 
     def _finish_run(self, trace: PendingTrace[C], span_id: str, incomplete: bool, now: int) -> None:
-        held = trace.held.pop(span_id, None)
+        held = trace.held.get(span_id)
         if held is None:
             return
         self._settle.cancel((trace.trace_id, span_id))
         ready = runs_under(trace, span_id, incomplete, self.config.extract, self.stats)  # type: ignore[arg-type]
+        del trace.held[span_id]  # only now: had extraction raised, `_abandon` would pass it on
         if not ready or ready[0][0].span_id != span_id:
             self._hold.cancel((trace.trace_id, span_id))
             self._release([held.carrier])
@@ -273,11 +301,27 @@ class Engine(Worker, Generic[C]):
             return ScorePlan()
 
     def _score(self, run: AgentRun, held: HeldRun[C] | None, now: int) -> None:
+        """Score the run and send its span on; if scoring raises, the span goes on unscored first."""
         trace = self.store.traces.get(run.trace_id)
         if trace is not None:
             trace.scored.add(run.span_id)
+        try:
+            flight = self._scored(run, held)
+        except Exception:
+            if held is not None:  # the caller took it from the trace: `_abandon` cannot see it
+                self._hold.cancel((run.trace_id, run.span_id))
+                self._release([held.carrier])
+            raise
+        matched = flight.scores.expectations
+        self.telemetry.run_finished("incomplete" if run.incomplete else "matched" if matched else "unmatched")
+        if flight.outstanding:
+            self._in_flight[(run.trace_id, run.span_id)] = flight
+        else:
+            self._emit(flight, now)
+
+    def _scored(self, run: AgentRun, held: HeldRun[C] | None) -> _InFlight[C]:
+        """The run's inline results and its judges started; nothing has left the engine yet."""
         plan = self._plan(run)
-        self.telemetry.run_finished("incomplete" if run.incomplete else "matched" if plan.expectations else "unmatched")
         flight = _InFlight(RunScores(run, plan.expectations), held)
         flight.scores.results.extend((exp, scorer.scorer.score(run)) for exp, scorer in plan.inline)
         for index, (exp, scorer) in enumerate(plan.judged):
@@ -288,18 +332,14 @@ class Engine(Worker, Generic[C]):
             else:
                 flight.scores.results.append((exp, failure))
                 self.telemetry.judge_outcome("over_budget")
-        if flight.outstanding:
-            self._in_flight[(run.trace_id, run.span_id)] = flight
-        else:
-            self._emit(flight, now)
+        return flight
 
     def _deliver(self, key: Hashable, result: ScoreResult) -> None:
         """Called on the judge thread."""
         self._judged.append((key, result))
         self._wake.set()
 
-    def _apply_judged(self, key: Hashable, result: ScoreResult, now: int) -> None:
-        assert isinstance(key, tuple)
+    def _apply_judged(self, key: tuple[str, str, int], result: ScoreResult, now: int) -> None:
         flight = self._in_flight.get((key[0], key[1]))
         if flight is None or key not in flight.outstanding:
             return

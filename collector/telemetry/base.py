@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 DropReason = str
-"""Why spans were dropped: ``queue_full``, ``max_pending_traces``, ``max_spans_per_trace``, ``shutdown``."""
+"""Why spans were dropped: ``queue_full``, ``max_pending_traces``, ``max_spans_per_trace``, ``shutdown``, ``error``."""
 
 RefusalReason = str
 """Why `toolscore serve` refused an export request: ``queue_full``, ``forward_queue_full``, ``shutdown``."""

@@ -81,8 +81,9 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     ),
     AttributeSpec(
         "toolscore.drop.reason",
-        "Why spans were not scored (only with `dropped`).",
-        ("queue_full", "max_pending_traces", "max_spans_per_trace", "shutdown"),
+        "Why spans were not scored (only with `dropped`); `error`: extracting or scoring their trace raised "
+        "(the log says why).",
+        ("queue_full", "max_pending_traces", "max_spans_per_trace", "shutdown", "error"),
     ),
     AttributeSpec(
         "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
