@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 
@@ -54,6 +55,25 @@ def test_equal_start_without_model_response_orders_by_call_id_then_span_id() -> 
 
     assert [c.call_id for c in calls[:3]] == ["c_1", "c_2", "c_3"]
     assert [c.span_id for c in calls[3:]] == sorted(hex_id(s) for s in no_ids)
+
+
+def test_arguments_too_deep_to_compare_do_not_stop_the_model_order() -> None:
+    """1,000 levels decode (orjson goes to 1,024) but `==` recurses: such calls match the response by name."""
+    deep = "[" * 1_000 + "]" * 1_000
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=50)
+    parts = [{"type": "tool_call", "name": name, "arguments": deep} for name in ("w", "v")]
+    response = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+    t.span("chat", response, parent=run, start=1)
+    for name in ("v", "w"):
+        t.span(f"execute_tool {name}", genai_tool(name, None, deep), parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.args_state) for c in built.calls] == [("w", "value"), ("v", "value")]
 
 
 def test_model_order_applies_within_a_batch_not_across_steps() -> None:

@@ -85,7 +85,13 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
 
 
 def _same_args(a: Any, b: Any) -> bool:
-    return bool(load_json(a) == load_json(b)) if a is not None and b is not None else False
+    """Equal as JSON values; arguments nested too deeply for `==` (it recurses) count as different."""
+    if a is None or b is None:
+        return False
+    try:
+        return bool(load_json(a) == load_json(b))
+    except RecursionError:  # arguments decode up to 1,024 levels deep (orjson), past the recursion limit
+        return False
 
 
 def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> int | None:
