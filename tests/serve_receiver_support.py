@@ -125,3 +125,29 @@ def http_call(
         return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
     finally:
         connection.close()
+
+
+def _length_field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field, written by hand: the runtime cannot build what it refuses to parse."""
+    out = bytearray()
+    for varint in (number << 3 | 2, len(payload)):
+        rest = varint
+        while rest >= 0x80:
+            out.append(rest & 0x7F | 0x80)
+            rest >>= 7
+        out.append(rest)
+    return bytes(out) + payload
+
+
+def nested_attribute_request(levels: int) -> bytes:
+    """An export request with one span whose attribute value is key-value lists nested `levels` deep."""
+    value = _length_field(1, b"leaf")  # AnyValue.string_value
+    for _ in range(levels):  # AnyValue.kvlist_value { values { key, value } }
+        value = _length_field(6, _length_field(1, _length_field(1, b"k") + _length_field(2, value)))
+    span = (
+        _length_field(1, bytes.fromhex(TRACE_ID))
+        + _length_field(2, bytes.fromhex("eee19b7ec3c1b174"))
+        + _length_field(5, b"deep")
+        + _length_field(9, _length_field(1, b"nested") + _length_field(2, value))
+    )
+    return _length_field(1, _length_field(2, _length_field(2, span)))

@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.certs import self_signed_certificate
-from tests.serve_receiver_support import TOKEN, RecordingIngest, sdk_spans
+from tests.serve_receiver_support import TOKEN, RecordingIngest, nested_attribute_request, sdk_spans
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.ingest import IngestResult
 from toolscore.collector.serve.receiver_config import ReceiverConfig
@@ -167,6 +167,16 @@ def test_invalid_utf8_in_a_string_is_invalid_argument(channel: grpc.Channel) -> 
         _raw_export(channel, bytes(payload))
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
     assert "not valid UTF-8" in caught.value.details()  # type: ignore[attr-defined]
+
+
+def test_nesting_past_the_runtime_limit_is_invalid_argument_saying_so(
+    channel: grpc.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw_export(channel, nested_attribute_request(10_000))
+    assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+    assert "nested more than 100 deep" in caught.value.details()  # type: ignore[attr-defined]
+    assert not [record for record in caplog.records if record.levelname == "ERROR"]
 
 
 def test_empty_request_is_a_success(channel: grpc.Channel, ingest: RecordingIngest) -> None:

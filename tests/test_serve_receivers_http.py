@@ -26,6 +26,7 @@ from tests.serve_receiver_support import (
     http_call,
     json_request,
     json_span,
+    nested_attribute_request,
     sdk_spans,
 )
 from toolscore.collector.serve.health import HealthState
@@ -233,6 +234,26 @@ def test_bad_json_error_names_the_span_path(receiver: HttpReceiver) -> None:
     document = json_request(json_span("ok"), json_span("typo", startTimeUnixNano="soon"))
     status = _status(http_call(receiver.port, _json(document), content_type="application/json"))
     assert status.message.startswith("resourceSpans[0].scopeSpans[0].spans[1]: Failed to parse startTimeUnixNano")
+
+
+@pytest.mark.parametrize("levels", [32, 10_000])
+def test_protobuf_nested_past_the_runtime_limit_is_400_saying_so(
+    ingest: RecordingIngest, levels: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """32 key-value lists are 101 message levels, one past the runtime's 100; 10,000 once broke the locator."""
+    receiver = _start(ingest, max_message_bytes=1 << 20)
+    try:
+        assert http_call(receiver.port, nested_attribute_request(31)).status == 200
+        reply = http_call(receiver.port, nested_attribute_request(levels))
+    finally:
+        receiver.stop(0)
+    assert reply.status == 400, reply.body
+    message = _status(reply).message
+    assert "resource_spans.scope_spans.spans.attributes.value.kvlist_value...(" in message
+    assert "messages nested more than 100 deep, the protobuf runtime's limit" in message
+    assert len(message) < 400
+    assert not [record for record in caplog.records if record.levelname == "ERROR"]
+    assert ingest.span_names() == ["deep"]
 
 
 def test_good_requests_between_bad_ones_reach_the_ingest(receiver: HttpReceiver, ingest: RecordingIngest) -> None:

@@ -2,15 +2,23 @@
 
 The protobuf runtime says no more than "Error parsing message". When a parse fails, this walks the
 wire format again against the message's descriptor and reports the byte offset, the field path and
-what is wrong there (a truncated varint, a length running past the end, invalid UTF-8 in a string).
-It runs only after a failure, so it is written for clarity, not speed.
+what is wrong there (a truncated varint, a length running past the end, invalid UTF-8 in a string,
+messages nested deeper than the runtime allows). It runs only after a failure, so it is written for
+clarity, not speed; it stops at the runtime's depth limit, so a request nested thousands of levels
+deep is described rather than exhausting Python's recursion limit.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["locate_decode_error"]
+__all__ = ["MAX_NESTING", "locate_decode_error"]
+
+MAX_NESTING = 100
+"""Messages nested below the top-level one that the protobuf runtime parses: upb's default decode depth
+(`kUpb_WireFormat_DefaultDepthLimit`), also the C++ and pure-Python runtimes' recursion limit. In OTLP
+an attribute value uses two levels per array and three per key-value list, below the ~5 of the span."""
+_PATH_SHOWN = 6
 
 _VARINT, _FIXED64, _LENGTH, _START_GROUP, _END_GROUP, _FIXED32 = range(6)
 _TYPE_MESSAGE = 11  # FieldDescriptor.TYPE_MESSAGE
@@ -42,7 +50,7 @@ def _field(descriptor: Any, number: int) -> Any:
     return descriptor.fields_by_number.get(number) if descriptor is not None else None
 
 
-def _walk(data: bytes, pos: int, end: int, descriptor: Any, path: str) -> None:
+def _walk(data: bytes, pos: int, end: int, descriptor: Any, path: str, *, depth: int) -> None:
     while pos < end:
         tag_at = pos
         tag, pos = _varint(data, pos, end, f"{path or 'message'}: field tag")
@@ -64,17 +72,30 @@ def _walk(data: bytes, pos: int, end: int, descriptor: Any, path: str) -> None:
             length, pos = _varint(data, pos, end, f"{name}: length")
             if pos + length > end:
                 raise _WireError(length_at, f"{name}: length {length} runs past the end ({end - pos} bytes left)")
-            _check_value(data, pos, pos + length, field, name)
+            _check_value(data, pos, pos + length, field, name, depth=depth)
             pos += length
         else:
             raise _WireError(tag_at, f"{name}: wire type {wire_type} is not used by OTLP")
 
 
-def _check_value(data: bytes, start: int, end: int, field: Any, name: str) -> None:
+def _too_deep(name: str) -> str:
+    parts = name.split(".")
+    shown = ".".join(parts[:_PATH_SHOWN]) + (
+        f"...({len(parts) - _PATH_SHOWN} more levels)" if len(parts) > _PATH_SHOWN else ""
+    )
+    return (
+        f"{shown}: messages nested more than {MAX_NESTING} deep, the protobuf runtime's limit "
+        "(an attribute value of arrays or key-value lists nested too deeply)"
+    )
+
+
+def _check_value(data: bytes, start: int, end: int, field: Any, name: str, *, depth: int) -> None:
     if field is None:
         return
     if field.type == _TYPE_MESSAGE:
-        _walk(data, start, end, field.message_type, name)
+        if depth >= MAX_NESTING:
+            raise _WireError(start, _too_deep(name))
+        _walk(data, start, end, field.message_type, name, depth=depth + 1)
     elif field.type == _TYPE_STRING:
         try:
             data[start:end].decode("utf-8")
@@ -85,7 +106,7 @@ def _check_value(data: bytes, start: int, end: int, field: Any, name: str) -> No
 def locate_decode_error(data: bytes, descriptor: Any) -> tuple[int | None, str]:
     """The byte offset and a description of the first wire-format fault in `data`, if one is found."""
     try:
-        _walk(data, 0, len(data), descriptor, "")
+        _walk(data, 0, len(data), descriptor, "", depth=0)
     except _WireError as exc:
         return exc.offset, exc.reason
     return None, "the protobuf runtime rejected the data, but no wire-format fault was found"
