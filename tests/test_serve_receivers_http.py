@@ -200,6 +200,7 @@ def _bad_cases() -> list[tuple[str, bytes, str, dict[str, str], int, str]]:
         ("oversized", b"\0" * (LIMIT + 1), "application/x-protobuf", {}, 413, f"{LIMIT}-byte limit"),
         ("invalid utf-8 json", b'{"resourceSpans": [{"x": "\xff"}]}', "application/json", {}, 400, "invalid UTF-8"),
         ("wrong json type", _json({"resourceSpans": {"a": 1}}), "application/json", {}, 400, "resourceSpans: expected"),
+        ("surrogate url", _json({"resourceSpans": [{"schemaUrl": "\ud800"}]}), "application/json", {}, 400, "Url"),
     ]  # fmt: skip
 
 

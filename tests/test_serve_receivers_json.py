@@ -122,6 +122,29 @@ def test_malformed_documents_say_what_and_where(body: bytes, expected: str) -> N
     assert expected in str(caught.value)
 
 
+@pytest.mark.parametrize("value", ["https://x/\ud800", {"url": "https://x"}, 5])
+@pytest.mark.parametrize("level", ["resource", "scope"])
+def test_a_schema_url_that_is_no_protobuf_string_names_its_field(value: object, level: str) -> None:
+    document = json_request(json_span("a"))
+    resource_spans = document["resourceSpans"][0]
+    (resource_spans if level == "resource" else resource_spans["scopeSpans"][0])["schemaUrl"] = value
+    with pytest.raises(BadPayload) as caught:
+        _decode(document)
+    path = "resourceSpans[0]" if level == "resource" else "resourceSpans[0].scopeSpans[0]"
+    assert (caught.value.field, caught.value.message.split(":")[0]) == (path, "Failed to parse schemaUrl field")
+
+
+def test_schema_urls_are_kept() -> None:
+    document = json_request(json_span("a"))
+    document["resourceSpans"][0]["schemaUrl"] = "https://opentelemetry.io/schemas/1.26.0"
+    document["resourceSpans"][0]["scopeSpans"][0]["schema_url"] = "https://opentelemetry.io/schemas/1.21.0"
+    resource_spans = _decode(document).request.resource_spans[0]
+    assert (resource_spans.schema_url, resource_spans.scope_spans[0].schema_url) == (
+        "https://opentelemetry.io/schemas/1.26.0",
+        "https://opentelemetry.io/schemas/1.21.0",
+    )
+
+
 def test_a_field_of_the_wrong_type_names_its_span() -> None:
     with pytest.raises(BadPayload) as caught:
         _decode(json_request(json_span("ok"), json_span("bad") | {"name": 5}))

@@ -87,6 +87,14 @@ def _merge(obj: Mapping[str, Any], message: Any, path: str) -> None:
         raise BadPayload(str(exc).rstrip("."), field=path) from None
 
 
+def _schema_url(obj: Mapping[str, Any], out: Any, path: str) -> None:
+    """Set through `json_format` like the other fields, so that a value that is not a string, or holds a
+    lone surrogate (which a protobuf string cannot), is refused naming the field rather than converted."""
+    value = _get(obj, "schemaUrl", "schema_url")
+    if value is not None:
+        _merge({"schemaUrl": value}, out, path)
+
+
 def _id(value: Any, name: str, *, hex_len: int, optional: bool = False) -> bytes | str:
     """The id's bytes, or why it cannot identify a span (OTLP/JSON ids are hex, not base64)."""
     if optional and not value:
@@ -125,7 +133,7 @@ def _span(span: Any, path: str, out: Any) -> str | None:
 def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult) -> None:
     scope_spans = _obj(scope_spans, path)
     _merge(_obj(scope_spans.get("scope"), f"{path}.scope"), out.scope, f"{path}.scope")
-    out.schema_url = str(_get(scope_spans, "schemaUrl", "schema_url") or "")
+    _schema_url(scope_spans, out, path)
     for i, span in enumerate(_list(scope_spans.get("spans"), f"{path}.spans")):
         out_span = out.spans.add()
         reason = _span(span, f"{path}.spans[{i}]", out_span)
@@ -155,7 +163,7 @@ def request_from_json(data: bytes) -> JsonDecodeResult:
         resource_spans = _obj(item, path)
         out = result.request.resource_spans.add()
         _merge(_obj(resource_spans.get("resource"), f"{path}.resource"), out.resource, f"{path}.resource")
-        out.schema_url = str(_get(resource_spans, "schemaUrl", "schema_url") or "")
+        _schema_url(resource_spans, out, path)
         scopes = _list(_get(resource_spans, "scopeSpans", "scope_spans"), f"{path}.scopeSpans")
         for s, scope_spans in enumerate(scopes):
             _scope_spans(scope_spans, f"{path}.scopeSpans[{s}]", out.scope_spans.add(), result)
