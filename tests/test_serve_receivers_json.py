@@ -81,12 +81,12 @@ def test_snake_case_names_enum_names_and_unknown_fields_are_accepted() -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        ({"traceId": "abc"}, "traceId 'abc' is not 32 hex digits, non-zero"),
-        ({"traceId": "0" * 32}, "traceId '000"),
-        ({"spanId": "W47/bCZ2PQU="}, "spanId 'W47/bCZ2PQU=' is not 16 hex digits, non-zero (OTLP/JSON ids are hex"),
+        ({"traceId": "abc"}, "traceId 'abc' is not 32 hex digits (OTLP"),
+        ({"traceId": "0" * 32}, f"traceId '{'0' * 32}' is all zeros, which is not a valid id"),
+        ({"spanId": "W47/bCZ2PQU="}, "spanId 'W47/bCZ2PQU=' is not 16 hex digits (OTLP/JSON ids are hex"),
         ({"spanId": None}, "spanId None"),
         ({"parentSpanId": "123"}, "parentSpanId '123' is not 16 hex digits"),
-        ({"links": [{"traceId": TRACE_ID, "spanId": "xyz"}]}, "links[0].spanId 'xyz'"),
+        ({"spanId": "ab" * 100_000}, "... (200002 characters) is not 16 hex digits"),
     ],
 )
 def test_a_span_with_unusable_ids_is_rejected_and_the_others_kept(change: dict[str, Any], expected: str) -> None:
@@ -95,6 +95,40 @@ def test_a_span_with_unusable_ids_is_rejected_and_the_others_kept(change: dict[s
     assert result.rejected_spans == 1
     assert result.error_message.startswith("1 span(s) rejected: resourceSpans[0].scopeSpans[0].spans[1] 'bad': ")
     assert expected in result.error_message
+
+
+def test_links_to_an_invalid_span_context_are_kept_as_the_protobuf_path_keeps_them() -> None:
+    """The OTel API records links whose span context is invalid (all zeros) when they carry attributes."""
+    attributes = [{"key": "reason", "value": {"stringValue": "retry"}}]
+    links = [
+        {"traceId": "0" * 32, "spanId": "0" * 16, "attributes": attributes},
+        {"traceId": "", "spanId": "", "attributes": attributes},
+        {"attributes": attributes},
+        {"traceId": TRACE_ID, "spanId": "00f067aa0ba902b7"},
+    ]
+    result = _decode(json_request(json_span("linked", links=links)))
+    (span,) = _spans(result)
+    assert [(link.trace_id, link.span_id, len(link.attributes)) for link in span.links] == [
+        (bytes(16), bytes(8), 1),
+        (b"", b"", 1),
+        (b"", b"", 1),
+        (bytes.fromhex(TRACE_ID), bytes.fromhex("00f067aa0ba902b7"), 0),
+    ]
+    assert (result.rejected_spans, result.error_message) == (0, "")
+
+
+def test_a_link_whose_id_is_not_hex_is_dropped_and_its_span_kept() -> None:
+    links = [{"traceId": TRACE_ID, "spanId": "W47/bCZ2PQU="}, {"traceId": TRACE_ID, "spanId": "00f067aa0ba902b7"}]
+    result = _decode(json_request(json_span("linked", links=links), json_span("bad", span_id="xyz")))
+    (span,) = _spans(result)
+    assert [link.span_id.hex() for link in span.links] == ["00f067aa0ba902b7"]
+    assert (result.rejected_spans, result.dropped_links) == (1, 1)
+    assert result.error_message == (
+        "1 span(s) rejected: resourceSpans[0].scopeSpans[0].spans[1] 'bad': spanId 'xyz' is not 16 hex digits "
+        "(OTLP/JSON ids are hex, not base64); 1 link(s) dropped, their spans kept: "
+        "resourceSpans[0].scopeSpans[0].spans[0] 'linked': links[0].spanId 'W47/bCZ2PQU=' is not hex "
+        "(OTLP/JSON ids are hex, not base64)"
+    )
 
 
 def test_many_rejections_keep_three_examples_and_count_the_rest() -> None:

@@ -10,7 +10,10 @@ Messages are parsed one at a time so that an error names where it is
 
 A malformed document (not JSON, not UTF-8, a field of the wrong type) fails as a whole, like a protobuf
 request that does not decode. A span whose ids cannot identify it is left out and counted instead, so
-the sender gets a partial success and the other spans of the batch are kept.
+the sender gets a partial success and the other spans of the batch are kept. Link ids are not checked
+beyond being hex, as the protobuf path forwards them unchecked: the OTel API records links to an invalid
+(all-zero) span context when they carry attributes, and JSON exporters write those ids as zeros. A link
+whose id is not hex at all cannot be converted, so that link alone is dropped and said in the answer.
 """
 
 from __future__ import annotations
@@ -30,8 +33,16 @@ __all__ = ["JsonDecodeResult", "request_from_json"]
 
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}").fullmatch
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*").fullmatch
 _MAX_EXAMPLES = 3
+_MAX_SHOWN = 40
+"""Characters of a bad id quoted in a message: enough to recognise it, bounded however long it is."""
 _ID_KEYS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id", "links")
+
+
+def _summary(count: int, examples: list[str], what: str) -> str:
+    more = "" if count <= len(examples) else f"; and {count - len(examples)} more"
+    return f"{count} {what}: " + "; ".join(examples) + more
 
 
 @dataclass
@@ -41,22 +52,28 @@ class JsonDecodeResult:
     request: ExportTraceServiceRequest
     rejected_spans: int = 0
     examples: list[str] = field(default_factory=list)
+    dropped_links: int = 0
+    """Links left out of kept spans (their ids are not hex): a warning in the answer, not a rejected span."""
+    link_examples: list[str] = field(default_factory=list)
 
     def reject(self, detail: str) -> None:
         self.rejected_spans += 1
         if len(self.examples) < _MAX_EXAMPLES:
             self.examples.append(detail)
 
+    def drop_link(self, detail: str) -> None:
+        self.dropped_links += 1
+        if len(self.link_examples) < _MAX_EXAMPLES:
+            self.link_examples.append(detail)
+
     @property
     def error_message(self) -> str:
-        if not self.rejected_spans:
-            return ""
-        more = (
-            ""
-            if self.rejected_spans <= len(self.examples)
-            else f"; and {self.rejected_spans - len(self.examples)} more"
-        )
-        return f"{self.rejected_spans} span(s) rejected: " + "; ".join(self.examples) + more
+        parts = []
+        if self.rejected_spans:
+            parts.append(_summary(self.rejected_spans, self.examples, "span(s) rejected"))
+        if self.dropped_links:
+            parts.append(_summary(self.dropped_links, self.link_examples, "link(s) dropped, their spans kept"))
+        return "; ".join(parts)
 
 
 def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -95,18 +112,33 @@ def _schema_url(obj: Mapping[str, Any], out: Any, path: str) -> None:
         _merge({"schemaUrl": value}, out, path)
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else f"{text[:_MAX_SHOWN]}... ({len(text)} characters)"
+
+
 def _id(value: Any, name: str, *, hex_len: int, optional: bool = False) -> bytes | str:
     """The id's bytes, or why it cannot identify a span (OTLP/JSON ids are hex, not base64)."""
     if optional and not value:
         return b""
     match = _HEX32 if hex_len == 32 else _HEX16
-    if not isinstance(value, str) or not match(value) or (not optional and value.strip("0") == ""):
-        zero = "" if optional else ", non-zero"
-        return f"{name} {value!r} is not {hex_len} hex digits{zero} (OTLP/JSON ids are hex, not base64)"
+    if not isinstance(value, str) or not match(value):
+        return f"{name} {_shown(value)} is not {hex_len} hex digits (OTLP/JSON ids are hex, not base64)"
+    if not optional and value.strip("0") == "":
+        return f"{name} {_shown(value)} is all zeros, which is not a valid id"
     return bytes.fromhex(value)
 
 
-def _span(span: Any, path: str, out: Any) -> str | None:
+def _link_id(value: Any, name: str) -> bytes | str:
+    """The bytes of a link's id, unchecked as the protobuf path leaves them, or why it has none (not hex)."""
+    if not value:
+        return b""
+    if isinstance(value, str) and _HEX(value):
+        return bytes.fromhex(value)
+    return f"{name} {_shown(value)} is not hex (OTLP/JSON ids are hex, not base64)"
+
+
+def _span(span: Any, path: str, out: Any, result: JsonDecodeResult) -> str | None:
     """Fill `out` from one OTLP/JSON span; the reason it is rejected, or None."""
     span = _obj(span, path)
     trace_id = _id(_get(span, "traceId", "trace_id"), "traceId", hex_len=32)
@@ -119,11 +151,12 @@ def _span(span: Any, path: str, out: Any) -> str | None:
     out.trace_id, out.span_id, out.parent_span_id = trace_id, span_id, parent_id
     for i, item in enumerate(_list(span.get("links"), f"{path}.links")):
         link = _obj(item, f"{path}.links[{i}]")
-        link_trace = _id(_get(link, "traceId", "trace_id"), f"links[{i}].traceId", hex_len=32)
-        link_span = _id(_get(link, "spanId", "span_id"), f"links[{i}].spanId", hex_len=16)
-        for value in (link_trace, link_span):
-            if isinstance(value, str):
-                return value
+        link_trace = _link_id(_get(link, "traceId", "trace_id"), f"links[{i}].traceId")
+        link_span = _link_id(_get(link, "spanId", "span_id"), f"links[{i}].spanId")
+        problem = next((value for value in (link_trace, link_span) if isinstance(value, str)), None)
+        if problem is not None:
+            result.drop_link(f"{path} {_shown(span.get('name'))}: {problem}")
+            continue
         out_link = out.links.add()
         _merge({k: v for k, v in link.items() if k not in _ID_KEYS}, out_link, f"{path}.links[{i}]")
         out_link.trace_id, out_link.span_id = link_trace, link_span
@@ -136,11 +169,11 @@ def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult
     _schema_url(scope_spans, out, path)
     for i, span in enumerate(_list(scope_spans.get("spans"), f"{path}.spans")):
         out_span = out.spans.add()
-        reason = _span(span, f"{path}.spans[{i}]", out_span)
+        reason = _span(span, f"{path}.spans[{i}]", out_span, result)
         if reason is not None:
             del out.spans[-1]
             name = span.get("name") if isinstance(span, Mapping) else None
-            result.reject(f"{path}.spans[{i}] {name!r}: {reason}")
+            result.reject(f"{path}.spans[{i}] {_shown(name)}: {reason}")
 
 
 def _document(data: bytes) -> Any:
