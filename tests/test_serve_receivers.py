@@ -232,10 +232,15 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> No
     try:
         with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
             stub = TraceServiceStub(channel)
-            for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),)):
+            for value in ("Bearer wrong", TOKEN, f"Basic {TOKEN}", f"Bearer{TOKEN}", f"Bearer {TOKEN}x"):
                 with pytest.raises(grpc.RpcError) as caught:
-                    stub.Export(_request("refused"), metadata=metadata, timeout=5)
+                    stub.Export(_request("refused"), metadata=(("authorization", value),), timeout=5)
                 assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Export(_request("refused"), timeout=5)
+            assert caught.value.code() is grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+            for scheme in ("bearer", "BEARER"):  # the scheme is case-insensitive (RFC 9110 §11.1)
+                stub.Export(_request(scheme), metadata=(("authorization", f"{scheme} {TOKEN}"),), timeout=5)
         exporter = OTLPSpanExporter(
             endpoint=f"127.0.0.1:{receiver.port}", insecure=True, headers={"authorization": f"Bearer {TOKEN}"}
         )
@@ -245,7 +250,7 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> No
             exporter.shutdown()
     finally:
         receiver.stop(0)
-    assert ingest.span_names() == ["allowed"]
+    assert ingest.span_names() == ["bearer", "BEARER", "allowed"]
 
 
 def test_authentication_comes_before_the_overload_answer(ingest: RecordingIngest) -> None:

@@ -320,9 +320,14 @@ def test_health_endpoints_follow_the_state(receiver: HttpReceiver, health: Healt
 def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> None:
     receiver = _start(ingest, bearer_token=TOKEN)
     try:
-        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+        refused = ["Bearer wrong", TOKEN, f"Basic {TOKEN}", f"Bearer{TOKEN}", f"Bearer {TOKEN}x"]
+        for headers in [{}, *({"Authorization": value} for value in refused)]:
             reply = http_call(receiver.port, _proto("refused"), headers=headers)
             assert (reply.status, reply.headers["www-authenticate"]) == (401, "Bearer")
+        for scheme in ("bearer", "BEARER"):  # the scheme is case-insensitive (RFC 9110 §11.1)
+            assert (
+                http_call(receiver.port, _proto(scheme), headers={"Authorization": f"{scheme}  {TOKEN}"}).status == 200
+            )
         assert http_call(receiver.port, method="GET", path="/healthz", content_type=None).status == 200
         exporter = _exporter(receiver.port, headers={"Authorization": f"Bearer {TOKEN}"})
         try:
@@ -331,7 +336,7 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> No
             exporter.shutdown()
     finally:
         receiver.stop(0)
-    assert ingest.span_names() == ["allowed"]
+    assert ingest.span_names() == ["bearer", "BEARER", "allowed"]
 
 
 def test_tls_receiver_serves_the_sdk_exporter(

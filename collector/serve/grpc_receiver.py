@@ -19,7 +19,6 @@ are indistinguishable to the server).
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
@@ -138,7 +138,7 @@ class _BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
     """Refuses calls without `authorization: Bearer <token>` before their message is even parsed."""
 
     def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
+        self._token = token
         self._deny = grpc.unary_unary_rpc_method_handler(self._refuse)
 
     def _refuse(self, request: Any, context: Any) -> None:
@@ -147,8 +147,7 @@ class _BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         for key, value in details.invocation_metadata or ():
             if key == "authorization":
-                given = value.encode() if isinstance(value, str) else bytes(value)
-                if hmac.compare_digest(given, self._expected):
+                if bearer_matches(value if isinstance(value, str) else bytes(value), self._token):
                     return continuation(details)
                 break
         return self._deny

@@ -14,7 +14,6 @@ would otherwise be taken for the next request.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import math
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
 
+from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_body import PROTOBUF, BodyTooLarge, Encoding, gunzip_bounded, media_format
 from toolscore.collector.serve.http_server import BoundedHTTPServer
@@ -158,8 +158,7 @@ class _Handler(BaseHTTPRequestHandler):
         token = self.server.config.bearer_token
         if token is None:
             return True
-        given = (self.headers.get("Authorization") or "").encode()
-        return hmac.compare_digest(given, f"Bearer {token}".encode())
+        return bearer_matches(self.headers.get("Authorization"), token)
 
     def _export(self) -> None:
         body = self._read_body()
