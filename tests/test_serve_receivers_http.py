@@ -283,6 +283,10 @@ def test_keep_alive_connection_serves_after_a_bad_request(receiver: HttpReceiver
         ("GET", "/v1/traces", 405, "POST"),
         ("PUT", "/v1/traces", 405, "POST"),
         ("DELETE", "/v1/traces", 405, "POST"),
+        ("HEAD", "/v1/traces", 405, "POST"),
+        ("TRACE", "/v1/traces", 405, "POST"),
+        ("BREW", "/v1/traces", 405, "POST"),
+        ("HEAD", "/healthz", 405, "GET"),
         ("POST", "/healthz", 405, "GET"),
         ("POST", "/v1/metrics", 404, None),
         ("GET", "/", 404, None),
@@ -292,6 +296,73 @@ def test_other_methods_and_paths(receiver: HttpReceiver, method: str, path: str,
     reply = http_call(receiver.port, b"x", method=method, path=path)
     assert reply.status == code
     assert reply.headers.get("allow") == allow
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    """Send raw bytes and read the answer until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        raw.sendall(request)
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_head_answer_has_no_body(receiver: HttpReceiver) -> None:
+    answer = _raw(receiver.port, b"HEAD /v1/traces HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    head, _, rest = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 405 ")
+    assert b"Allow: POST" in head
+    assert rest == b""
+
+
+_POST = b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+
+
+@pytest.mark.parametrize(
+    ("lengths", "answer", "text"),
+    [
+        (["\xb2"], b"HTTP/1.1 400 ", b"Content-Length '\xc2\xb2' is not a number"),
+        (["-1"], b"HTTP/1.1 400 ", b"is not a number"),
+        (["{n}", "40"], b"HTTP/1.1 400 ", b"Content-Length values disagree"),
+        (["{n}, 40"], b"HTTP/1.1 400 ", b"Content-Length values disagree"),
+        (["9" * 5000], b"HTTP/1.1 413 ", b"a 5000-digit Content-Length"),
+        (["{n}", "{n}"], b"HTTP/1.1 200 ", b""),
+        (["{n}, 0{n}"], b"HTTP/1.1 200 ", b""),
+    ],
+)
+def test_content_length_is_strict(
+    receiver: HttpReceiver, ingest: RecordingIngest, lengths: list[str], answer: bytes, text: bytes
+) -> None:
+    """RFC 9112 §6.3: a length not in ASCII digits, or lengths that disagree, are 400, not a dropped connection."""
+    body = _proto("framed")
+    headers = b"".join(
+        b"Content-Length: " + value.format(n=len(body)).encode("latin-1", "replace") + b"\r\n" for value in lengths
+    )
+    reply = _raw(receiver.port, _POST + headers + b"Connection: close\r\n\r\n" + body)
+    assert reply.startswith(answer), reply
+    assert text in reply
+    assert ingest.span_names() == (["framed"] if answer.startswith(b"HTTP/1.1 200") else [])
+
+
+def test_expect_100_continue_comes_after_the_auth_and_size_checks(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, bearer_token=TOKEN)
+    auth = f"Authorization: Bearer {TOKEN}\r\n".encode()
+    expect = b"Expect: 100-continue\r\n"
+    try:
+        stranger = _raw(receiver.port, _POST + b"Content-Length: 10\r\n" + expect + b"\r\n")
+        assert stranger.startswith(b"HTTP/1.1 401 ")
+        too_big = _raw(receiver.port, _POST + auth + f"Content-Length: {LIMIT + 1}\r\n".encode() + expect + b"\r\n")
+        assert too_big.startswith(b"HTTP/1.1 413 ")
+        body = _proto("expected")
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
+            raw.sendall(_POST + auth + f"Content-Length: {len(body)}\r\n".encode() + expect + b"\r\n")
+            assert raw.recv(4096) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            raw.sendall(body)
+            assert raw.recv(4096).startswith(b"HTTP/1.1 200 ")
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["expected"]
 
 
 def test_missing_content_length_is_411(receiver: HttpReceiver) -> None:

@@ -1,4 +1,8 @@
-"""Reading an OTLP/HTTP request body safely: which encoding it is in, and gzip within a hard size cap.
+"""Reading an OTLP/HTTP request body safely: its length, which encoding it is in, and gzip within a hard
+size cap.
+
+The length is strict (RFC 9112 §6.3): ASCII digits only, and several Content-Length values must agree,
+since a body whose framing is in doubt cannot be told from the next request on the connection.
 
 A gzip body is decompressed incrementally, never more than the cap plus one byte, so a few kilobytes
 that would expand to gigabytes (a gzip bomb) cost no more memory than an honest request at the limit.
@@ -8,16 +12,19 @@ unknown, so nothing in it can be trusted.
 
 from __future__ import annotations
 
+import re
 import zlib
+from collections.abc import Iterable
 from typing import Literal
 
 from toolscore.collector.serve.otlp_export import BadPayload
 
-__all__ = ["PROTOBUF", "BodyTooLarge", "Encoding", "gunzip_bounded", "media_format"]
+__all__ = ["PROTOBUF", "BodyTooLarge", "Encoding", "content_length", "gunzip_bounded", "media_format"]
 
 PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+_DIGITS = re.compile(r"[0-9]+").fullmatch  # not str.isdigit, which takes '²' and other Unicode digits
 
 Encoding = Literal["proto", "json"]
 
@@ -34,6 +41,31 @@ def media_format(content_type: str | None) -> Encoding | None:
     if media == _JSON:
         return "json"
     return None
+
+
+def content_length(values: Iterable[str], limit: int) -> int:
+    """The body length that the Content-Length header(s) give, at most `limit`.
+
+    Raises `BadPayload` for a value that is not a number, or several that differ (`42, 42` is 42), and
+    `BodyTooLarge` for a length over `limit`.
+    """
+    lengths = set()
+    for value in values:
+        for item in value.split(","):
+            text = item.strip()
+            if not _DIGITS(text):
+                raise BadPayload(f"Content-Length {text[:40]!r} is not a number")
+            digits = text.lstrip("0") or "0"
+            if len(digits) > 18:  # past any limit; int() refuses past 4,300 digits
+                raise BodyTooLarge(f"the body is over the {limit}-byte limit (a {len(digits)}-digit Content-Length)")
+            lengths.add(int(digits))
+    if len(lengths) != 1:
+        shown = ", ".join(str(length) for length in sorted(lengths)[:4])
+        raise BadPayload(f"Content-Length values disagree ({shown}): the body's end is unknown")
+    (length,) = lengths
+    if length > limit:
+        raise BodyTooLarge(f"the body is {length} bytes, over the {limit}-byte limit")
+    return length
 
 
 def _member(data: bytes, out: bytearray, limit: int) -> bytes:

@@ -5,11 +5,13 @@ most `http_max_connections` of them, idle ones closed after `http_idle_timeout_s
 
 Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial success when spans were
 rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
-where; 401 without the bearer token; 404/405 for other paths and methods; 411 without Content-Length;
-413 for a body, or a decompressed body, over the limit; 415 for another content type or encoding;
-429 with `Retry-After` when the ingest is overloaded (before the body is read, when `Ingest.refusal`
-already says so). A response sent before the body was read closes the connection, since the unread body
-would otherwise be taken for the next request.
+where (also for a Content-Length that is not a number, or several that disagree); 401 without the
+bearer token; 404 for other paths and 405 with `Allow` for any other method (HEAD and TRACE too); 411
+without Content-Length; 413 for a body, or a decompressed body, over the limit; 415 for another content
+type or encoding; 429 with `Retry-After` when the ingest is overloaded (before the body is read, when
+`Ingest.refusal` already says so). A response sent before the body was read closes the connection, since
+the unread body would otherwise be taken for the next request. `Expect: 100-continue` is answered only
+once the request passed those checks, so a sender is never invited to upload a body that is then refused.
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ from google.rpc import code_pb2, status_pb2
 
 from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.health import HealthState
-from toolscore.collector.serve.http_body import PROTOBUF, BodyTooLarge, Encoding, gunzip_bounded, media_format
+from toolscore.collector.serve.http_body import (
+    PROTOBUF,
+    BodyTooLarge,
+    Encoding,
+    content_length,
+    gunzip_bounded,
+    media_format,
+)
 from toolscore.collector.serve.http_server import BoundedHTTPServer
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
@@ -73,9 +82,27 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "toolscore"
     sys_version = ""
     server: _Server
+    _continue_pending = False
+    """The request asked `Expect: 100-continue` and has not been answered yet."""
 
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("OTLP/HTTP %s: " + format, self.client_address[0], *args)
+
+    def parse_request(self) -> bool:
+        """The standard parse, plus: a method without a `do_` handler (anything but GET and POST) is
+        answered by `_other_method` (405 with `Allow`, or 404), not with the standard library's 501 page."""
+        self._continue_pending = False
+        if not super().parse_request():
+            return False
+        if hasattr(self, f"do_{self.command}"):
+            return True
+        self._other_method()
+        return False
+
+    def handle_expect_100(self) -> bool:
+        """Defer `100 Continue` until the request has passed auth and size checks (`_read_body`)."""
+        self._continue_pending = True
+        return True
 
     def _route(self) -> str:
         return urlsplit(self.path).path
@@ -99,7 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def _fail(self, code: int, rpc_code: int, message: str, *, unread: bool = True, **headers: str) -> None:
         """An error answer; `unread`: the body was not consumed, so the connection cannot be reused."""
@@ -151,8 +179,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._wrong_method("GET")
         else:
             self._not_found()
-
-    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _other_method
 
     def _authorized(self) -> bool:
         token = self.server.config.bearer_token
@@ -206,23 +232,26 @@ class _Handler(BaseHTTPRequestHandler):
         if encoding not in ("identity", "gzip", "x-gzip"):
             self._fail(415, code_pb2.INVALID_ARGUMENT, f"Content-Encoding {encoding!r}: only gzip is supported")
             return None
-        length_text = headers.get("Content-Length")
-        if length_text is None or "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+        length_values = headers.get_all("Content-Length")
+        if length_values is None or "chunked" in (headers.get("Transfer-Encoding") or "").lower():
             self._fail(411, code_pb2.INVALID_ARGUMENT, "a Content-Length is required (chunked bodies are not read)")
             return None
-        if not length_text.strip().isdigit():
-            self._fail(400, code_pb2.INVALID_ARGUMENT, f"Content-Length {length_text!r} is not a number")
+        try:
+            length = content_length(length_values, config.max_message_bytes)
+        except BodyTooLarge as exc:
+            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
             return None
-        length = int(length_text)
-        if length > config.max_message_bytes:
-            message = f"the body is {length} bytes, over the {config.max_message_bytes}-byte limit"
-            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, message)
+        except BadPayload as exc:
+            self._fail(400, code_pb2.INVALID_ARGUMENT, str(exc))
             return None
         refusal = early_refusal(self.server.ingest)
         if refusal is not None:
             self.close_connection = True  # the body is left unread
             self._overloaded(refusal.retry_after_s)
             return None
+        if self._continue_pending:
+            self.send_response_only(100)
+            self.end_headers()
         body = self.rfile.read(length)
         if len(body) < length:
             self.close_connection = True  # the sender went away mid-body: there is no one to answer
