@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import gzip
+import http.client
 import json
 import random
 import subprocess
@@ -102,10 +104,26 @@ def _otlp_json(spans: list[ReadableSpan]) -> bytes:
     return json.dumps(document).encode()
 
 
-def _send_three_ways(process: ServeProcess) -> list[list[ReadableSpan]]:
-    """Demo traces over OTLP/gRPC, OTLP/HTTP protobuf and OTLP/HTTP JSON: each way gets every demo run."""
+def _post_chunked(process: ServeProcess, body: bytes, headers: dict[str, str]) -> None:
+    """POST with `Transfer-Encoding: chunked` in three chunks, as OpenTelemetry Java sends gzip and JSON."""
+    host, port = process.config["receiver"]["http_endpoint"].rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        third = len(body) // 3 + 1
+        chunks = iter([body[:third], body[third : 2 * third], body[2 * third :]])
+        connection.request("POST", "/v1/traces", chunks, headers, encode_chunked=True)
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (200, b"{}" if "json" in headers["Content-Type"] else b"")
+    finally:
+        connection.close()
+
+
+def _send_every_way(process: ServeProcess) -> list[list[ReadableSpan]]:
+    """Demo traces over OTLP/gRPC, OTLP/HTTP protobuf and JSON, and chunked OTLP/HTTP gzip protobuf and JSON:
+    each way gets every demo run."""
     sent: list[list[ReadableSpan]] = []
     grpc_traces, http_traces, json_traces = make_demo_spans(), make_demo_spans(), make_demo_spans()
+    chunked_gzip_traces, chunked_json_traces = make_demo_spans(), make_demo_spans()
     grpc_exporter = GrpcExporter(endpoint=process.grpc_endpoint, insecure=True, timeout=10)
     http_exporter = HttpExporter(endpoint=process.http_url + "/v1/traces", timeout=10)
     for traces, exporter in ((grpc_traces, grpc_exporter), (http_traces, http_exporter)):
@@ -118,16 +136,21 @@ def _send_three_ways(process: ServeProcess) -> list[list[ReadableSpan]]:
         )
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 200
-    for traces in (grpc_traces, http_traces, json_traces):
+    for spans in chunked_gzip_traces:
+        body = gzip.compress(encode_spans(spans).SerializeToString())
+        _post_chunked(process, body, {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"})
+    for spans in chunked_json_traces:
+        _post_chunked(process, _otlp_json(spans), {"Content-Type": "application/json"})
+    for traces in (grpc_traces, http_traces, json_traces, chunked_gzip_traces, chunked_json_traces):
         sent.extend(traces)
     return sent
 
 
-def test_sdk_exporters_over_grpc_http_and_json_get_scored_and_every_span_forwarded_once(
+def test_sdk_exporters_over_grpc_http_json_and_chunked_http_get_scored_and_every_span_forwarded_once(
     collector: tuple[ServeProcess, Downstream],
 ) -> None:
     process, downstream = collector
-    traces = _send_three_ways(process)
+    traces = _send_every_way(process)
     sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
     encoded = encode_spans(list(sent.values()))
     expected_spans = {_key(s): s for rs in encoded.resource_spans for ss in rs.scope_spans for s in ss.spans}

@@ -365,6 +365,106 @@ def test_expect_100_continue_comes_after_the_auth_and_size_checks(ingest: Record
     assert ingest.span_names() == ["expected"]
 
 
+def _chunked(*chunks: bytes, trailer: bytes = b"") -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks) + b"0\r\n" + trailer + b"\r\n"
+
+
+_CHUNKED = _POST + b"Transfer-Encoding: chunked\r\n"
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_chunked_bodies_are_read_and_the_connection_kept(
+    receiver: HttpReceiver, ingest: RecordingIngest, gzipped: bool
+) -> None:
+    """Chunk extensions and trailers are ignored; the next request on the connection is read after the trailers."""
+    encoding = b"Content-Encoding: gzip\r\n" if gzipped else b""
+    first, second = (gzip.compress(body) if gzipped else body for body in (_proto("first"), _proto("second")))
+    cut = len(first) // 2
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
+        raw.sendall(_CHUNKED + encoding + b"\r\n" + b"%x;name=value\r\n%s\r\n" % (cut, first[:cut]))
+        raw.sendall(_chunked(first[cut:], trailer=b"X-Checksum: 1\r\n"))
+        raw.sendall(_CHUNKED + encoding + b"Connection: close\r\n\r\n" + _chunked(second))
+        answers = b""
+        while chunk := raw.recv(65536):
+            answers += chunk
+    assert answers.count(b"HTTP/1.1 200 OK\r\n") == 2, answers
+    assert ingest.span_names() == ["first", "second"]
+
+
+def test_chunked_json_is_read(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+    body = _json(json_request(json_span("as-json")))
+    head = _CHUNKED.replace(b"x-protobuf", b"json") + b"Connection: close\r\n\r\n"
+    reply = _raw(receiver.port, head + _chunked(body[:9], body[9:]))
+    assert reply.startswith(b"HTTP/1.1 200 ")
+    assert ingest.span_names() == ["as-json"]
+
+
+def test_a_chunked_body_over_the_limit_is_413_before_it_is_sent(
+    receiver: HttpReceiver, ingest: RecordingIngest
+) -> None:
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
+        raw.sendall(_CHUNKED + b"\r\n" + b"%x\r\n" % (LIMIT // 2) + bytes(LIMIT // 2) + b"\r\n")
+        raw.sendall(b"%x\r\n" % (LIMIT // 2 + 1))  # the announced size passes the limit: no need to send it
+        answer = b""
+        while chunk := raw.recv(65536):  # the server answers, then closes
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert f"the chunked body is over the {LIMIT}-byte limit".encode() in answer
+    assert b"Connection: close" in answer
+    head = _CHUNKED + b"Content-Encoding: gzip\r\nConnection: close\r\n\r\n"
+    gzipped = _raw(receiver.port, head + _chunked(_BOMB))
+    assert gzipped.startswith(b"HTTP/1.1 413 ")
+    assert ingest.requests == []
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        (b"zz\r\nab\r\n0\r\n\r\n", b"chunk size b'zz' is not hexadecimal"),
+        (b"-2\r\nab\r\n0\r\n\r\n", b"chunk size b'-2' is not hexadecimal"),
+        (b"0x2\r\nab\r\n0\r\n\r\n", b"chunk size b'0x2' is not hexadecimal"),
+        (b"\xb2\r\nab\r\n0\r\n\r\n", b"is not hexadecimal"),
+        (b"\r\n", b"chunk size b'' is not hexadecimal"),
+        (b"1\r\nab\r\n0\r\n\r\n", b"the 1-byte chunk is not followed by CRLF"),
+        (b"2\nab\r\n0\r\n\r\n", b"bare LF"),
+        (b"1" * 5000 + b"\r\n", b"chunk size line longer than 4096 bytes"),
+        (b"0\r\n" + b"X-A: b\r\n" * 10_000 + b"\r\n", b"trailers over 65536 bytes"),
+    ],
+)
+def test_malformed_chunked_framing_is_400(
+    receiver: HttpReceiver, ingest: RecordingIngest, body: bytes, text: bytes
+) -> None:
+    reply = _raw(receiver.port, _CHUNKED + b"\r\n" + body)
+    assert reply.startswith(b"HTTP/1.1 400 "), reply
+    assert text in reply
+    assert b"Connection: close" in reply
+    assert ingest.requests == []
+
+
+@pytest.mark.parametrize(
+    ("coding", "answer", "text"),
+    [
+        (b"gzip, chunked", b"HTTP/1.1 501 ", b"only chunked is supported"),
+        (b"chunked, gzip", b"HTTP/1.1 400 ", b"chunked must come last"),
+        (b"identity", b"HTTP/1.1 400 ", b"chunked must come last"),
+    ],
+)
+def test_other_transfer_codings_are_refused(receiver: HttpReceiver, coding: bytes, answer: bytes, text: bytes) -> None:
+    reply = _raw(receiver.port, _POST + b"Transfer-Encoding: " + coding + b"\r\n\r\n" + _chunked(_proto("x")))
+    assert reply.startswith(answer), reply
+    assert text in reply
+
+
+def test_chunked_with_a_content_length_is_read_chunked_and_the_connection_closed(
+    receiver: HttpReceiver, ingest: RecordingIngest
+) -> None:
+    """RFC 9112 §6.3: Transfer-Encoding overrides Content-Length, and the connection must not be reused."""
+    reply = _raw(receiver.port, _CHUNKED + b"Content-Length: 3\r\n\r\n" + _chunked(_proto("both")))
+    assert reply.startswith(b"HTTP/1.1 200 ")
+    assert b"Connection: close" in reply
+    assert ingest.span_names() == ["both"]
+
+
 def test_missing_content_length_is_411(receiver: HttpReceiver) -> None:
     with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
         raw.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n\r\n")

@@ -7,8 +7,9 @@ Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial succ
 rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
 where (also for a Content-Length that is not a number, or several that disagree); 401 without the
 bearer token; 404 for other paths and 405 with `Allow` for any other method (HEAD and TRACE too); 411
-without Content-Length; 413 for a body, or a decompressed body, over the limit; 415 for another content
-type or encoding; 429 with `Retry-After` when the ingest is overloaded (before the body is read, when
+without Content-Length or `Transfer-Encoding: chunked`; 413 for a body (as sent, chunked or not), or a
+decompressed body, over the limit; 415 for another content type or encoding; 501 for a transfer coding
+other than chunked; 429 with `Retry-After` when the ingest is overloaded (before the body is read, when
 `Ingest.refusal` already says so). A response sent before the body was read closes the connection, since
 the unread body would otherwise be taken for the next request. `Expect: 100-continue` is answered only
 once the request passed those checks, so a sender is never invited to upload a body that is then refused.
@@ -23,7 +24,7 @@ import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from google.protobuf import json_format
@@ -33,11 +34,13 @@ from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_body import (
     PROTOBUF,
+    BodyCut,
     BodyTooLarge,
     Encoding,
     content_length,
     gunzip_bounded,
     media_format,
+    read_chunked,
 )
 from toolscore.collector.serve.http_server import BoundedHTTPServer
 from toolscore.collector.serve.ingest import Ingest
@@ -218,6 +221,43 @@ class _Handler(BaseHTTPRequestHandler):
         retry_after = str(max(1, math.ceil(retry_after_s)))
         self._reply(429, overloaded_status(retry_after_s), self._format(), {"Retry-After": retry_after})
 
+    def _framing(self) -> int | Literal["chunked"] | None:
+        """How the body is delimited: its Content-Length, or chunked; None once an error has been answered."""
+        headers, limit = self.headers, self.server.config.max_message_bytes
+        codings = [c.strip().lower() for v in headers.get_all("Transfer-Encoding") or () for c in v.split(",")]
+        if codings:
+            if headers.get("Content-Length") is not None:
+                self.close_connection = True  # RFC 9112 §6.3: chunked wins, but the framing was ambiguous
+            if codings == ["chunked"]:
+                return "chunked"
+            if codings[-1] != "chunked":
+                message = f"Transfer-Encoding {headers.get('Transfer-Encoding')!r}: the body's end is unknown"
+                self._fail(400, code_pb2.INVALID_ARGUMENT, message + " (chunked must come last)")
+            else:
+                message = f"Transfer-Encoding {headers.get('Transfer-Encoding')!r}: only chunked is supported"
+                self._fail(501, code_pb2.UNIMPLEMENTED, message + " (send gzip as Content-Encoding)")
+            return None
+        length_values = headers.get_all("Content-Length")
+        if length_values is None:
+            self._fail(411, code_pb2.INVALID_ARGUMENT, "a Content-Length or Transfer-Encoding: chunked is required")
+            return None
+        try:
+            return content_length(length_values, limit)
+        except BodyTooLarge as exc:
+            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
+        except BadPayload as exc:
+            self._fail(400, code_pb2.INVALID_ARGUMENT, str(exc))
+        return None
+
+    def _receive(self, framing: int | Literal["chunked"]) -> bytes:
+        """The body as sent; raises `BodyCut`, `BodyTooLarge` or `BadPayload` (framing) as `read_chunked` does."""
+        if framing == "chunked":
+            return read_chunked(self.rfile, self.server.config.max_message_bytes)
+        body = self.rfile.read(framing)
+        if len(body) < framing:
+            raise BodyCut
+        return body
+
     def _read_body(self) -> bytes | None:
         """The decompressed body, or None once an error has been answered."""
         config, headers = self.server.config, self.headers
@@ -232,17 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
         if encoding not in ("identity", "gzip", "x-gzip"):
             self._fail(415, code_pb2.INVALID_ARGUMENT, f"Content-Encoding {encoding!r}: only gzip is supported")
             return None
-        length_values = headers.get_all("Content-Length")
-        if length_values is None or "chunked" in (headers.get("Transfer-Encoding") or "").lower():
-            self._fail(411, code_pb2.INVALID_ARGUMENT, "a Content-Length is required (chunked bodies are not read)")
-            return None
-        try:
-            length = content_length(length_values, config.max_message_bytes)
-        except BodyTooLarge as exc:
-            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
-            return None
-        except BadPayload as exc:
-            self._fail(400, code_pb2.INVALID_ARGUMENT, str(exc))
+        framing = self._framing()
+        if framing is None:
             return None
         refusal = early_refusal(self.server.ingest)
         if refusal is not None:
@@ -252,9 +283,16 @@ class _Handler(BaseHTTPRequestHandler):
         if self._continue_pending:
             self.send_response_only(100)
             self.end_headers()
-        body = self.rfile.read(length)
-        if len(body) < length:
+        try:
+            body = self._receive(framing)
+        except BodyCut:
             self.close_connection = True  # the sender went away mid-body: there is no one to answer
+            return None
+        except BodyTooLarge as exc:
+            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
+            return None
+        except BadPayload as exc:
+            self._fail(400, code_pb2.INVALID_ARGUMENT, str(exc))
             return None
         if encoding == "identity":
             return body
