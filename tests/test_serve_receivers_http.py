@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -586,6 +588,49 @@ def test_idle_connections_are_closed(ingest: RecordingIngest) -> None:
             assert time.monotonic() - started < 3
     finally:
         receiver.stop(0)
+
+
+def _trickle(connections: list[socket.socket], pieces: list[bytes], budget_s: float) -> list[bytes]:
+    """Send each connection its `pieces` one per 0.1 s, then a body byte per 0.1 s, until the server answers
+    and closes; what each one got (empty if `budget_s` ran out first)."""
+    answers = [b""] * len(connections)
+    done = [False] * len(connections)
+    remaining = [list(p) for p in pieces]
+    end = time.monotonic() + budget_s
+    while not all(done) and time.monotonic() < end:
+        readable, _, _ = select.select([c for c, d in zip(connections, done, strict=True) if not d], [], [], 0.1)
+        for i, connection in enumerate(connections):
+            if done[i]:
+                continue
+            if connection in readable:
+                chunk = connection.recv(65536)
+                answers[i] += chunk
+                done[i] = not chunk
+            else:
+                with contextlib.suppress(OSError):
+                    connection.sendall(remaining[i].pop(0) if remaining[i] else b"x")
+    return answers
+
+
+def test_a_request_trickling_in_is_cut_at_its_deadline_and_its_slot_freed(ingest: RecordingIngest) -> None:
+    """Each read comes well within the idle timeout, but the request as a whole takes too long: 408 and closed."""
+    receiver = _start(ingest, http_max_connections=2, http_idle_timeout_s=5, http_request_timeout_s=0.5)
+    headers = _POST + b"Content-Length: 60000\r\n\r\n"
+    try:
+        slow_headers, slow_body = (socket.create_connection(("127.0.0.1", receiver.port), timeout=5) for _ in "ab")
+        with slow_headers, slow_body:
+            pieces = [[headers[i : i + 4] for i in range(0, len(headers), 4)], [headers]]
+            answers = _trickle([slow_headers, slow_body], pieces, budget_s=20)
+        for answer in answers:
+            assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer
+            assert b"the request did not arrive within 0.5s" in answer
+        deadline = time.monotonic() + 5
+        while http_call_status(receiver.port) != 200:
+            assert time.monotonic() < deadline, "connection slots were not released"
+            time.sleep(0.05)
+    finally:
+        receiver.stop(0)
+    assert ingest.span_names() == ["late"]
 
 
 def test_stop_closes_idle_keep_alive_connections_and_the_port(ingest: RecordingIngest) -> None:

@@ -1,7 +1,8 @@
 """OTLP/HTTP receiver: `POST /v1/traces` (protobuf or JSON, gzip or not) → `Ingest`, plus `/healthz` and `/readyz`.
 
 Served by `BoundedHTTPServer` (standard library, HTTP/1.1 keep-alive, one thread per connection, at
-most `http_max_connections` of them, idle ones closed after `http_idle_timeout_s`).
+most `http_max_connections` of them, idle ones closed after `http_idle_timeout_s`, and a request that
+takes longer than `http_request_timeout_s` to arrive answered 408 and closed).
 
 Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial success when spans were
 rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
@@ -23,7 +24,6 @@ import math
 import ssl
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -42,7 +42,7 @@ from toolscore.collector.serve.http_body import (
     media_format,
     read_chunked,
 )
-from toolscore.collector.serve.http_server import BoundedHTTPServer
+from toolscore.collector.serve.http_server import BoundedHTTPServer, BoundedRequestHandler
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
@@ -76,11 +76,12 @@ class _Server(BoundedHTTPServer):
             _Handler,
             max_connections=config.http_max_connections,
             idle_timeout_s=config.http_idle_timeout_s,
+            request_timeout_s=config.http_request_timeout_s,
             tls_context=tls,
         )
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(BoundedRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "toolscore"
     sys_version = ""

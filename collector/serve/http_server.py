@@ -5,21 +5,27 @@ client. Here at most `max_connections` connections are served at once; one beyon
 answered 503 with `Retry-After` and closed (closed unanswered under TLS, where answering would mean a
 handshake on the accepting thread), which HTTP senders such as OTLP exporters retry. Each connection is
 closed after `idle_timeout_s` of silence, and its TLS handshake runs on its own thread, so a client that
-never finishes it blocks nobody else. `drain` lets requests in flight finish, then cuts idle keep-alive
-connections, for a graceful stop.
+never finishes it blocks nobody else. A socket timeout bounds one read only, so a client sending a byte
+now and then would keep its slot forever: each request must also arrive whole (request line, headers and
+body) within `request_timeout_s` of its first byte, or it is answered 408 and the connection closed.
+Handlers derive from `BoundedRequestHandler`, whose reads enforce that deadline. `drain` lets requests in
+flight finish, then cuts idle keep-alive connections, for a graceful stop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import logging
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["BoundedHTTPServer"]
+__all__ = ["BoundedHTTPServer", "BoundedRequestHandler"]
 
 _log = logging.getLogger(__name__)
 
@@ -28,6 +34,87 @@ _BUSY = (
     b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
     b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
 )
+
+
+class _RequestReader(io.RawIOBase):
+    """A connection's reads: each bounded by the idle timeout, and all of one request's by its deadline.
+
+    The deadline starts with the first bytes received after `next_request`, so the wait for a
+    keep-alive connection's next request is bounded by the idle timeout alone.
+    """
+
+    def __init__(self, connection: socket.socket, idle_timeout_s: float, request_timeout_s: float) -> None:
+        super().__init__()
+        self._connection, self._idle_s, self._request_s = connection, idle_timeout_s, request_timeout_s
+        self._deadline: float | None = None
+        self.expired = False
+        """The current request's deadline passed while it was being read."""
+
+    def readable(self) -> bool:
+        return True
+
+    def next_request(self) -> None:
+        self._deadline, self.expired = None, False
+        self._connection.settimeout(self._idle_s)
+
+    def writing(self) -> None:
+        """An answer is being written: give it the idle timeout, not what was left of the request's."""
+        if self._deadline is not None:
+            self._connection.settimeout(self._idle_s)
+
+    def readinto(self, buffer: Any) -> int:
+        if self._deadline is not None:
+            remaining = self._deadline - time.monotonic()
+            if remaining <= 0:
+                self.expired = True
+                raise TimeoutError(f"the request did not arrive within {self._request_s:g}s")
+            self._connection.settimeout(min(self._idle_s, remaining))
+        try:
+            received = self._connection.recv_into(buffer)
+        except TimeoutError:
+            self.expired = self._deadline is not None and time.monotonic() >= self._deadline
+            raise
+        if received and self._deadline is None:
+            self._deadline = time.monotonic() + self._request_s
+        return received
+
+
+class BoundedRequestHandler(BaseHTTPRequestHandler):
+    """A request handler whose requests must arrive within the server's `request_timeout_s` (else 408)."""
+
+    server: BoundedHTTPServer
+    _reader: _RequestReader
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()  # the standard buffered socket reader, replaced by one that keeps the deadline
+        self._reader = _RequestReader(self.connection, self.server.idle_timeout_s, self.server.request_timeout_s)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        self._reader.next_request()
+        super().handle_one_request()  # a read past the deadline raises TimeoutError, which ends the request
+        if self._reader.expired:
+            self.close_connection = True
+            self._request_timeout()
+
+    def end_headers(self) -> None:
+        self._reader.writing()
+        super().end_headers()
+
+    def _request_timeout(self) -> None:
+        """408 and close: the request was not answered, and the rest of it would be taken for the next one."""
+        timeout_s = self.server.request_timeout_s
+        _log.info("HTTP: a request from %s did not arrive within %gs; closing", self.client_address[0], timeout_s)
+        message = f"the request did not arrive within {timeout_s:g}s (request_timeout_s)"
+        body = json.dumps({"code": 4, "message": message}).encode()  # google.rpc.Code DEADLINE_EXCEEDED
+        head = (
+            "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        with contextlib.suppress(OSError):
+            self.connection.settimeout(1.0)
+            self.connection.sendall(head.encode() + body)
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
@@ -40,14 +127,16 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self,
         host: str,
         port: int,
-        handler: type[BaseHTTPRequestHandler],
+        handler: type[BoundedRequestHandler],
         *,
         max_connections: int,
         idle_timeout_s: float,
+        request_timeout_s: float,
         tls_context: ssl.SSLContext | None = None,
     ) -> None:
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.max_connections, self.idle_timeout_s, self.tls_context = max_connections, idle_timeout_s, tls_context
+        self.request_timeout_s = request_timeout_s
         self._handler = handler
         self.closing = False
         """Set on stop: handlers answer `Connection: close`, so keep-alive clients go away."""

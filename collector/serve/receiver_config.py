@@ -78,8 +78,16 @@ class ReceiverConfig(BaseModel):
     http_idle_timeout_s: float = Field(
         default=30.0,
         gt=0,
-        description="An HTTP connection that sends nothing for this long is closed, so idle or slow clients "
-        "cannot hold the connection slots.",
+        description="An HTTP connection that sends nothing for this long is closed, so idle clients cannot hold "
+        "the connection slots.",
+    )
+    http_request_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="An HTTP request must arrive whole (request line, headers, body) within this long of its "
+        "first byte, else it gets 408 and its connection is closed: the idle timeout bounds each wait only, so "
+        "without this a client sending a byte now and then would hold a connection slot for good. OTLP "
+        "exporters give up on an export after 10 s by default, so 30 s cuts off no sender still waiting.",
     )
 
     @field_validator("grpc_endpoint", "http_endpoint")
