@@ -179,6 +179,18 @@ def test_schema_urls_are_kept() -> None:
     )
 
 
+def test_values_nested_past_the_runtime_limit_say_so_once() -> None:
+    value: dict[str, Any] = {"stringValue": "leaf"}
+    for _ in range(40):
+        value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+    with pytest.raises(BadPayload) as caught:
+        _decode(json_request(json_span("deep", attributes=[{"key": "nested", "value": value}])))
+    assert str(caught.value) == (
+        "resourceSpans[0].scopeSpans[0].spans[0]: Failed to parse attributes field: "
+        "messages nested more than 100 deep, the protobuf runtime's limit"
+    )
+
+
 def test_a_field_of_the_wrong_type_names_its_span() -> None:
     with pytest.raises(BadPayload) as caught:
         _decode(json_request(json_span("ok"), json_span("bad") | {"name": 5}))

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolscore.collector.serve.otlp_export import BadPayload
+from toolscore.collector.sources.wire import MAX_NESTING
 
 __all__ = ["JsonDecodeResult", "request_from_json"]
 
@@ -35,6 +36,7 @@ _HEX32 = re.compile(r"[0-9a-fA-F]{32}").fullmatch
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*").fullmatch
 _MAX_EXAMPLES = 3
+_TOO_DEEP = "Message too deep."  # json_format, once the runtime's depth limit is passed
 _MAX_SHOWN = 40
 """Characters of a bad id quoted in a message: enough to recognise it, bounded however long it is."""
 _ID_KEYS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id", "links")
@@ -101,7 +103,11 @@ def _merge(obj: Mapping[str, Any], message: Any, path: str) -> None:
     try:
         json_format.ParseDict(obj, message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
-        raise BadPayload(str(exc).rstrip("."), field=path) from None
+        reason = str(exc).rstrip(".")
+        if _TOO_DEEP in reason:  # one "Failed to parse ... field:" per level before it: say it once
+            first = reason.split(": ", 1)[0]
+            reason = f"{first}: messages nested more than {MAX_NESTING} deep, the protobuf runtime's limit"
+        raise BadPayload(reason, field=path) from None
 
 
 def _schema_url(obj: Mapping[str, Any], out: Any, path: str) -> None:
