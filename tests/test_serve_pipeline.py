@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -22,8 +24,10 @@ from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with,
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import Registry
 from toolscore.collector.serve.forward import ForwardConfig, Forwarder
+from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
 from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.pipeline import CollectorPipeline
+from toolscore.collector.serve.receiver_config import ReceiverConfig
 from toolscore.collector.serve.score_query import query_runs
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
 from toolscore.collector.sources.otlp_proto import decode_any_value
@@ -146,6 +150,31 @@ def test_spans_with_bad_ids_are_rejected_and_reported(registry: Registry, downst
     assert pipeline.flush(5)
     assert len(downstream.span_ids) == 2
     assert bad.span_id not in downstream.span_ids
+    pipeline.shutdown(2)
+
+
+def test_a_huge_bad_id_is_quoted_short_so_a_default_grpc_client_reads_the_answer(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """A 2.2 MB trace id quoted whole made a 4.4 MB answer: over a default client's 4 MiB receive limit,
+    so the sender saw RESOURCE_EXHAUSTED, retried, and the good spans were forwarded again."""
+    request = encode_spans(sdk_spans(("travel", ("search_flights",)), loose=1))
+    bad = request.resource_spans[0].scope_spans[0].spans.add(span_id=b"\x07" * 8, name="n" * 100_000)
+    bad.trace_id = b"\x01" * 2_200_000
+    pipeline = make_pipeline(registry, downstream)
+    receiver = start_grpc_receiver(pipeline, ReceiverConfig(grpc_endpoint="127.0.0.1:0"))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:  # default options, as exporters use
+            response = TraceServiceStub(channel).Export(request, timeout=10)
+    finally:
+        receiver.stop(0)
+    message = response.partial_success.error_message
+    assert response.partial_success.rejected_spans == 1
+    assert len(message) < 1_000, message[:300]
+    assert "trace_id is 2200000 bytes " + "01" * 32 + "… (2200000 bytes)" in message
+    assert "span " + repr("n" * 64) + "… (100000 characters)" in message
+    assert pipeline.flush(5)
+    assert len(downstream.span_ids) == 3
     pipeline.shutdown(2)
 
 

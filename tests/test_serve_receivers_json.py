@@ -13,6 +13,7 @@ from toolscore.collector.serve.http_body import BodyTooLarge, gunzip_bounded, me
 from toolscore.collector.serve.otlp_export import BadPayload
 from toolscore.collector.serve.otlp_json_request import request_from_json
 from toolscore.collector.serve.receiver_config import DEFAULT_MAX_MESSAGE_BYTES, ReceiverConfig, split_endpoint
+from toolscore.collector.sources.errors import MAX_MESSAGE_CHARS
 
 
 def _decode(document: Any) -> Any:
@@ -86,7 +87,7 @@ def test_snake_case_names_enum_names_and_unknown_fields_are_accepted() -> None:
         ({"spanId": "W47/bCZ2PQU="}, "spanId 'W47/bCZ2PQU=' is not 16 hex digits (OTLP/JSON ids are hex"),
         ({"spanId": None}, "spanId None"),
         ({"parentSpanId": "123"}, "parentSpanId '123' is not 16 hex digits"),
-        ({"spanId": "ab" * 100_000}, "... (200002 characters) is not 16 hex digits"),
+        ({"spanId": "ab" * 100_000}, "'… (200000 characters) is not 16 hex digits"),
     ],
 )
 def test_a_span_with_unusable_ids_is_rejected_and_the_others_kept(change: dict[str, Any], expected: str) -> None:
@@ -136,6 +137,26 @@ def test_many_rejections_keep_three_examples_and_count_the_rest() -> None:
     assert result.rejected_spans == 5
     assert result.error_message.count("spanId 'bad'") == 3
     assert result.error_message.endswith("; and 2 more")
+
+
+def test_a_huge_bad_id_and_name_are_quoted_short() -> None:
+    huge = "Zm9v" * 750_000  # 3 MB of base64 where hex is expected
+    result = _decode(json_request(json_span("good"), json_span("x" * 100_000, trace_id=huge)))
+    assert [span.name for span in _spans(result)] == ["good"]
+    assert result.rejected_spans == 1
+    assert len(result.error_message) < 500, result.error_message[:300]
+    assert f"traceId {'Zm9v' * 16!r}… (3000000 characters) is not 32 hex digits" in result.error_message
+    assert f"spans[1] {'x' * 64!r}… (100000 characters): " in result.error_message
+    big_list = _decode(json_request(json_span("good"), json_span("bad", span_id=list(range(1_000_000)))))
+    assert len(big_list.error_message) < 300, big_list.error_message[:300]
+
+
+def test_a_huge_bad_value_is_not_echoed_whole() -> None:
+    bad = {"key": "k", "value": {"doubleValue": "9" * 50_000 + "x"}}
+    with pytest.raises(BadPayload) as caught:
+        _decode(json_request(json_span("s", attributes=[bad])))
+    assert len(str(caught.value)) < MAX_MESSAGE_CHARS + 200
+    assert str(caught.value).endswith(" more characters")
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from toolscore.collector.serve.ingest import Ingest, IngestResult
+from toolscore.collector.sources.errors import capped
 from toolscore.collector.sources.wire import locate_decode_error
 
 __all__ = [
@@ -41,10 +42,12 @@ class BadPayload(ValueError):
     """A request body that cannot be used at all: INVALID_ARGUMENT / HTTP 400, never retried.
 
     `field` is the path of the offending field (`resourceSpans[0].scopeSpans[0].spans[2]`), `offset` a
-    byte offset into the (decompressed) body; either may be None.
+    byte offset into the (decompressed) body; either may be None. The message is `capped`: decoders
+    quote the value at fault (json_format quotes a whole bad number), and it goes back to the sender.
     """
 
     def __init__(self, message: str, *, field: str | None = None, offset: int | None = None) -> None:
+        message = capped(message)
         where = f"{field}: " if field else (f"byte {offset}: " if offset is not None else "")
         super().__init__(where + message)
         self.message = message
@@ -103,14 +106,15 @@ def export_response(result: IngestResult, rejected_before: int = 0, message_befo
     """The `ExportTraceServiceResponse`: partial success only when something was rejected or said.
 
     `rejected_before`/`message_before` are spans the receiver itself left out while decoding (OTLP/JSON
-    ids that are not hex), added to what the ingest rejected.
+    ids that are not hex), added to what the ingest rejected. The message is `capped`, so that no
+    answer to an accepted request can outgrow the sender's receive limit and be retried.
     """
     response = ExportTraceServiceResponse()
     rejected = rejected_before + result.rejected_spans
     message = "; ".join(m for m in (message_before, result.error_message) if m)
     if rejected or message:
         response.partial_success.rejected_spans = rejected
-        response.partial_success.error_message = message
+        response.partial_success.error_message = capped(message)
     return response
 
 

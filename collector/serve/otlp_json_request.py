@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolscore.collector.serve.otlp_export import BadPayload
+from toolscore.collector.sources.errors import echo
 from toolscore.collector.sources.wire import MAX_NESTING
 
 __all__ = ["JsonDecodeResult", "request_from_json"]
@@ -37,8 +38,6 @@ _HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
 _HEX = re.compile(r"(?:[0-9a-fA-F]{2})*").fullmatch
 _MAX_EXAMPLES = 3
 _TOO_DEEP = "Message too deep."  # json_format, once the runtime's depth limit is passed
-_MAX_SHOWN = 40
-"""Characters of a bad id quoted in a message: enough to recognise it, bounded however long it is."""
 _ID_KEYS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id", "links")
 
 
@@ -118,20 +117,15 @@ def _schema_url(obj: Mapping[str, Any], out: Any, path: str) -> None:
         _merge({"schemaUrl": value}, out, path)
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else f"{text[:_MAX_SHOWN]}... ({len(text)} characters)"
-
-
 def _id(value: Any, name: str, *, hex_len: int, optional: bool = False) -> bytes | str:
     """The id's bytes, or why it cannot identify a span (OTLP/JSON ids are hex, not base64)."""
     if optional and not value:
         return b""
     match = _HEX32 if hex_len == 32 else _HEX16
     if not isinstance(value, str) or not match(value):
-        return f"{name} {_shown(value)} is not {hex_len} hex digits (OTLP/JSON ids are hex, not base64)"
+        return f"{name} {echo(value)} is not {hex_len} hex digits (OTLP/JSON ids are hex, not base64)"
     if not optional and value.strip("0") == "":
-        return f"{name} {_shown(value)} is all zeros, which is not a valid id"
+        return f"{name} {echo(value)} is all zeros, which is not a valid id"
     return bytes.fromhex(value)
 
 
@@ -141,7 +135,7 @@ def _link_id(value: Any, name: str) -> bytes | str:
         return b""
     if isinstance(value, str) and _HEX(value):
         return bytes.fromhex(value)
-    return f"{name} {_shown(value)} is not hex (OTLP/JSON ids are hex, not base64)"
+    return f"{name} {echo(value)} is not hex (OTLP/JSON ids are hex, not base64)"
 
 
 def _span(span: Any, path: str, out: Any, result: JsonDecodeResult) -> str | None:
@@ -161,7 +155,7 @@ def _span(span: Any, path: str, out: Any, result: JsonDecodeResult) -> str | Non
         link_span = _link_id(_get(link, "spanId", "span_id"), f"links[{i}].spanId")
         problem = next((value for value in (link_trace, link_span) if isinstance(value, str)), None)
         if problem is not None:
-            result.drop_link(f"{path} {_shown(span.get('name'))}: {problem}")
+            result.drop_link(f"{path} {echo(span.get('name'))}: {problem}")
             continue
         out_link = out.links.add()
         _merge({k: v for k, v in link.items() if k not in _ID_KEYS}, out_link, f"{path}.links[{i}]")
@@ -179,7 +173,7 @@ def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult
         if reason is not None:
             del out.spans[-1]
             name = span.get("name") if isinstance(span, Mapping) else None
-            result.reject(f"{path}.spans[{i}] {_shown(name)}: {reason}")
+            result.reject(f"{path}.spans[{i}] {echo(name)}: {reason}")
 
 
 def _document(data: bytes) -> Any:

@@ -7,12 +7,56 @@ counted instead: one bad span must not cost the other spans of a batch.
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["MAX_SKIP_EXAMPLES", "DecodeStats", "SpanDecodeError", "TraceFileError"]
+__all__ = [
+    "MAX_ECHO_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "MAX_SKIP_EXAMPLES",
+    "DecodeStats",
+    "SpanDecodeError",
+    "TraceFileError",
+    "capped",
+    "echo",
+]
 
 MAX_SKIP_EXAMPLES = 10
 """How many skipped spans keep a description, so a report can show some without unbounded memory."""
+
+MAX_ECHO_CHARS = 64
+"""Longest piece of a sender's value (an id, a name) quoted in an error message; the rest is its length."""
+
+MAX_MESSAGE_CHARS = 2048
+"""Longest error message answered to a sender. OTLP's `error_message` is a short human-readable
+explanation, and an answer larger than the client's receive limit (4 MiB for gRPC) fails as
+RESOURCE_EXHAUSTED, which OTLP exporters retry: the accepted spans would be sent again."""
+
+_REPR = reprlib.Repr()  # bounded by construction: a few items of a few levels, however large the value
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxstring = 2, 4, 4, MAX_ECHO_CHARS
+
+
+def echo(value: Any) -> str:
+    """A sender's value as quoted in an error message: bytes as hex, anything else as its repr, cut to
+    about `MAX_ECHO_CHARS` characters with an ellipsis and the value's full length.
+
+    Only the part shown is converted, so a 2 MB id costs 64 characters, not a 4 MB hex string.
+    """
+    if isinstance(value, bytes | bytearray):
+        shown = value[: MAX_ECHO_CHARS // 2].hex()
+        return shown if len(value) <= MAX_ECHO_CHARS // 2 else f"{shown}… ({len(value)} bytes)"
+    if isinstance(value, str):
+        shown = repr(value[:MAX_ECHO_CHARS])
+        return shown if len(value) <= MAX_ECHO_CHARS else f"{shown}… ({len(value)} characters)"
+    return capped(_REPR.repr(value), MAX_ECHO_CHARS)
+
+
+def capped(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`message` cut to `limit` characters, saying how much was left out."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}… and {len(message) - limit} more characters"
 
 
 def _located(message: str, offset: int | None, line: int | None) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError
+from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, echo
 from toolscore.collector.sources.wire import locate_decode_error
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
@@ -85,12 +85,12 @@ def count_skipped(span: Any, stats: DecodeStats | None) -> None:
         return
     trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
     if len(trace_id) != _TRACE_ID_BYTES or trace_id == _ZERO_TRACE_ID:
-        reason, detail = "bad_trace_id", f"trace_id is {len(trace_id)} bytes {trace_id.hex() or '(empty)'}"
+        reason, detail = "bad_trace_id", f"trace_id is {len(trace_id)} bytes {echo(trace_id) or '(empty)'}"
     elif len(span_id) != _SPAN_ID_BYTES or span_id == _ZERO_SPAN_ID:
-        reason, detail = "bad_span_id", f"span_id is {len(span_id)} bytes {span_id.hex() or '(empty)'}"
+        reason, detail = "bad_span_id", f"span_id is {len(span_id)} bytes {echo(span_id) or '(empty)'}"
     else:
-        reason, detail = "bad_parent_span_id", f"parent_span_id is {len(parent_id)} bytes {parent_id.hex()}"
-    stats.skip(reason, f"span {span.name!r}: {detail}; ids must be 16 (trace) or 8 (span) non-zero bytes")
+        reason, detail = "bad_parent_span_id", f"parent_span_id is {len(parent_id)} bytes {echo(parent_id)}"
+    stats.skip(reason, f"span {echo(span.name)}: {detail}; ids must be 16 (trace) or 8 (span) non-zero bytes")
 
 
 def _events(events: Iterable[Any]) -> tuple[SpanEvent, ...]:
