@@ -3,12 +3,14 @@ the spans' received bytes are found in the request exactly as the protobuf runti
 
 from __future__ import annotations
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
-from toolscore.collector.serve.encode import Encoded, encode_request, encode_span, span_entries
+from toolscore.collector.serve.encode import Encoded, count_spans, encode_request, encode_span, span_entries
+from toolscore.collector.serve.otlp_export import BadPayload, parse_proto_request
 
 
 def _span(n: int, text: str = "") -> Span:
@@ -114,5 +116,34 @@ def test_span_entries_skip_fields_they_do_not_know_and_keep_a_span_as_sent() -> 
 def test_bytes_that_do_not_walk_give_no_entries() -> None:
     data = _received().SerializeToString()
     assert span_entries(data[:-3]) is None  # cut inside the last span
-    assert span_entries(b"\x0b\x00") is None  # wire type 3 (a group) is not OTLP
+    assert span_entries(b"\x0e\x00") is None  # wire type 6 does not exist
+    assert span_entries(b"\x0b\x00") is None  # a group that never ends
     assert span_entries(b"") == []
+    for bad in (data[:-3], b"\x0e\x00", b"\x0b\x00", b"\x3c", b"\x3b\x4c"):  # ...an end of no group, or another
+        assert count_spans(bad, 100) is None
+
+
+def test_spans_and_blocks_are_counted_on_the_wire() -> None:
+    data = _received().SerializeToString()
+    assert count_spans(data, 100) == (4, 5)  # 2 resources and 3 scopes
+    assert count_spans(data, 5) == (4, 5)
+    assert count_spans(b"", 100) == (0, 0)
+    # upb keeps unknown groups, so the walk skips them (field 7 holding a varint and an empty group 9)
+    group = bytes([7 << 3 | 3]) + b"\x08\x01" + bytes([9 << 3 | 3, 9 << 3 | 4]) + bytes([7 << 3 | 4])
+    grouped = group + data + group
+    assert _spans(ExportTraceServiceRequest.FromString(grouped)) == _spans(_received())
+    assert count_spans(grouped, 100) == (4, 5)
+    assert [bytes(e) for e in span_entries(grouped) or ()] == [bytes(e) for e in span_entries(data) or ()]
+    nested = b"\x0b" * 100_000 + b"\x0c" * 100_000  # deeper than any stack; upb refuses it (depth 100)
+    assert count_spans(nested + data, 100) == (4, 5)
+    with pytest.raises(BadPayload, match="not a valid OTLP ExportTraceServiceRequest"):
+        parse_proto_request(nested + data, 100)
+
+
+def test_counting_stops_past_the_limit_without_walking_the_rest() -> None:
+    """A million empty spans (two bytes each) are counted to the limit + 1; the junk after them is never reached."""
+    empty_spans = _field(1, _field(2, b"\x12\x00" * 1_000_000 + b"\xff"))
+    assert count_spans(empty_spans, 10) == (11, 2)
+    assert count_spans(_field(1, b"\x12\x00" * 1_000 + b"\xff"), 10) == (0, 11)  # empty scopes
+    assert count_spans(b"\x0a\x00" * 1_000 + b"\xff", 10) == (0, 11)  # empty resources
+    assert count_spans(_received().SerializeToString(), 3) == (0, 4)

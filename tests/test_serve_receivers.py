@@ -198,6 +198,32 @@ def test_oversized_message_is_refused_and_the_next_one_served(ingest: RecordingI
     assert ingest.span_names() == ["small"]
 
 
+def test_a_request_over_the_span_limit_is_refused_before_it_is_parsed(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, max_spans_per_request=3)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            stub = TraceServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Export(_request("a", "b", "c", "d"), timeout=5)
+            # Four empty spans, then bytes that do not parse: the count answered before the parse.
+            scope = b"\x12\x00" * 4 + b"\xff\xff"
+            with pytest.raises(grpc.RpcError) as unparsed:
+                _raw_export(channel, bytes((0x0A, len(scope) + 2, 0x12, len(scope))) + scope)
+            stub.Export(_request("e", "f", "g"), timeout=5)  # at the limit
+            empty_blocks = _request("h").SerializeToString() + b"\x0a\x00" * 3  # 4 resource blocks
+            with pytest.raises(grpc.RpcError) as blocks:
+                _raw_export(channel, empty_blocks)
+            stub.Export(_request("i"), timeout=5)
+    finally:
+        receiver.stop(0)
+    for refused in (caught.value, unparsed.value):
+        assert refused.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
+        assert "the request holds more than 3 spans, over the limit of 3 per request" in refused.details()  # type: ignore[attr-defined]
+        assert "receiver.max_spans_per_request" in refused.details()  # type: ignore[attr-defined]
+    assert "more than 3 resource and scope blocks" in blocks.value.details()  # type: ignore[attr-defined]
+    assert ingest.span_names() == ["e", "f", "g", "i"]
+
+
 def test_good_requests_between_bad_ones_reach_the_ingest(channel: grpc.Channel, ingest: RecordingIngest) -> None:
     stub = TraceServiceStub(channel)
     for i, bad in enumerate((b"\xff" * 64, b"\x0a\x05abc", b"\x78\x01", bytes(range(256)))):

@@ -7,16 +7,24 @@ import gzip
 import json
 import select
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 import pytest
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.certs import self_signed_certificate
@@ -31,9 +39,11 @@ from tests.serve_receiver_support import (
     nested_attribute_request,
     sdk_spans,
 )
+from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
 from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.otlp_export import decode_slots
 from toolscore.collector.serve.receiver_config import ReceiverConfig
 
 LIMIT = 64 * 1024
@@ -257,6 +267,68 @@ def test_protobuf_nested_past_the_runtime_limit_is_400_saying_so(
     assert len(message) < 400
     assert not [record for record in caplog.records if record.levelname == "ERROR"]
     assert ingest.span_names() == ["deep"]
+
+
+@pytest.mark.parametrize("fmt", ["proto", "json"])
+def test_a_request_over_the_span_limit_is_400_and_one_at_it_is_taken(ingest: RecordingIngest, fmt: str) -> None:
+    receiver = _start(ingest, max_spans_per_request=3)
+
+    def send(*names: str, blocks: int = 0) -> Reply:
+        if fmt == "proto":
+            return http_call(receiver.port, _proto(*names) + b"\x0a\x00" * blocks)
+        document = json_request(*(json_span(name, span_id=f"{i + 1:016x}") for i, name in enumerate(names)))
+        document["resourceSpans"] += [{}] * blocks
+        return http_call(receiver.port, _json(document), content_type="application/json")
+
+    try:
+        over, at, too_many_blocks, after = send("a", "b", "c", "d"), send("e", "f", "g"), send("h", blocks=3), send("i")
+    finally:
+        receiver.stop(0)
+    # Protobuf is counted on the wire and only past the limit; JSON once parsed (2 blocks + 3 empty ones).
+    held, held_blocks = ("more than 3", "more than 3") if fmt == "proto" else ("4", "5")
+    assert over.status == 400
+    assert _status(over).code == code_pb2.INVALID_ARGUMENT
+    assert f"the request holds {held} spans, over the limit of 3 per request" in _status(over).message
+    assert "(receiver.max_spans_per_request): send smaller batches" in _status(over).message
+    assert too_many_blocks.status == 400
+    assert f"the request holds {held_blocks} resource and scope blocks" in _status(too_many_blocks).message
+    assert (at.status, after.status) == (200, 200)
+    assert ingest.span_names() == ["e", "f", "g", "i"]
+
+
+@dataclass
+class GatedIngest(RecordingIngest):
+    """A `RecordingIngest` whose `accept` signals it was entered, then waits for the gate to open."""
+
+    gate: threading.Event = field(default_factory=threading.Event)
+    entered: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
+
+    def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
+        self.entered.release()
+        self.gate.wait(10)
+        return super().accept(request, data)
+
+
+def test_the_grpc_and_http_receivers_share_the_decode_slots() -> None:
+    ingest = GatedIngest()
+    config = ReceiverConfig(grpc_endpoint="127.0.0.1:0", http_endpoint="127.0.0.1:0", max_concurrent_decodes=1)
+    slots = decode_slots(config.max_concurrent_decodes)
+    grpc_receiver = start_grpc_receiver(ingest, config, slots)
+    http_receiver = start_http_receiver(ingest, config, HealthState(), slots)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{grpc_receiver.port}") as channel, ThreadPoolExecutor(2) as pool:
+            over_grpc = pool.submit(TraceServiceStub(channel).Export, encode_spans(sdk_spans("grpc")), timeout=10)
+            assert ingest.entered.acquire(timeout=10)  # the gRPC request holds the only slot
+            over_http = pool.submit(http_call, http_receiver.port, _proto("http"))
+            assert not ingest.entered.acquire(timeout=0.5)  # the HTTP request, read, waits for it
+            ingest.gate.set()
+            assert not over_grpc.result(10).HasField("partial_success")
+            assert over_http.result(10).status == 200
+    finally:
+        ingest.gate.set()
+        grpc_receiver.stop(0)
+        http_receiver.stop(0)
+    assert ingest.span_names() == ["grpc", "http"]
 
 
 def test_good_requests_between_bad_ones_reach_the_ingest(receiver: HttpReceiver, ingest: RecordingIngest) -> None:

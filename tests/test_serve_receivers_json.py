@@ -256,6 +256,7 @@ def test_receiver_config_defaults() -> None:
     assert config.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES == 4 * 1024 * 1024
     assert config.decompressed_limit == config.max_message_bytes
     assert ReceiverConfig(max_decompressed_bytes=10).decompressed_limit == 10
+    assert (config.max_spans_per_request, config.max_concurrent_decodes) == (65_536, 2)
     assert not config.tls
     assert config.bearer_token is None
 
@@ -269,6 +270,8 @@ def test_receiver_config_defaults() -> None:
         ({"tls_cert_file": "cert.pem"}, "must be set together"),
         ({"bearer_token": "  "}, "must not be blank"),
         ({"max_message_bytes": 0}, "greater than 0"),
+        ({"max_spans_per_request": 0}, "greater than 0"),
+        ({"max_concurrent_decodes": 0}, "greater than 0"),
         ({"grpc_port": 1}, "Extra inputs are not permitted"),
     ],
 )

@@ -16,12 +16,13 @@ sender's bytes or the runtime's output.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
 
-__all__ = ["Encoded", "encode_request", "encode_span", "span_entries"]
+__all__ = ["Encoded", "count_spans", "encode_request", "encode_span", "span_entries"]
 
 Encoded = bytes | memoryview
 """One framed `ScopeSpans.spans` entry: serialized here, or a view into the request it was received in."""
@@ -65,30 +66,97 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _entries(data: bytes, start: int, end: int, tag: int) -> list[tuple[int, int, int]]:
-    """(tag start, body start, body end) of every length-delimited field `tag` in data[start:end], in order."""
+def _skip(data: bytes, pos: int, key: int, at: int) -> int:
+    """The position after the value of field `key` (tag at `at`) when it is not length-delimited.
+
+    A group is skipped through its end tag: upb keeps unknown groups, so a request holding one parses.
+    Nested groups are followed with a list, not recursion, so no nesting depth can overflow the stack.
+    """
+    wire = key & 7
+    if wire == 0:
+        return _read_varint(data, pos)[1]
+    if wire == 1:
+        return pos + 8
+    if wire == 5:
+        return pos + 4
+    if wire != 3:  # an end of group with no start (4); 6 and 7 are invalid
+        raise ValueError(f"wire type {wire} at byte {at}")
+    open_groups = [key >> 3]
+    while open_groups:
+        at = pos
+        key, pos = _read_varint(data, pos)
+        wire = key & 7
+        if wire == 3:
+            open_groups.append(key >> 3)
+        elif wire == 4:
+            if key >> 3 != open_groups.pop():
+                raise ValueError(f"end of group {key >> 3} at byte {at} inside another group")
+        elif wire == 2:
+            size, pos = _read_varint(data, pos)
+            pos += size
+        else:
+            pos = _skip(data, pos, key, at)
+    return pos
+
+
+def _entries(data: bytes, start: int, end: int, tag: int, limit: int = sys.maxsize) -> list[tuple[int, int, int]]:
+    """(tag start, body start, body end) of every length-delimited field `tag` in data[start:end], in order.
+
+    Stops once it has found more than `limit` of them (the rest is then not walked).
+    """
     found: list[tuple[int, int, int]] = []
     pos = start
     while pos < end:
         at = pos
-        key, pos = _read_varint(data, pos)
+        key = data[pos]  # one-byte tags and (below) lengths inline: most of them are
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _read_varint(data, pos)
         wire = key & 7
         if wire == 2:
-            size, pos = _read_varint(data, pos)
+            size = data[pos]
+            if size < 0x80:
+                pos += 1
+            elif data[pos + 1] < 0x80:  # spans of 128 bytes to 16 KiB
+                size = (size & 0x7F) | data[pos + 1] << 7
+                pos += 2
+            else:
+                size, pos = _read_varint(data, pos)
             if key == tag:
                 found.append((at, pos, pos + size))
+                if len(found) > limit:
+                    return found
             pos += size
-        elif wire == 0:
-            pos = _read_varint(data, pos)[1]
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:  # groups (3, 4) are not in OTLP; 6 and 7 are invalid
-            raise ValueError(f"wire type {wire} at byte {at}")
+        else:
+            pos = _skip(data, pos, key, at)
     if pos != end:
         raise ValueError(f"a field runs past byte {end}")
     return found
+
+
+def count_spans(data: bytes, limit: int) -> tuple[int, int] | None:
+    """(spans, resource and scope blocks) of a serialized `ExportTraceServiceRequest`, without parsing it.
+
+    Each is counted up to `limit + 1`, where the walk stops: the count is there to refuse a request
+    before the protobuf runtime builds a message per entry (about 170 bytes per empty span), so what it
+    costs must not grow with the request either. None when the bytes do not walk.
+    """
+    try:
+        resources = _entries(data, 0, len(data), 0x0A, limit)  # resource_spans = 1
+        blocks, spans = len(resources), 0
+        for _, start, end in resources:
+            if blocks > limit or spans > limit:
+                break
+            scopes = _entries(data, start, end, 0x12, limit - blocks)  # scope_spans = 2
+            blocks += len(scopes)
+            for _, scope_start, scope_end in scopes:
+                if blocks > limit or spans > limit:
+                    break
+                spans += len(_entries(data, scope_start, scope_end, 0x12, limit - spans))  # spans = 2
+    except (IndexError, ValueError):
+        return None
+    return spans, blocks
 
 
 def span_entries(data: bytes) -> list[memoryview] | None:

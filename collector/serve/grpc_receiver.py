@@ -2,10 +2,11 @@
 
 A synchronous `grpc.server` with a bounded thread pool: `Ingest.accept` is a quick, thread-safe hand-off,
 so there is nothing to await, and threads keep the receiver independent of any event loop the service
-runs. The servicer is the generated `TraceServiceServicer`, but it is registered with a request
-deserializer of our own rather than through `add_TraceServiceServicer_to_server`: the generated one
-raises on bytes that do not parse, which grpc answers as INTERNAL with no detail, where OTLP wants
-INVALID_ARGUMENT naming what is wrong. Oversized messages are refused by grpc itself
+runs. The servicer is the generated `TraceServiceServicer`, but it is registered without a request
+deserializer rather than through `add_TraceServiceServicer_to_server`: the generated one raises on
+bytes that do not parse, which grpc answers as INTERNAL with no detail, where OTLP wants
+INVALID_ARGUMENT naming what is wrong; and `Export` parses the bytes itself, inside a decode slot
+shared with the HTTP receiver (`max_concurrent_decodes`). Oversized messages are refused by grpc itself
 (`max_receive_message_length`, checked after decompression) with RESOURCE_EXHAUSTED.
 
 Overload is RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo`, which OTLP makes retryable. The status
@@ -20,6 +21,7 @@ are indistinguishable to the server).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +30,10 @@ from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 
 from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.ingest import Ingest
@@ -36,6 +41,7 @@ from toolscore.collector.serve.otlp_export import (
     BadPayload,
     accept_safely,
     bad_payload_status,
+    decode_slots,
     early_refusal,
     export_response,
     overloaded_status,
@@ -60,14 +66,6 @@ class _Undecodable:
     error: BadPayload
 
 
-@dataclass(frozen=True, slots=True)
-class _Received:
-    """A parsed request with the bytes it was parsed from (the ingest forwards spans as those bytes)."""
-
-    request: Any
-    data: bytes
-
-
 @dataclass(frozen=True)
 class _RpcStatus(grpc.Status):  # type: ignore[misc]
     code: grpc.StatusCode
@@ -75,9 +73,10 @@ class _RpcStatus(grpc.Status):  # type: ignore[misc]
     trailing_metadata: tuple[tuple[str, bytes], ...]
 
 
-def _decode(data: bytes) -> _Received | _Undecodable:
+def _decode(data: bytes, max_spans: int) -> ExportTraceServiceRequest | _Undecodable:
+    """The parsed request, or why not."""
     try:
-        return _Received(parse_proto_request(data), data)
+        return parse_proto_request(data, max_spans)
     except BadPayload as exc:
         return _Undecodable(exc)
     except Exception as exc:  # never let grpc turn a decoder fault into a bare INTERNAL
@@ -99,14 +98,19 @@ def _abort_overloaded(context: Any, retry_after_s: float) -> None:
 class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
     """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload."""
 
-    def __init__(self, ingest: Ingest) -> None:
+    def __init__(self, ingest: Ingest, max_spans: int, decodes: threading.Semaphore) -> None:
         self._ingest = ingest
+        self._max_spans = max_spans
+        self._decodes = decodes
 
-    def Export(self, request: Any, context: Any) -> Any:
-        if isinstance(request, _Undecodable):
-            _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
-            _abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
-        result = accept_safely(self._ingest, request.request, request.data)
+    def Export(self, data: bytes, context: Any) -> Any:
+        with self._decodes:  # released by abort's exception too
+            request = _decode(data, self._max_spans)
+            if isinstance(request, _Undecodable):
+                _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
+                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
+                raise AssertionError("unreachable: abort raises")
+            result = accept_safely(self._ingest, request, data)
         if result is None:
             context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
             raise AssertionError("unreachable: abort raises")
@@ -170,11 +174,18 @@ class GrpcReceiver:
         self.server.stop(grace_s).wait(grace_s + 1.0)
 
 
-def start_grpc_receiver(ingest: Ingest, config: ReceiverConfig) -> GrpcReceiver:
-    """Bind `config.grpc_endpoint` and start serving; raises `RuntimeError` when it cannot be bound."""
-    servicer = TraceServiceReceiver(ingest)
+def start_grpc_receiver(
+    ingest: Ingest, config: ReceiverConfig, decodes: threading.Semaphore | None = None
+) -> GrpcReceiver:
+    """Bind `config.grpc_endpoint` and start serving; raises `RuntimeError` when it cannot be bound.
+
+    `decodes`: the decode slots shared with the HTTP receiver (default: its own, `max_concurrent_decodes`).
+    """
+    if decodes is None:
+        decodes = decode_slots(config.max_concurrent_decodes)
+    servicer = TraceServiceReceiver(ingest, config.max_spans_per_request, decodes)
     handler = grpc.unary_unary_rpc_method_handler(
-        servicer.Export, request_deserializer=_decode, response_serializer=ExportTraceServiceResponse.SerializeToString
+        servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
     interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(config.bearer_token)] if config.bearer_token else []
     interceptors.append(_ShedOverload(ingest))  # after authentication: a stranger learns nothing of the load

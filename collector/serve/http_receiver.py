@@ -48,6 +48,7 @@ from toolscore.collector.serve.otlp_export import (
     BadPayload,
     accept_safely,
     bad_payload_status,
+    decode_slots,
     early_refusal,
     export_response,
     overloaded_status,
@@ -67,8 +68,15 @@ _HEALTH_PATHS = ("/healthz", "/readyz")
 class _Server(BoundedHTTPServer):
     """The bounded server plus what the handler needs: the ingest, the limits and the health state."""
 
-    def __init__(self, ingest: Ingest, config: ReceiverConfig, health: HealthState, tls: ssl.SSLContext | None) -> None:
-        self.ingest, self.config, self.health = ingest, config, health
+    def __init__(
+        self,
+        ingest: Ingest,
+        config: ReceiverConfig,
+        health: HealthState,
+        tls: ssl.SSLContext | None,
+        decodes: threading.Semaphore,
+    ) -> None:
+        self.ingest, self.config, self.health, self.decodes = ingest, config, health, decodes
         host, port = split_endpoint(config.http_endpoint)
         super().__init__(
             host,
@@ -194,13 +202,18 @@ class _Handler(BoundedRequestHandler):
         body = self._read_body()
         if body is None:
             return
-        fmt = self._format()
+        with self.server.decodes:  # a decoded request costs many times its bytes: see ReceiverConfig
+            self._take(body)
+
+    def _take(self, body: bytes) -> None:
+        """Decode the body, hand the request to the ingest and answer."""
+        fmt, max_spans = self._format(), self.server.config.max_spans_per_request
         try:
             data: bytes | None = None
             if fmt == "proto":
-                request, rejected, message, data = parse_proto_request(body), 0, "", body
+                request, rejected, message, data = parse_proto_request(body, max_spans), 0, "", body
             else:
-                decoded = request_from_json(body)
+                decoded = request_from_json(body, max_spans)
                 request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
         except BadPayload as exc:
             _log.info("OTLP/HTTP export refused from %s: %s", self.client_address[0], exc)
@@ -337,9 +350,15 @@ def _tls_context(config: ReceiverConfig) -> ssl.SSLContext | None:
     return context
 
 
-def start_http_receiver(ingest: Ingest, config: ReceiverConfig, health: HealthState) -> HttpReceiver:
-    """Bind `config.http_endpoint` and serve on a background thread; raises `OSError` when it cannot bind."""
-    server = _Server(ingest, config, health, _tls_context(config))
+def start_http_receiver(
+    ingest: Ingest, config: ReceiverConfig, health: HealthState, decodes: threading.Semaphore | None = None
+) -> HttpReceiver:
+    """Bind `config.http_endpoint` and serve on a background thread; raises `OSError` when it cannot bind.
+
+    `decodes`: the decode slots shared with the gRPC receiver (default: its own, `max_concurrent_decodes`).
+    """
+    slots = decode_slots(config.max_concurrent_decodes) if decodes is None else decodes
+    server = _Server(ingest, config, health, _tls_context(config), slots)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolscore-otlp-http", daemon=True
     )

@@ -27,7 +27,7 @@ from typing import Any
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from toolscore.collector.serve.otlp_export import BadPayload
+from toolscore.collector.serve.otlp_export import BadPayload, check_span_limit
 from toolscore.collector.sources.errors import echo
 from toolscore.collector.sources.wire import MAX_NESTING
 
@@ -187,9 +187,27 @@ def _document(data: bytes) -> Any:
         raise BadPayload("invalid JSON: nested too deeply") from None
 
 
-def request_from_json(data: bytes) -> JsonDecodeResult:
-    """Decode an OTLP/HTTP `application/json` body; raises `BadPayload` naming what is wrong and where."""
+def _counts(document: Mapping[str, Any]) -> tuple[int, int]:
+    """(spans, resource and scope blocks) of a parsed document, skipping what is malformed (named later)."""
+    spans = blocks = 0
+    resources = _get(document, "resourceSpans", "resource_spans")
+    for resource_spans in resources if isinstance(resources, list) else ():
+        scopes = _get(resource_spans, "scopeSpans", "scope_spans") if isinstance(resource_spans, Mapping) else None
+        for scope_spans in scopes if isinstance(scopes, list) else ():
+            found = scope_spans.get("spans") if isinstance(scope_spans, Mapping) else None
+            spans += len(found) if isinstance(found, list) else 0
+        blocks += 1 + (len(scopes) if isinstance(scopes, list) else 0)
+    return spans, blocks
+
+
+def request_from_json(data: bytes, max_spans: int | None = None) -> JsonDecodeResult:
+    """Decode an OTLP/HTTP `application/json` body; raises `BadPayload` naming what is wrong and where.
+
+    `max_spans`: refuse a document of more spans (or blocks) before a message is built for any of them.
+    """
     document = _obj(_document(data) if data.strip() else {}, "(document)")
+    if max_spans is not None:
+        check_span_limit(*_counts(document), max_spans)
     result = JsonDecodeResult(ExportTraceServiceRequest())
     for r, item in enumerate(_list(_get(document, "resourceSpans", "resource_spans"), "resourceSpans")):
         path = f"resourceSpans[{r}]"

@@ -4,17 +4,23 @@ One model for both transports, because the limits must agree: a request refused 
 must not get through over gRPC. `max_message_bytes` bounds what is parsed, whatever the encoding: the
 gRPC receive limit (applied by grpc after decompression), the HTTP body as sent, and (unless
 `max_decompressed_bytes` says otherwise) the HTTP body after gzip, so a small gzip bomb cannot expand
-into memory.
+into memory. Bytes are not the whole story: parsing builds a message per entry, and an entry can be two
+bytes, so `max_spans_per_request` bounds the entries and `max_concurrent_decodes` how many requests are
+being decoded at once (README, "Memory per request").
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "ReceiverConfig", "split_endpoint"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_MAX_SPANS_PER_REQUEST", "ReceiverConfig", "split_endpoint"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """4 MiB: gRPC's own default receive limit, which OTLP senders already batch under."""
+
+DEFAULT_MAX_SPANS_PER_REQUEST = 65_536
+"""Senders batch far fewer (OTel Collector batch processor: 8,192; SDK BatchSpanProcessor: 512), and a
+span with its ids, name and times takes at least ~60 bytes, so 4 MiB of real spans holds about this many."""
 
 
 def split_endpoint(endpoint: str) -> tuple[str, int]:
@@ -56,6 +62,22 @@ class ReceiverConfig(BaseModel):
         gt=0,
         description="Largest HTTP body after gzip decompression, in bytes (larger: 413, decompression stops "
         "there). Default: `max_message_bytes`.",
+    )
+    max_spans_per_request: int = Field(
+        default=DEFAULT_MAX_SPANS_PER_REQUEST,
+        gt=0,
+        description="Most spans in one request, and most resource and scope blocks (more: INVALID_ARGUMENT / "
+        "400 saying so). Counted on the wire before the request is parsed: parsing builds ~170 bytes per span "
+        "entry however small, so 4 MiB of empty entries would take ~350 MB. 65536 is 8 times an "
+        "OpenTelemetry Collector's default batch (8192) and 128 times an SDK's (512), and about as many real "
+        "spans as 4 MiB holds.",
+    )
+    max_concurrent_decodes: int = Field(
+        default=2,
+        gt=0,
+        description="Requests decoded and handed to the pipeline at once, over both receivers; the others "
+        "wait with their body read. Each one decoding can take up to ~50 times its decompressed size; "
+        "decoding holds the interpreter lock, so more slots add memory, not throughput.",
     )
     bearer_token: str | None = Field(
         default=None,

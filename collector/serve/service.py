@@ -30,6 +30,7 @@ from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
+from toolscore.collector.serve.otlp_export import decode_slots
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.serve.score_store import ScoreStore
 from toolscore.collector.telemetry.setup import TelemetrySetup, setup_telemetry
@@ -152,11 +153,12 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     )
     ingest = service.pipeline
     receiver = config.receiver
+    decodes = decode_slots(receiver.max_concurrent_decodes)  # one bound over both receivers
     if receiver.grpc_enabled:
-        service.grpc = _step("OTLP/gRPC receiver", lambda: start_grpc_receiver(ingest, receiver))
+        service.grpc = _step("OTLP/gRPC receiver", lambda: start_grpc_receiver(ingest, receiver, decodes))
     if receiver.http_enabled:
         where = f"OTLP/HTTP receiver ({receiver.http_endpoint}, receiver.http_endpoint)"
-        service.http = _step(where, lambda: start_http_receiver(ingest, receiver, service.health))
+        service.http = _step(where, lambda: start_http_receiver(ingest, receiver, service.health, decodes))
 
 
 def _describe(service: Service) -> str:
