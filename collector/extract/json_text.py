@@ -9,7 +9,8 @@ standard library that was about a tenth of turning spans into runs. orjson decod
   19 or more digits is handed to `json` (found with one `translate` over the encoded bytes);
 - documents orjson refuses and `json` accepts (`NaN`, `Infinity`, numbers that overflow to
   infinity, lone surrogates) are handed to `json`, which also raises the error for text neither
-  accepts, so callers see `json`'s `ValueError` as before.
+  accepts, so callers see `json`'s `ValueError` as before. The one difference from `json.loads`:
+  a lone surrogate in a decoded string becomes U+FFFD (see `_without_lone_surrogates`).
 
 Text nested too deeply is not JSON either: orjson stops at 1,024 levels and `json` recurses until
 the interpreter's recursion limit, where it raises `RecursionError` (60 KB of `[` reach it). That is
@@ -23,6 +24,8 @@ import json
 from typing import Any
 
 import orjson
+
+from toolscore.collector.utf8 import valid_utf8
 
 __all__ = ["decode_json"]
 
@@ -48,6 +51,23 @@ def decode_json(text: str) -> Any:
 
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        value = json.loads(text)
+        return _without_lone_surrogates(value) if "\\u" in text or not text.isascii() else value
     except RecursionError:
         raise ValueError("JSON text nested deeper than the decoder's recursion limit") from None
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """Strings with each lone surrogate as U+FFFD: decoded JSON is where toolscore's text gets them.
+
+    `"\\ud800"` is valid JSON and decodes to a str that no UTF-8 writer takes (sqlite3, protobuf, the
+    OTLP exporters refuse it, and with it a row or a whole batch). Cleaned here, where only the
+    fallback decoder can produce them, everything read from the value is writable text.
+    """
+    if isinstance(value, str):
+        return valid_utf8(value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {valid_utf8(key): _without_lone_surrogates(item) for key, item in value.items()}
+    return value

@@ -3,9 +3,9 @@
 Attribute names are built from expectation and scorer names reduced to `[a-z0-9_]`, so that any
 backend can query them (`toolscore.evaluation.checkout.tool_selection.score`). Each score becomes one
 OTel GenAI `gen_ai.evaluation.result` event on the run span (when `emit_span_events`) and, through
-the telemetry, one log record parented to the run span, with the same attributes. Their text is made
-valid UTF-8 here (`valid_utf8`): call names and explanations can carry lone surrogates from decoded
-JSON, which the span's exporter (protobuf in `serve`, the SDK's exporter in-process) would refuse.
+the telemetry, one log record parented to the run span, with the same attributes. Their text is
+valid UTF-8 without a check here: the lone surrogates that no exporter takes only come from decoded
+JSON, and `decode_json` replaces them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from toolscore.collector.pipeline.sink import EventSpec, RunEnrichment
 from toolscore.collector.registry import Expectation
-from toolscore.collector.utf8 import valid_utf8_values
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
 __all__ = ["EVENT_NAME", "RunScores", "attribute_key", "build_enrichment", "event_attributes"]
@@ -54,7 +53,7 @@ def event_attributes(expectation: Expectation, result: ScoreResult) -> dict[str,
         attributes["gen_ai.evaluation.explanation"] = result.message
     attributes["toolscore.expectation.name"] = expectation.name
     attributes["toolscore.expectation.version"] = expectation.version
-    return valid_utf8_values(attributes)
+    return attributes
 
 
 def build_enrichment(scores: RunScores, event_time_ns: int, with_events: bool) -> RunEnrichment:
@@ -75,4 +74,4 @@ def build_enrichment(scores: RunScores, event_time_ns: int, with_events: bool) -
             events.append(EventSpec(EVENT_NAME, event_time_ns, event_attributes(expectation, result)))
     if scores.run.incomplete:
         attributes["toolscore.run.incomplete"] = True
-    return RunEnrichment(valid_utf8_values(attributes), tuple(events))
+    return RunEnrichment(attributes, tuple(events))

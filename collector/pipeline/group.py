@@ -19,6 +19,7 @@ counted rather than starting a second score.
 from __future__ import annotations
 
 import enum
+import operator
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,6 +105,9 @@ class Admission(Generic[C]):
 _RUN, _OTHER = Role.RUN, Role.OTHER
 _STORED, _HELD, _LATE, _DUPLICATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.DUPLICATE
 _OVER_CAP, _CANDIDATE = Admit.OVER_CAP, Admit.CANDIDATE
+
+
+_PARENT_ID = operator.attrgetter("span.parent_id")
 
 
 def _unchanged(carrier: C) -> C:
@@ -257,7 +261,8 @@ class TraceStore(Generic[C]):
                 touched.append(current)
             parent = trace.records.get(current)
             if parent is None:  # an ancestor not arrived yet: it may be under any held run, all wait again
-                touched.extend(i for i, held in trace.held.items() if held.run and i not in touched)
+                if trace.held:  # mostly empty: children end, and arrive, before their run span
+                    touched.extend(i for i, held in trace.held.items() if held.run and i not in touched)
                 break
             parent_id = parent.span.parent_id
             current = parent_id if parent_id != current else None
@@ -283,7 +288,8 @@ class TraceStore(Generic[C]):
         in the middle of a run, an evicted trace) opens it again with this memory, so that a re-sent span
         is still a duplicate and a run whose earlier spans went out without it is flagged incomplete.
         """
-        seen = {span_id: node.span.parent_id for span_id, node in trace.records.items()}
+        records = trace.records
+        seen = dict(zip(records, map(_PARENT_ID, records.values()), strict=True))
         if trace.earlier:
             seen.update(trace.earlier)
         seen.update(dict.fromkeys(trace.scored - seen.keys()))

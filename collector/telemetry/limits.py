@@ -38,10 +38,16 @@ class AttributeLimiter:
 
     def bound(self, attribute: str, value: str) -> str:
         """The value to record for `attribute`: `value` itself (as valid UTF-8), or `_other` past the bound."""
-        value = valid_utf8(value)  # a lone surrogate would make the exporter drop every series of the batch
         spec = ATTRIBUTES[attribute]
-        if value in spec.values if spec.values is not None else self._admit(attribute, value):
+        if spec.values is not None:
+            if value in spec.values:
+                return value
+        elif value in self._seen[attribute]:  # admitted before, so valid: the path of nearly every call
             return value
+        else:
+            value = valid_utf8(value)  # a lone surrogate would make the exporter drop every series of the batch
+            if self._admit(attribute, value):
+                return value
         if self._on_overflow is not None:
             self._on_overflow(attribute)
         return OTHER_VALUE
