@@ -42,6 +42,7 @@ def test_a_bad_value_is_logged_by_name_and_only_that_key_keeps_its_default(
         "TOOLSCORE_PIPELINE__EXTRACT__MAX_CALLS_PER_RUN",
     ):
         assert name in logged
+    assert "TOOLSCORE_PIPELINE__SETLE_MS ignored, its default is used: unknown key; did you mean `settle_ms`?" in logged
     assert "TOOLSCORE_PIPELINE__QUEUE_SIZE" not in logged
 
 

@@ -31,7 +31,8 @@ INVALID = {
     "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "less than or equal to 1"),
     "duplicate_name.yaml": (5, "name", "duplicate name 'twice', first at"),
     "not_yaml.yaml": (4, "", "not valid YAML/JSON"),
-    "unknown_match_key.yaml": (4, "match.agnet_version", "Extra inputs are not permitted"),
+    "misspelt_scorer_param.yaml": (9, "scorers[1].expectd", "unknown key; did you mean `expected`?"),
+    "unknown_match_key.yaml": (4, "match.agnet_version", "keys here: agent, attributes, input, resource, service"),
     "unknown_scorer_param.yaml": (9, "scorers[1].mode", "'exact', 'flexible'"),
     "unknown_scorer_type.yaml": (7, "scorers[1]", "'vibes'"),
 }

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import ValidationError
+
+from toolscore.collector.error_text import error_message
+from toolscore.collector.serve.config import ServeConfig
 
 INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
 
@@ -142,7 +146,8 @@ def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -
     result = _serve("--print-config", cwd=tmp_path, env=env)
     assert result.returncode == 2
     assert "environment variable TOOLSCORE_PIPELINE__SETTLE_MS: pipeline.settle_ms: Input should be" in result.stderr
-    assert "environment variable TOOLSCORE_RECEIVER__GRPC_ENDPONT: receiver.grpc_endpont: Extra inputs" in result.stderr
+    misspelt = "TOOLSCORE_RECEIVER__GRPC_ENDPONT: receiver.grpc_endpont: unknown key; did you mean `grpc_endpoint`?"
+    assert f"environment variable {misspelt}" in result.stderr
 
 
 def test_misspelt_section_variable_exits_2_rather_than_being_ignored(tmp_path: Path) -> None:
@@ -261,3 +266,21 @@ def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path)
     result = _serve(cwd=tmp_path, env={**env, "TOOLSCORE_SCORE_STORE__PATH": "scores.db"})
     assert result.returncode == 1
     assert "cannot start: score store (scores.db, score_store.path): file is not a database" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"forward": {"endpiont": "x"}}, "unknown key; did you mean `endpoint`?"),
+        ({"pipeline": {"judge": {"max_concurency": 2}}}, "unknown key; did you mean `max_concurrency`?"),
+        ({"telemetry": {"zzz": 1}}, "unknown key; known keys here: "),
+        ({"receiver": {"zzzzzzzz": 1}}, "unknown key (none of the "),
+        ({"pipeline": {"settle_ms": "soon"}}, "Input should be a valid number"),
+    ],
+)
+def test_an_unknown_key_is_named_with_the_key_meant(document: dict[str, Any], message: str) -> None:
+    """The nearest key at that place in the configuration, else the keys there, else how many there are."""
+    with pytest.raises(ValidationError) as caught:
+        ServeConfig.model_validate(document)
+    (error,) = caught.value.errors()
+    assert error_message(error, ServeConfig).startswith(message)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
+from toolscore.collector.error_text import error_message
 from toolscore.collector.pipeline.config import PipelineConfig
 
 __all__ = ["PIPELINE_ENV_PREFIX", "key_paths", "pipeline_config_from_env"]
@@ -78,7 +79,7 @@ def pipeline_config_from_env() -> PipelineConfig:
                 loc = tuple(error["loc"])
                 if loc:
                     name = PIPELINE_ENV_PREFIX + "__".join(str(step).upper() for step in loc)
-                    _log.warning("%s ignored, its default is used: %s", name, error["msg"])
+                    _log.warning("%s ignored, its default is used: %s", name, error_message(error, PipelineConfig))
                     dropped = _drop(data, loc) or dropped
             if not dropped:  # an error no single key explains (a cross-field rule): all defaults
                 names = ", ".join(PIPELINE_ENV_PREFIX + "__".join(path).upper() for path in key_paths(data))

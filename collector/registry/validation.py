@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
+from toolscore.collector.error_text import error_message
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
 from toolscore.collector.registry.model import Expectation
 
@@ -55,9 +57,18 @@ def problems_from(
     problems = []
     for err in exc.errors(include_url=False):
         loc = _clean_loc(err["loc"], data)
-        message = err["msg"].removeprefix("Value error, ")
+        message = _message(err)
         problems.append(Problem(field_path(loc), message, file, locate(loc) if locate else None))
     return problems
+
+
+def _message(err: ErrorDetails) -> str:
+    loc = err["loc"]
+    if len(loc) > 2 and loc[0] == "scorers" and isinstance(loc[1], int):  # a scorer spec parses itself
+        from toolscore.scorers.spec import ScorerSpec  # the scorer union pulls in litellm: import on first use
+
+        return error_message(err, ScorerSpec, skip=2)
+    return error_message(err, Expectation)
 
 
 def parse_expectation(data: Any, *, file: str | None = None, locate: Locate | None = None) -> Expectation:

@@ -32,6 +32,7 @@ from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from toolscore.collector import env
+from toolscore.collector.error_text import error_message
 from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig
 from toolscore.collector.registry.errors import Problem
@@ -311,6 +312,6 @@ class _Origins:
 
 def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -> list[Problem]:
     return [
-        origins.problem(_clean_loc(err["loc"], merged), err["msg"].removeprefix("Value error, "))
+        origins.problem(_clean_loc(err["loc"], merged), error_message(err, ServeConfig))
         for err in exc.errors(include_url=False)
     ]
