@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from toolscore.scorers.json_text import walked_json
 from toolscore.scorers.model import AgentRun
 
 __all__ = [
@@ -74,7 +75,10 @@ _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
 def _block(tag: str, value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, indent=None, default=str)
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=None, default=str)
+    except RecursionError:  # arguments nested deeper than the encoder goes: the same text, compact
+        text = walked_json(value)
     text = re.sub("[<>&]", lambda m: _ESCAPES[m.group()], text)
     return f"<{tag}>\n{text}\n</{tag}>"
 

@@ -9,10 +9,10 @@ matching, so repeats and order never change the result.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolscore.scorers.json_text import compact_json
 from toolscore.scorers.model import ToolCall
 from toolscore.scorers.trajectory_evalite import PairTest, Verdict, neutral
 
@@ -108,9 +108,7 @@ _BRIEF_CHARS = 120
 def _brief(call: ToolCall) -> str:
     """A call's arguments as compact JSON, cut to `_BRIEF_CHARS`: an explanation is a line, details have them whole."""
     view = neutral(call)
-    text = (
-        json.dumps(view["args"], ensure_ascii=False, separators=(",", ":"), default=str) if "args" in view else "none"
-    )
+    text = compact_json(view["args"], _BRIEF_CHARS + 1) if "args" in view else "none"
     return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 1] + "…"
 
 

@@ -77,7 +77,10 @@ def test_two_runs_of_one_trace_come_out_in_start_order() -> None:
     assert [line["convention"] for line in lines] == ["vercel_ai", "vercel_ai"]
 
 
-def write_genai_trace(path: Path) -> None:
+DEFAULT_TOOLS = (("lookup", '{"id": 1}'), ("lookup", "{broken"), ("ping", None))
+
+
+def write_genai_trace(path: Path, tools: tuple[tuple[str, str | None], ...] = DEFAULT_TOOLS) -> None:
     """A GenAI-convention run with parsed, raw and uncaptured arguments, made and encoded by the real SDK."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "bot"}))
@@ -85,7 +88,6 @@ def write_genai_trace(path: Path) -> None:
     tracer = provider.get_tracer("app")
     root = tracer.start_span("invoke_agent bot", start_time=EPOCH_NS)
     root.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bot"})
-    tools = [("lookup", '{"id": 1}'), ("lookup", "{broken"), ("ping", None)]
     with use_span(root, end_on_exit=False):
         for i, (name, args) in enumerate(tools):
             span = tracer.start_span(f"execute_tool {name}", start_time=EPOCH_NS + 10 * (i + 1))
@@ -110,6 +112,16 @@ def test_raw_and_uncaptured_arguments_are_marked(tmp_path: Path) -> None:
         {"name": "lookup", "args": "{broken", "args_raw": True, "call_id": "c1", "error": False},
         {"name": "ping", "args_captured": False, "call_id": "c2", "error": False},
     ]
+
+
+def test_arguments_nested_deeper_than_the_encoder_goes_are_written_raw(tmp_path: Path) -> None:
+    """1,000 levels decode (orjson), but writing the line back failed with a RecursionError traceback."""
+    deep = "[" * 1_000 + "]" * 1_000
+    write_genai_trace(tmp_path / "deep.pb", (("lookup", deep), ("ping", '{"n": 1}')))
+    code, lines, stderr = run_cli(str(tmp_path / "deep.pb"))
+    assert code == 0, stderr
+    (line,) = lines
+    assert [(call["args"], call.get("args_raw", False)) for call in line["calls"]] == [(deep, True), ({"n": 1}, False)]
 
 
 def test_a_bad_file_is_reported_and_the_good_ones_still_extracted(tmp_path: Path) -> None:

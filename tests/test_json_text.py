@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from toolscore.collector.extract.json_text import decode_json
+from toolscore.collector.extract.json_text import MAX_DEPTH, decode_json
+from toolscore.scorers.json_text import compact_json, walked_json
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -109,6 +110,40 @@ def test_text_nested_deeper_than_the_decoders_go_is_a_value_error(text: str) -> 
     """`json.loads` raises RecursionError there; callers treat a ValueError as "not JSON"."""
     with pytest.raises(ValueError, match="nested deeper"):
         decode_json(text)
+
+
+@pytest.mark.parametrize("open_close", [("[", "]"), ('{"k":', "}")])
+def test_text_nested_more_than_max_depth_is_a_value_error_though_the_decoders_take_it(
+    open_close: tuple[str, str],
+) -> None:
+    """orjson decodes 1,000 levels, but every writer and comparer after it recurses per level."""
+    opening, closing = open_close
+    deepest = opening * MAX_DEPTH + "1" + closing * MAX_DEPTH
+    assert decode_json(deepest) == json.loads(deepest)
+    for levels in (MAX_DEPTH + 1, 1_000):
+        with pytest.raises(ValueError, match=f"nested more than {MAX_DEPTH} levels"):
+            decode_json(opening * levels + "1" + closing * levels)
+
+
+def test_many_brackets_at_little_depth_and_brackets_in_strings_are_not_too_deep() -> None:
+    wide = json.dumps({"calls": [{"a": [1, {"b": []}]} for _ in range(400)]})
+    assert decode_json(wide) == json.loads(wide)
+    quoted = json.dumps({"text": "[" * 5_000})
+    assert decode_json(quoted) == {"text": "[" * 5_000}
+
+
+def test_compact_json_is_the_standard_encoders_text_at_any_depth() -> None:
+    rng = random.Random(11)
+    for _ in range(500):
+        document = _random_value(rng)
+        expected = json.dumps(document, ensure_ascii=False, separators=(",", ":"), default=str)
+        assert compact_json(document) == expected
+        assert walked_json(document) == expected
+    deep: list[object] = ["x"]
+    for _ in range(5_000):
+        deep = [deep]
+    assert compact_json(deep) == "[" * 5_000 + '["x"]' + "]" * 5_000
+    assert compact_json({"k": deep}, max_chars=10) == '{"k":[[[[['
 
 
 def test_random_documents_decode_to_identical_values_and_types() -> None:

@@ -263,6 +263,17 @@ def test_strict_mode_says_which_arguments_differ_when_the_names_are_the_same() -
     assert swapped.explanation == "strict: call 0 differs: expected a, got b -> 0"
 
 
+def test_strict_mode_explains_arguments_nested_deeper_than_the_json_encoder_goes() -> None:
+    """The explanation's arguments are JSON text; `json.dumps` raised RecursionError and the score was an error."""
+    deep: list[object] = []
+    for _ in range(3_000):
+        deep = [deep]
+    result = score([a(x=1)], [a(x=deep)], mode="strict")
+    assert result.value == 0.0
+    assert result.explanation.startswith('strict: call 0 a: arguments differ: expected {"x":1}, got {"x":[[[[')
+    assert len(result.explanation) < 300
+
+
 def test_unordered_mode_compares_multisets() -> None:
     assert score([a(x=1), b(), a(x=1)], [a(x=1), a(x=1), b()], mode="unordered").value == 1.0
     assert score([a(x=1), a(x=1)], [a(x=1)], mode="unordered").value == 0.0

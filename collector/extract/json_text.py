@@ -12,10 +12,12 @@ standard library that was about a tenth of turning spans into runs. orjson decod
   accepts, so callers see `json`'s `ValueError` as before. The one difference from `json.loads`:
   a lone surrogate in a decoded string becomes U+FFFD (see `_without_lone_surrogates`).
 
-Text nested too deeply is not JSON either: orjson stops at 1,024 levels and `json` recurses until
-the interpreter's recursion limit, where it raises `RecursionError` (60 KB of `[` reach it). That is
-a `ValueError` here too, so that every caller keeps such text as it keeps any other that is not JSON
-(arguments stay raw text) instead of failing the whole trace.
+Text nested more than `MAX_DEPTH` levels is not JSON here either (a `ValueError`), so that every
+caller keeps it as it keeps any other text that is not JSON (arguments stay raw text). Decoders
+reach deeper (orjson 1,024 levels, `json` the interpreter's recursion limit), but everything that
+writes or compares a value afterwards recurses once per level too: the standard encoder (eval
+reports, `toolscore extract`, score details) fails somewhere under 1,000 levels, depending on the
+stack it starts from, and failed the whole report or trace. No tool's arguments nest that deep.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ import orjson
 
 from toolscore.collector.utf8 import valid_utf8
 
-__all__ = ["decode_json"]
+__all__ = ["MAX_DEPTH", "decode_json"]
+
+MAX_DEPTH = 128
+"""Deepest nesting of arrays and objects decoded; deeper text is not JSON (see the module docstring)."""
 
 _DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 """Every ASCII digit becomes `0`, every other byte a space: digit runs survive as runs of `0`."""
@@ -37,6 +42,15 @@ _LONG_RUN = b"0" * 19
 
 def decode_json(text: str) -> Any:
     """`json.loads(text)`: the same value or the same `ValueError`; nested too deeply, a `ValueError` too."""
+    value = _decode(text)
+    # Fewer brackets than levels allowed cannot nest deeper (counted at C speed); only texts with
+    # more, rare for arguments, have their value walked.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise ValueError(f"JSON text nested more than {MAX_DEPTH} levels")
+    return value
+
+
+def _decode(text: str) -> Any:
     try:
         data = text.encode()
     except UnicodeEncodeError:  # lone surrogates: orjson refuses them, json keeps them
@@ -47,6 +61,21 @@ def decode_json(text: str) -> Any:
         except orjson.JSONDecodeError:
             pass
     return _loads(text)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than `limit` levels in `value`, walked without recursion."""
+    left: list[tuple[Any, int]] = [(value, 1)]
+    while left:
+        item, depth = left.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth > limit:
+            return True
+        left.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return False
 
 
 def _loads(text: str) -> Any:

@@ -4,8 +4,8 @@ Whatever a call's arguments hold, the row can be written: orjson where it can (a
 standard encoder's speed), the standard encoder where orjson refuses. Arguments decode from JSON
 nested up to 1,024 levels (orjson's limit), but orjson encodes 254 and the standard encoder recurses
 until the interpreter's limit (somewhere under 1,000, depending on the stack it starts from):
-arguments nested deeper than that are kept as their JSON text, written by a loop over its own stack,
-in a string (`args_text`), cut at `max_args_chars` like any long arguments, so that a reader's
+arguments nested deeper than that are kept as their JSON text, written by a loop over its own stack
+(`walked_json`), in a string (`args_text`), cut at `max_args_chars` like any long arguments, so that a reader's
 `json.loads` of the row does not meet the same limit.
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from toolscore.collector.utf8 import valid_utf8
+from toolscore.scorers.json_text import walked_json
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["calls_json", "dumps"]
@@ -39,43 +40,6 @@ def dumps(value: Any) -> str:
         return valid_utf8(_encode(value))  # RecursionError deeper still: the caller's to handle
 
 
-class _Punctuation(str):
-    """Text `_walked` scheduled between values, written as it is."""
-
-    __slots__ = ()
-
-
-_COMMA, _END_ARRAY, _END_OBJECT = _Punctuation(","), _Punctuation("]"), _Punctuation("}")
-
-
-def _walked(value: Any) -> str:
-    """The standard encoder's text for `value`, from a loop over a stack of what is left to write."""
-    parts: list[str] = []
-    left: list[Any] = [value]
-    while left:
-        item = left.pop()
-        if type(item) is _Punctuation:
-            parts.append(item)
-        elif isinstance(item, dict):
-            parts.append("{")
-            left.append(_END_OBJECT)
-            entries = list(item.items())
-            for index in range(len(entries) - 1, -1, -1):  # pushed last to first: popped in order
-                key, entry = entries[index]
-                left.append(entry)
-                left.append(_Punctuation(("," if index else "") + _encode(str(key)) + ":"))
-        elif isinstance(item, list | tuple):
-            parts.append("[")
-            left.append(_END_ARRAY)
-            for index in range(len(item) - 1, -1, -1):
-                left.append(item[index])
-                if index:
-                    left.append(_COMMA)
-        else:
-            parts.append(_encode(item))
-    return "".join(parts)
-
-
 def calls_json(run: AgentRun, max_calls: int, max_args_chars: int) -> str:
     """The run's first `max_calls` calls as JSON `[{"name", ..., "args"?}]`, long arguments cut and marked.
 
@@ -96,7 +60,7 @@ def _call_json(entry: dict[str, Any], max_args_chars: int) -> str:
     try:
         text = dumps(entry)
     except RecursionError:
-        args = valid_utf8(_walked(entry["args"]))
+        args = valid_utf8(walked_json(entry["args"], max_args_chars + 1))
         entry["args_text"] = True
     else:
         if len(text) <= max_args_chars or "args" not in entry:
