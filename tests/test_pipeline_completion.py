@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
+import pytest
+
 from tests.pipeline_builders import (
     TRACE,
     TRAVEL,
@@ -17,6 +19,7 @@ from tests.pipeline_builders import (
     tool_attrs,
     wait_until,
 )
+from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.pipeline.group import Admit, TraceStore
 from toolscore.collector.registry import Expectation, ExpectationScorer, Registry
@@ -213,6 +216,52 @@ def test_a_span_whose_parent_has_not_come_yet_starts_the_held_runs_settling_agai
     assert store.admit(tool, tool, 1).touched == [RUN]
     known = record("1000000000000008", RUN, "execute_tool cancel", tool_attrs("cancel", "c8"))
     assert store.admit(known, known, 2).touched == [RUN]
+
+
+ANY_AGENT = {
+    "name": "any",
+    "match": {"agent": {"regex": "."}},
+    "scorers": [{"type": "tool_selection", "expected_tool": "x"}],
+}
+
+
+@pytest.mark.parametrize("root_is_run", [True, False], ids=["run-root", "unrecognised-root"])
+def test_a_subtree_whose_parent_never_comes_is_scored_as_offline_and_flagged_incomplete(root_is_run: bool) -> None:
+    """A tool whose parent span was lost is an inferred run of its own offline (`toolscore extract`).
+
+    Live, it must be scored too, once, flagged incomplete (a span above it is missing), also when the
+    root is a run span already scored with everything that hangs from it; the root's run is scored once.
+    """
+    own = record("1000000000000001", RUN, "execute_tool search_flights", tool_attrs("search_flights", "c0"))
+    orphan = record("1000000000000002", "10000000000000ff", "execute_tool book_flight", tool_attrs("book_flight", "c1"))
+    root = record(
+        RUN, None, "invoke_agent travel" if root_is_run else "handle_request", run_attrs() if root_is_run else {}
+    )
+    scored: list[AgentRun] = []
+    sink: ListSink[SpanRecord] = ListSink()
+    telemetry = Recording()
+    with registry_with(ANY_AGENT) as registry:
+        pipeline: Engine[SpanRecord] = Engine(
+            registry,
+            sink,
+            lambda r: r,
+            PipelineConfig(settle_ms=20),
+            telemetry,
+            on_scored=lambda run, *_: scored.append(run),
+        )
+        try:
+            offer(pipeline, [own, orphan, root])
+            assert wait_until(lambda: len(scored) == 2)  # settled, not flushed
+            assert pipeline.flush(5.0)
+        finally:
+            pipeline.shutdown(5.0)
+    offline = rebuild_runs([own, orphan, root])
+    assert [(r.span_id, [c.name for c in r.calls]) for r in scored] == [
+        (r.span_id, [c.name for c in r.calls]) for r in offline
+    ]
+    assert [r.incomplete for r in scored] == [False, True]
+    assert telemetry.outcomes == {"matched": 1, "incomplete": 1}
+    assert [r.span_id for r, _ in sink.enriched] == ([RUN] if root_is_run else [])
 
 
 class _Raising(ScorerBase):

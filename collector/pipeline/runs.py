@@ -6,10 +6,13 @@ calls `toolscore extract` gives for the same spans. A run span that settles sele
 inferred runs nested in it (an uninstrumented sub-agent under one of its tools), which cannot receive
 spans any more once their enclosing run has ended. Runs without a run span of their own are taken
 when the whole trace finishes; when the span they were inferred at is still held (a candidate, see
-`group`), their scores go onto it.
+`group`), their scores go onto it. A run inferred at a span whose parent never came (a subtree cut
+off by a lost span) is scored flagged incomplete, whether or not the trace's root was a run.
 """
 
 from __future__ import annotations
+
+import operator
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_classified
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
@@ -20,12 +23,35 @@ __all__ = ["ReadyRun", "runs_of_trace", "runs_under"]
 ReadyRun = tuple[AgentRun, bool]
 """A run to score, and whether its run span is held (its scores can still go onto the span)."""
 
+_PARENT_ID = operator.attrgetter("span.parent_id")
+
 
 def _mark(run: AgentRun, incomplete: bool, trace: PendingTrace[object]) -> AgentRun:
-    """Flag a run whose spans are not all here: cut by the caller's rule, or by an earlier finish of its trace."""
-    if run.incomplete or not (incomplete or cut_under(trace, run.span_id or "")):
+    """Flag a run whose spans are not all here: cut by the caller's rule, by an earlier finish of its trace,
+    or cut off from its run by a span that never came."""
+    if run.incomplete or not (incomplete or _orphaned(run, trace) or cut_under(trace, run.span_id or "")):
         return run
     return run.model_copy(update={"incomplete": True})
+
+
+def _orphaned(run: AgentRun, trace: PendingTrace[object]) -> bool:
+    """An inferred run at a span whose parent is missing: part of a run whose spans did not all come.
+
+    (Inferred at the topmost span that arrived, `rebuild_runs`' rule when an ancestor is missing.) A run
+    span with a missing parent is not flagged: its calls are under it, whatever happened above it.
+    """
+    if not run.inferred:
+        return False
+    node = trace.records.get(run.span_id or "")
+    parent_id = node.span.parent_id if node is not None else None
+    return parent_id is not None and parent_id not in trace.records
+
+
+def _connected(trace: PendingTrace[object]) -> bool:
+    """Whether every kept span's parent is kept too, so that all of them hang from the trace's root."""
+    parents = set(map(_PARENT_ID, trace.records.values()))
+    parents.discard(None)
+    return parents <= trace.records.keys()
 
 
 def runs_under(
@@ -51,7 +77,7 @@ def runs_of_trace(
     trace: PendingTrace[object], complete: bool, config: ExtractConfig, stats: ExtractStats
 ) -> list[ReadyRun]:
     """Every run of a finishing trace not scored yet; `complete` is False when its root never came."""
-    if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs:
+    if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs and _connected(trace):
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
     for run in rebuild_classified(trace.records.values(), config, stats):
