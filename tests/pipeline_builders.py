@@ -148,6 +148,10 @@ class Recording:
         with self.lock:
             self.counts["late"] += n
 
+    def spans_forgotten(self, n: int) -> None:
+        with self.lock:
+            self.counts["forgotten"] += n
+
     def run_finished(self, outcome: str) -> None:
         with self.lock:
             self.outcomes[outcome] += 1

@@ -8,11 +8,26 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+from opentelemetry import trace as trace_api
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 
-from tests.pipeline_builders import TRAVEL, agent_run, genai_run, registry_with, wait_until
+from tests.pipeline_builders import (
+    TRACE,
+    TRAVEL,
+    Recording,
+    agent_run,
+    by_name,
+    genai_run,
+    record,
+    recording_engine,
+    registry_with,
+    run_attrs,
+    tool_attrs,
+    wait_until,
+)
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.spans import SpanRecord
@@ -121,6 +136,98 @@ def test_full_queue_passes_spans_straight_on_and_counts_them() -> None:
     assert len(gate.spans) == 41
     assert spans_metric(reader, "dropped", "queue_full") == 36
     assert spans_metric(reader, "received") == spans_metric(reader, "passed") == 41
+
+
+in_ = trace_api.set_span_in_context
+
+
+def test_a_run_a_full_queue_refused_a_span_of_is_scored_flagged_incomplete_and_only_that_run() -> None:
+    """The refused call goes straight on, unscored; its run must not be scored as if it had not happened.
+
+    Two runs under one root: the call refused is run `travel`'s, so `support` is scored as complete.
+    """
+    gate = _Gate()
+    telemetry = Recording()
+    with registry_with(TRAVEL) as registry:
+        processor = ToolscoreSpanProcessor(registry, gate, PipelineConfig(queue_size=1, settle_ms=0), telemetry)
+        provider = TracerProvider()
+        provider.add_span_processor(processor)
+        tracer = provider.get_tracer("t")
+        tracer.start_span("first").end()
+        assert gate.entered.wait(5)  # the worker is now stuck in `next`
+        root = tracer.start_span("POST /chat")
+        travel = tracer.start_span("invoke_agent travel", in_(root), attributes=run_attrs("travel"))
+        support = tracer.start_span("invoke_agent support", in_(root), attributes=run_attrs("support"))
+        lookup = tracer.start_span(
+            "execute_tool lookup_order", in_(support), attributes=tool_attrs("lookup_order", "c0")
+        )
+        book = tracer.start_span("execute_tool book_flight", in_(travel), attributes=tool_attrs("book_flight", "c1"))
+        lookup.end()  # queued: the one-span queue is full
+        book.end()  # refused: it goes on at once, from this thread
+        assert [span.name for span in gate.spans] == ["execute_tool book_flight"]
+        gate.open.set()
+        assert wait_until(lambda: len(processor.engine.intake) == 0)
+        for span in (travel, support, root):  # one at a time: the queue holds one span
+            span.end()
+            assert wait_until(lambda: len(processor.engine.intake) == 0)
+        assert processor.force_flush(5_000)
+        provider.shutdown()
+    spans = by_name(gate.spans)
+    assert len(gate.spans) == 6
+    refused_run = dict(spans["invoke_agent travel"].attributes or {})
+    assert refused_run["toolscore.tool_calls"] == ()
+    assert refused_run["toolscore.run.incomplete"] is True
+    other_run = dict(spans["invoke_agent support"].attributes or {})
+    assert other_run["toolscore.tool_calls"] == ("lookup_order",)
+    assert "toolscore.run.incomplete" not in other_run
+    assert telemetry.outcomes == {"incomplete": 1, "unmatched": 1}
+    assert telemetry.counts["dropped:queue_full"] == 1
+
+
+RUN_A, RUN_B, ROOT = "1000000000000000", "2000000000000000", "9000000000000000"
+
+
+def two_runs() -> list[SpanRecord]:
+    return [
+        *genai_run(RUN_A, ["search_flights"], parent=ROOT),
+        *genai_run(RUN_B, ["book_flight"], parent=ROOT),
+        record(ROOT, None, "POST /chat", {}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("refused", "flagged"),
+    [
+        ([("3000000000000006", RUN_A)], {RUN_A}),
+        (
+            [("3000000000000005", RUN_A), ("3000000000000006", "3000000000000005")],
+            {RUN_A},
+        ),  # placed through a refused parent
+        ([("3000000000000006", ROOT)], set()),  # under the root, in no run
+        ([("3000000000000006", "30000000000000ff")], {RUN_A, RUN_B}),  # its parent never comes: any run may miss it
+    ],
+    ids=["under-a-run", "under-a-refused-span", "under-no-run", "not-placed"],
+)
+def test_refused_spans_flag_the_runs_they_belonged_to(refused: list[tuple[str, str]], flagged: set[str]) -> None:
+    with recording_engine(PipelineConfig(**HOLD)) as (pipeline, sink, _):
+        for span_id, parent_id in refused:
+            pipeline.note_refused(TRACE, span_id, parent_id)
+        pipeline.offer_all(two_runs())
+        assert pipeline.flush(5.0)
+        incomplete = {r.span_id for r, e in sink.enriched if e.attributes.get("toolscore.run.incomplete")}
+        assert incomplete == flagged
+        assert len(sink.enriched) == 2
+
+
+def test_refused_spans_past_the_bounds_are_counted_as_forgotten() -> None:
+    """At most `queue_size` notes wait for the worker, and `max_pending_traces` traces are remembered."""
+    with recording_engine(PipelineConfig(queue_size=2, max_pending_traces=1, **HOLD)) as (pipeline, _, telemetry):
+        for trace in ("a", "b", "c"):  # the worker is idle: nothing takes the notes until it is woken
+            pipeline.note_refused(trace * 32, "3000000000000006", None)
+        pipeline.offer_all(two_runs())
+        assert wait_until(lambda: telemetry.counts["forgotten"] > 0)
+        assert pipeline.flush(5.0)
+        assert telemetry.counts["forgotten"] == 2  # "c": the notes were full; "a": pushed out by "b"
 
 
 def test_pending_traces_are_observed_as_a_gauge() -> None:

@@ -73,6 +73,7 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     for reason in ATTRIBUTES["toolscore.drop.reason"].values or ():
         telemetry.spans_dropped(1, reason)
     telemetry.late_spans(2)
+    telemetry.spans_forgotten(1)
     forward: Any = telemetry  # the forwarder's telemetry methods are not part of PipelineTelemetry
     forward.spans_forwarded(3)
     for reason in ATTRIBUTES["toolscore.forward.drop.reason"].values or ():

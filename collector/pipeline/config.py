@@ -78,7 +78,8 @@ class PipelineConfig(BaseModel):
         default=2_048,
         ge=1,
         description="Spans waiting for the worker thread; when full, a span passes straight on unscored "
-        "and is counted as dropped (`queue_full`). Default: 2048.",
+        "and is counted as dropped (`queue_full`), and the run it belonged to is flagged incomplete. "
+        "Default: 2048.",
     )
     emit_span_events: bool = Field(
         default=True,

@@ -16,6 +16,7 @@ from toolscore.collector.pipeline.group import Admission, Admit, HeldRun, Pendin
 from toolscore.collector.pipeline.judge import AsyncScorer, JudgePool
 from toolscore.collector.pipeline.match import Matcher, ScorePlan, expectation_infos, plan_scores
 from toolscore.collector.pipeline.receive import Intake
+from toolscore.collector.pipeline.refused import Refusals
 from toolscore.collector.pipeline.runs import runs_of_trace, runs_under
 from toolscore.collector.pipeline.sink import Sink
 from toolscore.collector.pipeline.timers import Deadlines
@@ -59,18 +60,19 @@ class Engine(Worker, Generic[C]):
     """Receives spans from any source, scores the agent runs in them, and hands every span on.
 
         source ─offer(carrier)─→ Intake ─(worker thread)─→ decode → TraceStore.admit ─┬─ other spans ──→ Sink.release
-        (never blocks;                                      (group by trace, classify, │
-         full → caller passes on)                            slim, bound, dedupe)      └─ run spans held
+        (never blocks; full → caller                        (group by trace, classify, │
+         passes on, note_refused)                            slim, bound, dedupe)      └─ run spans held
         settle / idle / hold Deadlines ─→ runs_under / runs_of_trace (rebuild_runs) ─→ plan_scores (registry.match,
         sampling) ─→ inline scorers ─┬─────────────────────────────────────────────→ emit ─→ Sink.release_run
                                      └─ JudgePool (asyncio thread, budget) ─deliver→ ┘        + telemetry
 
     Consistency: one worker thread owns every structure here (store, deadlines, in-flight runs);
     the span-ending threads touch only the intake deque, and the judge thread only appends results
-    to `_judged` — both then set `_wake`. A run is scored once: its span id enters `trace.scored`
-    before scoring, and the store turns re-deliveries and stragglers into pass-through. Every carrier
-    offered leaves through the sink exactly once: as pass-through, as a scored run span, or, if the
-    queue is full, back to the caller.
+    to `_judged` — both then set `_wake`; a span the full queue refused is noted in the intake
+    (`note_refused`) and kept in `Refusals` until its trace finishes. A run is scored once: its span
+    id enters `trace.scored` before scoring, and the store turns re-deliveries and stragglers into
+    pass-through. Every carrier offered leaves through the sink exactly once: as pass-through, as a
+    scored run span, or, if the queue is full, back to the caller.
 
     Failure: each deadline, judge result and flushed trace is handled on its own (`_guarded`). When
     extracting or scoring a trace raises, that trace's held spans go on unscored and its spans are
@@ -102,6 +104,7 @@ class Engine(Worker, Generic[C]):
         super().__init__("toolscore-pipeline")
         self.intake: Intake[C] = Intake(config.queue_size, self._wake)
         self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace, hold)
+        self.refusals = Refusals(config.max_pending_traces)
         self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
         self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))
         self._hold: Deadlines[RunKey] = Deadlines(int(config.max_hold_ms * _MS))
@@ -118,6 +121,13 @@ class Engine(Worker, Generic[C]):
         """Hand a finished span to the pipeline; never blocks. False: the queue is full, pass it on yourself."""
         return self.intake.offer(carrier)
 
+    def note_refused(self, trace_id: str, span_id: str, parent_id: str | None) -> None:
+        """`offer` refused this span and the caller passed it on: its run is to be scored flagged incomplete.
+
+        Any thread; never blocks (see `Intake.note_refused` and `refused`).
+        """
+        self.intake.note_refused(trace_id, span_id, parent_id)
+
     def offer_all(self, carriers: Sequence[C]) -> None:
         """Queue a whole request's spans, never refusing: the caller bounds the queue per request (`Intake.extend`)."""
         self.intake.extend(carriers)
@@ -133,6 +143,7 @@ class Engine(Worker, Generic[C]):
         return len(self.intake) > 0
 
     def _step(self, now: int, spans: int) -> None:
+        self._take_refusals()
         self._receive(self.intake.drain(spans), now)
         while self._judged:
             key, result = self._judged.popleft()
@@ -172,6 +183,13 @@ class Engine(Worker, Generic[C]):
         return ok
 
     # -- receive and group -------------------------------------------------------------------------
+
+    def _take_refusals(self) -> None:
+        """Keep the spans refused since the last step, before any run they may belong to is scored."""
+        notes, unnoted = self.intake.refused_since_last()
+        forgotten = unnoted + self.refusals.add(notes) if notes else unnoted
+        if forgotten:
+            self.telemetry.spans_forgotten(forgotten)
 
     def _receive(self, items: list[tuple[C, int]], now: int) -> None:
         offered, dropped = self.intake.counts_since_last()
@@ -243,10 +261,12 @@ class Engine(Worker, Generic[C]):
         self._release([held.carrier for held in trace.held.values()])
         trace.held.clear()
         self.store.finish(trace)
+        self.refusals.forget(trace_id)
         self.telemetry.spans_dropped(len(trace.records), "error")
 
     def _evict(self, trace: PendingTrace[C]) -> None:
         self._cancel(trace)
+        self.refusals.forget(trace.trace_id)
         self._release([held.carrier for held in trace.held.values()])
         self.telemetry.spans_dropped(len(trace.records), "max_pending_traces")
 
@@ -273,7 +293,8 @@ class Engine(Worker, Generic[C]):
         if held is None:
             return
         self._settle.cancel((trace.trace_id, span_id))
-        ready = runs_under(trace, span_id, incomplete, self.config.extract, self.stats)  # type: ignore[arg-type]
+        refused = self.refusals.get(trace.trace_id)
+        ready = runs_under(trace, span_id, incomplete, self.config.extract, self.stats, refused=refused)  # type: ignore[arg-type]
         del trace.held[span_id]  # only now: had extraction raised, `_abandon` would pass it on
         if not ready or ready[0][0].span_id != span_id:
             self._hold.cancel((trace.trace_id, span_id))
@@ -284,12 +305,14 @@ class Engine(Worker, Generic[C]):
 
     def _finish_trace(self, trace: PendingTrace[C], complete: bool, now: int) -> None:
         self._cancel(trace)
-        ready = runs_of_trace(trace, complete, self.config.extract, self.stats)  # type: ignore[arg-type]
+        refused = self.refusals.get(trace.trace_id)
+        ready = runs_of_trace(trace, complete, self.config.extract, self.stats, refused=refused)  # type: ignore[arg-type]
         for run, is_held in ready:
             self._score(run, trace.held.pop(run.span_id) if is_held else None, now)
         self._release([held.carrier for held in trace.held.values()])
         trace.held.clear()
         self.store.finish(trace)
+        self.refusals.forget(trace.trace_id)
 
     # -- match, score, emit ------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@
 Every span reaches `next` exactly once. Spans that are no agent run's span go on at once (from the
 pipeline's worker thread); a run span goes on when its run is scored, as a new `ReadableSpan` with
 the score attributes and `gen_ai.evaluation.result` events added. `on_end` only queues the span; when
-the queue is full, or after shutdown, the span goes straight to `next`, unscored.
+the queue is full, or after shutdown, the span goes straight to `next`, unscored, and a run that a
+refused span belonged to is scored flagged `toolscore.run.incomplete`.
 """
 
 from __future__ import annotations
@@ -106,10 +107,22 @@ class ToolscoreSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         """Never blocks, never raises: queue the span, or pass it straight on when that is impossible."""
         try:
-            if self._shut_down or not self.engine.offer(span):
+            if self._shut_down:
                 self.next.on_end(span)
+            elif not self.engine.offer(span):
+                self._refused(span)
         except Exception:  # a processor must not break the application that ends the span
             _log.exception("toolscore span processor failed on span end")
+
+    def _refused(self, span: ReadableSpan) -> None:
+        """The queue is full: note the span, so that its run is scored flagged incomplete, and pass it on."""
+        try:
+            context, parent = span.context, span.parent
+            if context is not None:
+                parent_id = f"{parent.span_id:016x}" if parent is not None else None
+                self.engine.note_refused(f"{context.trace_id:032x}", f"{context.span_id:016x}", parent_id)
+        finally:
+            self.next.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Score or release everything pending, then flush `next`; True when both finished in time."""

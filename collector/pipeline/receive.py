@@ -4,7 +4,8 @@
 and an event set. It never blocks and never raises; when the queue is full it says so and the caller
 passes the span straight on, so a span is never lost, only left unscored. Drops and arrivals are
 counted with `itertools.count` (whose `next` is atomic) and reported by the worker in batches, so
-the span path never touches the metrics API.
+the span path never touches the metrics API. A caller whose span was refused notes its ids
+(`note_refused`, a bounded deque of its own) so that the worker can flag the run it belonged to.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["Intake"]
+__all__ = ["Intake", "RefusedNote"]
 
 C = TypeVar("C")
+
+RefusedNote = tuple[str, str, str | None]
+"""(trace id, span id, parent span id or None) of a span the queue refused."""
 
 
 class Intake(Generic[C]):
@@ -32,6 +36,9 @@ class Intake(Generic[C]):
         self._dropped = itertools.count()
         self._reported_offered = 0
         self._reported_dropped = 0
+        self._refused: deque[RefusedNote] = deque()
+        self._unnoted = itertools.count()
+        self._reported_unnoted = 0
 
     def offer(self, carrier: C) -> bool:
         """Queue a span for the worker; False when the queue is full (the caller passes it on itself)."""
@@ -43,6 +50,17 @@ class Intake(Generic[C]):
         if not self._wake.is_set():  # set() takes a lock and may wake a thread: once per drain is enough
             self._wake.set()
         return True
+
+    def note_refused(self, trace_id: str, span_id: str, parent_id: str | None) -> None:
+        """Remember the ids of a span `offer` refused, for the worker (`refused_since_last`); never blocks.
+
+        Run only when refusing, so a queued span costs nothing more. Bounded like the queue: with `size`
+        notes not taken yet, the span is counted instead.
+        """
+        if len(self._refused) < self._size:
+            self._refused.append((trace_id, span_id, parent_id))
+        else:
+            next(self._unnoted)
 
     def extend(self, carriers: Sequence[C]) -> None:
         """Queue every span of a request the caller admitted whole, past the size if need be.
@@ -76,6 +94,14 @@ class Intake(Generic[C]):
         delta = (offered - self._reported_offered, dropped - self._reported_dropped)
         self._reported_offered, self._reported_dropped = offered, dropped
         return delta
+
+    def refused_since_last(self) -> tuple[list[RefusedNote], int]:
+        """(spans noted, refused spans that found the notes full) since the previous call (worker thread only)."""
+        notes = self._refused
+        taken = [notes.popleft() for _ in range(len(notes))]
+        unnoted = _peek(self._unnoted)
+        delta, self._reported_unnoted = unnoted - self._reported_unnoted, unnoted
+        return taken, delta
 
 
 def _peek(counter: itertools.count[int]) -> int:

@@ -7,15 +7,18 @@ inferred runs nested in it (an uninstrumented sub-agent under one of its tools),
 spans any more once their enclosing run has ended. Runs without a run span of their own are taken
 when the whole trace finishes; when the span they were inferred at is still held (a candidate, see
 `group`), their scores go onto it. A run inferred at a span whose parent never came (a subtree cut
-off by a lost span) is scored flagged incomplete, whether or not the trace's root was a run.
+off by a lost span) is scored flagged incomplete, whether or not the trace's root was a run. So is a
+run a span refused by a full queue belonged to (see `refused`).
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Collection
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_classified
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
+from toolscore.collector.pipeline.refused import RefusedSpans, runs_missing_spans
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["ReadyRun", "runs_of_trace", "runs_under"]
@@ -24,6 +27,7 @@ ReadyRun = tuple[AgentRun, bool]
 """A run to score, and whether its run span is held (its scores can still go onto the span)."""
 
 _PARENT_ID = operator.attrgetter("span.parent_id")
+_NO_RUNS: frozenset[str] = frozenset()
 
 
 def _mark(run: AgentRun, incomplete: bool, trace: PendingTrace[object]) -> AgentRun:
@@ -54,36 +58,65 @@ def _connected(trace: PendingTrace[object]) -> bool:
     return parents <= trace.records.keys()
 
 
+def _missing(runs: list[AgentRun], trace: PendingTrace[object], refused: RefusedSpans | None) -> Collection[str] | None:
+    """The runs of `runs` (the whole trace's) that refused spans belonged to; None: any of them may have."""
+    if refused is None:
+        return _NO_RUNS
+    return runs_missing_spans(refused, trace.records, {run.span_id or "" for run in runs})
+
+
+def _refused_under(run: AgentRun, missing: Collection[str] | None) -> bool:
+    return missing is None or (run.span_id or "") in missing
+
+
 def runs_under(
     trace: PendingTrace[object],
     run_span_id: str,
     incomplete: bool,
     config: ExtractConfig,
     stats: ExtractStats,
+    *,
+    refused: RefusedSpans | None = None,
 ) -> list[ReadyRun]:
-    """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses."""
+    """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses.
+
+    `refused`: the trace's spans a full queue turned away, whose runs are flagged incomplete.
+    """
     ready: list[ReadyRun] = []
     nested: list[ReadyRun] = []
     incomplete = incomplete or trace.truncated
-    for run in rebuild_classified(trace.records.values(), config, stats):
+    runs = rebuild_classified(trace.records.values(), config, stats)
+    missing = _missing(runs, trace, refused)
+    for run in runs:
         if run.span_id == run_span_id:
-            ready.append((_mark(run, incomplete, trace), True))
+            ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
         elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
-            nested.append((_mark(run, incomplete, trace), False))
+            nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
     return ready + nested
 
 
 def runs_of_trace(
-    trace: PendingTrace[object], complete: bool, config: ExtractConfig, stats: ExtractStats
+    trace: PendingTrace[object],
+    complete: bool,
+    config: ExtractConfig,
+    stats: ExtractStats,
+    *,
+    refused: RefusedSpans | None = None,
 ) -> list[ReadyRun]:
-    """Every run of a finishing trace not scored yet; `complete` is False when its root never came."""
+    """Every run of a finishing trace not scored yet; `complete` is False when its root never came.
+
+    `refused`: as for `runs_under`.
+    """
     if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs and _connected(trace):
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
-    for run in rebuild_classified(trace.records.values(), config, stats):
+    runs = rebuild_classified(trace.records.values(), config, stats)
+    missing = _missing(runs, trace, refused)
+    for run in runs:
         if run.span_id in trace.scored:
             continue
         held = trace.held.get(run.span_id)  # a run span that has ended is complete whatever the trace does
         ended_run = held is not None and held.run
-        ready.append((_mark(run, trace.truncated or (not complete and not ended_run), trace), held is not None))
+        incomplete = trace.truncated or (not complete and not ended_run) or _refused_under(run, missing)
+        ready.append((_mark(run, incomplete, trace), held is not None))
     return ready

@@ -72,6 +72,9 @@ class PipelineTelemetry(Protocol):
     def late_spans(self, n: int) -> None:
         """`n` spans arrived after their trace had already been scored."""
 
+    def spans_forgotten(self, n: int) -> None:
+        """`n` spans refused by a full queue were let go before their trace was scored (see `pipeline.refused`)."""
+
     def request_refused(self, reason: str) -> None:
         """`toolscore serve` refused an export request whole, for the sender to retry; `reason` is a `RefusalReason`."""
 
@@ -116,6 +119,9 @@ class NoopTelemetry:
         pass
 
     def late_spans(self, n: int) -> None:
+        pass
+
+    def spans_forgotten(self, n: int) -> None:
         pass
 
     def request_refused(self, reason: str) -> None:

@@ -167,6 +167,16 @@ METRICS: tuple[MetricSpec, ...] = (
         "0, or a tiny fraction of received spans; growth means the settle window is too short.",
     ),
     MetricSpec(
+        "toolscore.spans.forgotten",
+        "counter",
+        "{span}",
+        "Spans the in-process queue refused (`queue_full`) that were let go before their trace was scored, "
+        "so that a run missing one may lack `toolscore.run.incomplete`: more were refused between two worker "
+        "steps than `queue_size`, or more traces had refused spans than `max_pending_traces`.",
+        (),
+        "0; it can only grow while spans are dropped with `queue_full` (raise `queue_size`).",
+    ),
+    MetricSpec(
         "toolscore.pending.traces",
         "observable_gauge",
         "{trace}",

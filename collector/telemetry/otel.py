@@ -143,6 +143,7 @@ class OTelPipelineTelemetry:
         self._runs = counters["toolscore.runs"]
         self._spans = counters["toolscore.spans"]
         self._late = counters["toolscore.spans.late"]
+        self._forgotten = counters["toolscore.spans.forgotten"]
         self._judge = counters["toolscore.judge.calls"]
         self._overflow = counters["toolscore.attribute.overflow"]
         self._forward = counters["toolscore.forward.spans"]
@@ -216,6 +217,9 @@ class OTelPipelineTelemetry:
 
     def late_spans(self, n: int) -> None:
         self._late.add(n)
+
+    def spans_forgotten(self, n: int) -> None:
+        self._forgotten.add(n)
 
     def request_refused(self, reason: str) -> None:
         reason = self._limiter.bound("toolscore.refusal.reason", reason)
