@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -189,6 +190,35 @@ def test_shutdown_scores_pending_runs_once_and_later_spans_pass_straight_on() ->
         collecting.spans.clear()
         tracer.start_span("after").end()
     assert [s.name for s in collecting.spans] == ["after"]
+
+
+def test_a_span_ended_while_shutdown_runs_on_another_thread_reaches_next_once() -> None:
+    """The ending thread passes the shutdown check, then shutdown drains the queue before the span is queued.
+
+    The pause is widened by holding that thread at the engine's `offer` (which then runs as usual).
+    """
+    collecting = _Collecting()
+    with registry_with(TRAVEL) as registry:
+        processor = ToolscoreSpanProcessor(registry, collecting, PipelineConfig(settle_ms=5), Recording())
+        provider = TracerProvider()
+        provider.add_span_processor(processor)
+        span = provider.get_tracer("t").start_span("ended during shutdown")
+        offer, at_offer, resume = processor.engine.offer, threading.Event(), threading.Event()
+
+        def held_offer(carrier: ReadableSpan) -> bool:
+            at_offer.set()
+            resume.wait(5)
+            return offer(carrier)
+
+        processor.engine.offer = held_offer  # type: ignore[method-assign]
+        ending = threading.Thread(target=span.end)
+        ending.start()
+        assert at_offer.wait(5)
+        processor.shutdown()  # drains the queue and stops the worker: the span is not in it yet
+        resume.set()
+        ending.join(5)
+    assert [s.name for s in collecting.spans] == ["ended during shutdown"]
+    assert len(processor.engine.intake) == 0
 
 
 class _Exploding(SpanProcessor):

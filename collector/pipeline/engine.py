@@ -72,7 +72,8 @@ class Engine(Worker, Generic[C]):
     (`note_refused`) and kept in `Refusals` until its trace finishes. A run is scored once: its span
     id enters `trace.scored` before scoring, and the store turns re-deliveries and stragglers into
     pass-through. Every carrier offered leaves through the sink exactly once: as pass-through, as a
-    scored run span, or, if the queue is full, back to the caller.
+    scored run span, or back to the caller: refused by a full queue, or queued behind shutdown's
+    last drain (`stranded`).
 
     Failure: each deadline, judge result and flushed trace is handled on its own (`_guarded`). When
     extracting or scoring a trace raises, that trace's held spans go on unscored and its spans are
@@ -128,6 +129,16 @@ class Engine(Worker, Generic[C]):
         """
         self.intake.note_refused(trace_id, span_id, parent_id)
 
+    def stranded(self) -> list[C]:
+        """After `shutdown` has begun: the spans queued behind its last drain, for the caller to pass on.
+
+        For a caller whose `offer` succeeded but which then saw shutdown begin; any thread. Empty while
+        the intake is still open (shutdown's own drain will take them), and each span goes to one caller.
+        """
+        if not self.intake.closed:
+            return []
+        return [carrier for carrier, _ in self.intake.take_all()]
+
     def offer_all(self, carriers: Sequence[C]) -> None:
         """Queue a whole request's spans, never refusing: the caller bounds the queue per request (`Intake.extend`)."""
         self.intake.extend(carriers)
@@ -172,10 +183,15 @@ class Engine(Worker, Generic[C]):
                 self._emit(flight, now)
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Flush, stop the worker and the judges; spans offered after this are the caller's to pass on."""
+        """Flush, stop the worker and the judges; spans offered after this are the caller's to pass on.
+
+        A span offered while this runs may land after the last drain: its caller takes it back with
+        `stranded` (the intake is closed first, so either that drain or the caller finds it).
+        """
         start = time.monotonic()
         ok = self.stop(timeout_s)
-        left = self.intake.drain(len(self.intake))
+        self.intake.close()
+        left = self.intake.take_all()
         if left and not self._thread.is_alive():
             self._release([carrier for carrier, _ in left])
             self.telemetry.spans_dropped(len(left), "shutdown")

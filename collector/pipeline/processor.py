@@ -111,6 +111,9 @@ class ToolscoreSpanProcessor(SpanProcessor):
                 self.next.on_end(span)
             elif not self.engine.offer(span):
                 self._refused(span)
+            elif self._shut_down:  # shutdown began meanwhile: its last drain may have come before our offer
+                for stranded in self.engine.stranded():
+                    self.next.on_end(stranded)
         except Exception:  # a processor must not break the application that ends the span
             _log.exception("toolscore span processor failed on span end")
 

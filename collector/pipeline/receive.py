@@ -6,6 +6,9 @@ passes the span straight on, so a span is never lost, only left unscored. Drops 
 counted with `itertools.count` (whose `next` is atomic) and reported by the worker in batches, so
 the span path never touches the metrics API. A caller whose span was refused notes its ids
 (`note_refused`, a bounded deque of its own) so that the worker can flag the run it belonged to.
+Once closed (at shutdown, when no worker reads it any more), the queue is emptied by whoever finds
+items in it, `take_all` giving each item to one taker: a caller whose `offer` raced the close takes
+what is left itself (`Engine.stranded`), so its span is not stranded.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class Intake(Generic[C]):
         self._dropped = itertools.count()
         self._reported_offered = 0
         self._reported_dropped = 0
+        self._closed = False
         self._refused: deque[RefusedNote] = deque()
         self._unnoted = itertools.count()
         self._reported_unnoted = 0
@@ -75,6 +79,24 @@ class Intake(Generic[C]):
         self._items.extend([(carrier, arrived) for carrier in carriers])
         if not self._wake.is_set():
             self._wake.set()
+
+    def close(self) -> None:
+        """No worker reads the queue from now on: what is left, and what comes, is for `take_all` callers."""
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def take_all(self) -> list[tuple[C, int]]:
+        """Every queued item, oldest first; any thread, several at once: each item goes to one caller."""
+        items = self._items
+        out: list[tuple[C, int]] = []
+        while True:
+            try:
+                out.append(items.popleft())  # atomic: a racing taker gets the item or IndexError
+            except IndexError:
+                return out
 
     def drain(self, limit: int) -> list[tuple[C, int]]:
         """Up to `limit` queued items, oldest first (worker thread only)."""
