@@ -184,7 +184,11 @@ class AgentRun(BaseModel):
     inferred: bool = Field(
         default=False, description="True when no run span was recognised and the trace root stands in."
     )
-    incomplete: bool = Field(default=False, description="True when the run was scored before all its spans arrived.")
+    incomplete: bool = Field(
+        default=False,
+        description="True when some of the run's spans are known to be missing from its score (a span that "
+        "arrives after the run was scored does not set it).",
+    )
     parent_span_id: str | None = Field(default=None, description="Run span of the enclosing run, for nested agents.")
     start_ns: int | None = Field(default=None, description="Start time of the run span, ns since the epoch.")
     output_messages: int | None = Field(

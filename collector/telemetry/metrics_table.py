@@ -148,7 +148,8 @@ METRICS: tuple[MetricSpec, ...] = (
         "{run}",
         "Agent runs that left the pipeline, by outcome.",
         ("toolscore.run.outcome",),
-        "`matched` grows with traffic; `incomplete` near 0 (else raise the settle window).",
+        "`matched` grows with traffic; `incomplete` near 0 (else runs are cut: see dropped spans by reason, "
+        "`trace_idle_timeout_s`, and trace routing across replicas).",
     ),
     MetricSpec(
         "toolscore.spans",
