@@ -297,3 +297,37 @@ def test_a_failing_step_does_not_leave_the_worker_spinning_on_a_stale_backlog() 
     finally:
         worker._stopping = True
         worker._wake.set()
+
+
+class _StuckSink(ListSink[SpanRecord]):
+    """Holds the worker inside its first `release` until `go` is set, as a downstream that hangs would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stuck, self.go = threading.Event(), threading.Event()
+
+    def release(self, carriers: Any) -> None:
+        if not self.stuck.is_set():
+            self.stuck.set()
+            self.go.wait(10)
+        super().release(carriers)
+
+
+def test_spans_queued_behind_a_worker_stuck_past_the_shutdown_timeout_go_on_and_are_counted() -> None:
+    """Before, shutdown took them off the queue and, the worker being alive, neither passed them on nor counted them."""
+    sink, telemetry = _StuckSink(), Recording()
+    first = record("1000000000000001", None, "GET /health", {})
+    behind = [record(f"20000000000000{i:02x}", None, f"GET /{i}", {}, trace_id=f"{i + 2:032x}") for i in range(5)]
+    with registry_with(TRAVEL) as registry:
+        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, PipelineConfig(), telemetry)
+        assert pipeline.offer(first)
+        assert sink.stuck.wait(5)
+        for span in behind:
+            assert pipeline.offer(span)
+        assert pipeline.shutdown(0.2) is False  # the worker is still inside release
+        assert sorted(s.span_id for s in sink.released) == sorted(s.span_id for s in behind)
+        assert telemetry.counts["dropped:shutdown"] == len(behind)
+        sink.go.set()
+        assert wait_until(lambda: first in sink.released)
+        assert pipeline.stop(5)
+    assert sorted(s.span_id for s in sink.released) == sorted(s.span_id for s in [first, *behind])

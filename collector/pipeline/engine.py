@@ -192,7 +192,7 @@ class Engine(Worker, Generic[C]):
         ok = self.stop(timeout_s)
         self.intake.close()
         left = self.intake.take_all()
-        if left and not self._thread.is_alive():
+        if left:  # the worker has stopped, or is stuck past the timeout: nothing else would pass them on
             self._release([carrier for carrier, _ in left])
             self.telemetry.spans_dropped(len(left), "shutdown")
         self._judges.close(max(0.0, timeout_s - (time.monotonic() - start)))

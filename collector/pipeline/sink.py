@@ -37,6 +37,9 @@ class RunEnrichment:
 class Sink(Protocol[C_contra]):
     """Receives every carrier the engine was given, exactly once, on the engine's worker thread.
 
+    One exception: spans still queued when `Engine.shutdown` gives up waiting for a stuck worker are
+    released from the thread calling shutdown, possibly while the worker is inside a call here.
+
     Implementations must not raise (the engine logs and carries on if they do) and should not block
     for long: they run between scoring steps.
     """
