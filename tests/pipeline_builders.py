@@ -140,9 +140,14 @@ class Recording:
         with self.lock:
             self.counts[f"dropped:{reason}"] += n
 
-    def request_refused(self, reason: str) -> None:
+    def request_refused(self, reason: str, spans: int | None = None) -> None:
         with self.lock:
             self.counts[f"refused:{reason}"] += 1
+            self.counts[f"refused_spans:{reason}"] += spans or 0
+
+    def spans_refused(self, n: int, reason: str) -> None:
+        with self.lock:
+            self.counts[f"refused_spans:{reason}"] += n
 
     def late_spans(self, n: int) -> None:
         with self.lock:

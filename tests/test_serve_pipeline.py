@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.metric_reader import Meters
 from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
 from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with, run_attrs, tool_attrs
 from toolscore.collector.pipeline import PipelineConfig
@@ -412,6 +413,27 @@ def test_shutdown_scores_and_forwards_pending_runs(registry: Registry, downstrea
     assert pipeline.accept(request).overloaded  # after shutdown: refused, for the sender to retry elsewhere
     assert pipeline.refusal() is not None
     assert pipeline.telemetry.counts["refused:shutdown"] == 2  # type: ignore[attr-defined]
+
+
+def test_a_request_refused_once_read_is_counted_with_its_spans(registry: Registry, meters: Meters) -> None:
+    pipeline = CollectorPipeline(registry, None, CONFIG, meters.telemetry)
+    assert pipeline.shutdown(2)
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))).overloaded  # 2 spans, read
+    assert pipeline.refusal() is not None  # unread: its spans are unknown
+    assert meters.refused() == {"shutdown": 2}
+    assert meters.refused_spans() == {"shutdown": 2}
+
+
+def test_spans_with_unusable_ids_are_counted_as_refused(registry: Registry, meters: Meters) -> None:
+    pipeline = CollectorPipeline(registry, None, CONFIG, meters.telemetry)
+    request = encode_spans(sdk_spans(("travel", ("book_flight", "search"))))
+    request.resource_spans[0].scope_spans[0].spans[0].span_id = bytes(8)
+    try:
+        result = pipeline.accept(request)
+    finally:
+        pipeline.shutdown(2)
+    assert result.rejected_spans == 1
+    assert (meters.refused_spans(), meters.refused()) == ({"invalid": 1}, {})  # the request itself was taken
 
 
 def test_refusal_before_reading_judges_by_the_typical_request(registry: Registry) -> None:

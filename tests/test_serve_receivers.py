@@ -17,6 +17,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.certs import self_signed_certificate
+from tests.metric_reader import Meters
 from tests.serve_receiver_support import TOKEN, RecordingIngest, nested_attribute_request, sdk_spans
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.ingest import IngestResult
@@ -30,13 +31,14 @@ def ingest() -> RecordingIngest:
     return RecordingIngest()
 
 
-def _start(ingest: RecordingIngest, **config: object) -> GrpcReceiver:
-    return start_grpc_receiver(ingest, ReceiverConfig(grpc_endpoint="127.0.0.1:0", **config))  # type: ignore[arg-type]
+def _start(ingest: RecordingIngest, meters: Meters | None = None, **config: object) -> GrpcReceiver:
+    settings = ReceiverConfig(grpc_endpoint="127.0.0.1:0", **config)  # type: ignore[arg-type]
+    return start_grpc_receiver(ingest, settings, telemetry=meters.telemetry if meters is not None else None)
 
 
 @pytest.fixture
-def receiver(ingest: RecordingIngest) -> Iterator[GrpcReceiver]:
-    running = _start(ingest)
+def receiver(ingest: RecordingIngest, meters: Meters) -> Iterator[GrpcReceiver]:
+    running = _start(ingest, meters)
     yield running
     running.stop(0)
 
@@ -95,7 +97,7 @@ def test_rejected_spans_are_a_partial_success(channel: grpc.Channel, ingest: Rec
 
 @pytest.mark.parametrize("when", ["read", "unread"])
 def test_overload_is_resource_exhausted_with_retry_info(
-    channel: grpc.Channel, ingest: RecordingIngest, when: str
+    channel: grpc.Channel, ingest: RecordingIngest, when: str, meters: Meters
 ) -> None:
     ingest.overload_next(when, 2.5)
     with pytest.raises(grpc.RpcError) as caught:
@@ -109,6 +111,7 @@ def test_overload_is_resource_exhausted_with_retry_info(
     trailers = dict(caught.value.trailing_metadata())  # type: ignore[attr-defined]
     assert error_details_pb2.RetryInfo.FromString(trailers["google.rpc.retryinfo-bin"]) == info
     assert len(ingest.requests) == (1 if when == "read" else 0)
+    assert meters.refused() == {}, "overload is counted by the ingest that decided it, not twice"
 
 
 @pytest.mark.parametrize("when", ["read", "unread"])
@@ -140,7 +143,9 @@ def test_a_request_refused_unread_is_not_parsed(channel: grpc.Channel, ingest: R
     assert ingest.span_names() == ["after"]
 
 
-def test_garbage_bytes_are_invalid_argument_naming_the_fault(channel: grpc.Channel, ingest: RecordingIngest) -> None:
+def test_garbage_bytes_are_invalid_argument_naming_the_fault(
+    channel: grpc.Channel, ingest: RecordingIngest, meters: Meters
+) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         _raw_export(channel, b"\x0a\xff\xff\xff\xff\x0f garbage")
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT  # type: ignore[attr-defined]
@@ -150,6 +155,7 @@ def test_garbage_bytes_are_invalid_argument_naming_the_fault(channel: grpc.Chann
     assert _status_details(caught.value).details[0].Unpack(bad_request)
     assert bad_request.field_violations[0].field == "byte 1"
     assert ingest.requests == []
+    assert (meters.refused(), meters.refused_spans()) == ({"invalid": 1}, {})
 
 
 def test_bytes_without_resource_spans_are_invalid_argument(channel: grpc.Channel) -> None:
@@ -198,8 +204,8 @@ def test_oversized_message_is_refused_and_the_next_one_served(ingest: RecordingI
     assert ingest.span_names() == ["small"]
 
 
-def test_a_request_over_the_span_limit_is_refused_before_it_is_parsed(ingest: RecordingIngest) -> None:
-    receiver = _start(ingest, max_spans_per_request=3)
+def test_a_request_over_the_span_limit_is_refused_before_it_is_parsed(ingest: RecordingIngest, meters: Meters) -> None:
+    receiver = _start(ingest, meters, max_spans_per_request=3)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
             stub = TraceServiceStub(channel)
@@ -222,6 +228,8 @@ def test_a_request_over_the_span_limit_is_refused_before_it_is_parsed(ingest: Re
         assert "receiver.max_spans_per_request" in refused.details()  # type: ignore[attr-defined]
     assert "more than 3 resource and scope blocks" in blocks.value.details()  # type: ignore[attr-defined]
     assert ingest.span_names() == ["e", "f", "g", "i"]
+    assert meters.refused() == {"too_many_spans": 3}
+    assert meters.refused_spans() == {}, "the wire count stops past the limit: their spans were not counted"
 
 
 def test_good_requests_between_bad_ones_reach_the_ingest(channel: grpc.Channel, ingest: RecordingIngest) -> None:
@@ -233,14 +241,14 @@ def test_good_requests_between_bad_ones_reach_the_ingest(channel: grpc.Channel, 
     assert ingest.span_names() == ["good-0", "good-1", "good-2", "good-3"]
 
 
-def test_an_ingest_that_raises_is_an_internal_error() -> None:
+def test_an_ingest_that_raises_is_an_internal_error(meters: Meters) -> None:
     broken = RecordingIngest()
 
     def explode(request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         raise RuntimeError("boom")
 
     broken.accept = explode  # type: ignore[method-assign]
-    receiver = _start(broken)
+    receiver = _start(broken, meters)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as other:
             with pytest.raises(grpc.RpcError) as caught:
@@ -248,13 +256,14 @@ def test_an_ingest_that_raises_is_an_internal_error() -> None:
             assert caught.value.code() is grpc.StatusCode.INTERNAL  # type: ignore[attr-defined]
     finally:
         receiver.stop(0)
+    assert (meters.refused(), meters.refused_spans()) == ({"internal": 1}, {"internal": 1})
 
 
 # -- auth and TLS --------------------------------------------------------------------------------------
 
 
-def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> None:
-    receiver = _start(ingest, bearer_token=TOKEN)
+def test_bearer_token_is_required_when_configured(ingest: RecordingIngest, meters: Meters) -> None:
+    receiver = _start(ingest, meters, bearer_token=TOKEN)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
             stub = TraceServiceStub(channel)
@@ -277,6 +286,7 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> No
     finally:
         receiver.stop(0)
     assert ingest.span_names() == ["bearer", "BEARER", "allowed"]
+    assert meters.refused() == {"unauthenticated": 6}
 
 
 def test_authentication_comes_before_the_overload_answer(ingest: RecordingIngest) -> None:

@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.certs import self_signed_certificate
+from tests.metric_reader import Meters
 from tests.serve_receiver_support import (
     TOKEN,
     TRACE_ID,
@@ -59,14 +60,17 @@ def health() -> HealthState:
     return HealthState()
 
 
-def _start(ingest: RecordingIngest, health: HealthState | None = None, **config: object) -> HttpReceiver:
+def _start(
+    ingest: RecordingIngest, health: HealthState | None = None, *, meters: Meters | None = None, **config: object
+) -> HttpReceiver:
     settings = ReceiverConfig.model_validate({"http_endpoint": "127.0.0.1:0", "max_message_bytes": LIMIT, **config})
-    return start_http_receiver(ingest, settings, health or HealthState())
+    telemetry = meters.telemetry if meters is not None else None
+    return start_http_receiver(ingest, settings, health or HealthState(), telemetry=telemetry)
 
 
 @pytest.fixture
-def receiver(ingest: RecordingIngest, health: HealthState) -> Iterator[HttpReceiver]:
-    running = _start(ingest, health)
+def receiver(ingest: RecordingIngest, health: HealthState, meters: Meters) -> Iterator[HttpReceiver]:
+    running = _start(ingest, health, meters=meters)
     yield running
     running.stop(0)
 
@@ -130,7 +134,9 @@ def test_json_request_is_converted_with_hex_ids(receiver: HttpReceiver, ingest: 
     assert (span.name, span.kind, span.start_time_unix_nano) == ("lookup", 3, 1_700_000_000_000_000_000)
 
 
-def test_json_spans_with_bad_ids_are_a_partial_success(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
+def test_json_spans_with_bad_ids_are_a_partial_success(
+    receiver: HttpReceiver, ingest: RecordingIngest, meters: Meters
+) -> None:
     document = json_request(json_span("kept"), json_span("short", span_id="abcd"), json_span("b64", trace_id="W47/"))
     reply = http_call(receiver.port, _json(document), content_type="application/json")
     assert reply.status == 200
@@ -140,6 +146,7 @@ def test_json_spans_with_bad_ids_are_a_partial_success(receiver: HttpReceiver, i
     assert "resourceSpans[0].scopeSpans[0].spans[1] 'short': spanId 'abcd' is not 16 hex digits" in message
     assert "spans[2] 'b64': traceId 'W47/'" in message
     assert ingest.span_names() == ["kept"]
+    assert (meters.refused_spans(), meters.refused()) == ({"invalid": 2}, {})  # spans left out, request taken
 
 
 def test_ingest_rejections_add_to_the_receivers_own(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
@@ -154,6 +161,20 @@ def test_protobuf_partial_success_comes_from_the_ingest(receiver: HttpReceiver, 
     ingest.results.append(IngestResult(rejected_spans=3, error_message="bad ids"))
     response = ExportTraceServiceResponse.FromString(http_call(receiver.port, _proto("a")).body)
     assert (response.partial_success.rejected_spans, response.partial_success.error_message) == (3, "bad ids")
+
+
+def test_an_ingest_that_raises_is_a_500_counted_with_its_spans(ingest: RecordingIngest, meters: Meters) -> None:
+    def explode(request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
+        raise RuntimeError("boom")
+
+    ingest.accept = explode  # type: ignore[method-assign]
+    receiver = _start(ingest, meters=meters)
+    try:
+        reply = http_call(receiver.port, _proto("a", "b"))
+    finally:
+        receiver.stop(0)
+    assert reply.status == 500
+    assert (meters.refused(), meters.refused_spans()) == ({"internal": 1}, {"internal": 2})
 
 
 @pytest.mark.parametrize("when", ["read", "unread"])
@@ -233,6 +254,37 @@ def test_bad_request_gets_a_clear_error(  # noqa: PLR0917 (the parametrized case
     assert ingest.requests == []
 
 
+_REASONS = {
+    "garbage protobuf": "invalid",
+    "garbage json": "invalid",
+    "wrong content type": "unsupported",
+    "no content type": "unsupported",
+    "unknown encoding": "unsupported",
+    "truncated gzip": "invalid",
+    "not gzip": "invalid",
+    "gzip bomb": "too_large",
+    "oversized": "too_large",
+    "invalid utf-8 json": "invalid",
+    "wrong json type": "invalid",
+    "surrogate url": "invalid",
+}
+
+
+def test_every_refused_request_is_counted_by_reason(receiver: HttpReceiver, meters: Meters) -> None:
+    expected: dict[str, int] = {}
+    for case, body, content_type, headers, code, _ in _bad_cases():
+        assert http_call(receiver.port, body, content_type=content_type or None, headers=headers).status == code
+        expected[_REASONS[case]] = expected.get(_REASONS[case], 0) + 1
+    assert http_call(receiver.port, _proto("taken")).status == 200
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:  # 411: no length
+        raw.sendall(_POST + b"\r\n")
+        assert raw.recv(4096).startswith(b"HTTP/1.1 411 ")
+    reply = _raw(receiver.port, _POST + b"Transfer-Encoding: gzip, chunked\r\n\r\n" + _chunked(_proto("x")))
+    assert reply.startswith(b"HTTP/1.1 501 ")
+    assert meters.refused() == {**expected, "invalid": expected["invalid"] + 1, "unsupported": 4}
+    assert meters.refused_spans() == {}, "none of them was counted before it was refused"
+
+
 def test_bad_protobuf_error_names_the_byte_and_field(receiver: HttpReceiver) -> None:
     reply = http_call(receiver.port, b"\x0a\xff\xff\xff\xff\x0f")
     status = _status(reply)
@@ -270,8 +322,10 @@ def test_protobuf_nested_past_the_runtime_limit_is_400_saying_so(
 
 
 @pytest.mark.parametrize("fmt", ["proto", "json"])
-def test_a_request_over_the_span_limit_is_400_and_one_at_it_is_taken(ingest: RecordingIngest, fmt: str) -> None:
-    receiver = _start(ingest, max_spans_per_request=3)
+def test_a_request_over_the_span_limit_is_400_and_one_at_it_is_taken(
+    ingest: RecordingIngest, fmt: str, meters: Meters
+) -> None:
+    receiver = _start(ingest, meters=meters, max_spans_per_request=3)
 
     def send(*names: str, blocks: int = 0) -> Reply:
         if fmt == "proto":
@@ -294,6 +348,9 @@ def test_a_request_over_the_span_limit_is_400_and_one_at_it_is_taken(ingest: Rec
     assert f"the request holds {held_blocks} resource and scope blocks" in _status(too_many_blocks).message
     assert (at.status, after.status) == (200, 200)
     assert ingest.span_names() == ["e", "f", "g", "i"]
+    assert meters.refused() == {"too_many_spans": 2}
+    # Spans are counted as refused only when they were counted whole: JSON's 4, then 1 (of 5 blocks).
+    assert meters.refused_spans() == ({} if fmt == "proto" else {"too_many_spans": 5})
 
 
 @dataclass
@@ -562,8 +619,8 @@ def test_health_endpoints_follow_the_state(receiver: HttpReceiver, health: Healt
     assert get("/readyz")[0] == 503
 
 
-def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> None:
-    receiver = _start(ingest, bearer_token=TOKEN)
+def test_bearer_token_is_required_when_configured(ingest: RecordingIngest, meters: Meters) -> None:
+    receiver = _start(ingest, meters=meters, bearer_token=TOKEN)
     try:
         refused = ["Bearer wrong", TOKEN, f"Basic {TOKEN}", f"Bearer{TOKEN}", f"Bearer {TOKEN}x"]
         for headers in [{}, *({"Authorization": value} for value in refused)]:
@@ -582,6 +639,7 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest) -> No
     finally:
         receiver.stop(0)
     assert ingest.span_names() == ["bearer", "BEARER", "allowed"]
+    assert meters.refused() == {"unauthenticated": 6}
 
 
 def test_tls_receiver_serves_the_sdk_exporter(
@@ -624,8 +682,8 @@ def http_call_tls_health(port: int, cert: Path) -> int:
         connection.close()
 
 
-def test_connections_beyond_the_bound_get_503_and_slots_come_back(ingest: RecordingIngest) -> None:
-    receiver = _start(ingest, http_max_connections=2)
+def test_connections_beyond_the_bound_get_503_and_slots_come_back(ingest: RecordingIngest, meters: Meters) -> None:
+    receiver = _start(ingest, meters=meters, http_max_connections=2)
     try:
         idle = [socket.create_connection(("127.0.0.1", receiver.port), timeout=5) for _ in range(2)]
         time.sleep(0.2)
@@ -633,6 +691,7 @@ def test_connections_beyond_the_bound_get_503_and_slots_come_back(ingest: Record
             answer = third.recv(4096)
         assert answer.startswith(b"HTTP/1.1 503 ")
         assert b"Retry-After: 1" in answer
+        assert meters.refused() == {"too_many_connections": 1}
         for connection in idle:
             connection.close()
         wait_for_a_free_slot(receiver.port)
@@ -689,9 +748,11 @@ def _trickle(connections: list[socket.socket], pieces: list[bytes], budget_s: fl
     return answers
 
 
-def test_a_request_trickling_in_is_cut_at_its_deadline_and_its_slot_freed(ingest: RecordingIngest) -> None:
+def test_a_request_trickling_in_is_cut_at_its_deadline_and_its_slot_freed(
+    ingest: RecordingIngest, meters: Meters
+) -> None:
     """Each read comes well within the idle timeout, but the request as a whole takes too long: 408 and closed."""
-    receiver = _start(ingest, http_max_connections=2, http_idle_timeout_s=5, http_request_timeout_s=0.5)
+    receiver = _start(ingest, meters=meters, http_max_connections=2, http_idle_timeout_s=5, http_request_timeout_s=0.5)
     headers = _POST + b"Content-Length: 60000\r\n\r\n"
     try:
         slow_headers, slow_body = (socket.create_connection(("127.0.0.1", receiver.port), timeout=5) for _ in "ab")
@@ -701,6 +762,7 @@ def test_a_request_trickling_in_is_cut_at_its_deadline_and_its_slot_freed(ingest
         for answer in answers:
             assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), answer
             assert b"the request did not arrive within 0.5s" in answer
+        assert meters.refused()["timeout"] == 2
         wait_for_a_free_slot(receiver.port)
     finally:
         receiver.stop(0)

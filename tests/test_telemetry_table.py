@@ -15,7 +15,7 @@ from tests.pipeline_builders import TRAVEL, agent_run, registry_with, traced
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.telemetry import RunSpanRef, create_telemetry
 from toolscore.collector.telemetry.limits import AttributeLimiter
-from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, METRICS, OTHER_VALUE, metric
+from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, METRICS, OTHER_VALUE, REFUSAL_REASONS, metric
 from toolscore.collector.telemetry.readme import (
     CONFIG_MARKERS,
     METRICS_MARKERS,
@@ -80,7 +80,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
         forward.spans_forward_dropped(1, reason)
     forward.forward_retried()
     for reason in ATTRIBUTES["toolscore.refusal.reason"].values or ():
-        telemetry.request_refused(reason)
+        telemetry.request_refused(reason, spans=3)
+    telemetry.spans_refused(2, "invalid")
     for outcome in ATTRIBUTES["toolscore.run.outcome"].values or ():
         telemetry.run_finished(outcome)
     for outcome in ATTRIBUTES["toolscore.judge.outcome"].values or ():
@@ -107,7 +108,13 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
                 allowed = ATTRIBUTES[key].values
                 assert allowed is None or value in (*allowed, OTHER_VALUE), (name, key, value)
     refused = {p["toolscore.refusal.reason"] for p in _points(emitted["toolscore.receiver.refused"])}
-    assert refused == {"queue_full", "forward_queue_full", "shutdown"}
+    assert refused == set(REFUSAL_REASONS)
+    refused_spans = {
+        (dict(p.attributes or {})["toolscore.refusal.reason"], p.value)  # type: ignore[union-attr]
+        for p in emitted["toolscore.spans"].data.data_points
+        if dict(p.attributes or {}).get("toolscore.span.outcome") == "refused"
+    }
+    assert refused_spans == {(reason, 5 if reason == "invalid" else 3) for reason in REFUSAL_REASONS}
     runs = {p["toolscore.run.outcome"] for p in _points(emitted["toolscore.runs"])}
     assert runs == {"matched", "unmatched", "incomplete", OTHER_VALUE}
     failure = {

@@ -39,6 +39,7 @@ from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
+    ReceiverTelemetry,
     accept_safely,
     bad_payload_status,
     decode_slots,
@@ -47,8 +48,10 @@ from toolscore.collector.serve.otlp_export import (
     overloaded_status,
     parse_proto_request,
     retry_info,
+    span_count,
 )
 from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.telemetry.base import NoopTelemetry
 
 __all__ = ["TRACE_SERVICE", "GrpcReceiver", "TraceServiceReceiver", "start_grpc_receiver"]
 
@@ -64,6 +67,8 @@ class _Undecodable:
     """What the deserializer hands the servicer instead of raising, so the answer can say why."""
 
     error: BadPayload
+    reason: str
+    """The `toolscore.refusal.reason` it is counted under."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +83,10 @@ def _decode(data: bytes, max_spans: int) -> ExportTraceServiceRequest | _Undecod
     try:
         return parse_proto_request(data, max_spans)
     except BadPayload as exc:
-        return _Undecodable(exc)
+        return _Undecodable(exc, exc.reason)
     except Exception as exc:  # never let grpc turn a decoder fault into a bare INTERNAL
         _log.exception("OTLP/gRPC: decoding a %d-byte request failed unexpectedly", len(data))
-        return _Undecodable(BadPayload(f"the request could not be decoded: {exc!r}"))
+        return _Undecodable(BadPayload(f"the request could not be decoded: {exc!r}"), "internal")
 
 
 def _abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tuple[str, bytes]] = ()) -> None:
@@ -98,20 +103,25 @@ def _abort_overloaded(context: Any, retry_after_s: float) -> None:
 class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
     """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload."""
 
-    def __init__(self, ingest: Ingest, max_spans: int, decodes: threading.Semaphore) -> None:
+    def __init__(
+        self, ingest: Ingest, max_spans: int, decodes: threading.Semaphore, telemetry: ReceiverTelemetry
+    ) -> None:
         self._ingest = ingest
         self._max_spans = max_spans
         self._decodes = decodes
+        self._telemetry = telemetry
 
     def Export(self, data: bytes, context: Any) -> Any:
         with self._decodes:  # released by abort's exception too
             request = _decode(data, self._max_spans)
             if isinstance(request, _Undecodable):
                 _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
+                self._telemetry.request_refused(request.reason, request.error.spans)
                 _abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
                 raise AssertionError("unreachable: abort raises")
             result = accept_safely(self._ingest, request, data)
         if result is None:
+            self._telemetry.request_refused("internal", span_count(request))
             context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
             raise AssertionError("unreachable: abort raises")
         if result.overloaded:
@@ -141,11 +151,13 @@ class _ShedOverload(grpc.ServerInterceptor):  # type: ignore[misc]
 class _BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
     """Refuses calls without `authorization: Bearer <token>` before their message is even parsed."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, telemetry: ReceiverTelemetry) -> None:
         self._token = token
+        self._telemetry = telemetry
         self._deny = grpc.unary_unary_rpc_method_handler(self._refuse)
 
     def _refuse(self, request: Any, context: Any) -> None:
+        self._telemetry.request_refused("unauthenticated")
         context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
@@ -175,19 +187,26 @@ class GrpcReceiver:
 
 
 def start_grpc_receiver(
-    ingest: Ingest, config: ReceiverConfig, decodes: threading.Semaphore | None = None
+    ingest: Ingest,
+    config: ReceiverConfig,
+    decodes: threading.Semaphore | None = None,
+    telemetry: ReceiverTelemetry | None = None,
 ) -> GrpcReceiver:
     """Bind `config.grpc_endpoint` and start serving; raises `RuntimeError` when it cannot be bound.
 
     `decodes`: the decode slots shared with the HTTP receiver (default: its own, `max_concurrent_decodes`).
+    `telemetry`: where the requests it refuses itself are counted (overload is the ingest's to count).
     """
     if decodes is None:
         decodes = decode_slots(config.max_concurrent_decodes)
-    servicer = TraceServiceReceiver(ingest, config.max_spans_per_request, decodes)
+    telemetry = telemetry or NoopTelemetry()
+    servicer = TraceServiceReceiver(ingest, config.max_spans_per_request, decodes, telemetry)
     handler = grpc.unary_unary_rpc_method_handler(
         servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
-    interceptors: list[grpc.ServerInterceptor] = [_BearerAuth(config.bearer_token)] if config.bearer_token else []
+    interceptors: list[grpc.ServerInterceptor] = (
+        [_BearerAuth(config.bearer_token, telemetry)] if config.bearer_token else []
+    )
     interceptors.append(_ShedOverload(ingest))  # after authentication: a stranger learns nothing of the load
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc"),

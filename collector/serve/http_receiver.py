@@ -46,6 +46,7 @@ from toolscore.collector.serve.http_server import BoundedHTTPServer, BoundedRequ
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
+    ReceiverTelemetry,
     accept_safely,
     bad_payload_status,
     decode_slots,
@@ -53,9 +54,11 @@ from toolscore.collector.serve.otlp_export import (
     export_response,
     overloaded_status,
     parse_proto_request,
+    span_count,
 )
 from toolscore.collector.serve.otlp_json_request import request_from_json
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
+from toolscore.collector.telemetry.base import NoopTelemetry
 
 __all__ = ["TRACES_PATH", "HttpReceiver", "start_http_receiver"]
 
@@ -66,7 +69,8 @@ _HEALTH_PATHS = ("/healthz", "/readyz")
 
 
 class _Server(BoundedHTTPServer):
-    """The bounded server plus what the handler needs: the ingest, the limits and the health state."""
+    """The bounded server plus what the handler needs: the ingest, the limits, the health state and where
+    refusals are counted."""
 
     def __init__(
         self,
@@ -75,8 +79,11 @@ class _Server(BoundedHTTPServer):
         health: HealthState,
         tls: ssl.SSLContext | None,
         decodes: threading.Semaphore,
+        *,
+        telemetry: ReceiverTelemetry,
     ) -> None:
         self.ingest, self.config, self.health, self.decodes = ingest, config, health, decodes
+        self.telemetry = telemetry
         host, port = split_endpoint(config.http_endpoint)
         super().__init__(
             host,
@@ -87,6 +94,10 @@ class _Server(BoundedHTTPServer):
             request_timeout_s=config.http_request_timeout_s,
             tls_context=tls,
         )
+
+    def refused(self, reason: str) -> None:
+        """The bounded server turned a connection (`too_many_connections`) or a request (`timeout`) away."""
+        self.telemetry.request_refused(reason)
 
 
 class _Handler(BoundedRequestHandler):
@@ -140,6 +151,11 @@ class _Handler(BoundedRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def _refuse(self, reason: str, code: int, rpc_code: int, message: str, *, unread: bool = True) -> None:
+        """Refuse an export: counted under `reason` (a `toolscore.refusal.reason`), then `_fail`."""
+        self.server.telemetry.request_refused(reason)
+        self._fail(code, rpc_code, message, unread=unread)
 
     def _fail(self, code: int, rpc_code: int, message: str, *, unread: bool = True, **headers: str) -> None:
         """An error answer; `unread`: the body was not consumed, so the connection cannot be reused."""
@@ -217,16 +233,21 @@ class _Handler(BoundedRequestHandler):
                 request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
         except BadPayload as exc:
             _log.info("OTLP/HTTP export refused from %s: %s", self.client_address[0], exc)
+            self.server.telemetry.request_refused(exc.reason, exc.spans)
             self._reply(400, bad_payload_status(exc), fmt)
             return
         except Exception:
             _log.exception("OTLP/HTTP: decoding a %d-byte %s body failed unexpectedly", len(body), fmt)
-            self._fail(500, code_pb2.INTERNAL, "toolscore failed to decode the request (see its log)", unread=False)
+            message = "toolscore failed to decode the request (see its log)"
+            self._refuse("internal", 500, code_pb2.INTERNAL, message, unread=False)
             return
+        if rejected:  # spans the JSON decoding left out (ids that are not hex); the ingest counts its own
+            self.server.telemetry.spans_refused(rejected, "invalid")
         result = accept_safely(self.server.ingest, request, data)
         if result is None:
+            self.server.telemetry.request_refused("internal", span_count(request))
             self._fail(500, code_pb2.INTERNAL, "toolscore failed to take the request (see its log)", unread=False)
-        elif result.overloaded:
+        elif result.overloaded:  # counted by the ingest, which decided it
             self._overloaded(result.retry_after_s)
         else:
             self._reply(200, export_response(result, rejected, message), fmt)
@@ -246,21 +267,22 @@ class _Handler(BoundedRequestHandler):
                 return "chunked"
             if codings[-1] != "chunked":
                 message = f"Transfer-Encoding {headers.get('Transfer-Encoding')!r}: the body's end is unknown"
-                self._fail(400, code_pb2.INVALID_ARGUMENT, message + " (chunked must come last)")
+                self._refuse("invalid", 400, code_pb2.INVALID_ARGUMENT, message + " (chunked must come last)")
             else:
                 message = f"Transfer-Encoding {headers.get('Transfer-Encoding')!r}: only chunked is supported"
-                self._fail(501, code_pb2.UNIMPLEMENTED, message + " (send gzip as Content-Encoding)")
+                self._refuse("unsupported", 501, code_pb2.UNIMPLEMENTED, message + " (send gzip as Content-Encoding)")
             return None
         length_values = headers.get_all("Content-Length")
         if length_values is None:
-            self._fail(411, code_pb2.INVALID_ARGUMENT, "a Content-Length or Transfer-Encoding: chunked is required")
+            message = "a Content-Length or Transfer-Encoding: chunked is required"
+            self._refuse("invalid", 411, code_pb2.INVALID_ARGUMENT, message)
             return None
         try:
             return content_length(length_values, limit)
         except BodyTooLarge as exc:
-            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
+            self._refuse("too_large", 413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
         except BadPayload as exc:
-            self._fail(400, code_pb2.INVALID_ARGUMENT, str(exc))
+            self._refuse("invalid", 400, code_pb2.INVALID_ARGUMENT, str(exc))
         return None
 
     def _receive(self, framing: int | Literal["chunked"]) -> bytes:
@@ -276,15 +298,18 @@ class _Handler(BoundedRequestHandler):
         """The decompressed body, or None once an error has been answered."""
         config, headers = self.server.config, self.headers
         if not self._authorized():
+            self.server.telemetry.request_refused("unauthenticated")
             self._fail(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token", WWW_Authenticate="Bearer")
             return None
         if media_format(headers.get("Content-Type")) is None:
             got = headers.get("Content-Type") or "(none)"
-            self._fail(415, code_pb2.INVALID_ARGUMENT, f"Content-Type {got!r}: send {PROTOBUF} or application/json")
+            message = f"Content-Type {got!r}: send {PROTOBUF} or application/json"
+            self._refuse("unsupported", 415, code_pb2.INVALID_ARGUMENT, message)
             return None
         encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
         if encoding not in ("identity", "gzip", "x-gzip"):
-            self._fail(415, code_pb2.INVALID_ARGUMENT, f"Content-Encoding {encoding!r}: only gzip is supported")
+            message = f"Content-Encoding {encoding!r}: only gzip is supported"
+            self._refuse("unsupported", 415, code_pb2.INVALID_ARGUMENT, message)
             return None
         framing = self._framing()
         if framing is None:
@@ -303,18 +328,19 @@ class _Handler(BoundedRequestHandler):
             self.close_connection = True  # the sender went away mid-body: there is no one to answer
             return None
         except BodyTooLarge as exc:
-            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
+            self._refuse("too_large", 413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
             return None
         except BadPayload as exc:
-            self._fail(400, code_pb2.INVALID_ARGUMENT, str(exc))
+            self._refuse("invalid", 400, code_pb2.INVALID_ARGUMENT, str(exc))
             return None
         if encoding == "identity":
             return body
         try:
             return gunzip_bounded(body, config.decompressed_limit)
         except BodyTooLarge as exc:
-            self._fail(413, code_pb2.RESOURCE_EXHAUSTED, str(exc), unread=False)
+            self._refuse("too_large", 413, code_pb2.RESOURCE_EXHAUSTED, str(exc), unread=False)
         except BadPayload as exc:
+            self.server.telemetry.request_refused("invalid")
             self._reply(400, bad_payload_status(exc), self._format())
         return None
 
@@ -351,14 +377,19 @@ def _tls_context(config: ReceiverConfig) -> ssl.SSLContext | None:
 
 
 def start_http_receiver(
-    ingest: Ingest, config: ReceiverConfig, health: HealthState, decodes: threading.Semaphore | None = None
+    ingest: Ingest,
+    config: ReceiverConfig,
+    health: HealthState,
+    decodes: threading.Semaphore | None = None,
+    telemetry: ReceiverTelemetry | None = None,
 ) -> HttpReceiver:
     """Bind `config.http_endpoint` and serve on a background thread; raises `OSError` when it cannot bind.
 
     `decodes`: the decode slots shared with the gRPC receiver (default: its own, `max_concurrent_decodes`).
+    `telemetry`: where the requests it refuses itself are counted (overload is the ingest's to count).
     """
     slots = decode_slots(config.max_concurrent_decodes) if decodes is None else decodes
-    server = _Server(ingest, config, health, _tls_context(config), slots)
+    server = _Server(ingest, config, health, _tls_context(config), slots, telemetry=telemetry or NoopTelemetry())
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolscore-otlp-http", daemon=True
     )

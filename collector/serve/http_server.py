@@ -96,6 +96,7 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
         super().handle_one_request()  # a read past the deadline raises TimeoutError, which ends the request
         if self._reader.expired:
             self.close_connection = True
+            self.server.refused("timeout")
             self._request_timeout()
 
     def end_headers(self) -> None:
@@ -150,9 +151,14 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         """A connection that fails (usually the client leaving mid-answer) is logged, not printed to stderr."""
         _log.debug("HTTP: connection from %s failed", client_address, exc_info=True)
 
+    def refused(self, reason: str) -> None:
+        """Told of each connection turned away at the bound (`too_many_connections`) and each request cut at
+        its deadline (`timeout`); nothing here, a subclass counts them. Must not raise."""
+
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
             _log.warning("HTTP: %d connections open, refusing one from %s", self.max_connections, client_address)
+            self.refused("too_many_connections")
             if self.tls_context is None:
                 try:
                     request.settimeout(1.0)

@@ -28,6 +28,8 @@ from toolscore.collector.sources.wire import locate_decode_error
 __all__ = [
     "BadPayload",
     "ReceiverHandle",
+    "ReceiverTelemetry",
+    "TooManySpans",
     "accept_safely",
     "bad_payload_status",
     "check_span_limit",
@@ -37,6 +39,7 @@ __all__ = [
     "overloaded_status",
     "parse_proto_request",
     "retry_info",
+    "span_count",
 ]
 
 _log = logging.getLogger(__name__)
@@ -58,6 +61,47 @@ class BadPayload(ValueError):
         self.field = field
         self.offset = offset
 
+    @property
+    def reason(self) -> str:
+        """The `toolscore.refusal.reason` this refusal is counted under."""
+        return "invalid"
+
+    @property
+    def spans(self) -> int | None:
+        """Spans the refused request held, when they were counted."""
+        return None
+
+
+class TooManySpans(BadPayload):
+    """A request over `max_spans_per_request` (spans, or resource and scope blocks): counted `too_many_spans`."""
+
+    def __init__(self, message: str, spans: int | None) -> None:
+        super().__init__(message)
+        self._spans = spans
+
+    @property
+    def reason(self) -> str:
+        return "too_many_spans"
+
+    @property
+    def spans(self) -> int | None:
+        """The request's spans when counted whole; None when the count stopped past the limit."""
+        return self._spans
+
+
+class ReceiverTelemetry(Protocol):
+    """What the receivers report (`toolscore.receiver.refused`, `toolscore.spans{outcome=refused}`); never raises.
+
+    Overload refusals are counted by the ingest (`Ingest.refusal` and `accept` decide them); the receivers
+    count what they refuse themselves.
+    """
+
+    def request_refused(self, reason: str, spans: int | None = None) -> None:
+        """An export request was refused whole; `spans`: how many it held, when they were counted."""
+
+    def spans_refused(self, n: int, reason: str) -> None:
+        """`n` spans were left out of an accepted request (partial success)."""
+
 
 class ReceiverHandle(Protocol):
     """A started receiver: the port it is bound to (useful with port 0), and a graceful stop."""
@@ -74,16 +118,17 @@ class ReceiverHandle(Protocol):
 
 
 def check_span_limit(spans: int, blocks: int, limit: int, *, exact: bool = True) -> None:
-    """Raise `BadPayload` when a request holds more than `limit` spans, or resource and scope blocks.
+    """Raise `TooManySpans` when a request holds more than `limit` spans, or resource and scope blocks.
 
     `exact=False`: the counts stopped at `limit + 1` (`encode.count_spans`), so the message says "more than".
     """
     for count, what in ((spans, "spans"), (blocks, "resource and scope blocks")):
         if count > limit:
             held = str(count) if exact else f"more than {limit}"
-            raise BadPayload(
+            raise TooManySpans(
                 f"the request holds {held} {what}, over the limit of {limit} per request "
-                "(receiver.max_spans_per_request): send smaller batches"
+                "(receiver.max_spans_per_request): send smaller batches",
+                spans if exact else None,
             )
 
 
@@ -113,6 +158,11 @@ def parse_proto_request(data: bytes, max_spans: int | None = None) -> ExportTrac
         spans = sum(len(scope.spans) for scope in scopes)
         check_span_limit(spans, len(request.resource_spans) + len(scopes), max_spans)
     return request
+
+
+def span_count(request: ExportTraceServiceRequest) -> int:
+    """The spans of a parsed request."""
+    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
 
 
 def decode_slots(limit: int) -> threading.BoundedSemaphore:

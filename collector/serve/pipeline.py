@@ -31,6 +31,7 @@ from toolscore.collector.serve.carrier import Carrier, ResourceBlock, ScopeBlock
 from toolscore.collector.serve.encode import span_entries
 from toolscore.collector.serve.forward import Forwarder
 from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.otlp_export import span_count
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.regroup import RequestSink
 from toolscore.collector.sources.errors import DecodeStats
@@ -51,10 +52,6 @@ _log = logging.getLogger("toolscore.serve")
 def _discard(request: bytes, spans: int) -> bool:
     """No downstream configured: the spans were counted as passed by the engine and go nowhere."""
     return True
-
-
-def _span_count(request: ExportTraceServiceRequest) -> int:
-    return sum(len(scope.spans) for resource in request.resource_spans for scope in resource.scope_spans)
 
 
 class CollectorPipeline:
@@ -103,17 +100,18 @@ class CollectorPipeline:
 
     def refusal(self) -> IngestResult | None:
         """Overloaded when a request of the typical size would be refused now (see the module docstring)."""
-        return self._refusal(self._typical_spans)
+        return self._refusal(self._typical_spans)  # unread: its spans are not counted
 
     def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         """Queue the spans of `request` that have usable ids for the engine, or refuse it whole (module docstring)."""
         try:
-            total = _span_count(request)
-            if (refused := self._refusal(total)) is not None:  # checked first too, so a refused request is not walked
+            total = span_count(request)
+            # checked first too, so a refused request is not walked
+            if (refused := self._refusal(total, counted=total)) is not None:
                 return refused
             carriers, stats = _carriers(request, data, total)
             with self._admit:
-                refused = self._refusal(len(carriers))
+                refused = self._refusal(len(carriers), counted=total)
                 if refused is not None:
                     return refused
                 self.engine.offer_all(carriers)
@@ -124,16 +122,18 @@ class CollectorPipeline:
             return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
         if stats is None:
             return IngestResult()
+        self.telemetry.spans_refused(stats.skipped_total, "invalid")
         shown = "; ".join(stats.examples[:3])
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
-    def _refusal(self, spans: float) -> IngestResult | None:
-        """The overloaded answer (counted) when a request of `spans` spans would not be taken now (or ever: closed)."""
+    def _refusal(self, spans: float, counted: int | None = None) -> IngestResult | None:
+        """The overloaded answer (counted, with the request's `counted` spans when read) when a request of
+        `spans` spans would not be taken now (or ever: closed)."""
         reason = self._overload(spans)
         if reason is None:
             return None
-        self.telemetry.request_refused(reason)
+        self.telemetry.request_refused(reason, counted)
         return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
 
     def _overload(self, spans: float) -> RefusalReason | None:

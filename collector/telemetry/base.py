@@ -32,7 +32,7 @@ DropReason = str
 """Why spans were dropped: ``queue_full``, ``max_pending_traces``, ``max_spans_per_trace``, ``shutdown``, ``error``."""
 
 RefusalReason = str
-"""Why `toolscore serve` refused an export request: ``queue_full``, ``forward_queue_full``, ``shutdown``."""
+"""Why `toolscore serve` refused an export request, or spans of one: `metrics_table.REFUSAL_REASONS`."""
 
 RunOutcome = str
 """How a run ended: ``matched`` (an expectation applied), ``unmatched``, ``incomplete``."""
@@ -75,8 +75,12 @@ class PipelineTelemetry(Protocol):
     def spans_forgotten(self, n: int) -> None:
         """`n` spans refused by a full queue were let go before their trace was scored (see `pipeline.refused`)."""
 
-    def request_refused(self, reason: str) -> None:
-        """`toolscore serve` refused an export request whole, for the sender to retry; `reason` is a `RefusalReason`."""
+    def request_refused(self, reason: str, spans: int | None = None) -> None:
+        """`toolscore serve` refused an export request whole; `reason` is a `RefusalReason`, `spans` the
+        spans it held when they were counted (None: it was refused before they were)."""
+
+    def spans_refused(self, n: int, reason: str) -> None:
+        """`toolscore serve` left `n` spans out of a request it accepted (OTLP partial success)."""
 
     def run_finished(self, outcome: str) -> None:
         """A run left the pipeline; `outcome` is one of `RunOutcome`'s values."""
@@ -124,7 +128,10 @@ class NoopTelemetry:
     def spans_forgotten(self, n: int) -> None:
         pass
 
-    def request_refused(self, reason: str) -> None:
+    def request_refused(self, reason: str, spans: int | None = None) -> None:
+        pass
+
+    def spans_refused(self, n: int, reason: str) -> None:
         pass
 
     def run_finished(self, outcome: str) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "DELAY_BUCKETS_S",
     "METRICS",
     "OTHER_VALUE",
+    "REFUSAL_REASONS",
     "SCORE_BUCKETS",
     "AttributeSpec",
     "InstrumentKind",
@@ -65,6 +66,21 @@ class MetricSpec:
     """Explicit histogram bucket boundaries (histograms only)."""
 
 
+REFUSAL_REASONS: tuple[str, ...] = (
+    "queue_full",
+    "forward_queue_full",
+    "shutdown",
+    "too_many_connections",
+    "too_many_spans",
+    "too_large",
+    "invalid",
+    "unsupported",
+    "unauthenticated",
+    "timeout",
+    "internal",
+)
+"""Every `toolscore.refusal.reason`; OTLP senders retry the first four (RESOURCE_EXHAUSTED, HTTP 429, 503)."""
+
 CAPPED_NOTE = "names, at most `max_attribute_values` distinct values; then `_other`"
 """How the README describes a capped attribute's values."""
 
@@ -77,7 +93,9 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("error.type", "Why a scorer could not score (`ScoreFailure.error_type`)."),
     AttributeSpec("toolscore.run.outcome", "How a run left the pipeline.", ("matched", "unmatched", "incomplete")),
     AttributeSpec(
-        "toolscore.span.outcome", "What happened to spans (`dropped`: not scored).", ("received", "passed", "dropped")
+        "toolscore.span.outcome",
+        "What happened to spans (`dropped`: not scored; `refused`: `toolscore serve` did not take them).",
+        ("received", "passed", "dropped", "refused"),
     ),
     AttributeSpec(
         "toolscore.drop.reason",
@@ -98,8 +116,13 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     ),
     AttributeSpec(
         "toolscore.refusal.reason",
-        "Which queue had no room for an export request, or `shutdown`.",
-        ("queue_full", "forward_queue_full", "shutdown"),
+        "Why `toolscore serve` refused an export request, or spans of one. Senders retry `queue_full` and "
+        "`forward_queue_full` (which queue had no room), `shutdown` and `too_many_connections` (HTTP 503 at "
+        "`http_max_connections`). The other reasons lose the spans: `too_many_spans` (over "
+        "`max_spans_per_request`), `too_large` (HTTP 413), `invalid` (undecodable or badly framed; or spans "
+        "with unusable ids left out of an accepted request), `unsupported` (HTTP 415, 501), `unauthenticated`, "
+        "`timeout` (HTTP 408, `http_request_timeout_s`), `internal` (toolscore failed; see its log).",
+        REFUSAL_REASONS,
     ),
 )
 _OVERFLOW_ATTRIBUTE = AttributeSpec(
@@ -155,9 +178,12 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.spans",
         "counter",
         "{span}",
-        "Spans received, passed on to the next processor, or dropped from scoring (they still pass on).",
-        ("toolscore.span.outcome", "toolscore.drop.reason"),
-        "`passed` catches up with `received`; `dropped` stays 0 (else raise the queue or pending limits).",
+        "Spans received, passed on to the next processor, or dropped from scoring (they still pass on); "
+        "`refused`: spans of export requests `toolscore serve` refused, when it had counted them (a refused "
+        "request's retry counts again), and spans it left out of accepted ones.",
+        ("toolscore.span.outcome", "toolscore.drop.reason", "toolscore.refusal.reason"),
+        "`passed` catches up with `received`; `dropped` stays 0 (else raise the queue or pending limits); "
+        "`refused` other than for overload means senders lose spans.",
     ),
     MetricSpec(
         "toolscore.spans.late",
@@ -231,12 +257,15 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.receiver.refused",
         "counter",
         "{request}",
-        "Export requests `toolscore serve` refused whole (RESOURCE_EXHAUSTED / HTTP 429 with a retry delay, "
-        "read or not): its scoring queue or forward queue had no room, or it was shutting down. The sender "
-        "retries them, so nothing is lost unless it gives up.",
+        "Export requests `toolscore serve` refused whole, by reason. Overload (RESOURCE_EXHAUSTED / HTTP 429 "
+        "with a retry delay, read or not; HTTP 503 while every connection slot is taken) and shutdown are "
+        "retried by the sender, so nothing is lost unless it gives up; any other reason is answered with an "
+        "error saying why, and the request's spans are lost. gRPC messages over `max_message_bytes` are "
+        "refused by grpc before toolscore sees them and are not counted.",
         ("toolscore.refusal.reason",),
-        "0, or short bursts; steady growth means the replica is short of CPU (`queue_full`: add replicas) or "
-        "the downstream is slow (`forward_queue_full`).",
+        "0, or short bursts of overload; steady growth means the replica is short of CPU (`queue_full`: add "
+        "replicas) or the downstream is slow (`forward_queue_full`); any other reason means a sender is "
+        "misconfigured or sends what toolscore cannot take.",
     ),
     MetricSpec(
         "toolscore.attribute.overflow",

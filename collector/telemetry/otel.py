@@ -106,6 +106,10 @@ class _Tally:
 _PASSED: tuple[tuple[str, AttributeValue], ...] = (("toolscore.span.outcome", "passed"),)
 
 
+def _refused(reason: str) -> tuple[tuple[str, AttributeValue], ...]:
+    return (("toolscore.span.outcome", "refused"), ("toolscore.refusal.reason", reason))
+
+
 class OTelPipelineTelemetry:
     """`PipelineTelemetry` over an OTel `MeterProvider` and `LoggerProvider` (global ones when None)."""
 
@@ -221,9 +225,14 @@ class OTelPipelineTelemetry:
     def spans_forgotten(self, n: int) -> None:
         self._forgotten.add(n)
 
-    def request_refused(self, reason: str) -> None:
+    def request_refused(self, reason: str, spans: int | None = None) -> None:
         reason = self._limiter.bound("toolscore.refusal.reason", reason)
         self._tally.add(self._refused, (("toolscore.refusal.reason", reason),))  # a sender may retry every few ms
+        if spans:
+            self._tally.add(self._spans, _refused(reason), spans)
+
+    def spans_refused(self, n: int, reason: str) -> None:
+        self._tally.add(self._spans, _refused(self._limiter.bound("toolscore.refusal.reason", reason)), n)
 
     def run_finished(self, outcome: str) -> None:
         self._tally.add(self._runs, (("toolscore.run.outcome", self._limiter.bound("toolscore.run.outcome", outcome)),))
