@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.metric_reader import Meters
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve.score_query import parse_since, query_runs
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
@@ -179,10 +180,14 @@ def test_arguments_nested_deeper_than_the_encoder_goes_are_stored_as_their_text(
     assert all(c["args_text"] for c in (*stored["ab" * 16], stored["ef" * 16][0], *stored["12" * 16]))
 
 
-def test_a_result_sqlite_cannot_take_costs_its_run_only_and_the_writer_goes_on(tmp_path: Path) -> None:
+def _dropped(meters: Meters) -> dict[str, int]:
+    return meters.by("toolscore.score_store.dropped", "toolscore.score_store.drop.reason")
+
+
+def test_a_result_sqlite_cannot_take_costs_its_run_only_and_the_writer_goes_on(tmp_path: Path, meters: Meters) -> None:
     """SQLite integers are 64-bit: this expectation version raises OverflowError, not `sqlite3.Error`."""
     unwritable = Expectation(name="travel", version=2**64)
-    store = store_at(tmp_path)
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10), meters.telemetry)
     store.record(run(1), TRAVEL, passed())
     store.record(run(2), unwritable, passed())
     store.record(run(3), TRAVEL, passed())
@@ -193,15 +198,30 @@ def test_a_result_sqlite_cannot_take_costs_its_run_only_and_the_writer_goes_on(t
     assert store.close()
     assert sorted(stored.trace_id for stored in query_runs(tmp_path / "scores.db")) == [f"{n:032x}" for n in (1, 3, 5)]
     assert store.dropped == 2
+    assert _dropped(meters) == {"write_failed": 2}
 
 
-def test_results_after_close_are_counted_not_stored(tmp_path: Path) -> None:
-    store = store_at(tmp_path)
+def test_results_after_close_are_counted_not_stored(tmp_path: Path, meters: Meters) -> None:
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db")), meters.telemetry)
     assert store.close()
     store.record(run(1), TRAVEL, passed())
     assert store.dropped == 1
+    assert _dropped(meters) == {"shutdown": 1}
     assert query_runs(tmp_path / "scores.db") == []
     assert store.close()  # idempotent
+
+
+def test_results_beyond_the_queue_are_counted_not_stored(tmp_path: Path, meters: Meters) -> None:
+    """The writer sleeps a minute between batches, so the queue of one result is full until `flush`."""
+    config = ScoreStoreConfig(path=str(tmp_path / "scores.db"), queue_size=1, write_interval_ms=60_000)
+    store = ScoreStore(config, meters.telemetry)
+    for n in range(3):
+        store.record(run(n), TRAVEL, passed())
+    assert store.flush(5.0)
+    assert store.close()
+    assert [stored.trace_id for stored in query_runs(tmp_path / "scores.db")] == [f"{0:032x}"]
+    assert store.dropped == 2
+    assert _dropped(meters) == {"queue_full": 2}
 
 
 def test_missing_store_and_bad_since_are_reported(tmp_path: Path) -> None:

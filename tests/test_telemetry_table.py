@@ -79,6 +79,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     for reason in ATTRIBUTES["toolscore.forward.drop.reason"].values or ():
         forward.spans_forward_dropped(1, reason)
     forward.forward_retried()
+    for reason in ATTRIBUTES["toolscore.score_store.drop.reason"].values or ():
+        forward.score_results_dropped(2, reason)
     for reason in ATTRIBUTES["toolscore.refusal.reason"].values or ():
         telemetry.request_refused(reason, spans=3)
     telemetry.spans_refused(2, "invalid")
@@ -115,6 +117,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
         if dict(p.attributes or {}).get("toolscore.span.outcome") == "refused"
     }
     assert refused_spans == {(reason, 5 if reason == "invalid" else 3) for reason in REFUSAL_REASONS}
+    store_dropped = {p["toolscore.score_store.drop.reason"] for p in _points(emitted["toolscore.score_store.dropped"])}
+    assert store_dropped == {"queue_full", "write_failed", "shutdown"}
     runs = {p["toolscore.run.outcome"] for p in _points(emitted["toolscore.runs"])}
     assert runs == {"matched", "unmatched", "incomplete", OTHER_VALUE}
     failure = {

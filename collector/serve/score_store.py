@@ -25,16 +25,17 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve.calls_json import calls_json
+from toolscore.collector.telemetry.base import NoopTelemetry
 from toolscore.collector.utf8 import valid_utf8
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
-__all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig"]
+__all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig", "ScoreStoreTelemetry"]
 
 _log = logging.getLogger("toolscore.serve.scores")
 
@@ -89,6 +90,14 @@ _RETAIN_EVERY_S = 10.0
 """Age retention also runs this often when nothing is written."""
 
 
+class ScoreStoreTelemetry(Protocol):
+    """What the store reports (`toolscore.score_store.dropped`); never raises, never blocks."""
+
+    def score_results_dropped(self, n: int, reason: str) -> None:
+        """`n` results were not stored: ``queue_full`` (the writer is behind), ``write_failed`` (SQLite
+        refused them), ``shutdown`` (recorded after `close`)."""
+
+
 class ScoreStoreConfig(BaseModel):
     """Where scored runs are kept for `toolscore runs`, and for how long."""
 
@@ -117,7 +126,8 @@ class ScoreStoreConfig(BaseModel):
     queue_size: int = Field(
         default=10_000,
         ge=1,
-        description="Results waiting for the writer; beyond it results are not stored (logged). Default: 10000.",
+        description="Results waiting for the writer; beyond it results are not stored (counted in "
+        "`toolscore.score_store.dropped`, reason `queue_full`). Default: 10000.",
     )
     write_interval_ms: float = Field(
         default=200.0, gt=0, description="How often the writer commits what gathered. Default: 200."
@@ -125,10 +135,14 @@ class ScoreStoreConfig(BaseModel):
 
 
 class ScoreStore:
-    """Stores scored runs; `record` is safe from any thread and never blocks (see the module docstring)."""
+    """Stores scored runs; `record` is safe from any thread and never blocks (see the module docstring).
 
-    def __init__(self, config: ScoreStoreConfig | None = None) -> None:
+    Every result `record` is given is stored or counted in `dropped` and the telemetry, with its reason.
+    """
+
+    def __init__(self, config: ScoreStoreConfig | None = None, telemetry: ScoreStoreTelemetry | None = None) -> None:
         self.config = config = config or ScoreStoreConfig()
+        self.telemetry: ScoreStoreTelemetry = telemetry or NoopTelemetry()
         Path(config.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(config.path, check_same_thread=False, isolation_level=None)
         try:
@@ -163,9 +177,9 @@ class ScoreStore:
         44.4 µs of `serve`'s CPU per span).
         """
         if len(self._pending) >= self.config.queue_size or self._stopping:
-            self._drop(1)
+            self._drop(1, "shutdown" if self._stopping else "queue_full")
             if self.dropped == 1 or self.dropped % 1000 == 0:
-                _log.warning("score store is behind: %d results not stored", self.dropped)
+                _log.warning("score store is behind or closed: %d results not stored", self.dropped)
             return
         now = time.time_ns()
         last = self._last
@@ -260,12 +274,13 @@ class ScoreStore:
                 except Exception:
                     lost += len(results)
         if lost:
-            self._drop(lost)
+            self._drop(lost, "write_failed")
             _log.error("could not store %d of %d results; the first error:", lost, len(batch), exc_info=error)
 
-    def _drop(self, results: int) -> None:
+    def _drop(self, results: int, reason: str) -> None:
         with self._cond:  # the worker thread (`record`) and the writer both count
             self.dropped += results
+        self.telemetry.score_results_dropped(results, reason)
 
     def _migrate(self) -> None:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()

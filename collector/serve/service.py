@@ -32,7 +32,7 @@ from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
 from toolscore.collector.serve.otlp_export import decode_slots
 from toolscore.collector.serve.pipeline import CollectorPipeline
-from toolscore.collector.serve.score_store import ScoreStore
+from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreTelemetry
 from toolscore.collector.telemetry.setup import TelemetrySetup, setup_telemetry
 
 __all__ = ["Service", "ServiceStartError", "run_service", "start_service"]
@@ -143,7 +143,8 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     telemetry = service.telemetry.telemetry
     if config.score_store.enabled:
         where = f"score store ({config.score_store.path}, score_store.path)"
-        service.store = _step(where, lambda: ScoreStore(config.score_store))
+        store_telemetry = cast(ScoreStoreTelemetry, telemetry)  # both implementations report the store too
+        service.store = _step(where, lambda: ScoreStore(config.score_store, store_telemetry))
     if config.forward.enabled:
         forward_telemetry = cast(ForwardTelemetry, telemetry)  # both implementations report forwarding too
         service.forwarder = _step("forwarder", lambda: Forwarder(config.forward, forward_telemetry))

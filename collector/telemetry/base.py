@@ -168,6 +168,9 @@ class NoopTelemetry:
     def forward_retried(self) -> None:
         pass
 
+    def score_results_dropped(self, n: int, reason: str) -> None:
+        pass
+
 
 def create_telemetry(
     meter_provider: MeterProvider | None = None,

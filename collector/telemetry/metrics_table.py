@@ -124,6 +124,12 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "`timeout` (HTTP 408, `http_request_timeout_s`), `internal` (toolscore failed; see its log).",
         REFUSAL_REASONS,
     ),
+    AttributeSpec(
+        "toolscore.score_store.drop.reason",
+        "Why results were not stored: the writer was behind (`queue_full`, `score_store.queue_size`), SQLite "
+        "refused them (`write_failed`, the log says why), or they came after the store was closed (`shutdown`).",
+        ("queue_full", "write_failed", "shutdown"),
+    ),
 )
 _OVERFLOW_ATTRIBUTE = AttributeSpec(
     "toolscore.attribute.name",
@@ -266,6 +272,16 @@ METRICS: tuple[MetricSpec, ...] = (
         "0, or short bursts of overload; steady growth means the replica is short of CPU (`queue_full`: add "
         "replicas) or the downstream is slow (`forward_queue_full`); any other reason means a sender is "
         "misconfigured or sends what toolscore cannot take.",
+    ),
+    MetricSpec(
+        "toolscore.score_store.dropped",
+        "counter",
+        "{result}",
+        "Results (one per scorer, expectation and run) `toolscore serve` could not keep in its score store "
+        "(`toolscore runs`); the scores still went out as metrics, events and span attributes.",
+        ("toolscore.score_store.drop.reason",),
+        "0; `queue_full` means the store's writer cannot keep up (a slow disk: raise `score_store.queue_size` "
+        "or disable the store), `write_failed` a disk or database problem.",
     ),
     MetricSpec(
         "toolscore.attribute.overflow",

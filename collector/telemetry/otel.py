@@ -153,6 +153,7 @@ class OTelPipelineTelemetry:
         self._forward = counters["toolscore.forward.spans"]
         self._retries = counters["toolscore.forward.retries"]
         self._refused = counters["toolscore.receiver.refused"]
+        self._store_dropped = counters["toolscore.score_store.dropped"]
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
         self._tally = _Tally()
@@ -253,6 +254,10 @@ class OTelPipelineTelemetry:
 
     def forward_retried(self) -> None:
         self._retries.add(1)
+
+    def score_results_dropped(self, n: int, reason: str) -> None:
+        reason = self._limiter.bound("toolscore.score_store.drop.reason", reason)
+        self._tally.add(self._store_dropped, (("toolscore.score_store.drop.reason", reason),), n)  # once per result
 
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         with self._callbacks_lock:
