@@ -157,6 +157,10 @@ class Recording:
         with self.lock:
             self.counts["forgotten"] += n
 
+    def calls_dropped(self, n: int, reason: str) -> None:
+        with self.lock:
+            self.counts[f"calls_dropped:{reason}"] += n
+
     def run_finished(self, outcome: str) -> None:
         with self.lock:
             self.outcomes[outcome] += 1

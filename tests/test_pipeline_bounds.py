@@ -28,6 +28,7 @@ from tests.pipeline_builders import (
     tool_attrs,
     wait_until,
 )
+from toolscore.collector.extract import ExtractConfig
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.spans import SpanRecord
@@ -114,6 +115,22 @@ class _Gate(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return True
+
+
+def test_calls_left_out_of_a_score_are_counted_by_reason() -> None:
+    long_run = genai_run("1000000000000000", ["search_flights", "book_flight", "get_weather"], trace_id=f"{1:032x}")
+    orphans = genai_run("2000000000000000", ["search_flights", "book_flight"], trace_id=f"{2:032x}")[:-1]
+    config = PipelineConfig(settle_ms=20, extract=ExtractConfig(max_calls_per_run=1, infer_runs=False))
+    with engine(config) as (pipeline, sink, reader):
+        for span in (*long_run, *orphans):  # the orphans' run span never comes
+            assert pipeline.offer(span)
+        assert pipeline.flush(5.0)
+        ((_, enrichment),) = sink.enriched
+        assert enrichment.attributes["toolscore.tool_calls"] == ["search_flights"]
+        assert points(reader, "toolscore.calls.dropped") == {
+            (("toolscore.call.drop.reason", "calls_over_limit"),): 2,
+            (("toolscore.call.drop.reason", "call_without_run"),): 2,
+        }
 
 
 def test_full_queue_passes_spans_straight_on_and_counts_them() -> None:

@@ -74,6 +74,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
         telemetry.spans_dropped(1, reason)
     telemetry.late_spans(2)
     telemetry.spans_forgotten(1)
+    for reason in ATTRIBUTES["toolscore.call.drop.reason"].values or ():
+        telemetry.calls_dropped(2, reason)
     forward: Any = telemetry  # the forwarder's telemetry methods are not part of PipelineTelemetry
     forward.spans_forwarded(3)
     for reason in ATTRIBUTES["toolscore.forward.drop.reason"].values or ():

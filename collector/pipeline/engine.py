@@ -56,6 +56,23 @@ class _InFlight(Generic[C]):
     """Its results so far have been emitted; judge results from now on are late."""
 
 
+_DROPPED_CALLS = frozenset({"calls_over_limit", "call_without_run"})
+"""`ExtractStats.skipped` reasons that leave tool calls out of scoring: `toolscore.calls.dropped`."""
+
+
+class _CountedStats(ExtractStats):
+    """`ExtractStats` whose dropped calls also reach the telemetry (a skip is rare: no cost per span)."""
+
+    def __init__(self, telemetry: PipelineTelemetry) -> None:
+        super().__init__()
+        self._telemetry = telemetry
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        super().skip(reason, count)
+        if reason in _DROPPED_CALLS:
+            self._telemetry.calls_dropped(count, reason)
+
+
 class Engine(Worker, Generic[C]):
     """Receives spans from any source, scores the agent runs in them, and hands every span on.
 
@@ -101,7 +118,7 @@ class Engine(Worker, Generic[C]):
         self.registry, self.sink, self.decode = registry, sink, decode
         self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
-        self.stats = ExtractStats()
+        self.stats: ExtractStats = _CountedStats(self.telemetry)
         super().__init__("toolscore-pipeline")
         self.intake: Intake[C] = Intake(config.queue_size, self._wake)
         self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace, hold)

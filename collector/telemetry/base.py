@@ -75,6 +75,9 @@ class PipelineTelemetry(Protocol):
     def spans_forgotten(self, n: int) -> None:
         """`n` spans refused by a full queue were let go before their trace was scored (see `pipeline.refused`)."""
 
+    def calls_dropped(self, n: int, reason: str) -> None:
+        """`n` tool calls were left out of their runs' scores: ``calls_over_limit``, ``call_without_run``."""
+
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         """`toolscore serve` refused an export request whole; `reason` is a `RefusalReason`, `spans` the
         spans it held when they were counted (None: it was refused before they were)."""
@@ -126,6 +129,9 @@ class NoopTelemetry:
         pass
 
     def spans_forgotten(self, n: int) -> None:
+        pass
+
+    def calls_dropped(self, n: int, reason: str) -> None:
         pass
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:

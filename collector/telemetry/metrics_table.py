@@ -104,6 +104,13 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         ("queue_full", "max_pending_traces", "max_spans_per_trace", "shutdown", "error"),
     ),
     AttributeSpec(
+        "toolscore.call.drop.reason",
+        "Why tool calls were left out of their run's score: the run had more than `extract.max_calls_per_run` "
+        "(`calls_over_limit`; the run is scored on the first ones), or no run owns them and `extract.infer_runs` "
+        "is off (`call_without_run`).",
+        ("calls_over_limit", "call_without_run"),
+    ),
+    AttributeSpec(
         "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
     ),
     AttributeSpec(
@@ -208,6 +215,15 @@ METRICS: tuple[MetricSpec, ...] = (
         "steps than `queue_size`, or more traces had refused spans than `max_pending_traces`.",
         (),
         "0; it can only grow while spans are dropped with `queue_full` (raise `queue_size`).",
+    ),
+    MetricSpec(
+        "toolscore.calls.dropped",
+        "counter",
+        "{call}",
+        "Tool calls extracted from spans but left out of their runs' scores.",
+        ("toolscore.call.drop.reason",),
+        "0; `calls_over_limit` means runs longer than `extract.max_calls_per_run` are scored on their first "
+        "calls only (raise it); `call_without_run` that runs are not recognised and `infer_runs` is off.",
     ),
     MetricSpec(
         "toolscore.pending.traces",

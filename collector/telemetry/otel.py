@@ -148,6 +148,7 @@ class OTelPipelineTelemetry:
         self._spans = counters["toolscore.spans"]
         self._late = counters["toolscore.spans.late"]
         self._forgotten = counters["toolscore.spans.forgotten"]
+        self._calls_dropped = counters["toolscore.calls.dropped"]
         self._judge = counters["toolscore.judge.calls"]
         self._overflow = counters["toolscore.attribute.overflow"]
         self._forward = counters["toolscore.forward.spans"]
@@ -225,6 +226,10 @@ class OTelPipelineTelemetry:
 
     def spans_forgotten(self, n: int) -> None:
         self._forgotten.add(n)
+
+    def calls_dropped(self, n: int, reason: str) -> None:
+        reason = self._limiter.bound("toolscore.call.drop.reason", reason)
+        self._tally.add(self._calls_dropped, (("toolscore.call.drop.reason", reason),), n)
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         reason = self._limiter.bound("toolscore.refusal.reason", reason)
