@@ -14,6 +14,7 @@ parameters: equal judges share them, across threads and event loops (see `llm_ju
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -161,7 +162,7 @@ class LLMJudge(ScorerBase):
             kwargs["api_base"] = self.api_base
         if self.api_key is not None:
             kwargs["api_key"] = self.api_key
-        if _supports_json_mode(litellm, self.model):
+        if _supports_json_mode(self.model):
             kwargs["response_format"] = {"type": "json_object"}
         call = litellm.acompletion(model=self.model, messages=messages, temperature=self.temperature, **kwargs)
         response = await asyncio.wait_for(call, timeout=self.timeout_s + 1.0)
@@ -223,16 +224,13 @@ def _classify(exc: Exception, attempt: int, timeout_s: float) -> _Failed:
     return _Failed("judge_error", f"attempt {attempt}: {where}: {str(exc)[:500]}")
 
 
-_JSON_MODE: dict[str, bool] = {}
-
-
-def _supports_json_mode(litellm: Any, model: str) -> bool:
+@functools.lru_cache(maxsize=256)  # model strings come from expectations and `toolscore score` input: bounded
+def _supports_json_mode(model: str) -> bool:
     """Whether to send `response_format=json_object`; unknown models get it when their provider takes it."""
-    if model not in _JSON_MODE:
-        try:
-            name, provider, _, _ = litellm.get_llm_provider(model)
-            params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider) or []
-            _JSON_MODE[model] = "response_format" in params
-        except Exception:
-            _JSON_MODE[model] = False
-    return _JSON_MODE[model]
+    litellm = _litellm()
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+        params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider) or []
+    except Exception:
+        return False
+    return "response_format" in params

@@ -291,3 +291,13 @@ def test_scorers_with_equal_parameters_are_equal_and_hide_the_key(openai_server:
     assert hash(a) == hash(b)
     assert a != c
     assert "test" not in repr(a).replace("judge-test", "")
+
+
+def test_the_json_mode_memo_holds_at_most_256_models() -> None:
+    """Model strings are input (a `toolscore score` line may name any): the memo of what they support is bounded."""
+    from toolscore.scorers.llm_judge import _supports_json_mode
+
+    for i in range(300):
+        _supports_json_mode(f"openai/unknown-model-{i}")
+    assert _supports_json_mode.cache_info().currsize == 256
+    assert _supports_json_mode("openai/gpt-4o-mini") is True
