@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sys
 from typing import Any, ClassVar, Literal
 
@@ -36,6 +37,12 @@ for _var in ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADE
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _MAX_ECHO_CHARS = 4000
+_MISSING_KEY = re.compile(
+    r"missing (?:\w+ )?(?:credentials|api[ _-]?key)|api[ _-]?key client option must be set|no api[ _-]?key", re.I
+)
+"""How litellm and the provider SDKs say no key was given; they raise it as a 500 or a connection error
+(`openai/...`: InternalServerError "Missing credentials. Please pass an `api_key` ..."), so the status
+alone would have it retried."""
 
 
 def _litellm() -> Any:
@@ -61,8 +68,10 @@ class LLMJudge(ScorerBase):
     was needed (e.g. the agent rightly asked for clarification), else 0.0. A run without a user
     request cannot be judged: `judge_missing_input`. Judge failures are `ScoreFailure`s:
     `judge_malformed_output` (still invalid after `max_retries` retries), `judge_timeout`,
-    `judge_error` (HTTP or provider error; 4xx other than 408/409/425/429 are not retried) and
-    `judge_running_loop` (sync `score` called on a thread that runs an event loop).
+    `judge_auth` (no API key, or the provider refused it: not retried, and the message names the
+    variable or `api_key` to set), `judge_error` (HTTP or provider error; 4xx other than
+    408/409/425/429 are not retried) and `judge_running_loop` (sync `score` called on a thread that
+    runs an event loop).
 
     The default threshold is 0.5: the judge is strict (a merely helpful extra call is
     "inappropriate") and noisy per call, so one doubtful call in a longer run should not flip the
@@ -150,6 +159,9 @@ class LLMJudge(ScorerBase):
                 failure = _Failed("judge_malformed_output", f"attempt {attempt}: {exc}")
                 prompt = [*messages, *_correction(content, exc)]
             except Exception as exc:
+                auth = self._auth_failure(exc, attempt)
+                if auth is not None:
+                    raise auth from None
                 failure = _classify(exc, attempt, self.timeout_s)
                 if failure.error_type == "judge_error" and not _retryable(exc):
                     raise failure from None
@@ -168,6 +180,24 @@ class LLMJudge(ScorerBase):
         response = await asyncio.wait_for(call, timeout=self.timeout_s + 1.0)
         content = response.choices[0].message.content
         return content if isinstance(content, str) else None
+
+    def _auth_failure(self, exc: Exception, attempt: int) -> _Failed | None:
+        """`judge_auth` when `exc` says the key is missing or refused (retrying cannot help), else None."""
+        missing = _MISSING_KEY.search(str(exc)) is not None
+        if not (missing or isinstance(exc, _litellm().AuthenticationError) or _status(exc) == 401):
+            return None
+        if self.api_key is not None:
+            fix = "check `api_key` in the judge's config"
+        else:
+            names = _key_variables(self.model)
+            where = f"set {' or '.join(names)} in the environment" if names else "set the provider's key variable"
+            fix = f"{where}, or `api_key` in the judge's config"
+            if self.api_base is not None:
+                fix += " (a server that needs no key still needs one given: any value)"
+        what = "no API key" if missing else "the API key was refused"
+        cause = f"HTTP {_status(exc)}" if _status(exc) is not None else type(exc).__name__
+        said = str(exc).partition("\n")[0][:300]  # some providers' messages carry a traceback
+        return _Failed("judge_auth", f"attempt {attempt}: {what} for {self.model}: {fix} ({cause}: {said})")
 
     def _cache_key(self, messages: list[dict[str, str]]) -> str:
         material = {"model": self.model, "api_base": self.api_base, "temperature": self.temperature, "m": messages}
@@ -222,6 +252,15 @@ def _classify(exc: Exception, attempt: int, timeout_s: float) -> _Failed:
     status = _status(exc)
     where = f"HTTP {status}" if status is not None else type(exc).__name__
     return _Failed("judge_error", f"attempt {attempt}: {where}: {str(exc)[:500]}")
+
+
+def _key_variables(model: str) -> list[str]:
+    """The environment variables litellm reads the model's key from and found unset (e.g. OPENAI_API_KEY)."""
+    try:
+        missing = _litellm().validate_environment(model=model).get("missing_keys") or []
+    except Exception:
+        return []
+    return [name for name in missing if isinstance(name, str) and ("KEY" in name or "TOKEN" in name)]
 
 
 @functools.lru_cache(maxsize=256)  # model strings come from expectations and `toolscore score` input: bounded

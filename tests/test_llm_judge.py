@@ -23,14 +23,8 @@ TOOLS = [
 
 
 def judge(server: OpenAIServer, **params: Any) -> LLMJudge:
-    defaults: dict[str, Any] = {"backoff_s": 0.01, "timeout_s": 5.0}
-    return LLMJudge(
-        model="openai/judge-test",
-        api_base=server.base_url,
-        api_key="test",
-        available_tools=TOOLS,
-        **(defaults | params),
-    )
+    defaults: dict[str, Any] = {"api_key": "test", "backoff_s": 0.01, "timeout_s": 5.0}
+    return LLMJudge(model="openai/judge-test", api_base=server.base_url, available_tools=TOOLS, **(defaults | params))
 
 
 def run_of(*names: str, text: str = "What's the weather in Paris?", output: str = "Sunny, 21°C.") -> AgentRun:
@@ -170,13 +164,43 @@ async def test_server_errors_and_rate_limits_are_retried(openai_server: OpenAISe
 
 
 async def test_client_error_is_not_retried(openai_server: OpenAIServer) -> None:
-    openai_server.default = Reply.error(401, "bad key")
+    openai_server.default = Reply.error(403, "not allowed")
 
     result = failure(await judge(openai_server).ascore(run_of("get_weather")))
 
     assert result.error_type == "judge_error"
-    assert "401" in result.message
+    assert "403" in result.message
     assert len(openai_server.requests) == 1
+
+
+async def test_a_refused_key_is_an_auth_failure_not_retried(openai_server: OpenAIServer) -> None:
+    openai_server.default = Reply.error(401, "Incorrect API key provided")
+
+    result = failure(await judge(openai_server, api_key="wrong").ascore(run_of("get_weather")))
+
+    assert result.error_type == "judge_auth"
+    assert result.message.startswith("attempt 1: the API key was refused for openai/judge-test: ")
+    assert "check `api_key` in the judge's config (HTTP 401: " in result.message
+    assert "Incorrect API key provided" in result.message
+    assert len(openai_server.requests) == 1
+
+
+async def test_no_key_at_all_is_an_auth_failure_naming_what_to_set(
+    openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """litellm refuses before sending, with a 500 that used to be retried: `max_retries` must not apply."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    keyless = LLMJudge(model="openai/judge-test", api_base=openai_server.base_url, backoff_s=0.01, max_retries=2)
+
+    result = failure(await keyless.ascore(run_of("get_weather")))
+
+    assert result.error_type == "judge_auth"
+    assert result.message.startswith(
+        "attempt 1: no API key for openai/judge-test: set OPENAI_API_KEY in the environment, or `api_key` in the "
+        "judge's config (a server that needs no key still needs one given: any value)"
+    )
+    assert "Missing credentials" in result.message
+    assert openai_server.requests == []
 
 
 async def test_requests_in_flight_never_exceed_max_concurrency(openai_server: OpenAIServer) -> None:
