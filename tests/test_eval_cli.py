@@ -38,6 +38,23 @@ def test_expectations_every_capture_meets_exit_0() -> None:
     assert "Runs that matched no expectation: 6 (list them with --show-unmatched)" in proc.stdout
 
 
+def test_no_run_matched_exits_0_without_claiming_the_expectations_met(tmp_path: Path) -> None:
+    expectations = tmp_path / "nobody.yaml"
+    expectations.write_text(
+        "expectations:\n"
+        "  - {name: a, match: {agent: nobody}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
+        "  - {name: b, match: {agent: nobody}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
+    )
+    proc = run_eval_cli("--traces", TRACES, "--expectations", expectations)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == (
+        "PASS: 0 of 2 expectations had scored runs; none failed (use --require-runs to fail on missing runs)"
+    )
+    required = run_eval_cli("--traces", TRACES, "--expectations", expectations, "--require-runs")
+    assert required.returncode == 1
+    assert required.stdout.splitlines()[-1] == "FAIL: 2 of 2 expectations below threshold"
+
+
 def test_failing_expectations_exit_1_with_the_call_diff() -> None:
     proc = run_eval_cli("--traces", TRACES, "--expectations", EVAL / "fail")
     assert proc.returncode == 1, proc.stderr

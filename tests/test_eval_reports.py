@@ -82,6 +82,7 @@ def test_junit_has_a_suite_per_expectation_and_the_diff_in_each_failure(failing:
         "min_pass_rate": "100.0%",
         "mean_score": "0.300",
         "meets_threshold": "false",
+        "result": "FAIL",
     }
     case = research.find("testcase")
     assert case is not None
@@ -113,6 +114,60 @@ def test_expectation_with_no_runs_is_a_skipped_test_case(monkeypatch: pytest.Mon
     required = run_eval([TRACES], ["tests/testdata/eval/partial"], min_pass_rate=0.5, require_runs=True)
     (suite,) = [s for s in ET.fromstring(junit_xml(required)).iter("testsuite") if s.get("name") == "billing.refund"]
     assert suite.get("failures") == "1"
+
+
+HINT = "(use --require-runs to fail on missing runs)"
+
+
+def unmatched_expectations(tmp_path: Path) -> Path:
+    docs = [
+        {"name": name, "match": {"agent": "nobody"}, "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}
+        for name in ("first", "second")
+    ]
+    path = tmp_path / "unmatched.json"
+    path.write_text(json.dumps(docs))
+    return path
+
+
+def test_a_pass_with_no_scored_run_says_so_in_every_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = run_eval([TRACES], [unmatched_expectations(tmp_path)])
+    said = f"0 of 2 expectations had scored runs; none failed {HINT}"
+    assert result.exit_code == 0
+    assert console_text(result).splitlines()[-1] == f"PASS: {said}"
+    assert markdown_report(result).splitlines()[0] == f"### ⚠️ toolscore eval: {said}"
+    document = junit_xml(result)
+    SCHEMA.validate(document)
+    for suite in ET.fromstring(document).iter("testsuite"):
+        assert {p.get("name"): p.get("value") for p in suite.iter("property")}["result"] == "no runs"
+        skipped = suite.find("testcase/skipped")
+        assert skipped is not None
+        assert (
+            skipped.get("message") == f"no run in the traces matched this expectation; not counted as a failure {HINT}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("min_pass_rate", "verdict"),
+    [
+        (0.5, f"PASS: 1 of 2 expectations had scored runs; none failed {HINT}"),
+        (1.0, f"FAIL: 1 of 2 expectations below threshold; 1 had no scored runs {HINT}"),
+    ],
+)
+def test_expectations_without_scored_runs_are_counted_beside_the_others(
+    monkeypatch: pytest.MonkeyPatch, min_pass_rate: float, verdict: str
+) -> None:
+    monkeypatch.chdir(ROOT)
+    result = run_eval([TRACES], ["tests/testdata/eval/partial"], min_pass_rate=min_pass_rate)
+    assert console_text(result).splitlines()[-1] == verdict
+    assert markdown_report(result).splitlines()[0].endswith(verdict.split(": ", 1)[1])
+
+
+def test_every_expectation_met_still_says_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    result = run_eval([TRACES], ["tests/testdata/eval/pass"])
+    assert console_text(result).splitlines()[-1] == "PASS: all 5 expectations met"
+    assert markdown_report(result).startswith("### ✅ toolscore eval: all 5 expectations met\n")
 
 
 def judge_expectations(tmp_path: Path, server: OpenAIServer) -> Path:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from toolscore.collector.evaluate.model import EvalResult, ExpectationResult, RunResult, ScorerResult
 
-__all__ = ["failing_scorers", "headline", "percent", "score_text", "scorer_line", "verdict"]
+__all__ = [
+    "NO_RUNS_HINT",
+    "failing_scorers",
+    "headline",
+    "percent",
+    "score_text",
+    "scorer_line",
+    "unscored",
+    "verdict",
+]
 
 
 def percent(rate: float | None) -> str:
@@ -23,11 +32,27 @@ def verdict(exp: ExpectationResult) -> str:
     return "ok" if exp.ok else "FAIL"
 
 
+NO_RUNS_HINT = "use --require-runs to fail on missing runs"
+"""What to do when an expectation without a scored run should fail, said wherever one passes."""
+
+
+def unscored(result: EvalResult) -> int:
+    """Expectations that pass only because no run of theirs was scored (none matched, or all were skipped)."""
+    return sum(exp.ok and exp.passed + exp.failed == 0 for exp in result.expectations)
+
+
 def headline(result: EvalResult) -> str:
-    """`2 of 5 expectations below threshold` or `all 5 expectations met`."""
+    """`2 of 5 expectations below threshold`, `all 5 expectations met`, or, when some passed without a
+    scored run, how many had one: `0 of 7 expectations had scored runs; none failed (use --require-runs ...)`."""
     total = len(result.expectations)
     below = sum(not exp.ok for exp in result.expectations)
-    return f"{below} of {total} expectations below threshold" if below else f"all {total} expectations met"
+    empty = unscored(result)
+    if below:
+        more = f"; {empty} had no scored runs ({NO_RUNS_HINT})" if empty else ""
+        return f"{below} of {total} expectations below threshold{more}"
+    if empty:
+        return f"{total - empty} of {total} expectations had scored runs; none failed ({NO_RUNS_HINT})"
+    return f"all {total} expectations met"
 
 
 def failing_scorers(run: RunResult) -> list[ScorerResult]:

@@ -15,7 +15,14 @@ from pathlib import Path
 
 from toolscore.collector.evaluate.diff_text import render_diff
 from toolscore.collector.evaluate.model import EvalResult, ExpectationResult, RunResult
-from toolscore.collector.evaluate.report_common import failing_scorers, percent, score_text, scorer_line
+from toolscore.collector.evaluate.report_common import (
+    NO_RUNS_HINT,
+    failing_scorers,
+    percent,
+    score_text,
+    scorer_line,
+    verdict,
+)
 
 __all__ = ["junit_xml", "write_junit"]
 
@@ -65,7 +72,10 @@ def _case(suite: ET.Element, exp: ExpectationResult, run: RunResult) -> str:
 def _no_runs_case(suite: ET.Element, exp: ExpectationResult) -> str:
     case = ET.SubElement(suite, "testcase", name="no run matched", classname=f"toolscore.{exp.name}", time="0")
     outcome = "skipped" if exp.ok else "failure"
-    ET.SubElement(case, outcome, message="no run in the traces matched this expectation")
+    message = "no run in the traces matched this expectation"
+    if exp.ok:
+        message += f"; not counted as a failure ({NO_RUNS_HINT})"
+    ET.SubElement(case, outcome, message=message)
     return outcome
 
 
@@ -78,6 +88,7 @@ def _suite(root: ET.Element, exp: ExpectationResult, runs: list[RunResult]) -> N
         ("min_pass_rate", percent(exp.min_pass_rate)),
         ("mean_score", score_text(exp.mean_score)),
         ("meets_threshold", "true" if exp.ok else "false"),
+        ("result", verdict(exp)),
     ):
         ET.SubElement(props, "property", name=name, value=value)
     outcomes = [_case(suite, exp, run) for run in runs] if runs else [_no_runs_case(suite, exp)]

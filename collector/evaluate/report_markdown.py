@@ -17,6 +17,7 @@ from toolscore.collector.evaluate.report_common import (
     percent,
     score_text,
     scorer_line,
+    unscored,
     verdict,
 )
 
@@ -72,7 +73,7 @@ def _failure(run: RunResult) -> list[str]:
 
 
 def markdown_report(result: EvalResult) -> str:
-    icon = "✅" if result.ok else "❌"
+    icon = "❌" if not result.ok else "⚠️" if unscored(result) else "✅"
     inputs = result.inputs
     lines = [f"### {icon} toolscore eval: {headline(result)}", "", *_summary_table(result), ""]
     lines.append(

@@ -21,6 +21,7 @@ from toolscore.collector.evaluate.report_common import (
     percent,
     score_text,
     scorer_line,
+    unscored,
     verdict,
 )
 
@@ -88,5 +89,5 @@ def print_report(
         if show_unmatched:
             for ref in result.unmatched:
                 console.print(Text(f"  {_run_line(ref)}"), soft_wrap=True)
-    style = "green bold" if result.ok else "red bold"
+    style = "red bold" if not result.ok else "yellow bold" if unscored(result) else "green bold"
     console.print(Text(f"{'PASS' if result.ok else 'FAIL'}: {headline(result)}", style=style))
