@@ -75,18 +75,30 @@ def test_get_prints_the_document_with_its_version(db: str) -> None:
     assert as_json == [expected]
 
 
-def test_delete_then_history_keeps_the_versions(db: str) -> None:
+def test_delete_then_history_keeps_the_versions_and_shows_the_deletion(db: str) -> None:
     cli("apply", str(DATA / "v1"), db=db)
     cli("apply", str(DATA / "v2"), db=db)
     deleted = cli("delete", "weather", db=db)
+    cli("apply", str(DATA / "v1"), db=db)  # created again, as version 4
     history = cli("history", "weather", db=db)
     assert deleted.stdout == "weather deleted (version 3)\n"
-    assert (
-        history.stdout
-        == "VERSION  ENABLED  SCORERS\n1        true     tool_selection\n2        true     tool_selection\n"
+    assert history.stdout == (
+        "VERSION  CHANGE   ENABLED  SCORERS\n"
+        "1        created  true     tool_selection\n"
+        "2        updated  true     tool_selection\n"
+        "3        deleted  -        -\n"
+        "4        created  true     tool_selection\n"
     )
-    versions = yaml.safe_load_all(cli("history", "weather", "-o", "yaml", db=db).stdout)
-    assert [v["scorers"][0]["expected_tool"] for v in versions] == ["get_weather", "get_forecast"]
+    as_yaml = list(yaml.safe_load_all(cli("history", "weather", "-o", "yaml", db=db).stdout))
+    as_json = json.loads(cli("history", "weather", "-o", "json", db=db).stdout)
+    assert as_yaml == as_json
+    assert [v.get("deleted", False) for v in as_json] == [False, False, True, False]
+    assert as_json[2] == {"name": "weather", "version": 3, "deleted": True}
+    assert [v["scorers"][0]["expected_tool"] for v in as_json if "scorers" in v] == [
+        "get_weather",
+        "get_forecast",
+        "get_weather",
+    ]
 
 
 def test_unknown_name_exits_1_saying_not_found(db: str) -> None:
@@ -143,9 +155,14 @@ async def test_apply_and_read_back_through_the_server(server: RegistryServer, tm
     _, listed, _ = await run_cli("list", "-o", "json", env=env, cwd=tmp_path)
     assert [(e["name"], e["version"]) for e in json.loads(listed)] == [("billing", 1), ("search", 1), ("weather", 2)]
     _, history, _ = await run_cli("history", "weather", *target)
-    assert history.splitlines()[1:] == ["1        true     tool_selection", "2        true     tool_selection"]
+    assert history.splitlines()[1:] == [
+        "1        created  true     tool_selection",
+        "2        updated  true     tool_selection",
+    ]
     code, out, _ = await run_cli("delete", "billing", *target)
     assert (code, out) == (0, "billing deleted (version 2)\n")
+    _, history, _ = await run_cli("history", "billing", "-o", "json", *target)
+    assert [(v["version"], v.get("deleted", False)) for v in json.loads(history)] == [(1, False), (2, True)]
     assert not (tmp_path / ".toolscore").exists(), "the local store was opened"
 
 

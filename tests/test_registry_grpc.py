@@ -156,6 +156,12 @@ def test_delete_removes_it_and_history_keeps_every_version(client: RegistryClien
     history = client.history("weather")
     assert [e.version for e in history] == [1, 2]
     assert [e.scorers[0].spec["expected_tool"] for e in history] == ["get_weather", "get_forecast"]
+    changes = client.history_changes("weather")
+    assert [(c.kind, c.version, c.expectation.version) for c in changes] == [
+        ("created", 1, 1),
+        ("updated", 2, 2),
+        ("deleted", 3, 2),
+    ]
 
 
 def test_scorer_params_keep_their_json_types_through_the_struct(client: RegistryClient) -> None:

@@ -131,6 +131,16 @@ def test_delete_keeps_history_and_versions_keep_increasing(store: ExpectationSto
     history = store.history("travel")
     assert [e.version for e in history] == [1, 2, 4]
     assert [e.scorers[0].spec["expected_tool"] for e in history] == ["book_flight", "second", "third"]
+    changes = store.history_changes("travel")
+    assert [(c.kind, c.version, c.expectation.version) for c in changes] == [
+        ("created", 1, 1),
+        ("updated", 2, 2),
+        ("deleted", 3, 2),  # a deletion carries the value it deleted
+        ("created", 4, 4),
+    ]
+    assert [c.seq for c in changes] == sorted(c.seq for c in changes)
+    with pytest.raises(NotFound):
+        store.history_changes("never-written")
 
 
 def test_changes_since_is_the_ordered_log(store: ExpectationStore) -> None:
@@ -182,6 +192,7 @@ def test_writes_survive_a_restart(opener: Opener) -> None:
     reopened = opener()
     assert [(e.name, e.version) for e in reopened.list()] == [("a", 2)]
     assert [e.version for e in reopened.history("b")] == [1]
+    assert [(c.kind, c.version) for c in reopened.history_changes("b")] == [("created", 1), ("deleted", 2)]
     assert reopened.latest_seq() == 4
     assert reopened.put(exp("b"))[0].version == 3
 

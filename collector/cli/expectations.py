@@ -24,6 +24,7 @@ import yaml
 if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
     from toolscore.collector.registry.model import Expectation
     from toolscore.collector.registry.registry import ApplyAction, Registry
+    from toolscore.collector.registry.store import Change
 
 __all__ = ["expectations_group"]
 
@@ -36,7 +37,7 @@ class _Backend(Protocol):
     def list(self) -> builtins.list[Expectation]: ...
     def get(self, name: str) -> Expectation: ...
     def delete(self, name: str, expected_version: int | None) -> int: ...
-    def history(self, name: str) -> builtins.list[Expectation]: ...
+    def history_changes(self, name: str) -> builtins.list[Change]: ...
 
 
 @dataclass
@@ -55,8 +56,8 @@ class _Local:
     def delete(self, name: str, expected_version: int | None) -> int:
         return self.registry.delete(name, expected_version).version
 
-    def history(self, name: str) -> builtins.list[Expectation]:
-        return self.registry.history(name)
+    def history_changes(self, name: str) -> builtins.list[Change]:
+        return self.registry.history_changes(name)
 
 
 @dataclass(frozen=True)
@@ -139,22 +140,40 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
 
-def _emit(expectations: list[Expectation], output: str, columns: str) -> None:
+def _documents(documents: list[dict[str, Any]], output: str) -> None:
     if output == "json":
-        click.echo(json.dumps([e.to_dict() for e in expectations], indent=2))
-    elif output == "yaml":
-        click.echo(yaml.safe_dump_all([e.to_dict() for e in expectations], sort_keys=False), nl=False)
+        click.echo(json.dumps(documents, indent=2))
     else:
-        head = (
-            ["NAME", "VERSION", "ENABLED", "SCORERS", "MATCH"]
-            if columns == "list"
-            else ["VERSION", "ENABLED", "SCORERS"]
-        )
-        rows = [head]
-        for e in expectations:
-            cells = [str(e.version), str(e.enabled).lower(), _scorer_summary(e)]
-            rows.append([e.name, *cells, _match_summary(e)] if columns == "list" else cells)
-        click.echo(_table(rows))
+        click.echo(yaml.safe_dump_all(documents, sort_keys=False), nl=False)
+
+
+def _emit(expectations: list[Expectation], output: str) -> None:
+    if output != "table":
+        _documents([e.to_dict() for e in expectations], output)
+        return
+    rows = [["NAME", "VERSION", "ENABLED", "SCORERS", "MATCH"]]
+    for e in expectations:
+        rows.append([e.name, str(e.version), str(e.enabled).lower(), _scorer_summary(e), _match_summary(e)])
+    click.echo(_table(rows))
+
+
+def _emit_history(changes: list[Change], output: str) -> None:
+    """Each version as `get` prints it, and each deletion as `{name, version, deleted: true}` (its own row)."""
+    if output != "table":
+        _documents([_history_document(c) for c in changes], output)
+        return
+    rows = [["VERSION", "CHANGE", "ENABLED", "SCORERS"]]
+    for c in changes:
+        e = c.expectation
+        cells = ["-", "-"] if c.kind == "deleted" else [str(e.enabled).lower(), _scorer_summary(e)]
+        rows.append([str(c.version), c.kind, *cells])
+    click.echo(_table(rows))
+
+
+def _history_document(change: Change) -> dict[str, Any]:
+    if change.kind == "deleted":
+        return {"name": change.name, "version": change.version, "deleted": True}
+    return change.expectation.to_dict()
 
 
 @click.group("expectations")
@@ -187,7 +206,7 @@ def list_command(output: str, target: _Target) -> None:
     """List the live expectations, in name order."""
     with _backend(target) as backend:
         found = backend.list()
-    _emit(found, output, "list")
+    _emit(found, output)
 
 
 @expectations_group.command("get")
@@ -198,7 +217,7 @@ def get_command(name: str, output: str, target: _Target) -> None:
     """Print one expectation (YAML by default, as a file would hold it, with its version)."""
     with _backend(target) as backend:
         found = backend.get(name)
-    _emit([found], output, "list")
+    _emit([found], output)
 
 
 @expectations_group.command("delete")
@@ -217,10 +236,10 @@ def delete_command(name: str, expected_version: int | None, target: _Target) -> 
 @_output_option("table")
 @_target_options
 def history_command(name: str, output: str, target: _Target) -> None:
-    """List every stored version of an expectation, oldest first."""
+    """List every stored version of an expectation, and its deletions, oldest first."""
     with _backend(target) as backend:
-        versions = backend.history(name)
-    _emit(versions, output, "history")
+        changes = backend.history_changes(name)
+    _emit_history(changes, output)
 
 
 @expectations_group.command("serve")

@@ -145,6 +145,11 @@ class RegistryClient:
         reply = self._call("GetExpectationHistory", pb.GetExpectationHistoryRequest(name=name))
         return [expectation_from_proto(e, with_version=True) for e in reply.versions]
 
+    def history_changes(self, name: str) -> builtins.list[Change]:
+        """Every change of one name, deletions included (`Registry.history_changes` on the server)."""
+        reply = self._call("GetExpectationHistory", pb.GetExpectationHistoryRequest(name=name))
+        return [change_from_proto(c) for c in reply.changes]
+
     def watch(self, since_seq: int | None = None) -> Watch:
         """Changes after now (or after `since_seq`), until cancelled; no timeout applies.
 

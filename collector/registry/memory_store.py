@@ -87,6 +87,13 @@ class MemoryStore:
             raise NotFound(name)
         return versions
 
+    def history_changes(self, name: str) -> builtins.list[Change]:
+        with self._lock:
+            changes = [c for c in self._log if c.name == name]
+        if not changes:
+            raise NotFound(name)
+        return changes
+
     def changes_since(self, seq: int) -> builtins.list[Change]:
         with self._lock:
             return self._log[max(seq, 0) :]

@@ -125,6 +125,10 @@ class Registry:
     def history(self, name: str) -> builtins.list[Expectation]:
         return self.store.history(name)
 
+    def history_changes(self, name: str) -> builtins.list[Change]:
+        """Every change of one name, deletions included: see `ExpectationStore.history_changes`."""
+        return self.store.history_changes(name)
+
     def changes_since(self, seq: int) -> builtins.list[Change]:
         return self.store.changes_since(seq)
 

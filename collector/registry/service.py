@@ -166,8 +166,9 @@ class RegistryServicer:
     async def GetExpectationHistory(
         self, request: pb.GetExpectationHistoryRequest, context: Any
     ) -> pb.GetExpectationHistoryResponse:
-        versions = await self._run(context, self._registry.history, request.name)
-        return pb.GetExpectationHistoryResponse(versions=[expectation_to_proto(e) for e in versions])
+        changes = await self._run(context, self._registry.history_changes, request.name)
+        versions = [expectation_to_proto(c.expectation) for c in changes if c.kind != "deleted"]
+        return pb.GetExpectationHistoryResponse(versions=versions, changes=[change_to_proto(c) for c in changes])
 
     async def WatchExpectations(
         self, request: pb.WatchExpectationsRequest, context: Any

@@ -127,6 +127,16 @@ class SqlStore:
             raise NotFound(name)
         return [_decode(body, version) for body, version in rows]
 
+    def history_changes(self, name: str) -> builtins.list[Change]:
+        with self._read() as cur:
+            cur.execute(
+                self._sql("SELECT seq, kind, name, version, body FROM {p}changes WHERE name = ? ORDER BY seq"), (name,)
+            )
+            rows = cur.fetchall()
+        if not rows:
+            raise NotFound(name)
+        return list(self._changes(rows))
+
     def changes_since(self, seq: int) -> builtins.list[Change]:
         with self._read() as cur:
             cur.execute(

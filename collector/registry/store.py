@@ -1,8 +1,9 @@
 """The storage plugin point: a handful of methods, safe for concurrent use.
 
 Every write is one change in an append-only log numbered by `seq`, in commit order. The log is both
-the history (`history(name)`) and the feed replicas follow (`changes_since(seq)`), so a replica that
-missed a NOTIFY or a poll still converges: it asks for everything after the last `seq` it applied.
+the history (`history(name)`, or `history_changes(name)` with the deletions) and the feed replicas
+follow (`changes_since(seq)`), so a replica that missed a NOTIFY or a poll still converges: it asks
+for everything after the last `seq` it applied.
 
 Versions: the first write of a name is version 1, and every later write — a deletion too — takes the
 previous version + 1, so versions of a name never repeat even across delete and re-create.
@@ -79,6 +80,11 @@ class ExpectationStore(Protocol):
 
     def history(self, name: str) -> builtins.list[Expectation]:
         """Every saved version, oldest first (deletions are not versions of the content); `NotFound`."""
+        ...
+
+    def history_changes(self, name: str) -> builtins.list[Change]:
+        """Every change of one name, oldest first, deletions included (a deletion's `expectation` is the
+        value it deleted); `NotFound` when the name was never written."""
         ...
 
     def changes_since(self, seq: int) -> builtins.list[Change]:

@@ -187,10 +187,12 @@ class GetExpectationHistoryRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class GetExpectationHistoryResponse(_message.Message):
-    __slots__ = ("versions",)
+    __slots__ = ("versions", "changes")
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
     versions: _containers.RepeatedCompositeFieldContainer[Expectation]
-    def __init__(self, versions: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ...) -> None: ...
+    changes: _containers.RepeatedCompositeFieldContainer[WatchExpectationsResponse]
+    def __init__(self, versions: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., changes: _Optional[_Iterable[_Union[WatchExpectationsResponse, _Mapping]]] = ...) -> None: ...
 
 class WatchExpectationsRequest(_message.Message):
     __slots__ = ("since_seq",)
