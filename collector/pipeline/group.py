@@ -19,6 +19,7 @@ counted rather than starting a second score.
 from __future__ import annotations
 
 import enum
+import itertools
 import operator
 from collections import OrderedDict
 from collections.abc import Callable
@@ -287,12 +288,19 @@ class TraceStore(Generic[C]):
         A span of the trace arriving later (a run that went quiet past `trace_idle_timeout_s`, a flush
         in the middle of a run, an evicted trace) opens it again with this memory, so that a re-sent span
         is still a duplicate and a run whose earlier spans went out without it is flagged incomplete.
+
+        A trace that opens again and again (a long session with quiet spells) would grow this memory
+        without end: it keeps the latest `max_spans` ids (the earliest are forgotten first, and a re-sent
+        span that old is taken as new).
         """
         records = trace.records
         seen = dict(zip(records, map(_PARENT_ID, records.values()), strict=True))
         if trace.earlier:
-            seen.update(trace.earlier)
+            seen = {**trace.earlier, **seen}
         seen.update(dict.fromkeys(trace.scored - seen.keys()))
+        if len(seen) > self.max_spans:
+            for span_id in list(itertools.islice(seen, len(seen) - self.max_spans)):
+                del seen[span_id]
         self._finished[trace.trace_id] = seen
         self._finished.move_to_end(trace.trace_id)
         while len(self._finished) > self.max_traces:
