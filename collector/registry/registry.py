@@ -27,7 +27,7 @@ from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ExpectationStore, Write
 from toolscore.collector.registry.stores import open_store
-from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
+from toolscore.collector.registry.validation import parse_expectation, unreadable_problem, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["FILE_SOURCE_LABEL", "Applied", "ApplyAction", "Registry"]
@@ -58,8 +58,11 @@ class Registry:
         self.store: ExpectationStore = store if store is not None else open_store(self.config.store)
         self._lock = threading.RLock()
         self._subscribers: builtins.list[Callable[[Change], None]] = []
+        self._unreadable: dict[str, str] = {}
         self._seq = self.store.latest_seq()
-        self._snapshot = {exp.name: exp for exp in self.store.list()}
+        self._snapshot = {}
+        for exp in self.store.list():
+            self._snapshot[exp.name] = self._readable(exp, None)
         self._index = ExpectationIndex(self._snapshot.values())
         self._file_names: set[str] = set()
         self._watcher: FileWatcher | None = None
@@ -109,6 +112,15 @@ class Registry:
     def index(self) -> ExpectationIndex:
         """The current immutable snapshot (hold on to it to match several runs against one set)."""
         return self._index
+
+    @property
+    def unreadable(self) -> dict[str, str]:
+        """Stored expectations this registry cannot read, by name, with why (the log names each once).
+
+        A newer toolscore may store what this one does not know, or a hand edit may break a row: such a
+        name keeps its last readable version here, or matches nothing if it never had one.
+        """
+        return dict(self._unreadable)
 
     @property
     def seq(self) -> int:
@@ -242,8 +254,9 @@ class Registry:
             for change in changes:
                 if change.kind == "deleted":
                     snapshot.pop(change.name, None)
+                    self._unreadable.pop(change.name, None)
                 else:
-                    snapshot[change.name] = change.expectation
+                    snapshot[change.name] = self._readable(change.expectation, snapshot.get(change.name))
             self._index = ExpectationIndex(snapshot.values())
             self._snapshot = snapshot
             self._seq = changes[-1].seq
@@ -254,6 +267,23 @@ class Registry:
                     except Exception:
                         _log.exception("registry subscriber failed on %s of %r", change.kind, change.name)
             return changes
+
+    def _readable(self, stored: Expectation, previous: Expectation | None) -> Expectation:
+        """What the snapshot holds for a stored value: itself, or for an unreadable one the previous value."""
+        problem = unreadable_problem(stored)
+        if problem is None:
+            self._unreadable.pop(stored.name, None)
+            return stored
+        self._unreadable[stored.name] = problem
+        kept = previous is not None and unreadable_problem(previous) is None
+        _log.error(
+            "expectation %r version %d in the store cannot be read (%s); %s until it is replaced",
+            stored.name,
+            stored.version,
+            problem,
+            f"version {previous.version} stays in use" if kept and previous else "it matches no run",
+        )
+        return previous if kept and previous is not None else stored
 
     def _poll(self, interval_s: float) -> None:
         wait_for_change = getattr(self.store, "wait_for_change", None)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from toolscore.collector.registry.errors import NotFound
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
+from toolscore.collector.registry.validation import parse_stored
 
 __all__ = ["Cursor", "SqlStore"]
 
@@ -30,10 +31,13 @@ class Cursor(Protocol):
     def fetchall(self) -> builtins.list[Any]: ...
 
 
-def _decode(body: str | dict[str, Any], version: int) -> Expectation:
-    data = json.loads(body) if isinstance(body, str) else dict(body)
-    data["version"] = version
-    return Expectation.model_validate(data)
+def _decode(name: str, body: str | dict[str, Any], version: int) -> Expectation:
+    """A row's document; one that is not JSON or does not validate becomes `parse_stored`'s stand-in."""
+    try:
+        data = json.loads(body) if isinstance(body, str) else body
+    except ValueError as exc:
+        data = f"not JSON: {exc}"
+    return parse_stored(name, data, version)
 
 
 def _encode(expectation: Expectation) -> str:
@@ -62,13 +66,13 @@ class SqlStore:
             row = cur.fetchone()
         if row is None:
             raise NotFound(name)
-        return _decode(row[0], row[1])
+        return _decode(name, row[0], row[1])
 
     def list(self) -> builtins.list[Expectation]:
         with self._read() as cur:
-            cur.execute(self._sql("SELECT body, version FROM {p}expectations WHERE live ORDER BY name"))
+            cur.execute(self._sql("SELECT name, body, version FROM {p}expectations WHERE live ORDER BY name"))
             rows = cur.fetchall()
-        return [_decode(body, version) for body, version in rows]
+        return [_decode(name, body, version) for name, body, version in rows]
 
     def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
         with self._write() as cur:
@@ -114,7 +118,7 @@ class SqlStore:
         body = cur.fetchone()[0]
         cur.execute(self._sql("UPDATE {p}expectations SET version = ?, live = FALSE WHERE name = ?"), (last + 1, name))
         seq = self._append(cur, name, "deleted", last + 1, body)
-        return Change(seq, "deleted", name, last + 1, _decode(body, last))
+        return Change(seq, "deleted", name, last + 1, _decode(name, body, last))
 
     def history(self, name: str) -> builtins.list[Expectation]:
         with self._read() as cur:
@@ -125,7 +129,7 @@ class SqlStore:
             rows = cur.fetchall()
         if not rows:
             raise NotFound(name)
-        return [_decode(body, version) for body, version in rows]
+        return [_decode(name, body, version) for body, version in rows]
 
     def history_changes(self, name: str) -> builtins.list[Change]:
         with self._read() as cur:
@@ -167,5 +171,5 @@ class SqlStore:
     def _changes(rows: builtins.list[Any]) -> Iterator[Change]:
         for seq, kind, name, version, body in rows:
             # a deletion row holds the last live document, whose version is one below the deletion's
-            exp = _decode(body, version - 1 if kind == "deleted" else version)
+            exp = _decode(name, body, version - 1 if kind == "deleted" else version)
             yield Change(int(seq), kind, name, int(version), exp)

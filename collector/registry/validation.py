@@ -17,9 +17,22 @@ from pydantic_core import ErrorDetails
 
 from toolscore.collector.error_text import error_message
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
-from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.model import Expectation, MatchSpec
 
-__all__ = ["Locate", "field_path", "parse_expectation", "problems_from", "warn_if_unmatchable"]
+__all__ = [
+    "UNREADABLE_LABEL",
+    "Locate",
+    "field_path",
+    "parse_expectation",
+    "parse_stored",
+    "problems_from",
+    "unreadable_problem",
+    "warn_if_unmatchable",
+]
+
+UNREADABLE_LABEL = "toolscore.unreadable"
+"""Label of the stand-in for a stored document this version cannot read; its value says why."""
+_MAX_PROBLEM_CHARS = 500
 
 Locate = Callable[[Sequence[str | int]], int | None]
 """Maps a field location (relative to one expectation's document) to a 1-based line, when known."""
@@ -90,3 +103,39 @@ def warn_if_unmatchable(expectation: Expectation, where: str = "") -> bool:
     at = f" ({where})" if where else ""
     _log.warning("expectation %r%s has no selector under `match`, so it matches no run", expectation.name, at)
     return True
+
+
+def parse_stored(name: str, data: Any, version: int) -> Expectation:
+    """A document read back from a store, as `Expectation`; one that does not validate is a stand-in.
+
+    Stores outlive versions and hands: a newer toolscore may have written a scorer type this one does
+    not know, or an operator edited a row. Raising would stop every reader at that row; the stand-in
+    keeps the name and version (so a write can replace it), is disabled (it matches no run) and says
+    what is wrong in its `toolscore.unreadable` label.
+    """
+    try:
+        if not isinstance(data, dict):
+            raise InvalidExpectation.single("", f"a stored expectation is a JSON object, not {type(data).__name__}")
+        exp = parse_expectation({**data, "version": version})
+        if exp.name != name:
+            raise InvalidExpectation.single("name", f"the document is named {exp.name!r}, its row {name!r}")
+        return exp
+    except (InvalidExpectation, ValueError, TypeError) as exc:
+        return _stand_in(name, version, str(exc))
+
+
+class _Unreadable(Expectation):
+    """The stand-in's own type, so that a disabled expectation someone wrote with the label is not one."""
+
+
+def _stand_in(name: str, version: int, problem: str) -> Expectation:
+    if len(problem) > _MAX_PROBLEM_CHARS:
+        problem = problem[: _MAX_PROBLEM_CHARS - 3] + "..."
+    labels = {UNREADABLE_LABEL: problem}
+    # built without validation: the stored name may be what made it unreadable
+    return _Unreadable.model_construct(name=name, version=version, enabled=False, labels=labels, match=MatchSpec())
+
+
+def unreadable_problem(expectation: Expectation) -> str | None:
+    """Why a stored expectation could not be read (it is a stand-in), or None when it is a real one."""
+    return expectation.labels[UNREADABLE_LABEL] if isinstance(expectation, _Unreadable) else None

@@ -1,0 +1,141 @@
+"""The registry when its store misbehaves: unreadable rows, concurrent replicas, outages.
+
+Real stores only (a SQLite file, a PostgreSQL server); faults are made the way they happen, by editing
+rows with SQL or stopping the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolscore.collector.registry import (
+    PostgresStoreConfig,
+    Registry,
+    RegistryConfig,
+    SqliteStoreConfig,
+    StoreConfig,
+)
+from toolscore.collector.registry.validation import UNREADABLE_LABEL
+from toolscore.scorers import AgentRun
+
+
+def doc(name: str, tool: str = "book_flight", agent: str = "travel") -> dict[str, Any]:
+    return {"name": name, "match": {"agent": agent}, "scorers": [{"type": "tool_selection", "expected_tool": tool}]}
+
+
+def names(registry: Registry, agent: str = "travel") -> list[str]:
+    return [e.name for e in registry.match(AgentRun(agent_name=agent))]
+
+
+def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return check()
+
+
+class Database:
+    """A real store's database, and hand-made SQL against it (what an operator's `psql` would do)."""
+
+    def __init__(self, config: StoreConfig, execute: Callable[[str, tuple[Any, ...]], None]) -> None:
+        self.config = config
+        self._execute = execute
+
+    def sql(self, statement: str, *params: Any) -> None:
+        self._execute(statement, params)
+
+    def hand_edit(self, name: str, version: int, body: str) -> None:
+        """Store `body` as the next version of `name`, in both tables, as a careless manual fix would."""
+        self.sql("UPDATE toolscore_expectations SET version = ?, body = ? WHERE name = ?", version, body, name)
+        self.sql(
+            "INSERT INTO toolscore_changes (name, kind, version, body, at_ns) VALUES (?, 'updated', ?, ?, 0)",
+            name,
+            version,
+            body,
+        )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        path = tmp_path / "registry.db"
+
+        def sqlite_execute(statement: str, params: tuple[Any, ...]) -> None:
+            with sqlite3.connect(path) as conn:
+                conn.execute(statement, params)
+
+        yield Database(SqliteStoreConfig(path=str(path)), sqlite_execute)
+        return
+    import psycopg
+
+    dsn = request.getfixturevalue("postgres_dsn")
+
+    def postgres_execute(statement: str, params: tuple[Any, ...]) -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(statement.replace("?", "%s").encode(), params)
+
+    yield Database(PostgresStoreConfig(dsn=dsn), postgres_execute)
+
+
+def _config(database: Database, **extra: Any) -> RegistryConfig:
+    return RegistryConfig(store=database.config, poll_interval_s=0.05, **extra)
+
+
+# -- rows this version cannot read -------------------------------------------------------------------
+
+NEWER_SCORER = '{"enabled":true,"labels":{},"match":{"agent":"travel"},"name":"b","scorers":[{"type":"from_v2"}]}'
+
+
+def test_an_unreadable_row_does_not_stop_a_replica_from_starting(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A newer toolscore (or a hand edit) stored a document this one cannot validate: the rest load."""
+    with Registry.from_config(_config(database)) as writer:
+        writer.apply([doc("a"), doc("b"), doc("c")])
+    database.hand_edit("b", 2, NEWER_SCORER)
+    with caplog.at_level(logging.ERROR, "toolscore.registry"), Registry.from_config(_config(database)) as replica:
+        assert names(replica) == ["a", "c"]
+        assert list(replica.unreadable) == ["b"]
+        stand_in = replica.get("b")
+        assert (stand_in.version, stand_in.enabled) == (2, False)
+        assert "scorers[0]" in stand_in.labels[UNREADABLE_LABEL]
+    assert "'b' version 2" in caplog.text
+    assert "from_v2" in caplog.text
+
+
+def test_an_unreadable_update_keeps_the_last_good_version_and_later_changes_still_arrive(
+    database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Registry.from_config(_config(database)) as one, Registry.from_config(_config(database)) as two:
+        one.apply([doc("a"), doc("b")])
+        assert eventually(lambda: names(two) == ["a", "b"])
+        with caplog.at_level(logging.ERROR, "toolscore.registry"):
+            database.hand_edit("b", 2, "{not json")
+            stored = one.put(doc("d"))  # a good write after the bad row: it succeeds and is reported so
+            assert stored.version == 1
+            assert eventually(lambda: names(two) == ["a", "b", "d"]), "the poll went past the bad row"
+        assert two.index.expectations[1].version == 1, "`b` stays at its last readable version"
+        assert two.unreadable.keys() == {"b"}
+        assert "'b' version 2" in caplog.text
+        one.put(doc("b", tool="fixed"), expected_version=2)  # replacing the bad row heals it everywhere
+        assert eventually(lambda: not two.unreadable and two.get("b").version == 3)
+        assert names(two) == ["a", "b", "d"]
+
+
+def test_apply_replaces_an_unreadable_row(database: Database) -> None:
+    with Registry.from_config(_config(database)) as writer:
+        writer.apply([doc("a"), doc("b")])
+    database.hand_edit("b", 2, NEWER_SCORER)
+    with Registry.from_config(_config(database)) as registry:
+        assert registry.apply([doc("a"), doc("b")]) == [("a", "unchanged"), ("b", "updated")]
+        assert names(registry) == ["a", "b"]
+        assert not registry.unreadable
