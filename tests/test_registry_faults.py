@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from toolscore.collector.registry import (
+    Change,
     PostgresStoreConfig,
     Registry,
     RegistryConfig,
+    SqliteStore,
     SqliteStoreConfig,
     StoreConfig,
+    Write,
 )
 from toolscore.collector.registry.validation import UNREADABLE_LABEL
 from toolscore.scorers import AgentRun
@@ -139,3 +144,80 @@ def test_apply_replaces_an_unreadable_row(database: Database) -> None:
         assert registry.apply([doc("a"), doc("b")]) == [("a", "unchanged"), ("b", "updated")]
         assert names(registry) == ["a", "b"]
         assert not registry.unreadable
+
+
+# -- replicas applying the same files at once --------------------------------------------------------
+
+
+def _files(directory: Path, *docs: dict[str, Any]) -> Path:
+    directory.mkdir(exist_ok=True)
+    (directory / "expectations.yaml").write_text(yaml.safe_dump({"expectations": list(docs)}))
+    return directory
+
+
+class RacedStore(SqliteStore):
+    """A real SQLite store whose first batch write lets `rival` (another replica) write just before it."""
+
+    def __init__(self, path: Path, rival: Callable[[], None]) -> None:
+        super().__init__(path)
+        self._rival: Callable[[], None] | None = rival
+
+    def write_batch(self, writes: Sequence[Write]) -> list[Change]:
+        rival, self._rival = self._rival, None
+        if rival is not None:
+            rival()
+        return super().write_batch(writes)
+
+
+def test_replicas_starting_together_with_the_same_files_all_start(tmp_path: Path) -> None:
+    """Both plan to create the files' expectations; the one that writes second re-plans instead of failing."""
+    files = _files(tmp_path / "files", doc("a"), doc("b"))
+    db = tmp_path / "registry.db"
+    config = RegistryConfig(store=SqliteStoreConfig(path=str(db)), files=[str(files)], watch_files=False)
+
+    def rival() -> None:
+        Registry.from_config(config).close()
+
+    with Registry(RacedStore(db, rival), config=config) as registry:
+        assert names(registry) == ["a", "b"]
+        assert [len(registry.history(name)) for name in ("a", "b")] == [1, 1], "written once, by the rival"
+
+
+def test_a_file_reload_racing_another_replica_applies_again(tmp_path: Path) -> None:
+    files = _files(tmp_path / "files", doc("a"), doc("b"))
+    db = tmp_path / "registry.db"
+    config = RegistryConfig(store=SqliteStoreConfig(path=str(db)), files=[str(files)], watch_files=False)
+    Registry.from_config(config).close()
+    store = RacedStore(db, lambda: Registry.from_config(config).close())
+    with Registry(store, config=config) as registry:
+        _files(files, doc("a", tool="changed"), doc("c"))  # the ConfigMap changed under every replica
+        store._rival = lambda: Registry.from_config(config).close()
+        assert registry.reload_files() == [("a", "unchanged"), ("c", "unchanged")]
+        assert names(registry) == ["a", "c"]
+        assert [e.version for e in registry.history("a")] == [1, 2]
+
+
+def test_three_postgres_replicas_starting_at_once_with_the_same_files_all_start(
+    postgres_dsn: str, tmp_path: Path
+) -> None:
+    files = _files(tmp_path / "files", *(doc(f"e{i}", agent=f"agent-{i}") for i in range(30)))
+    config = RegistryConfig(store=PostgresStoreConfig(dsn=postgres_dsn), files=[str(files)], watch_files=False)
+    start = threading.Barrier(3)
+    outcomes: list[str] = []
+
+    def replica() -> None:
+        start.wait()
+        try:
+            Registry.from_config(config).close()
+            outcomes.append("started")
+        except Exception as exc:  # what the collector would exit with
+            outcomes.append(repr(exc))
+
+    threads = [threading.Thread(target=replica) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == ["started"] * 3
+    with Registry.from_config(config) as registry:
+        assert {e.version for e in registry.list()} == {1}

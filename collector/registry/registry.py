@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
-from toolscore.collector.registry.errors import InvalidExpectation, Problem
+from toolscore.collector.registry.errors import AlreadyExists, InvalidExpectation, NotFound, Problem, VersionConflict
 from toolscore.collector.registry.files import FileWatcher, load_paths
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
@@ -37,6 +37,10 @@ Applied = list[tuple[str, ApplyAction]]
 """What `apply` did, per name: `[("checkout-canary", "created"), ...]`."""
 
 _log = logging.getLogger("toolscore.registry")
+
+_FILE_APPLY_ATTEMPTS = 5
+"""Files own their names, so a file apply that lost a race to another writer plans again against what
+that writer stored (replicas sharing a store apply the same files at start and when they change)."""
 
 FILE_SOURCE_LABEL = "toolscore.source"
 """Label `files` marks an expectation the configured files own: it is deleted when the files no longer
@@ -212,8 +216,15 @@ class Registry:
             raise
         self.last_error = None
         owned = [exp.model_copy(update={"labels": {**exp.labels, FILE_SOURCE_LABEL: "files"}}) for exp in expectations]
-        stored = {exp.name for exp in self.store.list() if exp.labels.get(FILE_SOURCE_LABEL) == "files"}
-        results = self._apply(owned, self._file_names | stored)
+        for attempt in range(1, _FILE_APPLY_ATTEMPTS + 1):
+            stored = {exp.name for exp in self.store.list() if exp.labels.get(FILE_SOURCE_LABEL) == "files"}
+            try:
+                results = self._apply(owned, self._file_names | stored)
+                break
+            except (VersionConflict, AlreadyExists, NotFound) as exc:
+                if attempt == _FILE_APPLY_ATTEMPTS:
+                    raise
+                _log.info("expectation files: %s (another replica applied them too); planning again", exc)
         self._file_names = {exp.name for exp in owned}
         return results
 
