@@ -185,6 +185,9 @@ class Recording:
     def observe_expectations(self, callback: Callable[[], Any]) -> None:
         pass
 
+    def observe_registry(self, callback: Callable[[], Any]) -> None:
+        pass
+
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
     """Poll `condition` until it holds or `timeout_s` passes (a bounded wait, not a timed assertion)."""

@@ -1,7 +1,8 @@
-"""A real PostgreSQL server for the test session: `initdb` into a temporary directory, `pg_ctl start`
-on a free 127.0.0.1 port, stopped at the end. Each test gets its own schema (via `search_path`), so
-tests never see each other's tables. Skips when no PostgreSQL binaries are installed
-(`.ci/install-postgres` installs them).
+"""A real PostgreSQL server for the tests: `initdb` into a temporary directory, `pg_ctl start` on a free
+127.0.0.1 port. One server serves the whole session (`postgres_server`), and each test gets its own
+schema of it (`postgres_dsn`, via `search_path`), so tests never see each other's tables; a test that
+stops and restarts the server gets one of its own (`own_postgres`). Fails when no PostgreSQL binaries
+are installed (`.ci/install-postgres` installs them).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["postgres_dsn", "postgres_server"]
+__all__ = ["PostgresServer", "own_postgres", "postgres_dsn", "postgres_server"]
 
 
 def _bin_dir() -> Path | None:
@@ -42,34 +43,64 @@ def _as_server_user(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv]
 
 
+class PostgresServer:
+    """A throwaway cluster (superuser `toolscore`, trust auth, database `postgres`) that can be stopped
+    and started again on the same port, as a database restart or failover looks to its clients."""
+
+    def __init__(self) -> None:
+        bin_dir = _bin_dir()
+        if bin_dir is None:
+            pytest.fail("PostgreSQL is not installed: `make test` installs it with .ci/install-postgres")
+        self._pg_ctl = str(bin_dir / "pg_ctl")
+        self.root = Path(tempfile.mkdtemp(prefix="toolscore-pg-"))
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres", "postgres")
+        self.data, self.port = self.root / "data", _free_port()
+        initdb = [str(bin_dir / "initdb"), "-D", str(self.data), "-U", "toolscore", "-A", "trust", "--no-sync"]
+        subprocess.run(_as_server_user(initdb), check=True, capture_output=True)
+
+    @property
+    def dsn(self) -> str:
+        return f"host=127.0.0.1 port={self.port} user=toolscore dbname=postgres"
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        log = self.root / "log"
+        start = [self._pg_ctl, "-D", str(self.data), "-l", str(log), "-w", "-t", "60", "-o", options, "start"]
+        result = subprocess.run(_as_server_user(start), check=False, capture_output=True, text=True)
+        if result.returncode != 0:
+            pytest.fail(f"pg_ctl start failed: {result.stderr}\n{log.read_text() if log.exists() else ''}")
+
+    def stop(self) -> None:
+        """A fast shutdown: sessions are terminated, as in a restart."""
+        stop = [self._pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop"]
+        subprocess.run(_as_server_user(stop), check=False, capture_output=True)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
-    """The base DSN of a throwaway server (superuser `toolscore`, trust auth, database `postgres`)."""
-    bin_dir = _bin_dir()
-    if bin_dir is None:
-        pytest.fail("PostgreSQL is not installed: `make test` installs it with .ci/install-postgres")
-    root = Path(tempfile.mkdtemp(prefix="toolscore-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres", "postgres")
-    data, port = root / "data", _free_port()
-    pg_ctl = str(bin_dir / "pg_ctl")
-    subprocess.run(
-        _as_server_user([str(bin_dir / "initdb"), "-D", str(data), "-U", "toolscore", "-A", "trust", "--no-sync"]),
-        check=True,
-        capture_output=True,
-    )
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    start = [pg_ctl, "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60", "-o", options, "start"]
-    result = subprocess.run(_as_server_user(start), check=False, capture_output=True, text=True)
-    if result.returncode != 0:
-        log = (root / "log").read_text() if (root / "log").exists() else ""
-        pytest.fail(f"pg_ctl start failed: {result.stderr}\n{log}")
+    """The base DSN of the session's server."""
+    server = PostgresServer()
     try:
-        yield f"host=127.0.0.1 port={port} user=toolscore dbname=postgres"
+        server.start()
+        yield server.dsn
     finally:
-        stop = [pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]
-        subprocess.run(_as_server_user(stop), check=False, capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+        server.remove()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A started server for this test alone, to stop and start at will."""
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.postgres import PostgresServer
 from toolscore.collector.registry import (
     Change,
     PostgresStoreConfig,
@@ -221,3 +222,74 @@ def test_three_postgres_replicas_starting_at_once_with_the_same_files_all_start(
     assert outcomes == ["started"] * 3
     with Registry.from_config(config) as registry:
         assert {e.version for e in registry.list()} == {1}
+
+
+# -- the store going away and coming back ----------------------------------------------------------
+
+
+def _postgres(server: PostgresServer, **extra: Any) -> RegistryConfig:
+    store = PostgresStoreConfig(dsn=server.dsn, connect_timeout_s=1)
+    return RegistryConfig(store=store, poll_interval_s=0.05, **extra)
+
+
+def test_a_postgres_outage_is_logged_once_matching_goes_on_and_the_registry_catches_up(
+    own_postgres: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Registry.from_config(_postgres(own_postgres)) as replica:
+        replica.put(doc("a"))
+        with caplog.at_level(logging.DEBUG, "toolscore.registry"):
+            own_postgres.stop()
+            assert eventually(lambda: replica.health.failures >= 20), "the poll keeps trying"
+            assert names(replica) == ["a"], "matching goes on with what was read last"
+            assert replica.health.error is not None
+            outage = [r for r in caplog.records if r.levelno >= logging.WARNING]
+            own_postgres.start()
+            assert eventually(lambda: replica.health.error is None)
+        errors = [r for r in outage if r.levelno >= logging.ERROR]
+        assert len(errors) == 1, [r.getMessage() for r in errors]
+        assert "registry store unreachable" in errors[0].getMessage()
+        assert "1 expectations read" in errors[0].getMessage()
+        assert len(outage) <= 3, [r.getMessage() for r in outage]  # + the listener's loss and first retry
+        assert not [r for r in caplog.records if r.exc_info], "no tracebacks"
+        assert "registry store readable again" in caplog.text
+        with Registry.from_config(_postgres(own_postgres)) as writer:
+            writer.put(doc("b"))
+        assert eventually(lambda: names(replica) == ["a", "b"])
+
+
+def test_a_file_change_during_an_outage_is_applied_when_the_store_returns(
+    own_postgres: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = _files(tmp_path / "files", doc("a"))
+    config = _postgres(own_postgres, files=[str(files)], file_poll_interval_s=0.05)
+    with Registry.from_config(config) as replica:
+        own_postgres.stop()
+        assert eventually(lambda: replica.health.error is not None)
+        with caplog.at_level(logging.WARNING, "toolscore.registry"):
+            _files(files, doc("a"), doc("b"))  # the ConfigMap changed while the database was down
+            assert eventually(lambda: "expectation files not applied" in caplog.text)
+        own_postgres.start()
+        assert eventually(lambda: names(replica) == ["a", "b"])
+
+
+class FlakyReads(SqliteStore):
+    """A real SQLite store whose change-log reads fail while `failing` is set (a disk or network error)."""
+
+    failing = False
+
+    def changes_since(self, seq: int) -> list[Change]:
+        if self.failing:
+            raise sqlite3.OperationalError("disk I/O error")
+        return super().changes_since(seq)
+
+
+def test_a_committed_write_is_reported_as_written_when_reading_it_back_fails(tmp_path: Path) -> None:
+    store = FlakyReads(tmp_path / "registry.db")
+    with Registry(store, poll_interval_s=0.05) as registry:
+        store.failing = True
+        assert registry.put(doc("a")).version == 1
+        assert registry.apply([doc("b")]) == [("b", "created")]
+        assert registry.health.error == "OperationalError: disk I/O error"
+        store.failing = False
+        assert eventually(lambda: names(registry) == ["a", "b"]), "the poll caught up"
+    store.close()

@@ -21,6 +21,7 @@ from toolscore.collector.registry import (
     NotFound,
     Registry,
     RegistryConfig,
+    SqliteStore,
     SqliteStoreConfig,
     VersionConflict,
     parse_expectation,
@@ -128,6 +129,28 @@ def _status_of(exc: grpc.RpcError) -> status_pb2.Status:
 
 
 # -- every RPC -----------------------------------------------------------------------------------------
+
+
+def test_a_put_is_answered_as_written_when_only_reading_it_back_fails(tmp_path: Path) -> None:
+    """The write committed; the server's own read of the change log failed (disk, network) after it."""
+    import sqlite3
+
+    class FlakyReads(SqliteStore):
+        failing = False
+
+        def changes_since(self, seq: int) -> list[Change]:
+            if self.failing:
+                raise sqlite3.OperationalError("disk I/O error")
+            return super().changes_since(seq)
+
+    store = FlakyReads(tmp_path / "registry.db")
+    with Registry(store, poll_interval_s=0.05) as registry:
+        for server in _serve(registry):
+            store.failing = True
+            with RegistryClient(server.target) as client:
+                stored, created = client.put(expectation())
+            assert (stored.version, created) == (1, True)
+    store.close()
 
 
 def test_put_assigns_versions_and_get_returns_the_stored_expectation(client: RegistryClient) -> None:

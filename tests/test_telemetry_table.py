@@ -96,6 +96,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     telemetry.score_delay(0.25)
     telemetry.observe_pending(lambda: 3, 500)
     telemetry.observe_expectations(lambda: [("book-flight", "page"), ("weather", None)])
+    telemetry.observe_registry(lambda: (1.5, 2))
+    telemetry.observe_registry(lambda: None)  # a matcher that is not a Registry
     telemetry.run_finished("not-an-outcome")
 
     emitted = _metrics(reader)
@@ -132,6 +134,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert [p.value for p in emitted["toolscore.pending.traces"].data.data_points] == [3]  # type: ignore[union-attr]
     limit = emitted["toolscore.pending.traces.limit"].data.data_points
     assert [p.value for p in limit] == [500]  # type: ignore[union-attr]
+    assert [p.value for p in emitted["toolscore.registry.sync.age"].data.data_points] == [1.5]  # type: ignore[union-attr]
+    assert [p.value for p in emitted["toolscore.registry.unreadable"].data.data_points] == [2]  # type: ignore[union-attr]
     assert _points(emitted["toolscore.expectation.info"]) == [
         {"toolscore.expectation.name": "book-flight", "toolscore.expectation.severity": "page"},
     ], "only expectations with scores: `weather` has none"
@@ -176,6 +180,8 @@ def test_in_process_pipeline_reports_its_scored_expectations_and_pending_limit(
     ], "`unused` matched no run: no series, and no share of the name budget"
     limit = emitted["toolscore.pending.traces.limit"].data.data_points
     assert [p.value for p in limit] == [250]  # type: ignore[union-attr]
+    assert [p.value for p in emitted["toolscore.registry.unreadable"].data.data_points] == [0]  # type: ignore[union-attr]
+    assert len(emitted["toolscore.registry.sync.age"].data.data_points) == 1, "the registry reports its store"
     assert {"toolscore.expectation.name": "travel.no-severity", "toolscore.expectation.severity": "ticket"} in (
         relabelled
     ), "a label change shows at the next collection"

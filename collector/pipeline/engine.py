@@ -14,7 +14,7 @@ from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.emit import RunScores, build_enrichment
 from toolscore.collector.pipeline.group import Admission, Admit, HeldRun, PendingTrace, TraceStore
 from toolscore.collector.pipeline.judge import AsyncScorer, JudgePool
-from toolscore.collector.pipeline.match import Matcher, ScorePlan, expectation_infos, plan_scores
+from toolscore.collector.pipeline.match import Matcher, ScorePlan, expectation_infos, plan_scores, registry_state
 from toolscore.collector.pipeline.receive import Intake
 from toolscore.collector.pipeline.refused import Refusals
 from toolscore.collector.pipeline.runs import runs_of_trace, runs_under
@@ -131,6 +131,7 @@ class Engine(Worker, Generic[C]):
         self._judges = JudgePool(config.judge, self._deliver)
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
         self.telemetry.observe_expectations(lambda: expectation_infos(registry))
+        self.telemetry.observe_registry(lambda: registry_state(registry))
         self.start()
 
     # -- the worker's step, deadlines and flush ----------------------------------------------------

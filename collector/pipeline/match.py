@@ -11,10 +11,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer, sampled_scorers
+from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer, Registry, sampled_scorers
 from toolscore.scorers.model import AgentRun
 
-__all__ = ["Matcher", "ScorePlan", "expectation_infos", "plan_scores"]
+__all__ = ["Matcher", "ScorePlan", "expectation_infos", "plan_scores", "registry_state"]
 
 
 class Matcher(Protocol):
@@ -62,3 +62,11 @@ def expectation_infos(registry: Matcher) -> list[tuple[str, str | None]]:
     if not isinstance(index, ExpectationIndex):
         return []
     return [(exp.name, exp.labels.get("severity")) for exp in index.expectations]
+
+
+def registry_state(registry: Matcher) -> tuple[float, int] | None:
+    """(seconds since the registry last read its store, stored expectations it cannot read); None for a
+    matcher that is not a `Registry` (an index, a test double), which has no store to report on."""
+    if not isinstance(registry, Registry):
+        return None
+    return registry.sync_age_s, len(registry.unreadable)

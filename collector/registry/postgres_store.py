@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 import psycopg
 
+from toolscore.collector.registry.health import describe_error
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
 
 __all__ = ["PostgresStore"]
@@ -113,7 +114,11 @@ class PostgresStore(SqlStore):
             delay = self._relisten_delay
             self._relisten_at = time.monotonic() + delay
             self._relisten_delay = min(delay * 2, _RELISTEN_MAX_S)
-            _log.warning("registry change listener not reconnected (%s); retrying in %.1fs", exc, delay)
+            # the first failure is worth a line; an outage is the registry's to report (once), not every retry's
+            level = logging.WARNING if delay == _RELISTEN_FIRST_S else logging.DEBUG
+            _log.log(
+                level, "registry change listener not reconnected (%s); retrying in %.1fs", describe_error(exc), delay
+            )
             return False
         self._relisten_delay = _RELISTEN_FIRST_S
         _log.info("registry change listener reconnected")

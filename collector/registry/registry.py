@@ -18,23 +18,21 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
-from toolscore.collector.registry.errors import AlreadyExists, InvalidExpectation, NotFound, Problem, VersionConflict
+from toolscore.collector.registry.errors import AlreadyExists, InvalidExpectation, NotFound, VersionConflict
 from toolscore.collector.registry.files import FileWatcher, load_paths
+from toolscore.collector.registry.health import StoreHealth, describe_error
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
-from toolscore.collector.registry.store import Change, ExpectationStore, Write
+from toolscore.collector.registry.planning import Applied, ApplyAction, plan_apply, validate_all
+from toolscore.collector.registry.store import Change, ExpectationStore
 from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import parse_expectation, unreadable_problem, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["FILE_SOURCE_LABEL", "Applied", "ApplyAction", "Registry"]
-
-ApplyAction = Literal["created", "updated", "unchanged", "deleted"]
-Applied = list[tuple[str, ApplyAction]]
-"""What `apply` did, per name: `[("checkout-canary", "created"), ...]`."""
 
 _log = logging.getLogger("toolscore.registry")
 
@@ -69,6 +67,11 @@ class Registry:
             self._snapshot[exp.name] = self._readable(exp, None)
         self._index = ExpectationIndex(self._snapshot.values())
         self._file_names: set[str] = set()
+        self._files_lock = threading.Lock()
+        self._files_pending = False
+        """A file reload failed on the store (not on the files): the poll applies them once it reads again."""
+        self.health = StoreHealth()
+        """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
         self._watcher: FileWatcher | None = None
         self.last_error: InvalidExpectation | None = None
         """The error of the last file reload that failed (the previous set stays); None after a good one."""
@@ -118,6 +121,11 @@ class Registry:
         return self._index
 
     @property
+    def sync_age_s(self) -> float:
+        """Seconds since the registry last read its store: the expectations it matches are at most this old."""
+        return self.health.sync_age_s()
+
+    @property
     def unreadable(self) -> dict[str, str]:
         """Stored expectations this registry cannot read, by name, with why (the log names each once).
 
@@ -155,12 +163,12 @@ class Registry:
         exp = parse_expectation(dict(expectation) if isinstance(expectation, Mapping) else expectation)
         warn_if_unmatchable(exp)
         stored, _ = self.store.put(exp, expected_version)
-        self.refresh()
+        self.refresh_after_write()
         return stored
 
     def delete(self, name: str, expected_version: int | None = None) -> Change:
         change = self.store.delete(name, expected_version)
-        self.refresh()
+        self.refresh_after_write()
         return change
 
     def apply(self, expectations: Iterable[Expectation | Mapping[str, Any]], *, prune: Iterable[str] = ()) -> Applied:
@@ -171,7 +179,7 @@ class Registry:
         version read, so a concurrent edit raises `VersionConflict` and nothing is written.
         """
         given = list(expectations)
-        parsed = _validate_all(given)
+        parsed = validate_all(given)
         for raw, exp in zip(given, parsed, strict=True):
             if not isinstance(raw, Expectation):  # parsed ones come from files, which warned with file and line
                 warn_if_unmatchable(exp)
@@ -183,32 +191,22 @@ class Registry:
         Each write checks the version the plan read, so an edit that lands in between makes the whole
         apply fail with `VersionConflict` (nothing written), never half of it.
         """
-        live = {exp.name: exp for exp in self.store.list()}
-        results: Applied = []
-        writes: builtins.list[Write] = []
-        for exp in parsed:
-            current = live.get(exp.name)
-            if current is not None and current.same_content(exp):
-                results.append((exp.name, "unchanged"))
-                continue
-            writes.append(Write(exp.name, exp, current.version if current else 0))
-            results.append((exp.name, "updated" if current else "created"))
-        wanted = {exp.name for exp in parsed}
-        for name in sorted(set(prune) - wanted):
-            if name in live:
-                writes.append(Write(name, None, live[name].version))
-                results.append((name, "deleted"))
+        results, writes = plan_apply({exp.name: exp for exp in self.store.list()}, parsed, prune)
         try:
             if writes:
                 self.store.write_batch(writes)
         finally:
-            self.refresh()
+            self.refresh_after_write()
         return results
 
     # -- files ---------------------------------------------------------------------------------------
 
     def reload_files(self) -> Applied:
         """Load the configured files and apply them; a bad set raises and leaves the registry as it was."""
+        with self._files_lock:
+            return self._reload_files()
+
+    def _reload_files(self) -> Applied:
         try:
             expectations = load_paths(self.config.files)
         except InvalidExpectation as exc:
@@ -229,11 +227,22 @@ class Registry:
         return results
 
     def _reload_quietly(self) -> None:
+        """A reload from the watcher or the poll: errors are logged, and one of the store's is retried."""
         try:
             results = self.reload_files()
         except InvalidExpectation as exc:
+            self._files_pending = False
             _log.error("expectation files not reloaded, the previous set stays: %s", exc)
             return
+        except Exception as exc:
+            if not self._files_pending:
+                _log.warning(
+                    "expectation files not applied, the store failed (%s); applied once it can be read again",
+                    describe_error(exc),
+                )
+            self._files_pending = True
+            return
+        self._files_pending = False
         changed = [f"{name} {action}" for name, action in results if action != "unchanged"]
         _log.info("expectation files reloaded: %s", ", ".join(changed) or "no change")
 
@@ -279,6 +288,18 @@ class Registry:
                         _log.exception("registry subscriber failed on %s of %r", change.kind, change.name)
             return changes
 
+    def refresh_after_write(self) -> None:
+        """Read a write back into the snapshot; if that read fails the write still stands, and the poll
+        catches up (the caller is told about the write, not about the read)."""
+        try:
+            self.refresh()
+        except Exception as exc:
+            self.health.read_failed(exc, self._meanwhile())
+
+    def _meanwhile(self) -> str:
+        age = self.health.sync_age_s()
+        return f"matching goes on with the {len(self._snapshot)} expectations read {age:.0f} s ago"
+
     def _readable(self, stored: Expectation, previous: Expectation | None) -> Expectation:
         """What the snapshot holds for a stored value: itself, or for an unreadable one the previous value."""
         problem = unreadable_problem(stored)
@@ -303,11 +324,17 @@ class Registry:
                 wait_for_change(interval_s, self._closed)
             elif self._closed.wait(interval_s):
                 return
+            if self._closed.is_set():
+                return
             try:
-                if not self._closed.is_set() and self.store.latest_seq() != self._seq:
+                if self.store.latest_seq() != self._seq:
                     self.refresh()
-            except Exception:
-                _log.exception("reading registry changes failed; retrying in %.1fs", interval_s)
+            except Exception as exc:
+                self.health.read_failed(exc, self._meanwhile())
+                continue
+            self.health.read_ok()
+            if self._files_pending:
+                self._reload_quietly()
 
     def close(self) -> None:
         """Stop watching and polling; close the store if this registry opened it. Idempotent."""
@@ -325,22 +352,3 @@ class Registry:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _validate_all(expectations: Iterable[Expectation | Mapping[str, Any]]) -> list[Expectation]:
-    parsed: list[Expectation] = []
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    for i, item in enumerate(expectations):
-        try:
-            exp = parse_expectation(dict(item) if isinstance(item, Mapping) else item)
-        except InvalidExpectation as exc:
-            problems.extend(Problem(f"[{i}].{p.field}".rstrip("."), p.message, p.file, p.line) for p in exc.problems)
-            continue
-        if exp.name in seen:
-            problems.append(Problem(f"[{i}].name", f"duplicate name {exp.name!r}"))
-        seen.add(exp.name)
-        parsed.append(exp)
-    if problems:
-        raise InvalidExpectation(problems)
-    return parsed

@@ -115,7 +115,7 @@ class RegistryServicer:
             check_expected_version(exp.name, live, expected)
             return exp, live is None
         stored, change = self._registry.store.put(exp, expected)
-        self._registry.refresh()
+        self._registry.refresh_after_write()
         return stored, change.kind == "created"
 
     def _apply(self, msg: pb.ApplyExpectationsRequest) -> Applied:

@@ -23,6 +23,7 @@ __all__ = [
     "NoopTelemetry",
     "PipelineTelemetry",
     "RefusalReason",
+    "RegistryState",
     "RunOutcome",
     "RunSpanRef",
     "create_telemetry",
@@ -42,6 +43,10 @@ JudgeOutcome = str
 
 ExpectationInfo = tuple[str, str | None]
 """(name, `severity` label or None) of one expectation, for the `toolscore.expectation.info` gauge."""
+
+RegistryState = tuple[float, int]
+"""(seconds since the registry last read its store, stored expectations it cannot read), for the
+`toolscore.registry.sync.age` and `toolscore.registry.unreadable` gauges."""
 
 
 class RunSpanRef(NamedTuple):
@@ -112,6 +117,10 @@ class PipelineTelemetry(Protocol):
         """Register a callback the metrics reader calls for the registry's expectations; those the score
         metrics already name become info series, so alert rules can take an alert's severity from them."""
 
+    def observe_registry(self, callback: Callable[[], RegistryState | None]) -> None:
+        """Register a callback the metrics reader calls for the registry's state (None: a matcher that
+        is not a `Registry`, nothing to report)."""
+
 
 class NoopTelemetry:
     """Telemetry off: every method does nothing (the default when none is configured)."""
@@ -163,6 +172,9 @@ class NoopTelemetry:
         pass
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
+        pass
+
+    def observe_registry(self, callback: Callable[[], RegistryState | None]) -> None:
         pass
 
     def spans_forwarded(self, n: int) -> None:

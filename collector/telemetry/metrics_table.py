@@ -179,6 +179,25 @@ METRICS: tuple[MetricSpec, ...] = (
         "One series per scored expectation; the alert rules take an alert's `severity` from it (default `warning`).",
     ),
     MetricSpec(
+        "toolscore.registry.sync.age",
+        "observable_gauge",
+        "s",
+        "Seconds since the registry last read its store: the expectations runs are matched against are at most "
+        "this old. While the store is unreachable, scoring goes on with the expectations read last.",
+        (),
+        "Below `registry.poll_interval_s` plus a few seconds; a climb means the store is unreachable (the log "
+        "says why, once) or, before the first read, that `/readyz` is waiting for it.",
+    ),
+    MetricSpec(
+        "toolscore.registry.unreadable",
+        "observable_gauge",
+        "{expectation}",
+        "Stored expectations this collector cannot read (written by a newer toolscore, or edited by hand): each "
+        "keeps its last readable version or matches nothing, and the log names it.",
+        (),
+        "0; otherwise `toolscore expectations list` shows which (disabled, labelled `toolscore.unreadable`).",
+    ),
+    MetricSpec(
         "toolscore.runs",
         "counter",
         "{run}",

@@ -22,7 +22,7 @@ from opentelemetry.metrics import CallbackOptions, Counter, Histogram, MeterProv
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
-from toolscore.collector.telemetry.base import ExpectationInfo, RunSpanRef
+from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
 from toolscore.collector.utf8 import valid_utf8_values
@@ -126,11 +126,14 @@ class OTelPipelineTelemetry:
         self._events = not isinstance(self._logger, _logs.NoOpLogger)
         self._pending: list[tuple[Callable[[], int], int | None]] = []
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
+        self._registries: list[Callable[[], RegistryState | None]] = []
         self._callbacks_lock = threading.Lock()
         gauges = {
             "toolscore.pending.traces": self._observe_pending,
             "toolscore.pending.traces.limit": self._observe_pending_limit,
             "toolscore.expectation.info": self._observe_expectations,
+            "toolscore.registry.sync.age": lambda options: self._observe_registry(0),
+            "toolscore.registry.unreadable": lambda options: self._observe_registry(1),
         }
         counters: dict[str, Counter] = {}
         histograms: dict[str, Histogram] = {}
@@ -211,6 +214,18 @@ class OTelPipelineTelemetry:
             observations.append(Observation(1, attributes))
         return observations
 
+    def _observe_registry(self, field: int) -> Iterable[Observation]:
+        """The worst value over the registries observed (usually one, shared by the pipelines)."""
+        with self._callbacks_lock:
+            callbacks = list(self._registries)
+        values: list[float] = []
+        for callback in callbacks:
+            with _never_raise("registry callback"):
+                state = callback()
+                if state is not None:
+                    values.append(state[field])
+        return [Observation(max(values))] if values else []
+
     def spans_received(self, n: int) -> None:
         self._spans.add(n, {"toolscore.span.outcome": "received"})
 
@@ -271,6 +286,10 @@ class OTelPipelineTelemetry:
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
         with self._callbacks_lock:
             self._expectations.append(callback)
+
+    def observe_registry(self, callback: Callable[[], RegistryState | None]) -> None:
+        with self._callbacks_lock:
+            self._registries.append(callback)
 
     def score_recorded(
         self,
