@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
-from toolscore.collector.registry.errors import AlreadyExists, InvalidExpectation, NotFound, VersionConflict
-from toolscore.collector.registry.files import FileWatcher, load_paths
-from toolscore.collector.registry.health import StoreHealth, describe_error
+from toolscore.collector.registry.errors import InvalidExpectation
+from toolscore.collector.registry.file_sync import FILE_SOURCE_LABEL, FileSync
+from toolscore.collector.registry.files import FileWatcher
+from toolscore.collector.registry.health import StoreHealth
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.planning import Applied, ApplyAction, plan_apply, validate_all
@@ -35,14 +36,6 @@ from toolscore.scorers.model import AgentRun
 __all__ = ["FILE_SOURCE_LABEL", "Applied", "ApplyAction", "Registry"]
 
 _log = logging.getLogger("toolscore.registry")
-
-_FILE_APPLY_ATTEMPTS = 5
-"""Files own their names, so a file apply that lost a race to another writer plans again against what
-that writer stored (replicas sharing a store apply the same files at start and when they change)."""
-
-FILE_SOURCE_LABEL = "toolscore.source"
-"""Label `files` marks an expectation the configured files own: it is deleted when the files no longer
-name it, even if that happened while no collector was running (the store outlives the process)."""
 
 
 class Registry:
@@ -66,15 +59,10 @@ class Registry:
         for exp in self.store.list():
             self._snapshot[exp.name] = self._readable(exp, None)
         self._index = ExpectationIndex(self._snapshot.values())
-        self._file_names: set[str] = set()
-        self._files_lock = threading.Lock()
-        self._files_pending = False
-        """A file reload failed on the store (not on the files): the poll applies them once it reads again."""
+        self._files = FileSync(self.config.files, self._apply, self._owned_by_files)
         self.health = StoreHealth()
         """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
         self._watcher: FileWatcher | None = None
-        self.last_error: InvalidExpectation | None = None
-        """The error of the last file reload that failed (the previous set stays); None after a good one."""
         self._closed = threading.Event()
         interval = poll_interval_s if poll_interval_s is not None else self.config.poll_interval_s
         self._poller = threading.Thread(
@@ -83,7 +71,9 @@ class Registry:
         self._poller.start()
         if self.config.files:
             # the watcher takes its baseline before the first load, so an edit racing the load is seen
-            watcher = FileWatcher(self.config.files, self._reload_quietly, interval_s=self.config.file_poll_interval_s)
+            watcher = FileWatcher(
+                self.config.files, self._files.reload_quietly, interval_s=self.config.file_poll_interval_s
+            )
             try:
                 self.reload_files()
             except BaseException:
@@ -203,48 +193,15 @@ class Registry:
 
     def reload_files(self) -> Applied:
         """Load the configured files and apply them; a bad set raises and leaves the registry as it was."""
-        with self._files_lock:
-            return self._reload_files()
+        return self._files.reload()
 
-    def _reload_files(self) -> Applied:
-        try:
-            expectations = load_paths(self.config.files)
-        except InvalidExpectation as exc:
-            self.last_error = exc
-            raise
-        self.last_error = None
-        owned = [exp.model_copy(update={"labels": {**exp.labels, FILE_SOURCE_LABEL: "files"}}) for exp in expectations]
-        for attempt in range(1, _FILE_APPLY_ATTEMPTS + 1):
-            stored = {exp.name for exp in self.store.list() if exp.labels.get(FILE_SOURCE_LABEL) == "files"}
-            try:
-                results = self._apply(owned, self._file_names | stored)
-                break
-            except (VersionConflict, AlreadyExists, NotFound) as exc:
-                if attempt == _FILE_APPLY_ATTEMPTS:
-                    raise
-                _log.info("expectation files: %s (another replica applied them too); planning again", exc)
-        self._file_names = {exp.name for exp in owned}
-        return results
+    @property
+    def last_error(self) -> InvalidExpectation | None:
+        """The error of the last file reload that failed (the previous set stays); None after a good one."""
+        return self._files.last_error
 
-    def _reload_quietly(self) -> None:
-        """A reload from the watcher or the poll: errors are logged, and one of the store's is retried."""
-        try:
-            results = self.reload_files()
-        except InvalidExpectation as exc:
-            self._files_pending = False
-            _log.error("expectation files not reloaded, the previous set stays: %s", exc)
-            return
-        except Exception as exc:
-            if not self._files_pending:
-                _log.warning(
-                    "expectation files not applied, the store failed (%s); applied once it can be read again",
-                    describe_error(exc),
-                )
-            self._files_pending = True
-            return
-        self._files_pending = False
-        changed = [f"{name} {action}" for name, action in results if action != "unchanged"]
-        _log.info("expectation files reloaded: %s", ", ".join(changed) or "no change")
+    def _owned_by_files(self) -> set[str]:
+        return {exp.name for exp in self.store.list() if exp.labels.get(FILE_SOURCE_LABEL) == "files"}
 
     # -- change feed ---------------------------------------------------------------------------------
 
@@ -333,8 +290,8 @@ class Registry:
                 self.health.read_failed(exc, self._meanwhile())
                 continue
             self.health.read_ok()
-            if self._files_pending:
-                self._reload_quietly()
+            if self._files.pending:
+                self._files.reload_quietly()
 
     def close(self) -> None:
         """Stop watching and polling; close the store if this registry opened it. Idempotent."""
