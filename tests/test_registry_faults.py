@@ -6,28 +6,35 @@ rows with SQL or stopping the server.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sqlite3
 import threading
 import time
+import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import yaml
 
 from tests.postgres import PostgresServer
 from toolscore.collector.registry import (
     Change,
+    InvalidExpectation,
     PostgresStoreConfig,
     Registry,
     RegistryConfig,
     SqliteStore,
     SqliteStoreConfig,
     StoreConfig,
+    StoreUnavailable,
     Write,
 )
+from toolscore.collector.registry.postgres_store import PostgresStore
 from toolscore.collector.registry.validation import UNREADABLE_LABEL
 from toolscore.scorers import AgentRun
 
@@ -81,8 +88,6 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
 
         yield Database(SqliteStoreConfig(path=str(path)), sqlite_execute)
         return
-    import psycopg
-
     dsn = request.getfixturevalue("postgres_dsn")
 
     def postgres_execute(statement: str, params: tuple[Any, ...]) -> None:
@@ -293,3 +298,65 @@ def test_a_committed_write_is_reported_as_written_when_reading_it_back_fails(tmp
         store.failing = False
         assert eventually(lambda: names(registry) == ["a", "b"]), "the poll caught up"
     store.close()
+
+
+# -- starting while the store is down --------------------------------------------------------------
+
+
+def test_without_wait_for_store_an_unreachable_store_fails_the_start(own_postgres: PostgresServer) -> None:
+    """The CLI's and the library's default: a command against a database that is down says so."""
+    own_postgres.stop()
+    with pytest.raises(psycopg.OperationalError):
+        Registry.from_config(_postgres(own_postgres))
+
+
+def test_a_registry_waiting_for_its_store_starts_empty_and_loads_when_it_is_back(
+    own_postgres: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    files = _files(tmp_path / "files", doc("a"))
+    config = _postgres(own_postgres, files=[str(files)], file_poll_interval_s=0.05)
+    with Registry.from_config(_postgres(own_postgres)) as writer:
+        writer.put(doc("b"))  # written through the API earlier: in the store, not in the files
+    own_postgres.stop()
+    with caplog.at_level(logging.WARNING, "toolscore.registry"), Registry(config=config, wait_for_store=True) as late:
+        assert not late.loaded
+        assert names(late) == []
+        with pytest.raises(StoreUnavailable):
+            late.list()
+        assert eventually(lambda: late.health.failures >= 5)
+        assert len([r for r in caplog.records if r.levelno >= logging.ERROR]) == 1
+        own_postgres.start()
+        assert eventually(lambda: names(late) == ["a", "b"]), "the store's set, and the files applied into it"
+        assert late.loaded
+        assert late.health.error is None
+
+
+def test_a_registry_waiting_for_its_store_still_refuses_bad_files(own_postgres: PostgresServer, tmp_path: Path) -> None:
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "bad.yaml").write_text("name: a\nmatch: {agent: {regex: '('}}\n")
+    own_postgres.stop()
+    with pytest.raises(InvalidExpectation) as caught:
+        Registry(config=_postgres(own_postgres, files=[str(files)]), wait_for_store=True)
+    assert caught.value.field == "match.agent"
+
+
+def test_a_postgres_store_that_cannot_create_its_tables_closes_its_connection(postgres_server: str) -> None:
+    """A registry waiting for its store opens it at every poll: a failed open must not leave a connection."""
+    role = f"weak_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")  # no CREATE on schema public
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                PostgresStore(f"{postgres_server} user={role}", listen=False)
+            except psycopg.errors.InsufficientPrivilege:
+                pass
+            else:
+                raise AssertionError("the tables were created without the privilege")
+            gc.collect()
+        assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE {role}")

@@ -9,6 +9,8 @@ import json
 import random
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -27,6 +29,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from tests.postgres import PostgresServer
 from tests.serve_harness import Downstream, ServeProcess, free_port, serve_config
 from toolscore.collector.cli.demo_runs import make_demo_spans
 
@@ -314,3 +317,63 @@ def test_environment_override_moves_the_running_receiver(tmp_path: Path) -> None
         assert exporter.export(make_demo_spans()[0]) is SpanExportResult.SUCCESS
         exporter.shutdown()
         assert process.terminate() == 0
+
+
+def _health(process: ServeProcess, path: str) -> tuple[int, dict[str, Any]] | None:
+    """(status, JSON body) of a health endpoint; None while the receiver does not answer yet."""
+    try:
+        with urllib.request.urlopen(process.http_url + path, timeout=2) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+    except OSError:
+        return None
+
+
+def _scores(span: Span) -> list[str]:
+    return [key for key in _attrs(span) if key.startswith("toolscore.evaluation.")]
+
+
+def _send_demo(process: ServeProcess, downstream: Downstream) -> list[Span]:
+    """The demo traces over OTLP/gRPC; returns their run spans as forwarded downstream."""
+    traces = make_demo_spans()
+    exporter = GrpcExporter(endpoint=process.grpc_endpoint, insecure=True, timeout=10)
+    for spans in traces:
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+    exporter.shutdown()
+    sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+    received = downstream.wait_for(set(sent))
+    assert {_key(span) for span in received} == set(sent), process.log()
+    return [span for span in received if sent[_key(span)].attributes.get("gen_ai.operation.name") == "invoke_agent"]
+
+
+def test_a_postgres_registry_down_at_start_is_waited_for_while_spans_are_forwarded(
+    own_postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Kubernetes: the pod starts and forwards, is not ready (a rollout with a bad DSN stalls, old pods
+    keep serving), and needs no restart once the database is back."""
+    own_postgres.stop()
+    downstream = Downstream()
+    store = {"type": "postgres", "dsn": own_postgres.dsn, "connect_timeout_s": 1}
+    config = serve_config(tmp_path, [DEMO_EXPECTATIONS], downstream, registry={"store": store, "poll_interval_s": 0.2})
+    with ServeProcess(config, tmp_path) as process:
+        deadline = time.monotonic() + 30
+        while (readiness := _health(process, "/readyz")) is None and time.monotonic() < deadline:
+            assert process.proc.poll() is None, process.log()
+            time.sleep(0.05)
+        assert readiness is not None, process.log()
+        assert readiness[0] == 503
+        assert readiness[1]["reason"].startswith("waiting for the registry store: OperationalError")
+        assert _health(process, "/healthz") == (200, {"status": "live"})
+        unscored = _send_demo(process, downstream)
+        assert not [span for span in unscored if _scores(span)], "nothing to match yet"
+        own_postgres.start()
+        process.wait_ready()
+        scored = _send_demo(process, downstream)
+        assert all(_scores(span) for span in scored), "the files were applied"
+        assert process.terminate() == 0, process.log()
+    downstream.stop()
+    log = process.log()
+    assert "toolscore serve started, not ready (waiting for the registry store" in log
+    assert log.count("registry store unreachable") == 1
+    assert "Traceback" not in log

@@ -614,6 +614,11 @@ def test_health_endpoints_follow_the_state(receiver: HttpReceiver, health: Healt
     assert get("/readyz") == (503, {"status": "not ready"})
     health.ready = True
     assert get("/readyz") == (200, {"status": "ready"})
+    waiting: list[str] = ["waiting for the registry store: OperationalError: connection refused"]
+    health.waiting_for = lambda: waiting[0] if waiting else None
+    assert get("/readyz") == (503, {"status": "not ready", "reason": waiting[0]})
+    waiting.clear()
+    assert get("/readyz") == (200, {"status": "ready"})
     health.live = False
     assert get("/healthz") == (503, {"status": "not live"})
     assert get("/readyz")[0] == 503

@@ -20,6 +20,7 @@ from toolscore.collector.registry.errors import (
     NotFound,
     Problem,
     RegistryError,
+    StoreUnavailable,
     VersionConflict,
 )
 from toolscore.collector.registry.files import FileWatcher, load_file, load_paths
@@ -59,6 +60,7 @@ __all__ = [
     "SqliteStore",
     "SqliteStoreConfig",
     "StoreConfig",
+    "StoreUnavailable",
     "VersionConflict",
     "Write",
     "as_text",

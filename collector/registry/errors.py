@@ -10,11 +10,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["AlreadyExists", "InvalidExpectation", "NotFound", "Problem", "RegistryError", "VersionConflict"]
+__all__ = [
+    "AlreadyExists",
+    "InvalidExpectation",
+    "NotFound",
+    "Problem",
+    "RegistryError",
+    "StoreUnavailable",
+    "VersionConflict",
+]
 
 
 class RegistryError(Exception):
     """Base class: anything the registry refuses to do on purpose."""
+
+
+class StoreUnavailable(RuntimeError):
+    """The registry has not read its store yet (it was started to wait for it): not a refusal, try later."""
 
 
 class NotFound(RegistryError, KeyError):

@@ -71,10 +71,14 @@ class PostgresStore(SqlStore):
         self._listen = listen
         self._relisten_at = 0.0
         self._relisten_delay = _RELISTEN_FIRST_S
-        with self._write() as cur:
-            cur.execute(_SCHEMA.replace("{p}", self.prefix))
-        if listen:
-            self._listener = self._start_listener()
+        try:
+            with self._write() as cur:
+                cur.execute(_SCHEMA.replace("{p}", self.prefix))
+            if listen:
+                self._listener = self._start_listener()
+        except BaseException:  # a registry waiting for its store opens it again: leak no connection per try
+            self._conn.close()
+            raise
 
     def _start_listener(self) -> psycopg.Connection[tuple[object, ...]]:
         listener = self._connect(autocommit=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
-from toolscore.collector.registry.errors import InvalidExpectation
+from toolscore.collector.registry.errors import InvalidExpectation, StoreUnavailable
 from toolscore.collector.registry.file_sync import FILE_SOURCE_LABEL, FileSync
-from toolscore.collector.registry.files import FileWatcher
+from toolscore.collector.registry.files import FileWatcher, load_paths
 from toolscore.collector.registry.health import StoreHealth
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
@@ -47,18 +47,24 @@ class Registry:
         *,
         config: RegistryConfig | None = None,
         poll_interval_s: float | None = None,
+        wait_for_store: bool = False,
     ) -> None:
+        """Open (unless given) and read the store, then apply the configured files.
+
+        An unreachable store raises, unless `wait_for_store`: then the registry starts empty (`loaded`
+        is False, reads and writes raise `StoreUnavailable`) and its poll reads the store, and applies
+        the files, once it can. Invalid files raise `InvalidExpectation` either way.
+        """
         self.config = config or RegistryConfig()
         self._owns_store = store is None
-        self.store: ExpectationStore = store if store is not None else open_store(self.config.store)
+        self._store = store
         self._lock = threading.RLock()
         self._subscribers: builtins.list[Callable[[Change], None]] = []
         self._unreadable: dict[str, str] = {}
-        self._seq = self.store.latest_seq()
-        self._snapshot = {}
-        for exp in self.store.list():
-            self._snapshot[exp.name] = self._readable(exp, None)
-        self._index = ExpectationIndex(self._snapshot.values())
+        self._seq = 0
+        self._snapshot: dict[str, Expectation] = {}
+        self._index = ExpectationIndex()
+        self._loaded = False
         self._files = FileSync(self.config.files, self._apply, self._owned_by_files)
         self.health = StoreHealth()
         """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
@@ -68,19 +74,42 @@ class Registry:
         self._poller = threading.Thread(
             target=self._poll, args=(interval,), name="toolscore-registry-poll", daemon=True
         )
+        # the watcher takes its baseline before the first load, so an edit racing the load is seen
+        files = self.config.files
+        watcher = FileWatcher(files, self._files.reload_quietly, interval_s=self.config.file_poll_interval_s)
+        try:
+            self._start(wait_for_store)
+        except BaseException:
+            self.close()
+            raise
         self._poller.start()
-        if self.config.files:
-            # the watcher takes its baseline before the first load, so an edit racing the load is seen
-            watcher = FileWatcher(
-                self.config.files, self._files.reload_quietly, interval_s=self.config.file_poll_interval_s
-            )
-            try:
-                self.reload_files()
-            except BaseException:
-                self.close()
+        if files and self.config.watch_files:
+            self._watcher = watcher.start()
+
+    def _start(self, wait_for_store: bool) -> None:
+        try:
+            self._load()
+            if self.config.files:
+                self._files.reload()
+        except InvalidExpectation:
+            raise
+        except Exception as exc:
+            if not wait_for_store:
                 raise
-            if self.config.watch_files:
-                self._watcher = watcher.start()
+            if self.config.files:
+                load_paths(self.config.files)  # bad files fail the start whether the store is there or not
+                self._files.pending = True
+            self.health.read_failed(exc, self._meanwhile())
+
+    def _load(self) -> None:
+        """Open the store (when this registry opens it) and read the snapshot whole."""
+        if self._store is None:
+            self._store = open_store(self.config.store)
+        with self._lock:
+            seq = self._store.latest_seq()  # before list(): a change in between is applied again, harmlessly
+            snapshot = {exp.name: self._readable(exp, None) for exp in self._store.list()}
+            self._seq, self._snapshot, self._index = seq, snapshot, ExpectationIndex(snapshot.values())
+            self._loaded = True
 
     @classmethod
     def from_config(cls, config: RegistryConfig) -> Registry:
@@ -109,6 +138,19 @@ class Registry:
     def index(self) -> ExpectationIndex:
         """The current immutable snapshot (hold on to it to match several runs against one set)."""
         return self._index
+
+    @property
+    def store(self) -> ExpectationStore:
+        """The store; raises `StoreUnavailable` while a registry started with `wait_for_store` has not reached it."""
+        store = self._store
+        if store is None or not self._loaded:
+            raise StoreUnavailable(f"the registry store has not been read yet ({self.health.error or 'connecting'})")
+        return store
+
+    @property
+    def loaded(self) -> bool:
+        """The store has been read: False only while a registry started with `wait_for_store` waits for it."""
+        return self._loaded
 
     @property
     def sync_age_s(self) -> float:
@@ -254,6 +296,8 @@ class Registry:
             self.health.read_failed(exc, self._meanwhile())
 
     def _meanwhile(self) -> str:
+        if not self._loaded:
+            return "no run is matched until it has been read"
         age = self.health.sync_age_s()
         return f"matching goes on with the {len(self._snapshot)} expectations read {age:.0f} s ago"
 
@@ -275,8 +319,8 @@ class Registry:
         return previous if kept and previous is not None else stored
 
     def _poll(self, interval_s: float) -> None:
-        wait_for_change = getattr(self.store, "wait_for_change", None)
         while not self._closed.is_set():
+            wait_for_change = getattr(self._store, "wait_for_change", None) if self._loaded else None
             if wait_for_change is not None:
                 wait_for_change(interval_s, self._closed)
             elif self._closed.wait(interval_s):
@@ -284,7 +328,10 @@ class Registry:
             if self._closed.is_set():
                 return
             try:
-                if self.store.latest_seq() != self._seq:
+                if not self._loaded:
+                    self._load()
+                    _log.info("registry store read: %d expectations", len(self._snapshot))
+                elif self.store.latest_seq() != self._seq:
                     self.refresh()
             except Exception as exc:
                 self.health.read_failed(exc, self._meanwhile())
@@ -300,9 +347,10 @@ class Registry:
         self._closed.set()
         if self._watcher is not None:
             self._watcher.stop()
-        self._poller.join()
-        if self._owns_store:
-            self.store.close()
+        if self._poller.is_alive():
+            self._poller.join()
+        if self._owns_store and self._store is not None:
+            self._store.close()
 
     def __enter__(self) -> Registry:
         return self

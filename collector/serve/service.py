@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from opentelemetry.sdk.resources import Resource
 
-from toolscore.collector.registry import Registry, SqliteStoreConfig
+from toolscore.collector.registry import PostgresStoreConfig, Registry, SqliteStoreConfig
 from toolscore.collector.serve.config import ServeConfig
 from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
@@ -121,7 +121,11 @@ def start_service(config: ServeConfig) -> Service:
         service.shutdown(grace_s=1.0)
         raise
     # Logged before /readyz turns 200, so whoever sees the service ready also finds where it listens.
-    _log.info("toolscore serve ready: %s", _describe(service))
+    waiting = service.health.waiting_for() if service.health.waiting_for is not None else None
+    if waiting:
+        _log.warning("toolscore serve started, not ready (%s): %s", waiting, _describe(service))
+    else:
+        _log.info("toolscore serve ready: %s", _describe(service))
     service.health.ready = True
     return service
 
@@ -131,7 +135,17 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     registry_where = (
         f" ({store_config.path}, registry.store.path)" if isinstance(store_config, SqliteStoreConfig) else ""
     )
-    service.registry = _step(f"expectations registry{registry_where}", lambda: Registry(config=config.registry))
+    # A database server that cannot be reached may come back: the service starts, forwards, and is not
+    # ready until it has read it. A SQLite file that cannot be opened will not: that, and bad expectation
+    # files, fail the start.
+    wait = isinstance(store_config, PostgresStoreConfig)
+    registry = _step(
+        f"expectations registry{registry_where}", lambda: Registry(config=config.registry, wait_for_store=wait)
+    )
+    service.registry = registry
+    service.health.waiting_for = lambda: (
+        None if registry.loaded else f"waiting for the registry store: {registry.health.error or 'connecting'}"
+    )
     resource = Resource.create({"service.name": "toolscore"})
     metrics = config.telemetry
     telemetry_where = (
@@ -148,7 +162,7 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     if config.forward.enabled:
         forward_telemetry = cast(ForwardTelemetry, telemetry)  # both implementations report forwarding too
         service.forwarder = _step("forwarder", lambda: Forwarder(config.forward, forward_telemetry))
-    registry, forwarder, store = service.registry, service.forwarder, service.store
+    forwarder, store = service.forwarder, service.store
     service.pipeline = _step(
         "pipeline", lambda: CollectorPipeline(registry, forwarder, config.pipeline, telemetry, store)
     )
