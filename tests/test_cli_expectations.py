@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from toolscore.collector.cli import main
-from toolscore.collector.registry import Registry, RegistryConfig, SqliteStoreConfig, load_paths
+from toolscore.collector.registry import PostgresStoreConfig, Registry, RegistryConfig, SqliteStoreConfig, load_paths
 from toolscore.collector.registry.client import RegistryClient
 from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
 
@@ -216,3 +217,34 @@ def test_serve_answers_and_stops_gracefully_on_sigterm(served: tuple[subprocess.
     assert proc.wait(30) == 0
     assert proc.stderr is not None
     assert "registry API stopped" in proc.stderr.read()
+
+
+# -- the PostgreSQL registry the collectors share ------------------------------------------------------
+
+
+def _postgres_url(dsn: str) -> str:
+    """The `postgresql://` URL of a key=value DSN (what an operator would pass to `--db`)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = conninfo_to_dict(dsn)
+    query = "options=" + urllib.parse.quote(parts["options"], safe="") if "options" in parts else ""
+    return f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}?{query}"
+
+
+def test_db_takes_the_postgres_url_the_collector_replicas_share(postgres_dsn: str) -> None:
+    url = _postgres_url(postgres_dsn)
+    applied = cli("apply", str(DATA / "v1"), db=url)
+    assert applied.exit_code == 0, applied.output
+    assert applied.stdout == "search created\nweather created\n"
+    with Registry(config=RegistryConfig(store=PostgresStoreConfig(dsn=postgres_dsn))) as replica:
+        assert [e.name for e in replica.list()] == ["search", "weather"]
+    assert cli("delete", "search", db=url).stdout == "search deleted (version 2)\n"
+    assert cli("list", "-o", "json", db=url).stdout.count('"name"') == 1
+
+
+def test_an_unreachable_database_exits_1_without_a_traceback_or_the_password() -> None:
+    result = cli("list", db="postgresql://toolscore:hunter2@127.0.0.1:1/registry")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: cannot open the PostgreSQL registry: OperationalError: ")
+    assert "hunter2" not in result.stderr
+    assert "Traceback" not in result.output

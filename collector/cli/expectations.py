@@ -1,7 +1,8 @@
 """`toolscore expectations`: manage the registry, on a running server or in the local store.
 
 Every subcommand takes the same target options: `--server host:port` (with `--token`, `--tls-ca`)
-talks to a registry server over gRPC; without it the SQLite store at `--db` is used directly. Both
+talks to a registry server over gRPC; without it the store `--db` names is used directly: a SQLite
+file, or the PostgreSQL database a `postgresql://` URL names (the one the collector replicas share). Both
 paths raise the registry's own errors, so messages and exit codes are the same either way: 0 on
 success, 1 when the registry refused (invalid, not found, conflict) or could not be reached.
 """
@@ -29,6 +30,8 @@ if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, 
 __all__ = ["expectations_group"]
 
 DEFAULT_DB = ".toolscore/registry.db"
+_DB_HELP = "SQLite file, or postgresql:// URL of the database the collectors share."
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -88,7 +91,7 @@ def _target_options(command: Callable[..., None]) -> Callable[..., None]:
             default=DEFAULT_DB,
             show_default=True,
             envvar="TOOLSCORE_REGISTRY_DB",
-            help="Local SQLite store, used when no --server is given.",
+            help=f"Store used when no --server is given: {_DB_HELP}",
         ),
     ]
     for option in reversed(options):
@@ -96,13 +99,36 @@ def _target_options(command: Callable[..., None]) -> Callable[..., None]:
     return with_target
 
 
+def _store_registry(db: str) -> Registry:
+    """A registry over the store `--db` names: a PostgreSQL URL, or else a SQLite file."""
+    from toolscore.collector.registry.config import PostgresStoreConfig, RegistryConfig, SqliteStoreConfig
+    from toolscore.collector.registry.registry import Registry
+
+    if db.startswith(_POSTGRES_SCHEMES):
+        return Registry(config=RegistryConfig(store=PostgresStoreConfig(dsn=db)))
+    return Registry(config=RegistryConfig(store=SqliteStoreConfig(path=db)))
+
+
+def _open_store_registry(db: str) -> Registry:
+    """`_store_registry`, or a `click.ClickException` saying why the store cannot be opened (not a traceback)."""
+    try:
+        return _store_registry(db)
+    except Exception as exc:
+        from toolscore.collector.registry.errors import InvalidExpectation
+        from toolscore.collector.registry.health import describe_error
+
+        if isinstance(exc, InvalidExpectation):
+            raise
+        # a URL may hold a password: name the kind of store, not the URL
+        where = "the PostgreSQL registry" if db.startswith(_POSTGRES_SCHEMES) else f"the registry store {db}"
+        raise click.ClickException(f"cannot open {where}: {describe_error(exc)}") from None
+
+
 @contextmanager
 def _backend(target: _Target) -> Iterator[_Backend]:
     """Open the target and turn every refusal into one `click.ClickException` (exit code 1)."""
     from toolscore.collector.registry.client import RegistryCallError, RegistryClient
-    from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
     from toolscore.collector.registry.errors import InvalidExpectation, RegistryError
-    from toolscore.collector.registry.registry import Registry
 
     server = target.server
     try:
@@ -110,7 +136,7 @@ def _backend(target: _Target) -> Iterator[_Backend]:
             with RegistryClient(server, token=target.token, tls_ca=target.tls_ca) as client:
                 yield client
         else:
-            with Registry(config=RegistryConfig(store=SqliteStoreConfig(path=target.db))) as registry:
+            with _open_store_registry(target.db) as registry:
                 yield _Local(registry)
     except InvalidExpectation as exc:
         raise click.ClickException("\n".join(["invalid expectations:", *(f"  {p}" for p in exc.problems)])) from None
@@ -244,7 +270,7 @@ def history_command(name: str, output: str, target: _Target) -> None:
 
 @expectations_group.command("serve")
 @click.option("--listen", default="127.0.0.1:4320", show_default=True, help="host:port to serve the gRPC API on.")
-@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="TOOLSCORE_REGISTRY_DB", help="SQLite store.")
+@click.option("--db", default=DEFAULT_DB, show_default=True, envvar="TOOLSCORE_REGISTRY_DB", help=_DB_HELP)
 @click.option("--token", envvar="TOOLSCORE_REGISTRY_TOKEN", help="Bearer token writes must carry.")
 @click.option("--auth-reads", is_flag=True, help="Require the token for reads and watches too.")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate; serves TLS.")
@@ -253,8 +279,6 @@ def serve_command(
     *, listen: str, db: str, token: str | None, auth_reads: bool, tls_cert: str | None, tls_key: str | None
 ) -> None:
     """Serve the registry API over the local store until interrupted."""
-    from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
-    from toolscore.collector.registry.registry import Registry
     from toolscore.collector.registry.service import RegistryServerConfig, serve_registry
 
     host, _, port = listen.rpartition(":")
@@ -274,7 +298,7 @@ def serve_command(
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        with Registry(config=RegistryConfig(store=SqliteStoreConfig(path=db))) as registry:
+        with _open_store_registry(db) as registry:
             await serve_registry(
                 registry,
                 config,
