@@ -170,6 +170,45 @@ def test_list_is_in_name_order_and_filters_by_prefix(client: RegistryClient) -> 
     assert [e.name for e in client.list("b.")] == ["b.one", "b.two"]
 
 
+def test_list_pages_follow_the_token_in_name_order(registry: Registry, stub: Any) -> None:
+    registry.apply([expectation(f"e{i:02d}") for i in range(60)])
+    pages, token = [], ""
+    while True:
+        reply = stub.ListExpectations(pb.ListExpectationsRequest(name_prefix="e", page_size=25, page_token=token))
+        pages.append([e.name for e in reply.expectations])
+        token = reply.next_page_token
+        if not token:
+            break
+    assert [len(page) for page in pages] == [25, 25, 10]
+    assert [name for page in pages for name in page] == [f"e{i:02d}" for i in range(60)]
+    whole = stub.ListExpectations(pb.ListExpectationsRequest())
+    assert (len(whole.expectations), whole.next_page_token) == (60, ""), "page_size 0: all at once, as before"
+
+
+def test_list_of_more_than_a_message_holds_reaches_the_client_whole(registry: Registry, client: RegistryClient) -> None:
+    """2,000 expectations of 2.8 KB: 5.5 MB, over the 4 MiB a gRPC client receives in one message."""
+    expected = [{"name": f"tool-{j}", "args": {"query": "x" * 20}} for j in range(40)]
+    registry.apply(
+        [
+            {
+                "name": f"e{i:04d}",
+                "match": {"agent": f"a{i}"},
+                "scorers": [{"type": "trajectory", "expected": expected}],
+            }
+            for i in range(2000)
+        ]
+    )
+    listed = client.list()
+    assert [e.name for e in listed] == [f"e{i:04d}" for i in range(2000)]
+
+
+def test_a_negative_page_size_is_invalid_argument(stub: Any) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.ListExpectations(pb.ListExpectationsRequest(page_size=-1))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "page_size" in caught.value.details()
+
+
 def test_delete_removes_it_and_history_keeps_every_version(client: RegistryClient) -> None:
     client.put(expectation())
     client.put(expectation(tool="get_forecast"))

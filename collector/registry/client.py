@@ -29,7 +29,10 @@ from toolscore.collector.registry.store import Change
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
-__all__ = ["RegistryCallError", "RegistryClient", "Watch"]
+__all__ = ["LIST_PAGE_SIZE", "RegistryCallError", "RegistryClient", "Watch"]
+
+LIST_PAGE_SIZE = 500
+"""Expectations `list` asks for per `ListExpectations` call (the server may send fewer)."""
 
 
 class RegistryCallError(Exception):
@@ -133,8 +136,16 @@ class RegistryClient:
         return expectation_from_proto(reply.expectation, with_version=True)
 
     def list(self, name_prefix: str = "") -> list[Expectation]:
-        reply = self._call("ListExpectations", pb.ListExpectationsRequest(name_prefix=name_prefix))
-        return [expectation_from_proto(e, with_version=True) for e in reply.expectations]
+        """Every live expectation (with the prefix), in name order, read page by page."""
+        found: list[Expectation] = []
+        token = ""
+        while True:
+            request = pb.ListExpectationsRequest(name_prefix=name_prefix, page_size=LIST_PAGE_SIZE, page_token=token)
+            reply = self._call("ListExpectations", request)
+            found.extend(expectation_from_proto(e, with_version=True) for e in reply.expectations)
+            token = reply.next_page_token
+            if not token:
+                return found
 
     def delete(self, name: str, expected_version: int | None = None) -> int:
         """Returns the version the deletion took."""

@@ -47,6 +47,10 @@ STATUS_DETAILS_KEY = "grpc-status-details-bin"
 WATCH_SEQ_KEY = "toolscore-watch-seq"
 """Initial metadata of a watch: the `seq` it streams after, sent once the server is subscribed."""
 _WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation", "ApplyExpectations"})
+MAX_PAGE_SIZE = 1000
+MAX_PAGE_BYTES = 1 << 20
+"""A `ListExpectations` page ends after this many expectations or once it passes this many bytes (it always
+holds one), far below a client's default 4 MiB message limit."""
 
 
 class RegistryServerConfig(BaseModel):
@@ -145,9 +149,11 @@ class RegistryServicer:
         return pb.GetExpectationResponse(expectation=expectation_to_proto(exp))
 
     async def ListExpectations(self, request: pb.ListExpectationsRequest, context: Any) -> pb.ListExpectationsResponse:
+        if request.page_size < 0:
+            await _abort(context, InvalidExpectation.single("page_size", "must be 0 (everything) or more"))
         found = await self._run(context, self._registry.list)
-        chosen = [expectation_to_proto(e) for e in found if e.name.startswith(request.name_prefix)]
-        return pb.ListExpectationsResponse(expectations=chosen)
+        after = request.page_token
+        return _page([e for e in found if e.name.startswith(request.name_prefix) and e.name > after], request.page_size)
 
     async def DeleteExpectation(
         self, request: pb.DeleteExpectationRequest, context: Any
@@ -208,6 +214,24 @@ class RegistryServicer:
         """End every watch stream, so a graceful stop does not wait out `grace_s` on them."""
         for queue in list(self._watchers):
             queue.put_nowait(None)
+
+
+def _page(found: list[Expectation], page_size: int) -> pb.ListExpectationsResponse:
+    """Up to `page_size` (at most `MAX_PAGE_SIZE`) of `found`, stopping early past `MAX_PAGE_BYTES`; 0: all.
+
+    The page token is the last name sent: names are listed in order, so the next page starts after it
+    whatever was written or deleted in between.
+    """
+    response = pb.ListExpectationsResponse()
+    limit, size = (min(page_size, MAX_PAGE_SIZE) if page_size else len(found)), 0
+    for i, exp in enumerate(found):
+        if i == limit or (page_size and size > MAX_PAGE_BYTES):
+            response.next_page_token = found[i - 1].name
+            break
+        message = expectation_to_proto(exp)
+        size += message.ByteSize()
+        response.expectations.append(message)
+    return response
 
 
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]

@@ -155,16 +155,22 @@ class GetExpectationResponse(_message.Message):
     def __init__(self, expectation: _Optional[_Union[Expectation, _Mapping]] = ...) -> None: ...
 
 class ListExpectationsRequest(_message.Message):
-    __slots__ = ("name_prefix",)
+    __slots__ = ("name_prefix", "page_size", "page_token")
     NAME_PREFIX_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     name_prefix: str
-    def __init__(self, name_prefix: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, name_prefix: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListExpectationsResponse(_message.Message):
-    __slots__ = ("expectations",)
+    __slots__ = ("expectations", "next_page_token")
     EXPECTATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     expectations: _containers.RepeatedCompositeFieldContainer[Expectation]
-    def __init__(self, expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, expectations: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class DeleteExpectationRequest(_message.Message):
     __slots__ = ("name", "expected_version")
