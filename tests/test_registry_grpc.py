@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -454,6 +455,30 @@ def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient
     thread.join(10)
     assert [(first.name, first.seq), (second.name, second.seq)] == [("b", 2), ("c", 3)]
     assert got.empty()
+
+
+def test_a_watch_that_falls_behind_is_ended_with_where_to_resume(registry: Registry) -> None:
+    """A burst far larger than the watch's queue (one apply of 200): the stream sends what it holds, then says
+    where to start again; resuming there misses nothing and repeats nothing."""
+    for server in _serve(registry, watch_queue_size=5):
+        with RegistryClient(server.target) as client:
+            watch = client.watch()
+            registry.apply([expectation(f"e{i:03d}") for i in range(200)])
+            seqs: list[int] = []
+            with pytest.raises(RegistryCallError) as caught:
+                seqs.extend(change.seq for change in watch)
+            assert caught.value.code == "RESOURCE_EXHAUSTED"
+            resume = re.search(r"since_seq=(\d+)", caught.value.message)
+            assert resume is not None, caught.value.message
+            assert int(resume.group(1)) == (seqs[-1] if seqs else 0)
+            with client.watch(since_seq=int(resume.group(1))) as again:
+                for change in again:
+                    seqs.append(change.seq)
+                    if len(seqs) == 200:
+                        break
+            assert seqs == list(range(1, 201))
+            assert server.server is not None
+            assert server.server.servicer.watches_cut == 1
 
 
 def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(server: ServerThread, tmp_path: Path) -> None:

@@ -67,6 +67,12 @@ class RegistryServerConfig(BaseModel):
     tls_cert_file: str | None = Field(default=None, description="PEM certificate chain; serves TLS when set.")
     tls_key_file: str | None = Field(default=None, description="PEM private key of `tls_cert_file`.")
     grace_s: float = Field(default=5.0, ge=0, description="How long calls in flight may finish at shutdown.")
+    watch_queue_size: int = Field(
+        default=10_000,
+        ge=1,
+        description="Changes a watch may hold for a client that does not keep up; past it the stream ends with "
+        "RESOURCE_EXHAUSTED naming the `since_seq` to watch again from.",
+    )
 
     @model_validator(mode="after")
     def _tls_pair(self) -> RegistryServerConfig:
@@ -90,9 +96,12 @@ async def _abort(context: Any, exc: RegistryError) -> NoReturn:
 class RegistryServicer:
     """The seven RPCs over one `Registry`. Methods are looked up by name by the generated handler."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, watch_queue_size: int = 10_000) -> None:
         self._registry = registry
-        self._watchers: set[asyncio.Queue[Change | None]] = set()
+        self._watch_queue_size = watch_queue_size
+        self._watchers: set[_Feed] = set()
+        self.watches_cut = 0
+        """Watch streams ended because their client fell `watch_queue_size` changes behind."""
 
     async def _run(self, context: Any, fn: Callable[..., _T], *args: Any) -> _T:
         """`fn(*args)` in a worker thread; registry errors abort the call with their status."""
@@ -183,15 +192,9 @@ class RegistryServicer:
 
         The response headers go out once subscribed, so a client that waits for them misses nothing.
         """
-        queue: asyncio.Queue[Change | None] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-
-        def deliver(change: Change) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: this stream is over
-                loop.call_soon_threadsafe(queue.put_nowait, change)
-
-        unsubscribe = self._registry.subscribe(deliver)
-        self._watchers.add(queue)
+        feed = _Feed(asyncio.get_running_loop(), self._watch_queue_size)
+        unsubscribe = self._registry.subscribe(feed.deliver)
+        self._watchers.add(feed)
         try:
             if request.HasField("since_seq"):
                 last = request.since_seq
@@ -202,18 +205,50 @@ class RegistryServicer:
             for past in backlog:
                 yield change_to_proto(past)
                 last = past.seq
-            while (change := await queue.get()) is not None:
+            while (change := await feed.queue.get()) is not None:
                 if change.seq > last:
                     yield change_to_proto(change)
                     last = change.seq
         finally:
             unsubscribe()
-            self._watchers.discard(queue)
+            self._watchers.discard(feed)
+        if feed.overflowed:
+            self.watches_cut += 1
+            _log.warning("a registry watch fell %d changes behind and was ended at seq %d", feed.limit, last)
+            message = f"this watch fell {feed.limit} changes behind; watch again with since_seq={last}"
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     def close_watches(self) -> None:
         """End every watch stream, so a graceful stop does not wait out `grace_s` on them."""
-        for queue in list(self._watchers):
-            queue.put_nowait(None)
+        for feed in list(self._watchers):
+            feed.close()
+
+
+class _Feed:
+    """One watch's changes, from the thread that applied them to its stream; at most `limit` wait."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        self.queue: asyncio.Queue[Change | None] = asyncio.Queue()
+        self.limit = limit
+        self.overflowed = False
+        self._loop = loop
+
+    def deliver(self, change: Change) -> None:
+        """Called by the registry (any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: this stream is over
+            self._loop.call_soon_threadsafe(self._offer, change)
+
+    def _offer(self, change: Change) -> None:
+        if self.overflowed:
+            return
+        if self.queue.qsize() >= self.limit:
+            self.overflowed = True  # the stream sends what is queued, then ends saying where to resume
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(change)
+
+    def close(self) -> None:
+        self.queue.put_nowait(None)
 
 
 def _page(found: list[Expectation], page_size: int) -> pb.ListExpectationsResponse:
@@ -305,7 +340,7 @@ async def start_registry_server(registry: Registry, config: RegistryServerConfig
     config = config or RegistryServerConfig()
     interceptors = [BearerTokenInterceptor(config.token, reads=config.auth_reads)] if config.token else []
     server = grpc.aio.server(interceptors=interceptors)
-    servicer = RegistryServicer(registry)
+    servicer = RegistryServicer(registry, watch_queue_size=config.watch_queue_size)
     pb_grpc.add_ExpectationRegistryServicer_to_server(servicer, server)
     address = f"{config.host}:{config.port}"
     if config.tls_cert_file and config.tls_key_file:
