@@ -55,7 +55,7 @@ def exported_metrics() -> set[str]:
             base += "_seconds" if spec.unit == "s" else ""
             names.update(f"{base}{suffix}" for suffix in ("_bucket", "_sum", "_count"))
         else:
-            names.add(base)
+            names.add(base + ("_seconds" if spec.unit == "s" else ""))
     return names
 
 

@@ -76,6 +76,10 @@ def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: Ser
         (limit,) = _wait_query(prometheus, "toolscore_pending_traces_limit", want=1)
         assert limit["value"][1] == "10000", "the default max_pending_traces"
         assert prometheus.query("toolscore_expectation_info") == [], "no expectation has scores yet"
+        (unreadable,) = _wait_query(prometheus, "toolscore_registry_unreadable", want=1)
+        assert unreadable["value"][1] == "0"
+        (age,) = _wait_query(prometheus, "toolscore_registry_sync_age_seconds", want=1)
+        assert 0 <= float(age["value"][1]) < 3600, "the registry's store was read since the collector started"
         exporter = OTLPSpanExporter(endpoint=serve.grpc_endpoint, insecure=True, timeout=10)
         for spans in make_demo_spans():
             assert exporter.export(spans) is SpanExportResult.SUCCESS
