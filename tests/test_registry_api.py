@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.registry_builders import doc, eventually, names
 from toolscore.collector.registry import (
     FILE_SOURCE_LABEL,
     Change,
@@ -28,23 +27,6 @@ from toolscore.collector.registry import (
 from toolscore.scorers import AgentRun
 
 EXAMPLE = Path(__file__).parent.parent / "deploy" / "expectations" / "example.yaml"
-
-
-def doc(name: str, agent: str = "travel", tool: str = "book_flight") -> dict[str, Any]:
-    return {"name": name, "match": {"agent": agent}, "scorers": [{"type": "tool_selection", "expected_tool": tool}]}
-
-
-def names(registry: Registry, agent: str = "travel") -> list[str]:
-    return [e.name for e in registry.match(AgentRun(agent_name=agent))]
-
-
-def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
 
 
 def test_put_is_visible_to_match_at_once_and_returns_the_version() -> None:

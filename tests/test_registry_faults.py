@@ -10,7 +10,6 @@ import gc
 import logging
 import sqlite3
 import threading
-import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +21,7 @@ import pytest
 import yaml
 
 from tests.postgres import PostgresServer
+from tests.registry_builders import FlakyReads, doc, eventually, names
 from toolscore.collector.registry import (
     Change,
     InvalidExpectation,
@@ -36,24 +36,6 @@ from toolscore.collector.registry import (
 )
 from toolscore.collector.registry.postgres_store import PostgresStore
 from toolscore.collector.registry.validation import UNREADABLE_LABEL
-from toolscore.scorers import AgentRun
-
-
-def doc(name: str, tool: str = "book_flight", agent: str = "travel") -> dict[str, Any]:
-    return {"name": name, "match": {"agent": agent}, "scorers": [{"type": "tool_selection", "expected_tool": tool}]}
-
-
-def names(registry: Registry, agent: str = "travel") -> list[str]:
-    return [e.name for e in registry.match(AgentRun(agent_name=agent))]
-
-
-def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
 
 
 class Database:
@@ -275,17 +257,6 @@ def test_a_file_change_during_an_outage_is_applied_when_the_store_returns(
             assert eventually(lambda: "expectation files not applied" in caplog.text)
         own_postgres.start()
         assert eventually(lambda: names(replica) == ["a", "b"])
-
-
-class FlakyReads(SqliteStore):
-    """A real SQLite store whose change-log reads fail while `failing` is set (a disk or network error)."""
-
-    failing = False
-
-    def changes_since(self, seq: int) -> list[Change]:
-        if self.failing:
-            raise sqlite3.OperationalError("disk I/O error")
-        return super().changes_since(seq)
 
 
 def test_a_committed_write_is_reported_as_written_when_reading_it_back_fails(tmp_path: Path) -> None:

@@ -16,13 +16,13 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.certs import self_signed_certificate
+from tests.registry_builders import FlakyReads
 from toolscore.collector.registry import (
     AlreadyExists,
     Change,
     NotFound,
     Registry,
     RegistryConfig,
-    SqliteStore,
     SqliteStoreConfig,
     VersionConflict,
     parse_expectation,
@@ -134,16 +134,6 @@ def _status_of(exc: grpc.RpcError) -> status_pb2.Status:
 
 def test_a_put_is_answered_as_written_when_only_reading_it_back_fails(tmp_path: Path) -> None:
     """The write committed; the server's own read of the change log failed (disk, network) after it."""
-    import sqlite3
-
-    class FlakyReads(SqliteStore):
-        failing = False
-
-        def changes_since(self, seq: int) -> list[Change]:
-            if self.failing:
-                raise sqlite3.OperationalError("disk I/O error")
-            return super().changes_since(seq)
-
     store = FlakyReads(tmp_path / "registry.db")
     with Registry(store, poll_interval_s=0.05) as registry:
         for server in _serve(registry):
