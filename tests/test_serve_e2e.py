@@ -286,12 +286,7 @@ def test_sigterm_with_runs_pending_scores_and_forwards_them_before_exit(tmp_path
     process = ServeProcess(serve_config(tmp_path, [DEMO_EXPECTATIONS], downstream, pipeline=held), tmp_path)
     with process:
         process.wait_ready()
-        traces = make_demo_spans()
-        exporter = GrpcExporter(endpoint=process.grpc_endpoint, insecure=True, timeout=10)
-        for spans in traces:
-            assert exporter.export(spans) is SpanExportResult.SUCCESS
-        exporter.shutdown()
-        sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+        sent = _export_demo(process)
         runs = {key for key, span in sent.items() if span.attributes.get("gen_ai.operation.name") == "invoke_agent"}
         passed_on = {_key(span) for span in downstream.wait_for(set(sent) - runs)}
         assert passed_on == set(sent) - runs, "other spans go on at once"
@@ -334,14 +329,19 @@ def _scores(span: Span) -> list[str]:
     return [key for key in _attrs(span) if key.startswith("toolscore.evaluation.")]
 
 
-def _send_demo(process: ServeProcess, downstream: Downstream) -> list[Span]:
-    """The demo traces over OTLP/gRPC; returns their run spans as forwarded downstream."""
+def _export_demo(process: ServeProcess) -> dict[tuple[str, str], ReadableSpan]:
+    """Send the demo traces over OTLP/gRPC; the spans sent, by (trace id, span id) in hex."""
     traces = make_demo_spans()
     exporter = GrpcExporter(endpoint=process.grpc_endpoint, insecure=True, timeout=10)
     for spans in traces:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
     exporter.shutdown()
-    sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+    return {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+
+
+def _send_demo(process: ServeProcess, downstream: Downstream) -> list[Span]:
+    """The demo traces over OTLP/gRPC; returns their run spans as forwarded downstream."""
+    sent = _export_demo(process)
     received = downstream.wait_for(set(sent))
     assert {_key(span) for span in received} == set(sent), process.log()
     return [span for span in received if sent[_key(span)].attributes.get("gen_ai.operation.name") == "invoke_agent"]
