@@ -12,7 +12,7 @@ import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, Tracer, TracerProvider
 
 from tests.pipeline_builders import (
     TRACE,
@@ -31,8 +31,9 @@ from tests.pipeline_builders import (
 from toolscore.collector.extract import ExtractConfig
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.worker import Worker
+from toolscore.collector.registry import Registry
 from toolscore.collector.spans import SpanRecord
-from toolscore.collector.telemetry import create_telemetry
+from toolscore.collector.telemetry import PipelineTelemetry, create_telemetry
 
 
 def points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], float]:
@@ -133,17 +134,25 @@ def test_calls_left_out_of_a_score_are_counted_by_reason() -> None:
         }
 
 
+def _stuck(
+    registry: Registry, gate: _Gate, config: PipelineConfig, telemetry: PipelineTelemetry
+) -> tuple[ToolscoreSpanProcessor, TracerProvider, Tracer]:
+    """The processor in front of `gate`, on a provider, its worker held inside `gate` by a first span."""
+    processor = ToolscoreSpanProcessor(registry, gate, config, telemetry)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    tracer.start_span("first").end()
+    assert gate.entered.wait(5)  # the worker is now stuck in `next`
+    return processor, provider, tracer
+
+
 def test_full_queue_passes_spans_straight_on_and_counts_them() -> None:
     reader = InMemoryMetricReader()
     gate = _Gate()
     with registry_with(TRAVEL) as registry:
         telemetry = create_telemetry(meter_provider=MeterProvider(metric_readers=[reader]))
-        processor = ToolscoreSpanProcessor(registry, gate, PipelineConfig(queue_size=4, settle_ms=0), telemetry)
-        provider = TracerProvider()
-        provider.add_span_processor(processor)
-        tracer = provider.get_tracer("t")
-        tracer.start_span("first").end()
-        assert gate.entered.wait(5)  # the worker is now stuck in `next`
+        processor, provider, tracer = _stuck(registry, gate, PipelineConfig(queue_size=4, settle_ms=0), telemetry)
         for _ in range(20):
             agent_run(tracer, tools=("search_flights",))
         assert len(gate.spans) == 40 - 4  # all but the queued four went straight on, on this thread
@@ -166,12 +175,7 @@ def test_a_run_a_full_queue_refused_a_span_of_is_scored_flagged_incomplete_and_o
     gate = _Gate()
     telemetry = Recording()
     with registry_with(TRAVEL) as registry:
-        processor = ToolscoreSpanProcessor(registry, gate, PipelineConfig(queue_size=1, settle_ms=0), telemetry)
-        provider = TracerProvider()
-        provider.add_span_processor(processor)
-        tracer = provider.get_tracer("t")
-        tracer.start_span("first").end()
-        assert gate.entered.wait(5)  # the worker is now stuck in `next`
+        processor, provider, tracer = _stuck(registry, gate, PipelineConfig(queue_size=1, settle_ms=0), telemetry)
         root = tracer.start_span("POST /chat")
         travel = tracer.start_span("invoke_agent travel", in_(root), attributes=run_attrs("travel"))
         support = tracer.start_span("invoke_agent support", in_(root), attributes=run_attrs("support"))
