@@ -189,7 +189,7 @@ class Recording:
         pass
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0, poll_s: float = 0.002) -> bool:
     """Poll `condition` until it holds or `timeout_s` passes (a bounded wait, not a timed assertion)."""
     import time
 
@@ -197,7 +197,7 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
     while not condition():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.002)
+        time.sleep(poll_s)
     return True
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.pipeline_builders import wait_until
 from toolscore.collector.registry import Change, Registry, SqliteStore
 from toolscore.scorers import AgentRun
 
@@ -22,13 +22,8 @@ def names(registry: Registry, agent: str = "travel") -> list[str]:
 
 
 def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    """Poll `check` until it holds or `timeout_s` passes (a bounded wait, not a timed assertion)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
+    """`wait_until` with the registry's pace: a store read per poll, a database restart to wait for."""
+    return wait_until(check, timeout_s, poll_s=0.02)
 
 
 class FlakyReads(SqliteStore):
