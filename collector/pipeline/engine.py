@@ -119,9 +119,18 @@ class Engine(Worker, Generic[C]):
         self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.stats: ExtractStats = _CountedStats(self.telemetry)
+        self._held_as = hold
         super().__init__("toolscore-pipeline")
+        self._fresh_state()
+        self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
+        self.telemetry.observe_expectations(lambda: expectation_infos(registry))
+        self.telemetry.observe_registry(lambda: registry_state(registry))
+        self.start()
+
+    def _fresh_state(self) -> None:
+        config = self.config
         self.intake: Intake[C] = Intake(config.queue_size, self._wake)
-        self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace, hold)
+        self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace, self._held_as)
         self.refusals = Refusals(config.max_pending_traces)
         self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
         self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))
@@ -129,10 +138,14 @@ class Engine(Worker, Generic[C]):
         self._in_flight: dict[RunKey, _InFlight[C]] = {}
         self._judged: deque[tuple[Hashable, ScoreResult]] = deque()
         self._judges = JudgePool(config.judge, self._deliver)
-        self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
-        self.telemetry.observe_expectations(lambda: expectation_infos(registry))
-        self.telemetry.observe_registry(lambda: registry_state(registry))
-        self.start()
+
+    def after_fork(self) -> None:
+        """A forked child starts empty: the spans pending at the fork are the parent's to score and pass on.
+
+        (The child's copies of them would otherwise go out twice, and its copy of the judges' event
+        loop has no thread.)
+        """
+        self._fresh_state()
 
     # -- the worker's step, deadlines and flush ----------------------------------------------------
 

@@ -3,6 +3,11 @@
 Kept apart from the data flow (`engine`) because the hard part here is time: a flush or shutdown must
 return within its timeout whatever the work does, be safe to call from any thread and any number of
 times, and never leave the caller waiting on a thread that has stopped.
+
+A forked child (see `toolscore.collector.forks`) gets a worker of its own. Before the fork the forking
+thread waits (at most `FORK_WAIT_S`) for the worker to finish its step, so that the child inherits no
+lock the worker held, and the child starts a fresh thread on fresh state (`after_fork`): the parent's
+pending work stays the parent's, and is not done twice.
 """
 
 from __future__ import annotations
@@ -13,12 +18,17 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-__all__ = ["Worker"]
+from toolscore.collector.forks import on_fork
+
+__all__ = ["FORK_WAIT_S", "Worker"]
 
 _log = logging.getLogger("toolscore.pipeline")
 
 _LINGER_S = 0.001
 """How long the worker lets spans gather after a wake-up; small beside any settle window."""
+
+FORK_WAIT_S = 5.0
+"""The longest `os.fork()` waits for the worker to finish its step; past it the fork goes ahead anyway."""
 
 
 @dataclass(slots=True)
@@ -34,19 +44,49 @@ class Worker:
 
     Subclasses implement `step`, `next_deadline_ns`, `flush_begin` (finish everything pending now)
     and `flush_waiting` (whether a flush still waits on work in flight; at its deadline
-    `flush_give_up` lets go of that work and the flush reports failure).
+    `flush_give_up` lets go of that work and the flush reports failure). A subclass holding state of
+    its own resets it in `after_fork`.
     """
 
     def __init__(self, name: str) -> None:
+        self._name = name
+        self._stopping = False
+        self._fresh_thread()
+        self._forking = False
+        on_fork(before=self._before_fork, after_in_parent=self._after_fork_in_parent, after_in_child=self._in_child)
+
+    def _fresh_thread(self) -> None:
         self._wake = threading.Event()
         self._flushes: deque[_Flush] = deque()
         self._flush_lock = threading.Lock()
-        self._stopping = False
+        self._busy = threading.Lock()
+        """Held while the thread works; what a fork waits for."""
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    def after_fork(self) -> None:
+        """In a forked child, before its thread starts: drop the parent's pending work (the parent does it)."""
+
+    def _before_fork(self) -> None:
+        self._forking = self._busy.acquire(timeout=FORK_WAIT_S)
+
+    def _after_fork_in_parent(self) -> None:
+        if self._forking:
+            self._forking = False
+            self._busy.release()
+
+    def _in_child(self) -> None:
+        started, stopping = self._thread.ident is not None, self._stopping
+        self._forking = False
+        self._fresh_thread()
+        self.after_fork()
+        if stopping:  # stopped, or stopping, in the parent: stopped here too
+            self._stopped.set()
+        elif started:
+            self._thread.start()
 
     # -- for subclasses ------------------------------------------------------------------------------
 
@@ -78,14 +118,15 @@ class Worker:
                 if not backlog and self._wake.wait(self._wait_s()) and not self._stopping:
                     time.sleep(_LINGER_S)  # let a burst of ends queue up: one wake-up per batch, not per span
                 self._wake.clear()
-                try:
-                    now = time.monotonic_ns()
-                    self.step(now)
-                    if self._flushes:
-                        self._flush_step(now)
-                except Exception:  # the worker must outlive any bug, or spans would stop flowing
-                    _log.exception("toolscore pipeline step failed")
-                backlog = self.backlog()  # after a failed step too: a stale True would spin the loop
+                with self._busy:
+                    try:
+                        now = time.monotonic_ns()
+                        self.step(now)
+                        if self._flushes:
+                            self._flush_step(now)
+                    except Exception:  # the worker must outlive any bug, or spans would stop flowing
+                        _log.exception("toolscore pipeline step failed")
+                    backlog = self.backlog()  # after a failed step too: a stale True would spin the loop
                 if self._stopping and not self._flushes:
                     return
         finally:

@@ -13,6 +13,7 @@ cost of the C-level copy that suffices when no value is a sequence.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,6 +33,15 @@ _RESOURCE_CACHE_SIZE = 32
 
 _resource_cache: dict[int, tuple[Resource, dict[str, Any]]] = {}
 _resource_lock = threading.Lock()
+
+
+def _after_fork() -> None:
+    global _resource_lock  # noqa: PLW0603 - a forked child's lock may be held by a thread it does not have
+    _resource_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, OTHER_VALUE
 from toolscore.collector.utf8 import valid_utf8
 
@@ -34,6 +35,11 @@ class AttributeLimiter:
         self._max_values = max_values
         self._on_overflow = on_overflow
         self._seen: dict[str, set[str]] = {name: set() for name, spec in ATTRIBUTES.items() if spec.capped}
+        self._lock = threading.Lock()
+        on_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        """A forked child's lock: the parent's may be held by a thread the child does not have."""
         self._lock = threading.Lock()
 
     def bound(self, attribute: str, value: str) -> str:

@@ -22,6 +22,7 @@ from opentelemetry.metrics import CallbackOptions, Counter, Histogram, MeterProv
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
+from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
@@ -90,6 +91,11 @@ class _Tally:
     def __init__(self) -> None:
         self._counts: dict[tuple[Counter, tuple[tuple[str, AttributeValue], ...]], int] = {}
         self._lock = threading.Lock()
+        on_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        """A forked child counts afresh, on a lock no thread of the parent can hold (`toolscore.collector.forks`)."""
+        self._counts, self._lock = {}, threading.Lock()
 
     def add(self, counter: Counter, attributes: tuple[tuple[str, AttributeValue], ...], n: int = 1) -> None:
         key = (counter, attributes)
@@ -128,6 +134,7 @@ class OTelPipelineTelemetry:
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
         self._registries: list[Callable[[], RegistryState | None]] = []
         self._callbacks_lock = threading.Lock()
+        on_fork(after_in_child=self._after_fork)
         gauges = {
             "toolscore.pending.traces": self._observe_pending,
             "toolscore.pending.traces.limit": self._observe_pending_limit,
@@ -161,6 +168,10 @@ class OTelPipelineTelemetry:
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
         self._tally = _Tally()
+
+    def _after_fork(self) -> None:
+        """A forked child's lock: the parent's may be held by its metric reader, a thread the child lacks."""
+        self._callbacks_lock = threading.Lock()
 
     @staticmethod
     def _histogram(meter: metrics.Meter, spec: MetricSpec) -> Histogram:
