@@ -85,6 +85,51 @@ def test_oldest_trace_is_released_unscored_when_pending_traces_are_full() -> Non
         assert spans_metric(reader, "passed") == spans_metric(reader, "received") == 9
 
 
+def _prompted(trace: int, prompt_bytes: int) -> list[SpanRecord]:
+    """A run whose run span carries a prompt of `prompt_bytes` characters (as model spans do, whole)."""
+    spans = genai_run("1000000000000000", ["search_flights", "book_flight"], trace_id=f"{trace:032x}")
+    spans[-1].attributes["gen_ai.input.messages"] = "x" * prompt_bytes
+    return spans
+
+
+def test_oldest_traces_are_released_unscored_past_the_pending_bytes() -> None:
+    """Three runs of ~40 kB each against a 100 kB budget: the first goes on unscored, counted by reason."""
+    traces = [_prompted(i, 40_000) for i in (1, 2, 3)]
+    with engine(PipelineConfig(max_pending_bytes=100_000, **HOLD)) as (pipeline, sink, reader):
+        for spans in traces:
+            for span in spans:
+                assert pipeline.offer(span)
+        assert wait_until(lambda: traces[0][-1] in sink.released)
+        assert 80_000 < pipeline.store.size <= 100_000
+        assert pipeline.flush(5.0)
+        assert [r.trace_id for r, _ in sink.enriched] == [f"{2:032x}", f"{3:032x}"]
+        assert spans_metric(reader, "dropped", "max_pending_bytes") == 3
+        assert spans_metric(reader, "dropped", "max_pending_traces") == 0
+        assert spans_metric(reader, "passed") == spans_metric(reader, "received") == 9
+        assert pipeline.store.size == 0  # every trace finished gives its bytes back
+
+
+def test_one_trace_alone_over_the_pending_bytes_is_still_scored() -> None:
+    spans = _prompted(1, 50_000)
+    with engine(PipelineConfig(max_pending_bytes=10_000, **HOLD)) as (pipeline, sink, reader):
+        for span in spans:
+            assert pipeline.offer(span)
+        assert pipeline.flush(5.0)
+        assert [r.trace_id for r, _ in sink.enriched] == [f"{1:032x}"]
+        assert spans_metric(reader, "dropped", "max_pending_bytes") == 0
+
+
+def test_record_bytes_counts_the_text_of_attributes_and_events() -> None:
+    from toolscore.collector.pipeline.group import record_bytes
+    from toolscore.collector.spans import SpanEvent
+
+    bare = record("1000000000000001", None, "step", {})
+    texted = record("1000000000000001", None, "step", {"prompt": "p" * 1000, "parts": ["a" * 100, 7], "n": 3})
+    texted.events = (SpanEvent("exception", 0, {"exception.message": "m" * 500}),)
+    grown = record_bytes(texted) - record_bytes(bare)
+    assert 1000 + 100 + 500 <= grown < 1000 + 100 + 500 + 200
+
+
 def test_spans_over_the_per_trace_limit_pass_on_and_the_run_is_incomplete() -> None:
     spans = genai_run("1000000000000000", ["a", "b", "c", "d"])
     with engine(PipelineConfig(max_spans_per_trace=3, **HOLD)) as (pipeline, sink, reader):

@@ -252,6 +252,25 @@ def test_a_run_span_waiting_for_its_scores_keeps_no_view_of_the_request(registry
         assert pipeline.shutdown(5)
 
 
+def test_pending_spans_count_their_received_bytes_against_the_budget(registry: Registry) -> None:
+    """`toolscore serve` sizes a kept span by its bytes on the wire, without walking its attributes again."""
+    pipeline = CollectorPipeline(registry, None, PipelineConfig(settle_ms=60_000, max_hold_ms=120_000), Recording())
+    try:
+        request = encode_spans(sdk_spans(("travel", ("search_flights", "book_flight"))))
+        data = request.SerializeToString()
+        sizes = [len(span.SerializeToString()) for _, _, span in spans_of([request])]
+        framed = sum(1 + (1 if n < 128 else 2) + n for n in sizes)  # each span's tag, length and bytes
+        assert all(n < 16_384 for n in sizes)
+        assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
+        store = pipeline.engine.store
+        deadline = time.monotonic() + 5
+        while not any(trace.held for trace in list(store.traces.values())) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.size == framed
+    finally:
+        assert pipeline.shutdown(5)
+
+
 def test_a_run_span_already_carrying_one_of_our_keys_has_it_replaced(registry: Registry) -> None:
     """A key of ours in the received span (scored by a toolscore upstream) is replaced, not repeated."""
     request = encode_spans(sdk_spans(("travel", ("book_flight",))))

@@ -74,6 +74,15 @@ class PipelineConfig(BaseModel):
         "whose other spans reach it is still scored); later spans of the trace pass straight on, counted as "
         "dropped (`max_spans_per_trace`), and its runs are flagged incomplete. Default: 2000.",
     )
+    max_pending_bytes: int = Field(
+        default=128 * 1024 * 1024,
+        ge=1,
+        description="Span data kept for pending traces, in bytes (the text of the spans' attributes and "
+        "events; `toolscore serve` counts the spans' bytes as received); beyond it the oldest traces are "
+        "released unscored and their spans counted as dropped (`max_pending_bytes`). Model spans carry whole "
+        "prompts, so this, not `max_pending_traces`, is what bounds memory under long or many runs. Python's "
+        "objects about double it. Default: 134217728 (128 MiB).",
+    )
     queue_size: int = Field(
         default=2_048,
         ge=1,

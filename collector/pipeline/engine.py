@@ -109,17 +109,19 @@ class Engine(Worker, Generic[C]):
         *,
         on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
         hold: Callable[[C], C] | None = None,
+        size: Callable[[C, SpanRecord], int] | None = None,
     ) -> None:
         """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
 
-        `hold` is what a carrier becomes while it waits for its run's scores (see `TraceStore`).
+        `hold` is what a carrier becomes while it waits for its run's scores, and `size` what a kept span
+        counts for against `max_pending_bytes` (see `TraceStore`).
         """
         self.config = config = config or PipelineConfig()
         self.registry, self.sink, self.decode = registry, sink, decode
         self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.stats: ExtractStats = _CountedStats(self.telemetry)
-        self._held_as = hold
+        self._held_as, self._size = hold, size
         super().__init__("toolscore-pipeline")
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
@@ -130,7 +132,13 @@ class Engine(Worker, Generic[C]):
     def _fresh_state(self) -> None:
         config = self.config
         self.intake: Intake[C] = Intake(config.queue_size, self._wake)
-        self.store: TraceStore[C] = TraceStore(config.max_pending_traces, config.max_spans_per_trace, self._held_as)
+        self.store: TraceStore[C] = TraceStore(
+            config.max_pending_traces,
+            config.max_spans_per_trace,
+            self._held_as,
+            max_bytes=config.max_pending_bytes,
+            size=self._size,
+        )
         self.refusals = Refusals(config.max_pending_traces)
         self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
         self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))
@@ -254,7 +262,9 @@ class Engine(Worker, Generic[C]):
                 continue
             admission = self.store.admit(record, carrier, arrived)
             for evicted in admission.evicted:
-                self._evict(evicted)
+                self._evict(evicted, "max_pending_traces")
+            for evicted in admission.evicted_for_bytes:
+                self._evict(evicted, "max_pending_bytes")
             kind, trace = admission.kind, admission.trace
             if kind is not _HELD and kind is not _CANDIDATE:
                 passing.append(carrier)
@@ -311,11 +321,11 @@ class Engine(Worker, Generic[C]):
         self.refusals.forget(trace_id)
         self.telemetry.spans_dropped(len(trace.records), "error")
 
-    def _evict(self, trace: PendingTrace[C]) -> None:
+    def _evict(self, trace: PendingTrace[C], reason: str) -> None:
         self._cancel(trace)
         self.refusals.forget(trace.trace_id)
         self._release([held.carrier for held in trace.held.values()])
-        self.telemetry.spans_dropped(len(trace.records), "max_pending_traces")
+        self.telemetry.spans_dropped(len(trace.records), reason)
 
     def _cancel(self, trace: PendingTrace[C]) -> None:
         self._idle.cancel(trace.trace_id)

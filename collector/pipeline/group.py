@@ -14,6 +14,11 @@ once and only its
 its attributes or events (extraction only walks through it). The store also remembers, for traces it
 has already finished, which span ids it saw, so a re-delivered span or a straggler is passed on and
 counted rather than starting a second score.
+
+Bounds: `max_pending_traces` traces, `max_spans_per_trace` spans each, and `max_pending_bytes` of span
+data in all. Counts alone do not bound memory: model spans carry whole prompts, tens of kilobytes each.
+A kept span's size is what its source says it is (`toolscore serve`: the span's bytes as received) or,
+by default, the text of its attributes and events (`record_bytes`); a slimmed span costs a fixed amount.
 """
 
 from __future__ import annotations
@@ -22,16 +27,43 @@ import enum
 import itertools
 import operator
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under"]
+__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under", "record_bytes"]
 
 C = TypeVar("C")
+
+_FIXED_BYTES = 200
+"""What any kept span costs besides its text: ids, name, the record and its dict."""
+_VALUE_BYTES = 16
+"""What each attribute costs besides its text."""
+
+
+def record_bytes(record: SpanRecord) -> int:
+    """Roughly the bytes a kept span holds: the text of its attributes and events, and a fixed cost.
+
+    An estimate for the memory bound, not a measure: Python's objects around the text about double it.
+    """
+    size = _FIXED_BYTES + _text_bytes(record.attributes)
+    for event in record.events:
+        size += _text_bytes(event.attributes)
+    return size
+
+
+def _text_bytes(attributes: Mapping[str, Any]) -> int:
+    total = _VALUE_BYTES * len(attributes)
+    for key, value in attributes.items():
+        total += len(key)
+        if value.__class__ is str:
+            total += len(value)
+        elif value.__class__ is list:
+            total += sum(len(item) if item.__class__ is str else _VALUE_BYTES for item in value)
+    return total
 
 
 class Admit(enum.Enum):
@@ -78,6 +110,8 @@ class PendingTrace(Generic[C]):
     """Held candidates by the id of the nearest ancestor not arrived yet (None: they reach the root)."""
     earlier: dict[str, str | None] | None = None
     """Reopened trace: the spans an earlier finish of this trace id already passed on, with their parents."""
+    size: int = 0
+    """The bytes its kept spans count for against `max_pending_bytes`."""
 
     @property
     def holds_runs(self) -> bool:
@@ -97,6 +131,8 @@ class Admission(Generic[C]):
     """Held runs this span arrived under: their settle time starts again."""
     evicted: list[PendingTrace[C]] = field(default_factory=list)
     """Traces pushed out by `max_pending_traces`, oldest first: the caller releases and counts them."""
+    evicted_for_bytes: list[PendingTrace[C]] = field(default_factory=list)
+    """Traces pushed out by `max_pending_bytes`, oldest first: likewise."""
     released: list[C] = field(default_factory=list)
     """Candidates this span showed are no inferred run's span: the caller passes them on."""
 
@@ -113,6 +149,10 @@ _PARENT_ID = operator.attrgetter("span.parent_id")
 
 def _unchanged(carrier: C) -> C:
     return carrier
+
+
+def _record_size(carrier: object, record: SpanRecord) -> int:
+    return record_bytes(record)
 
 
 def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
@@ -147,13 +187,26 @@ class TraceStore(Generic[C]):
     """Pending traces in arrival order (oldest first), bounded; worker thread only.
 
     `hold` is what a carrier becomes while it waits (as a run span or a candidate): a source can drop
-    from it what only a span passed on unchanged needs, so that a waiting span holds no more.
+    from it what only a span passed on unchanged needs, so that a waiting span holds no more. `size`
+    is what a kept span counts for against `max_bytes` (default `record_bytes`).
     """
 
-    def __init__(self, max_traces: int, max_spans_per_trace: int, hold: Callable[[C], C] | None = None) -> None:
+    def __init__(
+        self,
+        max_traces: int,
+        max_spans_per_trace: int,
+        hold: Callable[[C], C] | None = None,
+        *,
+        max_bytes: int | None = None,
+        size: Callable[[C, SpanRecord], int] | None = None,
+    ) -> None:
         self.max_traces = max_traces
         self.max_spans = max_spans_per_trace
+        self.max_bytes = max_bytes
         self._hold: Callable[[C], C] = hold or _unchanged
+        self._size: Callable[[C, SpanRecord], int] = size or _record_size
+        self.size = 0
+        """The bytes the pending traces' spans count for."""
         self.traces: OrderedDict[str, PendingTrace[C]] = OrderedDict()
         self._finished: OrderedDict[str, dict[str, str | None]] = OrderedDict()
 
@@ -186,10 +239,16 @@ class TraceStore(Generic[C]):
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
             return Admission(_OVER_CAP, trace)
         # the root keeps its attributes: a run inferred there is selected by them (`match.attributes`)
-        trace.records[record.span_id] = _slim(node) if role is None and record.parent_id is not None else node
+        kept = _slim(node) if role is None and record.parent_id is not None else node
+        trace.records[record.span_id] = kept
+        size = _FIXED_BYTES if kept is not node else self._size(carrier, record)
+        trace.size += size
+        self.size += size
         if record.parent_id is None:
             trace.root_id = record.span_id
         admission = Admission(_STORED, trace, touched, evicted)
+        if self.max_bytes is not None and self.size > self.max_bytes:
+            admission.evicted_for_bytes = self._shed(trace)
         if role is _RUN:
             trace.held[record.span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns)
             admission.kind = _HELD
@@ -273,13 +332,39 @@ class TraceStore(Generic[C]):
         evicted: list[PendingTrace[C]] = []
         while len(self.traces) >= self.max_traces:
             _, oldest = self.traces.popitem(last=False)
-            self._remember(oldest)
+            self._forget(oldest)
             evicted.append(oldest)
+        return evicted
+
+    def _shed(self, keep: PendingTrace[C]) -> list[PendingTrace[C]]:
+        """The oldest traces but `keep` (the arriving span's), pushed out until the rest fit in `max_bytes`.
+
+        One trace alone over the budget stays: `max_spans_per_trace` bounds it.
+        """
+        assert self.max_bytes is not None
+        over = self.size - self.max_bytes
+        evicted: list[PendingTrace[C]] = []
+        for trace in self.traces.values():  # oldest first; mostly one is enough
+            if over <= 0:
+                break
+            if trace is not keep:
+                evicted.append(trace)
+                over -= trace.size
+        for trace in evicted:
+            del self.traces[trace.trace_id]
+            self._forget(trace)
         return evicted
 
     def finish(self, trace: PendingTrace[C]) -> None:
         """Forget a trace's spans, keeping only their ids and parents (bounded): see `_remember`."""
-        self.traces.pop(trace.trace_id, None)
+        if self.traces.pop(trace.trace_id, None) is not None:
+            self._forget(trace)
+        else:
+            self._remember(trace)
+
+    def _forget(self, trace: PendingTrace[C]) -> None:
+        self.size -= trace.size
+        trace.size = 0
         self._remember(trace)
 
     def _remember(self, trace: PendingTrace[C]) -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolscore.collector.pipeline.group import record_bytes
 from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["Carrier", "ResourceBlock", "ScopeBlock", "decode_carrier", "held_carrier"]
+__all__ = ["Carrier", "ResourceBlock", "ScopeBlock", "carrier_bytes", "decode_carrier", "held_carrier"]
 
 
 class ResourceBlock:
@@ -62,3 +63,13 @@ def held_carrier(carrier: Carrier) -> Carrier:
     """
     span, block, _ = carrier
     return (span, block, None)
+
+
+def carrier_bytes(carrier: Carrier, record: SpanRecord) -> int:
+    """The engine's `size`: the span's bytes as received (the text of its record when they are not known).
+
+    Free where counting the record's text would walk its attributes once more, and close to it: the
+    record holds the same strings, decoded.
+    """
+    data = carrier[2]
+    return len(data) if data is not None else record_bytes(record)

@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.match import Matcher
-from toolscore.collector.serve.carrier import Carrier, ResourceBlock, ScopeBlock, decode_carrier, held_carrier
+from toolscore.collector.serve.carrier import (
+    Carrier,
+    ResourceBlock,
+    ScopeBlock,
+    carrier_bytes,
+    decode_carrier,
+    held_carrier,
+)
 from toolscore.collector.serve.encode import span_entries
 from toolscore.collector.serve.forward import Forwarder
 from toolscore.collector.serve.ingest import IngestResult
@@ -91,6 +98,7 @@ class CollectorPipeline:
             self.telemetry,
             on_scored=store.record if store is not None else None,
             hold=held_carrier,
+            size=carrier_bytes,
         )
         self._closed = False
         self._admit = threading.Lock()
