@@ -12,6 +12,7 @@ otherwise; `toolscore.collector.telemetry.setup.setup_telemetry` builds dedicate
 from __future__ import annotations
 
 import logging
+import weakref
 
 from opentelemetry import trace
 from opentelemetry._logs import LoggerProvider
@@ -28,6 +29,10 @@ from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol
 __all__ = ["instrument", "span_exporter_from_env"]
 
 _log = logging.getLogger(__name__)
+
+_instrumented: weakref.WeakKeyDictionary[TracerProvider, ToolscoreSpanProcessor] = weakref.WeakKeyDictionary()
+"""The processor `instrument` added to each provider: called twice (a re-imported module, a re-run
+notebook cell), it would put a second processor, and a second export of every span, behind the first."""
 
 
 def span_exporter_from_env() -> SpanExporter | None:
@@ -99,17 +104,28 @@ def instrument(
       (the names `toolscore serve` reads; a bad value is logged and that key keeps its default).
     - `telemetry`: default the OTel implementation on `meter_provider`/`logger_provider` (global
       ones when None), off when ``TOOLSCORE_TELEMETRY_ENABLED=false`` or ``OTEL_SDK_DISABLED=true``.
+
+    Called again for a provider it already instrumented (and not shut down), it logs a warning and
+    returns the first processor, ignoring the other arguments.
     """
+    if next_processor is not None and exporter is not None:
+        raise ValueError("pass either exporter= or next_processor=, not both: the exporter would be unused")
+    provider = _sdk_tracer_provider(tracer_provider)
+    existing = _instrumented.get(provider)
+    if existing is not None and not existing.is_shut_down:
+        _log.warning(
+            "toolscore.instrument() was called again for the same tracer provider: keeping the first "
+            "processor and ignoring this call's arguments (a second would export every span twice)"
+        )
+        return existing
     if next_processor is None:
         exporter = exporter if exporter is not None else span_exporter_from_env()
         next_processor = BatchSpanProcessor(exporter) if exporter is not None else SpanProcessor()
-    elif exporter is not None:
-        raise ValueError("pass either exporter= or next_processor=, not both: the exporter would be unused")
-    provider = _sdk_tracer_provider(tracer_provider)
     if telemetry is None:
         telemetry = _telemetry(meter_provider, logger_provider)
     if config is None:
         config = pipeline_config_from_env()
     processor = ToolscoreSpanProcessor(registry, next_processor, config=config, telemetry=telemetry)
     provider.add_span_processor(processor)
+    _instrumented[provider] = processor
     return processor

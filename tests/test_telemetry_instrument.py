@@ -103,6 +103,29 @@ def test_telemetry_is_off_when_the_environment_says_so(registry: Registry, monke
         provider.shutdown()
 
 
+def test_instrumenting_a_provider_twice_keeps_one_processor(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A re-imported module or a re-run notebook cell calls it again: every span must still go out once."""
+    provider = TracerProvider()
+    spans = InMemorySpanExporter()
+    first = instrument(registry, tracer_provider=provider, next_processor=SimpleSpanProcessor(spans))
+    again = instrument(registry, tracer_provider=provider, next_processor=SimpleSpanProcessor(spans))
+    assert again is first
+    assert "called again for the same tracer provider" in caplog.text
+    _agent_run(provider, "book_flight")
+    assert first.force_flush(10_000)
+    assert sorted(span.name for span in spans.get_finished_spans()) == [
+        "execute_tool book_flight",
+        "invoke_agent travel",
+    ]
+    first.shutdown()
+    spans.clear()
+    renewed = instrument(registry, tracer_provider=provider, next_processor=SimpleSpanProcessor(spans))
+    assert renewed is not first  # the first was shut down: a new one takes its place
+    provider.shutdown()
+
+
 def test_exporter_and_next_processor_together_are_refused(registry: Registry) -> None:
     with pytest.raises(ValueError, match="either exporter= or next_processor="):
         instrument(

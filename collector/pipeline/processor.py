@@ -101,6 +101,11 @@ class ToolscoreSpanProcessor(SpanProcessor):
         )
         self._shut_down = False
 
+    @property
+    def is_shut_down(self) -> bool:
+        """Whether `shutdown` has been called: spans then pass straight on, unscored."""
+        return self._shut_down
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.next.on_start(span, parent_context=parent_context)
 
