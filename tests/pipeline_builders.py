@@ -161,6 +161,10 @@ class Recording:
         with self.lock:
             self.counts[f"calls_dropped:{reason}"] += n
 
+    def dedupe_forgotten(self, n: int, reason: str) -> None:
+        with self.lock:
+            self.counts[f"dedupe_forgotten:{reason}"] += n
+
     def run_finished(self, outcome: str) -> None:
         with self.lock:
             self.outcomes[outcome] += 1

@@ -70,6 +70,7 @@ def engine(config: PipelineConfig) -> Iterator[tuple[Engine[SpanRecord], ListSin
 
 
 HOLD = {"settle_ms": 60_000, "max_hold_ms": 60_000}
+RUN = "1000000000000000"
 
 
 def test_oldest_trace_is_released_unscored_when_pending_traces_are_full() -> None:
@@ -294,6 +295,31 @@ def test_refused_spans_past_the_bounds_are_counted_as_forgotten() -> None:
         assert wait_until(lambda: telemetry.counts["forgotten"] > 0)
         assert pipeline.flush(5.0)
         assert telemetry.counts["forgotten"] == 2  # "c": the notes were full; "a": pushed out by "b"
+
+
+def test_span_ids_the_memory_of_finished_traces_lets_go_of_are_counted_by_bound() -> None:
+    """Finished traces are remembered to know re-sent spans; what the bounds make it forget is counted."""
+    first, second, third = (genai_run(RUN, ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in (1, 2, 3))
+    reopening = record("3000000000000001", None, "a later step", {}, f"{1:032x}")  # opens the trace again
+    config = PipelineConfig(settle_ms=20, max_pending_traces=2, max_spans_per_trace=3)
+    with engine(config) as (pipeline, sink, reader):
+        for spans in (first, [reopening], second):
+            for span in spans:
+                assert pipeline.offer(span)
+            assert pipeline.flush(5.0)
+        assert points(reader, "toolscore.dedupe.forgotten") == {
+            (("toolscore.forget.reason", "max_spans_per_trace"),): 1,  # 4 ids of the reopened trace, 3 kept
+        }
+        for span in third:
+            assert pipeline.offer(span)
+        assert pipeline.flush(5.0)
+        assert points(reader, "toolscore.dedupe.forgotten") == {
+            (("toolscore.forget.reason", "max_spans_per_trace"),): 1,
+            (("toolscore.forget.reason", "max_pending_traces"),): 3,  # the first trace's, two traces later
+        }
+        assert pipeline.offer(first[-1])  # re-sent now, its run span is taken as new: the harm counted above
+        assert pipeline.flush(5.0)
+        assert [r.trace_id for r, _ in sink.enriched].count(f"{1:032x}") == 2
 
 
 def test_pending_traces_are_observed_as_a_gauge() -> None:

@@ -220,7 +220,12 @@ def test_a_span_whose_parent_has_not_come_yet_starts_the_held_runs_settling_agai
 
 def test_a_trace_that_opens_again_and_again_remembers_only_its_latest_spans() -> None:
     """Each finish remembers the ids passed on, to know re-sent spans; a long session must not grow it for good."""
-    store: TraceStore[SpanRecord] = TraceStore(max_traces=10, max_spans_per_trace=3)
+    forgotten: Counter[str] = Counter()
+
+    def forget(n: int, reason: str) -> None:
+        forgotten[reason] += n
+
+    store: TraceStore[SpanRecord] = TraceStore(max_traces=10, max_spans_per_trace=3, on_forget=forget)
     spans = [record(f"10000000000000{i:02x}", None, f"step {i}", {}) for i in range(8)]
     for span in spans:  # each span comes after the trace finished: it opens the trace again
         store.admit(span, span, 0)
@@ -228,6 +233,7 @@ def test_a_trace_that_opens_again_and_again_remembers_only_its_latest_spans() ->
     latest, oldest = spans[-1], spans[0]
     assert store.admit(latest, latest, 0).kind is Admit.DUPLICATE
     assert store.admit(oldest, oldest, 0).kind is not Admit.DUPLICATE  # forgotten: taken as new
+    assert forgotten == {"max_spans_per_trace": 5}, "the five earliest ids, one finish at a time"
 
 
 ANY_AGENT = {

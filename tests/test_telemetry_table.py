@@ -75,6 +75,8 @@ def _emit_every_metric(telemetry: Any) -> None:
     telemetry.spans_forgotten(1)
     for reason in ATTRIBUTES["toolscore.call.drop.reason"].values or ():
         telemetry.calls_dropped(2, reason)
+    for reason in ATTRIBUTES["toolscore.forget.reason"].values or ():
+        telemetry.dedupe_forgotten(3, reason)
     forward = telemetry  # the forwarder's and score store's methods are not part of PipelineTelemetry
     forward.spans_forwarded(3)
     for reason in ATTRIBUTES["toolscore.forward.drop.reason"].values or ():

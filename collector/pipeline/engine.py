@@ -136,6 +136,7 @@ class Engine(Worker, Generic[C]):
             config.max_pending_traces,
             config.max_spans_per_trace,
             self._held_as,
+            self.telemetry.dedupe_forgotten,
             max_bytes=config.max_pending_bytes,
             size=self._size,
         )

@@ -183,12 +183,18 @@ def cut_under(trace: PendingTrace[Any], run_span_id: str) -> bool:
     return False
 
 
+def _not_told(n: int, reason: str) -> None:
+    pass
+
+
 class TraceStore(Generic[C]):
     """Pending traces in arrival order (oldest first), bounded; worker thread only.
 
     `hold` is what a carrier becomes while it waits (as a run span or a candidate): a source can drop
-    from it what only a span passed on unchanged needs, so that a waiting span holds no more. `size`
-    is what a kept span counts for against `max_bytes` (default `record_bytes`).
+    from it what only a span passed on unchanged needs, so that a waiting span holds no more.
+    `on_forget(n, reason)` is told of the `n` span ids the memory of finished traces lets go of, and why
+    (`max_pending_traces`, `max_spans_per_trace`: see `_remember`), so that the lost dedupe is counted.
+    `size` is what a kept span counts for against `max_bytes` (default `record_bytes`).
     """
 
     def __init__(
@@ -196,6 +202,7 @@ class TraceStore(Generic[C]):
         max_traces: int,
         max_spans_per_trace: int,
         hold: Callable[[C], C] | None = None,
+        on_forget: Callable[[int, str], None] | None = None,
         *,
         max_bytes: int | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
@@ -204,6 +211,7 @@ class TraceStore(Generic[C]):
         self.max_spans = max_spans_per_trace
         self.max_bytes = max_bytes
         self._hold: Callable[[C], C] = hold or _unchanged
+        self._on_forget = on_forget or _not_told
         self._size: Callable[[C, SpanRecord], int] = size or _record_size
         self.size = 0
         """The bytes the pending traces' spans count for."""
@@ -374,9 +382,11 @@ class TraceStore(Generic[C]):
         in the middle of a run, an evicted trace) opens it again with this memory, so that a re-sent span
         is still a duplicate and a run whose earlier spans went out without it is flagged incomplete.
 
-        A trace that opens again and again (a long session with quiet spells) would grow this memory
-        without end: it keeps the latest `max_spans` ids (the earliest are forgotten first, and a re-sent
-        span that old is taken as new).
+        The memory is bounded twice, and what it lets go of is counted (`on_forget`): it keeps the
+        latest `max_traces` finished traces (`max_pending_traces`: a span of an older one is taken as new),
+        and a trace that opens again and again (a long session with quiet spells) keeps its latest
+        `max_spans` ids (`max_spans_per_trace`: the earliest are forgotten first, and a re-sent span that
+        old is taken as new).
         """
         records = trace.records
         seen = dict(zip(records, map(_PARENT_ID, records.values()), strict=True))
@@ -384,12 +394,15 @@ class TraceStore(Generic[C]):
             seen = {**trace.earlier, **seen}
         seen.update(dict.fromkeys(trace.scored - seen.keys()))
         if len(seen) > self.max_spans:
-            for span_id in list(itertools.islice(seen, len(seen) - self.max_spans)):
+            over = len(seen) - self.max_spans
+            for span_id in list(itertools.islice(seen, over)):
                 del seen[span_id]
+            self._on_forget(over, "max_spans_per_trace")
         self._finished[trace.trace_id] = seen
         self._finished.move_to_end(trace.trace_id)
         while len(self._finished) > self.max_traces:
-            self._finished.popitem(last=False)
+            _, oldest = self._finished.popitem(last=False)
+            self._on_forget(len(oldest), "max_pending_traces")
 
     def stats(self) -> dict[str, Any]:
         return {"traces": len(self.traces), "spans": sum(len(t.records) for t in self.traces.values())}

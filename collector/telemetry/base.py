@@ -83,6 +83,10 @@ class PipelineTelemetry(Protocol):
     def calls_dropped(self, n: int, reason: str) -> None:
         """`n` tool calls were left out of their runs' scores: ``calls_over_limit``, ``call_without_run``."""
 
+    def dedupe_forgotten(self, n: int, reason: str) -> None:
+        """The memory of finished traces let go of `n` span ids (``max_pending_traces``, ``max_spans_per_trace``):
+        a span of theirs that comes again is taken as new."""
+
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         """`toolscore serve` refused an export request whole; `reason` is a `RefusalReason`, `spans` the
         spans it held when they were counted (None: it was refused before they were)."""
@@ -141,6 +145,9 @@ class NoopTelemetry:
         pass
 
     def calls_dropped(self, n: int, reason: str) -> None:
+        pass
+
+    def dedupe_forgotten(self, n: int, reason: str) -> None:
         pass
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:

@@ -111,6 +111,13 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         ("calls_over_limit", "call_without_run"),
     ),
     AttributeSpec(
+        "toolscore.forget.reason",
+        "Which bound made the pipeline let go of finished traces' span ids: it remembers the latest "
+        "`max_pending_traces` finished traces (`max_pending_traces`), and the latest `max_spans_per_trace` span "
+        "ids of a trace that opens again and again (`max_spans_per_trace`).",
+        ("max_pending_traces", "max_spans_per_trace"),
+    ),
+    AttributeSpec(
         "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
     ),
     AttributeSpec(
@@ -234,6 +241,18 @@ METRICS: tuple[MetricSpec, ...] = (
         "steps than `queue_size`, or more traces had refused spans than `max_pending_traces`.",
         (),
         "0; it can only grow while spans are dropped with `queue_full` (raise `queue_size`).",
+    ),
+    MetricSpec(
+        "toolscore.dedupe.forgotten",
+        "counter",
+        "{span}",
+        "Span ids of finished traces the pipeline stopped remembering, to keep that memory bounded. It remembers "
+        "them to recognise a span that comes again (an at-least-once sender's re-send, a straggler); once its id "
+        "is forgotten, such a span is taken as new: a re-sent run span is scored a second time, without its calls.",
+        ("toolscore.forget.reason",),
+        "`max_pending_traces` follows the finished traces once that many have finished (the memory turns over); it "
+        "matters only if senders re-send spans later than that. `max_spans_per_trace` stays 0 unless traces "
+        "reopen past that many spans (long sessions with quiet spells over `trace_idle_timeout_s`).",
     ),
     MetricSpec(
         "toolscore.calls.dropped",

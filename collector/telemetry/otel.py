@@ -159,6 +159,7 @@ class OTelPipelineTelemetry:
         self._late = counters["toolscore.spans.late"]
         self._forgotten = counters["toolscore.spans.forgotten"]
         self._calls_dropped = counters["toolscore.calls.dropped"]
+        self._dedupe_forgotten = counters["toolscore.dedupe.forgotten"]
         self._judge = counters["toolscore.judge.calls"]
         self._overflow = counters["toolscore.attribute.overflow"]
         self._forward = counters["toolscore.forward.spans"]
@@ -256,6 +257,10 @@ class OTelPipelineTelemetry:
     def calls_dropped(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.call.drop.reason", reason)
         self._tally.add(self._calls_dropped, (("toolscore.call.drop.reason", reason),), n)
+
+    def dedupe_forgotten(self, n: int, reason: str) -> None:
+        reason = self._limiter.bound("toolscore.forget.reason", reason)
+        self._tally.add(self._dedupe_forgotten, (("toolscore.forget.reason", reason),), n)  # once per finished trace
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         reason = self._limiter.bound("toolscore.refusal.reason", reason)
