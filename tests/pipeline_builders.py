@@ -161,6 +161,10 @@ class Recording:
         with self.lock:
             self.counts[f"calls_dropped:{reason}"] += n
 
+    def spans_unreadable(self, n: int, convention: str) -> None:
+        with self.lock:
+            self.counts[f"unreadable:{convention}"] += n
+
     def dedupe_forgotten(self, n: int, reason: str) -> None:
         with self.lock:
             self.counts[f"dedupe_forgotten:{reason}"] += n

@@ -28,8 +28,11 @@ from tests.pipeline_builders import (
     tool_attrs,
     wait_until,
 )
-from toolscore.collector.extract import ExtractConfig
+from toolscore.collector.extract import ExtractConfig, Role
+from toolscore.collector.extract.conventions import Read
+from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Registry
 from toolscore.collector.spans import SpanRecord
@@ -178,6 +181,46 @@ def test_calls_left_out_of_a_score_are_counted_by_reason() -> None:
             (("toolscore.call.drop.reason", "calls_over_limit"),): 2,
             (("toolscore.call.drop.reason", "call_without_run"),): 2,
         }
+
+
+def test_a_span_its_convention_cannot_read_is_counted_once_however_often_its_trace_is_rebuilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each run that settles rebuilds its whole trace, reading the span again: it is still one span."""
+    read = GenAIExtractor.read
+
+    def failing(self: GenAIExtractor, span: SpanRecord, role: Role) -> Read:
+        if span.name == "execute_tool broken":
+            raise ValueError("an attribute in a shape the reader does not expect")
+        return read(self, span, role)
+
+    monkeypatch.setattr(GenAIExtractor, "read", failing)
+    root = record("9000000000000000", None, "POST /chat", {})
+    first = genai_run(RUN, ["search_flights", "broken"], parent=root.span_id)
+    second = genai_run("2000000000000000", ["book_flight"], parent=root.span_id)
+    with engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, reader):
+        for span in (*first, *second, root):
+            assert pipeline.offer(span)
+        assert wait_until(lambda: len(sink.enriched) == 2)
+        assert pipeline.flush(5.0)
+        calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in sink.enriched}
+        assert calls == {RUN: ["search_flights"], "2000000000000000": ["book_flight"]}
+        assert points(reader, "toolscore.spans.unreadable") == {(("toolscore.convention", "genai"),): 1}
+    assert pipeline.stats.skipped["read_error:genai"] == 3, "read at each of the two settles and the finish"
+
+
+def test_the_unreadable_spans_remembered_as_counted_stay_bounded_by_the_pending_traces() -> None:
+    telemetry = Recording()
+    pending: set[str] = set()
+    stats = CountedStats(telemetry, pending)
+    for i in range(1000):  # a trace at a time, each pending while it is rebuilt twice
+        span = record("1000000000000001", RUN, "execute_tool broken", {}, trace_id=f"{i:032x}")
+        pending.add(span.trace_id)
+        stats.read_failed(span, "genai")
+        stats.read_failed(span, "genai")
+        pending.discard(span.trace_id)
+    assert telemetry.counts["unreadable:genai"] == 1000
+    assert len(stats._unreadable) <= 64, "finished traces are forgotten"
 
 
 def _stuck(

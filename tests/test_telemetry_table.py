@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import Gauge, Histogram, InMemoryMetricReader, Metric, Sum
 
 from tests.pipeline_builders import TRAVEL, agent_run, registry_with, traced
+from toolscore.collector.extract import EXTRACTORS
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.telemetry import RunSpanRef, create_telemetry
 from toolscore.collector.telemetry.limits import AttributeLimiter
@@ -75,6 +76,8 @@ def _emit_every_metric(telemetry: Any) -> None:
     telemetry.spans_forgotten(1)
     for reason in ATTRIBUTES["toolscore.call.drop.reason"].values or ():
         telemetry.calls_dropped(2, reason)
+    for convention in ATTRIBUTES["toolscore.convention"].values or ():
+        telemetry.spans_unreadable(1, convention)
     for reason in ATTRIBUTES["toolscore.forget.reason"].values or ():
         telemetry.dedupe_forgotten(3, reason)
     forward = telemetry  # the forwarder's and score store's methods are not part of PipelineTelemetry
@@ -145,6 +148,10 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert _points(emitted["toolscore.expectation.info"]) == [
         {"toolscore.expectation.name": "book-flight", "toolscore.expectation.severity": "page"},
     ], "only expectations with scores: `weather` has none"
+
+
+def test_the_convention_attribute_lists_every_convention_the_pipeline_reads() -> None:
+    assert ATTRIBUTES["toolscore.convention"].values == tuple(extractor.name for extractor in EXTRACTORS)
 
 
 def test_capped_attribute_overflows_to_other_and_is_counted(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:

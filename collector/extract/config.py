@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from toolscore.collector.spans import SpanRecord
 
 __all__ = ["ExtractConfig", "ExtractStats"]
 
@@ -83,3 +87,11 @@ class ExtractStats:
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count
+
+    def read_failed(self, span: SpanRecord, convention: str) -> None:
+        """`convention` recognised `span` but could not read it: counted `read_error:<convention>`.
+
+        A hook apart from `skip` because it names the span: a caller that rebuilds the same spans again
+        (the pipeline, at each run of a trace that settles) can count each span once.
+        """
+        self.skip(f"read_error:{convention}")

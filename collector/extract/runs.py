@@ -23,6 +23,7 @@ Rules, applied per trace:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -49,6 +50,8 @@ from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs"]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -162,7 +165,8 @@ class _TraceRuns:
         try:
             return extractor.read(node.span, role)
         except Exception:  # a malformed span costs its own data only
-            self.stats.skip(f"read_error:{extractor.name}")
+            _log.debug("%s could not read span %s", extractor.name, node.span.span_id, exc_info=True)
+            self.stats.read_failed(node.span, extractor.name)
             return None
 
     def build(self) -> list[AgentRun]:

@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 
 from toolscore.collector.extract import ExtractStats
 from toolscore.collector.pipeline.config import PipelineConfig
+from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.emit import RunScores, build_enrichment
 from toolscore.collector.pipeline.group import Admission, Admit, HeldRun, PendingTrace, TraceStore
 from toolscore.collector.pipeline.judge import AsyncScorer, JudgePool
@@ -54,23 +55,6 @@ class _InFlight(Generic[C]):
     outstanding: dict[Hashable, Expectation] = field(default_factory=dict)
     released: bool = False
     """Its results so far have been emitted; judge results from now on are late."""
-
-
-_DROPPED_CALLS = frozenset({"calls_over_limit", "call_without_run"})
-"""`ExtractStats.skipped` reasons that leave tool calls out of scoring: `toolscore.calls.dropped`."""
-
-
-class _CountedStats(ExtractStats):
-    """`ExtractStats` whose dropped calls also reach the telemetry (a skip is rare: no cost per span)."""
-
-    def __init__(self, telemetry: PipelineTelemetry) -> None:
-        super().__init__()
-        self._telemetry = telemetry
-
-    def skip(self, reason: str, count: int = 1) -> None:
-        super().skip(reason, count)
-        if reason in _DROPPED_CALLS:
-            self._telemetry.calls_dropped(count, reason)
 
 
 class Engine(Worker, Generic[C]):
@@ -120,7 +104,6 @@ class Engine(Worker, Generic[C]):
         self.registry, self.sink, self.decode = registry, sink, decode
         self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
-        self.stats: ExtractStats = _CountedStats(self.telemetry)
         self._held_as, self._size = hold, size
         super().__init__("toolscore-pipeline")
         self._fresh_state()
@@ -140,6 +123,7 @@ class Engine(Worker, Generic[C]):
             max_bytes=config.max_pending_bytes,
             size=self._size,
         )
+        self.stats: ExtractStats = CountedStats(self.telemetry, self.store.traces)
         self.refusals = Refusals(config.max_pending_traces)
         self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
         self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))

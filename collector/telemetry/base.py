@@ -83,6 +83,9 @@ class PipelineTelemetry(Protocol):
     def calls_dropped(self, n: int, reason: str) -> None:
         """`n` tool calls were left out of their runs' scores: ``calls_over_limit``, ``call_without_run``."""
 
+    def spans_unreadable(self, n: int, convention: str) -> None:
+        """`n` spans `convention` recognised could not be read (each is told once)."""
+
     def dedupe_forgotten(self, n: int, reason: str) -> None:
         """The memory of finished traces let go of `n` span ids (``max_pending_traces``, ``max_spans_per_trace``):
         a span of theirs that comes again is taken as new."""
@@ -145,6 +148,9 @@ class NoopTelemetry:
         pass
 
     def calls_dropped(self, n: int, reason: str) -> None:
+        pass
+
+    def spans_unreadable(self, n: int, convention: str) -> None:
         pass
 
     def dedupe_forgotten(self, n: int, reason: str) -> None:

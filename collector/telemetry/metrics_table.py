@@ -111,6 +111,11 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         ("calls_over_limit", "call_without_run"),
     ),
     AttributeSpec(
+        "toolscore.convention",
+        "The span convention that recognised a span but could not read it.",
+        ("pydantic_ai", "google_adk", "strands", "mastra", "traceloop", "vercel_ai", "openinference", "genai"),
+    ),
+    AttributeSpec(
         "toolscore.forget.reason",
         "Which bound made the pipeline let go of finished traces' span ids: it remembers the latest "
         "`max_pending_traces` finished traces (`max_pending_traces`), and the latest `max_spans_per_trace` span "
@@ -241,6 +246,17 @@ METRICS: tuple[MetricSpec, ...] = (
         "steps than `queue_size`, or more traces had refused spans than `max_pending_traces`.",
         (),
         "0; it can only grow while spans are dropped with `queue_full` (raise `queue_size`).",
+    ),
+    MetricSpec(
+        "toolscore.spans.unreadable",
+        "counter",
+        "{span}",
+        "Spans a convention recognised but could not read (an attribute in a shape it does not expect), each "
+        "counted once: an unreadable tool span's call is left out of its run, a run span's agent name and a "
+        "model span's call order are lost; the rest of the run is scored.",
+        ("toolscore.convention",),
+        "0; growth means an instrumentation writes what that convention's reader does not expect (a new "
+        "version): the `toolscore.collector.extract` debug log says why, per span.",
     ),
     MetricSpec(
         "toolscore.dedupe.forgotten",

@@ -160,6 +160,7 @@ class OTelPipelineTelemetry:
         self._forgotten = counters["toolscore.spans.forgotten"]
         self._calls_dropped = counters["toolscore.calls.dropped"]
         self._dedupe_forgotten = counters["toolscore.dedupe.forgotten"]
+        self._unreadable = counters["toolscore.spans.unreadable"]
         self._judge = counters["toolscore.judge.calls"]
         self._overflow = counters["toolscore.attribute.overflow"]
         self._forward = counters["toolscore.forward.spans"]
@@ -257,6 +258,10 @@ class OTelPipelineTelemetry:
     def calls_dropped(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.call.drop.reason", reason)
         self._tally.add(self._calls_dropped, (("toolscore.call.drop.reason", reason),), n)
+
+    def spans_unreadable(self, n: int, convention: str) -> None:
+        convention = self._limiter.bound("toolscore.convention", convention)
+        self._unreadable.add(n, {"toolscore.convention": convention})
 
     def dedupe_forgotten(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.forget.reason", reason)
