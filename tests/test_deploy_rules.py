@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.promql_names import exported_labels, exported_metrics, metric_names, recorded_names
+from toolscore.collector.telemetry.metrics_table import OVERLOAD_REASONS, REFUSAL_REASONS
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "toolscore.rules.yml"
@@ -96,6 +97,14 @@ def test_expectation_alerts_take_their_severity_from_the_expectation() -> None:
         assert alert["labels"]["severity"] == SEVERITY_FROM_EXPECTATION
         assert "group_left (toolscore_expectation_severity)" in alert["expr"]
         assert "expectation:toolscore_expectation_severity:info" in alert["expr"]
+
+
+def test_the_refusing_exports_alert_reads_every_overload_reason_and_nothing_else() -> None:
+    """Overload refusals are retried, so only a steady stream of them is worth an alert; any other is not."""
+    (alert,) = [alert for alert in _alerts() if alert["alert"] == "ToolscoreRefusingExports"]
+    (reasons,) = re.findall(r'toolscore_refusal_reason=~"([^"]*)"', alert["expr"])
+    assert sorted(reasons.split("|")) == sorted(OVERLOAD_REASONS)
+    assert set(OVERLOAD_REASONS) <= set(REFUSAL_REASONS)
 
 
 def test_name_check_catches_a_misspelt_metric() -> None:

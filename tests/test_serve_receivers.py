@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.certs import self_signed_certificate
 from tests.metric_reader import Meters
+from tests.pipeline_builders import wait_until
 from tests.serve_receiver_support import TOKEN, RecordingIngest, nested_attribute_request, sdk_spans
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.ingest import IngestResult
@@ -230,6 +232,99 @@ def test_a_request_over_the_span_limit_is_refused_before_it_is_parsed(ingest: Re
     assert ingest.span_names() == ["e", "f", "g", "i"]
     assert meters.refused() == {"too_many_spans": 3}
     assert meters.refused_spans() == {}, "the wire count stops past the limit: their spans were not counted"
+
+
+class _HeldIngest(RecordingIngest):
+    """A `RecordingIngest` whose `accept` holds the worker thread that calls it until `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
+        self.entered.set()
+        assert self.release.wait(10)
+        return super().accept(request, data)
+
+
+def test_calls_beyond_the_concurrent_call_bound_are_refused_unread_at_once_and_counted(meters: Meters) -> None:
+    """One worker, two slots: the running call and one waiting for the worker; a third is refused unread,
+    while the worker is still held (the refusal waits for no worker), and the sender retries it."""
+    ingest = _HeldIngest()
+    receiver = _start(ingest, meters, grpc_max_workers=1, grpc_max_concurrent_calls=2)
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{receiver.port}", insecure=True)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            export = TraceServiceStub(channel).Export
+            running = export.future(_request("running"), timeout=10)
+            assert ingest.entered.wait(5)
+            second, third = (export.future(_request(name), timeout=10) for name in ("second", "third"))
+            assert wait_until(lambda: second.done() or third.done())  # one answered while the worker is held
+            refused, waiting = (second, third) if second.done() else (third, second)
+            error = refused.exception(timeout=5)
+            assert isinstance(error, grpc.RpcError)
+            assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+            info = error_details_pb2.RetryInfo()
+            assert _status_details(error).details[0].Unpack(info)
+            assert info.retry_delay.ToNanoseconds() == 1_000_000_000
+            assert not waiting.done()
+            retried: list[SpanExportResult] = []
+            sender = threading.Thread(target=lambda: retried.append(exporter.export(sdk_spans("retried"))))
+            sender.start()  # refused too while the two calls hold the slots, then retried after a second
+            assert wait_until(lambda: meters.refused().get("too_many_calls", 0) >= 2)
+            ingest.release.set()
+            assert not running.result(timeout=5).HasField("partial_success")
+            assert not waiting.result(timeout=5).HasField("partial_success")
+            sender.join(10)
+            assert retried == [SpanExportResult.SUCCESS]
+    finally:
+        ingest.release.set()
+        exporter.shutdown()
+        receiver.stop(0)
+    names = ingest.span_names()
+    assert names in (["running", "second", "retried"], ["running", "third", "retried"]), "the refused one unread"
+    assert meters.refused_spans() == {}, "refused unread: its spans were not counted"
+
+
+def test_a_call_cancelled_while_it_waited_for_a_worker_gives_its_slot_back(meters: Meters) -> None:
+    """grpc skips a unary handler whose call ended while it waited: the stream one it calls still returns the slot."""
+    ingest = _HeldIngest()
+    receiver = _start(ingest, meters, grpc_max_workers=1, grpc_max_concurrent_calls=2)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            export = TraceServiceStub(channel).Export
+            running = export.future(_request("running"), timeout=10)
+            assert ingest.entered.wait(5)
+            with pytest.raises(grpc.RpcError) as caught:
+                export(_request("gave up"), timeout=0.3)  # waits for the worker past its deadline
+            assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+            ingest.release.set()
+            running.result(timeout=5)
+            ingest.release.clear()
+            ingest.entered.clear()
+            held = export.future(_request("held"), timeout=10)  # both slots are free again: both taken
+            assert ingest.entered.wait(5)
+            second = export.future(_request("second"), timeout=10)
+            ingest.release.set()
+            held.result(timeout=5)
+            second.result(timeout=5)
+    finally:
+        ingest.release.set()
+        receiver.stop(0)
+    assert ingest.span_names() == ["running", "held", "second"]
+    assert meters.refused() == {}
+
+
+def test_a_call_without_a_request_message_is_unimplemented_and_counted(
+    channel: grpc.Channel, ingest: RecordingIngest, meters: Meters
+) -> None:
+    with pytest.raises(grpc.RpcError) as caught:
+        channel.stream_unary(EXPORT)(iter(()), timeout=5)
+    assert caught.value.code() is grpc.StatusCode.UNIMPLEMENTED  # type: ignore[attr-defined]
+    assert "requires exactly one request message" in caught.value.details()  # type: ignore[attr-defined]
+    assert ingest.requests == []
+    assert meters.refused() == {"unsupported": 1}
 
 
 def test_good_requests_between_bad_ones_reach_the_ingest(channel: grpc.Channel, ingest: RecordingIngest) -> None:

@@ -9,20 +9,21 @@ INVALID_ARGUMENT naming what is wrong; and `Export` parses the bytes itself, ins
 shared with the HTTP receiver (`max_concurrent_decodes`). Oversized messages are refused by grpc itself
 (`max_receive_message_length`, checked after decompression) with RESOURCE_EXHAUSTED.
 
+`Export` takes its request as a stream of one message (on the wire, the same as a unary call): grpc
+then always calls it, even for a call cancelled while it waited for a worker, so it always gives back
+the slot `grpc_gate.CallSlots` took for it. What is refused before a worker takes the call
+(authentication, overload, the call bound) is `grpc_gate`'s.
+
 Overload is RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo`, which OTLP makes retryable. The status
 details travel in the standard `grpc-status-details-bin` trailer; the same `RetryInfo` also goes in
-`google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from. While
-`Ingest.refusal` says the collector is overloaded, an interceptor answers calls before their message is
-received: the handler it substitutes takes the request as a stream it never reads, so grpc neither
-copies the message into Python nor parses it (on the same wire, a unary call and a one-message stream
-are indistinguishable to the server).
+`google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from toolscore.collector.serve.bearer import bearer_matches
+from toolscore.collector.serve.grpc_gate import (
+    EXPORT_METHOD,
+    TRACE_SERVICE,
+    BearerAuth,
+    CallSlots,
+    ShedOverload,
+    abort,
+    abort_overloaded,
+    refusal_pool,
+)
 from toolscore.collector.serve.ingest import Ingest
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
@@ -43,11 +53,8 @@ from toolscore.collector.serve.otlp_export import (
     accept_safely,
     bad_payload_status,
     decode_slots,
-    early_refusal,
     export_response,
-    overloaded_status,
     parse_proto_request,
-    retry_info,
     span_count,
 )
 from toolscore.collector.serve.receiver_config import ReceiverConfig
@@ -57,9 +64,8 @@ __all__ = ["TRACE_SERVICE", "GrpcReceiver", "TraceServiceReceiver", "start_grpc_
 
 _log = logging.getLogger(__name__)
 
-TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
-_EXPORT_METHOD = f"/{TRACE_SERVICE}/Export"
-_UNAUTHENTICATED = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
+_ONE_MESSAGE = f'"{EXPORT_METHOD}" requires exactly one request message.'
+"""grpc's own answer to a unary call that carries no message."""
 
 
 @dataclass(frozen=True)
@@ -69,13 +75,6 @@ class _Undecodable:
     error: BadPayload
     reason: str
     """The `toolscore.refusal.reason` it is counted under."""
-
-
-@dataclass(frozen=True)
-class _RpcStatus(grpc.Status):  # type: ignore[misc]
-    code: grpc.StatusCode
-    details: str
-    trailing_metadata: tuple[tuple[str, bytes], ...]
 
 
 def _decode(data: bytes, max_spans: int) -> ExportTraceServiceRequest | _Undecodable:
@@ -89,35 +88,44 @@ def _decode(data: bytes, max_spans: int) -> ExportTraceServiceRequest | _Undecod
         return _Undecodable(BadPayload(f"the request could not be decoded: {exc!r}"), "internal")
 
 
-def _abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tuple[str, bytes]] = ()) -> None:
-    trailers = (("grpc-status-details-bin", status.SerializeToString()), *extra)
-    context.abort_with_status(_RpcStatus(code, status.message, trailers))
-
-
-def _abort_overloaded(context: Any, retry_after_s: float) -> None:
-    delay = retry_info(retry_after_s).SerializeToString()
-    status = overloaded_status(retry_after_s)
-    _abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
-
-
 class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
-    """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload."""
+    """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload.
+
+    Each call holds a slot of `slots`, taken when grpc admitted it; `Export` gives it back.
+    """
 
     def __init__(
-        self, ingest: Ingest, max_spans: int, decodes: threading.Semaphore, telemetry: ReceiverTelemetry
+        self,
+        ingest: Ingest,
+        max_spans: int,
+        decodes: threading.Semaphore,
+        telemetry: ReceiverTelemetry,
+        slots: CallSlots,
     ) -> None:
         self._ingest = ingest
         self._max_spans = max_spans
         self._decodes = decodes
         self._telemetry = telemetry
+        self._slots = slots
 
-    def Export(self, data: bytes, context: Any) -> Any:
+    def Export(self, requests: Iterator[bytes], context: Any) -> Any:
+        try:
+            data = next(requests, None)  # raises grpc.RpcError when the call was cancelled: grpc ends it
+            if data is None:
+                self._telemetry.request_refused("unsupported")
+                context.abort(grpc.StatusCode.UNIMPLEMENTED, _ONE_MESSAGE)
+                raise AssertionError("unreachable: abort raises")
+            return self._export(data, context)
+        finally:
+            self._slots.leave()
+
+    def _export(self, data: bytes, context: Any) -> Any:
         with self._decodes:  # released by abort's exception too
             request = _decode(data, self._max_spans)
             if isinstance(request, _Undecodable):
                 _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
                 self._telemetry.request_refused(request.reason, request.error.spans)
-                _abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
+                abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
                 raise AssertionError("unreachable: abort raises")
             result = accept_safely(self._ingest, request, data)
         if result is None:
@@ -125,48 +133,8 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
             context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
             raise AssertionError("unreachable: abort raises")
         if result.overloaded:
-            _abort_overloaded(context, result.retry_after_s)
+            abort_overloaded(context, result.retry_after_s)
         return export_response(result)
-
-
-class _ShedOverload(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Refuses `Export` calls unread while `Ingest.refusal` answers (see the module docstring)."""
-
-    def __init__(self, ingest: Ingest) -> None:
-        self._ingest = ingest
-
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        if details.method == _EXPORT_METHOD:
-            answer = early_refusal(self._ingest)
-            if answer is not None:
-                retry_after_s = answer.retry_after_s
-
-                def refuse(unread: Any, context: Any) -> None:
-                    _abort_overloaded(context, retry_after_s)
-
-                return grpc.stream_unary_rpc_method_handler(refuse)
-        return continuation(details)
-
-
-class _BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Refuses calls without `authorization: Bearer <token>` before their message is even parsed."""
-
-    def __init__(self, token: str, telemetry: ReceiverTelemetry) -> None:
-        self._token = token
-        self._telemetry = telemetry
-        self._deny = grpc.unary_unary_rpc_method_handler(self._refuse)
-
-    def _refuse(self, request: Any, context: Any) -> None:
-        self._telemetry.request_refused("unauthenticated")
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED)
-
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        for key, value in details.invocation_metadata or ():
-            if key == "authorization":
-                if bearer_matches(value if isinstance(value, str) else bytes(value), self._token):
-                    return continuation(details)
-                break
-        return self._deny
 
 
 @dataclass
@@ -176,6 +144,8 @@ class GrpcReceiver:
     server: Any
     port: int
     tls: bool = False
+    refusals: ThreadPoolExecutor | None = field(default=None, repr=False)
+    """The thread refusals are answered on (`grpc_gate`), closed after the server."""
     _stopped: bool = field(default=False, repr=False)
 
     def stop(self, grace_s: float = 5.0) -> None:
@@ -184,6 +154,8 @@ class GrpcReceiver:
             return
         self._stopped = True
         self.server.stop(grace_s).wait(grace_s + 1.0)
+        if self.refusals is not None:
+            self.refusals.shutdown(wait=False)
 
 
 def start_grpc_receiver(
@@ -200,14 +172,17 @@ def start_grpc_receiver(
     if decodes is None:
         decodes = decode_slots(config.max_concurrent_decodes)
     telemetry = telemetry or NoopTelemetry()
-    servicer = TraceServiceReceiver(ingest, config.max_spans_per_request, decodes, telemetry)
-    handler = grpc.unary_unary_rpc_method_handler(
+    refusals = refusal_pool()
+    slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals)
+    servicer = TraceServiceReceiver(ingest, config.max_spans_per_request, decodes, telemetry, slots)
+    handler = grpc.stream_unary_rpc_method_handler(
         servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
     interceptors: list[grpc.ServerInterceptor] = (
-        [_BearerAuth(config.bearer_token, telemetry)] if config.bearer_token else []
+        [BearerAuth(config.bearer_token, telemetry, refusals)] if config.bearer_token else []
     )
-    interceptors.append(_ShedOverload(ingest))  # after authentication: a stranger learns nothing of the load
+    interceptors.append(ShedOverload(ingest, refusals))  # after authentication: a stranger learns nothing of the load
+    interceptors.append(slots)  # last: a call it admits must reach `Export`, which gives its slot back
     server = grpc.server(
         ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc"),
         interceptors=interceptors,
@@ -223,12 +198,14 @@ def start_grpc_receiver(
             port = server.add_insecure_port(config.grpc_endpoint)
     except RuntimeError as exc:
         server.stop(None)
+        refusals.shutdown(wait=False)
         raise RuntimeError(f"OTLP/gRPC receiver cannot listen on {config.grpc_endpoint}: {exc}") from None
     if not port:
         server.stop(None)
+        refusals.shutdown(wait=False)
         raise RuntimeError(f"OTLP/gRPC receiver cannot listen on {config.grpc_endpoint}")
     server.start()
     _log.info(
         "OTLP/gRPC receiver listening on %s (port %d)%s", config.grpc_endpoint, port, " TLS" if config.tls else ""
     )
-    return GrpcReceiver(server, int(port), tls=config.tls)
+    return GrpcReceiver(server, int(port), tls=config.tls, refusals=refusals)

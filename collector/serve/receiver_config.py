@@ -89,7 +89,16 @@ class ReceiverConfig(BaseModel):
     )
     tls_key_file: str | None = Field(default=None, description="PEM private key of `tls_cert_file`.")
     grpc_max_workers: int = Field(
-        default=8, gt=0, description="Threads answering gRPC calls; further calls wait in grpc's queue."
+        default=8,
+        gt=0,
+        description="Threads answering gRPC calls; further calls wait for one, up to `grpc_max_concurrent_calls`.",
+    )
+    grpc_max_concurrent_calls: int = Field(
+        default=64,
+        gt=0,
+        description="Export calls taken at once, running on the `grpc_max_workers` threads or waiting for one; "
+        "a call beyond this gets RESOURCE_EXHAUSTED with a 1 s retry delay, its message unread, and the sender "
+        "retries (counted `too_many_calls`). Without a bound, waiting calls would queue in grpc without limit.",
     )
     http_max_connections: int = Field(
         default=64,

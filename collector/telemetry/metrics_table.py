@@ -18,6 +18,7 @@ __all__ = [
     "DELAY_BUCKETS_S",
     "METRICS",
     "OTHER_VALUE",
+    "OVERLOAD_REASONS",
     "REFUSAL_REASONS",
     "SCORE_BUCKETS",
     "AttributeSpec",
@@ -71,6 +72,7 @@ REFUSAL_REASONS: tuple[str, ...] = (
     "forward_queue_full",
     "shutdown",
     "too_many_connections",
+    "too_many_calls",
     "too_many_spans",
     "too_large",
     "invalid",
@@ -79,7 +81,10 @@ REFUSAL_REASONS: tuple[str, ...] = (
     "timeout",
     "internal",
 )
-"""Every `toolscore.refusal.reason`; OTLP senders retry the first four (RESOURCE_EXHAUSTED, HTTP 429, 503)."""
+"""Every `toolscore.refusal.reason`; OTLP senders retry the first five (RESOURCE_EXHAUSTED, HTTP 429, 503)."""
+
+OVERLOAD_REASONS: tuple[str, ...] = ("queue_full", "forward_queue_full", "too_many_connections", "too_many_calls")
+"""The refusal reasons that mean `toolscore serve` is overloaded (the `ToolscoreRefusingExports` alert's)."""
 
 CAPPED_NOTE = "names, at most `max_attribute_values` distinct values; then `_other`"
 """How the README describes a capped attribute's values."""
@@ -136,10 +141,11 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec(
         "toolscore.refusal.reason",
         "Why `toolscore serve` refused an export request, or spans of one. Senders retry `queue_full` and "
-        "`forward_queue_full` (which queue had no room), `shutdown` and `too_many_connections` (HTTP 503 at "
-        "`http_max_connections`). The other reasons lose the spans: `too_many_spans` (over "
-        "`max_spans_per_request`), `too_large` (HTTP 413), `invalid` (undecodable or badly framed; or spans "
-        "with unusable ids left out of an accepted request), `unsupported` (HTTP 415, 501), `unauthenticated`, "
+        "`forward_queue_full` (which queue had no room), `shutdown`, `too_many_connections` (HTTP 503 at "
+        "`http_max_connections`) and `too_many_calls` (RESOURCE_EXHAUSTED at `grpc_max_concurrent_calls`). The "
+        "other reasons lose the spans: `too_many_spans` (over `max_spans_per_request`), `too_large` (HTTP "
+        "413), `invalid` (undecodable or badly framed; or spans with unusable ids left out of an accepted "
+        "request), `unsupported` (HTTP 415, 501; a gRPC call without a request message), `unauthenticated`, "
         "`timeout` (HTTP 408, `http_request_timeout_s`), `internal` (toolscore failed; see its log).",
         REFUSAL_REASONS,
     ),
@@ -340,8 +346,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "refused by grpc before toolscore sees them and are not counted.",
         ("toolscore.refusal.reason",),
         "0, or short bursts of overload; steady growth means the replica is short of CPU (`queue_full`: add "
-        "replicas) or the downstream is slow (`forward_queue_full`); any other reason means a sender is "
-        "misconfigured or sends what toolscore cannot take.",
+        "replicas), the downstream is slow (`forward_queue_full`) or more senders export at once than "
+        "`http_max_connections` / `grpc_max_concurrent_calls` (raise them or add replicas); any other reason "
+        "means a sender is misconfigured or sends what toolscore cannot take.",
     ),
     MetricSpec(
         "toolscore.score_store.dropped",

@@ -1,0 +1,163 @@
+"""What answers an OTLP/gRPC call before a worker thread takes it: authentication, overload, the call bound.
+
+grpc's synchronous server runs every call it takes on its thread pool, whose queue has no bound: a call
+beyond `grpc_max_workers` waits there, its message held by grpc up to the HTTP/2 flow-control window,
+for as long as the calls ahead of it take. Interceptors run on grpc's polling thread, before that
+queue, so the decisions are taken there:
+
+- `BearerAuth`: a call without the token is refused (`unauthenticated`);
+- `ShedOverload`: while `Ingest.refusal` says the pipeline is overloaded, a call is refused with its
+  retry delay (the ingest counts it);
+- `CallSlots`: at most `grpc_max_concurrent_calls` Export calls are taken at once, running or waiting
+  for a worker; another is refused RESOURCE_EXHAUSTED with a one-second `RetryInfo` (`too_many_calls`).
+  The polling thread takes a slot; the call gives it back when it ends, whatever the outcome.
+
+A refusal never reads the request (its handler takes the request as a stream it never reads: on the
+wire a unary call and a one-message stream are the same) and never waits for a worker: it runs on a
+thread of its own, named by the `experimental_thread_pool` attribute grpc's server looks for on a
+behavior (a grpc without it would run refusals on the workers: later, still answered and counted).
+
+Not grpc's own `maximum_concurrent_rpcs`: past it the server answers a bare RESOURCE_EXHAUSTED, without
+`RetryInfo`, which OTLP makes a permanent failure (the OpenTelemetry Collector's exporter drops the
+batch); and it decides in its polling loop after the interceptors have run, where nothing can count it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from toolscore.collector.serve.bearer import bearer_matches
+from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.otlp_export import ReceiverTelemetry, early_refusal, overloaded_status, retry_info
+
+__all__ = [
+    "EXPORT_METHOD",
+    "TRACE_SERVICE",
+    "BearerAuth",
+    "CallSlots",
+    "ShedOverload",
+    "abort",
+    "abort_overloaded",
+    "refusal_pool",
+]
+
+_log = logging.getLogger(__name__)
+
+TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+EXPORT_METHOD = f"/{TRACE_SERVICE}/Export"
+_UNAUTHENTICATED = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
+_CALLS_RETRY_AFTER_S = 1.0
+"""The retry delay past `grpc_max_concurrent_calls`, as HTTP's `Retry-After: 1` past `http_max_connections`."""
+
+
+@dataclass(frozen=True)
+class _RpcStatus(grpc.Status):  # type: ignore[misc]
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, bytes], ...]
+
+
+def abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tuple[str, bytes]] = ()) -> None:
+    """End the call with `code` and the `google.rpc.Status` in `grpc-status-details-bin`; raises, as grpc does."""
+    trailers = (("grpc-status-details-bin", status.SerializeToString()), *extra)
+    context.abort_with_status(_RpcStatus(code, status.message, trailers))
+
+
+def abort_overloaded(context: Any, retry_after_s: float) -> None:
+    """RESOURCE_EXHAUSTED with `RetryInfo`, also in the `google.rpc.retryinfo-bin` trailer the OTel Python
+    exporter reads its delay from; raises."""
+    delay = retry_info(retry_after_s).SerializeToString()
+    status = overloaded_status(retry_after_s)
+    abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
+
+
+def refusal_pool() -> ThreadPoolExecutor:
+    """The thread refusals run on, apart from the workers (see the module docstring)."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolscore-otlp-grpc-refusals")
+
+
+class _Unread:
+    """A stream-unary behavior that answers with `answer(context)` without reading the request, on `pool`."""
+
+    def __init__(self, answer: Callable[[Any], None], pool: ThreadPoolExecutor) -> None:
+        self._answer = answer
+        self.experimental_thread_pool = pool
+
+    def __call__(self, unread: Any, context: Any) -> None:
+        self._answer(context)
+
+
+def _refusal(answer: Callable[[Any], None], pool: ThreadPoolExecutor) -> Any:
+    return grpc.stream_unary_rpc_method_handler(_Unread(answer, pool))
+
+
+class BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses calls without `authorization: Bearer <token>` before their message is even received."""
+
+    def __init__(self, token: str, telemetry: ReceiverTelemetry, pool: ThreadPoolExecutor) -> None:
+        self._token = token
+        self._telemetry = telemetry
+        self._deny = _refusal(self._refuse, pool)
+
+    def _refuse(self, context: Any) -> None:
+        self._telemetry.request_refused("unauthenticated")
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED)
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        for key, value in details.invocation_metadata or ():
+            if key == "authorization":
+                if bearer_matches(value if isinstance(value, str) else bytes(value), self._token):
+                    return continuation(details)
+                break
+        return self._deny
+
+
+class ShedOverload(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Refuses `Export` calls unread while `Ingest.refusal` answers; the ingest counts them."""
+
+    def __init__(self, ingest: Ingest, pool: ThreadPoolExecutor) -> None:
+        self._ingest = ingest
+        self._pool = pool
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        if details.method == EXPORT_METHOD:
+            answer = early_refusal(self._ingest)
+            if answer is not None:
+                retry_after_s = answer.retry_after_s
+                return _refusal(lambda context: abort_overloaded(context, retry_after_s), self._pool)
+        return continuation(details)
+
+
+class CallSlots(grpc.ServerInterceptor):  # type: ignore[misc]
+    """At most `limit` `Export` calls taken at once; the others refused unread (`too_many_calls`).
+
+    Must be the last interceptor: a call it admits holds a slot until its behavior calls `leave`, so
+    no later interceptor may substitute another handler for it.
+    """
+
+    def __init__(self, limit: int, telemetry: ReceiverTelemetry, pool: ThreadPoolExecutor) -> None:
+        self.limit = limit
+        self._slots = threading.BoundedSemaphore(limit)
+        self._telemetry = telemetry
+        self._busy = _refusal(self._refuse, pool)
+
+    def _refuse(self, context: Any) -> None:
+        _log.debug("OTLP/gRPC: %d calls taken, refusing one from %s", self.limit, context.peer())
+        self._telemetry.request_refused("too_many_calls")
+        abort_overloaded(context, _CALLS_RETRY_AFTER_S)
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        if details.method == EXPORT_METHOD and not self._slots.acquire(blocking=False):
+            return self._busy
+        return continuation(details)
+
+    def leave(self) -> None:
+        """Give back the slot of an admitted `Export` call; exactly once per call, when it ends."""
+        self._slots.release()
