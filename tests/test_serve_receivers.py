@@ -192,18 +192,35 @@ def test_empty_request_is_a_success(channel: grpc.Channel, ingest: RecordingInge
     assert len(ingest.requests) == 1
 
 
-def test_oversized_message_is_refused_and_the_next_one_served(ingest: RecordingIngest) -> None:
-    receiver = _start(ingest, max_message_bytes=4000)
+def test_oversized_message_is_refused_counted_and_the_next_one_served(ingest: RecordingIngest, meters: Meters) -> None:
+    over, beyond = _request("x" * 2500), _request("z" * 5000)  # the name goes in twice: as name and tool name
+    assert 4000 < over.ByteSize() < 8000 < beyond.ByteSize()
+    receiver = _start(ingest, meters, max_message_bytes=4000)
+    exporter = OTLPSpanExporter(
+        endpoint=f"127.0.0.1:{receiver.port}", insecure=True, compression=Compression.Gzip, timeout=0.5
+    )  # too short a deadline for a second try: one export, one attempt
     try:
         with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
             stub = TraceServiceStub(channel)
             with pytest.raises(grpc.RpcError) as caught:
-                stub.Export(_request("x" * 5000), timeout=5)
+                stub.Export(over, timeout=5)
             assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+            assert "over the 4000-byte limit (receiver.max_message_bytes)" in caught.value.details()  # type: ignore[attr-defined]
+            assert meters.refused() == {"too_large": 1}
+            # a few hundred bytes gzipped, 6 KB once grpc has decompressed it: the limit is on the latter
+            assert exporter.export(sdk_spans("y" * 3000)) is SpanExportResult.FAILURE
+            assert meters.refused() == {"too_large": 2}
+            with pytest.raises(grpc.RpcError) as unseen:  # over twice the limit: grpc refuses it unseen
+                stub.Export(beyond, timeout=5)
+            assert unseen.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+            assert "larger than max" in unseen.value.details()  # type: ignore[attr-defined]
             stub.Export(_request("small"), timeout=5)
     finally:
+        exporter.shutdown()
         receiver.stop(0)
     assert ingest.span_names() == ["small"]
+    assert meters.refused() == {"too_large": 2}, "toolscore never hears of grpc's own refusal"
+    assert meters.refused_spans() == {}, "refused before its spans were counted"
 
 
 def test_a_request_over_the_span_limit_is_refused_before_it_is_parsed(ingest: RecordingIngest, meters: Meters) -> None:

@@ -6,8 +6,13 @@ runs. The servicer is the generated `TraceServiceServicer`, but it is registered
 deserializer rather than through `add_TraceServiceServicer_to_server`: the generated one raises on
 bytes that do not parse, which grpc answers as INTERNAL with no detail, where OTLP wants
 INVALID_ARGUMENT naming what is wrong; and `Export` parses the bytes itself, inside a decode slot
-shared with the HTTP receiver (`max_concurrent_decodes`). Oversized messages are refused by grpc itself
-(`max_receive_message_length`, checked after decompression) with RESOURCE_EXHAUSTED.
+shared with the HTTP receiver (`max_concurrent_decodes`).
+
+A message over `max_message_bytes` is refused RESOURCE_EXHAUSTED and counted `too_large`, as HTTP counts
+its 413s. grpc's own limit (`max_receive_message_length`, checked after decompression) refuses a message
+from its length prefix, before reading it, but toolscore never hears of it: the call just ends, as when a
+sender cancels it. So grpc's limit is set at twice `max_message_bytes` (`_receive_limit`), and `Export`
+refuses what lies between; only a message over twice the limit goes uncounted.
 
 `Export` takes its request as a stream of one message (on the wire, the same as a unary call): grpc
 then always calls it, even for a call cancelled while it waited for a worker, so it always gives back
@@ -66,6 +71,15 @@ _log = logging.getLogger(__name__)
 
 _ONE_MESSAGE = f'"{EXPORT_METHOD}" requires exactly one request message.'
 """grpc's own answer to a unary call that carries no message."""
+_GRPC_MAX_INT = 2**31 - 1
+"""grpc's channel arguments are C ints."""
+
+
+def _receive_limit(max_message_bytes: int) -> int:
+    """grpc's receive limit: twice `max_message_bytes`, so that `Export` sees, refuses and counts the messages
+    in between. Receiving one takes about three times its size until it is refused (grpc's buffers and the
+    copy handed to Python), so the gRPC workers hold at most `grpc_max_workers` × 6 × `max_message_bytes`."""
+    return min(2 * max_message_bytes, _GRPC_MAX_INT)
 
 
 @dataclass(frozen=True)
@@ -100,10 +114,13 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
         max_spans: int,
         decodes: threading.Semaphore,
         telemetry: ReceiverTelemetry,
+        *,
         slots: CallSlots,
+        max_bytes: int,
     ) -> None:
         self._ingest = ingest
         self._max_spans = max_spans
+        self._max_bytes = max_bytes
         self._decodes = decodes
         self._telemetry = telemetry
         self._slots = slots
@@ -115,9 +132,22 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
                 self._telemetry.request_refused("unsupported")
                 context.abort(grpc.StatusCode.UNIMPLEMENTED, _ONE_MESSAGE)
                 raise AssertionError("unreachable: abort raises")
+            if len(data) > self._max_bytes:
+                self._refuse_too_large(len(data), context)
             return self._export(data, context)
         finally:
             self._slots.leave()
+
+    def _refuse_too_large(self, size: int, context: Any) -> None:
+        """RESOURCE_EXHAUSTED without `RetryInfo`, as grpc answers past its own limit: the same request would
+        be refused again. Raises."""
+        message = (
+            f"the request is {size} bytes, over the {self._max_bytes}-byte limit (receiver.max_message_bytes): "
+            "send smaller batches"
+        )
+        _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), message)
+        self._telemetry.request_refused("too_large")
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     def _export(self, data: bytes, context: Any) -> Any:
         with self._decodes:  # released by abort's exception too
@@ -174,7 +204,9 @@ def start_grpc_receiver(
     telemetry = telemetry or NoopTelemetry()
     refusals = refusal_pool()
     slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals)
-    servicer = TraceServiceReceiver(ingest, config.max_spans_per_request, decodes, telemetry, slots)
+    servicer = TraceServiceReceiver(
+        ingest, config.max_spans_per_request, decodes, telemetry, slots=slots, max_bytes=config.max_message_bytes
+    )
     handler = grpc.stream_unary_rpc_method_handler(
         servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
@@ -187,7 +219,10 @@ def start_grpc_receiver(
         ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc"),
         interceptors=interceptors,
         # SO_REUSEPORT off: a second collector on the same port must fail to start, not share the traffic.
-        options=[("grpc.max_receive_message_length", config.max_message_bytes), ("grpc.so_reuseport", 0)],
+        options=[
+            ("grpc.max_receive_message_length", _receive_limit(config.max_message_bytes)),
+            ("grpc.so_reuseport", 0),
+        ],
     )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
     try:

@@ -2,7 +2,7 @@
 
 One model for both transports, because the limits must agree: a request refused over HTTP for its size
 must not get through over gRPC. `max_message_bytes` bounds what is parsed, whatever the encoding: the
-gRPC receive limit (applied by grpc after decompression), the HTTP body as sent, and (unless
+gRPC message after decompression, the HTTP body as sent, and (unless
 `max_decompressed_bytes` says otherwise) the HTTP body after gzip, so a small gzip bomb cannot expand
 into memory. Bytes are not the whole story: parsing builds a message per entry, and an entry can be two
 bytes, so `max_spans_per_request` bounds the entries and `max_concurrent_decodes` how many requests are
@@ -54,8 +54,9 @@ class ReceiverConfig(BaseModel):
     max_message_bytes: int = Field(
         default=DEFAULT_MAX_MESSAGE_BYTES,
         gt=0,
-        description="Largest request accepted, in bytes: the gRPC receive limit (larger: RESOURCE_EXHAUSTED) "
-        "and the HTTP body limit (larger: 413).",
+        description="Largest request accepted, in bytes: a larger gRPC message (after decompression) gets "
+        "RESOURCE_EXHAUSTED, a larger HTTP body 413, counted `too_large`. gRPC messages up to twice this are "
+        "received to be counted; grpc refuses larger ones itself, unread and uncounted.",
     )
     max_decompressed_bytes: int | None = Field(
         default=None,

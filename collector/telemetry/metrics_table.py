@@ -143,10 +143,11 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "Why `toolscore serve` refused an export request, or spans of one. Senders retry `queue_full` and "
         "`forward_queue_full` (which queue had no room), `shutdown`, `too_many_connections` (HTTP 503 at "
         "`http_max_connections`) and `too_many_calls` (RESOURCE_EXHAUSTED at `grpc_max_concurrent_calls`). The "
-        "other reasons lose the spans: `too_many_spans` (over `max_spans_per_request`), `too_large` (HTTP "
-        "413), `invalid` (undecodable or badly framed; or spans with unusable ids left out of an accepted "
-        "request), `unsupported` (HTTP 415, 501; a gRPC call without a request message), `unauthenticated`, "
-        "`timeout` (HTTP 408, `http_request_timeout_s`), `internal` (toolscore failed; see its log).",
+        "other reasons lose the spans: `too_many_spans` (over `max_spans_per_request`), `too_large` (HTTP 413, "
+        "or RESOURCE_EXHAUSTED for a gRPC message; see `toolscore.receiver.refused`), `invalid` (undecodable "
+        "or badly framed; or spans with unusable ids left out of an accepted request), `unsupported` (HTTP "
+        "415, 501; a gRPC call without a request message), `unauthenticated`, `timeout` (HTTP 408, "
+        "`http_request_timeout_s`), `internal` (toolscore failed; see its log).",
         REFUSAL_REASONS,
     ),
     AttributeSpec(
@@ -342,8 +343,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "Export requests `toolscore serve` refused whole, by reason. Overload (RESOURCE_EXHAUSTED / HTTP 429 "
         "with a retry delay, read or not; HTTP 503 while every connection slot is taken) and shutdown are "
         "retried by the sender, so nothing is lost unless it gives up; any other reason is answered with an "
-        "error saying why, and the request's spans are lost. gRPC messages over `max_message_bytes` are "
-        "refused by grpc before toolscore sees them and are not counted.",
+        "error saying why, and the request's spans are lost. A gRPC message over twice `max_message_bytes` is "
+        "refused by grpc from its length prefix before toolscore sees it, and is not counted (to toolscore the "
+        "call just ends, as when its sender cancels it).",
         ("toolscore.refusal.reason",),
         "0, or short bursts of overload; steady growth means the replica is short of CPU (`queue_full`: add "
         "replicas), the downstream is slow (`forward_queue_full`) or more senders export at once than "
