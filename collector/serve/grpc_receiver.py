@@ -102,6 +102,23 @@ def _decode(data: bytes, max_spans: int) -> ExportTraceServiceRequest | _Undecod
         return _Undecodable(BadPayload(f"the request could not be decoded: {exc!r}"), "internal")
 
 
+_ENDED_WAIT_S = 0.05
+"""How long a call without a request message is watched for grpc ending it (the rare path only)."""
+
+
+def _ended_by_grpc(context: Any) -> bool:
+    """Whether grpc itself ends a call that brought no request message, rather than the sender sending none.
+
+    A message over grpc's own limit reaches the handler as no message at all, and the call's cancellation
+    may be noted a moment later: without this wait, a sender's oversized request was now and then counted
+    as `unsupported` instead of not at all (grpc answers it, and toolscore cannot see its size).
+    """
+    ended = threading.Event()
+    if not context.add_callback(ended.set):
+        return True  # already terminated
+    return ended.wait(_ENDED_WAIT_S) or not context.is_active()
+
+
 class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
     """`Export` → `Ingest.accept`, with OTLP's answers for success, partial success, bad data and overload.
 
@@ -129,6 +146,8 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
         try:
             data = next(requests, None)  # raises grpc.RpcError when the call was cancelled: grpc ends it
             if data is None:
+                if _ended_by_grpc(context):
+                    return ExportTraceServiceResponse()  # grpc refused the message (over its limit): its answer stands
                 self._telemetry.request_refused("unsupported")
                 context.abort(grpc.StatusCode.UNIMPLEMENTED, _ONE_MESSAGE)
                 raise AssertionError("unreachable: abort raises")
