@@ -331,3 +331,53 @@ def test_a_run_whose_scoring_raises_goes_on_unscored_and_costs_no_other_trace() 
     assert telemetry.counts["dropped:error"] == 2
     assert telemetry.outcomes == Counter(matched=5)  # the broken run is counted as dropped spans, not as a run
     assert telemetry.counts["passed"] == telemetry.counts["received"] == 17
+
+
+@pytest.mark.parametrize("value", [["chat"], {"op": "chat"}], ids=["array", "kvlist"])
+def test_a_span_no_convention_can_read_costs_nothing_else_in_its_batch(value: object) -> None:
+    """An array where the conventions have a string (`gen_ai.operation.name = ["chat"]`, as OTLP can carry it)
+    made classification raise: the whole batch the worker had taken was lost, other traces' spans with it."""
+    odd_trace = f"{0xD:032x}"
+    odd = record("4000000000000001", None, "chat weird", {"gen_ai.operation.name": value}, odd_trace)
+    others = [genai_run(RUN, ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in range(1, 4)]
+    telemetry = Recording()
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(TRAVEL) as registry:
+        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, PipelineConfig(settle_ms=20), telemetry)
+        try:
+            pipeline.offer_all([odd, *(span for spans in others for span in spans)])
+            assert pipeline.flush(5.0)
+        finally:
+            pipeline.shutdown(5.0)
+    assert [r.trace_id for r, _ in sink.enriched] == [f"{i:032x}" for i in range(1, 4)]
+    assert odd in sink.released
+    assert telemetry.counts["passed"] == telemetry.counts["received"] == 10
+
+
+def test_a_span_the_store_cannot_take_goes_on_with_its_trace_and_the_batch_flows() -> None:
+    """A bug in grouping (here: a source whose decode gives a span id that cannot be a key) costs that span's
+    trace, unscored and counted as dropped (`error`), never the other spans taken in the same step."""
+    bad_trace = f"{0xE:032x}"
+    bad = [record("5000000000000001", RUN, "execute_tool book_flight", tool_attrs("book_flight", "c0"), bad_trace)]
+    bad.append(record(RUN, None, "invoke_agent travel", run_attrs(), bad_trace))
+    others = [genai_run(RUN, ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in range(1, 4)]
+
+    def decode(carrier: SpanRecord) -> SpanRecord:
+        if carrier is bad[1]:  # the run span, after its tool span was stored
+            return SpanRecord(bad_trace, [RUN], None, "invoke_agent travel", attributes=run_attrs())  # type: ignore[arg-type]
+        return carrier
+
+    telemetry = Recording()
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(TRAVEL) as registry:
+        pipeline: Engine[SpanRecord] = Engine(registry, sink, decode, PipelineConfig(settle_ms=20), telemetry)
+        try:
+            pipeline.offer_all([*bad, *(span for spans in others for span in spans)])
+            assert pipeline.flush(5.0)
+        finally:
+            pipeline.shutdown(5.0)
+    assert [r.trace_id for r, _ in sink.enriched] == [f"{i:032x}" for i in range(1, 4)]
+    assert Counter(id(r) for r in sink.released if r.trace_id == bad_trace) == Counter(id(r) for r in bad)
+    assert telemetry.counts["dropped:error"] == 2
+    assert bad_trace not in pipeline.store.traces
+    assert telemetry.counts["passed"] == telemetry.counts["received"] == 11

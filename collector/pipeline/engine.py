@@ -245,24 +245,42 @@ class Engine(Worker, Generic[C]):
             if record is None:
                 passing.append(carrier)
                 continue
-            admission = self.store.admit(record, carrier, arrived)
-            for evicted in admission.evicted:
-                self._evict(evicted, "max_pending_traces")
-            for evicted in admission.evicted_for_bytes:
-                self._evict(evicted, "max_pending_bytes")
-            kind, trace = admission.kind, admission.trace
-            if kind is not _HELD and kind is not _CANDIDATE:
-                passing.append(carrier)
-            passing.extend(admission.released)
-            late += kind is _LATE
-            over_cap += kind is _OVER_CAP
-            if trace is not None and kind in (_STORED, _HELD, _CANDIDATE):
-                self._arm(admission, record, arrived, now)
+            try:
+                admission = self.store.admit(record, carrier, arrived)
+                for evicted in admission.evicted:
+                    self._evict(evicted, "max_pending_traces")
+                for evicted in admission.evicted_for_bytes:
+                    self._evict(evicted, "max_pending_bytes")
+                kind, trace = admission.kind, admission.trace
+                passing.extend(admission.released)
+                late += kind is _LATE
+                over_cap += kind is _OVER_CAP
+                if trace is not None and kind in (_STORED, _HELD, _CANDIDATE):
+                    self._arm(admission, record, arrived, now)
+                if kind is not _HELD and kind is not _CANDIDATE:
+                    passing.append(carrier)
+            except Exception:  # a bug must cost this span's trace only, not the rest of the batch
+                self._not_admitted(record, carrier, passing)
         self._release(passing)
         if late:
             self.telemetry.late_spans(late)
         if over_cap:
             self.telemetry.spans_dropped(over_cap, "max_spans_per_trace")
+
+    def _not_admitted(self, record: SpanRecord, carrier: C, passing: list[C]) -> None:
+        """Admitting the span raised: its trace goes on unscored (`_abandon`), and so does the span."""
+        _log.exception(
+            "span %s of trace %s could not be grouped; its trace goes on unscored", record.span_id, record.trace_id
+        )
+        trace = self.store.traces.get(record.trace_id)
+        span_id = record.span_id  # compared, not hashed: a span id that cannot be a key may be why
+        held = trace is not None and any(span_id == key for key in trace.held)  # then `_abandon` passes it on
+        counted = trace is not None and any(span_id == key for key in trace.records)  # and counts it dropped
+        self._abandon(record.trace_id)
+        if not held:
+            passing.append(carrier)
+        if not counted:
+            self.telemetry.spans_dropped(1, "error")
 
     def _decode(self, carrier: C) -> SpanRecord | None:
         try:

@@ -222,6 +222,7 @@ class TraceStore(Generic[C]):
         return len(self.traces)
 
     def admit(self, record: SpanRecord, carrier: C, arrived_ns: int) -> Admission[C]:
+        node = classify_span(record)  # first, before anything changes: the span's own content is read here
         trace = self.traces.get(record.trace_id)
         if trace is None:
             seen = self._finished.pop(record.trace_id, None)
@@ -241,7 +242,6 @@ class TraceStore(Generic[C]):
         touched, late = self._under(trace, record.parent_id)
         if late:
             return Admission(_LATE, trace)
-        node = classify_span(record)
         role = node.role
         if len(trace.held if role is _RUN else trace.records) >= self.max_spans:
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out

@@ -9,10 +9,14 @@ extractor that would have recognised it when all were asked.
 
 from __future__ import annotations
 
+import logging
+
 from toolscore.collector.extract.conventions.base import Extractor, Gate, Role
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["Dispatch"]
+
+_log = logging.getLogger("toolscore.extract")
 
 _MAX_CACHED = 4096
 """Candidate lists kept; scope names come from the wire, so the cache is cleared when it grows past this."""
@@ -50,9 +54,18 @@ class Dispatch:
         return found
 
     def classify(self, span: SpanRecord) -> tuple[Extractor, Role] | None:
-        """The first extractor that recognises the span, with the role it gives it."""
+        """The first extractor that recognises the span, with the role it gives it; never raises.
+
+        An extractor whose predicate raises on the span (an array where its convention has a string:
+        `gen_ai.operation.name = ["chat"]` is unhashable) does not recognise it. Raising here would
+        lose the span: classification runs on the worker thread for every span it takes.
+        """
         for extractor in self.candidates(span):
-            role = extractor.classify(span)
+            try:
+                role = extractor.classify(span)
+            except Exception:
+                _log.debug("%s could not classify span %r; taken as not of its convention", extractor.name, span.name)
+                continue
             if role is not None:
                 return extractor, role
         return None
