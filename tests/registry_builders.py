@@ -1,13 +1,18 @@
-"""Small builders shared by the registry tests: expectation documents, what a run matches, a flaky store."""
+"""Small builders shared by the registry tests: expectation documents, what a run matches, a flaky store, a
+registry API server on a thread."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.pipeline_builders import wait_until
 from toolscore.collector.registry import Change, Registry, SqliteStore
+from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
 from toolscore.scorers import AgentRun
 
 
@@ -35,3 +40,51 @@ class FlakyReads(SqliteStore):
         if self.failing:
             raise sqlite3.OperationalError("disk I/O error")
         return super().changes_since(seq)
+
+
+class ServerThread:
+    """The asyncio server on its own loop in a thread, so the blocking client can be used from the test."""
+
+    def __init__(self, registry: Registry, config: RegistryServerConfig) -> None:
+        self.registry = registry
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self.server: RegistryServer | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(start_registry_server(self.registry, self.config))
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.server.stop())
+        self.loop.close()
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        assert self._ready.wait(10), "server did not start"
+        return self
+
+    @property
+    def target(self) -> str:
+        assert self.server is not None
+        return f"127.0.0.1:{self.server.port}"
+
+    def stop_server(self, grace_s: float) -> float:
+        """Stop from the test thread; returns how long the graceful stop took."""
+        assert self.server is not None
+        started = time.monotonic()
+        asyncio.run_coroutine_threadsafe(self.server.stop(grace_s), self.loop).result(30)
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+
+def serve(registry: Registry, **config: Any) -> Iterator[ServerThread]:
+    """A started server on a free port (`config`: `RegistryServerConfig` fields), closed after the loop body."""
+    server = ServerThread(registry, RegistryServerConfig(port=0, **config)).start()
+    yield server
+    server.close()

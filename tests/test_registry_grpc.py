@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import queue
 import re
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.certs import self_signed_certificate
-from tests.registry_builders import FlakyReads
+from tests.registry_builders import FlakyReads, ServerThread, serve
 from toolscore.collector.registry import (
     AlreadyExists,
     Change,
@@ -29,7 +27,7 @@ from toolscore.collector.registry import (
 )
 from toolscore.collector.registry.client import RegistryCallError, RegistryClient
 from toolscore.collector.registry.convert import expectation_to_proto, score_to_proto
-from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
+from toolscore.collector.registry.service import RegistryServerConfig
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 from toolscore.scorers.model import AgentRun, ScoreFailure, ToolCall
@@ -47,47 +45,6 @@ def expectation(name: str = "weather", *, tool: str = "get_weather", **extra: An
     return parse_expectation(doc)
 
 
-class ServerThread:
-    """The asyncio server on its own loop in a thread, so the blocking client can be used from the test."""
-
-    def __init__(self, registry: Registry, config: RegistryServerConfig) -> None:
-        self.registry = registry
-        self.config = config
-        self.loop = asyncio.new_event_loop()
-        self.server: RegistryServer | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.server = self.loop.run_until_complete(start_registry_server(self.registry, self.config))
-        self._ready.set()
-        self.loop.run_forever()
-        self.loop.run_until_complete(self.server.stop())
-        self.loop.close()
-
-    def start(self) -> ServerThread:
-        self._thread.start()
-        assert self._ready.wait(10), "server did not start"
-        return self
-
-    @property
-    def target(self) -> str:
-        assert self.server is not None
-        return f"127.0.0.1:{self.server.port}"
-
-    def stop_server(self, grace_s: float) -> float:
-        """Stop from the test thread; returns how long the graceful stop took."""
-        assert self.server is not None
-        started = time.monotonic()
-        asyncio.run_coroutine_threadsafe(self.server.stop(grace_s), self.loop).result(30)
-        return time.monotonic() - started
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-
-
 def _registry(db: Path) -> Registry:
     return Registry(config=RegistryConfig(store=SqliteStoreConfig(path=str(db))), poll_interval_s=0.05)
 
@@ -99,15 +56,9 @@ def registry(tmp_path: Path) -> Iterator[Registry]:
     reg.close()
 
 
-def _serve(registry: Registry, **config: Any) -> Iterator[ServerThread]:
-    server = ServerThread(registry, RegistryServerConfig(port=0, **config)).start()
-    yield server
-    server.close()
-
-
 @pytest.fixture
 def server(registry: Registry) -> Iterator[ServerThread]:
-    yield from _serve(registry)
+    yield from serve(registry)
 
 
 @pytest.fixture
@@ -136,7 +87,7 @@ def test_a_put_is_answered_as_written_when_only_reading_it_back_fails(tmp_path: 
     """The write committed; the server's own read of the change log failed (disk, network) after it."""
     store = FlakyReads(tmp_path / "registry.db")
     with Registry(store, poll_interval_s=0.05) as registry:
-        for server in _serve(registry):
+        for server in serve(registry):
             store.failing = True
             with RegistryClient(server.target) as client:
                 stored, created = client.put(expectation())
@@ -450,7 +401,7 @@ def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient
 def test_a_watch_that_falls_behind_is_ended_with_where_to_resume(registry: Registry) -> None:
     """A burst far larger than the watch's queue (one apply of 200): the stream sends what it holds, then says
     where to start again; resuming there misses nothing and repeats nothing."""
-    for server in _serve(registry, watch_queue_size=5):
+    for server in serve(registry, watch_queue_size=5):
         with RegistryClient(server.target) as client:
             watch = client.watch()
             registry.apply([expectation(f"e{i:03d}") for i in range(200)])
@@ -507,7 +458,7 @@ def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(server: S
 
 @pytest.fixture
 def auth_server(registry: Registry) -> Iterator[ServerThread]:
-    yield from _serve(registry, token=TOKEN)
+    yield from serve(registry, token=TOKEN)
 
 
 def test_writes_without_a_token_are_unauthenticated(auth_server: ServerThread) -> None:
@@ -536,7 +487,7 @@ def test_the_right_token_may_write(auth_server: ServerThread) -> None:
 
 
 def test_reads_and_watches_need_the_token_when_configured(registry: Registry) -> None:
-    for server in _serve(registry, token=TOKEN, auth_reads=True):
+    for server in serve(registry, token=TOKEN, auth_reads=True):
         with RegistryClient(server.target) as anonymous, RegistryClient(server.target, token=TOKEN) as owner:
             with pytest.raises(RegistryCallError) as listing:
                 anonymous.list()
@@ -559,7 +510,7 @@ def test_auth_reads_without_a_token_is_a_config_error() -> None:
 @pytest.fixture
 def tls_server(registry: Registry, tmp_path: Path) -> Iterator[tuple[ServerThread, Path]]:
     cert, key = self_signed_certificate(tmp_path)
-    for server in _serve(registry, tls_cert_file=str(cert), tls_key_file=str(key), token=TOKEN):
+    for server in serve(registry, tls_cert_file=str(cert), tls_key_file=str(key), token=TOKEN):
         yield server, cert
 
 
