@@ -13,13 +13,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-__all__ = ["PostgresServer", "own_postgres", "postgres_dsn", "postgres_server"]
+__all__ = ["PostgresServer", "own_postgres", "postgres_dsn", "postgres_server", "postgres_url"]
 
 
 def _bin_dir() -> Path | None:
@@ -116,3 +117,12 @@ def postgres_dsn(postgres_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def postgres_url(dsn: str) -> str:
+    """The `postgresql://` URL of a key=value DSN (what an operator would pass to `--db`)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = conninfo_to_dict(dsn)
+    query = "options=" + urllib.parse.quote(parts["options"], safe="") if "options" in parts else ""
+    return f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}?{query}"

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from tests.postgres import postgres_url
 from toolscore.collector.cli import main
 from toolscore.collector.registry import PostgresStoreConfig, Registry, RegistryConfig, SqliteStoreConfig, load_paths
 from toolscore.collector.registry.client import RegistryClient
@@ -222,17 +222,8 @@ def test_serve_answers_and_stops_gracefully_on_sigterm(served: tuple[subprocess.
 # -- the PostgreSQL registry the collectors share ------------------------------------------------------
 
 
-def _postgres_url(dsn: str) -> str:
-    """The `postgresql://` URL of a key=value DSN (what an operator would pass to `--db`)."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    parts = conninfo_to_dict(dsn)
-    query = "options=" + urllib.parse.quote(parts["options"], safe="") if "options" in parts else ""
-    return f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}?{query}"
-
-
 def test_db_takes_the_postgres_url_the_collector_replicas_share(postgres_dsn: str) -> None:
-    url = _postgres_url(postgres_dsn)
+    url = postgres_url(postgres_dsn)
     applied = cli("apply", str(DATA / "v1"), db=url)
     assert applied.exit_code == 0, applied.output
     assert applied.stdout == "search created\nweather created\n"

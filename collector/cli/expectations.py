@@ -128,7 +128,7 @@ def _open_store_registry(db: str) -> Registry:
 def _backend(target: _Target) -> Iterator[_Backend]:
     """Open the target and turn every refusal into one `click.ClickException` (exit code 1)."""
     from toolscore.collector.registry.client import RegistryCallError, RegistryClient
-    from toolscore.collector.registry.errors import InvalidExpectation, RegistryError
+    from toolscore.collector.registry.errors import InvalidExpectation, RegistryError, StoreUnavailable
 
     server = target.server
     try:
@@ -141,6 +141,8 @@ def _backend(target: _Target) -> Iterator[_Backend]:
     except InvalidExpectation as exc:
         raise click.ClickException("\n".join(["invalid expectations:", *(f"  {p}" for p in exc.problems)])) from None
     except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    except StoreUnavailable as exc:  # the store (here, or the server's) did not answer in time
         raise click.ClickException(str(exc)) from None
     except RegistryCallError as exc:
         if exc.code == "UNAVAILABLE":

@@ -2,8 +2,9 @@
 
 Replies come back as `Expectation` and `Change` values, and refusals as the same exceptions the
 in-process `Registry` raises (`NotFound`, `AlreadyExists`, `VersionConflict`, `InvalidExpectation`
-with its field paths), read from the status details rather than parsed from messages; so the CLI
-handles a remote registry and a local store with one code path.
+with its field paths, and `StoreUnavailable` for a store the server cannot use now), read from the
+status details rather than parsed from messages; so the CLI handles a remote registry and a local store
+with one code path.
 """
 
 from __future__ import annotations

@@ -18,7 +18,12 @@ class SqliteStoreConfig(BaseModel):
     path: str = Field(
         default=".toolscore/registry.db", description="Database file; created with its directory when missing."
     )
-    busy_timeout_ms: int = Field(default=5000, ge=0, description="How long a write waits for another writer.")
+    busy_timeout_ms: int = Field(
+        default=5000,
+        ge=0,
+        description="How long a call waits for a lock another connection holds (a write transaction left open) "
+        "before it fails; a poll that fails so is reported as an outage.",
+    )
 
 
 class PostgresStoreConfig(BaseModel):
@@ -35,6 +40,12 @@ class PostgresStoreConfig(BaseModel):
         default=True, description="LISTEN for change notifications, so replicas see a change at once, not at a poll."
     )
     connect_timeout_s: float = Field(default=10.0, gt=0, description="How long a connection attempt may take.")
+    query_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="How long one query may wait (for a lock another session holds) or run before the server "
+        "cancels it (`statement_timeout`) and the call fails; a poll that fails so is reported as an outage.",
+    )
 
 
 class MemoryStoreConfig(BaseModel):

@@ -23,6 +23,7 @@ from toolscore.collector.registry.errors import (
     NotFound,
     Problem,
     RegistryError,
+    StoreUnavailable,
     VersionConflict,
 )
 from toolscore.collector.registry.model import Expectation, ExpectationScorer, MatchSpec
@@ -233,10 +234,11 @@ def _packed(detail: Any) -> any_pb2.Any:
     return out
 
 
-def error_to_status(exc: RegistryError) -> status_pb2.Status:
+def error_to_status(exc: RegistryError | StoreUnavailable) -> status_pb2.Status:
     """The status a registry error becomes, with details a client in any language can read.
 
-    Field paths go in `BadRequest.field_violations`; versions in `ErrorInfo.metadata`.
+    Field paths go in `BadRequest.field_violations`; versions in `ErrorInfo.metadata`. A store that
+    cannot be used now (not read yet, not answering in time) is UNAVAILABLE: the client may retry.
     """
     if isinstance(exc, InvalidExpectation):
         violations = [
@@ -254,13 +256,15 @@ def error_to_status(exc: RegistryError) -> status_pb2.Status:
     elif isinstance(exc, VersionConflict):
         code, reason = code_pb2.FAILED_PRECONDITION, "VERSION_CONFLICT"
         meta = {"name": exc.name, "expected_version": str(exc.expected), "actual_version": str(exc.actual)}
+    elif isinstance(exc, StoreUnavailable):
+        code, reason, meta = code_pb2.UNAVAILABLE, "STORE_UNAVAILABLE", {}
     else:
         code, reason, meta = code_pb2.FAILED_PRECONDITION, type(exc).__name__, {}
     info = error_details_pb2.ErrorInfo(reason=reason, domain=ERROR_DOMAIN, metadata=meta)
     return status_pb2.Status(code=code, message=str(exc), details=[_packed(info)])
 
 
-def error_from_status(status: status_pb2.Status) -> RegistryError | None:
+def error_from_status(status: status_pb2.Status) -> RegistryError | StoreUnavailable | None:
     """The registry error a status stands for; None when it is not one of the registry's."""
     for detail in status.details:
         if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
@@ -280,4 +284,6 @@ def error_from_status(status: status_pb2.Status) -> RegistryError | None:
             return AlreadyExists(meta["name"], int(meta["version"]))
         if info.reason == "VERSION_CONFLICT":
             return VersionConflict(meta["name"], int(meta["expected_version"]), int(meta["actual_version"]))
+        if info.reason == "STORE_UNAVAILABLE":
+            return StoreUnavailable(status.message)
     return None

@@ -16,6 +16,7 @@ __all__ = [
     "NotFound",
     "Problem",
     "RegistryError",
+    "StoreTimeout",
     "StoreUnavailable",
     "VersionConflict",
 ]
@@ -26,7 +27,22 @@ class RegistryError(Exception):
 
 
 class StoreUnavailable(RuntimeError):
-    """The registry has not read its store yet (it was started to wait for it): not a refusal, try later."""
+    """The registry cannot use its store now (not read yet, or not answering): not a refusal, try later."""
+
+
+class StoreTimeout(StoreUnavailable):
+    """The store did not answer within its timeout: a lock held by another session, a hung server.
+
+    Raised instead of waiting on, so that a store that hangs (rather than refusing) fails the poll and
+    the API call in bounded time, the way an unreachable one does. The message names the store and the
+    setting that bounds the wait; never the connection string, which may hold a password.
+    """
+
+    def __init__(self, store: str, timeout_s: float, setting: str, cause: str) -> None:
+        super().__init__(f"the {store} did not answer within {timeout_s:g} s ({setting}): {cause}")
+        self.store = store
+        self.timeout_s = timeout_s
+        self.setting = setting
 
 
 class NotFound(RegistryError, KeyError):

@@ -6,6 +6,11 @@ with a lower number. Every write sends `NOTIFY <prefix>changes` (delivered at co
 `listen` wake on it instead of waiting for their next poll. The poll stays as the fallback, because a
 notification is lost when the listening connection drops; a dropped listener is reconnected with
 backoff, and its return counts as a change, so what was missed meanwhile is read at once.
+
+A database that hangs rather than refusing (a session holding a lock on the tables, a server stuck in
+recovery) would otherwise hold the poll and every API call for ever: each connection is given a
+server-side `statement_timeout` of `query_timeout_s`, so a query that waits or runs longer fails as a
+`StoreTimeout`, and the poll reports it as the outage it is.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from contextlib import contextmanager
 
 import psycopg
 
+from toolscore.collector.registry.errors import StoreTimeout
 from toolscore.collector.registry.health import describe_error
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
 
@@ -55,9 +61,16 @@ class PostgresStore(SqlStore):
     P = "%s"
 
     def __init__(
-        self, dsn: str, *, table_prefix: str = "toolscore_", listen: bool = True, connect_timeout_s: float = 10.0
+        self,
+        dsn: str,
+        *,
+        table_prefix: str = "toolscore_",
+        listen: bool = True,
+        connect_timeout_s: float = 10.0,
+        query_timeout_s: float = 5.0,
     ) -> None:
         self.prefix = table_prefix
+        self.timeout_s = query_timeout_s
         self._dsn = dsn
         self._connect_timeout_s = connect_timeout_s
         self._channel = f"{table_prefix}changes"
@@ -86,7 +99,27 @@ class PostgresStore(SqlStore):
         return listener
 
     def _connect(self, *, autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
-        return psycopg.connect(self._dsn, autocommit=autocommit, connect_timeout=max(1, round(self._connect_timeout_s)))
+        """A connection whose every statement the server cancels past `query_timeout_s`."""
+        timeout = max(1, round(self._connect_timeout_s))
+        conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=timeout)
+        try:
+            conn.execute(f"SET statement_timeout = {max(1, round(self.timeout_s * 1000))}")
+            conn.autocommit = autocommit
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _timeout(self, cause: str) -> StoreTimeout:
+        return StoreTimeout("PostgreSQL registry store", self.timeout_s, "registry.store.query_timeout_s", cause)
+
+    @contextmanager
+    def _canceled_is_timeout(self) -> Iterator[None]:
+        """A statement the server cancelled (`statement_timeout`) as the `StoreTimeout` it is."""
+        try:
+            yield
+        except psycopg.errors.QueryCanceled as exc:
+            raise self._timeout(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
 
     def _connection(self) -> psycopg.Connection[tuple[object, ...]]:
         """The shared connection, reopened when it broke (server restart, network)."""
@@ -96,14 +129,14 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _read(self) -> Iterator[Cursor]:
-        with self._lock:
+        with self._turn(), self._canceled_is_timeout():
             conn = self._connection()
             with conn.transaction(), conn.cursor() as cur:
                 yield cur
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:
-        with self._lock:
+        with self._turn(), self._canceled_is_timeout():
             conn = self._connection()
             with conn.transaction(), conn.cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))

@@ -188,6 +188,10 @@ class Registry:
     def changes_since(self, seq: int) -> builtins.list[Change]:
         return self.store.changes_since(seq)
 
+    def latest_seq(self) -> int:
+        """The store's last `seq` (the snapshot's, `seq`, may lag it by a poll)."""
+        return self.store.latest_seq()
+
     # -- writes ------------------------------------------------------------------------------------
 
     def put(self, expectation: Expectation | Mapping[str, Any], expected_version: int | None = None) -> Expectation:

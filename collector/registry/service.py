@@ -31,7 +31,13 @@ from toolscore.collector.registry.convert import (
     expectation_from_proto,
     expectation_to_proto,
 )
-from toolscore.collector.registry.errors import InvalidExpectation, NotFound, Problem, RegistryError
+from toolscore.collector.registry.errors import (
+    InvalidExpectation,
+    NotFound,
+    Problem,
+    RegistryError,
+    StoreUnavailable,
+)
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.registry import Applied, Registry
 from toolscore.collector.registry.store import Change, check_expected_version
@@ -83,7 +89,7 @@ class RegistryServerConfig(BaseModel):
         return self
 
 
-async def _abort(context: Any, exc: RegistryError) -> NoReturn:
+async def _abort(context: Any, exc: RegistryError | StoreUnavailable) -> NoReturn:
     status = error_to_status(exc)
     code = grpc.StatusCode.INVALID_ARGUMENT
     for candidate in grpc.StatusCode:
@@ -104,11 +110,18 @@ class RegistryServicer:
         """Watch streams ended because their client fell `watch_queue_size` changes behind."""
 
     async def _run(self, context: Any, fn: Callable[..., _T], *args: Any) -> _T:
-        """`fn(*args)` in a worker thread; registry errors abort the call with their status."""
+        """`fn(*args)` in a worker thread; registry errors abort the call with their status.
+
+        A store that is not read yet, or did not answer within its timeout, is UNAVAILABLE with the
+        store's own words (which store, which timeout setting): logged in one line, not a traceback.
+        """
         try:
             return await asyncio.to_thread(fn, *args)
         except RegistryError as exc:
-            error: RegistryError = exc
+            error: RegistryError | StoreUnavailable = exc
+        except StoreUnavailable as exc:
+            _log.warning("registry store call %s failed: %s", getattr(fn, "__name__", fn), exc)
+            error = exc
         except Exception as exc:  # the store failed (disk, network): the client may retry
             _log.exception("registry store call %s failed", getattr(fn, "__name__", fn))
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"registry store failed: {exc}")
@@ -200,7 +213,7 @@ class RegistryServicer:
                 last = request.since_seq
                 backlog = await self._run(context, self._registry.changes_since, last)
             else:
-                last, backlog = await self._run(context, self._registry.store.latest_seq), []
+                last, backlog = await self._run(context, self._registry.latest_seq), []
             await context.send_initial_metadata(((WATCH_SEQ_KEY, str(last)),))  # "subscribed": see `Watch`
             for past in backlog:
                 yield change_to_proto(past)

@@ -6,18 +6,24 @@ version, whether it is live, and the last live document — and `<p>changes` is 
 the optimistic-concurrency rule, upserts the row and appends to the log; the dialects only supply
 how a write transaction is opened (SQLite `BEGIN IMMEDIATE`, PostgreSQL an advisory lock, which also
 keeps `seq` in commit order so replicas reading `changes_since` never skip a late commit).
+
+Every call is bounded in time: the dialect makes its own query give up after `timeout_s` (SQLite's busy
+timeout, PostgreSQL's `statement_timeout`), and a call waits at most as long for its turn at the
+process's one connection (`_turn`), so the calls queued behind a hung query fail too, each within about
+twice the timeout, instead of piling up behind it for ever.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
-from toolscore.collector.registry.errors import NotFound
+from toolscore.collector.registry.errors import NotFound, StoreTimeout
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
 from toolscore.collector.registry.validation import parse_stored
@@ -44,11 +50,32 @@ def _encode(expectation: Expectation) -> str:
     return json.dumps(expectation.to_dict(with_version=False), sort_keys=True, separators=(",", ":"))
 
 
+_MIN_TURN_WAIT_S = 1.0
+"""A call waits at least this long for its turn, so that a zero timeout does not fail it behind a quick call."""
+
+
 class SqlStore:
-    """`ExpectationStore` over DB-API cursors; subclasses provide `_read`, `_write` and `P` (placeholder)."""
+    """`ExpectationStore` over DB-API cursors; subclasses provide `_read`, `_write`, `_timeout` and `P`."""
 
     P = "?"
     prefix = "toolscore_"
+    timeout_s = 5.0
+    """How long one query may wait or run, and how long a call waits for its turn at the connection."""
+    _lock: threading.Lock
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """This process's turn at the store's one connection, waited for at most `timeout_s`."""
+        if not self._lock.acquire(timeout=max(self.timeout_s, _MIN_TURN_WAIT_S)):
+            raise self._timeout("the calls ahead of this one in this process are still waiting for it")
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def _timeout(self, cause: str) -> StoreTimeout:
+        """The error of a call that gave up waiting: names the store and the setting that bounds the wait."""
+        raise NotImplementedError
 
     def _read(self) -> AbstractContextManager[Cursor]:
         raise NotImplementedError

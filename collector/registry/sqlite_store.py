@@ -2,8 +2,9 @@
 
 Several processes may open the same file (WAL lets readers run beside the one writer); writes take
 the database's write lock up front (`BEGIN IMMEDIATE`) so the read-check-write of optimistic
-concurrency cannot interleave with another writer's, and `busy_timeout_ms` bounds the wait for it.
-Within a process one connection is shared behind a lock.
+concurrency cannot interleave with another writer's, and `busy_timeout_ms` bounds the wait for it: a
+write transaction another process holds open fails the call with `StoreTimeout` once it has passed.
+Within a process one connection is shared behind a lock, whose wait is bounded the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from toolscore.collector.registry.errors import StoreTimeout
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
 
 __all__ = ["SqliteStore"]
@@ -42,6 +44,7 @@ class SqliteStore(SqlStore):
 
     def __init__(self, path: str | Path = ".toolscore/registry.db", *, busy_timeout_ms: int = 5000) -> None:
         self.path = Path(path)
+        self.timeout_s = busy_timeout_ms / 1000
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -56,14 +59,29 @@ class SqliteStore(SqlStore):
                 if statement.strip():
                     cur.execute(statement)
 
+    def _timeout(self, cause: str) -> StoreTimeout:
+        return StoreTimeout(
+            f"SQLite registry store {self.path}", self.timeout_s, "registry.store.busy_timeout_ms", cause
+        )
+
+    @contextmanager
+    def _busy_is_timeout(self) -> Iterator[None]:
+        """SQLITE_BUSY/LOCKED, raised once the busy timeout has passed, as the `StoreTimeout` it is."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise
+            raise self._timeout(f"{exc} (another connection holds a write transaction open)") from exc
+
     @contextmanager
     def _read(self) -> Iterator[Cursor]:
-        with self._lock:
+        with self._turn(), self._busy_is_timeout():
             yield self._conn.cursor()
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:
-        with self._lock:
+        with self._turn(), self._busy_is_timeout():
             cur = self._conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:

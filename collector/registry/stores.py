@@ -22,6 +22,7 @@ def open_store(config: SqliteStoreConfig | PostgresStoreConfig | MemoryStoreConf
             table_prefix=config.table_prefix,
             listen=config.listen,
             connect_timeout_s=config.connect_timeout_s,
+            query_timeout_s=config.query_timeout_s,
         )
     from toolscore.collector.registry.memory_store import MemoryStore
 

@@ -41,6 +41,8 @@ class ExpectationRegistryStub:
     ALREADY_EXISTS       `expected_version` was 0 (create) and the name is taken.
     FAILED_PRECONDITION  the live version is not `expected_version`.
     UNAUTHENTICATED      a token is configured and the call lacks `authorization: Bearer <token>`.
+    UNAVAILABLE          the registry's store is not read yet, or did not answer within its timeout
+    (the message names the store and the setting); retry later.
     """
 
     def __init__(self, channel):
@@ -102,6 +104,8 @@ class ExpectationRegistryServicer:
     ALREADY_EXISTS       `expected_version` was 0 (create) and the name is taken.
     FAILED_PRECONDITION  the live version is not `expected_version`.
     UNAUTHENTICATED      a token is configured and the call lacks `authorization: Bearer <token>`.
+    UNAVAILABLE          the registry's store is not read yet, or did not answer within its timeout
+    (the message names the store and the setting); retry later.
     """
 
     def PutExpectation(self, request, context):
@@ -219,6 +223,8 @@ class ExpectationRegistry:
     ALREADY_EXISTS       `expected_version` was 0 (create) and the name is taken.
     FAILED_PRECONDITION  the live version is not `expected_version`.
     UNAUTHENTICATED      a token is configured and the call lacks `authorization: Bearer <token>`.
+    UNAVAILABLE          the registry's store is not read yet, or did not answer within its timeout
+    (the message names the store and the setting); retry later.
     """
 
     @staticmethod
