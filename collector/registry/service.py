@@ -2,20 +2,19 @@
 
     request ─→ BearerTokenInterceptor ─→ RegistryServicer ─(worker thread)─→ Registry ─→ store
                                                     ↑                              │
-    WatchExpectations stream ←── asyncio.Queue ←────┴──── Registry.subscribe ←─────┘
+    WatchExpectations stream ←── Watches ←──────────┴──── Registry.subscribe ←─────┘
 
 Store calls block (SQLite, PostgreSQL), so each runs in a worker thread and the event loop only moves
 messages. A write goes through the store's optimistic-concurrency check and is stored whole or not at
 all; registry errors become status codes with `google.rpc` details (field paths, versions), never a
 message a client must parse. Watchers are fed by the registry's change feed, which delivers every
-change — this server's and other replicas' — once, in commit order.
+change — this server's and other replicas' — once, in commit order (`watch.py`); replies that could
+outgrow a message are paged (`pages.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hmac
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolscore.collector.registry.convert import (
     change_to_proto,
@@ -39,54 +37,29 @@ from toolscore.collector.registry.errors import (
     StoreUnavailable,
 )
 from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.pages import list_page
 from toolscore.collector.registry.registry import Applied, Registry
+from toolscore.collector.registry.server_auth import BearerTokenInterceptor
+from toolscore.collector.registry.server_config import RegistryServerConfig
 from toolscore.collector.registry.store import Change, check_expected_version
+from toolscore.collector.registry.watch import WATCH_SEQ_KEY, Watches
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
-__all__ = ["RegistryServer", "RegistryServerConfig", "RegistryServicer", "serve_registry", "start_registry_server"]
+__all__ = [
+    "STATUS_DETAILS_KEY",
+    "WATCH_SEQ_KEY",
+    "RegistryServer",
+    "RegistryServerConfig",
+    "RegistryServicer",
+    "serve_registry",
+    "start_registry_server",
+]
 
 _log = logging.getLogger("toolscore.registry")
 _T = TypeVar("_T")
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-WATCH_SEQ_KEY = "toolscore-watch-seq"
-"""Initial metadata of a watch: the `seq` it streams after, sent once the server is subscribed."""
-_WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation", "ApplyExpectations"})
-MAX_PAGE_SIZE = 1000
-MAX_PAGE_BYTES = 1 << 20
-"""A `ListExpectations` page ends after this many expectations or once it passes this many bytes (it always
-holds one), far below a client's default 4 MiB message limit."""
-
-
-class RegistryServerConfig(BaseModel):
-    """Where the registry API listens, and who may use it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    host: str = Field(default="127.0.0.1", description="Interface to listen on; `0.0.0.0` for every interface.")
-    port: int = Field(default=4320, ge=0, le=65535, description="TCP port; 0 picks a free one.")
-    token: str | None = Field(
-        default=None, description="Bearer token writes must carry (`authorization: Bearer <token>`); None: no auth."
-    )
-    auth_reads: bool = Field(default=False, description="Require the token for reads and watches too.")
-    tls_cert_file: str | None = Field(default=None, description="PEM certificate chain; serves TLS when set.")
-    tls_key_file: str | None = Field(default=None, description="PEM private key of `tls_cert_file`.")
-    grace_s: float = Field(default=5.0, ge=0, description="How long calls in flight may finish at shutdown.")
-    watch_queue_size: int = Field(
-        default=10_000,
-        ge=1,
-        description="Changes a watch may hold for a client that does not keep up; past it the stream ends with "
-        "RESOURCE_EXHAUSTED naming the `since_seq` to watch again from.",
-    )
-
-    @model_validator(mode="after")
-    def _tls_pair(self) -> RegistryServerConfig:
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
-            raise ValueError("tls_cert_file and tls_key_file go together: set both or neither")
-        if self.auth_reads and not self.token:
-            raise ValueError("auth_reads needs a token")
-        return self
 
 
 async def _abort(context: Any, exc: RegistryError | StoreUnavailable) -> NoReturn:
@@ -104,10 +77,7 @@ class RegistryServicer:
 
     def __init__(self, registry: Registry, *, watch_queue_size: int = 10_000) -> None:
         self._registry = registry
-        self._watch_queue_size = watch_queue_size
-        self._watchers: set[_Feed] = set()
-        self.watches_cut = 0
-        """Watch streams ended because their client fell `watch_queue_size` changes behind."""
+        self._watches = Watches(registry, queue_size=watch_queue_size)
 
     async def _run(self, context: Any, fn: Callable[..., _T], *args: Any) -> _T:
         """`fn(*args)` in a worker thread; registry errors abort the call with their status.
@@ -175,7 +145,9 @@ class RegistryServicer:
             await _abort(context, InvalidExpectation.single("page_size", "must be 0 (everything) or more"))
         found = await self._run(context, self._registry.list)
         after = request.page_token
-        return _page([e for e in found if e.name.startswith(request.name_prefix) and e.name > after], request.page_size)
+        return list_page(
+            [e for e in found if e.name.startswith(request.name_prefix) and e.name > after], request.page_size
+        )
 
     async def DeleteExpectation(
         self, request: pb.DeleteExpectationRequest, context: Any
@@ -201,128 +173,17 @@ class RegistryServicer:
     async def WatchExpectations(
         self, request: pb.WatchExpectationsRequest, context: Any
     ) -> AsyncIterator[pb.WatchExpectationsResponse]:
-        """Subscribe first, then read the backlog: a change in between arrives twice and is sent once.
-
-        The response headers go out once subscribed, so a client that waits for them misses nothing.
-        """
-        feed = _Feed(asyncio.get_running_loop(), self._watch_queue_size)
-        unsubscribe = self._registry.subscribe(feed.deliver)
-        self._watchers.add(feed)
-        try:
-            if request.HasField("since_seq"):
-                last = request.since_seq
-                backlog = await self._run(context, self._registry.changes_since, last)
-            else:
-                last, backlog = await self._run(context, self._registry.latest_seq), []
-            await context.send_initial_metadata(((WATCH_SEQ_KEY, str(last)),))  # "subscribed": see `Watch`
-            for past in backlog:
-                yield change_to_proto(past)
-                last = past.seq
-            while (change := await feed.queue.get()) is not None:
-                if change.seq > last:
-                    yield change_to_proto(change)
-                    last = change.seq
-        finally:
-            unsubscribe()
-            self._watchers.discard(feed)
-        if feed.overflowed:
-            self.watches_cut += 1
-            _log.warning("a registry watch fell %d changes behind and was ended at seq %d", feed.limit, last)
-            message = f"this watch fell {feed.limit} changes behind; watch again with since_seq={last}"
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+        async for change in self._watches.stream(request, context, self._run):
+            yield change
 
     def close_watches(self) -> None:
         """End every watch stream, so a graceful stop does not wait out `grace_s` on them."""
-        for feed in list(self._watchers):
-            feed.close()
+        self._watches.close()
 
-
-class _Feed:
-    """One watch's changes, from the thread that applied them to its stream; at most `limit` wait."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
-        self.queue: asyncio.Queue[Change | None] = asyncio.Queue()
-        self.limit = limit
-        self.overflowed = False
-        self._loop = loop
-
-    def deliver(self, change: Change) -> None:
-        """Called by the registry (any thread)."""
-        with contextlib.suppress(RuntimeError):  # the loop is closed: this stream is over
-            self._loop.call_soon_threadsafe(self._offer, change)
-
-    def _offer(self, change: Change) -> None:
-        if self.overflowed:
-            return
-        if self.queue.qsize() >= self.limit:
-            self.overflowed = True  # the stream sends what is queued, then ends saying where to resume
-            self.queue.put_nowait(None)
-            return
-        self.queue.put_nowait(change)
-
-    def close(self) -> None:
-        self.queue.put_nowait(None)
-
-
-def _page(found: list[Expectation], page_size: int) -> pb.ListExpectationsResponse:
-    """Up to `page_size` (at most `MAX_PAGE_SIZE`) of `found`, stopping early past `MAX_PAGE_BYTES`; 0: all.
-
-    The page token is the last name sent: names are listed in order, so the next page starts after it
-    whatever was written or deleted in between.
-    """
-    response = pb.ListExpectationsResponse()
-    limit, size = (min(page_size, MAX_PAGE_SIZE) if page_size else len(found)), 0
-    for i, exp in enumerate(found):
-        if i == limit or (page_size and size > MAX_PAGE_BYTES):
-            response.next_page_token = found[i - 1].name
-            break
-        message = expectation_to_proto(exp)
-        size += message.ByteSize()
-        response.expectations.append(message)
-    return response
-
-
-class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Lets a call through when it carries `authorization: Bearer <token>`, or needs no token.
-
-    A refused call gets UNAUTHENTICATED from a handler of the same shape as the method's (unary or
-    server-streaming), so the client sees a proper status rather than a protocol error.
-    """
-
-    def __init__(self, token: str, *, reads: bool) -> None:
-        self._expected = f"Bearer {token}".encode()
-        self._reads = reads
-
-    def _authorized(self, metadata: Any) -> bool:
-        for key, value in metadata or ():
-            if key == "authorization":
-                given = value.encode() if isinstance(value, str) else bytes(value)
-                return hmac.compare_digest(given, self._expected)
-        return False
-
-    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = await continuation(details)
-        method = str(details.method).rsplit("/", 1)[-1]
-        if handler is None or (method not in _WRITE_METHODS and not self._reads):
-            return handler
-        if self._authorized(details.invocation_metadata):
-            return handler
-        message = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
-
-        async def deny_unary(request: Any, context: Any) -> None:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-
-        async def deny_stream(request: Any, context: Any) -> AsyncIterator[None]:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-            yield None
-
-        codec = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.unary_stream:
-            return grpc.unary_stream_rpc_method_handler(deny_stream, **codec)
-        return grpc.unary_unary_rpc_method_handler(deny_unary, **codec)
+    @property
+    def watches_cut(self) -> int:
+        """Watch streams ended because their client fell `watch_queue_size` changes behind."""
+        return self._watches.cut
 
 
 @dataclass

@@ -1,0 +1,107 @@
+"""`WatchExpectations` streams: the registry's change feed, handed from the thread that applied each change
+to each open stream, with a bounded queue per stream.
+
+    Registry.subscribe ─(any thread)─→ Feed.deliver ─(call_soon_threadsafe)─→ asyncio.Queue ─→ stream
+
+A stream subscribes before it reads the backlog, so a change committed in between arrives twice (once in
+the backlog, once from the feed) and is sent once, by `seq`; it sends its response headers once
+subscribed, so a client that waits for them (`client.Watch`) misses nothing after them. A client that does
+not keep up is cut off with where to resume, rather than let its queue grow the server's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+
+from toolscore.collector.registry.convert import change_to_proto
+from toolscore.collector.registry.registry import Registry
+from toolscore.collector.registry.store import Change
+from toolscore.registry.v1 import registry_pb2 as pb
+
+__all__ = ["WATCH_SEQ_KEY", "Feed", "Watches"]
+
+WATCH_SEQ_KEY = "toolscore-watch-seq"
+"""Initial metadata of a watch: the `seq` it streams after, sent once the server is subscribed."""
+
+_log = logging.getLogger("toolscore.registry")
+Run = Callable[..., Awaitable[Any]]
+"""The servicer's `_run(context, fn, *args)`: a store call in a worker thread, errors as statuses."""
+
+
+class Feed:
+    """One watch's changes, from the thread that applied them to its stream; at most `limit` wait."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        self.queue: asyncio.Queue[Change | None] = asyncio.Queue()
+        self.limit = limit
+        self.overflowed = False
+        self._loop = loop
+
+    def deliver(self, change: Change) -> None:
+        """Called by the registry (any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: this stream is over
+            self._loop.call_soon_threadsafe(self._offer, change)
+
+    def _offer(self, change: Change) -> None:
+        if self.overflowed:
+            return
+        if self.queue.qsize() >= self.limit:
+            self.overflowed = True  # the stream sends what is queued, then ends saying where to resume
+            self.queue.put_nowait(None)
+            return
+        self.queue.put_nowait(change)
+
+    def close(self) -> None:
+        self.queue.put_nowait(None)
+
+
+class Watches:
+    """The open watch streams of one server, each fed by the registry's change feed."""
+
+    def __init__(self, registry: Registry, *, queue_size: int) -> None:
+        self._registry = registry
+        self._queue_size = queue_size
+        self._feeds: set[Feed] = set()
+        self.cut = 0
+        """Streams ended because their client fell `queue_size` changes behind."""
+
+    async def stream(
+        self, request: pb.WatchExpectationsRequest, context: Any, run: Run
+    ) -> AsyncIterator[pb.WatchExpectationsResponse]:
+        """The changes after `since_seq` (or after now), then every new one, until closed or cut off."""
+        feed = Feed(asyncio.get_running_loop(), self._queue_size)
+        unsubscribe = self._registry.subscribe(feed.deliver)
+        self._feeds.add(feed)
+        try:
+            if request.HasField("since_seq"):
+                last = request.since_seq
+                backlog = await run(context, self._registry.changes_since, last)
+            else:
+                last, backlog = await run(context, self._registry.latest_seq), []
+            await context.send_initial_metadata(((WATCH_SEQ_KEY, str(last)),))  # "subscribed": see `Watch`
+            for past in backlog:
+                yield change_to_proto(past)
+                last = past.seq
+            while (change := await feed.queue.get()) is not None:
+                if change.seq > last:
+                    yield change_to_proto(change)
+                    last = change.seq
+        finally:
+            unsubscribe()
+            self._feeds.discard(feed)
+        if feed.overflowed:
+            self.cut += 1
+            _log.warning("a registry watch fell %d changes behind and was ended at seq %d", feed.limit, last)
+            message = f"this watch fell {feed.limit} changes behind; watch again with since_seq={last}"
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+
+    def close(self) -> None:
+        """End every stream, so a graceful stop does not wait out its grace period on them."""
+        for feed in list(self._feeds):
+            feed.close()
