@@ -36,10 +36,10 @@ class FlakyReads(SqliteStore):
 
     failing = False
 
-    def changes_since(self, seq: int) -> list[Change]:
+    def changes_since(self, seq: int, limit: int | None = None) -> list[Change]:
         if self.failing:
             raise sqlite3.OperationalError("disk I/O error")
-        return super().changes_since(seq)
+        return super().changes_since(seq, limit)
 
 
 class ServerThread:

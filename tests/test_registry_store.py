@@ -157,6 +157,9 @@ def test_changes_since_is_the_ordered_log(store: ExpectationStore) -> None:
     assert [c.seq for c in store.changes_since(2)] == [3]
     assert store.changes_since(3) == []
     assert store.latest_seq() == 3
+    assert [c.seq for c in store.changes_since(0, limit=2)] == [1, 2], "the first `limit`, in order"
+    assert [c.seq for c in store.changes_since(1, limit=1)] == [2]
+    assert [c.seq for c in store.changes_since(2, limit=5)] == [3]
 
 
 def test_stored_expectation_round_trips_whole(store: ExpectationStore) -> None:

@@ -94,9 +94,10 @@ class MemoryStore:
             raise NotFound(name)
         return changes
 
-    def changes_since(self, seq: int) -> builtins.list[Change]:
+    def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
         with self._lock:
-            return self._log[max(seq, 0) :]
+            start = max(seq, 0)
+            return self._log[start : None if limit is None else start + limit]
 
     def latest_seq(self) -> int:
         with self._lock:

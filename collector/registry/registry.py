@@ -28,7 +28,7 @@ from toolscore.collector.registry.health import StoreHealth
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.planning import Applied, ApplyAction, plan_apply, validate_all
-from toolscore.collector.registry.store import Change, ExpectationStore
+from toolscore.collector.registry.store import CHANGE_PAGE_SIZE, Change, ExpectationStore
 from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import parse_expectation, unreadable_problem, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
@@ -185,8 +185,9 @@ class Registry:
         """Every change of one name, deletions included: see `ExpectationStore.history_changes`."""
         return self.store.history_changes(name)
 
-    def changes_since(self, seq: int) -> builtins.list[Change]:
-        return self.store.changes_since(seq)
+    def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
+        """See `ExpectationStore.changes_since`."""
+        return self.store.changes_since(seq, limit)
 
     def latest_seq(self) -> int:
         """The store's last `seq` (the snapshot's, `seq`, may lag it by a poll)."""
@@ -268,28 +269,40 @@ class Registry:
         return unsubscribe
 
     def refresh(self) -> builtins.list[Change]:
-        """Apply the store's changes since the last applied `seq`; returns them."""
+        """Apply the store's changes since the last applied `seq`, read a page at a time; returns them.
+
+        Each page is applied (and its subscribers told) before the next is read, so a long backlog (a
+        replica back from a partition) moves forward page by page, each read well within the store's
+        query timeout, rather than failing whole at every poll.
+        """
+        applied: builtins.list[Change] = []
         with self._lock:
-            changes = self.store.changes_since(self._seq)
-            if not changes:
-                return []
-            snapshot = dict(self._snapshot)
-            for change in changes:
-                if change.kind == "deleted":
-                    snapshot.pop(change.name, None)
-                    self._unreadable.pop(change.name, None)
-                else:
-                    snapshot[change.name] = self._readable(change.expectation, snapshot.get(change.name))
-            self._index = ExpectationIndex(snapshot.values())
-            self._snapshot = snapshot
-            self._seq = changes[-1].seq
-            for change in changes:
-                for callback in list(self._subscribers):
-                    try:
-                        callback(change)
-                    except Exception:
-                        _log.exception("registry subscriber failed on %s of %r", change.kind, change.name)
-            return changes
+            while True:
+                changes = self.store.changes_since(self._seq, CHANGE_PAGE_SIZE)
+                if changes:
+                    self._apply_changes(changes)
+                    applied.extend(changes)
+                if len(changes) < CHANGE_PAGE_SIZE:
+                    return applied
+
+    def _apply_changes(self, changes: builtins.list[Change]) -> None:
+        """Swap in the snapshot and index these changes make (under `_lock`), then tell the subscribers."""
+        snapshot = dict(self._snapshot)
+        for change in changes:
+            if change.kind == "deleted":
+                snapshot.pop(change.name, None)
+                self._unreadable.pop(change.name, None)
+            else:
+                snapshot[change.name] = self._readable(change.expectation, snapshot.get(change.name))
+        self._index = ExpectationIndex(snapshot.values())
+        self._snapshot = snapshot
+        self._seq = changes[-1].seq
+        for change in changes:
+            for callback in list(self._subscribers):
+                try:
+                    callback(change)
+                except Exception:
+                    _log.exception("registry subscriber failed on %s of %r", change.kind, change.name)
 
     def refresh_after_write(self) -> None:
         """Read a write back into the snapshot; if that read fails the write still stands, and the poll

@@ -168,11 +168,13 @@ class SqlStore:
             raise NotFound(name)
         return list(self._changes(rows))
 
-    def changes_since(self, seq: int) -> builtins.list[Change]:
+    def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
+        query = "SELECT seq, kind, name, version, body FROM {p}changes WHERE seq > ? ORDER BY seq"
         with self._read() as cur:
-            cur.execute(
-                self._sql("SELECT seq, kind, name, version, body FROM {p}changes WHERE seq > ? ORDER BY seq"), (seq,)
-            )
+            if limit is None:
+                cur.execute(self._sql(query), (seq,))
+            else:
+                cur.execute(self._sql(query + " LIMIT ?"), (seq, limit))
             rows = cur.fetchall()
         return list(self._changes(rows))
 

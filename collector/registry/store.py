@@ -24,9 +24,14 @@ from typing import Literal, Protocol, runtime_checkable
 from toolscore.collector.registry.errors import AlreadyExists, NotFound, VersionConflict
 from toolscore.collector.registry.model import Expectation
 
-__all__ = ["Change", "ChangeKind", "ExpectationStore", "Write", "check_expected_version"]
+__all__ = ["CHANGE_PAGE_SIZE", "Change", "ChangeKind", "ExpectationStore", "Write", "check_expected_version"]
 
 ChangeKind = Literal["created", "updated", "deleted"]
+
+CHANGE_PAGE_SIZE = 500
+"""The most changes one read of the log asks for, where the log is read a page at a time (a watch's replay,
+the registry catching up): a log of any length is read in queries of bounded size and time, each well
+within the store's query timeout."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,8 @@ class ExpectationStore(Protocol):
         value it deleted); `NotFound` when the name was never written."""
         ...
 
-    def changes_since(self, seq: int) -> builtins.list[Change]:
-        """Changes with `seq` greater than the given one, in order."""
+    def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
+        """Changes with `seq` greater than the given one, in order; the first `limit` of them (None: all)."""
         ...
 
     def latest_seq(self) -> int:

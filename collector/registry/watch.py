@@ -3,10 +3,11 @@ to each open stream, with a bounded queue per stream.
 
     Registry.subscribe ─(any thread)─→ Feed.deliver ─(call_soon_threadsafe)─→ asyncio.Queue ─→ stream
 
-A stream subscribes before it reads the backlog, so a change committed in between arrives twice (once in
-the backlog, once from the feed) and is sent once, by `seq`; it sends its response headers once
-subscribed, so a client that waits for them (`client.Watch`) misses nothing after them. A client that does
-not keep up is cut off with where to resume, rather than let its queue grow the server's memory.
+A stream subscribes before it reads the backlog (a page at a time, `CHANGE_PAGE_SIZE`), so a change
+committed in between arrives twice (once in the backlog, once from the feed) and is sent once, by `seq`;
+it sends its response headers once subscribed, so a client that waits for them (`client.Watch`) misses
+nothing after them. A client that does not keep up is cut off with where to resume, rather than let its
+queue grow the server's memory.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import grpc
 
 from toolscore.collector.registry.convert import change_to_proto
 from toolscore.collector.registry.registry import Registry
-from toolscore.collector.registry.store import Change
+from toolscore.collector.registry.store import CHANGE_PAGE_SIZE, Change
 from toolscore.registry.v1 import registry_pb2 as pb
 
 __all__ = ["WATCH_SEQ_KEY", "Feed", "Watches"]
@@ -81,13 +82,17 @@ class Watches:
         try:
             if request.HasField("since_seq"):
                 last = request.since_seq
-                backlog = await run(context, self._registry.changes_since, last)
+                page = await run(context, self._registry.changes_since, last, CHANGE_PAGE_SIZE)
             else:
-                last, backlog = await run(context, self._registry.latest_seq), []
+                last, page = await run(context, self._registry.latest_seq), []
             await context.send_initial_metadata(((WATCH_SEQ_KEY, str(last)),))  # "subscribed": see `Watch`
-            for past in backlog:
-                yield change_to_proto(past)
-                last = past.seq
+            while page:  # the backlog, a page at a time: never the whole log in one read
+                for past in page:
+                    yield change_to_proto(past)
+                    last = past.seq
+                if len(page) < CHANGE_PAGE_SIZE:
+                    break
+                page = await run(context, self._registry.changes_since, last, CHANGE_PAGE_SIZE)
             while (change := await feed.queue.get()) is not None:
                 if change.seq > last:
                     yield change_to_proto(change)
