@@ -5,12 +5,16 @@ from __future__ import annotations
 import queue
 import threading
 from pathlib import Path
+from typing import Any
 
+import grpc
 import pytest
 
 from tests.registry_builders import doc, eventually, names, serve
 from toolscore.collector.registry import Change, Registry, SqliteStore
 from toolscore.collector.registry.client import RegistryClient, Watch
+from toolscore.registry.v1 import registry_pb2 as pb
+from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
 PAGE = 7
 """The page size the tests set, so that a few dozen changes span several pages."""
@@ -79,3 +83,57 @@ def test_a_replica_catches_up_on_a_long_backlog_a_page_at_a_time(small_pages: No
     assert seen == list(range(1, 31)), "every change, in order, once"
     assert max(store.reads) <= PAGE, store.reads
     store.close()
+
+
+def _big(name: str, tool: str) -> dict[str, object]:
+    """An expectation of ~30 KB: one expected call whose argument is 30,000 characters."""
+    expected = [{"name": tool, "args": {"query": "x" * 30_000}}]
+    return {"name": name, "match": {"agent": "travel"}, "scorers": [{"type": "trajectory", "expected": expected}]}
+
+
+def test_a_history_larger_than_a_message_reaches_the_client_whole(tmp_path: Path) -> None:
+    """150 versions of ~30 KB (and the deletions between them): ~9 MB, over a client's 4 MiB message limit."""
+    with Registry(SqliteStore(tmp_path / "registry.db"), poll_interval_s=0.05) as registry:
+        for i in range(150):
+            registry.put(_big("long", f"v{i}"))
+            if i % 50 == 49:
+                registry.delete("long")
+        for server in serve(registry):
+            with RegistryClient(server.target) as client:
+                changes = client.history_changes("long")
+                versions = client.history("long")
+    assert [c.kind for c in changes].count("deleted") == 3
+    assert len(changes) == 153
+    assert [c.seq for c in changes] == list(range(1, 154))
+    assert [v.scorers[0].spec["expected"][0]["name"] for v in versions] == [f"v{i}" for i in range(150)]
+
+
+def _history_pages(stub: Any, name: str, page_size: int) -> list[pb.GetExpectationHistoryResponse]:
+    pages, token = [], ""
+    while True:
+        request = pb.GetExpectationHistoryRequest(name=name, page_size=page_size, page_token=token)
+        pages.append(stub.GetExpectationHistory(request, timeout=10))
+        token = pages[-1].next_page_token
+        if not token:
+            return pages
+
+
+def test_history_pages_follow_the_token_and_page_size_0_is_everything(tmp_path: Path) -> None:
+    with Registry(SqliteStore(tmp_path / "registry.db"), poll_interval_s=0.05) as registry:
+        for i in range(60):
+            registry.put(doc("h", tool=f"t{i}"))
+            registry.put(doc(f"other{i}"))
+        for server in serve(registry):
+            with grpc.insecure_channel(server.target) as channel:
+                stub = pb_grpc.ExpectationRegistryStub(channel)
+                pages = _history_pages(stub, "h", 25)
+                whole = stub.GetExpectationHistory(pb.GetExpectationHistoryRequest(name="h"), timeout=10)
+                bad_token = pb.GetExpectationHistoryRequest(name="h", page_token="x1")
+                with pytest.raises(grpc.RpcError) as bad:
+                    stub.GetExpectationHistory(bad_token, timeout=10)
+    assert [len(page.changes) for page in pages] == [25, 25, 10]
+    assert [c.version for page in pages for c in page.changes] == list(range(1, 61))
+    assert [v.version for page in pages for v in page.versions] == list(range(1, 61)), "versions: the same changes"
+    assert (len(whole.changes), whole.next_page_token) == (60, ""), "page_size 0: all at once, as before"
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert bad.value.details() == "page_token: 'x1' is not a token this registry gave"

@@ -143,6 +143,19 @@ def test_delete_keeps_history_and_versions_keep_increasing(store: ExpectationSto
         store.history_changes("never-written")
 
 
+def test_history_changes_page_after_a_seq(store: ExpectationStore) -> None:
+    for tool in ("a", "b", "c"):
+        store.put(exp(tool=tool))
+        store.put(exp("other", tool=tool))
+    store.delete("travel")
+    seqs = [c.seq for c in store.history_changes("travel")]
+    assert seqs == [1, 3, 5, 7]
+    assert [c.seq for c in store.history_changes("travel", limit=2)] == [1, 3]
+    assert [c.seq for c in store.history_changes("travel", after_seq=3, limit=2)] == [5, 7]
+    assert [c.seq for c in store.history_changes("travel", after_seq=5)] == [7]
+    assert store.history_changes("travel", after_seq=7) == [], "past the last page: empty, not NotFound"
+
+
 def test_changes_since_is_the_ordered_log(store: ExpectationStore) -> None:
     assert store.latest_seq() == 0
     store.put(exp("a"))

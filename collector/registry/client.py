@@ -30,10 +30,12 @@ from toolscore.collector.registry.store import Change
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
-__all__ = ["LIST_PAGE_SIZE", "RegistryCallError", "RegistryClient", "Watch"]
+__all__ = ["HISTORY_PAGE_SIZE", "LIST_PAGE_SIZE", "RegistryCallError", "RegistryClient", "Watch"]
 
 LIST_PAGE_SIZE = 500
 """Expectations `list` asks for per `ListExpectations` call (the server may send fewer)."""
+HISTORY_PAGE_SIZE = 500
+"""Changes `history` asks for per `GetExpectationHistory` call (the server may send fewer)."""
 
 
 class RegistryCallError(Exception):
@@ -154,13 +156,21 @@ class RegistryClient:
         return int(self._call("DeleteExpectation", request).version)
 
     def history(self, name: str) -> builtins.list[Expectation]:
-        reply = self._call("GetExpectationHistory", pb.GetExpectationHistoryRequest(name=name))
-        return [expectation_from_proto(e, with_version=True) for e in reply.versions]
+        """Every stored version of one name, oldest first (its history without the deletions)."""
+        return [c.expectation for c in self.history_changes(name) if c.kind != "deleted"]
 
     def history_changes(self, name: str) -> builtins.list[Change]:
-        """Every change of one name, deletions included (`Registry.history_changes` on the server)."""
-        reply = self._call("GetExpectationHistory", pb.GetExpectationHistoryRequest(name=name))
-        return [change_from_proto(c) for c in reply.changes]
+        """Every change of one name, deletions included (`Registry.history_changes` on the server), read
+        page by page."""
+        changes: builtins.list[Change] = []
+        token = ""
+        while True:
+            request = pb.GetExpectationHistoryRequest(name=name, page_size=HISTORY_PAGE_SIZE, page_token=token)
+            reply = self._call("GetExpectationHistory", request)
+            changes.extend(change_from_proto(c) for c in reply.changes)
+            token = reply.next_page_token
+            if not token:
+                return changes
 
     def watch(self, since_seq: int | None = None) -> Watch:
         """Changes after now (or after `since_seq`), until cancelled; no timeout applies.

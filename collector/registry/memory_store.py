@@ -87,12 +87,12 @@ class MemoryStore:
             raise NotFound(name)
         return versions
 
-    def history_changes(self, name: str) -> builtins.list[Change]:
+    def history_changes(self, name: str, after_seq: int = 0, limit: int | None = None) -> builtins.list[Change]:
         with self._lock:
-            changes = [c for c in self._log if c.name == name]
-        if not changes:
+            changes = [c for c in self._log if c.name == name and c.seq > after_seq]
+        if not changes and after_seq == 0:
             raise NotFound(name)
-        return changes
+        return changes if limit is None else changes[:limit]
 
     def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
         with self._lock:

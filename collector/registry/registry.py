@@ -181,9 +181,9 @@ class Registry:
     def history(self, name: str) -> builtins.list[Expectation]:
         return self.store.history(name)
 
-    def history_changes(self, name: str) -> builtins.list[Change]:
+    def history_changes(self, name: str, after_seq: int = 0, limit: int | None = None) -> builtins.list[Change]:
         """Every change of one name, deletions included: see `ExpectationStore.history_changes`."""
-        return self.store.history_changes(name)
+        return self.store.history_changes(name, after_seq, limit)
 
     def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
         """See `ExpectationStore.changes_since`."""

@@ -24,7 +24,6 @@ from typing import Any, NoReturn, TypeVar
 import grpc
 
 from toolscore.collector.registry.convert import (
-    change_to_proto,
     error_to_status,
     expectation_from_proto,
     expectation_to_proto,
@@ -37,7 +36,7 @@ from toolscore.collector.registry.errors import (
     StoreUnavailable,
 )
 from toolscore.collector.registry.model import Expectation
-from toolscore.collector.registry.pages import list_page
+from toolscore.collector.registry.pages import history_page, list_page, read_limit, seq_token
 from toolscore.collector.registry.registry import Applied, Registry
 from toolscore.collector.registry.server_auth import BearerTokenInterceptor
 from toolscore.collector.registry.server_config import RegistryServerConfig
@@ -166,9 +165,12 @@ class RegistryServicer:
     async def GetExpectationHistory(
         self, request: pb.GetExpectationHistoryRequest, context: Any
     ) -> pb.GetExpectationHistoryResponse:
-        changes = await self._run(context, self._registry.history_changes, request.name)
-        versions = [expectation_to_proto(c.expectation) for c in changes if c.kind != "deleted"]
-        return pb.GetExpectationHistoryResponse(versions=versions, changes=[change_to_proto(c) for c in changes])
+        try:
+            after, limit = seq_token(request.page_token), read_limit(request.page_size)
+        except InvalidExpectation as exc:
+            await _abort(context, exc)
+        changes = await self._run(context, self._registry.history_changes, request.name, after, limit)
+        return history_page(changes, request.page_size)
 
     async def WatchExpectations(
         self, request: pb.WatchExpectationsRequest, context: Any

@@ -158,13 +158,15 @@ class SqlStore:
             raise NotFound(name)
         return [_decode(name, body, version) for body, version in rows]
 
-    def history_changes(self, name: str) -> builtins.list[Change]:
+    def history_changes(self, name: str, after_seq: int = 0, limit: int | None = None) -> builtins.list[Change]:
+        query = "SELECT seq, kind, name, version, body FROM {p}changes WHERE name = ? AND seq > ? ORDER BY seq"
         with self._read() as cur:
-            cur.execute(
-                self._sql("SELECT seq, kind, name, version, body FROM {p}changes WHERE name = ? ORDER BY seq"), (name,)
-            )
+            if limit is None:
+                cur.execute(self._sql(query), (name, after_seq))
+            else:
+                cur.execute(self._sql(query + " LIMIT ?"), (name, after_seq, limit))
             rows = cur.fetchall()
-        if not rows:
+        if not rows and after_seq == 0:
             raise NotFound(name)
         return list(self._changes(rows))
 

@@ -87,9 +87,10 @@ class ExpectationStore(Protocol):
         """Every saved version, oldest first (deletions are not versions of the content); `NotFound`."""
         ...
 
-    def history_changes(self, name: str) -> builtins.list[Change]:
+    def history_changes(self, name: str, after_seq: int = 0, limit: int | None = None) -> builtins.list[Change]:
         """Every change of one name, oldest first, deletions included (a deletion's `expectation` is the
-        value it deleted); `NotFound` when the name was never written."""
+        value it deleted); from `after_seq` on, the first `limit` (None: all) of them, for a caller that
+        pages. `NotFound` when the name was never written (checked when `after_seq` is 0)."""
         ...
 
     def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:

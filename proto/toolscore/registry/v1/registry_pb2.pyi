@@ -187,18 +187,24 @@ class DeleteExpectationResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ...) -> None: ...
 
 class GetExpectationHistoryRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "page_size", "page_token")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, name: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GetExpectationHistoryResponse(_message.Message):
-    __slots__ = ("versions", "changes")
+    __slots__ = ("versions", "changes", "next_page_token")
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
     CHANGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     versions: _containers.RepeatedCompositeFieldContainer[Expectation]
     changes: _containers.RepeatedCompositeFieldContainer[WatchExpectationsResponse]
-    def __init__(self, versions: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., changes: _Optional[_Iterable[_Union[WatchExpectationsResponse, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, versions: _Optional[_Iterable[_Union[Expectation, _Mapping]]] = ..., changes: _Optional[_Iterable[_Union[WatchExpectationsResponse, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class WatchExpectationsRequest(_message.Message):
     __slots__ = ("since_seq",)

@@ -137,7 +137,7 @@ class ExpectationRegistryServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetExpectationHistory(self, request, context):
-        """Reads every stored version of one expectation, oldest first.
+        """Reads every stored version of one expectation, oldest first, a page at a time.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
