@@ -12,7 +12,7 @@ import pytest
 
 from tests.registry_builders import doc, eventually, names, serve
 from toolscore.collector.registry import Change, Registry, SqliteStore
-from toolscore.collector.registry.client import RegistryClient, Watch
+from toolscore.collector.registry.client import RegistryCallError, RegistryClient, Watch
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
@@ -137,3 +137,27 @@ def test_history_pages_follow_the_token_and_page_size_0_is_everything(tmp_path: 
     assert (len(whole.changes), whole.next_page_token) == (60, ""), "page_size 0: all at once, as before"
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert bad.value.details() == "page_token: 'x1' is not a token this registry gave"
+
+
+def test_watches_beyond_max_watches_are_refused_saying_the_limit_until_one_ends(tmp_path: Path) -> None:
+    with Registry(SqliteStore(tmp_path / "registry.db"), poll_interval_s=0.05) as registry:
+        for server in serve(registry, max_watches=2):
+            with RegistryClient(server.target) as client:
+                first, second = client.watch(), client.watch()
+                third = client.watch()
+                assert third.since_seq is None, "refused before it subscribed"
+                with pytest.raises(RegistryCallError) as refused:
+                    list(third)
+                first.cancel()
+                assert eventually(lambda: _watch_opens(client)), "a watch ended: there is room again"
+                second.cancel()
+            assert server.server is not None
+            assert server.server.servicer.watches_refused >= 1
+    assert refused.value.code == "RESOURCE_EXHAUSTED"
+    assert "already serves 2 watches, its limit (max_watches" in refused.value.message
+
+
+def _watch_opens(client: RegistryClient) -> bool:
+    """Whether a new watch is served (it subscribes) rather than refused."""
+    with client.watch() as watch:
+        return watch.since_seq is not None

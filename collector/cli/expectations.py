@@ -277,8 +277,18 @@ def history_command(name: str, output: str, target: _Target) -> None:
 @click.option("--auth-reads", is_flag=True, help="Require the token for reads and watches too.")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate; serves TLS.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM key of --tls-cert.")
+@click.option(
+    "--max-watches", type=click.IntRange(min=1), default=100, show_default=True, help="Watch streams served at once."
+)
 def serve_command(
-    *, listen: str, db: str, token: str | None, auth_reads: bool, tls_cert: str | None, tls_key: str | None
+    *,
+    listen: str,
+    db: str,
+    token: str | None,
+    auth_reads: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+    max_watches: int,
 ) -> None:
     """Serve the registry API over the local store until interrupted."""
     from toolscore.collector.registry.service import RegistryServerConfig, serve_registry
@@ -292,6 +302,7 @@ def serve_command(
             auth_reads=auth_reads,
             tls_cert_file=tls_cert,
             tls_key_file=tls_key,
+            max_watches=max_watches,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None

@@ -27,6 +27,12 @@ class RegistryServerConfig(BaseModel):
         description="Changes a watch may hold for a client that does not keep up; past it the stream ends with "
         "RESOURCE_EXHAUSTED naming the `since_seq` to watch again from.",
     )
+    max_watches: int = Field(
+        default=100,
+        ge=1,
+        description="Watch streams served at once; a watch beyond them is refused with RESOURCE_EXHAUSTED. "
+        "Each holds a queue of up to `watch_queue_size` changes and a subscription the registry feeds.",
+    )
 
     @model_validator(mode="after")
     def _tls_pair(self) -> RegistryServerConfig:

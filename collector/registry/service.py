@@ -74,9 +74,9 @@ async def _abort(context: Any, exc: RegistryError | StoreUnavailable) -> NoRetur
 class RegistryServicer:
     """The seven RPCs over one `Registry`. Methods are looked up by name by the generated handler."""
 
-    def __init__(self, registry: Registry, *, watch_queue_size: int = 10_000) -> None:
+    def __init__(self, registry: Registry, *, watch_queue_size: int = 10_000, max_watches: int = 100) -> None:
         self._registry = registry
-        self._watches = Watches(registry, queue_size=watch_queue_size)
+        self._watches = Watches(registry, queue_size=watch_queue_size, max_streams=max_watches)
 
     async def _run(self, context: Any, fn: Callable[..., _T], *args: Any) -> _T:
         """`fn(*args)` in a worker thread; registry errors abort the call with their status.
@@ -187,6 +187,11 @@ class RegistryServicer:
         """Watch streams ended because their client fell `watch_queue_size` changes behind."""
         return self._watches.cut
 
+    @property
+    def watches_refused(self) -> int:
+        """Watch streams refused because `max_watches` were open."""
+        return self._watches.refused
+
 
 @dataclass
 class RegistryServer:
@@ -216,7 +221,7 @@ async def start_registry_server(registry: Registry, config: RegistryServerConfig
     config = config or RegistryServerConfig()
     interceptors = [BearerTokenInterceptor(config.token, reads=config.auth_reads)] if config.token else []
     server = grpc.aio.server(interceptors=interceptors)
-    servicer = RegistryServicer(registry, watch_queue_size=config.watch_queue_size)
+    servicer = RegistryServicer(registry, watch_queue_size=config.watch_queue_size, max_watches=config.max_watches)
     pb_grpc.add_ExpectationRegistryServicer_to_server(servicer, server)
     address = f"{config.host}:{config.port}"
     if config.tls_cert_file and config.tls_key_file:

@@ -7,7 +7,8 @@ A stream subscribes before it reads the backlog (a page at a time, `CHANGE_PAGE_
 committed in between arrives twice (once in the backlog, once from the feed) and is sent once, by `seq`;
 it sends its response headers once subscribed, so a client that waits for them (`client.Watch`) misses
 nothing after them. A client that does not keep up is cut off with where to resume, rather than let its
-queue grow the server's memory.
+queue grow the server's memory; and at most `max_streams` are served at once, since each holds a queue and
+a subscription that every change applied goes through.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
@@ -65,17 +66,37 @@ class Feed:
 class Watches:
     """The open watch streams of one server, each fed by the registry's change feed."""
 
-    def __init__(self, registry: Registry, *, queue_size: int) -> None:
+    def __init__(self, registry: Registry, *, queue_size: int, max_streams: int = 100) -> None:
         self._registry = registry
         self._queue_size = queue_size
+        self._max_streams = max_streams
         self._feeds: set[Feed] = set()
+        self._refusing = False
         self.cut = 0
         """Streams ended because their client fell `queue_size` changes behind."""
+        self.refused = 0
+        """Streams refused because `max_streams` were open."""
+
+    async def _refuse(self, context: Any) -> NoReturn:
+        """RESOURCE_EXHAUSTED saying the limit and how to raise it; logged once until a stream is free again."""
+        self.refused += 1
+        if not self._refusing:
+            self._refusing = True
+            _log.warning("registry watches refused: %d are open, the limit (max_watches)", self._max_streams)
+        message = (
+            f"this registry server already serves {self._max_streams} watches, its limit (max_watches; "
+            "`toolscore expectations serve --max-watches`): end one, or retry later"
+        )
+        await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+        raise AssertionError("unreachable: abort raises")
 
     async def stream(
         self, request: pb.WatchExpectationsRequest, context: Any, run: Run
     ) -> AsyncIterator[pb.WatchExpectationsResponse]:
         """The changes after `since_seq` (or after now), then every new one, until closed or cut off."""
+        if len(self._feeds) >= self._max_streams:  # counted and added on the event loop: no race
+            await self._refuse(context)
+        self._refusing = False
         feed = Feed(asyncio.get_running_loop(), self._queue_size)
         unsubscribe = self._registry.subscribe(feed.deliver)
         self._feeds.add(feed)
