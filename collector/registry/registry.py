@@ -6,9 +6,9 @@
 
 Consistency: the store is the only writer of truth. Every change — ours or another replica's — reaches
 the in-memory snapshot the same way, by reading the store's change log from the last applied `seq`,
-under one lock, in commit order; the new `ExpectationIndex` is built aside and swapped in with one
-assignment, so `match` (lock-free) sees either the old set or the new one, never a mix, and runs in
-flight keep the index they started with.
+under one lock, in commit order, into the `Snapshot`; its new `ExpectationIndex` is built aside and
+swapped in with one assignment, so `match` (lock-free) sees either the old set or the new one, never a
+mix, and runs in flight keep the index they started with.
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from toolscore.collector.registry.health import StoreHealth
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.planning import Applied, ApplyAction, plan_apply, validate_all
+from toolscore.collector.registry.snapshot import Snapshot
 from toolscore.collector.registry.store import CHANGE_PAGE_SIZE, Change, ExpectationStore
 from toolscore.collector.registry.stores import open_store
-from toolscore.collector.registry.validation import parse_expectation, unreadable_problem, warn_if_unmatchable
+from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["FILE_SOURCE_LABEL", "Applied", "ApplyAction", "Registry"]
@@ -59,11 +60,7 @@ class Registry:
         self._owns_store = store is None
         self._store = store
         self._lock = threading.RLock()
-        self._subscribers: builtins.list[Callable[[Change], None]] = []
-        self._unreadable: dict[str, str] = {}
-        self._seq = 0
-        self._snapshot: dict[str, Expectation] = {}
-        self._index = ExpectationIndex()
+        self._view = Snapshot()
         self._loaded = False
         self._files = FileSync(self.config.files, self._apply, self._owned_by_files)
         self.health = StoreHealth()
@@ -107,8 +104,7 @@ class Registry:
             self._store = open_store(self.config.store)
         with self._lock:
             seq = self._store.latest_seq()  # before list(): a change in between is applied again, harmlessly
-            snapshot = {exp.name: self._readable(exp, None) for exp in self._store.list()}
-            self._seq, self._snapshot, self._index = seq, snapshot, ExpectationIndex(snapshot.values())
+            self._view.replace(seq, self._store.list())
             self._loaded = True
 
     @classmethod
@@ -132,12 +128,12 @@ class Registry:
 
     def match(self, run: AgentRun) -> builtins.list[Expectation]:
         """Enabled expectations whose selectors all hold for the run, in name order. Lock-free."""
-        return self._index.match(run)
+        return self._view.index.match(run)
 
     @property
     def index(self) -> ExpectationIndex:
         """The current immutable snapshot (hold on to it to match several runs against one set)."""
-        return self._index
+        return self._view.index
 
     @property
     def store(self) -> ExpectationStore:
@@ -164,12 +160,12 @@ class Registry:
         A newer toolscore may store what this one does not know, or a hand edit may break a row: such a
         name keeps its last readable version here, or matches nothing if it never had one.
         """
-        return dict(self._unreadable)
+        return dict(self._view.unreadable)
 
     @property
     def seq(self) -> int:
         """The `seq` of the last change applied to the snapshot."""
-        return self._seq
+        return self._view.seq
 
     def get(self, name: str) -> Expectation:
         """From the store (authoritative); raises `NotFound`."""
@@ -259,12 +255,12 @@ class Registry:
         short (hand off to a queue). An exception in one is logged and does not stop the others.
         """
         with self._lock:
-            self._subscribers.append(callback)
+            self._view.subscribers.append(callback)
 
         def unsubscribe() -> None:
             with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                if callback in self._view.subscribers:
+                    self._view.subscribers.remove(callback)
 
         return unsubscribe
 
@@ -278,31 +274,12 @@ class Registry:
         applied: builtins.list[Change] = []
         with self._lock:
             while True:
-                changes = self.store.changes_since(self._seq, CHANGE_PAGE_SIZE)
+                changes = self.store.changes_since(self._view.seq, CHANGE_PAGE_SIZE)
                 if changes:
-                    self._apply_changes(changes)
+                    self._view.apply(changes)
                     applied.extend(changes)
                 if len(changes) < CHANGE_PAGE_SIZE:
                     return applied
-
-    def _apply_changes(self, changes: builtins.list[Change]) -> None:
-        """Swap in the snapshot and index these changes make (under `_lock`), then tell the subscribers."""
-        snapshot = dict(self._snapshot)
-        for change in changes:
-            if change.kind == "deleted":
-                snapshot.pop(change.name, None)
-                self._unreadable.pop(change.name, None)
-            else:
-                snapshot[change.name] = self._readable(change.expectation, snapshot.get(change.name))
-        self._index = ExpectationIndex(snapshot.values())
-        self._snapshot = snapshot
-        self._seq = changes[-1].seq
-        for change in changes:
-            for callback in list(self._subscribers):
-                try:
-                    callback(change)
-                except Exception:
-                    _log.exception("registry subscriber failed on %s of %r", change.kind, change.name)
 
     def refresh_after_write(self) -> None:
         """Read a write back into the snapshot; if that read fails the write still stands, and the poll
@@ -316,24 +293,7 @@ class Registry:
         if not self._loaded:
             return "no run is matched until it has been read"
         age = self.health.sync_age_s()
-        return f"matching goes on with the {len(self._snapshot)} expectations read {age:.0f} s ago"
-
-    def _readable(self, stored: Expectation, previous: Expectation | None) -> Expectation:
-        """What the snapshot holds for a stored value: itself, or for an unreadable one the previous value."""
-        problem = unreadable_problem(stored)
-        if problem is None:
-            self._unreadable.pop(stored.name, None)
-            return stored
-        self._unreadable[stored.name] = problem
-        kept = previous is not None and unreadable_problem(previous) is None
-        _log.error(
-            "expectation %r version %d in the store cannot be read (%s); %s until it is replaced",
-            stored.name,
-            stored.version,
-            problem,
-            f"version {previous.version} stays in use" if kept and previous else "it matches no run",
-        )
-        return previous if kept and previous is not None else stored
+        return f"matching goes on with the {len(self._view.expectations)} expectations read {age:.0f} s ago"
 
     def _poll(self, interval_s: float) -> None:
         while not self._closed.is_set():
@@ -347,8 +307,8 @@ class Registry:
             try:
                 if not self._loaded:
                     self._load()
-                    _log.info("registry store read: %d expectations", len(self._snapshot))
-                elif self.store.latest_seq() != self._seq:
+                    _log.info("registry store read: %d expectations", len(self._view.expectations))
+                elif self.store.latest_seq() != self._view.seq:
                     self.refresh()
             except Exception as exc:
                 self.health.read_failed(exc, self._meanwhile())
