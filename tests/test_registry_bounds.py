@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import queue
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,14 @@ import grpc
 import pytest
 
 from tests.registry_builders import doc, eventually, names, serve
-from toolscore.collector.registry import Change, Registry, SqliteStore
+from toolscore.collector.registry import (
+    Change,
+    ChangesCompacted,
+    Registry,
+    RegistryConfig,
+    SqliteStore,
+    SqliteStoreConfig,
+)
 from toolscore.collector.registry.client import RegistryCallError, RegistryClient, Watch
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
@@ -36,7 +45,7 @@ class RecordingReads(SqliteStore):
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("toolscore.collector.registry.watch.CHANGE_PAGE_SIZE", PAGE)
-    monkeypatch.setattr("toolscore.collector.registry.registry.CHANGE_PAGE_SIZE", PAGE)
+    monkeypatch.setattr("toolscore.collector.registry.snapshot.CHANGE_PAGE_SIZE", PAGE)
 
 
 def _drain(watch: Watch, into: queue.Queue[Change]) -> threading.Thread:
@@ -161,3 +170,93 @@ def _watch_opens(client: RegistryClient) -> bool:
     """Whether a new watch is served (it subscribes) rather than refused."""
     with client.watch() as watch:
         return watch.since_seq is not None
+
+
+# -- the change log is compacted --------------------------------------------------------------------
+
+
+def _registry(path: Path, changes_kept: int, poll_interval_s: float = 0.05) -> Registry:
+    config = RegistryConfig(store=SqliteStoreConfig(path=str(path)), changes_kept=changes_kept)
+    return Registry(config=config, poll_interval_s=poll_interval_s)
+
+
+def test_the_poll_compacts_the_log_to_changes_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolscore.collector.registry.compaction.COMPACT_EVERY_S", 0.05)
+    with _registry(tmp_path / "registry.db", changes_kept=3) as registry:
+        for n in range(10):
+            registry.put(doc("a", tool=f"v{n}"))
+        registry.put(doc("b"))
+        assert eventually(lambda: registry.store.compacted_seq() == 8)
+        assert [e.version for e in registry.history("a")] == [9, 10], "the last 3 changes, b's among them"
+        assert [e.version for e in registry.history("b")] == [1]
+
+
+def test_a_watch_from_a_compacted_seq_is_out_of_range_saying_to_list_again(tmp_path: Path) -> None:
+    with _registry(tmp_path / "registry.db", changes_kept=5) as registry:
+        for n in range(20):
+            registry.put(doc("a", tool=f"v{n}"))
+        assert registry.compact() == 15
+        for server in serve(registry):
+            with RegistryClient(server.target) as client:
+                with pytest.raises(ChangesCompacted) as caught:
+                    list(client.watch(since_seq=3))
+                with client.watch(since_seq=15) as resumed:
+                    replayed = [change.seq for _, change in zip(range(5), resumed, strict=False)]
+            with grpc.insecure_channel(server.target) as channel, pytest.raises(grpc.RpcError) as raw:
+                list(
+                    pb_grpc.ExpectationRegistryStub(channel).WatchExpectations(pb.WatchExpectationsRequest(since_seq=0))
+                )
+    assert (caught.value.seq, caught.value.compacted_seq) == (3, 15)
+    assert "list the expectations again, then watch from now (without since_seq)" in str(caught.value)
+    assert replayed == [16, 17, 18, 19, 20], "from the compacted point on, the log is whole"
+    assert raw.value.code() == grpc.StatusCode.OUT_OF_RANGE
+
+
+def test_a_replica_behind_the_compacted_log_reads_the_whole_set_and_ends_its_watches(tmp_path: Path) -> None:
+    """The changes it missed, a deletion among them, are gone from the log: it must not miss the deletion."""
+    path = tmp_path / "registry.db"
+    with _registry(path, changes_kept=5, poll_interval_s=60) as replica:
+        replica.apply([doc("a"), doc("gone")])
+        gaps: list[ChangesCompacted] = []
+        replica.subscribe(lambda change: None, gaps.append)
+        for server in serve(replica):
+            with RegistryClient(server.target) as client:
+                watch = client.watch()
+                with _registry(path, changes_kept=5) as writer:
+                    writer.delete("gone")
+                    for n in range(10):
+                        writer.put(doc("a", tool=f"v{n}"))
+                    writer.put(doc("new"))
+                    writer.compact()
+                replica.refresh()
+                with pytest.raises(ChangesCompacted) as ended:
+                    list(watch)
+    assert names(replica) == ["a", "new"], "the deletion it never read is applied"
+    assert replica.seq == 14
+    assert [(gap.seq, gap.compacted_seq) for gap in gaps] == [(2, 9)]
+    assert ended.value.seq == 2, "the stream had sent everything up to seq 2"
+
+
+class ReadOnly(SqliteStore):
+    """A real SQLite store whose writes are refused, as under a database role that may only read."""
+
+    def compact(self, keep: int, max_removed: int) -> int:
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+
+def test_a_compaction_the_database_refuses_is_logged_once_and_scoring_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("toolscore.collector.registry.compaction.COMPACT_EVERY_S", 0.02)
+    store = ReadOnly(tmp_path / "registry.db")
+    with caplog.at_level(logging.DEBUG, "toolscore.registry"), Registry(store, poll_interval_s=0.02) as registry:
+        registry.put(doc("a"))
+        assert eventually(lambda: caplog.text.count("registry change log not compacted") >= 5)
+        assert names(registry) == ["a"]
+        assert registry.health.error is None, "not an outage: reads work"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == [
+        "registry change log not compacted (OperationalError: attempt to write a readonly database); "
+        "trying again every 0 s"
+    ]
+    store.close()

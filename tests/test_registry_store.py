@@ -10,6 +10,7 @@ import pytest
 
 from toolscore.collector.registry import (
     AlreadyExists,
+    ChangesCompacted,
     Expectation,
     ExpectationStore,
     MemoryStore,
@@ -321,3 +322,39 @@ def test_a_batch_with_one_failing_check_writes_nothing(store: ExpectationStore) 
     assert store.changes_since(before) == []
     (change,) = store.write_batch([Write("a", exp("a"), 0)])  # and it still writes afterwards
     assert (change.name, change.version) == ("a", 1)
+
+
+def test_compaction_keeps_the_last_changes_and_each_live_version(store: ExpectationStore) -> None:
+    for tool in ("v1", "v2", "v3"):
+        store.put(exp("a", tool=tool))  # seq 1-3
+    store.put(exp("b"))  # 4: b's live version, older than the last 3 but kept
+    store.put(exp("c"))  # 5
+    store.delete("c")  # 6
+    store.put(exp("a", tool="v4"))  # 7
+    store.put(exp("d"))  # 8
+    assert store.compact(keep=3, max_removed=100) == 4, "a v1-v3 and c's creation"
+    assert store.compacted_seq() == 5
+    assert [c.seq for c in store.changes_since(5)] == [6, 7, 8]
+    with pytest.raises(ChangesCompacted) as caught:
+        store.changes_since(4)
+    assert (caught.value.seq, caught.value.compacted_seq) == (4, 5)
+    assert [c.seq for c in store.history_changes("b")] == [4]
+    assert [e.version for e in store.history("a")] == [4]
+    assert [c.kind for c in store.history_changes("c")] == ["deleted"]
+    assert [e.name for e in store.list()] == ["a", "b", "d"]
+    assert store.compact(keep=3, max_removed=100) == 0, "nothing more until more is written"
+    assert store.latest_seq() == 8
+    assert store.put(exp("e"))[1].seq == 9, "seqs are never reused"
+
+
+def test_compaction_goes_a_batch_at_a_time(store: ExpectationStore) -> None:
+    for n in range(6):
+        store.put(exp("a", tool=f"v{n}"))  # seq 1-6; only 6 is live
+    assert store.compact(keep=1, max_removed=2) == 2
+    assert store.compacted_seq() == 2, "as far as the batch went"
+    assert [c.seq for c in store.changes_since(2)] == [3, 4, 5, 6]
+    assert store.compact(keep=1, max_removed=2) == 2
+    assert store.compact(keep=1, max_removed=2) == 1
+    assert store.compact(keep=1, max_removed=2) == 0
+    assert store.compacted_seq() == 5
+    assert [c.seq for c in store.changes_since(5)] == [6]

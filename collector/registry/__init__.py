@@ -16,10 +16,12 @@ from toolscore.collector.registry.config import (
 )
 from toolscore.collector.registry.errors import (
     AlreadyExists,
+    ChangesCompacted,
     InvalidExpectation,
     NotFound,
     Problem,
     RegistryError,
+    StoreTimeout,
     StoreUnavailable,
     VersionConflict,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "ApplyAction",
     "Change",
     "ChangeKind",
+    "ChangesCompacted",
     "Condition",
     "Expectation",
     "ExpectationIndex",
@@ -60,6 +63,7 @@ __all__ = [
     "SqliteStore",
     "SqliteStoreConfig",
     "StoreConfig",
+    "StoreTimeout",
     "StoreUnavailable",
     "VersionConflict",
     "Write",

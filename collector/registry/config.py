@@ -76,5 +76,13 @@ class RegistryConfig(BaseModel):
         description="YAML/JSON files or directories of expectations, applied into the store at start. "
         "Files own the names they define: a name removed from the files is deleted from the store.",
     )
+    changes_kept: int = Field(
+        default=100_000,
+        ge=1,
+        description="Changes the store's change log keeps (the history `toolscore expectations history` shows, and "
+        "what a watch can resume from); older ones are removed every minute, except the one that made each live "
+        "expectation's current version. A replica that falls further behind reads the whole set again; a watch "
+        "asked to resume from there is refused (OUT_OF_RANGE).",
+    )
     watch_files: bool = Field(default=True, description="Reload `files` when they change, without a restart.")
     file_poll_interval_s: float = Field(default=1.0, gt=0, description="How often `files` are checked for changes.")

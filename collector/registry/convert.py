@@ -19,6 +19,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from toolscore.collector.registry.conditions import Condition
 from toolscore.collector.registry.errors import (
     AlreadyExists,
+    ChangesCompacted,
     InvalidExpectation,
     NotFound,
     Problem,
@@ -256,6 +257,9 @@ def error_to_status(exc: RegistryError | StoreUnavailable) -> status_pb2.Status:
     elif isinstance(exc, VersionConflict):
         code, reason = code_pb2.FAILED_PRECONDITION, "VERSION_CONFLICT"
         meta = {"name": exc.name, "expected_version": str(exc.expected), "actual_version": str(exc.actual)}
+    elif isinstance(exc, ChangesCompacted):
+        code, reason = code_pb2.OUT_OF_RANGE, "CHANGES_COMPACTED"
+        meta = {"seq": str(exc.seq), "compacted_seq": str(exc.compacted_seq)}
     elif isinstance(exc, StoreUnavailable):
         code, reason, meta = code_pb2.UNAVAILABLE, "STORE_UNAVAILABLE", {}
     else:
@@ -284,6 +288,8 @@ def error_from_status(status: status_pb2.Status) -> RegistryError | StoreUnavail
             return AlreadyExists(meta["name"], int(meta["version"]))
         if info.reason == "VERSION_CONFLICT":
             return VersionConflict(meta["name"], int(meta["expected_version"]), int(meta["actual_version"]))
+        if info.reason == "CHANGES_COMPACTED":
+            return ChangesCompacted(int(meta["seq"]), int(meta["compacted_seq"]))
         if info.reason == "STORE_UNAVAILABLE":
             return StoreUnavailable(status.message)
     return None

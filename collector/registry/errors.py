@@ -1,8 +1,8 @@
 """Errors of the expectations registry, one class per outcome a caller must tell apart.
 
 They map one-to-one onto gRPC status codes (`NotFound` → NOT_FOUND, `AlreadyExists` → ALREADY_EXISTS,
-`VersionConflict` → ABORTED, `InvalidExpectation` → INVALID_ARGUMENT), so the service layer never has to
-parse a message to choose one.
+`VersionConflict` → FAILED_PRECONDITION, `InvalidExpectation` → INVALID_ARGUMENT, `ChangesCompacted` →
+OUT_OF_RANGE), so the service layer never has to parse a message to choose one.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AlreadyExists",
+    "ChangesCompacted",
     "InvalidExpectation",
     "NotFound",
     "Problem",
@@ -79,6 +80,26 @@ class VersionConflict(RegistryError):
 
     def __str__(self) -> str:
         return f"expectation {self.name!r} is at version {self.actual}, not the expected {self.expected}"
+
+
+class ChangesCompacted(RegistryError):
+    """The changes after `seq` are no longer all in the log: the older ones were compacted away.
+
+    The log keeps the last `changes_kept` changes (`RegistryConfig`), so a follower that far behind
+    cannot catch up from it; it must read the live set again (list) and follow from the current `seq`.
+    """
+
+    def __init__(self, seq: int, compacted_seq: int) -> None:
+        super().__init__(seq, compacted_seq)
+        self.seq = seq
+        self.compacted_seq = compacted_seq
+
+    def __str__(self) -> str:
+        return (
+            f"the changes after seq {self.seq} are no longer all kept: the change log was compacted up to seq "
+            f"{self.compacted_seq} (registry.changes_kept); list the expectations again, then watch from now "
+            "(without since_seq)"
+        )
 
 
 @dataclass(frozen=True)

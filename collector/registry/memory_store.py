@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import threading
 from collections.abc import Sequence
 
-from toolscore.collector.registry.errors import NotFound
+from toolscore.collector.registry.errors import ChangesCompacted, NotFound
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, Write, check_expected_version
 
@@ -14,13 +15,15 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """`ExpectationStore` over dicts and a change list, behind one lock."""
+    """`ExpectationStore` over dicts and a change list (in `seq` order), behind one lock."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[str, Expectation] = {}
         self._last_version: dict[str, int] = {}
         self._log: builtins.list[Change] = []
+        self._seq = 0
+        self._compacted = 0
 
     def get(self, name: str) -> Expectation:
         with self._lock:
@@ -44,7 +47,7 @@ class MemoryStore:
 
     def write_batch(self, writes: Sequence[Write]) -> builtins.list[Change]:
         with self._lock:
-            saved = (dict(self._live), dict(self._last_version), len(self._log))
+            saved = (dict(self._live), dict(self._last_version), len(self._log), self._seq)
             try:
                 return [
                     self._delete(w.name, w.expected_version)
@@ -53,7 +56,7 @@ class MemoryStore:
                     for w in writes
                 ]
             except BaseException:  # all or nothing, as a database transaction
-                self._live, self._last_version = saved[0], saved[1]
+                self._live, self._last_version, self._seq = saved[0], saved[1], saved[3]
                 del self._log[saved[2] :]
                 raise
 
@@ -62,7 +65,8 @@ class MemoryStore:
         check_expected_version(expectation.name, live.version if live else None, expected_version)
         version = self._last_version.get(expectation.name, 0) + 1
         stored = expectation.model_copy(update={"version": version})
-        change = Change(len(self._log) + 1, "updated" if live else "created", stored.name, version, stored)
+        self._seq += 1
+        change = Change(self._seq, "updated" if live else "created", stored.name, version, stored)
         self._live[stored.name] = stored
         self._last_version[stored.name] = version
         self._log.append(change)
@@ -74,7 +78,8 @@ class MemoryStore:
             raise NotFound(name)
         check_expected_version(name, live.version, expected_version)
         version = self._last_version[name] + 1
-        change = Change(len(self._log) + 1, "deleted", name, version, live)
+        self._seq += 1
+        change = Change(self._seq, "deleted", name, version, live)
         del self._live[name]
         self._last_version[name] = version
         self._log.append(change)
@@ -96,12 +101,34 @@ class MemoryStore:
 
     def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
         with self._lock:
-            start = max(seq, 0)
+            if seq < self._compacted:
+                raise ChangesCompacted(seq, self._compacted)
+            start = bisect.bisect_right(self._log, seq, key=lambda change: change.seq)
             return self._log[start : None if limit is None else start + limit]
 
     def latest_seq(self) -> int:
         with self._lock:
-            return len(self._log)
+            return self._seq
+
+    def compacted_seq(self) -> int:
+        with self._lock:
+            return self._compacted
+
+    def compact(self, keep: int, max_removed: int) -> int:
+        with self._lock:
+            cutoff = self._seq - keep
+            if cutoff <= self._compacted:
+                return 0
+            current = {(name, exp.version) for name, exp in self._live.items()}
+            removed = [
+                c.seq
+                for c in self._log
+                if c.seq <= cutoff and (c.kind == "deleted" or (c.name, c.version) not in current)
+            ][:max_removed]
+            gone = set(removed)
+            self._log = [c for c in self._log if c.seq not in gone]
+            self._compacted = max(self._compacted, cutoff if len(removed) < max_removed else removed[-1])
+            return len(removed)
 
     def close(self) -> None:
         pass

@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS {p}changes (
     at_ns BIGINT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
+CREATE TABLE IF NOT EXISTS {p}meta (
+    key TEXT PRIMARY KEY,
+    value BIGINT NOT NULL
+);
 """
 
 _log = logging.getLogger("toolscore.registry")

@@ -20,16 +20,17 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from toolscore.collector.registry.compaction import Compaction
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
-from toolscore.collector.registry.errors import InvalidExpectation, StoreUnavailable
+from toolscore.collector.registry.errors import ChangesCompacted, InvalidExpectation, StoreUnavailable
 from toolscore.collector.registry.file_sync import FILE_SOURCE_LABEL, FileSync
 from toolscore.collector.registry.files import FileWatcher, load_paths
 from toolscore.collector.registry.health import StoreHealth
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.planning import Applied, ApplyAction, plan_apply, validate_all
-from toolscore.collector.registry.snapshot import Snapshot
-from toolscore.collector.registry.store import CHANGE_PAGE_SIZE, Change, ExpectationStore
+from toolscore.collector.registry.snapshot import Snapshot, Subscriber
+from toolscore.collector.registry.store import Change, ExpectationStore
 from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
 from toolscore.scorers.model import AgentRun
@@ -62,6 +63,7 @@ class Registry:
         self._lock = threading.RLock()
         self._view = Snapshot()
         self._loaded = False
+        self._compaction = Compaction(lambda: self.store, self.config.changes_kept)
         self._files = FileSync(self.config.files, self._apply, self._owned_by_files)
         self.health = StoreHealth()
         """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
@@ -103,8 +105,7 @@ class Registry:
         if self._store is None:
             self._store = open_store(self.config.store)
         with self._lock:
-            seq = self._store.latest_seq()  # before list(): a change in between is applied again, harmlessly
-            self._view.replace(seq, self._store.list())
+            self._view.load(self._store)
             self._loaded = True
 
     @classmethod
@@ -248,38 +249,36 @@ class Registry:
 
     # -- change feed ---------------------------------------------------------------------------------
 
-    def subscribe(self, callback: Callable[[Change], None]) -> Callable[[], None]:
+    def subscribe(
+        self, callback: Callable[[Change], None], on_gap: Callable[[ChangesCompacted], None] | None = None
+    ) -> Callable[[], None]:
         """Call `callback(change)` for every change applied to the snapshot, in order; returns unsubscribe.
 
         Callbacks run on the thread that applied the change, under the registry's lock: keep them
         short (hand off to a queue). An exception in one is logged and does not stop the others.
+        `on_gap` is called instead when the registry fell so far behind its store that the changes it
+        missed were compacted away and it read the whole set again: the subscriber missed them too.
         """
+        subscriber = Subscriber(callback, on_gap)
         with self._lock:
-            self._view.subscribers.append(callback)
+            self._view.subscribers.append(subscriber)
 
         def unsubscribe() -> None:
             with self._lock:
-                if callback in self._view.subscribers:
-                    self._view.subscribers.remove(callback)
+                if subscriber in self._view.subscribers:
+                    self._view.subscribers.remove(subscriber)
 
         return unsubscribe
 
     def refresh(self) -> builtins.list[Change]:
-        """Apply the store's changes since the last applied `seq`, read a page at a time; returns them.
-
-        Each page is applied (and its subscribers told) before the next is read, so a long backlog (a
-        replica back from a partition) moves forward page by page, each read well within the store's
-        query timeout, rather than failing whole at every poll.
-        """
-        applied: builtins.list[Change] = []
+        """Apply the store's changes since the last applied `seq` (see `Snapshot.catch_up`); returns them."""
         with self._lock:
-            while True:
-                changes = self.store.changes_since(self._view.seq, CHANGE_PAGE_SIZE)
-                if changes:
-                    self._view.apply(changes)
-                    applied.extend(changes)
-                if len(changes) < CHANGE_PAGE_SIZE:
-                    return applied
+            return self._view.catch_up(self.store)
+
+    def compact(self) -> int:
+        """Trim the store's change log to its last `changes_kept` changes now (the poll does so every minute);
+        returns how many were removed. See `compaction.py`."""
+        return self._compaction.run()
 
     def refresh_after_write(self) -> None:
         """Read a write back into the snapshot; if that read fails the write still stands, and the poll
@@ -314,6 +313,7 @@ class Registry:
                 self.health.read_failed(exc, self._meanwhile())
                 continue
             self.health.read_ok()
+            self._compaction.run_if_due()
             if self._files.pending:
                 self._files.reload_quietly()
 

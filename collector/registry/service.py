@@ -19,12 +19,11 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
 from toolscore.collector.registry.convert import (
-    error_to_status,
     expectation_from_proto,
     expectation_to_proto,
 )
@@ -40,6 +39,7 @@ from toolscore.collector.registry.pages import history_page, list_page, read_lim
 from toolscore.collector.registry.registry import Applied, Registry
 from toolscore.collector.registry.server_auth import BearerTokenInterceptor
 from toolscore.collector.registry.server_config import RegistryServerConfig
+from toolscore.collector.registry.status import STATUS_DETAILS_KEY, abort_with
 from toolscore.collector.registry.store import Change, check_expected_version
 from toolscore.collector.registry.watch import WATCH_SEQ_KEY, Watches
 from toolscore.registry.v1 import registry_pb2 as pb
@@ -57,18 +57,6 @@ __all__ = [
 
 _log = logging.getLogger("toolscore.registry")
 _T = TypeVar("_T")
-
-STATUS_DETAILS_KEY = "grpc-status-details-bin"
-
-
-async def _abort(context: Any, exc: RegistryError | StoreUnavailable) -> NoReturn:
-    status = error_to_status(exc)
-    code = grpc.StatusCode.INVALID_ARGUMENT
-    for candidate in grpc.StatusCode:
-        if candidate.value[0] == status.code:
-            code = candidate
-    await context.abort(code, status.message, ((STATUS_DETAILS_KEY, status.SerializeToString()),))
-    raise AssertionError("unreachable: abort raises")
 
 
 class RegistryServicer:
@@ -95,7 +83,7 @@ class RegistryServicer:
             _log.exception("registry store call %s failed", getattr(fn, "__name__", fn))
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"registry store failed: {exc}")
             raise
-        await _abort(context, error)
+        await abort_with(context, error)
 
     def _put(self, msg: pb.PutExpectationRequest) -> tuple[Expectation, bool]:
         exp = expectation_from_proto(msg.expectation)
@@ -141,7 +129,7 @@ class RegistryServicer:
 
     async def ListExpectations(self, request: pb.ListExpectationsRequest, context: Any) -> pb.ListExpectationsResponse:
         if request.page_size < 0:
-            await _abort(context, InvalidExpectation.single("page_size", "must be 0 (everything) or more"))
+            await abort_with(context, InvalidExpectation.single("page_size", "must be 0 (everything) or more"))
         found = await self._run(context, self._registry.list)
         after = request.page_token
         return list_page(
@@ -168,7 +156,7 @@ class RegistryServicer:
         try:
             after, limit = seq_token(request.page_token), read_limit(request.page_size)
         except InvalidExpectation as exc:
-            await _abort(context, exc)
+            await abort_with(context, exc)
         changes = await self._run(context, self._registry.history_changes, request.name, after, limit)
         return history_page(changes, request.page_size)
 

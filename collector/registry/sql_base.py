@@ -1,8 +1,9 @@
 """What the SQL stores share: the two tables, the write algorithm and the decoding of rows.
 
 Tables (names prefixed per store): `<p>expectations` holds one row per name ever written — the last
-version, whether it is live, and the last live document — and `<p>changes` is the append-only log
-(seq, name, kind, version, document). A write is one transaction that reads the name's row, applies
+version, whether it is live, and the last live document — `<p>changes` is the append-only log
+(seq, name, kind, version, document), and `<p>meta` holds `compacted_seq`, up to which the log may have
+been compacted. A write is one transaction that reads the name's row, applies
 the optimistic-concurrency rule, upserts the row and appends to the log; the dialects only supply
 how a write transaction is opened (SQLite `BEGIN IMMEDIATE`, PostgreSQL an advisory lock, which also
 keeps `seq` in commit order so replicas reading `changes_since` never skip a late commit).
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
-from toolscore.collector.registry.errors import NotFound, StoreTimeout
+from toolscore.collector.registry.errors import ChangesCompacted, NotFound, StoreTimeout
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
 from toolscore.collector.registry.validation import parse_stored
@@ -49,6 +50,12 @@ def _decode(name: str, body: str | dict[str, Any], version: int) -> Expectation:
 def _encode(expectation: Expectation) -> str:
     return json.dumps(expectation.to_dict(with_version=False), sort_keys=True, separators=(",", ":"))
 
+
+_COMPACTABLE = (
+    "SELECT c.seq FROM {p}changes c WHERE c.seq <= ? AND NOT EXISTS (SELECT 1 FROM {p}expectations e "
+    "WHERE e.name = c.name AND e.live AND e.version = c.version) ORDER BY c.seq LIMIT ?"
+)
+"""The oldest changes up to a cutoff, but for the change that made each live expectation's current version."""
 
 _MIN_TURN_WAIT_S = 1.0
 """A call waits at least this long for its turn, so that a zero timeout does not fail it behind a quick call."""
@@ -178,7 +185,49 @@ class SqlStore:
             else:
                 cur.execute(self._sql(query + " LIMIT ?"), (seq, limit))
             rows = cur.fetchall()
+            # read after the rows: compaction moves it and deletes in one transaction, so a value still
+            # at or below `seq` now was so when the rows were read, and none after `seq` was missing
+            compacted = self._compacted(cur)
+        if seq < compacted:
+            raise ChangesCompacted(seq, compacted)
         return list(self._changes(rows))
+
+    def compacted_seq(self) -> int:
+        with self._read() as cur:
+            return self._compacted(cur)
+
+    def compact(self, keep: int, max_removed: int) -> int:
+        with self._read() as cur:  # the usual case, nothing to do, takes no write lock
+            if self._cutoff(cur, keep) <= self._compacted(cur):
+                return 0
+        with self._write() as cur:
+            cutoff, before = self._cutoff(cur, keep), self._compacted(cur)
+            if cutoff <= before:
+                return 0
+            cur.execute(
+                self._sql("DELETE FROM {p}changes WHERE seq IN (" + _COMPACTABLE + ") RETURNING seq"),
+                (cutoff, max_removed),
+            )
+            removed = [int(row[0]) for row in cur.fetchall()]
+            reached = cutoff if len(removed) < max_removed else max(removed)
+            cur.execute(
+                self._sql(
+                    "INSERT INTO {p}meta (key, value) VALUES ('compacted_seq', ?) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                ),
+                (max(before, reached),),
+            )
+        return len(removed)
+
+    def _cutoff(self, cur: Cursor, keep: int) -> int:
+        """The `seq` up to which changes are past keeping."""
+        cur.execute(self._sql("SELECT COALESCE(MAX(seq), 0) FROM {p}changes"))
+        return int(cur.fetchone()[0]) - keep
+
+    def _compacted(self, cur: Cursor) -> int:
+        cur.execute(self._sql("SELECT value FROM {p}meta WHERE key = 'compacted_seq'"))
+        row = cur.fetchone()
+        return 0 if row is None else int(row[0])
 
     def latest_seq(self) -> int:
         with self._read() as cur:

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS {p}changes (
     at_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
+CREATE TABLE IF NOT EXISTS {p}meta (
+    key TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
 """
 
 

@@ -10,6 +10,10 @@ previous version + 1, so versions of a name never repeat even across delete and 
 Optimistic concurrency: `expected_version=None` writes unconditionally; `0` means "create, the name
 must be free"; `n > 0` means "the live version must be n".
 
+The log is compacted (`compact`) to its last changes, keeping the change that made each live
+expectation's current version, so that it does not grow without end; a follower that fell behind
+past the compacted point gets `ChangesCompacted` rather than a log with a hole in it.
+
 A store may also offer `wait_for_change(timeout_s, stop_event) -> bool` (PostgreSQL does, over
 LISTEN/NOTIFY); the registry then waits on it instead of sleeping between polls.
 """
@@ -94,7 +98,20 @@ class ExpectationStore(Protocol):
         ...
 
     def changes_since(self, seq: int, limit: int | None = None) -> builtins.list[Change]:
-        """Changes with `seq` greater than the given one, in order; the first `limit` of them (None: all)."""
+        """Changes with `seq` greater than the given one, in order; the first `limit` of them (None: all).
+
+        Raises `ChangesCompacted` when some of them were compacted away (`seq` is below `compacted_seq`).
+        """
+        ...
+
+    def compact(self, keep: int, max_removed: int) -> int:
+        """Remove changes older than the last `keep`, except each live expectation's latest (its history
+        must not be empty); at most the next `max_removed` of them, so one call stays short. Returns how
+        many were removed: 0 once nothing is left to compact. Safe to run on several replicas at once."""
+        ...
+
+    def compacted_seq(self) -> int:
+        """Changes up to this `seq` may have been removed (0 when none ever was)."""
         ...
 
     def latest_seq(self) -> int:

@@ -8,7 +8,9 @@ committed in between arrives twice (once in the backlog, once from the feed) and
 it sends its response headers once subscribed, so a client that waits for them (`client.Watch`) misses
 nothing after them. A client that does not keep up is cut off with where to resume, rather than let its
 queue grow the server's memory; and at most `max_streams` are served at once, since each holds a queue and
-a subscription that every change applied goes through.
+a subscription that every change applied goes through. A `since_seq` older than the compacted change log,
+or a server that fell that far behind itself, ends the stream with OUT_OF_RANGE (`ChangesCompacted`):
+the client must list again, and watch from now.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any, NoReturn
 import grpc
 
 from toolscore.collector.registry.convert import change_to_proto
+from toolscore.collector.registry.errors import ChangesCompacted
 from toolscore.collector.registry.registry import Registry
+from toolscore.collector.registry.status import abort_with
 from toolscore.collector.registry.store import CHANGE_PAGE_SIZE, Change
 from toolscore.registry.v1 import registry_pb2 as pb
 
@@ -43,6 +47,8 @@ class Feed:
         self.queue: asyncio.Queue[Change | None] = asyncio.Queue()
         self.limit = limit
         self.overflowed = False
+        self.gap: ChangesCompacted | None = None
+        """Set when the registry missed changes for good (they were compacted before it read them)."""
         self._loop = loop
 
     def deliver(self, change: Change) -> None:
@@ -50,8 +56,19 @@ class Feed:
         with contextlib.suppress(RuntimeError):  # the loop is closed: this stream is over
             self._loop.call_soon_threadsafe(self._offer, change)
 
+    def missed(self, gap: ChangesCompacted) -> None:
+        """Called by the registry (any thread) when it read its whole set again: this stream has a hole."""
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._end_at_gap, gap)
+
+    def _end_at_gap(self, gap: ChangesCompacted) -> None:
+        if self.overflowed or self.gap is not None:
+            return
+        self.gap = gap  # the stream sends what is queued (all before the hole), then ends saying so
+        self.queue.put_nowait(None)
+
     def _offer(self, change: Change) -> None:
-        if self.overflowed:
+        if self.overflowed or self.gap is not None:
             return
         if self.queue.qsize() >= self.limit:
             self.overflowed = True  # the stream sends what is queued, then ends saying where to resume
@@ -98,7 +115,7 @@ class Watches:
             await self._refuse(context)
         self._refusing = False
         feed = Feed(asyncio.get_running_loop(), self._queue_size)
-        unsubscribe = self._registry.subscribe(feed.deliver)
+        unsubscribe = self._registry.subscribe(feed.deliver, feed.missed)
         self._feeds.add(feed)
         try:
             if request.HasField("since_seq"):
@@ -126,6 +143,8 @@ class Watches:
             _log.warning("a registry watch fell %d changes behind and was ended at seq %d", feed.limit, last)
             message = f"this watch fell {feed.limit} changes behind; watch again with since_seq={last}"
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+        if feed.gap is not None:
+            await abort_with(context, ChangesCompacted(last, feed.gap.compacted_seq))
 
     def close(self) -> None:
         """End every stream, so a graceful stop does not wait out its grace period on them."""

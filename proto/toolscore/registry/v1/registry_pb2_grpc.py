@@ -43,6 +43,8 @@ class ExpectationRegistryStub:
     UNAUTHENTICATED      a token is configured and the call lacks `authorization: Bearer <token>`.
     UNAVAILABLE          the registry's store is not read yet, or did not answer within its timeout
     (the message names the store and the setting); retry later.
+    OUT_OF_RANGE         a watch's `since_seq` is older than the change log keeps (it is compacted to
+    its last changes): list again, then watch without `since_seq`.
     """
 
     def __init__(self, channel):
@@ -106,6 +108,8 @@ class ExpectationRegistryServicer:
     UNAUTHENTICATED      a token is configured and the call lacks `authorization: Bearer <token>`.
     UNAVAILABLE          the registry's store is not read yet, or did not answer within its timeout
     (the message names the store and the setting); retry later.
+    OUT_OF_RANGE         a watch's `since_seq` is older than the change log keeps (it is compacted to
+    its last changes): list again, then watch without `since_seq`.
     """
 
     def PutExpectation(self, request, context):
@@ -225,6 +229,8 @@ class ExpectationRegistry:
     UNAUTHENTICATED      a token is configured and the call lacks `authorization: Bearer <token>`.
     UNAVAILABLE          the registry's store is not read yet, or did not answer within its timeout
     (the message names the store and the setting); retry later.
+    OUT_OF_RANGE         a watch's `since_seq` is older than the change log keeps (it is compacted to
+    its last changes): list again, then watch without `since_seq`.
     """
 
     @staticmethod
