@@ -4,10 +4,12 @@ registry API server on a thread."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from tests.pipeline_builders import wait_until
@@ -29,6 +31,17 @@ def names(registry: Registry, agent: str = "travel") -> list[str]:
 def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> bool:
     """`wait_until` with the registry's pace: a store read per poll, a database restart to wait for."""
     return wait_until(check, timeout_s, poll_s=0.02)
+
+
+def store_raw(path: Path, name: str, document: dict[str, Any]) -> None:
+    """Write `document` into the SQLite registry at `path` as version 1 of `name`, bypassing validation (a row
+    written by an older toolscore, or by hand)."""
+    SqliteStore(path).close()
+    body = json.dumps(document)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO toolscore_expectations VALUES (?, 1, 1, ?)", (name, body))
+        insert = "INSERT INTO toolscore_changes (name, kind, version, body, at_ns) VALUES (?, 'created', 1, ?, 0)"
+        conn.execute(insert, (name, body))
 
 
 class FlakyReads(SqliteStore):

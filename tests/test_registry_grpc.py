@@ -14,7 +14,7 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.certs import self_signed_certificate
-from tests.registry_builders import FlakyReads, ServerThread, serve
+from tests.registry_builders import FlakyReads, ServerThread, serve, store_raw
 from toolscore.collector.registry import (
     AlreadyExists,
     Change,
@@ -242,6 +242,22 @@ def test_invalid_expectation_reaches_the_client_with_every_field_path(client: Re
     bad = error_details_pb2.BadRequest()
     _status_of(caught.value).details[0].Unpack(bad)
     assert [v.field for v in bad.field_violations] == ["name", "match.agent"]
+
+
+def test_an_oversized_name_is_invalid_argument_naming_its_length_and_the_limit(stub: Any) -> None:
+    err = _put_raw(stub, {"name": "n" * 300, "params": {"expected_tool": "a"}})
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert err.details() == "name: is 300 characters long, over the limit of 256"
+
+
+def test_a_stored_document_over_the_limits_still_reaches_a_client(tmp_path: Path) -> None:
+    """Written before the limits: the server reads it, and the client does not refuse what it answers."""
+    store_raw(tmp_path / "registry.db", "n" * 300, {"name": "n" * 300, "labels": {"owner": "o" * 2000}})
+    with _registry(tmp_path / "registry.db") as registry:
+        for server in serve(registry):
+            with RegistryClient(server.target) as client:
+                assert [e.name for e in client.list()] == ["n" * 300]
+                assert client.get("n" * 300).labels["owner"] == "o" * 2000
 
 
 @pytest.mark.parametrize(

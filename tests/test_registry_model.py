@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.registry_builders import store_raw
 from toolscore.collector.registry import (
     Condition,
     Expectation,
     InvalidExpectation,
     MemoryStore,
     Registry,
+    SqliteStore,
     load_file,
     load_paths,
     parse_expectation,
 )
+from toolscore.scorers import AgentRun
 from toolscore.scorers.trajectory import Trajectory
 
 DATA = Path(__file__).parent / "testdata" / "registry"
@@ -30,7 +34,10 @@ INVALID = {
     "bad_regex.yaml": (5, 'match.attributes["session.id"]', "bad regex 'sess-(['"),
     "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "less than or equal to 1"),
     "duplicate_name.yaml": (5, "name", "duplicate name 'twice', first at"),
+    "long_label_value.yaml": (6, "labels.runbook", "is 1100 characters long, over the limit of 1024"),
+    "long_name.yaml": (2, "name", "is 300 characters long, over the limit of 256"),
     "not_yaml.yaml": (4, "", "not valid YAML/JSON"),
+    "too_many_labels.yaml": (4, "labels", "has 65 labels, over the limit of 64"),
     "misspelt_scorer_param.yaml": (9, "scorers[1].expectd", "unknown key; did you mean `expected`?"),
     "unknown_match_key.yaml": (4, "match.agnet_version", "keys here: agent, attributes, input, resource, service"),
     "unknown_scorer_param.yaml": (9, "scorers[1].mode", "'exact', 'flexible'"),
@@ -147,3 +154,36 @@ def test_loading_an_expectation_without_selectors_warns(tmp_path: Path, caplog: 
     with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
         Registry(MemoryStore()).apply([{"name": "raw", "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}])
     assert "'raw' has no selector" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "message"),
+    [
+        ({"labels": {"k" * 300: "v"}}, "labels", "the key 'kkkkkkkkkkkkkkkkkkkkkkkk...' is 300 characters long"),
+        ({"match": {"agent": {"regex": "a" * 5000}}}, "match.agent", "`regex` text is 5000 characters long"),
+        ({"match": {"service": list(range(1001))}}, "match.service", "`in` has 1001 values, over the limit of 1000"),
+        ({"match": {"resource": {f"k{i}": 1 for i in range(65)}}}, "match.resource", "has 65 selectors, over"),
+        ({"match": {"attributes": {"k" * 257: 1}}}, "match.attributes", "is 257 characters long, over the limit"),
+        ({"scorers": [{"type": "tool_selection", "expected_tool": "x"}] * 65}, "scorers", "has 65 scorers, over"),
+    ],
+    ids=["label_key", "regex", "in_values", "selectors", "selector_key", "scorers"],
+)
+def test_oversized_parts_are_refused_naming_the_field_its_size_and_the_limit(
+    document: dict[str, Any], field: str, message: str
+) -> None:
+    with pytest.raises(InvalidExpectation) as caught:
+        parse_expectation({"name": "big", "match": {"agent": "a"}, **document})
+    assert caught.value.field == field
+    assert message in caught.value.problems[0].message
+
+
+def test_a_stored_document_over_the_limits_is_still_read_and_matched_but_not_written_again(tmp_path: Path) -> None:
+    """A registry written before the limits keeps working; only a write of the oversized document fails."""
+    name, path = "n" * 300, tmp_path / "registry.db"
+    store_raw(path, name, {"name": name, "match": {"agent": "travel"}, "labels": {"owner": "o" * 2000}})
+    with Registry(SqliteStore(path)) as registry:
+        assert [e.name for e in registry.match(AgentRun(agent_name="travel"))] == [name]
+        assert not registry.unreadable
+        with pytest.raises(InvalidExpectation) as caught:
+            registry.put(registry.get(name).to_dict())
+    assert [p.field for p in caught.value.problems] == ["name", "labels.owner"]

@@ -13,7 +13,9 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo, model_serializer, model_validator
+
+from toolscore.collector.registry.limits import MAX_CONDITION_CHARS, MAX_IN_VALUES, check_text, is_stored
 
 __all__ = ["OPERATORS", "Condition", "Operator", "as_text"]
 
@@ -32,17 +34,31 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
-def _check_value(op: str, value: Any) -> Any:
+def _check_size(op: str, value: Any) -> None:
+    """The limits (`limits.py`) on a condition's values: before a huge regex is compiled."""
+    values = value if op == "in" else (value,)
+    if len(values) > MAX_IN_VALUES:
+        raise ValueError(f"`in` has {len(values)} values, over the limit of {MAX_IN_VALUES}")
+    for text in values:
+        if isinstance(text, str):
+            check_text(text, MAX_CONDITION_CHARS, f"`{op}` text is")
+
+
+def _check_value(op: str, value: Any, limits: bool = True) -> Any:
     if op == "equals" and not isinstance(value, _SCALARS):
         raise ValueError("`equals` takes a string, number or boolean")
     if op == "in":
         if not isinstance(value, list | tuple) or not value or not all(isinstance(v, _SCALARS) for v in value):
             raise ValueError("`in` takes a non-empty list of strings, numbers or booleans")
+        if limits:
+            _check_size(op, value)
         return tuple(value)
     if op == "exists" and not isinstance(value, bool):
         raise ValueError("`exists` takes true or false")
     if op in ("regex", "contains") and not isinstance(value, str):
         raise ValueError(f"`{op}` takes a string")
+    if limits:
+        _check_size(op, value)
     if op == "regex":
         try:
             re.compile(value)
@@ -69,19 +85,20 @@ class Condition(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _parse(cls, data: Any) -> Any:
+    def _parse(cls, data: Any, info: ValidationInfo) -> Any:
         if isinstance(data, Condition):
             return data
+        limits = not is_stored(info)
         if isinstance(data, dict) and set(data) == {"op", "value"}:
-            return {"op": data["op"], "value": _check_value(data["op"], data["value"])}
+            return {"op": data["op"], "value": _check_value(data["op"], data["value"], limits)}
         if isinstance(data, _SCALARS):
-            return {"op": "equals", "value": data}
+            return {"op": "equals", "value": _check_value("equals", data, limits)}
         if isinstance(data, list):
-            return {"op": "in", "value": _check_value("in", data)}
+            return {"op": "in", "value": _check_value("in", data, limits)}
         if not isinstance(data, dict) or len(data) != 1 or next(iter(data)) not in OPERATORS:
             raise ValueError(f"a condition is a value, a list, or a mapping with one key of {', '.join(OPERATORS)}")
         ((op, value),) = data.items()
-        return {"op": op, "value": _check_value(op, value)}
+        return {"op": op, "value": _check_value(op, value, limits)}
 
     def model_post_init(self, context: Any) -> None:
         if self.op == "regex":

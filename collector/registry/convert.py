@@ -206,7 +206,7 @@ def expectation_from_proto(msg: pb.Expectation, *, with_version: bool = False) -
     """Validate a message as an expectation; raises `InvalidExpectation` naming the field.
 
     `version` is the store's to set, so it is ignored unless `with_version` (a client reading what a
-    server returned).
+    server returned, which is not held to the size limits: the server may hold older documents).
     """
     doc: dict[str, Any] = {
         "name": msg.name,
@@ -218,7 +218,7 @@ def expectation_from_proto(msg: pb.Expectation, *, with_version: bool = False) -
         doc["enabled"] = msg.enabled
     if with_version:
         doc["version"] = msg.version
-    return parse_expectation(doc)
+    return parse_expectation(doc, stored=with_version)
 
 
 def change_from_proto(msg: pb.WatchExpectationsResponse) -> Change:

@@ -2,23 +2,44 @@
 
 Expectations are frozen values. The store owns `version`; everything else is what the author wrote,
 kept in a form that serializes back to the same document (`to_dict`), so a file, the Python API and
-the gRPC service all round-trip the same shape.
+the gRPC service all round-trip the same shape. Names, labels, selectors and scorers are bounded in
+size (`limits.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 from toolscore.collector.registry.conditions import Condition
+from toolscore.collector.registry.limits import (
+    MAX_LABEL_KEY_CHARS,
+    MAX_LABEL_VALUE_CHARS,
+    MAX_LABELS,
+    MAX_NAME_CHARS,
+    MAX_SCORERS,
+    MAX_SELECTOR_KEY_CHARS,
+    MAX_SELECTORS,
+    at_most,
+    chars,
+    key_chars,
+)
 from toolscore.scorers.base import ScorerBase
 
 __all__ = ["NAME_PATTERN", "Expectation", "ExpectationScorer", "MatchSpec"]
 
 NAME_PATTERN = r"^[A-Za-z0-9_.\-]+$"
 """Expectation names: letters, digits, `_`, `.` and `-` (they appear in metric attributes and URLs)."""
+
+_Selectors = Annotated[
+    dict[Annotated[str, key_chars(MAX_SELECTOR_KEY_CHARS)], Condition], at_most(MAX_SELECTORS, "selectors")
+]
+_Labels = Annotated[
+    dict[Annotated[str, key_chars(MAX_LABEL_KEY_CHARS)], Annotated[str, chars(MAX_LABEL_VALUE_CHARS)]],
+    at_most(MAX_LABELS, "labels"),
+]
 
 
 class MatchSpec(BaseModel):
@@ -33,8 +54,8 @@ class MatchSpec(BaseModel):
 
     agent: Condition | None = Field(default=None, description="Condition on the run's agent name.")
     service: Condition | None = Field(default=None, description="Condition on the resource's `service.name`.")
-    resource: dict[str, Condition] = Field(default_factory=dict, description="Conditions on resource attributes.")
-    attributes: dict[str, Condition] = Field(
+    resource: _Selectors = Field(default_factory=dict, description="Conditions on resource attributes.")
+    attributes: _Selectors = Field(
         default_factory=dict, description="Conditions on run span attributes (and baggage copied onto it)."
     )
     input: Condition | None = Field(default=None, description="Condition on the user's input text.")
@@ -118,12 +139,16 @@ class Expectation(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(min_length=1, pattern=NAME_PATTERN, description="Unique name; scores carry it.")
+    name: Annotated[str, chars(MAX_NAME_CHARS)] = Field(
+        min_length=1, pattern=NAME_PATTERN, description="Unique name; scores carry it."
+    )
     version: int = Field(default=0, ge=0, description="Set by the store; increases on every change.")
     enabled: bool = Field(default=True, description="A disabled expectation matches no run.")
-    labels: dict[str, str] = Field(default_factory=dict, description="Free-form: owner, severity, ...")
+    labels: _Labels = Field(default_factory=dict, description="Free-form: owner, severity, ...")
     match: MatchSpec = Field(default_factory=MatchSpec, description="Which runs it applies to.")
-    scorers: list[ExpectationScorer] = Field(default_factory=list, description="How matching runs are scored.")
+    scorers: Annotated[list[ExpectationScorer], at_most(MAX_SCORERS, "scorers")] = Field(
+        default_factory=list, description="How matching runs are scored."
+    )
 
     @field_validator("labels", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from pydantic_core import ErrorDetails
 
 from toolscore.collector.error_text import error_message
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
+from toolscore.collector.registry.limits import STORED
 from toolscore.collector.registry.model import Expectation, MatchSpec
 
 __all__ = [
@@ -54,8 +55,11 @@ def field_path(loc: Sequence[str | int]) -> str:
 
 
 def _clean_loc(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
-    """Drop the scorer union's tag: `scorers.0.trajectory.expected` → `scorers.0.expected`."""
+    """Drop the scorer union's tag: `scorers.0.trajectory.expected` → `scorers.0.expected`; and a bad
+    mapping key's location (`labels.<key>.[key]` → `labels`: the message quotes the key)."""
     parts = tuple(loc)
+    if len(parts) >= 2 and parts[-1] == "[key]":
+        parts = parts[:-2]
     if len(parts) >= 3 and parts[0] == "scorers" and isinstance(parts[1], int) and isinstance(data, dict):
         scorers = data.get("scorers")
         item = scorers[parts[1]] if isinstance(scorers, list) and parts[1] < len(scorers) else None
@@ -84,14 +88,19 @@ def _message(err: ErrorDetails) -> str:
     return error_message(err, Expectation)
 
 
-def parse_expectation(data: Any, *, file: str | None = None, locate: Locate | None = None) -> Expectation:
-    """Validate one expectation document; raises `InvalidExpectation` listing every problem."""
+def parse_expectation(
+    data: Any, *, file: str | None = None, locate: Locate | None = None, stored: bool = False
+) -> Expectation:
+    """Validate one expectation document; raises `InvalidExpectation` listing every problem.
+
+    `stored`: the document was read back from a store, and is not held to the size limits (`limits.py`).
+    """
     if isinstance(data, Expectation):
         return data
     if not isinstance(data, dict):
         raise InvalidExpectation.single("", "an expectation is a mapping", file, locate(()) if locate else None)
     try:
-        return Expectation.model_validate(data)
+        return Expectation.model_validate(data, context={STORED: True} if stored else None)
     except ValidationError as exc:
         raise InvalidExpectation(problems_from(exc, data, file=file, locate=locate)) from None
 
@@ -116,7 +125,7 @@ def parse_stored(name: str, data: Any, version: int) -> Expectation:
     try:
         if not isinstance(data, dict):
             raise InvalidExpectation.single("", f"a stored expectation is a JSON object, not {type(data).__name__}")
-        exp = parse_expectation({**data, "version": version})
+        exp = parse_expectation({**data, "version": version}, stored=True)
         if exp.name != name:
             raise InvalidExpectation.single("name", f"the document is named {exp.name!r}, its row {name!r}")
         return exp

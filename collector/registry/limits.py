@@ -1,0 +1,100 @@
+"""How large an expectation may be, checked wherever one is validated: files, the API, `Registry.put`.
+
+Names end up in metric attributes, URLs and log lines; labels travel with every score (`severity` is a
+metric attribute); selectors are compiled and indexed in every replica's memory and checked against
+every run; and a document travels whole in gRPC messages a client receives up to 4 MiB of. Unbounded,
+one careless or hostile write could make each of those as large as it liked. The limits are far above
+what a hand-written expectation needs.
+
+A document read back from a store is not held to them (`STORED` in the validation context): a registry
+written before the limits existed keeps matching, and only a write of the oversized document fails.
+An error names the field, its size and the limit: `name: is 300 characters long, over the limit of 256`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sized
+from typing import TypeVar
+
+from pydantic import AfterValidator, ValidationInfo
+
+__all__ = [
+    "MAX_CONDITION_CHARS",
+    "MAX_IN_VALUES",
+    "MAX_LABELS",
+    "MAX_LABEL_KEY_CHARS",
+    "MAX_LABEL_VALUE_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_SCORERS",
+    "MAX_SELECTORS",
+    "MAX_SELECTOR_KEY_CHARS",
+    "STORED",
+    "at_most",
+    "chars",
+    "check_text",
+    "is_stored",
+    "key_chars",
+]
+
+MAX_NAME_CHARS = 256
+MAX_LABELS = 64
+MAX_LABEL_KEY_CHARS = 256
+MAX_LABEL_VALUE_CHARS = 1024
+MAX_SELECTORS = 64
+"""Keys of `match.resource`, and of `match.attributes`, each."""
+MAX_SELECTOR_KEY_CHARS = 256
+MAX_CONDITION_CHARS = 4096
+"""The text of an `equals`, `regex` or `contains` condition, or of one `in` value."""
+MAX_IN_VALUES = 1000
+MAX_SCORERS = 64
+
+STORED = "toolscore.stored"
+"""Validation context key: the document was read back from a store, so the limits do not apply."""
+
+_T = TypeVar("_T")
+_PREVIEW_CHARS = 24
+
+
+def is_stored(info: ValidationInfo | None) -> bool:
+    return bool(info is not None and isinstance(info.context, dict) and info.context.get(STORED))
+
+
+def check_text(value: str, limit: int, what: str = "is") -> None:
+    """Raise the limit's error when `value` is longer than `limit` characters (`what` starts the message)."""
+    if len(value) > limit:
+        raise ValueError(f"{what} {len(value)} characters long, over the limit of {limit}")
+
+
+def chars(limit: int) -> AfterValidator:
+    """A text field of at most `limit` characters."""
+
+    def check(value: str, info: ValidationInfo) -> str:
+        if not is_stored(info):
+            check_text(value, limit)
+        return value
+
+    return AfterValidator(check)
+
+
+def key_chars(limit: int) -> AfterValidator:
+    """A mapping key of at most `limit` characters; the error (at the mapping) quotes the key's start."""
+
+    def check(value: str, info: ValidationInfo) -> str:
+        if not is_stored(info) and len(value) > limit:
+            preview = value[:_PREVIEW_CHARS] + "..."
+            check_text(value, limit, f"the key {preview!r} is")
+        return value
+
+    return AfterValidator(check)
+
+
+def at_most(limit: int, noun: str) -> AfterValidator:
+    """A list or mapping of at most `limit` `noun`s."""
+
+    def check(value: _T, info: ValidationInfo) -> _T:
+        size = len(value) if isinstance(value, Sized) else 0
+        if size > limit and not is_stored(info):
+            raise ValueError(f"has {size} {noun}, over the limit of {limit}")
+        return value
+
+    return AfterValidator(check)
