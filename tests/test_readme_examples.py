@@ -11,6 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from pydantic import BaseModel
+
+from toolscore.collector.registry import PostgresStoreConfig
+from toolscore.collector.registry.service import RegistryServerConfig
+
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
 
@@ -80,3 +86,10 @@ def test_readme_shows_the_default_serve_configuration() -> None:
         env=env,
     )
     assert proc.stdout == shown.group(1), "regenerate the block with `toolscore serve --print-config`"
+
+
+@pytest.mark.parametrize("model", [RegistryServerConfig, PostgresStoreConfig])
+def test_readme_names_every_key_the_default_configuration_does_not_show(model: type[BaseModel]) -> None:
+    """The registry server's keys, and PostgreSQL's (the default store is SQLite), are documented in prose."""
+    missing = [name for name in model.model_fields if name != "type" and f"`{name}`" not in README]
+    assert missing == [], f"{model.__name__}: document these keys in the README"
