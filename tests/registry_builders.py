@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,15 @@ def serve(registry: Registry, **config: Any) -> Iterator[ServerThread]:
     server = ServerThread(registry, RegistryServerConfig(port=0, **config)).start()
     yield server
     server.close()
+
+
+def collect_changes(watch: Iterable[Change], into: queue.Queue[Change]) -> threading.Thread:
+    """A daemon thread putting every change of `watch` into `into` until the watch ends."""
+
+    def run() -> None:
+        for change in watch:
+            into.put(change)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread

@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 import queue
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from tests.registry_builders import doc, eventually, names, serve
+from tests.registry_builders import collect_changes, doc, eventually, names, serve
 from toolscore.collector.registry import (
     Change,
     ChangesCompacted,
@@ -21,7 +20,7 @@ from toolscore.collector.registry import (
     SqliteStore,
     SqliteStoreConfig,
 )
-from toolscore.collector.registry.client import RegistryCallError, RegistryClient, Watch
+from toolscore.collector.registry.client import RegistryCallError, RegistryClient
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
@@ -48,16 +47,6 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("toolscore.collector.registry.snapshot.CHANGE_PAGE_SIZE", PAGE)
 
 
-def _drain(watch: Watch, into: queue.Queue[Change]) -> threading.Thread:
-    def run() -> None:
-        for change in watch:
-            into.put(change)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 def test_a_watch_replayed_from_the_start_reads_the_log_a_page_at_a_time(small_pages: None, tmp_path: Path) -> None:
     store = RecordingReads(tmp_path / "registry.db")
     with Registry(store, poll_interval_s=0.05) as registry:
@@ -67,7 +56,7 @@ def test_a_watch_replayed_from_the_start_reads_the_log_a_page_at_a_time(small_pa
             with RegistryClient(server.target) as client:
                 store.reads.clear()
                 watch = client.watch(since_seq=0)
-                thread = _drain(watch, got)
+                thread = collect_changes(watch, got)
                 replayed = [got.get(timeout=10) for _ in range(30)]
                 client.put(registry.get("e00").model_copy(update={"enabled": False}))
                 live = got.get(timeout=10)

@@ -14,7 +14,7 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from tests.certs import self_signed_certificate
-from tests.registry_builders import FlakyReads, ServerThread, serve, store_raw
+from tests.registry_builders import FlakyReads, ServerThread, collect_changes, serve, store_raw
 from toolscore.collector.registry import (
     AlreadyExists,
     Change,
@@ -371,22 +371,12 @@ def test_delete_with_a_stale_version_is_refused(client: RegistryClient) -> None:
 # -- watch ---------------------------------------------------------------------------------------------
 
 
-def _collect(watch: Any, into: queue.Queue[Change]) -> threading.Thread:
-    def run() -> None:
-        for change in watch:
-            into.put(change)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 def test_watch_streams_changes_made_by_another_client(server: ServerThread) -> None:
     got: queue.Queue[Change] = queue.Queue()
     with RegistryClient(server.target) as watcher, RegistryClient(server.target) as writer:
         watch = watcher.watch()
         assert watch.since_seq == 0
-        thread = _collect(watch, got)
+        thread = collect_changes(watch, got)
         writer.put(expectation())
         writer.put(expectation(tool="b"))
         writer.delete("weather")
@@ -404,7 +394,7 @@ def test_watch_since_seq_replays_the_backlog_then_follows(client: RegistryClient
     got: queue.Queue[Change] = queue.Queue()
     watch = client.watch(since_seq=1)
     assert watch.since_seq == 1
-    thread = _collect(watch, got)
+    thread = collect_changes(watch, got)
     first = got.get(timeout=10)
     client.put(expectation("c"))
     second = got.get(timeout=10)
@@ -442,7 +432,7 @@ def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(server: S
     got: queue.Queue[Change] = queue.Queue()
     with RegistryClient(server.target) as watcher:
         watch = watcher.watch()
-        thread = _collect(watch, got)
+        thread = collect_changes(watch, got)
         other = _registry(tmp_path / "registry.db")
         try:
             other.put(expectation("from-replica"))
