@@ -43,6 +43,8 @@ def test_a_bad_value_is_logged_by_name_and_only_that_key_keeps_its_default(
     ):
         assert name in logged
     assert "TOOLSCORE_PIPELINE__SETLE_MS ignored, its default is used: unknown key; did you mean `settle_ms`?" in logged
+    assert "TOOLSCORE_PIPELINE__SETTLE_MS ignored, its default is used: expected a number, got 'soon'" in logged
+    assert "TOOLSCORE_PIPELINE__EXTRACT__MAX_CALLS_PER_RUN ignored, its default is used: must be >= 0, got -3" in logged
     assert "TOOLSCORE_PIPELINE__QUEUE_SIZE" not in logged
 
 
@@ -62,7 +64,7 @@ def test_a_rule_across_keys_names_the_variables_that_broke_it(
     with caplog.at_level(logging.WARNING, logger="toolscore.collector.pipeline.config_env"):
         config = pipeline_config_from_env()
     assert config == PipelineConfig()
-    assert "TOOLSCORE_PIPELINE__SETTLE_MS ignored, the pipeline defaults are used: " in caplog.text
+    assert "TOOLSCORE_PIPELINE__SETTLE_MS ignored, the pipeline defaults are used: max_hold_ms" in caplog.text
     assert "must be >= settle_ms (20000.0)" in caplog.text
 
 

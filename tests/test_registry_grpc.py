@@ -214,7 +214,7 @@ def test_bad_regex_is_invalid_argument_naming_the_field(stub: Any) -> None:
 def test_unknown_scorer_type_is_invalid_argument_naming_the_scorer(stub: Any) -> None:
     err = _put_raw(stub, {"name": "x", "type": "psychic"})
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert err.details().startswith("scorers[0]: Input tag 'psychic'")
+    assert err.details().startswith("scorers[0]: unknown type 'psychic'; known types: tool_selection, trajectory,")
 
 
 def test_bad_scorer_params_are_invalid_argument_naming_the_param(client: RegistryClient, stub: Any) -> None:
@@ -222,7 +222,8 @@ def test_bad_scorer_params_are_invalid_argument_naming_the_param(client: Registr
         stub, {"name": "x", "type": "trajectory", "params": {"expected": [{"name": "a"}], "mode": "sideways"}}
     )
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert err.details().startswith("scorers[0].mode: Input should be")
+    assert err.details().startswith("scorers[0].mode: expected 'exact', 'flexible',")
+    assert err.details().endswith(", got 'sideways'")
     with pytest.raises(NotFound):
         client.get("x")
 

@@ -30,18 +30,34 @@ EXAMPLE = Path(__file__).parent.parent / "deploy" / "expectations" / "example.ya
 INVALID = {
     "bad_condition.yaml": (5, 'match.resource["deployment.environment.name"]', "one key of equals, in"),
     "bad_in.json": (5, 'match.attributes["user.tier"]', "non-empty list"),
-    "bad_name.yaml": (4, "name", "should match pattern"),
+    "bad_name.yaml": (4, "name", "must match the pattern `^[A-Za-z0-9_.\\-]+$`, got 'not a valid name'"),
     "bad_regex.yaml": (5, 'match.attributes["session.id"]', "bad regex 'sess-(['"),
-    "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "less than or equal to 1"),
+    "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "must be <= 1, got 1.5"),
     "duplicate_name.yaml": (5, "name", "duplicate name 'twice', first at"),
     "long_label_value.yaml": (6, "labels.runbook", "is 1100 characters long, over the limit of 1024"),
     "long_name.yaml": (2, "name", "is 300 characters long, over the limit of 256"),
+    "expected_call_without_name.yaml": (8, "scorers[0].expected[1].name", "required key missing"),
+    "missing_judge_model.yaml": (5, "scorers[0].model", "required key missing"),
+    "missing_name.yaml": (3, "name", "required key missing"),
+    "missing_scorer_type.yaml": (
+        5,
+        "scorers[0]",
+        "required key `type` missing; one of: tool_selection, trajectory, f1, llm_judge",
+    ),
+    "misspelt_mode.yaml": (6, "scorers[0].mode", "got 'strickt'; did you mean `strict`?"),
+    "misspelt_scorer_type.yaml": (5, "scorers[0]", "unknown type 'trajectry'; did you mean `trajectory`?"),
+    "not_a_boolean.yaml": (2, "enabled", "expected true or false, got 'maybe'"),
+    "not_a_list.yaml": (6, "scorers[0].expected", "expected a list, got 'search_flights'"),
     "not_yaml.yaml": (4, "", "not valid YAML/JSON"),
     "too_many_labels.yaml": (4, "labels", "has 65 labels, over the limit of 64"),
     "misspelt_scorer_param.yaml": (9, "scorers[1].expectd", "unknown key; did you mean `expected`?"),
     "unknown_match_key.yaml": (4, "match.agnet_version", "keys here: agent, attributes, input, resource, service"),
-    "unknown_scorer_param.yaml": (9, "scorers[1].mode", "'exact', 'flexible'"),
-    "unknown_scorer_type.yaml": (7, "scorers[1]", "'vibes'"),
+    "unknown_scorer_param.yaml": (
+        9,
+        "scorers[1].mode",
+        "expected 'exact', 'flexible', 'strict', 'unordered', 'subset' or 'superset', got 'sideways'",
+    ),
+    "unknown_scorer_type.yaml": (7, "scorers[1]", "unknown type 'vibes'; known types: tool_selection, trajectory,"),
 }
 
 

@@ -141,11 +141,19 @@ def test_invalid_config_file_exits_2_naming_file_line_and_field(path: Path, tmp_
     assert f"{path}:{line}: {field}: {message}" in result.stderr
 
 
+def test_a_secret_written_as_a_number_is_not_repeated_on_stderr(tmp_path: Path) -> None:
+    result = _serve("--config", str(INVALID / "secret_not_repeated.yaml"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "receiver.bearer_token: expected a string, got a number" in result.stderr
+    assert "8675309" not in result.stderr
+
+
 def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -> None:
     env = {"TOOLSCORE_PIPELINE__SETTLE_MS": "soon", "TOOLSCORE_RECEIVER__GRPC_ENDPONT": "127.0.0.1:1"}
     result = _serve("--print-config", cwd=tmp_path, env=env)
     assert result.returncode == 2
-    assert "environment variable TOOLSCORE_PIPELINE__SETTLE_MS: pipeline.settle_ms: Input should be" in result.stderr
+    settle = "TOOLSCORE_PIPELINE__SETTLE_MS: pipeline.settle_ms: expected a number, got 'soon'"
+    assert f"environment variable {settle}" in result.stderr
     misspelt = "TOOLSCORE_RECEIVER__GRPC_ENDPONT: receiver.grpc_endpont: unknown key; did you mean `grpc_endpoint`?"
     assert f"environment variable {misspelt}" in result.stderr
 
@@ -275,7 +283,7 @@ def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path)
         ({"pipeline": {"judge": {"max_concurency": 2}}}, "unknown key; did you mean `max_concurrency`?"),
         ({"telemetry": {"zzz": 1}}, "unknown key; known keys here: "),
         ({"receiver": {"zzzzzzzz": 1}}, "unknown key (none of the "),
-        ({"pipeline": {"settle_ms": "soon"}}, "Input should be a valid number"),
+        ({"pipeline": {"settle_ms": "soon"}}, "expected a number, got 'soon'"),
     ],
 )
 def test_an_unknown_key_is_named_with_the_key_meant(document: dict[str, Any], message: str) -> None:

@@ -83,5 +83,6 @@ def pipeline_config_from_env() -> PipelineConfig:
                     dropped = _drop(data, loc) or dropped
             if not dropped:  # an error no single key explains (a cross-field rule): all defaults
                 names = ", ".join(PIPELINE_ENV_PREFIX + "__".join(path).upper() for path in key_paths(data))
-                _log.warning("%s ignored, the pipeline defaults are used: %s", names, exc.errors()[0]["msg"])
+                message = error_message(exc.errors()[0], PipelineConfig)
+                _log.warning("%s ignored, the pipeline defaults are used: %s", names, message)
                 return PipelineConfig()

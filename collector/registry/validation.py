@@ -81,7 +81,7 @@ def problems_from(
 
 def _message(err: ErrorDetails) -> str:
     loc = err["loc"]
-    if len(loc) > 2 and loc[0] == "scorers" and isinstance(loc[1], int):  # a scorer spec parses itself
+    if len(loc) >= 2 and loc[0] == "scorers" and isinstance(loc[1], int):  # a scorer spec parses itself
         from toolscore.scorers.spec import ScorerSpec  # the scorer union pulls in litellm: import on first use
 
         return error_message(err, ScorerSpec, skip=2)
