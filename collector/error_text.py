@@ -6,7 +6,7 @@ Pydantic's messages are written for Python callers: "Extra inputs are not permit
 environment variable needs what was expected and what they wrote instead. The keys, types and values
 that would be accepted are known from the models, so the message names the closest key or value
 ("unknown key; did you mean `settle_ms`?"), the kind of value expected ("expected true or false, got
-'maybe'"), the bound ("must be >= 1, got -5"). Shared by the expectation files and the collector's
+'maybe'"), the bound ("must be >= 1, got -5"). Shared by the expectation files, `toolscore score` and the collector's
 configuration; the caller puts the file, line and field in front. Values under keys that may hold a
 secret are named by their kind only, since these messages end up in logs.
 """

@@ -92,3 +92,22 @@ def test_windows_keep_order_across_many_lines() -> None:
     assert code == 0
     assert [r["id"] for r in results] == list(range(600))
     assert [r["score"] for r in results] == [1.0 if i % 2 == 0 else 0.0 for i in range(600)]
+
+
+def test_a_bad_call_or_input_is_named_where_it_is_in_the_line_not_under_scorer() -> None:
+    lines = [
+        {"id": "calls", "scorer": {"type": "f1", "expected": []}, "calls": [{"name": "a"}, {"name": 5}], "input": 7},
+        {"id": "spec", "scorer": {"type": "trajectory", "expected": [], "mode": "strickt", "weigths": {}}},
+        {"id": "judge", "scorer": {"type": "llm_judge"}, "calls": []},
+    ]
+    code, results, _ = run_cli(stdin="".join(json.dumps(line) + "\n" for line in lines))
+    assert code == 1
+    messages = {r["id"]: r["error"]["message"] for r in results}
+    assert messages["calls"] == (
+        "calls[1].name: expected a string, got the number 5; input: expected a string, got the number 7"
+    )
+    assert messages["spec"] == (
+        "scorer.mode: expected 'exact', 'flexible', 'strict', 'unordered', 'subset' or 'superset', got 'strickt'; "
+        "did you mean `strict`?; scorer.weigths: unknown key; did you mean `weights`?"
+    )
+    assert messages["judge"] == "scorer.model: required key missing"

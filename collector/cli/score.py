@@ -8,19 +8,22 @@ in input order. A bad line yields an error object naming its line number and the
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
 import click
 from pydantic import ValidationError
 
+from toolscore.collector.error_text import error_message
+from toolscore.collector.registry.validation import field_path
 from toolscore.scorers import AgentRun, ScoreFailure, ScoreResult, ToolCall
 from toolscore.scorers.llm_judge import LLMJudge
-from toolscore.scorers.spec import describe_validation_error, parse_scorer
+from toolscore.scorers.spec import ScorerSpec, parse_scorer
 
 __all__ = ["score_command", "score_lines"]
 
@@ -57,17 +60,37 @@ def _parse_line(line_no: int, text: str) -> _Request:
     calls = data.get("calls", [])
     if not isinstance(calls, list):
         raise RequestError("invalid_request", "calls: expected a list of tool calls")
-    try:
-        scorer = parse_scorer(scorer_data)
-        run = AgentRun(
-            calls=tuple(ToolCall.model_validate(call) for call in calls),
-            input=data.get("input"),
-            output=data.get("output"),
-            output_messages=data.get("output_messages"),
-        )
-    except ValidationError as exc:
-        raise RequestError("invalid_request", describe_validation_error(exc, "scorer")) from None
+    problems: list[str] = []
+    scorer = _validated(lambda: parse_scorer(scorer_data), ("scorer",), ScorerSpec, problems, scorer_data)
+    parsed = [
+        _validated(functools.partial(ToolCall.model_validate, call), ("calls", i), ToolCall, problems)
+        for i, call in enumerate(calls)
+    ]
+    fields = {key: data.get(key) for key in ("input", "output", "output_messages")}
+    valid_calls = tuple(call for call in parsed if call is not None)
+    run = _validated(lambda: AgentRun(calls=valid_calls, **fields), (), AgentRun, problems)
+    if problems:
+        raise RequestError("invalid_request", "; ".join(problems))
     return _Request(line_no, data.get("id"), scorer, run)
+
+
+def _validated(
+    build: Callable[[], Any], prefix: tuple[str | int, ...], root: Any, problems: list[str], spec: Any = None
+) -> Any:
+    """`build()`, or None with its problems appended, each named by its place in the request line.
+
+    A spec's scorer type is the union's tag in pydantic's locations (`trajectory.mode`); the author
+    wrote `scorer.mode`, so it is left out.
+    """
+    try:
+        return build()
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            loc = tuple(err["loc"])
+            if isinstance(spec, dict) and loc and loc[0] == spec.get("type"):
+                loc = loc[1:]
+            problems.append(f"{field_path((*prefix, *loc)) or '<root>'}: {error_message(err, root)}")
+        return None
 
 
 def _result_line(req: _Request, result: ScoreResult) -> dict[str, Any]:
