@@ -262,6 +262,26 @@ def test_taken_port_exits_1_naming_the_receiver(tmp_path: Path) -> None:
     assert f"cannot start: OTLP/HTTP receiver (127.0.0.1:{port}, receiver.http_endpoint): [Errno 98]" in result.stderr
 
 
+def test_taken_grpc_port_exits_1_naming_the_key_and_the_reason(tmp_path: Path) -> None:
+    """grpc itself says only "Failed to bind"; the message says why and which key sets the address."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        env = {
+            "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": f"127.0.0.1:{port}",
+            "TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0",
+            "TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false",
+        }
+        result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    where = f"OTLP/gRPC receiver (127.0.0.1:{port}, receiver.grpc_endpoint)"
+    assert f"cannot start: {where}: [Errno 98] Address already in use\n" in result.stderr
+    assert "GRPC_VERBOSITY" not in result.stderr.split("cannot start:")[1]
+
+
 def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path) -> None:
     (tmp_path / "scores.db").write_text("not a database, though long enough to be read as one\n" * 20)
     (tmp_path / ".toolscore").write_text("a file where the directory should be")

@@ -27,6 +27,7 @@ details travel in the standard `grpc-status-details-bin` trailer; the same `Retr
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -62,7 +63,7 @@ from toolscore.collector.serve.otlp_export import (
     parse_proto_request,
     span_count,
 )
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.telemetry.base import NoopTelemetry
 
 __all__ = ["TRACE_SERVICE", "GrpcReceiver", "TraceServiceReceiver", "start_grpc_receiver"]
@@ -213,7 +214,7 @@ def start_grpc_receiver(
     decodes: threading.Semaphore | None = None,
     telemetry: ReceiverTelemetry | None = None,
 ) -> GrpcReceiver:
-    """Bind `config.grpc_endpoint` and start serving; raises `RuntimeError` when it cannot be bound.
+    """Bind `config.grpc_endpoint` and start serving; raises `OSError` saying why when it cannot be bound.
 
     `decodes`: the decode slots shared with the HTTP receiver (default: its own, `max_concurrent_decodes`).
     `telemetry`: where the requests it refuses itself are counted (overload is the ingest's to count).
@@ -250,16 +251,32 @@ def start_grpc_receiver(
             port = server.add_secure_port(config.grpc_endpoint, grpc.ssl_server_credentials([pair]))
         else:
             port = server.add_insecure_port(config.grpc_endpoint)
-    except RuntimeError as exc:
-        server.stop(None)
-        refusals.shutdown(wait=False)
-        raise RuntimeError(f"OTLP/gRPC receiver cannot listen on {config.grpc_endpoint}: {exc}") from None
+    except RuntimeError:
+        port = 0
     if not port:
         server.stop(None)
         refusals.shutdown(wait=False)
-        raise RuntimeError(f"OTLP/gRPC receiver cannot listen on {config.grpc_endpoint}")
+        raise OSError(_why_unbound(config.grpc_endpoint))
     server.start()
     _log.info(
         "OTLP/gRPC receiver listening on %s (port %d)%s", config.grpc_endpoint, port, " TLS" if config.tls else ""
     )
     return GrpcReceiver(server, int(port), tls=config.tls, refusals=refusals)
+
+
+def _why_unbound(endpoint: str) -> str:
+    """Why grpc could not listen on `endpoint`, in the operating system's words.
+
+    grpc says only "Failed to bind ... set GRPC_VERBOSITY=debug"; binding a plain socket to the same
+    address gives the reason a user acts on (`[Errno 98] Address already in use`), as the HTTP
+    receiver's own bind does.
+    """
+    host, port = split_endpoint(endpoint)
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, address in addresses:
+            with socket.socket(family, kind, proto) as probe:
+                probe.bind(address)
+    except OSError as exc:
+        return str(exc)
+    return "grpc could not listen there (GRPC_VERBOSITY=debug makes grpc log why)"

@@ -170,7 +170,8 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     receiver = config.receiver
     decodes = decode_slots(receiver.max_concurrent_decodes)  # one bound over both receivers
     if receiver.grpc_enabled:
-        service.grpc = _step("OTLP/gRPC receiver", lambda: start_grpc_receiver(ingest, receiver, decodes, telemetry))
+        where = f"OTLP/gRPC receiver ({receiver.grpc_endpoint}, receiver.grpc_endpoint)"
+        service.grpc = _step(where, lambda: start_grpc_receiver(ingest, receiver, decodes, telemetry))
     if receiver.http_enabled:
         where = f"OTLP/HTTP receiver ({receiver.http_endpoint}, receiver.http_endpoint)"
         service.http = _step(where, lambda: start_http_receiver(ingest, receiver, service.health, decodes, telemetry))
