@@ -1,8 +1,9 @@
-"""The service's own process settings: applied while it serves, given back when it stops."""
+"""The service's own process settings (applied while it serves, given back when it stops), and its start log."""
 
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +15,8 @@ from toolscore.collector.serve.config import ServeConfig
 from toolscore.collector.serve.service import start_service
 
 
-def _config(tmp_path: Path, **keys: object) -> ServeConfig:
-    path = serve_config(tmp_path, [], None, telemetry={"enabled": False}, **keys)
+def _config(tmp_path: Path, files: list[Path] | None = None, **keys: object) -> ServeConfig:
+    path = serve_config(tmp_path, files or [], None, telemetry={"enabled": False}, **keys)
     return ServeConfig.model_validate(yaml.safe_load(path.read_text()))
 
 
@@ -47,3 +48,43 @@ def test_gc_threshold_applies_while_serving_and_is_restored_on_shutdown(
     finally:
         service.shutdown(grace_s=2)
     assert gc.get_threshold() == before
+
+
+def _start_log(config: ServeConfig, caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    with caplog.at_level(logging.INFO, logger="toolscore.serve"):
+        service = start_service(config)
+        service.shutdown(grace_s=2)
+    return [r for r in caplog.records if r.name == "toolscore.serve"]
+
+
+def test_ready_line_says_how_many_expectations_are_enabled_and_where_from(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = tmp_path / "exp.yaml"
+    file.write_text(
+        "- {name: one, match: {agent: a}}\n"
+        "- {name: disabled, enabled: false, match: {agent: a}}\n"
+        "- {name: two, match: {agent: b}}\n"
+    )
+    records = _start_log(_config(tmp_path, [file]), caplog)
+    (ready,) = [r.getMessage() for r in records if "serve ready" in r.getMessage()]
+    assert ready.endswith(f"; 2 enabled expectation(s) in {tmp_path / 'registry.db'}, applied from {file}")
+    assert not [r for r in records if r.levelno >= logging.WARNING]
+
+
+def test_a_collector_with_no_expectations_warns_that_it_scores_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Started where `deploy/expectations/` does not exist, it would otherwise forward everything and say nothing."""
+    records = _start_log(_config(tmp_path), caplog)
+    (warning,) = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert warning.startswith("nothing to score: registry.files is empty (deploy/expectations/ is read by default")
+    assert f"`toolscore expectations apply FILE --db {tmp_path / 'registry.db'}`" in warning
+
+
+def test_expectation_files_with_none_enabled_warn_too(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    file = tmp_path / "exp.yaml"
+    file.write_text("- {name: disabled, enabled: false, match: {agent: a}}\n- {name: no-selector}\n")
+    records = _start_log(_config(tmp_path, [file]), caplog)
+    (warning,) = [r.getMessage() for r in records if r.levelno == logging.WARNING and "nothing" in r.getMessage()]
+    assert warning.startswith(f"nothing to score: the files ({file}) and the store define none that is enabled")

@@ -20,12 +20,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from opentelemetry.sdk.resources import Resource
 
 from toolscore.collector.registry import PostgresStoreConfig, Registry, SqliteStoreConfig
-from toolscore.collector.serve.config import ServeConfig
+from toolscore.collector.serve.config import DEFAULT_EXPECTATIONS_DIR, ServeConfig
 from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.health import HealthState
@@ -125,7 +126,8 @@ def start_service(config: ServeConfig) -> Service:
     if waiting:
         _log.warning("toolscore serve started, not ready (%s): %s", waiting, _describe(service))
     else:
-        _log.info("toolscore serve ready: %s", _describe(service))
+        _log.info("toolscore serve ready: %s; %s", _describe(service), _expectations(service.registry, config))
+        _warn_if_nothing_to_score(service.registry, config)
     service.health.ready = True
     return service
 
@@ -188,6 +190,38 @@ def _describe(service: Service) -> str:
     forward = service.config.forward
     parts.append(f"forwarding to {forward.endpoint} ({forward.protocol})" if forward.enabled else "no downstream")
     return ", ".join(parts)
+
+
+def _expectations(registry: Registry | None, config: ServeConfig) -> str:
+    """How many expectations runs are scored against, and from where, for whoever reads the start log."""
+    enabled = sum(1 for e in registry.index.expectations if e.enabled) if registry is not None else 0
+    store = config.registry.store
+    where = store.path if isinstance(store, SqliteStoreConfig) else f"a {store.type} store"
+    files = ", ".join(config.registry.files)
+    return f"{enabled} enabled expectation(s) in {where}" + (f", applied from {files}" if files else " (no files)")
+
+
+def _warn_if_nothing_to_score(registry: Registry | None, config: ServeConfig) -> None:
+    """A collector with no expectation that can match scores nothing, and would say nothing of it.
+
+    The easy way there: `toolscore serve` started outside a checkout, where `deploy/expectations/`
+    (read by default) does not exist, so it receives and forwards every span and no score appears.
+    """
+    if registry is None or any(e.enabled and not e.match.empty for e in registry.index.expectations):
+        return
+    files = config.registry.files
+    if files:
+        why = f"the files ({', '.join(files)}) and the store define none that is enabled and selects runs"
+    else:
+        why = f"registry.files is empty ({DEFAULT_EXPECTATIONS_DIR}/ is read by default, and {Path.cwd()} has none)"
+    store = config.registry.store
+    db = f" --db {store.path}" if isinstance(store, SqliteStoreConfig) else ""
+    _log.warning(
+        "nothing to score: %s. Spans are received and forwarded, but no run is scored: set registry.files "
+        "(TOOLSCORE_REGISTRY__FILES='[\"DIR\"]'), or run `toolscore expectations apply FILE%s`",
+        why,
+        db,
+    )
 
 
 def run_service(config: ServeConfig, stop: threading.Event | None = None) -> int:
