@@ -267,6 +267,23 @@ def test_demo_prints_the_scores_of_its_runs(collector: tuple[ServeProcess, Downs
     assert result.stdout.count(" fail ") == 5, result.stdout
 
 
+def test_demo_reading_the_wrong_store_says_so_rather_than_printing_an_empty_table(
+    collector: tuple[ServeProcess, Downstream], tmp_path: Path
+) -> None:
+    db = tmp_path / "elsewhere" / "scores.db"
+    demo = ["demo", "--endpoint", collector[0].grpc_endpoint, "--db", str(db), "--timeout", "1"]
+    result = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", *demo],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert f"no score store at {db} after 1 s: pass the collector's `score_store.path` as --db" in result.stderr
+
+
 def test_demo_without_a_server_says_how_to_start_one(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "toolscore.collector.cli", "demo", "--endpoint", f"127.0.0.1:{free_port()}"],

@@ -152,12 +152,20 @@ def demo_command(endpoint: str, db: Path, timeout_s: float) -> None:
     scores = _wait_for_scores(db, runs, timeout_s)
     from rich.console import Console
 
-    Console(width=None if sys.stdout.isatty() else 160).print(_table(scores))
+    if scores:  # an empty table would only hide the message below
+        Console(width=None if sys.stdout.isatty() else 160).print(_table(scores))
     missing = sorted(set(runs.values()) - {s.run for s in scores})
+    if not db.exists():
+        click.echo(
+            f"no score store at {db} after {timeout_s:g} s: pass the collector's `score_store.path` as --db "
+            "(its working directory's .toolscore/scores.db by default)",
+            err=True,
+        )
+        sys.exit(1)
     if missing:
         click.echo(
             f"no scores after {timeout_s:g} s for: {', '.join(missing)}. Does the collector load "
-            "deploy/expectations/demo.yaml, and write its score store to --db?",
+            "deploy/expectations/demo.yaml? (its `ready` log line says how many expectations it has)",
             err=True,
         )
         sys.exit(1)
