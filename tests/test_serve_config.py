@@ -158,6 +158,17 @@ def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -
     assert f"environment variable {misspelt}" in result.stderr
 
 
+def test_a_section_given_whole_as_json_is_named_by_the_variable_that_was_set(tmp_path: Path) -> None:
+    result = _serve(
+        "--print-config", cwd=tmp_path, env={"TOOLSCORE_PIPELINE": '{"settle_ms": "soon", "queue_size": 5}'}
+    )
+    assert result.returncode == 2
+    assert "environment variable TOOLSCORE_PIPELINE: pipeline.settle_ms: expected a number, got 'soon'" in (
+        result.stderr
+    )
+    assert "TOOLSCORE_PIPELINE__" not in result.stderr
+
+
 def test_misspelt_section_variable_exits_2_rather_than_being_ignored(tmp_path: Path) -> None:
     result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_RECIEVER__GRPC_ENDPOINT": "127.0.0.1:1"})
     assert result.returncode == 2

@@ -289,6 +289,20 @@ def _env_name(loc: Sequence[str | int]) -> str:
     return ENV_PREFIX + ENV_NESTED_DELIMITER.join(str(p).upper() for p in loc)
 
 
+def _set_variable(loc: Sequence[str | int]) -> str:
+    """The variable that set the value at `loc`: its own, or a section's given whole as JSON.
+
+    `TOOLSCORE_PIPELINE='{"settle_ms": "soon"}'` sets `pipeline.settle_ms`; an error there must name the
+    variable the author set, not `TOOLSCORE_PIPELINE__SETTLE_MS`, which they never did.
+    """
+    set_names = {name.upper(): name for name in os.environ}
+    for n in range(len(loc), 0, -1):
+        name = set_names.get(_env_name(loc[:n]))
+        if name is not None:
+            return name
+    return _env_name(loc)
+
+
 @dataclass(frozen=True)
 class _Origins:
     """Where the merged values came from, to say where a bad one was set."""
@@ -302,7 +316,7 @@ class _Origins:
         """The variable that set the value, else the file's line, else a default."""
         env_loc = next((loc[:n] for n in range(len(loc), 0, -1) if _has(self.env_data, loc[:n])), None)
         if env_loc is not None:
-            names = ", ".join(_env_name(leaf) for leaf in _leaves(self.env_data, env_loc))
+            names = ", ".join(dict.fromkeys(_set_variable(leaf) for leaf in _leaves(self.env_data, env_loc)))
             plural = "s" if "," in names else ""
             return Problem(field_path(loc), message, f"environment variable{plural} {names}")
         if self.file is not None and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
