@@ -102,6 +102,15 @@ def test_missing_expectations_path_exits_2() -> None:
     assert "toolscore eval: no/such/dir: no such file or directory" in proc.stderr
 
 
+def test_trace_directory_without_trace_files_exits_2_rather_than_passing(tmp_path: Path) -> None:
+    """A wrong path, or a test job that recorded nothing, would otherwise pass with no run scored."""
+    (tmp_path / "notes.txt").write_text("not a trace")
+    proc = run_eval_cli("-t", tmp_path, "-e", EVAL / "pass")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert f"toolscore eval: {tmp_path}: no trace files found (looked for *.json, *.jsonl," in proc.stderr
+
+
 def test_unreadable_trace_files_exit_2_naming_every_one(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.pb"
     garbage.write_bytes(b"\x0a\xff\xff\xff\xff\x0f")

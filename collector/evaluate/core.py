@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from toolscore.collector.evaluate.diff import diff_for_scorer
-from toolscore.collector.evaluate.inputs import expand_trace_paths, read_expectations, read_traces
+from toolscore.collector.evaluate.inputs import read_expectations, read_traces, trace_files
 from toolscore.collector.evaluate.model import (
     EvalResult,
     ExpectationResult,
@@ -166,7 +166,7 @@ def run_eval(
     extract: ExtractConfig | None = None,
     progress: Progress | None = None,
 ) -> EvalResult:
-    """Evaluate; raises `EvalInputError` for unreadable traces or invalid expectations.
+    """Evaluate; raises `EvalInputError` for unreadable or no traces, or invalid expectations.
 
     `judge`: run LLM-judge scorers under this budget (None: they are skipped). `min_pass_rate`: the
     share of an expectation's scored runs that must pass (1.0: every one). `require_runs`: an
@@ -177,7 +177,7 @@ def run_eval(
     progress = progress or _NoProgress()
     expectation_files, loaded = read_expectations(expectations)
     enabled = sorted((exp for exp in loaded if exp.enabled), key=lambda exp: exp.name)
-    files = expand_trace_paths(traces)
+    files = trace_files(traces)
     progress.phase("reading traces", len(files))
     inputs = read_traces(files, on_file=lambda _: progress.advance())
     runs = sorted(rebuild_runs(inputs.spans, extract), key=_run_order)

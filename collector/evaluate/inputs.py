@@ -15,7 +15,15 @@ from toolscore.collector.registry.files import expand_paths
 from toolscore.collector.sources import DecodeStats, TraceFileError, read_trace_file
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["TRACE_SUFFIXES", "EvalInputError", "TraceInput", "expand_trace_paths", "read_expectations", "read_traces"]
+__all__ = [
+    "TRACE_SUFFIXES",
+    "EvalInputError",
+    "TraceInput",
+    "expand_trace_paths",
+    "read_expectations",
+    "read_traces",
+    "trace_files",
+]
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".bin", ".otlp", ".gz")
 """Files taken from a trace directory; the format is then detected from the content."""
@@ -39,6 +47,19 @@ def expand_trace_paths(paths: Iterable[str | Path]) -> list[Path]:
         else:
             out.append(path)
     return out
+
+
+def trace_files(paths: Sequence[str | Path]) -> list[Path]:
+    """`expand_trace_paths`, refusing paths that hold no trace file at all (`EvalInputError`).
+
+    As for expectation paths that hold no expectation: in CI that is a wrong path or a test job that
+    recorded nothing, and an evaluation of no run would pass.
+    """
+    files = expand_trace_paths(paths)
+    if not files:
+        suffixes = ", ".join(f"*{suffix}" for suffix in TRACE_SUFFIXES)
+        raise EvalInputError([f"{', '.join(map(str, paths))}: no trace files found (looked for {suffixes})"])
+    return files
 
 
 @dataclass(slots=True)
