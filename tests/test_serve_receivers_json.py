@@ -132,6 +132,15 @@ def test_a_link_whose_id_is_not_hex_is_dropped_and_its_span_kept() -> None:
     )
 
 
+def test_a_rejected_span_without_a_name_is_named_by_its_place_only() -> None:
+    nameless = {key: value for key, value in json_span("x", trace_id="zz").items() if key != "name"}
+    result = _decode(json_request(nameless))
+    assert result.error_message == (
+        "1 span(s) rejected: resourceSpans[0].scopeSpans[0].spans[0]: traceId 'zz' is not 32 hex digits "
+        "(OTLP/JSON ids are hex, not base64)"
+    )
+
+
 def test_many_rejections_keep_three_examples_and_count_the_rest() -> None:
     result = _decode(json_request(*(json_span(f"s{i}", span_id="bad") for i in range(5))))
     assert result.rejected_spans == 5

@@ -138,6 +138,11 @@ def _link_id(value: Any, name: str) -> bytes | str:
     return f"{name} {echo(value)} is not hex (OTLP/JSON ids are hex, not base64)"
 
 
+def _named(path: str, name: Any) -> str:
+    """A span's place, and its name when it has one (a span without one is not called `None`)."""
+    return path if name is None else f"{path} {echo(name)}"
+
+
 def _span(span: Any, path: str, out: Any, result: JsonDecodeResult) -> str | None:
     """Fill `out` from one OTLP/JSON span; the reason it is rejected, or None."""
     span = _obj(span, path)
@@ -155,7 +160,7 @@ def _span(span: Any, path: str, out: Any, result: JsonDecodeResult) -> str | Non
         link_span = _link_id(_get(link, "spanId", "span_id"), f"links[{i}].spanId")
         problem = next((value for value in (link_trace, link_span) if isinstance(value, str)), None)
         if problem is not None:
-            result.drop_link(f"{path} {echo(span.get('name'))}: {problem}")
+            result.drop_link(f"{_named(path, span.get('name'))}: {problem}")
             continue
         out_link = out.links.add()
         _merge({k: v for k, v in link.items() if k not in _ID_KEYS}, out_link, f"{path}.links[{i}]")
@@ -173,7 +178,7 @@ def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult
         if reason is not None:
             del out.spans[-1]
             name = span.get("name") if isinstance(span, Mapping) else None
-            result.reject(f"{path}.spans[{i}] {echo(name)}: {reason}")
+            result.reject(f"{_named(f'{path}.spans[{i}]', name)}: {reason}")
 
 
 def _document(data: bytes) -> Any:
