@@ -171,7 +171,13 @@ async def test_server_refusals_exit_1_with_the_reason(server: RegistryServer) ->
     target = f"127.0.0.1:{server.port}"
     code, _, err = await run_cli("apply", str(DATA / "v1"), "--server", target, "--token", "wrong")
     assert code == 1
-    assert "UNAUTHENTICATED" in err
+    assert err == (
+        f"Error: registry at {target}: UNAUTHENTICATED: the token given was refused: "
+        "pass the server's token with --token or TOOLSCORE_REGISTRY_TOKEN\n"
+    )
+    code, _, err = await run_cli("delete", "billing", "--server", target)
+    assert code == 1
+    assert "UNAUTHENTICATED: no token was given: pass the server's token with --token or TOOLSCORE_REGISTRY_" in err
     code, _, err = await run_cli("get", "nope", "--server", target)
     assert (code, err) == (1, "Error: expectation 'nope' not found\n")
     code, _, err = await run_cli("apply", str(DATA / "mixed"), "--server", target, "--token", TOKEN)

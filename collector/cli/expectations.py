@@ -147,6 +147,10 @@ def _backend(target: _Target) -> Iterator[_Backend]:
     except RegistryCallError as exc:
         if exc.code == "UNAVAILABLE":
             raise click.ClickException(f"cannot reach the registry at {server}: {exc.message}") from None
+        if exc.code == "UNAUTHENTICATED":  # the server's own hint speaks of gRPC metadata, not of this command
+            given = "the token given was refused" if target.token else "no token was given"
+            hint = f"{given}: pass the server's token with --token or TOOLSCORE_REGISTRY_TOKEN"
+            raise click.ClickException(f"registry at {server}: UNAUTHENTICATED: {hint}") from None
         raise click.ClickException(f"registry at {server}: {exc}") from None
 
 
