@@ -103,9 +103,19 @@ def test_delete_then_history_keeps_the_versions_and_shows_the_deletion(db: str) 
 
 
 def test_unknown_name_exits_1_saying_not_found(db: str) -> None:
+    cli("apply", str(DATA / "v1"), db=db)
     result = cli("get", "nope", db=db)
     assert result.exit_code == 1
     assert result.stderr == "Error: expectation 'nope' not found\n"
+
+
+@pytest.mark.parametrize("command", [["list"], ["get", "weather"], ["history", "weather"], ["delete", "weather"]])
+def test_reading_a_store_that_does_not_exist_says_so_and_creates_nothing(db: str, command: list[str]) -> None:
+    """A mistyped --db, or the command run away from the collector's directory, is not an empty registry."""
+    result = cli(*command, db=db)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: no registry store at {db}: give the collector's registry.store.path")
+    assert not Path(db).parent.exists()
 
 
 def test_delete_with_a_stale_version_is_refused(db: str) -> None:

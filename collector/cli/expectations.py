@@ -17,6 +17,7 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
@@ -109,8 +110,18 @@ def _store_registry(db: str) -> Registry:
     return Registry(config=RegistryConfig(store=SqliteStoreConfig(path=db)))
 
 
-def _open_store_registry(db: str) -> Registry:
-    """`_store_registry`, or a `click.ClickException` saying why the store cannot be opened (not a traceback)."""
+def _open_store_registry(db: str, *, create: bool = True) -> Registry:
+    """`_store_registry`, or a `click.ClickException` saying why the store cannot be opened (not a traceback).
+
+    Only the commands that write (`apply`, `serve`) create a SQLite store: a read at a mistyped path, or
+    in another directory than the collector's, would otherwise answer with an empty registry and leave a
+    new file behind.
+    """
+    if not create and not db.startswith(_POSTGRES_SCHEMES) and not Path(db).exists():
+        raise click.ClickException(
+            f"no registry store at {db}: give the collector's registry.store.path with --db (`toolscore serve` "
+            f"keeps it in {DEFAULT_DB} under its working directory), or create one with `toolscore expectations apply`"
+        )
     try:
         return _store_registry(db)
     except Exception as exc:
@@ -125,8 +136,11 @@ def _open_store_registry(db: str) -> Registry:
 
 
 @contextmanager
-def _backend(target: _Target) -> Iterator[_Backend]:
-    """Open the target and turn every refusal into one `click.ClickException` (exit code 1)."""
+def _backend(target: _Target, *, create: bool = False) -> Iterator[_Backend]:
+    """Open the target and turn every refusal into one `click.ClickException` (exit code 1).
+
+    `create`: a local SQLite store that does not exist yet is created (for `apply`); otherwise it is an error.
+    """
     from toolscore.collector.registry.client import RegistryCallError, RegistryClient
     from toolscore.collector.registry.errors import InvalidExpectation, RegistryError, StoreUnavailable
 
@@ -136,7 +150,7 @@ def _backend(target: _Target) -> Iterator[_Backend]:
             with RegistryClient(server, token=target.token, tls_ca=target.tls_ca) as client:
                 yield client
         else:
-            with _open_store_registry(target.db) as registry:
+            with _open_store_registry(target.db, create=create) as registry:
                 yield _Local(registry)
     except InvalidExpectation as exc:
         raise click.ClickException("\n".join(["invalid expectations:", *(f"  {p}" for p in exc.problems)])) from None
@@ -223,7 +237,7 @@ def apply_command(paths: tuple[str, ...], target: _Target) -> None:
     """
     from toolscore.collector.registry.files import load_paths
 
-    with _backend(target) as backend:
+    with _backend(target, create=True) as backend:
         results = backend.apply(load_paths(paths))
     for name, action in results:
         click.echo(f"{name} {action}")
