@@ -238,6 +238,23 @@ def test_serve_answers_and_stops_gracefully_on_sigterm(served: tuple[subprocess.
 # -- the PostgreSQL registry the collectors share ------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--listen", "127.0.0.1:99999"], "Error: Invalid value for --listen: must be <= 65535, got 99999\n"),
+        (["--listen", "nohost"], "Error: Invalid value for --listen: 'nohost' is not host:port, e.g. 127.0.0.1:4320\n"),
+        (["--tls-cert", __file__], "Error: --tls-cert and --tls-key go together: give both or neither\n"),
+        (["--auth-reads"], "Error: --auth-reads needs --token\n"),
+    ],
+)
+def test_serve_options_that_cannot_work_are_named_by_option(tmp_path: Path, options: list[str], message: str) -> None:
+    """Not a pydantic dump of RegistryServerConfig, whose keys are not what the user typed."""
+    result = CliRunner().invoke(main, ["expectations", "serve", "--db", str(tmp_path / "r.db"), *options])
+    assert result.exit_code == 2
+    assert result.stderr.endswith(message)
+    assert "pydantic" not in result.stderr
+
+
 def test_db_takes_the_postgres_url_the_collector_replicas_share(postgres_dsn: str) -> None:
     url = postgres_url(postgres_dsn)
     applied = cli("apply", str(DATA / "v1"), db=url)

@@ -309,9 +309,19 @@ def serve_command(
     max_watches: int,
 ) -> None:
     """Serve the registry API over the local store until interrupted."""
+    from pydantic import ValidationError
+
+    from toolscore.collector.error_text import error_message
     from toolscore.collector.registry.service import RegistryServerConfig, serve_registry
 
+    # checked here, in the options' names: the config model words them as its own keys
     host, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        raise click.BadParameter(f"{listen!r} is not host:port, e.g. 127.0.0.1:4320", param_hint="--listen")
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together: give both or neither")
+    if auth_reads and not token:
+        raise click.UsageError("--auth-reads needs --token")
     try:
         config = RegistryServerConfig(
             host=host or "127.0.0.1",
@@ -322,8 +332,10 @@ def serve_command(
             tls_key_file=tls_key,
             max_watches=max_watches,
         )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        hint = "--token" if error["loc"] == ("token",) else "--listen"
+        raise click.BadParameter(error_message(error, RegistryServerConfig), param_hint=hint) from None
 
     async def serve() -> None:
         stop = asyncio.Event()
