@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # this module is read on every import path: pydantic only when an error is logged
+    from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "OTEL_EXPORTER_OTLP_CERTIFICATE",
@@ -36,6 +41,7 @@ __all__ = [
     "env_int",
     "env_list",
     "env_str",
+    "log_ignored",
 ]
 
 _log = logging.getLogger(__name__)
@@ -156,3 +162,25 @@ def env_list(name: str, default: tuple[str, ...]) -> tuple[str, ...]:
     if value is None:
         return default
     return tuple(item.strip().lower() for item in value.split(",") if item.strip())
+
+
+def log_ignored(
+    exc: ValidationError,
+    model: type[BaseModel],
+    section: str,
+    fields: Collection[str],
+    variable_of: Callable[[str], str],
+) -> None:
+    """Log each error of `exc` on one of `fields` (values read from the environment, now dropped).
+
+    Each line names the variable the author set, the key it feeds and what is wrong with the value,
+    in the words of the configuration errors: the model's field names and pydantic's dump would not
+    say which variable to fix.
+    """
+    from toolscore.collector.error_text import error_message
+
+    for error in exc.errors(include_url=False):
+        field = str(error["loc"][0]) if error["loc"] else ""
+        if field in fields:
+            message = error_message(error, model)
+            _log.warning("%s ignored, %s.%s keeps its default: %s", variable_of(field), section, field, message)

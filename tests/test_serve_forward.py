@@ -272,6 +272,22 @@ def test_config_from_the_standard_otlp_variables(monkeypatch: pytest.MonkeyPatch
     assert (config.endpoint, config.compression) == ("https://traces.example:443/custom", "none")
 
 
+def test_a_refused_otlp_variable_is_logged_by_name_with_the_key_and_the_reason(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/v1/traces")  # with grpc
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "deflate")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", raising=False)
+    with caplog.at_level(logging.WARNING, logger="toolscore.collector.env"):
+        config = ForwardConfig.from_env()
+    assert (config.endpoint, config.compression) == (None, "none")
+    assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ignored, forward.endpoint keeps its default: endpoint " in caplog.text
+    assert "has a path, which gRPC has no use for" in caplog.text
+    expected = "OTEL_EXPORTER_OTLP_COMPRESSION ignored, forward.compression keeps its default: expected 'none' or "
+    assert expected + "'gzip', got 'deflate'" in caplog.text
+    assert "validation error" not in caplog.text
+
+
 def test_no_endpoint_means_no_forwarding(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)

@@ -148,8 +148,29 @@ class ForwardConfig(BaseModel):
             }
             if not bad_env:
                 raise
-            _log.warning("ignoring environment values for %s: %s", sorted(bad_env), exc)
+            env.log_ignored(exc, cls, "forward", bad_env, _variable_of)
             return cls(**{k: v for k, v in merged.items() if k not in bad_env})
+
+
+_SETTINGS = {
+    "protocol": "PROTOCOL",
+    "endpoint": "ENDPOINT",
+    "headers": "HEADERS",
+    "insecure": "INSECURE",
+    "timeout_s": "TIMEOUT",
+    "compression": "COMPRESSION",
+    "certificate_file": "CERTIFICATE",
+    "client_certificate_file": "CLIENT_CERTIFICATE",
+    "client_key_file": "CLIENT_KEY",
+}
+"""The `OTEL_EXPORTER_OTLP_[TRACES_]<setting>` each field is read from."""
+
+
+def _variable_of(field: str) -> str:
+    """The variable a refused field value came from: the traces-specific one when it is set."""
+    setting = _SETTINGS.get(field, field.upper())
+    specific = f"OTEL_EXPORTER_OTLP_TRACES_{setting}"
+    return specific if env.env_str(specific) is not None else f"OTEL_EXPORTER_OTLP_{setting}"
 
 
 def _traces_env(setting: str) -> str | None:

@@ -95,8 +95,19 @@ class TelemetryConfig(BaseModel):
             bad_env = {str(error["loc"][0]) for error in exc.errors() if error["loc"]} - set(explicit)
             if not bad_env:
                 raise
-            _log.warning("ignoring environment values for %s: %s", sorted(bad_env), exc)
+            env.log_ignored(exc, cls, "telemetry", bad_env, lambda field: _VARIABLES.get(field, field))
             return cls(**{k: v for k, v in merged.items() if k not in bad_env})
+
+
+_VARIABLES = {
+    "enabled": f"{env.TOOLSCORE_TELEMETRY_ENABLED} / {env.OTEL_SDK_DISABLED}",
+    "prometheus_enabled": env.OTEL_METRICS_EXPORTER,
+    "prometheus_host": env.OTEL_EXPORTER_PROMETHEUS_HOST,
+    "prometheus_port": env.OTEL_EXPORTER_PROMETHEUS_PORT,
+    "export_interval_ms": env.OTEL_METRIC_EXPORT_INTERVAL,
+    "max_attribute_values": env.TOOLSCORE_MAX_ATTRIBUTE_VALUES,
+}
+"""The variable each field is read from, to name it when its value is refused."""
 
 
 def _otlp_wanted(selector: str, signal_endpoint: str) -> bool:
