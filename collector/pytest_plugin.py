@@ -154,9 +154,17 @@ class ToolscoreRuns:
     def assert_expectations(self) -> None:
         """Every score the processor gave a run during the test is a pass (and at least one was given)."""
         __tracebackhide__ = True
+        if not self.expectations:  # a missing ini option is not a run that went unmatched
+            pytest.fail(
+                "no toolscore expectations to score against: set `toolscore_expectations = PATH` (files or "
+                "directories) in the pytest ini, or override the `toolscore_expectations` fixture",
+                pytrace=False,
+            )
         events = self._events()
         if not events:
-            pytest.fail("no run matched any toolscore expectation", pytrace=False)
+            seen = "; ".join(f"{run.agent_name}: {_call_text(run)}" for run in self.runs()) or "none"
+            names = ", ".join(exp.name for exp in self.expectations)
+            pytest.fail(f"no run matched any toolscore expectation ({names}); runs recorded: {seen}", pytrace=False)
         failed = [(span_id, e) for span_id, e in events if e.get("gen_ai.evaluation.score.label") != "pass"]
         if failed:
             runs = {run.span_id: run for run in self.runs()}

@@ -183,7 +183,9 @@ def test_expectations_fixture_can_be_overridden_with_mappings(suite: pytest.Pyte
     run(suite).assert_outcomes(passed=1)
 
 
-def test_no_expectation_matched_fails_assert_expectations(suite: pytest.Pytester) -> None:
+def test_no_expectation_matched_fails_assert_expectations_naming_them_and_the_runs(suite: pytest.Pytester) -> None:
+    suite.makefile(".yaml", expectations=EXPECTATIONS.replace("agent: weather", "agent: forecaster"))
+    suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
     suite.makepyfile(
         test_weather="""
         from agent_app import weather_agent
@@ -195,7 +197,28 @@ def test_no_expectation_matched_fails_assert_expectations(suite: pytest.Pytester
     )
     result = run(suite)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*no run matched any toolscore expectation*"])
+    result.stdout.fnmatch_lines(
+        ["no run matched any toolscore expectation (weather.paris); runs recorded: weather: get_weather"]
+    )
+
+
+def test_assert_expectations_without_any_configured_says_how_to_give_them(suite: pytest.Pytester) -> None:
+    """Not "no run matched": the ini option was never set, which is what the author has to fix."""
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
+            toolscore_runs.assert_expectations()
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["no toolscore expectations to score against: set `toolscore_expectations = PATH` (files or *"]
+    )
+    result.stdout.no_fnmatch_line("*no run matched*")
 
 
 def test_plugin_is_declared_as_a_pytest11_entry_point() -> None:
