@@ -293,6 +293,22 @@ def test_taken_grpc_port_exits_1_naming_the_key_and_the_reason(tmp_path: Path) -
     assert "GRPC_VERBOSITY" not in result.stderr.split("cannot start:")[1]
 
 
+def test_invalid_expectation_files_exit_1_listing_each_problem_under_registry_files(tmp_path: Path) -> None:
+    """One problem per line, as the configuration's own are, blamed on the files rather than the store."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: e\nenabled: maybe\nmatch: {agent: a}\nscorers: [{type: trajectry}]\n")
+    env = {"TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0"}
+    env |= {"TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false", "TOOLSCORE_REGISTRY__FILES": f'["{bad}", "nope.yaml"]'}
+    result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert result.stderr.endswith(
+        "toolscore serve: cannot start: invalid expectation files (registry.files):\n"
+        f"  {bad}:2: enabled: expected true or false, got 'maybe'\n"
+        f"  {bad}:4: scorers[0]: unknown type 'trajectry'; did you mean `trajectory`?\n"
+        "  nope.yaml: <root>: cannot read: No such file or directory\n"
+    )
+
+
 def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path) -> None:
     (tmp_path / "scores.db").write_text("not a database, though long enough to be read as one\n" * 20)
     (tmp_path / ".toolscore").write_text("a file where the directory should be")

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from opentelemetry.sdk.resources import Resource
 
-from toolscore.collector.registry import PostgresStoreConfig, Registry, SqliteStoreConfig
+from toolscore.collector.registry import InvalidExpectation, PostgresStoreConfig, Registry, SqliteStoreConfig
 from toolscore.collector.serve.config import DEFAULT_EXPECTATIONS_DIR, ServeConfig
 from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
@@ -108,6 +108,9 @@ class Service:
 def _step(what: str, build: Callable[[], Any]) -> Any:
     try:
         return build()
+    except InvalidExpectation as exc:  # the files are at fault, not the store the registry opened
+        problems = "".join(f"\n  {problem}" for problem in exc.problems)
+        raise ServiceStartError(f"invalid expectation files (registry.files):{problems}") from exc
     except Exception as exc:
         raise ServiceStartError(f"{what}: {exc}") from exc
 
