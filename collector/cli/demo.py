@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from rich.table import Table
 
-__all__ = ["DemoScore", "demo_command", "read_scores", "send_demo_runs"]
+__all__ = ["DemoScore", "demo_command", "read_scores", "scores_table", "send_demo_runs"]
 
 _RUN_SPAN = "invoke_agent"
 _CONNECT_TIMEOUT_S = 3.0
@@ -110,24 +110,26 @@ def _wait_for_scores(db: Path, runs: dict[tuple[str, str], str], timeout_s: floa
     return scores
 
 
-def _table(scores: list[DemoScore]) -> Table:
-    """One section per run, one row per score; a run's name and agent only on its first row."""
+def scores_table(scores: list[DemoScore]) -> Table:
+    """One section per run, one row per score; a run's name and agent only on its first row, an
+    expectation's name on the first row of its scores (a run several expectations select has a group each)."""
     from rich.table import Table
 
     table = Table(title="toolscore demo: scores of the runs just sent", title_justify="left")
     for column in ("run", "expectation", "scorer", "score"):
         table.add_column(column, no_wrap=column in ("scorer", "score"))
     table.add_column("explanation", overflow="fold")
-    previous = None
+    previous: DemoScore | None = None
     for s in scores:
-        if previous is not None and s.run != previous:
+        first = previous is None or s.run != previous.run
+        if previous is not None and first:
             table.add_section()
-        first = s.run != previous
-        previous = s.run
+        new_expectation = first or (previous is not None and s.expectation != previous.expectation)
+        previous = s
         run = f"{s.run.strip()}\n[dim]{s.agent}[/]" if first else ""
         value = "-" if s.value is None else f"{s.value:.3f}".rstrip("0").rstrip(".")
         verdict = f"[{'green' if s.label == 'pass' else 'red'}]{value} {s.label}[/]"
-        table.add_row(run, s.expectation if first else "", s.scorer, verdict, s.explanation)
+        table.add_row(run, s.expectation if new_expectation else "", s.scorer, verdict, s.explanation)
     return table
 
 
@@ -153,7 +155,7 @@ def demo_command(endpoint: str, db: Path, timeout_s: float) -> None:
     from rich.console import Console
 
     if scores:  # an empty table would only hide the message below
-        Console(width=None if sys.stdout.isatty() else 160).print(_table(scores))
+        Console(width=None if sys.stdout.isatty() else 160).print(scores_table(scores))
     missing = sorted(set(runs.values()) - {s.run for s in scores})
     if not db.exists():
         click.echo(
