@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -216,8 +217,9 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
     )
     assert proc.stderr is not None
     line = proc.stderr.readline()
-    assert line.startswith("registry API on 127.0.0.1:"), line
-    yield proc, int(line.rsplit(":", 1)[1])
+    found = re.fullmatch(r"registry API on 127\.0\.0\.1:(\d+) \(writes need the token\)\n", line)
+    assert found is not None, line
+    yield proc, int(found.group(1))
     if proc.poll() is None:
         proc.kill()
     proc.wait(30)
@@ -245,6 +247,14 @@ def test_serve_answers_and_stops_gracefully_on_sigterm(served: tuple[subprocess.
         (["--listen", "nohost"], "Error: Invalid value for --listen: 'nohost' is not host:port, e.g. 127.0.0.1:4320\n"),
         (["--tls-cert", __file__], "Error: --tls-cert and --tls-key go together: give both or neither\n"),
         (["--auth-reads"], "Error: --auth-reads needs --token\n"),
+        (
+            ["--token", ""],
+            "Error: Invalid value for --token: the token must not be blank: leave it unset to turn auth off\n",
+        ),
+        (
+            ["--token", "  "],
+            "Error: Invalid value for --token: the token must not be blank: leave it unset to turn auth off\n",
+        ),
     ],
 )
 def test_serve_options_that_cannot_work_are_named_by_option(tmp_path: Path, options: list[str], message: str) -> None:

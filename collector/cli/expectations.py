@@ -337,6 +337,11 @@ def serve_command(
         hint = "--token" if error["loc"] == ("token",) else "--listen"
         raise click.BadParameter(error_message(error, RegistryServerConfig), param_hint=hint) from None
 
+    if token:
+        access = f"{'reads and writes' if auth_reads else 'writes'} need the token"
+    else:
+        access = "no token: anyone who can connect may write"  # said aloud: --token "$UNSET" lands here
+
     async def serve() -> None:
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -346,7 +351,7 @@ def serve_command(
                 registry,
                 config,
                 stop=stop,
-                on_start=lambda s: click.echo(f"registry API on {config.host}:{s.port}", err=True),
+                on_start=lambda s: click.echo(f"registry API on {config.host}:{s.port} ({access})", err=True),
             )
         click.echo("registry API stopped", err=True)
 

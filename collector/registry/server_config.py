@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["RegistryServerConfig"]
 
@@ -33,6 +33,14 @@ class RegistryServerConfig(BaseModel):
         description="Watch streams served at once; a watch beyond them is refused with RESOURCE_EXHAUSTED. "
         "Each holds a queue of up to `watch_queue_size` changes and a subscription the registry feeds.",
     )
+
+    @field_validator("token")
+    @classmethod
+    def _token_not_blank(cls, token: str | None) -> str | None:
+        """`--token "$TOKEN"` with the variable unset would otherwise serve writes to anyone, unannounced."""
+        if token is not None and not token.strip():
+            raise ValueError("the token must not be blank: leave it unset to turn auth off")
+        return token
 
     @model_validator(mode="after")
     def _tls_pair(self) -> RegistryServerConfig:
