@@ -44,6 +44,12 @@ INVALID = {
         "scorers[0]",
         "required key `type` missing; one of: tool_selection, trajectory, f1, llm_judge",
     ),
+    "matcher_without_pattern.yaml": (9, "scorers[0].args_match.matchers.units.pattern", "required key missing"),
+    "misspelt_matcher_type.yaml": (
+        8,
+        "scorers[0].args_match.matchers.lat",
+        "unknown type 'numbr'; did you mean `number`?",
+    ),
     "misspelt_mode.yaml": (6, "scorers[0].mode", "got 'strickt'; did you mean `strict`?"),
     "misspelt_scorer_type.yaml": (5, "scorers[0]", "unknown type 'trajectry'; did you mean `trajectory`?"),
     "not_a_boolean.yaml": (2, "enabled", "expected true or false, got 'maybe'"),

@@ -55,17 +55,27 @@ def field_path(loc: Sequence[str | int]) -> str:
 
 
 def _clean_loc(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
-    """Drop the scorer union's tag: `scorers.0.trajectory.expected` → `scorers.0.expected`; and a bad
-    mapping key's location (`labels.<key>.[key]` → `labels`: the message quotes the key)."""
+    """Drop the tagged unions' tags: `scorers.0.trajectory.expected` → `scorers.0.expected`, and so for
+    argument matchers (`matchers.units.regex.pattern` → `matchers.units.pattern`); and a bad mapping key's
+    location (`labels.<key>.[key]` → `labels`: the message quotes the key).
+
+    A part is a tag when the document at that point is a mapping without that key whose `type` is it.
+    """
     parts = tuple(loc)
     if len(parts) >= 2 and parts[-1] == "[key]":
         parts = parts[:-2]
-    if len(parts) >= 3 and parts[0] == "scorers" and isinstance(parts[1], int) and isinstance(data, dict):
-        scorers = data.get("scorers")
-        item = scorers[parts[1]] if isinstance(scorers, list) and parts[1] < len(scorers) else None
-        if isinstance(item, dict) and item.get("type") == parts[2]:
-            return parts[:2] + parts[3:]
-    return parts
+    out: list[str | int] = []
+    for part in parts:
+        if isinstance(data, dict) and part not in data and data.get("type") == part:
+            continue
+        out.append(part)
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            data = None
+    return tuple(out)
 
 
 def problems_from(
