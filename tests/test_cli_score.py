@@ -99,6 +99,10 @@ def test_a_bad_call_or_input_is_named_where_it_is_in_the_line_not_under_scorer()
         {"id": "calls", "scorer": {"type": "f1", "expected": []}, "calls": [{"name": "a"}, {"name": 5}], "input": 7},
         {"id": "spec", "scorer": {"type": "trajectory", "expected": [], "mode": "strickt", "weigths": {}}},
         {"id": "judge", "scorer": {"type": "llm_judge"}, "calls": []},
+        {
+            "id": "matcher",
+            "scorer": {"type": "f1", "expected": [], "args_match": {"matchers": {"u": {"type": "regex"}}}},
+        },
     ]
     code, results, _ = run_cli(stdin="".join(json.dumps(line) + "\n" for line in lines))
     assert code == 1
@@ -111,3 +115,4 @@ def test_a_bad_call_or_input_is_named_where_it_is_in_the_line_not_under_scorer()
         "did you mean `strict`?; scorer.weigths: unknown key; did you mean `weights`?"
     )
     assert messages["judge"] == "scorer.model: required key missing"
+    assert messages["matcher"] == "scorer.args_match.matchers.u.pattern: required key missing"

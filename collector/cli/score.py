@@ -20,7 +20,7 @@ import click
 from pydantic import ValidationError
 
 from toolscore.collector.error_text import error_message
-from toolscore.collector.registry.validation import field_path
+from toolscore.collector.registry.validation import drop_tags, field_path
 from toolscore.scorers import AgentRun, ScoreFailure, ScoreResult, ToolCall
 from toolscore.scorers.llm_judge import LLMJudge
 from toolscore.scorers.spec import ScorerSpec, parse_scorer
@@ -63,32 +63,29 @@ def _parse_line(line_no: int, text: str) -> _Request:
     problems: list[str] = []
     scorer = _validated(lambda: parse_scorer(scorer_data), ("scorer",), ScorerSpec, problems, scorer_data)
     parsed = [
-        _validated(functools.partial(ToolCall.model_validate, call), ("calls", i), ToolCall, problems)
+        _validated(functools.partial(ToolCall.model_validate, call), ("calls", i), ToolCall, problems, call)
         for i, call in enumerate(calls)
     ]
     fields = {key: data.get(key) for key in ("input", "output", "output_messages")}
     valid_calls = tuple(call for call in parsed if call is not None)
-    run = _validated(lambda: AgentRun(calls=valid_calls, **fields), (), AgentRun, problems)
+    run = _validated(lambda: AgentRun(calls=valid_calls, **fields), (), AgentRun, problems, fields)
     if problems:
         raise RequestError("invalid_request", "; ".join(problems))
     return _Request(line_no, data.get("id"), scorer, run)
 
 
 def _validated(
-    build: Callable[[], Any], prefix: tuple[str | int, ...], root: Any, problems: list[str], spec: Any = None
+    build: Callable[[], Any], prefix: tuple[str | int, ...], root: Any, problems: list[str], data: Any
 ) -> Any:
     """`build()`, or None with its problems appended, each named by its place in the request line.
 
-    A spec's scorer type is the union's tag in pydantic's locations (`trajectory.mode`); the author
-    wrote `scorer.mode`, so it is left out.
+    Union tags are left out of pydantic's locations (`trajectory.mode`): the author wrote `scorer.mode`.
     """
     try:
         return build()
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
-            loc = tuple(err["loc"])
-            if isinstance(spec, dict) and loc and loc[0] == spec.get("type"):
-                loc = loc[1:]
+            loc = drop_tags(err["loc"], data)
             problems.append(f"{field_path((*prefix, *loc)) or '<root>'}: {error_message(err, root)}")
         return None
 

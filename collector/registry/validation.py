@@ -23,6 +23,7 @@ from toolscore.collector.registry.model import Expectation, MatchSpec
 __all__ = [
     "UNREADABLE_LABEL",
     "Locate",
+    "drop_tags",
     "field_path",
     "parse_expectation",
     "parse_stored",
@@ -54,7 +55,7 @@ def field_path(loc: Sequence[str | int]) -> str:
     return out
 
 
-def _clean_loc(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
+def drop_tags(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
     """Drop the tagged unions' tags: `scorers.0.trajectory.expected` → `scorers.0.expected`, and so for
     argument matchers (`matchers.units.regex.pattern` → `matchers.units.pattern`); and a bad mapping key's
     location (`labels.<key>.[key]` → `labels`: the message quotes the key).
@@ -83,7 +84,7 @@ def problems_from(
 ) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
-        loc = _clean_loc(err["loc"], data)
+        loc = drop_tags(err["loc"], data)
         message = _message(err)
         problems.append(Problem(field_path(loc), message, file, locate(loc) if locate else None))
     return problems
