@@ -220,7 +220,7 @@ def _warn_if_nothing_to_score(registry: Registry | None, config: ServeConfig) ->
     store = config.registry.store
     db = f" --db {store.path}" if isinstance(store, SqliteStoreConfig) else ""
     _log.warning(
-        "nothing to score: %s. Spans are received and forwarded, but no run is scored: set registry.files "
+        "nothing to score: %s. Spans are received and passed on, but no run is scored: set registry.files "
         "(TOOLSCORE_REGISTRY__FILES='[\"DIR\"]'), or run `toolscore expectations apply FILE%s`",
         why,
         db,
