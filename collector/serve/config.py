@@ -36,7 +36,7 @@ from toolscore.collector.error_text import error_message
 from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig
 from toolscore.collector.registry.errors import Problem
-from toolscore.collector.registry.validation import field_path
+from toolscore.collector.registry.validation import drop_tags, field_path
 from toolscore.collector.serve.forward_config import ForwardConfig
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
@@ -259,17 +259,6 @@ def _merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _clean_loc(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
-    """Drop the discriminator tags pydantic puts in union locations: `registry.store.postgres.dsn` → `...store.dsn`."""
-    out: list[str | int] = []
-    for part in loc:
-        if isinstance(data, dict) and part not in data and data.get("type") == part:
-            continue
-        out.append(part)
-        data = data.get(part) if isinstance(data, dict) else None
-    return tuple(out)
-
-
 def _has(data: Any, loc: Sequence[str | int]) -> bool:
     for part in loc:
         if not isinstance(data, dict) or part not in data:
@@ -326,6 +315,6 @@ class _Origins:
 
 def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -> list[Problem]:
     return [
-        origins.problem(_clean_loc(err["loc"], merged), error_message(err, ServeConfig))
+        origins.problem(drop_tags(err["loc"], merged), error_message(err, ServeConfig))
         for err in exc.errors(include_url=False)
     ]
