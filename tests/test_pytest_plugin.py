@@ -183,18 +183,20 @@ def test_expectations_fixture_can_be_overridden_with_mappings(suite: pytest.Pyte
     run(suite).assert_outcomes(passed=1)
 
 
+ASSERTING_TEST = """
+from agent_app import weather_agent
+
+def test_paris(toolscore_runs):
+    weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
+    toolscore_runs.assert_expectations()
+"""
+"""A test that runs the weather agent once and asks for every expectation to be met."""
+
+
 def test_no_expectation_matched_fails_assert_expectations_naming_them_and_the_runs(suite: pytest.Pytester) -> None:
     suite.makefile(".yaml", expectations=EXPECTATIONS.replace("agent: weather", "agent: forecaster"))
     suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
-    suite.makepyfile(
-        test_weather="""
-        from agent_app import weather_agent
-
-        def test_paris(toolscore_runs):
-            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
-            toolscore_runs.assert_expectations()
-        """
-    )
+    suite.makepyfile(test_weather=ASSERTING_TEST)
     result = run(suite)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -204,15 +206,7 @@ def test_no_expectation_matched_fails_assert_expectations_naming_them_and_the_ru
 
 def test_assert_expectations_without_any_configured_says_how_to_give_them(suite: pytest.Pytester) -> None:
     """Not "no run matched": the ini option was never set, which is what the author has to fix."""
-    suite.makepyfile(
-        test_weather="""
-        from agent_app import weather_agent
-
-        def test_paris(toolscore_runs):
-            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather?")
-            toolscore_runs.assert_expectations()
-        """
-    )
+    suite.makepyfile(test_weather=ASSERTING_TEST)
     result = run(suite)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
