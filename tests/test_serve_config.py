@@ -256,7 +256,11 @@ def test_missing_config_file_exits_2(tmp_path: Path) -> None:
     assert f"{tmp_path / 'nope.yaml'}: <root>: cannot read: No such file or directory" in result.stderr
 
 
-def test_taken_port_exits_1_naming_the_receiver(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("taken", "free", "receiver"), [("HTTP", "GRPC", "OTLP/HTTP"), ("GRPC", "HTTP", "OTLP/gRPC")])
+def test_taken_port_exits_1_naming_the_receiver_its_key_and_the_reason(
+    tmp_path: Path, taken: str, free: str, receiver: str
+) -> None:
+    """grpc itself says only "Failed to bind"; either receiver says why and which key sets the address."""
     import socket
 
     with socket.socket() as sock:
@@ -264,31 +268,13 @@ def test_taken_port_exits_1_naming_the_receiver(tmp_path: Path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         env = {
-            "TOOLSCORE_RECEIVER__HTTP_ENDPOINT": f"127.0.0.1:{port}",
-            "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0",
-        }
-        env["TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED"] = "false"
-        result = _serve(cwd=tmp_path, env=env)
-    assert result.returncode == 1
-    assert f"cannot start: OTLP/HTTP receiver (127.0.0.1:{port}, receiver.http_endpoint): [Errno 98]" in result.stderr
-
-
-def test_taken_grpc_port_exits_1_naming_the_key_and_the_reason(tmp_path: Path) -> None:
-    """grpc itself says only "Failed to bind"; the message says why and which key sets the address."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        port = sock.getsockname()[1]
-        env = {
-            "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": f"127.0.0.1:{port}",
-            "TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0",
+            f"TOOLSCORE_RECEIVER__{taken}_ENDPOINT": f"127.0.0.1:{port}",
+            f"TOOLSCORE_RECEIVER__{free}_ENDPOINT": "127.0.0.1:0",
             "TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false",
         }
         result = _serve(cwd=tmp_path, env=env)
     assert result.returncode == 1
-    where = f"OTLP/gRPC receiver (127.0.0.1:{port}, receiver.grpc_endpoint)"
+    where = f"{receiver} receiver (127.0.0.1:{port}, receiver.{taken.lower()}_endpoint)"
     assert f"cannot start: {where}: [Errno 98] Address already in use\n" in result.stderr
     assert "GRPC_VERBOSITY" not in result.stderr.split("cannot start:")[1]
 
