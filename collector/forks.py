@@ -19,14 +19,15 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable
+from types import MethodType
 from typing import Any
 
 __all__ = ["on_fork"]
 
 
-def _weak(method: Callable[[], Any] | None) -> Callable[[], None] | None:
-    if method is None:
-        return None
+def _weak(method: Callable[[], Any] | None) -> Callable[[], Any] | None:
+    if method is None or not isinstance(method, MethodType):
+        return method  # a plain function (module state) lives as long as its module anyway
     ref = weakref.WeakMethod(method)
 
     def call() -> None:
@@ -43,7 +44,7 @@ def on_fork(
     after_in_parent: Callable[[], Any] | None = None,
     after_in_child: Callable[[], Any] | None = None,
 ) -> None:
-    """Register bound methods to run around `os.fork()`, held weakly; a no-op where fork does not exist."""
+    """Register callables to run around `os.fork()` (bound methods held weakly); a no-op without fork."""
     if not hasattr(os, "register_at_fork"):
         return
     hooks = {"before": before, "after_in_parent": after_in_parent, "after_in_child": after_in_child}

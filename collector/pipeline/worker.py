@@ -53,7 +53,11 @@ class Worker:
         self._stopping = False
         self._fresh_thread()
         self._forking = False
-        on_fork(before=self._before_fork, after_in_parent=self._after_fork_in_parent, after_in_child=self._in_child)
+        on_fork(
+            before=self._before_fork,
+            after_in_parent=self._after_fork_in_parent,
+            after_in_child=self._after_fork_in_child,
+        )
 
     def _fresh_thread(self) -> None:
         self._wake = threading.Event()
@@ -78,7 +82,7 @@ class Worker:
             self._forking = False
             self._busy.release()
 
-    def _in_child(self) -> None:
+    def _after_fork_in_child(self) -> None:
         started, stopping = self._thread.ident is not None, self._stopping
         self._forking = False
         self._fresh_thread()

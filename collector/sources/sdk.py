@@ -13,7 +13,6 @@ cost of the C-level copy that suffices when no value is a sequence.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
+from toolscore.collector.forks import on_fork
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
@@ -40,8 +40,7 @@ def _after_fork() -> None:
     _resource_lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork)
+on_fork(after_in_child=_after_fork)
 
 
 def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
