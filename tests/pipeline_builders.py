@@ -211,13 +211,16 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 5.0, poll_s: fl
 
 @contextmanager
 def recording_engine(
-    config: PipelineConfig, *expectations: dict[str, Any]
+    config: PipelineConfig,
+    *expectations: dict[str, Any],
+    decode: Callable[[SpanRecord], SpanRecord | None] | None = None,
 ) -> Iterator[tuple[Engine[SpanRecord], ListSink[SpanRecord], Recording]]:
-    """The engine over `SpanRecord` carriers (decode is the identity), scoring `expectations` (default TRAVEL)."""
+    """The engine over `SpanRecord` carriers (decode the identity unless given), scoring `expectations`
+    (default TRAVEL)."""
     telemetry = Recording()
     sink: ListSink[SpanRecord] = ListSink()
     with registry_with(*(expectations or (TRAVEL,))) as registry:
-        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, config, telemetry)
+        pipeline: Engine[SpanRecord] = Engine(registry, sink, decode or (lambda r: r), config, telemetry)
         try:
             yield pipeline, sink, telemetry
         finally:

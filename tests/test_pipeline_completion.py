@@ -340,15 +340,9 @@ def test_a_span_no_convention_can_read_costs_nothing_else_in_its_batch(value: ob
     odd_trace = f"{0xD:032x}"
     odd = record("4000000000000001", None, "chat weird", {"gen_ai.operation.name": value}, odd_trace)
     others = [genai_run(RUN, ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in range(1, 4)]
-    telemetry = Recording()
-    sink: ListSink[SpanRecord] = ListSink()
-    with registry_with(TRAVEL) as registry:
-        pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, PipelineConfig(settle_ms=20), telemetry)
-        try:
-            pipeline.offer_all([odd, *(span for spans in others for span in spans)])
-            assert pipeline.flush(5.0)
-        finally:
-            pipeline.shutdown(5.0)
+    with recording_engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, telemetry):
+        pipeline.offer_all([odd, *(span for spans in others for span in spans)])
+        assert pipeline.flush(5.0)
     assert [r.trace_id for r, _ in sink.enriched] == [f"{i:032x}" for i in range(1, 4)]
     assert odd in sink.released
     assert telemetry.counts["passed"] == telemetry.counts["received"] == 10
@@ -367,15 +361,9 @@ def test_a_span_the_store_cannot_take_goes_on_with_its_trace_and_the_batch_flows
             return SpanRecord(bad_trace, [RUN], None, "invoke_agent travel", attributes=run_attrs())  # type: ignore[arg-type]
         return carrier
 
-    telemetry = Recording()
-    sink: ListSink[SpanRecord] = ListSink()
-    with registry_with(TRAVEL) as registry:
-        pipeline: Engine[SpanRecord] = Engine(registry, sink, decode, PipelineConfig(settle_ms=20), telemetry)
-        try:
-            pipeline.offer_all([*bad, *(span for spans in others for span in spans)])
-            assert pipeline.flush(5.0)
-        finally:
-            pipeline.shutdown(5.0)
+    with recording_engine(PipelineConfig(settle_ms=20), decode=decode) as (pipeline, sink, telemetry):
+        pipeline.offer_all([*bad, *(span for spans in others for span in spans)])
+        assert pipeline.flush(5.0)
     assert [r.trace_id for r, _ in sink.enriched] == [f"{i:032x}" for i in range(1, 4)]
     assert Counter(id(r) for r in sink.released if r.trace_id == bad_trace) == Counter(id(r) for r in bad)
     assert telemetry.counts["dropped:error"] == 2
