@@ -28,6 +28,7 @@ from toolscore.collector.serve.forward import ForwardConfig, Forwarder
 from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
 from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.pipeline import CollectorPipeline
+from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig
 from toolscore.collector.serve.score_query import query_runs
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
@@ -70,9 +71,11 @@ def registry() -> Iterator[Registry]:
         yield registry
 
 
-def make_pipeline(registry: Any, downstream: GrpcDownstream, **forward: Any) -> CollectorPipeline:
+def make_pipeline(
+    registry: Any, downstream: GrpcDownstream, config: PipelineConfig = CONFIG, **forward: Any
+) -> CollectorPipeline:
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **{**FORWARD, **forward}))
-    return CollectorPipeline(registry, forwarder, CONFIG, Recording())
+    return CollectorPipeline(registry, forwarder, config, Recording())
 
 
 def test_run_spans_are_enriched_in_place_and_every_other_span_forwarded_once(
@@ -290,7 +293,8 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
     gate = Gate(registry)
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
     telemetry = Recording()
-    pipeline = CollectorPipeline(gate, forwarder, PipelineConfig(settle_ms=20, queue_size=8), telemetry)
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0)
+    pipeline = CollectorPipeline(gate, forwarder, at_once, telemetry)
     run = encode_spans(sdk_spans(("travel", ("book_flight",))))
     first, second = encode_spans(sdk_spans(loose=5)), encode_spans(sdk_spans(loose=5))
     assert pipeline.accept(run) == IngestResult()
@@ -330,7 +334,8 @@ def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(
 def test_receivers_racing_for_the_queue_never_overshoot_it(registry: Registry) -> None:
     """The overload check and the queueing are one step: of requests that each fit alone, only one gets in."""
     gate = Gate(registry)
-    pipeline = CollectorPipeline(gate, None, PipelineConfig(settle_ms=20, queue_size=8), Recording())
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0)
+    pipeline = CollectorPipeline(gate, None, at_once, Recording())
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
     assert gate.entered.wait(5)  # the worker is held with an empty queue
     requests = [encode_spans(sdk_spans(loose=5)) for _ in range(8)]
@@ -355,7 +360,8 @@ def test_receivers_racing_for_the_queue_never_overshoot_it(registry: Registry) -
 
 def test_a_full_forward_queue_pushes_back_on_the_sender(registry: Registry, downstream: GrpcDownstream) -> None:
     downstream.stop()
-    pipeline = make_pipeline(registry, downstream, queue_max_requests=1, senders=1, batch_max_spans=1)
+    at_once = ServePipelineConfig(settle_ms=20, overload_wait_ms=0)
+    pipeline = make_pipeline(registry, downstream, at_once, queue_max_requests=1, senders=1, batch_max_spans=1)
     accepted = 0
     for _ in range(5):
         if pipeline.accept(encode_spans(sdk_spans(loose=1))).overloaded:
@@ -456,9 +462,11 @@ def test_spans_with_unusable_ids_are_counted_as_refused(registry: Registry, mete
 
 
 def test_refusal_before_reading_judges_by_the_typical_request(registry: Registry) -> None:
-    """Unread requests are refused only while one of the recent requests' size would not fit the queue."""
+    """Unread requests are refused only while one of the recent requests' size would not fit the queue
+    (and no request may wait for room: see test_serve_overload_wait)."""
     gate = Gate(registry)
-    pipeline = CollectorPipeline(gate, None, PipelineConfig(settle_ms=20, queue_size=12), Recording())
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=12, overload_wait_ms=0)
+    pipeline = CollectorPipeline(gate, None, at_once, Recording())
     assert pipeline.refusal() is None  # nothing seen yet, nothing queued
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
     assert gate.entered.wait(5)  # the worker is held: what is accepted now stays queued

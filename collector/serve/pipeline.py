@@ -6,14 +6,18 @@
         RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
         Engine.on_scored ─→ ScoreStore.record (SQLite, written off the worker thread)
 
-Overload: the engine's queue is bounded per request. `accept` refuses a whole request
-(RESOURCE_EXHAUSTED / 429, so the sender retries it) when the queue already holds spans and the request
-does not fit beside them, or the forwarder's queue is full; an accepted request is queued whole, and an
-empty queue takes any one request (however large: `max_message_bytes` bounds it), so every run of an
-accepted request is scored. The check and the queueing happen under one lock, so receivers racing
-each other never overshoot. `refusal` gives the same answer before a request is read, when one of the
-size of the recent ones (a running average of their span counts) would not fit: the receivers then
-refuse it unread, and a sender retrying against a full queue costs a check rather than a parse.
+Overload: the engine's queue is bounded per request. A request does not fit when the queue already
+holds spans and it would not fit beside them, or the forwarder's queue is full; an accepted request is
+queued whole, and an empty queue takes any one request (however large: `max_message_bytes` bounds it),
+so every run of an accepted request is scored. A request that does not fit waits for room, up to
+`overload_wait_ms`, with at most `max_waiting_requests` waiting at once (each on its receiver's thread,
+polling without the GIL): the sender's call simply takes longer, rather than being refused and sent
+again and again while the queue is full. Past the wait, or with every waiting place taken, `accept`
+refuses the whole request (RESOURCE_EXHAUSTED / 429, so the sender retries it). The last check and the
+queueing happen under one lock, so receivers racing each other never overshoot. `refusal` gives the
+same answer before a request is read, when every waiting place is taken and one of the size of the
+recent ones (a running average of their span counts) would not fit: the receivers then refuse it
+unread, and a sender retrying against a full queue costs a check rather than a parse.
 """
 
 from __future__ import annotations
@@ -55,6 +59,11 @@ __all__ = ["CollectorPipeline"]
 
 _log = logging.getLogger("toolscore.serve")
 
+_WAIT_POLL_S = 0.01
+"""How often a waiting request looks for room. The queue holds about half a second of the worker's
+work when a typical request first fits again, so a late look never leaves the worker idle, and eight
+waiting requests wake the interpreter 800 times a second at most."""
+
 
 def _discard(request: bytes, spans: int) -> bool:
     """No downstream configured: the spans were counted as passed by the engine and go nowhere."""
@@ -78,7 +87,7 @@ class CollectorPipeline:
         *,
         retry_after_s: float = 1.0,
     ) -> None:
-        self.config = config or ServePipelineConfig()
+        self.config = config if isinstance(config, ServePipelineConfig) else _serve_config(config)
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.forwarder = forwarder
         self.store = store
@@ -105,24 +114,36 @@ class CollectorPipeline:
         """Held from a request's overload check to its spans being queued, and while closing."""
         self._typical_spans = 0.0
         """Running average of the accepted requests' span counts (updated without a lock: a lost update is harmless)."""
+        self._waiting = 0
+        """Requests waiting for room now (`_wait_for_room`), changed under `_waiting_lock`."""
+        self._waiting_lock = threading.Lock()
 
     def refusal(self) -> IngestResult | None:
         """Overloaded when a request of the typical size would be refused now (see the module docstring)."""
-        return self._refusal(self._typical_spans)  # unread: its spans are not counted
+        if not self._closed and self.config.overload_wait_ms and self._waiting < self.config.max_waiting_requests:
+            return None  # it may wait for room: read it
+        reason = self._overload(self._typical_spans)
+        return None if reason is None else self._refuse(reason)  # unread: its spans are not counted
 
     def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
-        """Queue the spans of `request` that have usable ids for the engine, or refuse it whole (module docstring)."""
+        """Queue the spans of `request` that have usable ids for the engine, waiting for room if need be,
+        or refuse it whole (see the module docstring)."""
         try:
             total = span_count(request)
-            # checked first too, so a refused request is not walked
-            if (refused := self._refusal(total, counted=total)) is not None:
-                return refused
+            deadline = time.monotonic() + self.config.overload_wait_ms / 1000
+            # before the walk too, so that a request refused at once is not walked
+            if (reason := self._room(total, deadline)) is not None:
+                return self._refuse(reason, counted=total)
             carriers, stats = _carriers(request, data, total)
-            with self._admit:
-                refused = self._refusal(len(carriers), counted=total)
-                if refused is not None:
-                    return refused
-                self.engine.offer_all(carriers)
+            while True:
+                with self._admit:
+                    reason = self._overload(len(carriers))
+                    if reason is None:
+                        self.engine.offer_all(carriers)
+                        break
+                # another request took the room first
+                if (reason := self._room(len(carriers), deadline)) is not None:
+                    return self._refuse(reason, counted=total)
             typical = self._typical_spans
             self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
         except Exception as error:  # never raise into a receiver; say what happened instead
@@ -135,12 +156,29 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
-    def _refusal(self, spans: float, counted: int | None = None) -> IngestResult | None:
-        """The overloaded answer (counted, with the request's `counted` spans when read) when a request of
-        `spans` spans would not be taken now (or ever: closed)."""
+    def _room(self, spans: int, deadline: float) -> RefusalReason | None:
+        """None once `spans` more spans fit (waiting for it until `deadline` when there is a place to wait),
+        else why they do not."""
         reason = self._overload(spans)
-        if reason is None:
-            return None
+        if reason is None or reason == "shutdown" or time.monotonic() >= deadline:
+            return reason
+        with self._waiting_lock:
+            if self._waiting >= self.config.max_waiting_requests:
+                return reason
+            self._waiting += 1
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(_WAIT_POLL_S, left))
+                reason = self._overload(spans)
+                if reason is None or reason == "shutdown":
+                    break
+            return reason
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def _refuse(self, reason: RefusalReason, counted: int | None = None) -> IngestResult:
+        """The overloaded answer, counted (with the request's `counted` spans when it was read)."""
         self.telemetry.request_refused(reason, counted)
         return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
 
@@ -182,6 +220,11 @@ class CollectorPipeline:
         if self.store is not None:
             ok = self.store.close(max(0.5, deadline - time.monotonic())) and ok
         return ok
+
+
+def _serve_config(config: PipelineConfig | None) -> ServePipelineConfig:
+    """Serve's settings from the shared ones: every shared key as given, serve's own keys at their defaults."""
+    return ServePipelineConfig() if config is None else ServePipelineConfig(**config.model_dump())
 
 
 def _carriers(
