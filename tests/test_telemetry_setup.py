@@ -13,6 +13,7 @@ import grpc
 import pytest
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
+from opentelemetry.sdk.trace import TracerProvider
 
 from toolscore.collector.telemetry import RunSpanRef
 from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol, setup_telemetry
@@ -186,3 +187,29 @@ def test_otlp_receives_the_evaluation_event_and_the_metrics(
         for m in sm.metrics
     }
     assert {"toolscore.evaluation.score", "toolscore.evaluations"} <= names
+
+
+@pytest.mark.parametrize(("variable", "exemplars"), [(None, 0), ("trace_based", 1)])
+def test_exemplars_are_kept_only_when_otel_metrics_exemplar_filter_asks(
+    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, _Collector], variable: str | None, exemplars: int
+) -> None:
+    """toolscore scores on its worker thread, in no span: the SDK's default filter only cost time there."""
+    endpoint, collector = otlp_collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    if variable is not None:
+        monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", variable)
+    setup = setup_telemetry()
+    with TracerProvider().get_tracer("test").start_as_current_span("sampled") as span:
+        setup.telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, None, None)
+    setup.shutdown()
+    points = [
+        point
+        for req in collector.metrics
+        for rm in req.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "toolscore.evaluation.score"
+        for point in m.histogram.data_points
+    ]
+    assert [point.count for point in points] == [1]
+    assert [e.trace_id for e in points[0].exemplars] == [span.get_span_context().trace_id.to_bytes(16, "big")] * exemplars

@@ -16,7 +16,8 @@ from wsgiref.simple_server import WSGIServer
 from opentelemetry._logs import NoOpLoggerProvider
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExporter
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.environment_variables import OTEL_METRICS_EXEMPLAR_FILTER
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, ExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -205,6 +206,16 @@ def _prometheus_reader(config: TelemetryConfig) -> tuple[MetricReader, WSGIServe
     return reader, server
 
 
+def _exemplar_filter() -> ExemplarFilter | None:
+    """No exemplars unless `OTEL_METRICS_EXEMPLAR_FILTER` asks (None: the SDK reads it).
+
+    The SDK's default keeps exemplars of measurements made inside a sampled span, and toolscore records
+    its metrics on its worker thread, inside none: the default's check found nothing, at a fifth of the
+    cost of each histogram measurement (~1.7 of 8 µs, three per scored run).
+    """
+    return None if env.env_str(OTEL_METRICS_EXEMPLAR_FILTER) else AlwaysOffExemplarFilter()
+
+
 def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | None = None) -> TelemetrySetup:
     """Build providers for `config` (from the environment when None) and the telemetry on top.
 
@@ -222,7 +233,11 @@ def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | 
     if config.otlp_metrics:
         interval = config.export_interval_ms
         readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter(), export_interval_millis=interval))
-    meter_provider = MeterProvider(metric_readers=readers, resource=resource) if readers else None
+    meter_provider = (
+        MeterProvider(metric_readers=readers, resource=resource, exemplar_filter=_exemplar_filter())
+        if readers
+        else None
+    )
     logger_provider: LoggerProvider | None = None
     if config.otlp_logs:
         logger_provider = LoggerProvider(resource=resource)
