@@ -374,6 +374,23 @@ def test_pending_traces_are_observed_as_a_gauge() -> None:
         assert points(reader, "toolscore.pending.traces") == {(): 0}
 
 
+def test_pending_bytes_are_observed_as_a_gauge_that_rises_with_kept_spans_and_falls_to_zero() -> None:
+    """What `max_pending_bytes` bounds is visible before traces are dropped for it, and given back when they go."""
+    first, second = _prompted(1, 40_000), _prompted(2, 40_000)
+    with engine(PipelineConfig(**HOLD)) as (pipeline, _, reader):
+        assert points(reader, "toolscore.pending.bytes") == {(): 0}
+        for span in first:
+            assert pipeline.offer(span)
+        assert wait_until(lambda: points(reader, "toolscore.pending.bytes").get((), 0) > 40_000)
+        held_one = points(reader, "toolscore.pending.bytes")[()]
+        for span in second:
+            assert pipeline.offer(span)
+        assert wait_until(lambda: points(reader, "toolscore.pending.bytes").get((), 0) >= 2 * held_one)
+        assert points(reader, "toolscore.pending.bytes") == {(): pipeline.store.size}
+        assert pipeline.flush(5.0)  # both runs are scored and their traces finished
+        assert points(reader, "toolscore.pending.bytes") == {(): 0}
+
+
 def test_a_backlog_is_worked_through_in_bounded_steps() -> None:
     """A full queue is not drained in one step: spans go on (and deadlines are served) while the rest wait."""
     opened = threading.Event()

@@ -99,6 +99,7 @@ def _emit_every_metric(telemetry: Any) -> None:
     telemetry.score_recorded(ScoreFailure(name="judge", error_type="judge_timeout"), "book-flight", 2, None, None)
     telemetry.score_delay(0.25)
     telemetry.observe_pending(lambda: 3, 500)
+    telemetry.observe_pending_bytes(lambda: 4096)
     telemetry.observe_expectations(lambda: [("book-flight", "page"), ("weather", None)])
     telemetry.observe_registry(lambda: (1.5, 2))
     telemetry.observe_registry(lambda: None)  # a matcher that is not a Registry
@@ -143,6 +144,7 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert [p.value for p in emitted["toolscore.pending.traces"].data.data_points] == [3]  # type: ignore[union-attr]
     limit = emitted["toolscore.pending.traces.limit"].data.data_points
     assert [p.value for p in limit] == [500]  # type: ignore[union-attr]
+    assert [p.value for p in emitted["toolscore.pending.bytes"].data.data_points] == [4096]  # type: ignore[union-attr]
     assert [p.value for p in emitted["toolscore.registry.sync.age"].data.data_points] == [1.5]  # type: ignore[union-attr]
     assert [p.value for p in emitted["toolscore.registry.unreadable"].data.data_points] == [2]  # type: ignore[union-attr]
     assert _points(emitted["toolscore.expectation.info"]) == [

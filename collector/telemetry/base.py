@@ -120,6 +120,10 @@ class PipelineTelemetry(Protocol):
         """Register a callback the metrics reader calls for the number of traces held in memory,
         and the `max_pending_traces` it is bounded by (None: unbounded or unknown, not reported)."""
 
+    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
+        """Register a callback the metrics reader calls for the bytes the pending traces' spans count for
+        against `max_pending_bytes` (`TraceStore.size`): what bounds memory, where the trace count does not."""
+
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
         """Register a callback the metrics reader calls for the registry's expectations; those the score
         metrics already name become info series, so alert rules can take an alert's severity from them."""
@@ -182,6 +186,9 @@ class NoopTelemetry:
         pass
 
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
+        pass
+
+    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
         pass
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:

@@ -131,6 +131,7 @@ class OTelPipelineTelemetry:
         # Given the no-op provider (`toolscore serve` without a logs exporter), skip building each event.
         self._events = not isinstance(self._logger, _logs.NoOpLogger)
         self._pending: list[tuple[Callable[[], int], int | None]] = []
+        self._pending_bytes: list[Callable[[], int]] = []
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
         self._registries: list[Callable[[], RegistryState | None]] = []
         self._callbacks_lock = threading.Lock()
@@ -138,6 +139,7 @@ class OTelPipelineTelemetry:
         gauges = {
             "toolscore.pending.traces": self._observe_pending,
             "toolscore.pending.traces.limit": self._observe_pending_limit,
+            "toolscore.pending.bytes": self._observe_pending_bytes,
             "toolscore.expectation.info": self._observe_expectations,
             "toolscore.registry.sync.age": lambda options: self._observe_registry(0),
             "toolscore.registry.unreadable": lambda options: self._observe_registry(1),
@@ -194,6 +196,18 @@ class OTelPipelineTelemetry:
         total = 0
         for callback in callbacks:
             with _never_raise("pending-traces callback"):
+                total += callback()
+        return [Observation(total)]
+
+    def _observe_pending_bytes(self, options: CallbackOptions) -> Iterable[Observation]:
+        """The pipelines' pending bytes add up, as their pending traces do."""
+        with self._callbacks_lock:
+            callbacks = list(self._pending_bytes)
+        if not callbacks:
+            return []
+        total = 0
+        for callback in callbacks:
+            with _never_raise("pending-bytes callback"):
                 total += callback()
         return [Observation(total)]
 
@@ -303,6 +317,10 @@ class OTelPipelineTelemetry:
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         with self._callbacks_lock:
             self._pending.append((callback, limit))
+
+    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
+        with self._callbacks_lock:
+            self._pending_bytes.append(callback)
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
         with self._callbacks_lock:
