@@ -183,6 +183,46 @@ def test_calls_left_out_of_a_score_are_counted_by_reason() -> None:
         }
 
 
+def test_calls_over_the_limit_are_counted_once_however_often_their_trace_is_rebuilt() -> None:
+    """Two runs of one trace, scored one after the other: each rebuild sees both runs' extra calls again.
+
+    The trace is rebuilt when the first run settles, when the second does, and when the trace finishes;
+    each run's dropped call is counted when that run is scored, once.
+    """
+    root = record("9000000000000000", None, "POST /chat", {})
+    first = genai_run(RUN, ["search_flights", "book_flight"], parent=root.span_id)
+    second = genai_run("2000000000000000", ["search_flights", "book_flight"], parent=root.span_id)
+    config = PipelineConfig(settle_ms=20, extract=ExtractConfig(max_calls_per_run=1))
+    with engine(config) as (pipeline, sink, reader):
+        for span in first:
+            assert pipeline.offer(span)
+        assert wait_until(lambda: len(sink.enriched) == 1)
+        for span in (*second, root):
+            assert pipeline.offer(span)
+        assert wait_until(lambda: len(sink.enriched) == 2)
+        assert pipeline.flush(5.0)
+        assert [e.attributes["toolscore.tool_calls"] for _, e in sink.enriched] == [["search_flights"]] * 2
+        assert points(reader, "toolscore.calls.dropped") == {(("toolscore.call.drop.reason", "calls_over_limit"),): 2}
+
+
+def test_a_call_whose_run_span_has_not_arrived_when_another_run_settles_is_not_counted_without_run() -> None:
+    """With `infer_runs` off, a call is `call_without_run` only if its trace finishes without its run span."""
+    root = record("9000000000000000", None, "POST /chat", {})
+    first = genai_run(RUN, ["search_flights"], parent=root.span_id)
+    *second_calls, second_run = genai_run("2000000000000000", ["book_flight"], parent=root.span_id)
+    config = PipelineConfig(settle_ms=20, extract=ExtractConfig(infer_runs=False))
+    with engine(config) as (pipeline, sink, reader):
+        for span in (*second_calls, *first):  # the second run's call first: its run span is still running
+            assert pipeline.offer(span)
+        assert wait_until(lambda: len(sink.enriched) == 1)
+        for span in (second_run, root):
+            assert pipeline.offer(span)
+        assert pipeline.flush(5.0)
+        calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in sink.enriched}
+        assert calls == {RUN: ["search_flights"], "2000000000000000": ["book_flight"]}
+        assert points(reader, "toolscore.calls.dropped") == {}
+
+
 def test_a_span_its_convention_cannot_read_is_counted_once_however_often_its_trace_is_rebuilt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -95,3 +95,12 @@ class ExtractStats:
         (the pipeline, at each run of a trace that settles) can count each span once.
         """
         self.skip(f"read_error:{convention}")
+
+    def calls_dropped(self, reason: str, count: int, run_span_id: str | None) -> None:
+        """`count` tool calls were left out of the runs: `calls_over_limit` (the run at `run_span_id` had
+        more than `max_calls_per_run`) or `call_without_run` (no run owns it, `run_span_id` is None).
+
+        A hook apart from `skip` because it names the run: a caller that rebuilds the same spans again
+        (the pipeline, at each run of a trace that settles) can count a run's calls when it scores that run.
+        """
+        self.skip(reason, count)

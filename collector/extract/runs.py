@@ -213,7 +213,7 @@ class _TraceRuns:
         run = self.runs.get(owner.span.span_id)
         if run is None:
             if not (inferred and self.config.infer_runs):
-                self.stats.skip("call_without_run")
+                self.stats.calls_dropped("call_without_run", 1, None)
                 return
             run = self.runs[owner.span.span_id] = _Run(owner, inferred=True)
         assert node.extractor is not None
@@ -248,7 +248,7 @@ class _TraceRuns:
         if needs_model_responses(ordered):
             ordered = order_calls(run.calls, self._batches(run))
         if len(ordered) > config.max_calls_per_run:
-            stats.skip("calls_over_limit", len(ordered) - config.max_calls_per_run)
+            stats.calls_dropped("calls_over_limit", len(ordered) - config.max_calls_per_run, span.span_id)
             ordered = ordered[: config.max_calls_per_run]
         calls = tuple([build_call(c.read, c.span, c.issued, config, stats) for c in ordered])
         info = RunInfo(agent_name=span.name) if run.inferred else self._read(run.node)

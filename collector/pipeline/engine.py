@@ -9,7 +9,6 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from toolscore.collector.extract import ExtractStats
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.emit import RunScores, build_enrichment
@@ -124,7 +123,7 @@ class Engine(Worker, Generic[C]):
             max_bytes=config.max_pending_bytes,
             size=self._size,
         )
-        self.stats: ExtractStats = CountedStats(self.telemetry, self.store.traces)
+        self.stats = CountedStats(self.telemetry, self.store.traces)
         self.refusals = Refusals(config.max_pending_traces)
         self._settle: Deadlines[RunKey] = Deadlines(int(config.settle_ms * _MS))
         self._idle: Deadlines[str] = Deadlines(int(config.trace_idle_timeout_s * 1000 * _MS))

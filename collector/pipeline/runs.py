@@ -2,13 +2,15 @@
 
 Extraction is the same `rebuild_runs` the batch tools use (as `rebuild_classified`, over the trace's
 records as the store classified them on arrival), so a run scored in the pipeline has exactly the
-calls `toolscore extract` gives for the same spans. A run span that settles selects its run and the
-inferred runs nested in it (an uninstrumented sub-agent under one of its tools), which cannot receive
-spans any more once their enclosing run has ended. Runs without a run span of their own are taken
-when the whole trace finishes; when the span they were inferred at is still held (a candidate, see
-`group`), their scores go onto it. A run inferred at a span whose parent never came (a subtree cut
-off by a lost span) is scored flagged incomplete, whether or not the trace's root was a run. So is a
-run a span refused by a full queue belonged to (see `refused`).
+calls `toolscore extract` gives for the same spans. A trace is rebuilt at each of its runs' scoring:
+the calls left out are counted for the runs scored from each rebuild only (`CountedStats`). A run
+span that settles selects its run and the inferred runs nested in it (an uninstrumented sub-agent
+under one of its tools), which cannot receive spans any more once their enclosing run has ended.
+Runs without a run span of their own are taken when the whole trace finishes; when the span they
+were inferred at is still held (a candidate, see `group`), their scores go onto it. A run inferred at
+a span whose parent never came (a subtree cut off by a lost span) is scored flagged incomplete,
+whether or not the trace's root was a run. So is a run a span refused by a full queue belonged to
+(see `refused`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import operator
 from collections.abc import Collection
 
-from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_classified
+from toolscore.collector.extract import ExtractConfig
+from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
 from toolscore.collector.pipeline.refused import RefusedSpans, runs_missing_spans
 from toolscore.scorers.model import AgentRun
@@ -74,43 +77,47 @@ def runs_under(
     run_span_id: str,
     incomplete: bool,
     config: ExtractConfig,
-    stats: ExtractStats,
+    stats: CountedStats,
     *,
     refused: RefusedSpans | None = None,
 ) -> list[ReadyRun]:
     """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses.
 
-    `refused`: the trace's spans a full queue turned away, whose runs are flagged incomplete.
+    `refused`: the trace's spans a full queue turned away, whose runs are flagged incomplete. The calls
+    these runs drop are counted in `stats` (`CountedStats.count_dropped`), not those of the trace's others.
     """
     ready: list[ReadyRun] = []
     nested: list[ReadyRun] = []
     incomplete = incomplete or trace.truncated
-    runs = rebuild_classified(trace.records.values(), config, stats)
+    runs = stats.rebuild(trace.records.values(), config)
     missing = _missing(runs, trace, refused)
     for run in runs:
         if run.span_id == run_span_id:
             ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
         elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
             nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
-    return ready + nested
+    ready += nested
+    stats.count_dropped(_span_ids(ready), finished=False)
+    return ready
 
 
 def runs_of_trace(
     trace: PendingTrace[object],
     complete: bool,
     config: ExtractConfig,
-    stats: ExtractStats,
+    stats: CountedStats,
     *,
     refused: RefusedSpans | None = None,
 ) -> list[ReadyRun]:
     """Every run of a finishing trace not scored yet; `complete` is False when its root never came.
 
-    `refused`: as for `runs_under`.
+    `refused`: as for `runs_under`. The calls these runs drop are counted in `stats`, and so are the calls
+    no run owns (their run span can no longer come).
     """
     if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs and _connected(trace):
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
-    runs = rebuild_classified(trace.records.values(), config, stats)
+    runs = stats.rebuild(trace.records.values(), config)
     missing = _missing(runs, trace, refused)
     for run in runs:
         if run.span_id in trace.scored:
@@ -119,4 +126,9 @@ def runs_of_trace(
         ended_run = held is not None and held.run
         incomplete = trace.truncated or (not complete and not ended_run) or _refused_under(run, missing)
         ready.append((_mark(run, incomplete, trace), held is not None))
+    stats.count_dropped(_span_ids(ready), finished=True)
     return ready
+
+
+def _span_ids(ready: list[ReadyRun]) -> set[str]:
+    return {run.span_id or "" for run, _ in ready}
