@@ -23,6 +23,7 @@ from tests.pipeline_builders import wait_until
 from tests.serve_receiver_support import TOKEN, RecordingIngest, nested_attribute_request, sdk_spans
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.otlp_export import ReceiverTelemetry
 from toolscore.collector.serve.receiver_config import ReceiverConfig
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -302,6 +303,62 @@ def test_calls_beyond_the_concurrent_call_bound_are_refused_unread_at_once_and_c
     names = ingest.span_names()
     assert names in (["running", "second", "retried"], ["running", "third", "retried"]), "the refused one unread"
     assert meters.refused_spans() == {}, "refused unread: its spans were not counted"
+
+
+class _HeldRefusals:
+    """Receiver telemetry that holds the refusal thread inside its first count until `release` is set."""
+
+    def __init__(self, counted: ReceiverTelemetry) -> None:
+        self.counted = counted
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def request_refused(self, reason: str, spans: int | None = None) -> None:
+        if threading.current_thread().name.startswith("toolscore-otlp-grpc-refusals"):
+            self.entered.set()
+            assert self.release.wait(10)
+        self.counted.request_refused(reason, spans)
+
+    def spans_refused(self, n: int, reason: str) -> None:
+        self.counted.spans_refused(n, reason)
+
+
+def test_refusals_past_the_refusal_threads_bound_are_answered_at_once_and_counted(meters: Meters) -> None:
+    """One call holds the one slot, and the refusal thread is held inside the first refusal: as many refusals
+    may wait for it as there are call slots, so a flood of further calls is refused at once, on grpc's own
+    thread, with the same retry delay and under the same reason, rather than queueing behind it without bound."""
+    ingest, telemetry = _HeldIngest(), _HeldRefusals(meters.telemetry)
+    config = ReceiverConfig(grpc_endpoint="127.0.0.1:0", grpc_max_workers=1, grpc_max_concurrent_calls=1)
+    receiver = start_grpc_receiver(ingest, config, telemetry=telemetry)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            export = TraceServiceStub(channel).Export
+            running = export.future(_request("running"), timeout=10)
+            assert ingest.entered.wait(5)
+            waiting = export.future(_request("waiting"), timeout=10)
+            assert telemetry.entered.wait(5)  # its refusal holds the refusal thread
+            flood = [export.future(_request(f"flood-{i}"), timeout=10) for i in range(50)]
+            for call in flood:
+                error = call.exception(timeout=5)
+                assert isinstance(error, grpc.RpcError)
+                assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+                info = error_details_pb2.RetryInfo()
+                assert _status_details(error).details[0].Unpack(info)
+                assert info.retry_delay.ToNanoseconds() == 1_000_000_000
+            assert not waiting.done()
+            assert meters.refused() == {"too_many_calls": 50}
+            telemetry.release.set()
+            late = waiting.exception(timeout=5)
+            assert isinstance(late, grpc.RpcError)
+            assert late.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+            ingest.release.set()
+            assert not running.result(timeout=5).HasField("partial_success")
+    finally:
+        telemetry.release.set()
+        ingest.release.set()
+        receiver.stop(0)
+    assert meters.refused() == {"too_many_calls": 51}
+    assert ingest.span_names() == ["running"]
 
 
 def test_a_call_cancelled_while_it_waited_for_a_worker_gives_its_slot_back(meters: Meters) -> None:

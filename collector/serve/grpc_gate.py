@@ -16,6 +16,8 @@ A refusal never reads the request (its handler takes the request as a stream it 
 wire a unary call and a one-message stream are the same) and never waits for a worker: it runs on a
 thread of its own, named by the `experimental_thread_pool` attribute grpc's server looks for on a
 behavior (a grpc without it would run refusals on the workers: later, still answered and counted).
+That thread's queue is bounded too (`RefusalPool`): past `grpc_max_concurrent_calls` refusals waiting
+for it, a refusal is answered at once on grpc's polling thread, the same answer counted the same way.
 
 Not grpc's own `maximum_concurrent_rpcs`: past it the server answers a bare RESOURCE_EXHAUSTED, without
 `RetryInfo`, which OTLP makes a permanent failure (the OpenTelemetry Collector's exporter drops the
@@ -27,9 +29,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import grpc
 
@@ -42,6 +44,7 @@ __all__ = [
     "TRACE_SERVICE",
     "BearerAuth",
     "CallSlots",
+    "RefusalPool",
     "ShedOverload",
     "abort",
     "abort_overloaded",
@@ -55,6 +58,9 @@ EXPORT_METHOD = f"/{TRACE_SERVICE}/Export"
 _UNAUTHENTICATED = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
 _CALLS_RETRY_AFTER_S = 1.0
 """The retry delay past `grpc_max_concurrent_calls`, as HTTP's `Retry-After: 1` past `http_max_connections`."""
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -78,9 +84,50 @@ def abort_overloaded(context: Any, retry_after_s: float) -> None:
     abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
 
 
-def refusal_pool() -> ThreadPoolExecutor:
-    """The thread refusals run on, apart from the workers (see the module docstring)."""
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolscore-otlp-grpc-refusals")
+class RefusalPool(ThreadPoolExecutor):
+    """The one thread refusals are answered on, apart from the workers, with at most `max_waiting` handed to it.
+
+    Its queue would otherwise have no bound either: under a flood of refused calls, each refusal waiting
+    for the thread holds its call, and what grpc has received of its message, until the thread reaches
+    it. Past the bound, `submit` answers at once on the thread that hands the refusal over, grpc's
+    polling thread: the same answer (never reading the request), counted under the same reason. That
+    thread pays for the answer then, as it already pays for grpc's own refusals; the waiting ones are
+    answered in turn. Returns a completed future then, as grpc only waits for it to finish.
+    """
+
+    def __init__(self, max_waiting: int) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="toolscore-otlp-grpc-refusals")
+        self.max_waiting = max_waiting
+        self._room = threading.BoundedSemaphore(max_waiting)
+
+    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+        if not self._room.acquire(blocking=False):
+            return _answered_here(fn, *args, **kwargs)
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:  # shut down: the room was never used
+            self._room.release()
+            raise
+        future.add_done_callback(self._give_back)
+        return future
+
+    def _give_back(self, future: Future[Any]) -> None:
+        self._room.release()
+
+
+def _answered_here(fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+    """`fn` run on the calling thread, as a completed future (its error kept, as the pool's threads keep it)."""
+    future: Future[_T] = Future()
+    try:
+        future.set_result(fn(*args, **kwargs))
+    except BaseException as exc:
+        future.set_exception(exc)
+    return future
+
+
+def refusal_pool(max_waiting: int) -> RefusalPool:
+    """The thread refusals run on, apart from the workers, its queue bounded (see the module docstring)."""
+    return RefusalPool(max_waiting)
 
 
 class _Unread:

@@ -222,7 +222,7 @@ def start_grpc_receiver(
     if decodes is None:
         decodes = decode_slots(config.max_concurrent_decodes)
     telemetry = telemetry or NoopTelemetry()
-    refusals = refusal_pool()
+    refusals = refusal_pool(config.grpc_max_concurrent_calls)  # waiting refusals hold calls as waiting calls do
     slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals)
     servicer = TraceServiceReceiver(
         ingest, config.max_spans_per_request, decodes, telemetry, slots=slots, max_bytes=config.max_message_bytes

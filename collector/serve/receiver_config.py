@@ -99,7 +99,9 @@ class ReceiverConfig(BaseModel):
         gt=0,
         description="Export calls taken at once, running on the `grpc_max_workers` threads or waiting for one; "
         "a call beyond this gets RESOURCE_EXHAUSTED with a 1 s retry delay, its message unread, and the sender "
-        "retries (counted `too_many_calls`). Without a bound, waiting calls would queue in grpc without limit.",
+        "retries (counted `too_many_calls`). Without a bound, waiting calls would queue in grpc without limit. "
+        "As many refusals may wait for the one thread that answers them; past that, they are answered at once "
+        "on grpc's polling thread.",
     )
     http_max_connections: int = Field(
         default=64,
