@@ -18,9 +18,18 @@ from click.testing import CliRunner, Result
 
 from tests.postgres import postgres_url
 from toolscore.collector.cli import main
-from toolscore.collector.registry import PostgresStoreConfig, Registry, RegistryConfig, SqliteStoreConfig, load_paths
+from toolscore.collector.registry import (
+    Expectation,
+    PostgresStoreConfig,
+    Registry,
+    RegistryConfig,
+    SqliteStoreConfig,
+    load_paths,
+)
 from toolscore.collector.registry.client import RegistryClient
 from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
+from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
+from toolscore.scorers.model import AgentRun, Score
 
 DATA = Path(__file__).parent / "testdata" / "cli_expectations"
 TOKEN = "cli-token"
@@ -117,6 +126,27 @@ def test_reading_a_store_that_does_not_exist_says_so_and_creates_nothing(db: str
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: no registry store at {db}: give the collector's registry.store.path")
     assert not Path(db).parent.exists()
+
+
+@pytest.mark.parametrize("command", [["list"], ["apply", str(DATA / "v1")]], ids=["list", "apply"])
+def test_the_score_store_given_for_the_registry_is_refused_and_left_unchanged(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """`toolscore serve` keeps both SQLite files in `.toolscore/`: given the other one, the registry would add its
+    tables to it and answer as an empty registry."""
+    scores = tmp_path / "scores.db"
+    store = ScoreStore(ScoreStoreConfig(path=str(scores)))
+    run = AgentRun(trace_id=f"{1:032x}", span_id=f"{1:016x}", agent_name="travel")
+    store.record(run, Expectation(name="travel", version=1), Score(name="f1", value=1.0, label="pass"))
+    assert store.close()
+    before = scores.read_bytes()
+    result = cli(*command, db=str(scores))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"Error: {scores} is a toolscore score store (the scored runs `toolscore runs` reads), not a registry: "
+        "give the collector's registry.store.path with --db"
+    )
+    assert scores.read_bytes() == before  # (reading a WAL-mode file may leave its -wal and -shm beside it)
 
 
 def test_delete_with_a_stale_version_is_refused(db: str) -> None:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolscore.collector.cli import main
-from toolscore.collector.registry import Expectation
+from toolscore.collector.registry import Expectation, Registry, RegistryConfig, SqliteStoreConfig
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
 from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
 
@@ -130,3 +130,19 @@ def test_a_file_that_is_not_a_store_fails_clearly(tmp_path: Path) -> None:
     code, _, err = invoke("--db", str(other))
     assert code == 1
     assert f"{other} is not a toolscore score store: file is not a database" in err
+
+
+def test_a_registry_given_for_the_score_store_is_named_and_left_unchanged(tmp_path: Path) -> None:
+    """`toolscore serve` keeps both SQLite files in `.toolscore/`: the other one is named for what it is."""
+    path = tmp_path / "registry.db"
+    registry = Registry(config=RegistryConfig(store=SqliteStoreConfig(path=str(path))))
+    registry.put({"name": "travel", "match": {"agent": "travel"}, "scorers": [{"type": "trajectory", "expected": []}]})
+    registry.close()
+    before = path.read_bytes()
+    code, _, err = invoke("--db", str(path))
+    assert code == 1
+    assert err.startswith(
+        f"Error: {path} is a toolscore registry (the expectations `toolscore expectations` manages), not a score "
+        "store: give the collector's score_store.path with --db"
+    )
+    assert path.read_bytes() == before  # (reading a WAL-mode file may leave its -wal and -shm beside it)

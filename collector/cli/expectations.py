@@ -122,6 +122,14 @@ def _open_store_registry(db: str, *, create: bool = True) -> Registry:
             f"no registry store at {db}: give the collector's registry.store.path with --db (`toolscore serve` "
             f"keeps it in {DEFAULT_DB} under its working directory), or create one with `toolscore expectations apply`"
         )
+    if not db.startswith(_POSTGRES_SCHEMES):
+        from toolscore.collector.cli.store_files import store_kind
+
+        if store_kind(db) == "score store":  # opening it would add the registry's tables to it
+            raise click.ClickException(
+                f"{db} is a toolscore score store (the scored runs `toolscore runs` reads), not a registry: give "
+                f"the collector's registry.store.path with --db (`toolscore serve` keeps it in {DEFAULT_DB})"
+            )
     try:
         return _store_registry(db)
     except Exception as exc:

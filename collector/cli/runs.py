@@ -1,8 +1,8 @@
 """`toolscore runs`: recent runs scored by `toolscore serve`, with their calls and scores, from the score store.
 
 Reads the store's SQLite file directly (read-only, safe while the collector writes). Exit status 0 with
-the runs found (possibly none), 1 when there is no store at `--db` (or the file there is not one), 2 when
-a filter is malformed.
+the runs found (possibly none), 1 when there is no store at `--db` (or the file there is not one: a
+registry given for it is named as such), 2 when a filter is malformed.
 """
 
 from __future__ import annotations
@@ -122,6 +122,13 @@ def runs_command(
             f"no score store at {db} (is `toolscore serve` writing elsewhere? see --db)"
         ) from None
     except sqlite3.DatabaseError as error:
+        from toolscore.collector.cli.store_files import store_kind
+
+        if store_kind(db) == "registry":
+            raise click.ClickException(
+                f"{db} is a toolscore registry (the expectations `toolscore expectations` manages), not a score "
+                f"store: give the collector's score_store.path with --db (`toolscore serve` keeps it in {DEFAULT_DB})"
+            ) from None
         raise click.ClickException(f"{db} is not a toolscore score store: {error}") from None
     if output == "json":
         click.echo(_json(runs))

@@ -18,7 +18,7 @@ from pathlib import Path
 from toolscore.collector.registry.errors import StoreTimeout
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
 
-__all__ = ["SqliteStore"]
+__all__ = ["TABLES", "SqliteStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {p}expectations (
@@ -41,6 +41,10 @@ CREATE TABLE IF NOT EXISTS {p}meta (
     value INTEGER NOT NULL
 );
 """
+
+
+TABLES = tuple(f"{SqlStore.prefix}{name}" for name in ("expectations", "changes", "meta"))
+"""The tables `_SCHEMA` creates, by which the CLI tells a registry file from a score store (`cli.store_files`)."""
 
 
 class SqliteStore(SqlStore):

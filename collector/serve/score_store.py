@@ -35,7 +35,7 @@ from toolscore.collector.telemetry.base import NoopTelemetry
 from toolscore.collector.utf8 import valid_utf8
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
-__all__ = ["SCHEMA", "ScoreStore", "ScoreStoreConfig", "ScoreStoreTelemetry"]
+__all__ = ["SCHEMA", "TABLES", "ScoreStore", "ScoreStoreConfig", "ScoreStoreTelemetry"]
 
 _log = logging.getLogger("toolscore.serve.scores")
 
@@ -51,6 +51,9 @@ _RUNS_COLUMNS = """(
 )"""
 SCHEMA_VERSION = 1
 """0: a store written before run ids were the writer's, with a unique index on (trace_id, span_id)."""
+
+TABLES = ("runs", "scores")
+"""The tables `SCHEMA` creates, by which the CLI tells a score store file from a registry (`cli.store_files`)."""
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs {_RUNS_COLUMNS};
