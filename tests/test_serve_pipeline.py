@@ -235,9 +235,10 @@ def test_spans_go_on_as_the_bytes_they_came_in(registry: Registry) -> None:
     assert canonical in b"".join(without.bodies)
 
 
-def test_a_run_span_waiting_for_its_scores_keeps_no_view_of_the_request(registry: Registry) -> None:
+def test_a_run_span_waiting_for_its_scores_keeps_nothing_of_the_request(registry: Registry) -> None:
     """Spans passed on keep their received bytes until sent; a held run span drops them (it is serialized
-    again once scored), so a run that waits does not keep the whole request's bytes alive."""
+    again once scored), and is copied out of the parsed request with its resource and scope: any message of
+    the request would keep all of it alive, every span parsed, while the run waits."""
     pipeline = CollectorPipeline(registry, None, PipelineConfig(settle_ms=60_000, max_hold_ms=120_000), Recording())
     try:
         data = encode_spans(sdk_spans(("travel", ("book_flight",)))).SerializeToString()
@@ -248,9 +249,14 @@ def test_a_run_span_waiting_for_its_scores_keeps_no_view_of_the_request(registry
             time.sleep(0.01)
         (trace,) = traces.values()
         (held,) = trace.held.values()
-        span, _, received = held.carrier
-        assert span.name == "invoke_agent travel"
+        span, block, received = held.carrier
         assert received is None
+        request = ExportTraceServiceRequest.FromString(data)
+        ((resource_spans, scope_spans, sent),) = [s for s in spans_of([request]) if s[2].name == "invoke_agent travel"]
+        assert span == sent
+        assert (block.resource.message.resource, block.message.scope) == (resource_spans.resource, scope_spans.scope)
+        assert not block.message.spans, "the request's other spans are not held"
+        assert not block.resource.message.scope_spans
     finally:
         assert pipeline.shutdown(5)
 

@@ -4,7 +4,8 @@ The engine never looks inside a carrier; the sink needs the block to put a relea
 request with the right `Resource` and `InstrumentationScope`, and `decode` needs the block's decoded
 resource attributes, which are computed once per block (on the worker thread) and shared by its spans.
 The span's received bytes (its framed entry in the request, `encode.span_entries`), when known, are
-what the sink forwards for a span it did not change.
+what the sink forwards for a span it did not change. A span held for its run's scores is copied out
+of its request (`held_carrier`), so that it does not keep the whole request alive while it waits.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ __all__ = ["Carrier", "ResourceBlock", "ScopeBlock", "carrier_bytes", "decode_ca
 class ResourceBlock:
     """One received `ResourceSpans`: its resource, decoded lazily once for all its spans."""
 
-    __slots__ = ("_attributes", "message")
+    __slots__ = ("_attributes", "_detached", "message")
 
-    def __init__(self, message: Any) -> None:
+    def __init__(self, message: Any, attributes: dict[str, Any] | None = None) -> None:
         self.message = message
-        self._attributes: dict[str, Any] | None = None
+        self._attributes = attributes
+        self._detached: ResourceBlock | None = None
 
     @property
     def attributes(self) -> dict[str, Any]:
@@ -33,16 +35,37 @@ class ResourceBlock:
             self._attributes = resource_attributes(self.message.resource)
         return self._attributes
 
+    def detached(self) -> ResourceBlock:
+        """The block without its request: its resource and schema URL copied, no spans (see `held_carrier`)."""
+        if self._detached is None:
+            received = self.message
+            message = type(received)(schema_url=received.schema_url)
+            if received.HasField("resource"):
+                message.resource.CopyFrom(received.resource)
+            self._detached = ResourceBlock(message, self._attributes)
+        return self._detached
+
 
 class ScopeBlock:
     """One received `ScopeSpans` and the resource block around it."""
 
-    __slots__ = ("message", "resource", "scope_name")
+    __slots__ = ("_detached", "message", "resource", "scope_name")
 
     def __init__(self, resource: ResourceBlock, message: Any) -> None:
         self.resource = resource
         self.message = message
         self.scope_name: str = message.scope.name
+        self._detached: ScopeBlock | None = None
+
+    def detached(self) -> ScopeBlock:
+        """The block without its request: scope and schema URL copied, no spans, once for all its held spans."""
+        if self._detached is None:
+            received = self.message
+            message = type(received)(schema_url=received.schema_url)
+            if received.HasField("scope"):
+                message.scope.CopyFrom(received.scope)
+            self._detached = ScopeBlock(self.resource.detached(), message)
+        return self._detached
 
 
 Carrier = tuple[Any, ScopeBlock, "bytes | memoryview | None"]
@@ -56,13 +79,19 @@ def decode_carrier(carrier: Carrier) -> SpanRecord:
 
 
 def held_carrier(carrier: Carrier) -> Carrier:
-    """The engine's `hold`: a run span waiting for its scores keeps no view of the request's bytes.
+    """The engine's `hold`: a span waiting for its run's scores, copied out of its request.
 
-    A scored run span is changed and serialized again, so its received bytes would only keep the
-    whole request alive while the run settles (or waits for a judge).
+    Any message of a parsed request keeps the whole of it alive (the protobuf runtime frees a request's
+    messages together), and so would a view of its bytes: a run span held as received would keep every
+    span of its request, parsed, until its run settles or `max_hold_ms` passes, up to ~50 times
+    `max_message_bytes` per held span (README, "Memory per request"), while `max_pending_bytes` counts
+    the span's own bytes. Copied (about a microsecond), with its resource and scope copied once per
+    block, it holds its own. Its received bytes are dropped: a scored run span is serialized again.
     """
     span, block, _ = carrier
-    return (span, block, None)
+    held = type(span)()
+    held.CopyFrom(span)
+    return (held, block.detached(), None)
 
 
 def carrier_bytes(carrier: Carrier, record: SpanRecord) -> int:
