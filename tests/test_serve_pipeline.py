@@ -14,6 +14,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -180,6 +182,43 @@ def test_a_huge_bad_id_is_quoted_short_so_a_default_grpc_client_reads_the_answer
     assert pipeline.flush(5)
     assert len(downstream.span_ids) == 3
     pipeline.shutdown(2)
+
+
+def test_a_span_of_100000_attributes_and_one_of_100000_events_are_scored_and_forwarded(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """No per-span cap on attributes or events: `max_message_bytes` bounds a span (README, "Memory per span").
+
+    A tool span with 100,000 attributes and its run span with 100,000 events (2.9 MB together, under the
+    4 MiB default) go through the receiver, are grouped, read, scored and forwarded whole, and their
+    bytes are given back once the trace is done.
+    """
+    request = encode_spans(sdk_spans(("travel", ("search_flights", "book_flight"))))
+    spans = {span.name: span for _, _, span in spans_of([request])}
+    tool, run = spans["execute_tool book_flight"], spans["invoke_agent travel"]
+    tool.attributes.extend(KeyValue(key=f"k{i}", value=AnyValue(string_value="v")) for i in range(100_000))
+    run.events.extend(
+        Span.Event(name="e", attributes=[KeyValue(key="a", value=AnyValue(int_value=i))]) for i in range(100_000)
+    )
+    assert 2_000_000 < request.ByteSize() < 4 * 1024 * 1024
+    pipeline = make_pipeline(registry, downstream)
+    receiver = start_grpc_receiver(pipeline, ReceiverConfig(grpc_endpoint="127.0.0.1:0"))
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            response = TraceServiceStub(channel).Export(request, timeout=30)
+        assert not response.HasField("partial_success")
+        assert pipeline.flush(30)
+        assert pipeline.engine.store.size == 0
+    finally:
+        receiver.stop(0)
+        pipeline.shutdown(5)
+    forwarded = {span.name: span for _, _, span in spans_of(downstream.requests)}
+    assert len(forwarded) == 3
+    assert forwarded["execute_tool book_flight"] == tool  # forwarded as it came, all 100,000 attributes
+    scored = forwarded["invoke_agent travel"]
+    assert attributes(scored)["toolscore.tool_calls"] == ["search_flights", "book_flight"]
+    assert attributes(scored)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
+    assert sum(event.name == "e" for event in scored.events) == 100_000
 
 
 class Gate:

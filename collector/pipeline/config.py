@@ -81,7 +81,8 @@ class PipelineConfig(BaseModel):
         "events; `toolscore serve` counts the spans' bytes as received); beyond it the oldest traces are "
         "released unscored and their spans counted as dropped (`max_pending_bytes`). Model spans carry whole "
         "prompts, so this, not `max_pending_traces`, is what bounds memory under long or many runs. Python's "
-        "objects about double it. Default: 134217728 (128 MiB).",
+        "objects about double it for long values, and take more for spans of many small attributes or events "
+        "(README, Memory per span). Default: 134217728 (128 MiB).",
     )
     queue_size: int = Field(
         default=2_048,
