@@ -98,7 +98,8 @@ def test_a_request_waits_no_longer_than_overload_wait_ms(registry: Registry) -> 
     pipeline, gate, telemetry = held(registry, overload_wait_ms=300)
     sender = Sender(pipeline, encode_spans(sdk_spans(loose=5)))
     sender.join(5)
-    assert sender.result is not None and sender.result.overloaded
+    assert sender.result is not None
+    assert sender.result.overloaded
     assert 0.3 <= sender.took_s < 3.0
     assert telemetry.counts["refused:queue_full"] == 1
     gate.opened.set()
@@ -117,7 +118,8 @@ def test_beyond_max_waiting_requests_a_request_is_refused_at_once_and_unread(reg
     assert telemetry.counts["refused:queue_full"] == 1
     late = Sender(pipeline, encode_spans(sdk_spans(loose=5)))  # read all the same (a receiver that did not ask)
     late.join(5)
-    assert late.result is not None and late.result.overloaded
+    assert late.result is not None
+    assert late.result.overloaded
     assert late.took_s < 1.0
     assert telemetry.counts["refused:queue_full"] == 2
     gate.opened.set()
@@ -135,7 +137,8 @@ def test_shutdown_refuses_a_waiting_request_at_once(registry: Registry) -> None:
     closing = threading.Thread(target=pipeline.shutdown, args=(5,), daemon=True)
     closing.start()  # held by the worker until the gate opens, but closed to requests at once
     sender.join(2)
-    assert sender.result is not None and sender.result.overloaded
+    assert sender.result is not None
+    assert sender.result.overloaded
     assert telemetry.counts["refused:shutdown"] == 1
     gate.opened.set()
     closing.join(10)

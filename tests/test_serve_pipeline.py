@@ -26,6 +26,7 @@ from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
 from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with, run_attrs, tool_attrs
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import Registry
+from toolscore.collector.serve.encode import span_message
 from toolscore.collector.serve.forward import ForwardConfig, Forwarder
 from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
 from toolscore.collector.serve.ingest import Ingest, IngestResult
@@ -275,9 +276,9 @@ def test_spans_go_on_as_the_bytes_they_came_in(registry: Registry) -> None:
 
 
 def test_a_run_span_waiting_for_its_scores_keeps_nothing_of_the_request(registry: Registry) -> None:
-    """Spans passed on keep their received bytes until sent; a held run span drops them (it is serialized
-    again once scored), and is copied out of the parsed request with its resource and scope: any message of
-    the request would keep all of it alive, every span parsed, while the run waits."""
+    """Spans passed on keep their received bytes until sent; a held run span keeps a copy of its own bytes
+    (its scores are appended to them), and its resource and scope copied out of the parsed request: any
+    message or view of the request would keep all of it alive, every span parsed, while the run waits."""
     pipeline = CollectorPipeline(registry, None, PipelineConfig(settle_ms=60_000, max_hold_ms=120_000), Recording())
     try:
         data = encode_spans(sdk_spans(("travel", ("book_flight",)))).SerializeToString()
@@ -289,13 +290,33 @@ def test_a_run_span_waiting_for_its_scores_keeps_nothing_of_the_request(registry
         (trace,) = traces.values()
         (held,) = trace.held.values()
         span, block, received = held.carrier
-        assert received is None
+        assert span is None
+        assert type(received) is bytes  # a copy, not a view of `data`
         request = ExportTraceServiceRequest.FromString(data)
         ((resource_spans, scope_spans, sent),) = [s for s in spans_of([request]) if s[2].name == "invoke_agent travel"]
-        assert span == sent
+        assert span_message(received) == sent
         assert (block.resource.message.resource, block.message.scope) == (resource_spans.resource, scope_spans.scope)
         assert not block.message.spans, "the request's other spans are not held"
         assert not block.resource.message.scope_spans
+    finally:
+        assert pipeline.shutdown(5)
+
+
+def test_without_its_received_bytes_a_held_run_span_is_a_copy_of_its_message(registry: Registry) -> None:
+    pipeline = CollectorPipeline(registry, None, PipelineConfig(settle_ms=60_000, max_hold_ms=120_000), Recording())
+    try:
+        request = encode_spans(sdk_spans(("travel", ("book_flight",))))
+        assert pipeline.accept(request) == IngestResult()  # no bytes given: an HTTP/JSON request
+        traces = pipeline.engine.store.traces
+        deadline = time.monotonic() + 5
+        while not any(trace.held for trace in list(traces.values())) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        (trace,) = traces.values()
+        (held,) = trace.held.values()
+        span, _, received = held.carrier
+        ((_, _, sent),) = [s for s in spans_of([request]) if s[2].name == "invoke_agent travel"]
+        assert (span, received) == (sent, None)
+        assert span is not sent
     finally:
         assert pipeline.shutdown(5)
 

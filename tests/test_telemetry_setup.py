@@ -212,4 +212,5 @@ def test_exemplars_are_kept_only_when_otel_metrics_exemplar_filter_asks(
         for point in m.histogram.data_points
     ]
     assert [point.count for point in points] == [1]
-    assert [e.trace_id for e in points[0].exemplars] == [span.get_span_context().trace_id.to_bytes(16, "big")] * exemplars
+    trace_id = span.get_span_context().trace_id.to_bytes(16, "big")
+    assert [e.trace_id for e in points[0].exemplars] == [trace_id] * exemplars

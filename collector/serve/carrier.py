@@ -69,7 +69,8 @@ class ScopeBlock:
 
 
 Carrier = tuple[Any, ScopeBlock, "bytes | memoryview | None"]
-"""(protobuf `Span`, the block it was received in, its received bytes or None); one plain tuple per span."""
+"""(protobuf `Span`, the block it was received in, its received bytes or None); one plain tuple per span.
+A held span (`held_carrier`) with received bytes keeps those and no message: None in its place."""
 
 
 def decode_carrier(carrier: Carrier) -> SpanRecord:
@@ -85,10 +86,12 @@ def held_carrier(carrier: Carrier) -> Carrier:
     messages together), and so would a view of its bytes: a run span held as received would keep every
     span of its request, parsed, until its run settles or `max_hold_ms` passes, up to ~50 times
     `max_message_bytes` per held span (README, "Memory per request"), while `max_pending_bytes` counts
-    the span's own bytes. Copied (about a microsecond), with its resource and scope copied once per
-    block, it holds its own. Its received bytes are dropped: a scored run span is serialized again.
+    the span's own bytes. Its received bytes are copied instead (the sink appends the scores to them,
+    `enrich_bytes`) and its resource and scope once per block; without received bytes, its message is.
     """
-    span, block, _ = carrier
+    span, block, data = carrier
+    if data is not None:
+        return (None, block.detached(), bytes(data))
     held = type(span)()
     held.CopyFrom(span)
     return (held, block.detached(), None)

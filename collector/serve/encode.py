@@ -20,9 +20,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
 from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
 
-__all__ = ["Encoded", "count_spans", "encode_request", "encode_span", "span_entries"]
+__all__ = ["Encoded", "count_spans", "encode_request", "encode_span", "span_entries", "span_message"]
 
 Encoded = bytes | memoryview
 """One framed `ScopeSpans.spans` entry: serialized here, or a view into the request it was received in."""
@@ -52,6 +54,13 @@ def encode_span(span: Any) -> bytes:
     """A protobuf `Span` as one `spans` entry of a `ScopeSpans`: serialized, tagged and length-prefixed."""
     data: bytes = span.SerializeToString()
     return _field(_FIELD_2, data)
+
+
+def span_message(entry: Encoded) -> Any:
+    """The protobuf `Span` of one framed `spans` entry (`span_entries`)."""
+    data = bytes(entry)
+    _, start = _read_varint(data, 1)
+    return Span.FromString(data[start:])
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

@@ -6,7 +6,8 @@ under its resource/scope block, and the buffer becomes one serialized
 `ExportTraceServiceRequest` (`encode.encode_request`) when it holds `batch_max_spans` spans or its
 oldest span has waited `batch_timeout_ms`; a request over `batch_max_bytes` is split in halves (the
 usual receiver limit is 4 MiB). A scored run span gains the enrichment's attributes (replacing equal
-keys) and `gen_ai.evaluation.result` events directly in its protobuf message before it is buffered.
+keys) and `gen_ai.evaluation.result` events: appended to its received bytes (`enrich_bytes`), or, when
+those are not known or it already holds a key of ours, added to its protobuf message (`enrich_span`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.serve.carrier import Carrier, ScopeBlock
-from toolscore.collector.serve.encode import Encoded, encode_request, encode_span
+from toolscore.collector.serve.encode import Encoded, encode_request, encode_span, span_message
+from toolscore.collector.serve.enrich_bytes import appended_entry
 
 __all__ = ["RequestSink", "enrich_span", "set_any_value"]
 
@@ -118,11 +120,22 @@ class RequestSink:
         self._add(carriers)
 
     def release_run(self, carrier: Carrier, enrichment: RunEnrichment) -> None:
+        span, block, data = carrier
+        if data is not None:
+            try:
+                enriched = appended_entry(data, enrichment)
+            except Exception:  # a value the bytes cannot take: the message path says what
+                enriched = None
+            if enriched is not None:
+                self._add(((span, block, enriched),))
+                return
+            if span is None:  # held as its bytes only (`held_carrier`)
+                span = span_message(data)
         try:
-            enrich_span(carrier[0], enrichment)
+            enrich_span(span, enrichment)
         except Exception:  # forward it unenriched rather than not at all
             _log.exception("could not enrich a run span; forwarding it without scores")
-        self._add(((carrier[0], carrier[1], None),))  # changed: its received bytes are out of date
+        self._add(((span, block, None),))  # changed: its received bytes are out of date
 
     def _add(self, carriers: Sequence[Carrier]) -> None:
         encoded = [  # outside the lock
