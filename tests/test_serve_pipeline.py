@@ -275,6 +275,17 @@ def test_spans_go_on_as_the_bytes_they_came_in(registry: Registry) -> None:
     assert canonical in b"".join(without.bodies)
 
 
+def held_run_carrier(pipeline: CollectorPipeline) -> Any:
+    """The carrier of the one run span the pipeline holds, once it does."""
+    traces = pipeline.engine.store.traces
+    deadline = time.monotonic() + 5
+    while not any(trace.held for trace in list(traces.values())) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (trace,) = traces.values()
+    (held,) = trace.held.values()
+    return held.carrier
+
+
 def test_a_run_span_waiting_for_its_scores_keeps_nothing_of_the_request(registry: Registry) -> None:
     """Spans passed on keep their received bytes until sent; a held run span keeps a copy of its own bytes
     (its scores are appended to them), and its resource and scope copied out of the parsed request: any
@@ -283,13 +294,7 @@ def test_a_run_span_waiting_for_its_scores_keeps_nothing_of_the_request(registry
     try:
         data = encode_spans(sdk_spans(("travel", ("book_flight",)))).SerializeToString()
         assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
-        traces = pipeline.engine.store.traces
-        deadline = time.monotonic() + 5
-        while not any(trace.held for trace in list(traces.values())) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        (trace,) = traces.values()
-        (held,) = trace.held.values()
-        span, block, received = held.carrier
+        span, block, received = held_run_carrier(pipeline)
         assert span is None
         assert type(received) is bytes  # a copy, not a view of `data`
         request = ExportTraceServiceRequest.FromString(data)
@@ -307,13 +312,7 @@ def test_without_its_received_bytes_a_held_run_span_is_a_copy_of_its_message(reg
     try:
         request = encode_spans(sdk_spans(("travel", ("book_flight",))))
         assert pipeline.accept(request) == IngestResult()  # no bytes given: an HTTP/JSON request
-        traces = pipeline.engine.store.traces
-        deadline = time.monotonic() + 5
-        while not any(trace.held for trace in list(traces.values())) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        (trace,) = traces.values()
-        (held,) = trace.held.values()
-        span, _, received = held.carrier
+        span, _, received = held_run_carrier(pipeline)
         ((_, _, sent),) = [s for s in spans_of([request]) if s[2].name == "invoke_agent travel"]
         assert (span, received) == (sent, None)
         assert span is not sent

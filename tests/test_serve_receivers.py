@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -280,12 +281,7 @@ def test_calls_beyond_the_concurrent_call_bound_are_refused_unread_at_once_and_c
             second, third = (export.future(_request(name), timeout=10) for name in ("second", "third"))
             assert wait_until(lambda: second.done() or third.done())  # one answered while the worker is held
             refused, waiting = (second, third) if second.done() else (third, second)
-            error = refused.exception(timeout=5)
-            assert isinstance(error, grpc.RpcError)
-            assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
-            info = error_details_pb2.RetryInfo()
-            assert _status_details(error).details[0].Unpack(info)
-            assert info.retry_delay.ToNanoseconds() == 1_000_000_000
+            assert_refused_for_a_second(refused)
             assert not waiting.done()
             retried: list[SpanExportResult] = []
             sender = threading.Thread(target=lambda: retried.append(exporter.export(sdk_spans("retried"))))
@@ -303,6 +299,16 @@ def test_calls_beyond_the_concurrent_call_bound_are_refused_unread_at_once_and_c
     names = ingest.span_names()
     assert names in (["running", "second", "retried"], ["running", "third", "retried"]), "the refused one unread"
     assert meters.refused_spans() == {}, "refused unread: its spans were not counted"
+
+
+def assert_refused_for_a_second(call: Any) -> None:
+    """The call ended RESOURCE_EXHAUSTED with a one-second `RetryInfo` (`too_many_calls`' answer)."""
+    error = call.exception(timeout=5)
+    assert isinstance(error, grpc.RpcError)
+    assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    info = error_details_pb2.RetryInfo()
+    assert _status_details(error).details[0].Unpack(info)
+    assert info.retry_delay.ToNanoseconds() == 1_000_000_000
 
 
 class _HeldRefusals:
@@ -339,12 +345,7 @@ def test_refusals_past_the_refusal_threads_bound_are_answered_at_once_and_counte
             assert telemetry.entered.wait(5)  # its refusal holds the refusal thread
             flood = [export.future(_request(f"flood-{i}"), timeout=10) for i in range(50)]
             for call in flood:
-                error = call.exception(timeout=5)
-                assert isinstance(error, grpc.RpcError)
-                assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
-                info = error_details_pb2.RetryInfo()
-                assert _status_details(error).details[0].Unpack(info)
-                assert info.retry_delay.ToNanoseconds() == 1_000_000_000
+                assert_refused_for_a_second(call)
             assert not waiting.done()
             assert meters.refused() == {"too_many_calls": 50}
             telemetry.release.set()

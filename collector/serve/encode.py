@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
 
-__all__ = ["Encoded", "count_spans", "encode_request", "encode_span", "span_entries", "span_message"]
+__all__ = ["Encoded", "count_spans", "encode_request", "encode_span", "field", "span_entries", "span_message", "varint"]
 
 Encoded = bytes | memoryview
 """One framed `ScopeSpans.spans` entry: serialized here, or a view into the request it was received in."""
@@ -33,9 +33,13 @@ Encoded = bytes | memoryview
 _FIELD_1, _FIELD_2, _FIELD_3 = b"\x0a", b"\x12", b"\x1a"
 
 
-def _varint(n: int) -> bytes:
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
+
+
+def varint(n: int) -> bytes:
+    """A non-negative integer as a protobuf varint."""
     if n < 0x80:
-        return bytes((n,))
+        return _ONE_BYTE[n]
     if n < 0x4000:  # most spans
         return bytes(((n & 0x7F) | 0x80, n >> 7))
     out = bytearray()
@@ -46,14 +50,15 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _field(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
+def field(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field: its tag, the payload's length, the payload."""
+    return tag + varint(len(payload)) + payload
 
 
 def encode_span(span: Any) -> bytes:
     """A protobuf `Span` as one `spans` entry of a `ScopeSpans`: serialized, tagged and length-prefixed."""
     data: bytes = span.SerializeToString()
-    return _field(_FIELD_2, data)
+    return field(_FIELD_2, data)
 
 
 def span_message(entry: Encoded) -> Any:
@@ -201,16 +206,16 @@ def encode_request(blocks: Sequence[tuple[ScopeBlock, Sequence[Encoded]]]) -> by
     out: list[Encoded] = []
     for resource, scopes in resources.values():
         received = resource.message
-        head = _field(_FIELD_1, received.resource.SerializeToString()) if received.HasField("resource") else b""
-        tail = _field(_FIELD_3, received.schema_url.encode()) if received.schema_url else b""
+        head = field(_FIELD_1, received.resource.SerializeToString()) if received.HasField("resource") else b""
+        tail = field(_FIELD_3, received.schema_url.encode()) if received.schema_url else b""
         parts: list[Encoded] = [_FIELD_1, b"", head]
         for block, spans in scopes:
             scope = block.message
-            scope_head = _field(_FIELD_1, scope.scope.SerializeToString()) if scope.HasField("scope") else b""
-            scope_tail = _field(_FIELD_3, scope.schema_url.encode()) if scope.schema_url else b""
+            scope_head = field(_FIELD_1, scope.scope.SerializeToString()) if scope.HasField("scope") else b""
+            scope_tail = field(_FIELD_3, scope.schema_url.encode()) if scope.schema_url else b""
             size = len(scope_head) + sum(map(len, spans)) + len(scope_tail)
-            parts += (_FIELD_2, _varint(size), scope_head, *spans, scope_tail)
+            parts += (_FIELD_2, varint(size), scope_head, *spans, scope_tail)
         parts.append(tail)
-        parts[1] = _varint(sum(map(len, parts)) - 1)  # the body: everything after the tag
+        parts[1] = varint(sum(map(len, parts)) - 1)  # the body: everything after the tag
         out += parts
     return b"".join(out)

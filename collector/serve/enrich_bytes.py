@@ -21,6 +21,7 @@ import struct
 from typing import Any
 
 from toolscore.collector.pipeline.sink import RunEnrichment
+from toolscore.collector.serve.encode import field, varint
 
 __all__ = ["appended_entry", "enrichment_bytes"]
 
@@ -38,51 +39,31 @@ _CACHED_ITEMS = 16
 """Longest list of names whose entry is cached (the calls of short runs recur, in the same order)."""
 
 
-_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
-
-
-def _varint(n: int) -> bytes:
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    if n < 0x4000:
-        return bytes(((n & 0x7F) | 0x80, n >> 7))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _field(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
-
-
 def _any_value(value: Any) -> bytes:
     """The `AnyValue` message's bytes (empty: no value set)."""
     if isinstance(value, str):
-        return _field(_STRING, value.encode())
+        return field(_STRING, value.encode())
     if isinstance(value, bool):
         return _BOOL + (b"\x01" if value else b"\x00")
     if isinstance(value, int):
         if not -_INT64 <= value < _INT64:
             raise ValueError(f"{value} does not fit an int64 attribute value")
-        return _INT + _varint(value & 0xFFFF_FFFF_FFFF_FFFF)
+        return _INT + varint(value & 0xFFFF_FFFF_FFFF_FFFF)
     if isinstance(value, float):
         return _DOUBLE + struct.pack("<d", value)
     if isinstance(value, list | tuple):
         if not value:
             return b""
-        return _field(_ARRAY, b"".join([_field(_ARRAY_VALUE, _any_value(item)) for item in value]))
+        return field(_ARRAY, b"".join([field(_ARRAY_VALUE, _any_value(item)) for item in value]))
     if value is None:
         return b""
-    return _field(_STRING, str(value).encode())
+    return field(_STRING, str(value).encode())
 
 
 def _key_value(key: str, value: Any) -> bytes:
     """One `KeyValue` message's bytes."""
     any_value = _any_value(value)
-    return _field(_KEY, key.encode()) + (_field(_VALUE, any_value) if any_value else b"")
+    return field(_KEY, key.encode()) + (field(_VALUE, any_value) if any_value else b"")
 
 
 def _entry(tag: bytes, key: str, value: Any) -> bytes:
@@ -95,21 +76,21 @@ def _entry(tag: bytes, key: str, value: Any) -> bytes:
         return _cached_entry(tag, key, value)
     elif kind is list and len(value) <= _CACHED_ITEMS and all(item.__class__ is str for item in value):
         return _cached_entry(tag, key, tuple(value))  # names: of calls, of expectations
-    return _field(tag, _key_value(key, value))
+    return field(tag, _key_value(key, value))
 
 
 @functools.lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are equal keys, and written differently
 def _cached_entry(tag: bytes, key: str, value: str | bool | int | float | tuple[str, ...]) -> bytes:
-    return _field(tag, _key_value(key, value))
+    return field(tag, _key_value(key, value))
 
 
 def enrichment_bytes(enrichment: RunEnrichment) -> bytes:
     """The enrichment as `Span` fields: its attributes, then its events."""
     parts = [_entry(_ATTRIBUTE, key, value) for key, value in enrichment.attributes.items()]
     for event in enrichment.events:
-        body = [_EVENT_TIME, struct.pack("<Q", event.time_ns), _field(_EVENT_NAME, event.name.encode())]
+        body = [_EVENT_TIME, struct.pack("<Q", event.time_ns), field(_EVENT_NAME, event.name.encode())]
         body += [_entry(_EVENT_ATTRIBUTE, key, value) for key, value in event.attributes.items()]
-        parts.append(_field(_EVENT, b"".join(body)))
+        parts.append(field(_EVENT, b"".join(body)))
     return b"".join(parts)
 
 
@@ -131,4 +112,4 @@ def appended_entry(entry: bytes | memoryview, enrichment: RunEnrichment) -> byte
     if pos + size != len(entry):
         return None
     span = entry[pos:]
-    return _field(b"\x12", span + enrichment_bytes(enrichment))
+    return field(b"\x12", span + enrichment_bytes(enrichment))
