@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter
 
 from toolscore.scorers.f1 import F1
 from toolscore.scorers.llm_judge import LLMJudge
 from toolscore.scorers.tool_selection import ToolSelection
 from toolscore.scorers.trajectory import Trajectory
 
-__all__ = ["SCORER_TYPES", "ScorerSpec", "describe_validation_error", "parse_scorer"]
+__all__ = ["SCORER_TYPES", "ScorerSpec", "parse_scorer"]
 
 ScorerSpec = Annotated[ToolSelection | Trajectory | F1 | LLMJudge, Field(discriminator="type")]
 
@@ -28,12 +28,3 @@ _ADAPTER: TypeAdapter[ToolSelection | Trajectory | F1 | LLMJudge] = TypeAdapter(
 def parse_scorer(data: Mapping[str, Any]) -> ToolSelection | Trajectory | F1 | LLMJudge:
     """Validate a spec; raises `pydantic.ValidationError` naming the offending field."""
     return _ADAPTER.validate_python(data)
-
-
-def describe_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """One line per problem, each with the dotted path of the field: `scorer.weights.exact: ...`."""
-    parts = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
-        parts.append(f"{loc or '<root>'}: {err['msg']}")
-    return "; ".join(parts)
