@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from toolscore.collector.registry import (
 )
 from toolscore.collector.registry.client import RegistryCallError, RegistryClient
 from toolscore.collector.registry.convert import expectation_to_proto, score_to_proto
-from toolscore.collector.registry.service import RegistryServerConfig
+from toolscore.collector.registry.service import WATCH_SEQ_KEY, RegistryServerConfig
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 from toolscore.scorers.model import AgentRun, ScoreFailure, ToolCall
@@ -443,6 +444,42 @@ def test_watch_sees_a_change_another_replica_wrote_to_the_shared_store(server: S
         watch.cancel()
         thread.join(10)
     assert (change.kind, change.name) == ("created", "from-replica")
+
+
+def test_a_watch_waiting_for_the_registry_lock_does_not_stall_other_calls(
+    registry: Registry, server: ServerThread, stub: Any
+) -> None:
+    """A subscriber that takes its time holds the registry's lock, as a poll does while its store is slow to
+    answer: a watch opened meanwhile waits for it off the event loop, and the server answers other calls."""
+    registry.put(expectation("a"))
+    holding, release = threading.Event(), threading.Event()
+
+    def slow(change: Change) -> None:
+        holding.set()
+        release.wait(30)
+
+    unsubscribe = registry.subscribe(slow)
+    writer = threading.Thread(target=registry.put, args=(expectation("b"),), daemon=True)
+    writer.start()  # its read-back tells `slow`, under the registry's lock, until released
+    assert holding.wait(10)
+    watching: queue.Queue[Any] = queue.Queue()
+    with grpc.insecure_channel(server.target) as channel:
+        watch = pb_grpc.ExpectationRegistryStub(channel).WatchExpectations(pb.WatchExpectationsRequest())
+        threading.Thread(target=lambda: watching.put(watch.initial_metadata()), daemon=True).start()
+        try:
+            answered = []
+            for _ in range(10):  # the watch reaches the server within these; each call after it must answer
+                reply = stub.GetExpectation(pb.GetExpectationRequest(name="a"), timeout=2)
+                answered.append(reply.expectation.version)
+                time.sleep(0.05)
+            assert watching.empty(), "the watch subscribed while the registry's lock was held"
+        finally:
+            release.set()
+            unsubscribe()
+        writer.join(10)
+        assert dict(watching.get(timeout=10))[WATCH_SEQ_KEY] == "2", "subscribed once the lock was free"
+        watch.cancel()
+    assert answered == [1] * 10
 
 
 def test_graceful_stop_ends_open_watches_without_waiting_out_the_grace(server: ServerThread) -> None:

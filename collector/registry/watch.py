@@ -6,11 +6,13 @@ to each open stream, with a bounded queue per stream.
 A stream subscribes before it reads the backlog (a page at a time, `CHANGE_PAGE_SIZE`), so a change
 committed in between arrives twice (once in the backlog, once from the feed) and is sent once, by `seq`;
 it sends its response headers once subscribed, so a client that waits for them (`client.Watch`) misses
-nothing after them. A client that does not keep up is cut off with where to resume, rather than let its
-queue grow the server's memory; and at most `max_streams` are served at once, since each holds a queue and
-a subscription that every change applied goes through. A `since_seq` older than the compacted change log,
-or a server that fell that far behind itself, ends the stream with OUT_OF_RANGE (`ChangesCompacted`):
-the client must list again, and watch from now.
+nothing after them. Subscribing takes the registry's lock, which a poll holds while its store answers, so
+it is done in a worker thread like every store call: a slow store never stalls the event loop's other
+calls. A client that does not keep up is cut off with where to resume, rather than let its queue grow the
+server's memory; and at most `max_streams` are served at once, since each holds a queue and a subscription
+that every change applied goes through. A `since_seq` older than the compacted change log, or a server
+that fell that far behind itself, ends the stream with OUT_OF_RANGE (`ChangesCompacted`): the client must
+list again, and watch from now.
 """
 
 from __future__ import annotations
@@ -80,6 +82,35 @@ class Feed:
         self.queue.put_nowait(None)
 
 
+async def _subscribe(registry: Registry, feed: Feed) -> Callable[[], None]:
+    """`Registry.subscribe` in a worker thread: it takes the registry's lock, which a poll holds for as long
+    as its store takes to answer, and the event loop serves every other call meanwhile.
+
+    A stream cancelled while it waits (its client went away) unsubscribes once the subscription is made,
+    rather than leave the registry feeding a stream that is gone.
+    """
+    subscribing = asyncio.ensure_future(asyncio.to_thread(registry.subscribe, feed.deliver, feed.missed))
+    try:
+        return await asyncio.shield(subscribing)
+    except asyncio.CancelledError:
+        subscribing.add_done_callback(_unsubscribe_when_made)
+        raise
+
+
+def _unsubscribe_when_made(subscribing: asyncio.Future[Callable[[], None]]) -> None:
+    if not subscribing.cancelled() and subscribing.exception() is None:
+        _off_the_loop(subscribing.result())
+
+
+def _off_the_loop(unsubscribe: Callable[[], None]) -> None:
+    """Unsubscribe in a worker thread (it takes the registry's lock too), not awaited: a stream ending because
+    it was cancelled cannot wait for it, and nothing after it depends on it."""
+    try:
+        asyncio.get_running_loop().run_in_executor(None, unsubscribe)
+    except RuntimeError:  # the loop's executor is shut down: the server is stopping, and this wait is short
+        unsubscribe()
+
+
 class Watches:
     """The open watch streams of one server, each fed by the registry's change feed."""
 
@@ -115,9 +146,10 @@ class Watches:
             await self._refuse(context)
         self._refusing = False
         feed = Feed(asyncio.get_running_loop(), self._queue_size)
-        unsubscribe = self._registry.subscribe(feed.deliver, feed.missed)
-        self._feeds.add(feed)
+        self._feeds.add(feed)  # before the first await, so the count above holds
+        unsubscribe: Callable[[], None] | None = None
         try:
+            unsubscribe = await _subscribe(self._registry, feed)
             if request.HasField("since_seq"):
                 last = request.since_seq
                 page = await run(context, self._registry.changes_since, last, CHANGE_PAGE_SIZE)
@@ -136,8 +168,9 @@ class Watches:
                     yield change_to_proto(change)
                     last = change.seq
         finally:
-            unsubscribe()
             self._feeds.discard(feed)
+            if unsubscribe is not None:
+                _off_the_loop(unsubscribe)
         if feed.overflowed:
             self.cut += 1
             _log.warning("a registry watch fell %d changes behind and was ended at seq %d", feed.limit, last)
