@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PostgresServer", "own_postgres", "postgres_dsn", "postgres_server", "postgres_url"]
+__all__ = ["PostgresServer", "own_postgres", "postgres_dsn", "postgres_icu_dsn", "postgres_server", "postgres_url"]
 
 
 def _bin_dir() -> Path | None:
@@ -117,6 +117,23 @@ def postgres_dsn(postgres_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture
+def postgres_icu_dsn(postgres_server: str) -> Iterator[str]:
+    """A DSN of a fresh database whose default collation is ICU's root locale, dropped after the test: one where
+    `ORDER BY name` sorts `_b` before `-b` before `a` before `B`, unlike Python."""
+    import psycopg
+
+    database = f"icu_{uuid.uuid4().hex[:12]}"
+    create = f"CREATE DATABASE {database} ENCODING 'UTF8' LOCALE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'und'"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"{create} TEMPLATE template0".encode())
+    try:
+        yield postgres_server.replace("dbname=postgres", f"dbname={database}")
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {database} WITH (FORCE)".encode())
 
 
 def postgres_url(dsn: str) -> str:

@@ -76,8 +76,8 @@ def test_apply_racing_another_writer_fails_whole(tmp_path: Path) -> None:
     class RacedStore(SqliteStore):
         racing = False
 
-        def list(self) -> list[Expectation]:
-            found = super().list()
+        def list(self, name_prefix: str = "", after: str = "", limit: int | None = None) -> list[Expectation]:
+            found = super().list(name_prefix, after, limit)
             if not self.racing:
                 return found
             self.racing = False

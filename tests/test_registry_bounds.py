@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +22,11 @@ from toolscore.collector.registry import (
     RegistryConfig,
     SqliteStore,
     SqliteStoreConfig,
+    Write,
+    parse_expectation,
 )
 from toolscore.collector.registry.client import RegistryCallError, RegistryClient
+from toolscore.collector.registry.sql_base import Cursor
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
@@ -135,6 +141,49 @@ def test_history_pages_follow_the_token_and_page_size_0_is_everything(tmp_path: 
     assert (len(whole.changes), whole.next_page_token) == (60, ""), "page_size 0: all at once, as before"
     assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert bad.value.details() == "page_token: 'x1' is not a token this registry gave"
+
+
+class CountingSteps(SqliteStore):
+    """A real SQLite store counting the virtual-machine steps of each read (SQLite's progress handler): the work
+    a query does, every row it visits included, whatever it returns."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.steps: list[int] = []
+
+    @contextmanager
+    def _read(self) -> Iterator[Cursor]:
+        steps = itertools.count()
+        with super()._read() as cur:
+            cur.connection.set_progress_handler(lambda: next(steps) * 0, 1)
+            try:
+                yield cur
+            finally:
+                cur.connection.set_progress_handler(None, 1)
+        self.steps.append(next(steps))
+
+
+def _list_page_cost(path: Path, size: int) -> int:
+    """The steps of the costliest of three pages of 10 (the first, one in the middle, the last) listed through the
+    API from a registry of `size` live expectations and as many deleted ones between them."""
+    store = CountingSteps(path)
+    store.write_batch([Write(f"e{i:05d}", parse_expectation(doc(f"e{i:05d}"))) for i in range(2 * size)])
+    store.write_batch([Write(f"e{i:05d}", None) for i in range(1, 2 * size, 2)])
+    with Registry(store, poll_interval_s=60) as registry:
+        for server in serve(registry):
+            with grpc.insecure_channel(server.target) as channel:
+                stub = pb_grpc.ExpectationRegistryStub(channel)
+                store.steps.clear()
+                for token in ("", f"e{size:05d}", f"e{2 * size - 22:05d}"):
+                    page = stub.ListExpectations(pb.ListExpectationsRequest(page_size=10, page_token=token))
+                    assert len(page.expectations) == 10
+    store.close()
+    return max(store.steps)
+
+
+def test_a_list_page_reads_its_own_rows_whatever_the_registry_size(tmp_path: Path) -> None:
+    small, large = _list_page_cost(tmp_path / "small.db", 100), _list_page_cost(tmp_path / "large.db", 3000)
+    assert large < small * 1.5, f"a page of 10 took {large} steps among 3,000 expectations, {small} among 100"
 
 
 def test_watches_beyond_max_watches_are_refused_saying_the_limit_until_one_ends(tmp_path: Path) -> None:

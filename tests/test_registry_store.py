@@ -20,6 +20,7 @@ from toolscore.collector.registry import (
     Write,
 )
 from toolscore.collector.registry.postgres_store import PostgresStore
+from toolscore.collector.registry.sql_base import prefix_end
 
 Opener = Callable[[], ExpectationStore]
 
@@ -95,6 +96,54 @@ def test_list_is_in_name_order(store: ExpectationStore) -> None:
     for name in ("c", "a", "b"):
         store.put(exp(name))
     assert [e.name for e in store.list()] == ["a", "b", "c"]
+
+
+MIXED_NAMES = [f"{stem}{i:02d}" for stem in ("a", "A", "a-", "a_", "a.", "B", "b", "_b", "-b") for i in range(12)]
+"""Names whose code point order is not a locale's (`B` before `a`, `-` before `.` before `_`), 108 of them."""
+
+
+def _pages(store: ExpectationStore, name_prefix: str, size: int) -> list[list[str]]:
+    """Every page of `size` with the prefix, each read after the last name of the one before."""
+    pages, after = [], ""
+    while page := [e.name for e in store.list(name_prefix, after, size)]:
+        pages.append(page)
+        after = page[-1]
+    return pages
+
+
+def test_list_pages_in_code_point_order_each_after_the_last_name(store: ExpectationStore) -> None:
+    store.write_batch([Write(name, exp(name)) for name in MIXED_NAMES])
+    for name in MIXED_NAMES[::5]:
+        store.delete(name)
+    live = sorted(set(MIXED_NAMES) - set(MIXED_NAMES[::5]))
+    for prefix in ("", "a", "a_", "b", "-", "zz"):
+        pages = _pages(store, prefix, 7)
+        expected = [name for name in live if name.startswith(prefix)]
+        assert [name for page in pages for name in page] == expected, prefix
+        assert all(len(page) == 7 for page in pages[:-1]), "every page full but the last"
+    assert [e.name for e in store.list()] == live
+    assert [e.name for e in store.list("a_", "a_05")] == [n for n in live if n.startswith("a_") and n > "a_05"]
+
+
+def test_a_prefix_is_the_range_of_names_below_its_end() -> None:
+    assert prefix_end("a_") == "a`"
+    assert prefix_end("a\U0010ffff\U0010ffff") == "b", "no name after `a` and the last code point but starts so"
+    assert prefix_end("\U0010ffff") is None
+    assert prefix_end("\ud7ff") == "\ue000", "surrogates are skipped: they cannot be encoded"
+    assert prefix_end("") is None
+
+
+def test_a_postgres_database_of_another_collation_pages_in_code_point_order_too(postgres_icu_dsn: str) -> None:
+    """Page tokens are names compared as Python compares them: the store must not page in the locale's order."""
+    store = PostgresStore(postgres_icu_dsn, listen=False)
+    try:
+        store.write_batch([Write(name, exp(name)) for name in MIXED_NAMES])
+        assert [name for page in _pages(store, "", 10) for name in page] == sorted(MIXED_NAMES)
+        assert [name for page in _pages(store, "a", 5) for name in page] == sorted(
+            name for name in MIXED_NAMES if name.startswith("a")
+        )
+    finally:
+        store.close()
 
 
 def test_create_with_expected_version_zero_fails_when_present(store: ExpectationStore) -> None:

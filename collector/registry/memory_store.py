@@ -32,9 +32,10 @@ class MemoryStore:
             except KeyError:
                 raise NotFound(name) from None
 
-    def list(self) -> builtins.list[Expectation]:
+    def list(self, name_prefix: str = "", after: str = "", limit: int | None = None) -> builtins.list[Expectation]:
         with self._lock:
-            return [self._live[name] for name in sorted(self._live)]
+            names = sorted(name for name in self._live if name.startswith(name_prefix) and name > after)
+            return [self._live[name] for name in names[:limit]]
 
     def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
         with self._lock:

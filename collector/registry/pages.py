@@ -25,10 +25,10 @@ client's default 4 MiB message limit."""
 
 
 def list_page(found: list[Expectation], page_size: int) -> pb.ListExpectationsResponse:
-    """Up to `page_size` (at most `MAX_PAGE_SIZE`) of `found`, stopping early past `MAX_PAGE_BYTES`; 0: all.
+    """Up to `page_size` of `found` (read with `read_limit`), stopping early past `MAX_PAGE_BYTES`; 0: all.
 
-    The page token is the last name sent: names are listed in order, so the next page starts after it
-    whatever was written or deleted in between.
+    The page token is the last name sent: names are listed in order, and the store reads the next page
+    from after it (`ExpectationStore.list`), whatever was written or deleted in between.
     """
     response = pb.ListExpectationsResponse()
     limit, size = (min(page_size, MAX_PAGE_SIZE) if page_size else len(found)), 0

@@ -52,6 +52,11 @@ CREATE TABLE IF NOT EXISTS {p}meta (
 );
 """
 
+_LIVE_INDEX = 'CREATE INDEX {p}expectations_live ON {p}expectations (name COLLATE "C") WHERE live'
+"""The live names in code point order, what a page of a list reads. Created only when missing: even with `IF NOT
+EXISTS`, `CREATE INDEX` first locks the table against writes, which would make every store opened wait for (and
+hold up) the writes in progress."""
+
 _log = logging.getLogger("toolscore.registry")
 
 _RELISTEN_FIRST_S = 0.5
@@ -63,6 +68,7 @@ class PostgresStore(SqlStore):
     """`ExpectationStore` in PostgreSQL; tables are created on first use (in the search_path's schema)."""
 
     P = "%s"
+    BY_CODE_POINT = ' COLLATE "C"'
 
     def __init__(
         self,
@@ -91,6 +97,9 @@ class PostgresStore(SqlStore):
         try:
             with self._write() as cur:
                 cur.execute(_SCHEMA.replace("{p}", self.prefix))
+                cur.execute("SELECT to_regclass(%s)", (f"{self.prefix}expectations_live",))
+                if cur.fetchone()[0] is None:
+                    cur.execute(_LIVE_INDEX.replace("{p}", self.prefix))
             if listen:
                 self._listener = self._start_listener()
         except BaseException:  # a registry waiting for its store opens it again: leak no connection per try

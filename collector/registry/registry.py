@@ -172,8 +172,10 @@ class Registry:
         """From the store (authoritative); raises `NotFound`."""
         return self.store.get(name)
 
-    def list(self) -> builtins.list[Expectation]:
-        return self.store.list()
+    def list(self, name_prefix: str = "", after: str = "", limit: int | None = None) -> builtins.list[Expectation]:
+        """From the store, in name order; a page of it with `name_prefix`, `after` and `limit` (see
+        `ExpectationStore.list`)."""
+        return self.store.list(name_prefix, after, limit)
 
     def history(self, name: str) -> builtins.list[Expectation]:
         return self.store.history(name)

@@ -130,11 +130,9 @@ class RegistryServicer:
     async def ListExpectations(self, request: pb.ListExpectationsRequest, context: Any) -> pb.ListExpectationsResponse:
         if request.page_size < 0:
             await abort_with(context, InvalidExpectation.single("page_size", "must be 0 (everything) or more"))
-        found = await self._run(context, self._registry.list)
-        after = request.page_token
-        return list_page(
-            [e for e in found if e.name.startswith(request.name_prefix) and e.name > after], request.page_size
-        )
+        limit = read_limit(request.page_size)
+        found = await self._run(context, self._registry.list, request.name_prefix, request.page_token, limit)
+        return list_page(found, request.page_size)
 
     async def DeleteExpectation(
         self, request: pb.DeleteExpectationRequest, context: Any

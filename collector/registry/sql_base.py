@@ -3,8 +3,9 @@
 Tables (names prefixed per store): `<p>expectations` holds one row per name ever written — the last
 version, whether it is live, and the last live document — `<p>changes` is the append-only log
 (seq, name, kind, version, document), and `<p>meta` holds `compacted_seq`, up to which the log may have
-been compacted. A write is one transaction that reads the name's row, applies
-the optimistic-concurrency rule, upserts the row and appends to the log; the dialects only supply
+been compacted; `<p>expectations_live` indexes the live names in code point order, so that a page of a
+list is a range of it rather than the whole table. A write is one transaction that reads the name's row,
+applies the optimistic-concurrency rule, upserts the row and appends to the log; the dialects only supply
 how a write transaction is opened (SQLite `BEGIN IMMEDIATE`, PostgreSQL an advisory lock, which also
 keeps `seq` in commit order so replicas reading `changes_since` never skip a late commit).
 
@@ -29,7 +30,7 @@ from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
 from toolscore.collector.registry.validation import parse_stored
 
-__all__ = ["Cursor", "SqlStore"]
+__all__ = ["Cursor", "SqlStore", "prefix_end"]
 
 
 class Cursor(Protocol):
@@ -61,10 +62,26 @@ _MIN_TURN_WAIT_S = 1.0
 """A call waits at least this long for its turn, so that a zero timeout does not fail it behind a quick call."""
 
 
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix` (by code point), so that a prefix is a
+    range of an index: `prefix <= name < prefix_end(prefix)`. None (no upper bound) for an empty prefix, or
+    one of nothing but the last code point."""
+    stem = prefix.rstrip("\U0010ffff")
+    if not stem:
+        return None
+    following = ord(stem[-1]) + 1
+    if 0xD800 <= following <= 0xDFFF:  # surrogates are no characters of a name, and cannot be encoded
+        following = 0xE000
+    return stem[:-1] + chr(following)
+
+
 class SqlStore:
     """`ExpectationStore` over DB-API cursors; subclasses provide `_read`, `_write`, `_timeout` and `P`."""
 
     P = "?"
+    BY_CODE_POINT = ""
+    """What makes the dialect compare names by code point, as Python compares `str` and page tokens are
+    compared: SQLite's default (BINARY, over UTF-8) does; PostgreSQL's depends on the database's locale."""
     prefix = "toolscore_"
     timeout_s = 5.0
     """How long one query may wait or run, and how long a call waits for its turn at the connection."""
@@ -102,9 +119,22 @@ class SqlStore:
             raise NotFound(name)
         return _decode(name, row[0], row[1])
 
-    def list(self) -> builtins.list[Expectation]:
+    def list(self, name_prefix: str = "", after: str = "", limit: int | None = None) -> builtins.list[Expectation]:
+        """A range of the live names' index, read from where the page starts: a page costs its own rows,
+        whatever the registry's size. Names compare by code point in every dialect (`BY_CODE_POINT`)."""
+        column = "name" + self.BY_CODE_POINT
+        conditions: builtins.list[str] = ["live"]
+        params: builtins.list[object] = []
+        for operator, bound in ((">", after), (">=", name_prefix), ("<", prefix_end(name_prefix))):
+            if bound:
+                conditions.append(f"{column} {operator} ?")
+                params.append(bound)
+        query = f"SELECT name, body, version FROM {{p}}expectations WHERE {' AND '.join(conditions)} ORDER BY {column}"
+        if limit is not None:
+            query += " LIMIT ?"
+            params.append(limit)
         with self._read() as cur:
-            cur.execute(self._sql("SELECT name, body, version FROM {p}expectations WHERE live ORDER BY name"))
+            cur.execute(self._sql(query), params)
             rows = cur.fetchall()
         return [_decode(name, body, version) for name, body, version in rows]
 

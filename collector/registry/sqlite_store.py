@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS {p}changes (
     at_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
+CREATE INDEX IF NOT EXISTS {p}expectations_live ON {p}expectations (name) WHERE live;
 CREATE TABLE IF NOT EXISTS {p}meta (
     key TEXT PRIMARY KEY,
     value INTEGER NOT NULL

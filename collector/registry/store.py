@@ -67,8 +67,11 @@ class ExpectationStore(Protocol):
         """The live expectation; raises `NotFound`."""
         ...
 
-    def list(self) -> list[Expectation]:
-        """Every live expectation, in name order."""
+    def list(self, name_prefix: str = "", after: str = "", limit: int | None = None) -> list[Expectation]:
+        """Live expectations in name order, by code point (as Python compares `str`, whatever a database's
+        collation): those whose name starts with `name_prefix` and sorts after `after`, the first `limit` of
+        them (None: all). A caller pages by passing the last name it got as `after`; a page costs the rows it
+        holds, not the registry's size."""
         ...
 
     def put(self, expectation: Expectation, expected_version: int | None = None) -> tuple[Expectation, Change]:
