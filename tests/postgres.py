@@ -10,12 +10,14 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,33 @@ class PostgresServer:
     def remove(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """The server stopped (SIGSTOP), postmaster and every backend, until the block ends (SIGCONT): its host
+        still acknowledges every byte, and nothing answers, as with a hung process or a paused VM."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        processes = [postmaster, *_children(postmaster)]  # the postmaster first: it forks no backend once stopped
+        for pid in processes:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in reversed(processes):
+                os.kill(pid, signal.SIGCONT)
+
+
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -312,8 +312,14 @@ def test_a_registry_waiting_for_its_store_still_refuses_bad_files(own_postgres: 
     assert caught.value.field == "match.agent"
 
 
+def _watchdogs() -> int:
+    return sum(thread.name == "toolscore-registry-watchdog" for thread in threading.enumerate())
+
+
 def test_a_postgres_store_that_cannot_create_its_tables_closes_its_connection(postgres_server: str) -> None:
-    """A registry waiting for its store opens it at every poll: a failed open must not leave a connection."""
+    """A registry waiting for its store opens it at every poll: a failed open must leave no connection, nor
+    the thread that bounds its calls."""
+    watchdogs = _watchdogs()
     role = f"weak_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {role} LOGIN")  # no CREATE on schema public
@@ -328,6 +334,7 @@ def test_a_postgres_store_that_cannot_create_its_tables_closes_its_connection(po
                 raise AssertionError("the tables were created without the privilege")
             gc.collect()
         assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+        assert eventually(lambda: _watchdogs() == watchdogs)
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as admin:
             admin.execute(f"DROP ROLE {role}")

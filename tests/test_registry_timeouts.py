@@ -8,10 +8,13 @@ PostgreSQL transaction left open, `BEGIN IMMEDIATE` on the SQLite file), as a mi
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sqlite3
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,8 +22,9 @@ import grpc
 import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg.conninfo import conninfo_to_dict
 
-from tests.postgres import postgres_url
+from tests.postgres import PostgresServer, postgres_url
 from tests.registry_builders import doc, eventually, names, serve
 from toolscore.collector.cli import main
 from toolscore.collector.registry import (
@@ -155,3 +159,114 @@ def test_the_cli_on_a_store_that_does_not_answer_exits_1_naming_it_without_a_tra
     assert result.exit_code == 1, result.output
     assert result.stderr.startswith("Error: the PostgreSQL registry store did not answer within 5 s")
     assert "Traceback" not in result.output
+
+
+# -- a server that stops answering at all ----------------------------------------------------------
+
+
+def _within(timeout_s: float, call: Callable[[], object]) -> tuple[float, BaseException | None]:
+    """How long `call` took and what it raised, run in a thread given `timeout_s` to return (a call that hangs
+    fails the test, rather than the test hanging with it)."""
+    outcomes: list[tuple[float, BaseException | None]] = []
+
+    def timed() -> None:
+        started, raised = time.monotonic(), None
+        try:
+            call()
+        except BaseException as exc:
+            raised = exc
+        outcomes.append((time.monotonic() - started, raised))
+
+    thread = threading.Thread(target=timed, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    assert outcomes, f"the call still waits after {timeout_s} s"
+    return outcomes[0]
+
+
+def test_a_frozen_postgres_server_fails_calls_in_bounded_time_and_they_work_once_it_thaws(
+    own_postgres: PostgresServer,
+) -> None:
+    """SIGSTOP: the host acknowledges the query and no statement_timeout ever fires, since nothing runs."""
+    store = PostgresStoreConfig(
+        dsn=own_postgres.dsn, listen=False, connect_timeout_s=1, query_timeout_s=0.5, network_timeout_s=1
+    )
+    with Registry.from_config(RegistryConfig(store=store, poll_interval_s=60)) as registry:
+        registry.put(doc("a"))
+        with own_postgres.frozen():
+            took, raised = _within(15, lambda: registry.get("a"))  # on the open connection
+            reconnect_took, reconnect_raised = _within(15, lambda: registry.get("a"))  # on a new one
+        assert eventually(lambda: _within(15, lambda: registry.get("a"))[1] is None), "it answers again"
+        assert registry.get("a").version == 1
+        assert registry.put(doc("b")).version == 1
+    assert isinstance(raised, StoreTimeout), raised
+    assert str(raised).startswith(
+        "the PostgreSQL registry store did not answer within 1.5 s (registry.store.network_timeout_s): no reply"
+    )
+    assert took < 4
+    assert isinstance(reconnect_raised, StoreTimeout), reconnect_raised
+    assert str(reconnect_raised).startswith(
+        "the PostgreSQL registry store did not answer within 2 s (registry.store.connect_timeout_s): connecting"
+    )
+    assert reconnect_took < 5
+
+
+def test_a_server_that_accepts_and_never_answers_fails_the_start_within_connect_timeout() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        held: list[socket.socket] = []
+        threading.Thread(target=lambda: held.append(listener.accept()[0]), daemon=True).start()
+        dsn = f"host=127.0.0.1 port={listener.getsockname()[1]} user=toolscore dbname=postgres"
+        config = RegistryConfig(store=PostgresStoreConfig(dsn=dsn, connect_timeout_s=2))
+        took, raised = _within(15, lambda: Registry.from_config(config))
+        for conn in held:
+            conn.close()
+    assert held, "the client connected"
+    assert isinstance(raised, StoreTimeout), raised
+    assert str(raised) == (
+        "the PostgreSQL registry store did not answer within 2 s (registry.store.connect_timeout_s): "
+        "connecting: ConnectionTimeout: connection timeout expired"
+    )
+    assert took < 5
+
+
+def _sockets_to(port: int) -> dict[int, socket.socket]:
+    """This process's TCP sockets connected to `port` on 127.0.0.1, by descriptor (each a duplicate, to close)."""
+    found = {}
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            sock = socket.socket(fileno=os.dup(fd))
+        except OSError:  # not a socket, or gone meanwhile
+            continue
+        try:
+            peer = sock.getpeername() if sock.type == socket.SOCK_STREAM else None
+        except OSError:
+            peer = None
+        if isinstance(peer, tuple) and peer[1] == port:
+            found[fd] = sock
+        else:
+            sock.close()
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's TCP socket options")
+def test_postgres_connections_give_up_on_a_silent_peer_after_network_timeout_s(postgres_dsn: str) -> None:
+    """Probed after 6 s idle, then every 2 s; the DSN's own `keepalives_count` kept; 12 s unacknowledged."""
+    port = int(conninfo_to_dict(postgres_dsn)["port"])
+    before = set(_sockets_to(port))
+    store = PostgresStoreConfig(dsn=f"{postgres_dsn} keepalives_count=5", network_timeout_s=12)
+    with Registry.from_config(RegistryConfig(store=store)):
+        opened = {fd: sock for fd, sock in _sockets_to(port).items() if fd not in before}
+        options = {
+            (
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT),
+                sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT),
+            )
+            for sock in opened.values()
+        }
+        for sock in opened.values():
+            sock.close()
+    assert len(opened) == 2, "the shared connection and the listener"
+    assert options == {(1, 6, 2, 5, 12_000)}

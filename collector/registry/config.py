@@ -39,12 +39,27 @@ class PostgresStoreConfig(BaseModel):
     listen: bool = Field(
         default=True, description="LISTEN for change notifications, so replicas see a change at once, not at a poll."
     )
-    connect_timeout_s: float = Field(default=10.0, gt=0, description="How long a connection attempt may take.")
+    connect_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a connection attempt may take, in whole seconds and at least 2 (libpq's "
+        "`connect_timeout`); a server that accepts the connection and never answers fails the call after it.",
+    )
     query_timeout_s: float = Field(
         default=5.0,
         gt=0,
         description="How long one query may wait (for a lock another session holds) or run before the server "
         "cancels it (`statement_timeout`) and the call fails; a poll that fails so is reported as an outage.",
+    )
+    network_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long the client waits on a server that stopped answering at all before it drops the "
+        "connection and fails the call (reopened on the next one): a call without a reply this long past "
+        "`query_timeout_s` (a frozen server, a paused VM); a connection idle this long whose TCP keepalive "
+        "probes go unanswered (probed after half of it, then 3 times a sixth of it apart: libpq's `keepalives_*`); "
+        "data unacknowledged this long (`tcp_user_timeout`: a host gone, a partition). TCP settings the `dsn` "
+        "gives itself are kept.",
     )
 
 

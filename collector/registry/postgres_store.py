@@ -10,7 +10,13 @@ backoff, and its return counts as a change, so what was missed meanwhile is read
 A database that hangs rather than refusing (a session holding a lock on the tables, a server stuck in
 recovery) would otherwise hold the poll and every API call for ever: each connection is given a
 server-side `statement_timeout` of `query_timeout_s`, so a query that waits or runs longer fails as a
-`StoreTimeout`, and the poll reports it as the outage it is.
+`StoreTimeout`, and the poll reports it as the outage it is. A server that stops answering at all is
+bounded on the client's side: connecting gives up after `connect_timeout_s`; TCP keepalives and
+`tcp_user_timeout` drop a connection whose peer's host went silent (gone, partitioned) after about
+`network_timeout_s` (`tcp_bounds`); and a call that gets no reply `network_timeout_s` past its
+`query_timeout_s` (a frozen server, whose host still acknowledges every byte) has its connection shut
+down by a `Watchdog`. Each fails the call as a `StoreTimeout` naming the setting, and the connection is
+opened again on the next call.
 """
 
 from __future__ import annotations
@@ -23,12 +29,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from toolscore.collector.registry.errors import StoreTimeout
+from toolscore.collector.registry.errors import StoreTimeout, StoreUnavailable
 from toolscore.collector.registry.health import describe_error
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
+from toolscore.collector.registry.watchdog import Watchdog
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "tcp_bounds"]
+
+_STORE = "PostgreSQL registry store"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {p}expectations (
@@ -63,6 +73,25 @@ _RELISTEN_FIRST_S = 0.5
 _RELISTEN_MAX_S = 30.0
 """Backoff between attempts to reconnect a lost listener: doubling from the first to the max."""
 
+_KEEPALIVES_COUNT = 3
+
+
+def tcp_bounds(network_timeout_s: float) -> dict[str, int]:
+    """libpq's TCP settings for a connection that gives up on a silent peer after about `network_timeout_s`.
+
+    An idle connection (the listener, the shared one between calls) is probed after half of it, then 3 times
+    a sixth of it apart; data the peer does not acknowledge for all of it (`tcp_user_timeout`, which on Linux
+    also bounds the probes) drops the connection. Without them a dead peer is noticed after the system's
+    defaults: two hours of idleness, or some fifteen minutes of retransmissions.
+    """
+    return {
+        "keepalives": 1,
+        "keepalives_idle": max(1, round(network_timeout_s / 2)),
+        "keepalives_interval": max(1, round(network_timeout_s / (2 * _KEEPALIVES_COUNT))),
+        "keepalives_count": _KEEPALIVES_COUNT,
+        "tcp_user_timeout": max(1, round(network_timeout_s * 1000)),
+    }
+
 
 class PostgresStore(SqlStore):
     """`ExpectationStore` in PostgreSQL; tables are created on first use (in the search_path's schema)."""
@@ -78,53 +107,94 @@ class PostgresStore(SqlStore):
         listen: bool = True,
         connect_timeout_s: float = 10.0,
         query_timeout_s: float = 5.0,
+        network_timeout_s: float = 10.0,
     ) -> None:
+        """TCP settings the DSN gives itself (`keepalives_idle=...`) are kept; the others follow `tcp_bounds`."""
         self.prefix = table_prefix
         self.timeout_s = query_timeout_s
-        self._dsn = dsn
-        self._connect_timeout_s = connect_timeout_s
+        self._connect_timeout_s = max(2, round(connect_timeout_s))  # libpq's unit, and its least
+        self._network_timeout_s = network_timeout_s
+        given = conninfo_to_dict(dsn)
+        tcp = {key: value for key, value in tcp_bounds(network_timeout_s).items() if key not in given}
+        self._conninfo = make_conninfo(dsn, connect_timeout=self._connect_timeout_s, **tcp)
+        self._watchdog = Watchdog("toolscore-registry-watchdog")
         self._channel = f"{table_prefix}changes"
         # the advisory lock key: one per table set, so two registries in one database do not contend
         self._lock_key = int.from_bytes(
             hashlib.blake2b(table_prefix.encode(), digest_size=8).digest(), "big", signed=True
         )
         self._lock = threading.Lock()
-        self._conn = self._connect()
         self._listener: psycopg.Connection[tuple[object, ...]] | None = None
         self._listen = listen
         self._relisten_at = 0.0
         self._relisten_delay = _RELISTEN_FIRST_S
-        try:
-            with self._write() as cur:
-                cur.execute(_SCHEMA.replace("{p}", self.prefix))
-                cur.execute("SELECT to_regclass(%s)", (f"{self.prefix}expectations_live",))
-                if cur.fetchone()[0] is None:
-                    cur.execute(_LIVE_INDEX.replace("{p}", self.prefix))
-            if listen:
-                self._listener = self._start_listener()
-        except BaseException:  # a registry waiting for its store opens it again: leak no connection per try
-            self._conn.close()
+        try:  # a registry waiting for its store opens it again: leak no connection nor thread per try
+            self._conn = self._connect()
+            try:
+                self._create_tables()
+                if listen:
+                    self._listener = self._start_listener()
+            except BaseException:
+                self._conn.close()
+                raise
+        except BaseException:
+            self._watchdog.close()
             raise
+
+    def _create_tables(self) -> None:
+        with self._write() as cur:
+            cur.execute(_SCHEMA.replace("{p}", self.prefix))
+            cur.execute("SELECT to_regclass(%s)", (f"{self.prefix}expectations_live",))
+            if cur.fetchone()[0] is None:
+                cur.execute(_LIVE_INDEX.replace("{p}", self.prefix))
 
     def _start_listener(self) -> psycopg.Connection[tuple[object, ...]]:
         listener = self._connect(autocommit=True)
-        listener.execute(f'LISTEN "{self._channel}"')
+        try:
+            with self._answered(listener):
+                listener.execute(f'LISTEN "{self._channel}"')
+        except BaseException:
+            listener.close()
+            raise
         return listener
 
     def _connect(self, *, autocommit: bool = False) -> psycopg.Connection[tuple[object, ...]]:
-        """A connection whose every statement the server cancels past `query_timeout_s`."""
-        timeout = max(1, round(self._connect_timeout_s))
-        conn = psycopg.connect(self._dsn, autocommit=True, connect_timeout=timeout)
+        """A connection bounded at every step (see the module's docstring): connecting, each statement (the
+        server cancels it past `query_timeout_s`), the network under it, and a server that stops answering."""
         try:
-            conn.execute(f"SET statement_timeout = {max(1, round(self.timeout_s * 1000))}")
+            conn = psycopg.connect(self._conninfo, autocommit=True)
+        except psycopg.errors.ConnectionTimeout as exc:
+            cause = f"connecting: {describe_error(exc)}"
+            raise StoreTimeout(_STORE, self._connect_timeout_s, "registry.store.connect_timeout_s", cause) from exc
+        try:
+            with self._answered(conn):
+                conn.execute(f"SET statement_timeout = {max(1, round(self.timeout_s * 1000))}")
             conn.autocommit = autocommit
         except BaseException:
             conn.close()
             raise
         return conn
 
+    @contextmanager
+    def _answered(self, conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[None]:
+        """The block's calls on `conn`, given up `network_timeout_s` past `query_timeout_s`: by then the server
+        would have cancelled its statement and said so, so it is not answering at all. The connection is shut
+        down (a `StoreTimeout`), and closed even if a reply made it in time: it is opened again on the next call."""
+        seconds = self.timeout_s + self._network_timeout_s
+        with self._watchdog.bound(conn.fileno(), seconds) as deadline:
+            try:
+                yield
+            except psycopg.OperationalError as exc:
+                if not deadline.passed:
+                    raise
+                cause = "no reply, not even the statement's cancellation; the connection was dropped"
+                raise StoreTimeout(_STORE, seconds, "registry.store.network_timeout_s", cause) from exc
+            finally:
+                if deadline.passed:
+                    conn.close()
+
     def _timeout(self, cause: str) -> StoreTimeout:
-        return StoreTimeout("PostgreSQL registry store", self.timeout_s, "registry.store.query_timeout_s", cause)
+        return StoreTimeout(_STORE, self.timeout_s, "registry.store.query_timeout_s", cause)
 
     @contextmanager
     def _canceled_is_timeout(self) -> Iterator[None]:
@@ -144,14 +214,14 @@ class PostgresStore(SqlStore):
     def _read(self) -> Iterator[Cursor]:
         with self._turn(), self._canceled_is_timeout():
             conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
+            with self._answered(conn), conn.transaction(), conn.cursor() as cur:
                 yield cur
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:
         with self._turn(), self._canceled_is_timeout():
             conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
+            with self._answered(conn), conn.transaction(), conn.cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 yield cur
                 cur.execute("SELECT pg_notify(%s, '')", (self._channel,))
@@ -160,7 +230,7 @@ class PostgresStore(SqlStore):
         """Try to reconnect the lost listener; on failure the next try waits longer (up to the max)."""
         try:
             self._listener = self._start_listener()
-        except psycopg.Error as exc:
+        except (psycopg.Error, StoreUnavailable) as exc:
             delay = self._relisten_delay
             self._relisten_at = time.monotonic() + delay
             self._relisten_delay = min(delay * 2, _RELISTEN_MAX_S)
@@ -210,3 +280,4 @@ class PostgresStore(SqlStore):
             self._conn.close()
             if self._listener is not None:
                 self._listener.close()
+        self._watchdog.close()

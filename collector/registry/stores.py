@@ -23,6 +23,7 @@ def open_store(config: SqliteStoreConfig | PostgresStoreConfig | MemoryStoreConf
             listen=config.listen,
             connect_timeout_s=config.connect_timeout_s,
             query_timeout_s=config.query_timeout_s,
+            network_timeout_s=config.network_timeout_s,
         )
     from toolscore.collector.registry.memory_store import MemoryStore
 
