@@ -1,59 +1,25 @@
 """The in-process processor across `os.fork()`, as gunicorn `--preload`, Celery prefork and uWSGI use it.
 
-Each test forks the real test process; the child does its part, writes what it saw to a pipe as JSON
-and leaves with `os._exit` (no pytest teardown in the child).
+Each test forks the real test process (`tests.forking`).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-import pytest
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
+from tests.forking import FORK_MARKS, in_child
 from tests.metric_reader import meters
 from tests.openai_server import OpenAIServer
 from tests.pipeline_builders import TRAVEL, agent_run, by_name, registry_with, traced
 from tests.test_pipeline_judge import end_run, judged, verdict
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 
-pytestmark = [
-    pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only"),
-    # Python 3.12+ warns on forking a process with threads; forking one is what this module tests.
-    pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning"),
-]
-
-
-def _in_child(body: Callable[[], Any], timeout_s: float = 20.0) -> Any:
-    """Fork; run `body` in the child and return what it returned (JSON), or raise what went wrong there."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never return into pytest
-        os.close(read_fd)
-        try:
-            payload = {"ok": body()}
-        except BaseException as exc:
-            payload = {"error": f"{type(exc).__name__}: {exc}"}
-        with os.fdopen(write_fd, "w") as out:
-            json.dump(payload, out)
-        os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as pipe:
-        text = pipe.read()
-    deadline = time.monotonic() + timeout_s
-    while os.waitpid(pid, os.WNOHANG) == (0, 0):
-        assert time.monotonic() < deadline, "the child did not exit"
-        time.sleep(0.01)
-    assert text, "the child wrote nothing"
-    result = json.loads(text)
-    assert "error" not in result, result["error"]
-    return result["ok"]
+pytestmark = FORK_MARKS
 
 
 def _summary(spans: tuple[ReadableSpan, ...]) -> dict[str, dict[str, Any]]:
@@ -74,7 +40,7 @@ def test_a_forked_child_scores_its_own_runs() -> None:
             flushed = processor.force_flush(5_000)
             return {"flushed": flushed, "spans": _summary(exporter.get_finished_spans())}
 
-        seen = _in_child(child)
+        seen = in_child(child)
     assert seen["flushed"] is True
     run = seen["spans"]["invoke_agent travel"]
     assert run["toolscore.expectations"] == ["travel"]
@@ -92,7 +58,7 @@ def test_runs_pending_at_the_fork_go_out_once_from_the_parent() -> None:
             flushed = processor.force_flush(5_000)
             return {"flushed": flushed, "names": [span.name for span in exporter.get_finished_spans()]}
 
-        seen = _in_child(child)
+        seen = in_child(child)
         assert processor.force_flush(5_000)
         parent = exporter.get_finished_spans()
     assert seen["flushed"] is True
@@ -129,7 +95,7 @@ def test_fork_waits_for_the_worker_to_finish_its_step() -> None:
             tracer = provider.get_tracer("toolscore-tests")
             agent_run(tracer)
             assert slow.entered.wait(5)
-            seen = _in_child(lambda: {"left": slow.left.is_set(), "flushed": processor.force_flush(5_000)})
+            seen = in_child(lambda: {"left": slow.left.is_set(), "flushed": processor.force_flush(5_000)})
         finally:
             processor.shutdown()
     assert seen == {"left": True, "flushed": True}
@@ -150,7 +116,7 @@ def test_a_processor_shut_down_before_the_fork_stays_shut_down_in_the_child() ->
                 "queued": len(processor.engine.intake),
             }
 
-        seen = _in_child(child)
+        seen = in_child(child)
     assert seen == {"flushed": True, "flush_s": seen["flush_s"], "threads": seen["threads"], "queued": 0}
     assert seen["flush_s"] < 1.0
     assert "toolscore-pipeline" not in seen["threads"]
@@ -172,10 +138,10 @@ def test_the_child_counts_only_its_own_runs() -> None:
             processor.force_flush(5_000)
             return m.by("toolscore.runs", "toolscore.run.outcome")
 
-        in_child = _in_child(child)
+        seen_in_child = in_child(child)
         in_parent = m.by("toolscore.runs", "toolscore.run.outcome")
     assert in_parent == {"matched": 3}
-    assert in_child == {"matched": 1}, "the child reported the parent's runs as its own"
+    assert seen_in_child == {"matched": 1}, "the child reported the parent's runs as its own"
 
 
 def test_a_forked_child_runs_its_own_judge(openai_server: OpenAIServer) -> None:
@@ -190,7 +156,7 @@ def test_a_forked_child_runs_its_own_judge(openai_server: OpenAIServer) -> None:
             flushed = processor.force_flush(10_000)
             return {"flushed": flushed, "run": _summary(exporter.get_finished_spans())["invoke_agent travel"]}
 
-        seen = _in_child(child)
+        seen = in_child(child)
     assert seen["flushed"] is True
     assert seen["run"]["toolscore.evaluation.travel.llm_judge.score"] == 1.0
     assert len(openai_server.requests) == 2, "the child's judge never asked the model"
