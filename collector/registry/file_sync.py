@@ -11,9 +11,9 @@ file watcher has already taken the new content as seen.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
+from toolscore.collector.forks import ForkSafeLock
 from toolscore.collector.registry.errors import AlreadyExists, InvalidExpectation, NotFound, VersionConflict
 from toolscore.collector.registry.files import load_paths
 from toolscore.collector.registry.health import describe_error
@@ -43,7 +43,7 @@ class FileSync:
         self._apply = apply
         self._owned_in_store = owned_in_store
         self._names: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self.pending = False
         """The last apply failed on the store, not on the files: to be retried once the store reads again."""
         self.last_error: InvalidExpectation | None = None

@@ -126,13 +126,26 @@ class FileWatcher:
     resolution is still seen; the files are small and read once per `interval_s`.
     """
 
-    def __init__(self, paths: Iterable[str | Path], on_change: Callable[[], None], *, interval_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        paths: Iterable[str | Path],
+        on_change: Callable[[], None],
+        *,
+        interval_s: float = 1.0,
+        signature: tuple[tuple[str, str], ...] | None = None,
+    ) -> None:
+        """`signature`: the content last seen (`signature()`), read now when not given."""
         self._paths = [Path(p) for p in paths]
         self._on_change = on_change
         self._interval_s = interval_s
         self._stop = threading.Event()
-        self._signature = self.signature()
+        self._signature = self.signature() if signature is None else signature
         self._thread = threading.Thread(target=self._run, name="toolscore-registry-files", daemon=True)
+
+    def renewed(self) -> FileWatcher:
+        """The same watch, not started, for a forked child (which has none of the parent's threads): from the
+        content this one last saw, so that an edit it had not seen yet is still one."""
+        return FileWatcher(self._paths, self._on_change, interval_s=self._interval_s, signature=self._signature)
 
     def signature(self) -> tuple[tuple[str, str], ...]:
         """(path, sha256) of every file the paths expand to; a missing file hashes as `missing`."""

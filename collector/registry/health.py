@@ -9,9 +9,10 @@ alert on (`sync_age_s`): not a traceback per poll.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
+
+from toolscore.collector.forks import ForkSafeLock
 
 __all__ = ["REMIND_EVERY_S", "StoreHealth", "describe_error"]
 
@@ -32,7 +33,7 @@ class StoreHealth:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self._last_read = clock()
         self._failing_since: float | None = None
         self._last_logged = 0.0

@@ -1,12 +1,13 @@
-"""A store in process memory: the backing of file-loaded registries and of tests. Lost on exit."""
+"""A store in process memory: the backing of file-loaded registries and of tests. Lost on exit; a forked
+child gets a copy of its own."""
 
 from __future__ import annotations
 
 import bisect
 import builtins
-import threading
 from collections.abc import Sequence
 
+from toolscore.collector.forks import ForkSafeLock
 from toolscore.collector.registry.errors import ChangesCompacted, NotFound
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, Write, check_expected_version
@@ -18,7 +19,7 @@ class MemoryStore:
     """`ExpectationStore` over dicts and a change list (in `seq` order), behind one lock."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock()
         self._live: dict[str, Expectation] = {}
         self._last_version: dict[str, int] = {}
         self._log: builtins.list[Change] = []

@@ -17,6 +17,9 @@ bounded on the client's side: connecting gives up after `connect_timeout_s`; TCP
 `query_timeout_s` (a frozen server, whose host still acknowledges every byte) has its connection shut
 down by a `Watchdog`. Each fails the call as a `StoreTimeout` naming the setting, and the connection is
 opened again on the next call.
+
+A forked child (gunicorn `--preload`, Celery's prefork pool) inherits the parent's connections, which are
+the parent's server sessions: it leaves them alone and opens its own (`_disown`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from toolscore.collector.forks import ForkSafeLock, abandon
 from toolscore.collector.registry.errors import StoreTimeout, StoreUnavailable
 from toolscore.collector.registry.health import describe_error
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
@@ -123,19 +127,20 @@ class PostgresStore(SqlStore):
         self._lock_key = int.from_bytes(
             hashlib.blake2b(table_prefix.encode(), digest_size=8).digest(), "big", signed=True
         )
-        self._lock = threading.Lock()
+        self._lock = ForkSafeLock(after_in_child=self._disown)
+        self._conn: psycopg.Connection[tuple[object, ...]] | None = None
         self._listener: psycopg.Connection[tuple[object, ...]] | None = None
         self._listen = listen
         self._relisten_at = 0.0
         self._relisten_delay = _RELISTEN_FIRST_S
         try:  # a registry waiting for its store opens it again: leak no connection nor thread per try
-            self._conn = self._connect()
+            self._conn = conn = self._connect()
             try:
                 self._create_tables()
                 if listen:
                     self._listener = self._start_listener()
             except BaseException:
-                self._conn.close()
+                conn.close()
                 raise
         except BaseException:
             self._watchdog.close()
@@ -206,9 +211,19 @@ class PostgresStore(SqlStore):
 
     def _connection(self) -> psycopg.Connection[tuple[object, ...]]:
         """The shared connection, reopened when it broke (server restart, network)."""
-        if self._conn.closed or self._conn.broken:
+        if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = self._connect()
         return self._conn
+
+    def _disown(self) -> None:
+        """In a forked child: both connections are the parent's sessions, and closing one would send the server a
+        Terminate on the parent's socket. They are left alone (`abandon`); the child opens its own on its first
+        call, and its listener at its poll's first wait (a change it missed meanwhile is read then)."""
+        for inherited in (self._conn, self._listener):
+            if inherited is not None:
+                abandon(inherited)
+        self._conn = self._listener = None
+        self._relisten_at, self._relisten_delay = 0.0, _RELISTEN_FIRST_S
 
     @contextmanager
     def _read(self) -> Iterator[Cursor]:
@@ -277,7 +292,7 @@ class PostgresStore(SqlStore):
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
-            if self._listener is not None:
-                self._listener.close()
+            for conn in (self._conn, self._listener):
+                if conn is not None:
+                    conn.close()
         self._watchdog.close()

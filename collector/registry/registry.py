@@ -9,6 +9,10 @@ the in-memory snapshot the same way, by reading the store's change log from the 
 under one lock, in commit order, into the `Snapshot`; its new `ExpectationIndex` is built aside and
 swapped in with one assignment, so `match` (lock-free) sees either the old set or the new one, never a
 mix, and runs in flight keep the index they started with.
+
+Across `os.fork()` (gunicorn `--preload`, Celery's prefork pool): the registry's locks are taken before
+the fork (`ForkSafeLock`), so the child inherits a whole snapshot; the child starts a poll and a file
+watcher of its own (it has none of the parent's threads), and the store gives it a connection of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from toolscore.collector.forks import ForkSafeLock, on_fork
 from toolscore.collector.registry.compaction import Compaction
 from toolscore.collector.registry.config import MemoryStoreConfig, RegistryConfig
 from toolscore.collector.registry.errors import ChangesCompacted, InvalidExpectation, StoreUnavailable
@@ -60,7 +65,7 @@ class Registry:
         self.config = config or RegistryConfig()
         self._owns_store = store is None
         self._store = store
-        self._lock = threading.RLock()
+        self._lock = ForkSafeLock(reentrant=True)
         self._view = Snapshot()
         self._loaded = False
         self._compaction = Compaction(lambda: self.store, self.config.changes_kept)
@@ -69,10 +74,8 @@ class Registry:
         """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
         self._watcher: FileWatcher | None = None
         self._closed = threading.Event()
-        interval = poll_interval_s if poll_interval_s is not None else self.config.poll_interval_s
-        self._poller = threading.Thread(
-            target=self._poll, args=(interval,), name="toolscore-registry-poll", daemon=True
-        )
+        self._poll_interval_s = poll_interval_s if poll_interval_s is not None else self.config.poll_interval_s
+        self._poller = self._poll_thread()
         # the watcher takes its baseline before the first load, so an edit racing the load is seen
         files = self.config.files
         watcher = FileWatcher(files, self._files.reload_quietly, interval_s=self.config.file_poll_interval_s)
@@ -84,6 +87,21 @@ class Registry:
         self._poller.start()
         if files and self.config.watch_files:
             self._watcher = watcher.start()
+        on_fork(after_in_child=self._after_fork_in_child)
+
+    def _poll_thread(self) -> threading.Thread:
+        return threading.Thread(target=self._poll, name="toolscore-registry-poll", daemon=True)
+
+    def _after_fork_in_child(self) -> None:
+        """A forked child's own poll and file watch, from the snapshot and the file content the parent had: it
+        follows the store and the files from there (a registry closed before the fork stays closed)."""
+        if self._closed.is_set():
+            return
+        self._closed = threading.Event()
+        self._poller = self._poll_thread()
+        self._poller.start()
+        if self._watcher is not None:
+            self._watcher = self._watcher.renewed().start()
 
     def _start(self, wait_for_store: bool) -> None:
         try:
@@ -296,7 +314,8 @@ class Registry:
         age = self.health.sync_age_s()
         return f"matching goes on with the {len(self._view.expectations)} expectations read {age:.0f} s ago"
 
-    def _poll(self, interval_s: float) -> None:
+    def _poll(self) -> None:
+        interval_s = self._poll_interval_s
         while not self._closed.is_set():
             wait_for_change = getattr(self._store, "wait_for_change", None) if self._loaded else None
             if wait_for_change is not None:

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import builtins
 import json
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
+from toolscore.collector.forks import ForkSafeLock
 from toolscore.collector.registry.errors import ChangesCompacted, NotFound, StoreTimeout
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
@@ -85,7 +85,7 @@ class SqlStore:
     prefix = "toolscore_"
     timeout_s = 5.0
     """How long one query may wait or run, and how long a call waits for its turn at the connection."""
-    _lock: threading.Lock
+    _lock: ForkSafeLock
 
     @contextmanager
     def _turn(self) -> Iterator[None]:

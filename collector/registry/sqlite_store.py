@@ -5,16 +5,21 @@ the database's write lock up front (`BEGIN IMMEDIATE`) so the read-check-write o
 concurrency cannot interleave with another writer's, and `busy_timeout_ms` bounds the wait for it: a
 write transaction another process holds open fails the call with `StoreTimeout` once it has passed.
 Within a process one connection is shared behind a lock, whose wait is bounded the same way.
+
+A connection must not cross `os.fork()` (SQLite's own rule: the child would share the parent's locks and
+file handles). So the connection is closed before a fork, while the store's lock is taken and the
+connection idle (`ForkSafeLock`), and each process opens it again on its next call; one that was busy
+past the wait crosses the fork, and the child leaves it alone (`abandon`) and opens its own.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from toolscore.collector.forks import ForkSafeLock, abandon
 from toolscore.collector.registry.errors import StoreTimeout
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
 
@@ -54,19 +59,46 @@ class SqliteStore(SqlStore):
     def __init__(self, path: str | Path = ".toolscore/registry.db", *, busy_timeout_ms: int = 5000) -> None:
         self.path = Path(path)
         self.timeout_s = busy_timeout_ms / 1000
-        if str(path) != ":memory:":
+        self._in_memory = str(path) == ":memory:"  # private to the process: a child's copy is its own
+        if not self._in_memory:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            str(path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self._lock = ForkSafeLock(before_fork=self._park, after_in_child=self._disown)
+        self._closed = False
+        self._conn: sqlite3.Connection | None = self._open()
         with self._write() as cur:
             for statement in _SCHEMA.replace("{p}", self.prefix).split(";"):
                 if statement.strip():
                     cur.execute(statement)
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            str(self.path), timeout=self._busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
+        return conn
+
+    def _connection(self) -> sqlite3.Connection:
+        """The shared connection, opened again after a fork put it away."""
+        if self._conn is None:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            self._conn = self._open()
+        return self._conn
+
+    def _park(self) -> None:
+        """Before a fork (the connection idle): close it, so that the child inherits none of it."""
+        if self._conn is not None and not self._in_memory:
+            self._conn.close()
+            self._conn = None
+
+    def _disown(self) -> None:
+        """In a forked child: a connection that crossed the fork busy is the parent's; the child opens its own."""
+        if self._conn is not None and not self._in_memory:
+            abandon(self._conn)
+            self._conn = None
 
     def _timeout(self, cause: str) -> StoreTimeout:
         return StoreTimeout(
@@ -86,20 +118,24 @@ class SqliteStore(SqlStore):
     @contextmanager
     def _read(self) -> Iterator[Cursor]:
         with self._turn(), self._busy_is_timeout():
-            yield self._conn.cursor()
+            yield self._connection().cursor()
 
     @contextmanager
     def _write(self) -> Iterator[Cursor]:
         with self._turn(), self._busy_is_timeout():
-            cur = self._conn.cursor()
+            conn = self._connection()
+            cur = conn.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
                 yield cur
             except BaseException:
-                self._conn.rollback()
+                conn.rollback()
                 raise
-            self._conn.commit()
+            conn.commit()
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -8,7 +8,7 @@ deadline beyond the server's own timeout; at it, one daemon thread shuts the soc
 which the call's blocked read returns from), the driver raises, and the caller drops the connection.
 
 The thread is started on first use, and again in a forked child, which has none of the parent's threads
-and none of its calls (see `toolscore.collector.forks`).
+and none of its calls (its lock is a `ForkSafeLock`: the child forgets them before any of its threads runs).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from toolscore.collector.forks import on_fork
+from toolscore.collector.forks import ForkSafeLock
 
 __all__ = ["Deadline", "Watchdog"]
 
@@ -50,44 +50,48 @@ class Watchdog:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._fresh()
-        on_fork(after_in_child=self._fresh)
-
-    def _fresh(self) -> None:
-        self._wake = threading.Condition(threading.Lock())
-        self._armed: set[Deadline] = set()
-        self._thread: threading.Thread | None = None
+        self._lock = ForkSafeLock(after_in_child=self._forget)
         self._closed = False
+        self._forget()
+
+    def _forget(self) -> None:
+        """No thread and no call armed: a new watchdog's state, and a forked child's."""
+        self._armed: set[Deadline] = set()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
 
     @contextmanager
     def bound(self, fileno: int, seconds: float) -> Iterator[Deadline]:
         """Arm a deadline `seconds` from now for the call on socket `fileno` made in the block."""
         deadline = Deadline(time.monotonic() + seconds, fileno)
-        with self._wake:
+        with self._lock:
             if self._thread is None and not self._closed:
-                self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                self._thread = threading.Thread(target=self._run, args=(self._wake,), name=self._name, daemon=True)
                 self._thread.start()
             self._armed.add(deadline)
-            self._wake.notify()
+        self._wake.set()
         try:
             yield deadline
         finally:
-            with self._wake:
+            with self._lock:
                 self._armed.discard(deadline)
 
     def close(self) -> None:
         """End the thread (calls armed from now on are not bounded). Idempotent."""
-        with self._wake:
+        with self._lock:
             self._closed = True
-            self._wake.notify()
+        self._wake.set()
 
-    def _run(self) -> None:
-        wake = self._wake  # this process's: a forked child gets its own
-        with wake:
-            while not self._closed:
+    def _run(self, wake: threading.Event) -> None:
+        while True:
+            wake.clear()  # before looking: a call armed from here on wakes the wait below
+            with self._lock:
+                if self._closed:
+                    return
                 now = time.monotonic()
                 for deadline in [d for d in self._armed if d.due <= now]:
                     self._armed.discard(deadline)
                     deadline.passed = True
                     _shut_down(deadline.fileno)
-                wake.wait(min((d.due for d in self._armed), default=now + 3600.0) - now)
+                next_due = min((d.due for d in self._armed), default=None)
+            wake.wait(None if next_due is None else next_due - now)

@@ -1,0 +1,85 @@
+"""The registry across `os.fork()`, as gunicorn `--preload` and Celery's prefork pool use it: a child forked
+after the registry started follows the store and the files on its own, through connections of its own,
+and the parent's go on unharmed.
+
+Each test forks the real test process (`tests.forking`): the parent writes after the fork, and the child
+waits to see it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.forking import FORK_MARKS, Forked
+from tests.registry_builders import doc, eventually, names
+from toolscore.collector.registry import PostgresStoreConfig, Registry, RegistryConfig, SqliteStoreConfig
+
+pytestmark = FORK_MARKS
+
+
+def _polls() -> int:
+    """The registry polls running in this process: one per open registry (earlier tests may leave some open)."""
+    return sum(thread.name == "toolscore-registry-poll" for thread in threading.enumerate())
+
+
+def _follows_then_writes(registry: Registry) -> dict[str, Any]:
+    """The child's part: wait for the parent's write after the fork, write one of its own, and close the registry
+    (as a worker process ending does)."""
+    seen = eventually(lambda: names(registry) == ["after", "before"])
+    registry.put(doc("from-child"))
+    polls = _polls()
+    registry.close()
+    return {"seen": seen, "polls": polls}
+
+
+def _child_and_parent_share_the_store(registry: Registry) -> None:
+    registry.put(doc("before"))
+    polls = _polls()
+    child = Forked(lambda: _follows_then_writes(registry))
+    registry.put(doc("after"))
+    assert child.result() == {"seen": True, "polls": polls}, "the child polls as the parent does, and saw it"
+    registry.put(doc("after-child"))  # through the parent's own connection, which the child left alone
+    assert eventually(lambda: names(registry) == ["after", "after-child", "before", "from-child"])
+
+
+def test_a_forked_child_follows_the_sqlite_store_through_a_connection_of_its_own(tmp_path: Path) -> None:
+    store = SqliteStoreConfig(path=str(tmp_path / "registry.db"))
+    with Registry.from_config(RegistryConfig(store=store, poll_interval_s=0.05)) as registry:
+        _child_and_parent_share_the_store(registry)
+        assert registry.health.error is None
+
+
+def test_a_forked_child_follows_the_postgres_store_and_leaves_the_parents_sessions_alone(
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closing an inherited connection would send the server a Terminate on the parent's socket: the parent's
+    next call would fail, and its listener be lost."""
+    store = PostgresStoreConfig(dsn=postgres_dsn)
+    config = RegistryConfig(store=store, poll_interval_s=0.05)
+    with caplog.at_level(logging.WARNING, "toolscore.registry"), Registry.from_config(config) as registry:
+        _child_and_parent_share_the_store(registry)
+        assert registry.health.failures == 0
+    assert caplog.text == "", "the parent lost nothing"
+
+
+def test_a_forked_child_reloads_the_files_it_watches(tmp_path: Path) -> None:
+    """A store in memory: each process has its own copy, and only the child's own watch can tell it of the edit."""
+    path = tmp_path / "expectations.yaml"
+    path.write_text(yaml.safe_dump([doc("a")]))
+    with Registry.from_file(path, interval_s=0.05) as registry:
+        child = Forked(lambda: eventually(lambda: names(registry) == ["a", "b"]))
+        path.write_text(yaml.safe_dump([doc("a"), doc("b")]))
+        assert child.result() is True
+        assert eventually(lambda: names(registry) == ["a", "b"])
+
+
+def test_a_registry_closed_before_the_fork_stays_closed_in_the_child(tmp_path: Path) -> None:
+    registry = Registry.from_config(RegistryConfig(store=SqliteStoreConfig(path=str(tmp_path / "registry.db"))))
+    registry.close()
+    assert Forked(_polls).result() == _polls(), "no poll but those of the registries open in the parent"
