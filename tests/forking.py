@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,10 +43,20 @@ class Forked:
         self._pipe = os.fdopen(read_fd)
 
     def result(self) -> Any:
-        """What `body` returned (JSON), once the child exited; raises what went wrong there."""
-        with self._pipe as pipe:
-            text = pipe.read()
+        """What `body` returned (JSON), once the child exited; raises what went wrong there. A child still
+        running after `timeout_s` (stuck on a lock it inherited held, say) is killed and fails the test."""
         deadline = time.monotonic() + self._timeout_s
+        with self._pipe as pipe:
+            text = b""
+            while select.select([pipe], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = os.read(pipe.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                text += chunk
+            else:
+                os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
+                raise AssertionError(f"the child did not finish within {self._timeout_s} s")
         while os.waitpid(self._pid, os.WNOHANG) == (0, 0):
             assert time.monotonic() < deadline, "the child did not exit"
             time.sleep(0.01)
