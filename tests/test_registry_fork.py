@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import yaml
 
 from tests.forking import FORK_MARKS, Forked
 from tests.registry_builders import doc, eventually, names
+from toolscore.collector.forks import ForkSafeLock
 from toolscore.collector.registry import PostgresStoreConfig, Registry, RegistryConfig, SqliteStoreConfig
 
 pytestmark = FORK_MARKS
@@ -83,3 +85,52 @@ def test_a_registry_closed_before_the_fork_stays_closed_in_the_child(tmp_path: P
     registry = Registry.from_config(RegistryConfig(store=SqliteStoreConfig(path=str(tmp_path / "registry.db"))))
     registry.close()
     assert Forked(_polls).result() == _polls(), "no poll but those of the registries open in the parent"
+
+
+# -- the locks under it ------------------------------------------------------------------------------
+
+
+def test_a_fork_waits_for_a_lock_held_a_moment_so_the_child_inherits_its_state_whole() -> None:
+    lock, state = ForkSafeLock(), {"steps": 0}
+    taken = threading.Event()
+
+    def update() -> None:
+        with lock:
+            taken.set()
+            state["steps"] = 1
+            time.sleep(0.3)  # a fork now would copy the state half way
+            state["steps"] = 2
+
+    writer = threading.Thread(target=update)
+    writer.start()
+    assert taken.wait(5)
+
+    def child() -> dict[str, int]:
+        with lock:  # free in the child: the fork took it once the writer let go, and the child let it go
+            return dict(state)
+
+    assert Forked(child).result() == {"steps": 2}
+    writer.join(5)
+
+
+def test_a_lock_still_held_past_the_wait_is_renewed_in_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("toolscore.collector.forks.FORK_LOCK_WAIT_S", 0.2)
+    lock, held, release = ForkSafeLock(), threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(5)
+    try:
+        started = time.monotonic()
+        in_child = Forked(lambda: lock.acquire(timeout=1))
+        waited = time.monotonic() - started
+        assert in_child.result() is True, "the child's lock is free: its holder is not in the child"
+    finally:
+        release.set()
+        holder.join(5)
+    assert waited < 3, "the fork went ahead past FORK_LOCK_WAIT_S"
