@@ -24,7 +24,18 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
 
-__all__ = ["Encoded", "count_spans", "encode_request", "encode_span", "field", "span_entries", "span_message", "varint"]
+__all__ = [
+    "Encoded",
+    "count_spans",
+    "encode_request",
+    "encode_span",
+    "entry_span",
+    "field",
+    "span_entries",
+    "span_entry",
+    "span_message",
+    "varint",
+]
 
 Encoded = bytes | memoryview
 """One framed `ScopeSpans.spans` entry: serialized here, or a view into the request it was received in."""
@@ -57,15 +68,33 @@ def field(tag: bytes, payload: bytes) -> bytes:
 
 def encode_span(span: Any) -> bytes:
     """A protobuf `Span` as one `spans` entry of a `ScopeSpans`: serialized, tagged and length-prefixed."""
-    data: bytes = span.SerializeToString()
-    return field(_FIELD_2, data)
+    return span_entry(span.SerializeToString())
+
+
+def span_entry(span: bytes) -> bytes:
+    """A serialized `Span` as one `spans` entry of a `ScopeSpans`: tagged and length-prefixed."""
+    return field(_FIELD_2, span)
+
+
+def entry_span(entry: Encoded) -> bytes | None:
+    """The serialized `Span` inside one framed `spans` entry (`span_entries`); None when `entry` is not
+    exactly one `spans` field."""
+    data = bytes(entry)  # a no-op for bytes
+    if not data or data[:1] != _FIELD_2:
+        return None
+    try:
+        size, start = _read_varint(data, 1)
+    except IndexError:
+        return None
+    return data[start:] if start + size == len(data) else None
 
 
 def span_message(entry: Encoded) -> Any:
     """The protobuf `Span` of one framed `spans` entry (`span_entries`)."""
-    data = bytes(entry)
-    _, start = _read_varint(data, 1)
-    return Span.FromString(data[start:])
+    span = entry_span(entry)
+    if span is None:
+        raise ValueError("not one framed ScopeSpans.spans entry")
+    return Span.FromString(span)
 
 
 def _read_varint(data: bytes, pos: int) -> tuple[int, int]:

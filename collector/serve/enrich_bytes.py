@@ -6,7 +6,7 @@ which is what `regroup.enrich_span` does to the message. Writing the entries her
 adding them to the message one `KeyValue` at a time and serializing it again (the protobuf runtime
 builds a wrapper object per field touched): enriching and encoding a run span was a tenth of serve's
 worker time on the benchmark's load. The key-value entries that recur from run to run (a scorer's
-score key with a value of 1.0, a label, an expectation's name) are built once (`_key_value`).
+score key with a value of 1.0, a label, an expectation's name) are built once (`_cached_entry`).
 
 Values are written as `set_any_value` writes them, so both paths give equal messages (tested):
 str, bool, int (int64), float, and lists or tuples of those as arrays; None leaves the value unset,
@@ -21,7 +21,7 @@ import struct
 from typing import Any
 
 from toolscore.collector.pipeline.sink import RunEnrichment
-from toolscore.collector.serve.encode import field, varint
+from toolscore.collector.serve.encode import entry_span, field, span_entry, varint
 
 __all__ = ["appended_entry", "enrichment_bytes"]
 
@@ -31,7 +31,6 @@ _KEY, _VALUE = b"\x0a", b"\x12"  # KeyValue.key = 1, KeyValue.value = 2
 _EVENT_TIME, _EVENT_NAME, _EVENT_ATTRIBUTE = b"\x09", b"\x12", b"\x1a"  # Event: fixed64 1, name 2, attributes 3
 _STRING, _BOOL, _INT, _DOUBLE, _ARRAY = b"\x0a", b"\x10", b"\x18", b"\x21", b"\x2a"  # AnyValue oneof 1-5
 _ARRAY_VALUE = b"\x0a"  # ArrayValue.values = 1
-_SPAN_ENTRY = 0x12  # ScopeSpans.spans = 2
 _INT64 = 1 << 63
 _CACHED_TEXT = 64
 """Longest text whose key-value entry is cached: names and labels recur, explanations do not."""
@@ -97,19 +96,7 @@ def enrichment_bytes(enrichment: RunEnrichment) -> bytes:
 def appended_entry(entry: bytes | memoryview, enrichment: RunEnrichment) -> bytes | None:
     """A framed `spans` entry (`encode.span_entries`) with the enrichment appended to its span; None when the
     span holds a key of ours already (see the module docstring) or the entry is not one `spans` field."""
-    entry = bytes(entry)  # a no-op for the copy a held span keeps (`carrier.held_carrier`)
-    if not entry or entry[0] != _SPAN_ENTRY or _OURS in entry:
+    span = entry_span(entry)
+    if span is None or _OURS in span:
         return None
-    size = shift = 0
-    pos = 1
-    while True:  # the entry's length prefix
-        byte = entry[pos]
-        size |= (byte & 0x7F) << shift
-        pos += 1
-        if byte < 0x80:
-            break
-        shift += 7
-    if pos + size != len(entry):
-        return None
-    span = entry[pos:]
-    return field(b"\x12", span + enrichment_bytes(enrichment))
+    return span_entry(span + enrichment_bytes(enrichment))

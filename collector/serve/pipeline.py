@@ -115,7 +115,7 @@ class CollectorPipeline:
         self._typical_spans = 0.0
         """Running average of the accepted requests' span counts (updated without a lock: a lost update is harmless)."""
         self._waiting = 0
-        """Requests waiting for room now (`_wait_for_room`), changed under `_waiting_lock`."""
+        """Requests waiting for room now (`_room`), changed under `_waiting_lock`."""
         self._waiting_lock = threading.Lock()
 
     def refusal(self) -> IngestResult | None:
