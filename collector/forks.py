@@ -13,10 +13,11 @@ The registration holds its object weakly: forking later does not keep a discarde
 its hooks then do nothing. `os.register_at_fork` cannot unregister, so each registration costs one
 small closure for the life of the process.
 
-A lock that guards state shared with threads (the registry's, a store's connection) is a `ForkSafeLock`:
-the forking thread takes all of them before the fork, so the child inherits whole state and free locks,
-and the child's hooks registered with `on_fork` run after they are free. A connection the child inherits
-but must not use (its server session is the parent's) is `abandon`ed: held, never used nor closed.
+A lock that guards state shared with threads (the registry's, a store's connection, the pipeline worker's
+step) is a `ForkSafeLock`: the forking thread takes all of them before the fork, so the child inherits
+whole state and free locks, and the child's hooks registered with `on_fork` run after they are free. A
+connection the child inherits but must not use (its server session is the parent's) is `abandon`ed: held,
+never used nor closed.
 """
 
 from __future__ import annotations
@@ -73,10 +74,12 @@ class ForkSafeLock:
 
     Before `os.fork()` the forking thread takes every one of them: all, or else none and again after a
     moment, so that locks other threads take in different orders cannot deadlock it (for at most
-    `FORK_LOCK_WAIT_S`). With them taken the state each guards is whole, and each owner's `before_fork`
-    runs (a store puts away a connection the child must not share). After the fork the parent lets them
-    go; the child lets go of the ones taken and renews the others, then runs each `after_in_child` before
-    any hook registered with `on_fork`, so those find every lock free. Callbacks are held weakly, as
+    `FORK_LOCK_WAIT_S`). An `outer` lock, held by a thread around work that takes the others (the pipeline
+    worker's step), is taken before them: the fork waits for that work to end holding nothing it needs.
+    With them taken the state each guards is whole, and each owner's `before_fork` runs (a store puts
+    away a connection the child must not share). After the fork the parent lets them go; the child lets
+    go of the ones taken and renews the others, then runs each `after_in_child` before any hook
+    registered with `on_fork`, so those find every lock free. Callbacks are held weakly, as
     `on_fork` holds its methods.
     """
 
@@ -84,10 +87,12 @@ class ForkSafeLock:
         self,
         *,
         reentrant: bool = False,
+        outer: bool = False,
         before_fork: Callable[[], Any] | None = None,
         after_in_child: Callable[[], Any] | None = None,
     ) -> None:
         self._reentrant = reentrant
+        self._outer = outer
         self._lock = self._new()
         self._before_fork = _weak(before_fork)
         self._after_in_child = _weak(after_in_child)
@@ -134,7 +139,7 @@ def _run(callback: Callable[[], Any] | None) -> None:
 
 def _take_all() -> None:
     _forking.acquire()
-    locks = list(_locks)
+    locks = sorted(_locks, key=lambda lock: not lock._outer)
     deadline = time.monotonic() + FORK_LOCK_WAIT_S
     while True:
         last = time.monotonic() >= deadline  # then take what is free, and fork

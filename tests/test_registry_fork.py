@@ -134,3 +134,18 @@ def test_a_lock_still_held_past_the_wait_is_renewed_in_the_child(monkeypatch: py
         release.set()
         holder.join(5)
     assert waited < 3, "the fork went ahead past FORK_LOCK_WAIT_S"
+
+
+def test_an_outer_lock_is_taken_before_the_others() -> None:
+    """The worker's step holds its outer lock while it takes the registry's: a fork that held a registry lock
+    while it waited for the step would leave the step waiting on that lock until the fork gave up a round."""
+    taken: list[str] = []
+
+    def lock(name: str, outer: bool = False) -> ForkSafeLock:
+        return ForkSafeLock(outer=outer, before_fork=lambda: taken.append(name))
+
+    locks = [lock(f"inner-{n}") for n in range(10)] + [lock("outer", outer=True)] + [lock("last")]
+    assert Forked(lambda: True).result() is True
+    mine = [name for name in taken if name in {"outer", "last"} or name.startswith("inner-")]
+    assert len(mine) == len(locks)
+    assert mine[0] == "outer", mine

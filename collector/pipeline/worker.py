@@ -4,10 +4,10 @@ Kept apart from the data flow (`engine`) because the hard part here is time: a f
 return within its timeout whatever the work does, be safe to call from any thread and any number of
 times, and never leave the caller waiting on a thread that has stopped.
 
-A forked child (see `toolscore.collector.forks`) gets a worker of its own. Before the fork the forking
-thread waits (at most `FORK_WAIT_S`) for the worker to finish its step, so that the child inherits no
-lock the worker held, and the child starts a fresh thread on fresh state (`after_fork`): the parent's
-pending work stays the parent's, and is not done twice.
+A forked child (see `toolscore.collector.forks`) gets a worker of its own. The worker's step holds an
+outer `ForkSafeLock`, so the forking thread waits for the step to end (within the forks' one bound,
+`FORK_LOCK_WAIT_S`) and the child inherits no lock the worker held; the child starts a fresh thread on
+fresh state (`after_fork`): the parent's pending work stays the parent's, and is not done twice.
 """
 
 from __future__ import annotations
@@ -18,17 +18,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from toolscore.collector.forks import on_fork
+from toolscore.collector.forks import ForkSafeLock, on_fork
 
-__all__ = ["FORK_WAIT_S", "Worker"]
+__all__ = ["Worker"]
 
 _log = logging.getLogger("toolscore.pipeline")
 
 _LINGER_S = 0.001
 """How long the worker lets spans gather after a wake-up; small beside any settle window."""
-
-FORK_WAIT_S = 5.0
-"""The longest `os.fork()` waits for the worker to finish its step; past it the fork goes ahead anyway."""
 
 
 @dataclass(slots=True)
@@ -51,20 +48,16 @@ class Worker:
     def __init__(self, name: str) -> None:
         self._name = name
         self._stopping = False
+        self._busy = ForkSafeLock(outer=True)
+        """Held while the thread works; what a fork waits for."""
         self._fresh_thread()
-        self._forking = False
-        on_fork(
-            before=self._before_fork,
-            after_in_parent=self._after_fork_in_parent,
-            after_in_child=self._after_fork_in_child,
-        )
+        # registered after the telemetry's own hooks (made before the worker): its state is renewed first
+        on_fork(after_in_child=self._after_fork_in_child)
 
     def _fresh_thread(self) -> None:
         self._wake = threading.Event()
         self._flushes: deque[_Flush] = deque()
         self._flush_lock = threading.Lock()
-        self._busy = threading.Lock()
-        """Held while the thread works; what a fork waits for."""
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
 
@@ -74,17 +67,8 @@ class Worker:
     def after_fork(self) -> None:
         """In a forked child, before its thread starts: drop the parent's pending work (the parent does it)."""
 
-    def _before_fork(self) -> None:
-        self._forking = self._busy.acquire(timeout=FORK_WAIT_S)
-
-    def _after_fork_in_parent(self) -> None:
-        if self._forking:
-            self._forking = False
-            self._busy.release()
-
     def _after_fork_in_child(self) -> None:
         started, stopping = self._thread.ident is not None, self._stopping
-        self._forking = False
         self._fresh_thread()
         self.after_fork()
         if stopping:  # stopped, or stopping, in the parent: stopped here too
