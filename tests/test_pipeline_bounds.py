@@ -33,6 +33,7 @@ from toolscore.collector.extract.conventions import Read
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.counted_stats import CountedStats
+from toolscore.collector.pipeline.group import Admit, TraceStore
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Registry
 from toolscore.collector.spans import SpanRecord
@@ -123,15 +124,78 @@ def test_one_trace_alone_over_the_pending_bytes_is_still_scored() -> None:
         assert spans_metric(reader, "dropped", "max_pending_bytes") == 0
 
 
-def test_record_bytes_counts_the_text_of_attributes_and_events() -> None:
-    from toolscore.collector.pipeline.group import record_bytes
-    from toolscore.collector.spans import SpanEvent
+def _otlp_tool_span(n: int, attributes: list[tuple[str, Any]], events: list[tuple[str, dict[str, str]]]) -> Any:
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-    bare = record("1000000000000001", None, "step", {})
-    texted = record("1000000000000001", None, "step", {"prompt": "p" * 1000, "parts": ["a" * 100, 7], "n": 3})
-    texted.events = (SpanEvent("exception", 0, {"exception.message": "m" * 500}),)
-    grown = record_bytes(texted) - record_bytes(bare)
-    assert 1000 + 100 + 500 <= grown < 1000 + 100 + 500 + 200
+    span = Span(trace_id=b"\x01" * 16, span_id=n.to_bytes(8, "big"), parent_span_id=b"\x03" * 8, name="execute_tool")
+    tool = [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "search_flights")]
+    for key, value in [*tool, *attributes]:
+        kv = span.attributes.add()
+        kv.key = key
+        if isinstance(value, str):
+            kv.value.string_value = value
+        else:
+            kv.value.int_value = value
+    for name, event_attributes in events:
+        event = span.events.add()
+        event.name = name
+        for key, text in event_attributes.items():
+            kv = event.attributes.add()
+            kv.key = key
+            kv.value.string_value = text
+    return span
+
+
+_TYPICAL = [
+    ("gen_ai.tool.call.id", "call_abc123"),
+    ("gen_ai.tool.call.arguments", '{"origin": "SFO", "destination": "NRT", "date": "2026-12-01", "passengers": 2}'),
+    ("gen_ai.tool.call.result", '{"flights": [{"id": "AA1", "price": 900}]}'),
+    ("gen_ai.agent.name", "travel"),
+    ("server.address", "api.openai.com"),
+    ("thread.id", 1234),
+]
+
+
+@pytest.mark.parametrize("source", ["record", "received bytes"])
+@pytest.mark.parametrize(
+    ("shape", "count", "attributes", "events"),
+    [
+        ("typical tool span", 300, _TYPICAL, []),
+        ("a 20 kB prompt", 100, [("gen_ai.input.messages", "p" * 20_000)], []),
+        ("1,000 one-letter attributes", 30, [(f"a{i}", "x") for i in range(1000)], []),
+        ("1,000 int attributes", 30, [(f"a{i}", i) for i in range(1000)], []),
+        ("1,000 events of one attribute", 30, [], [("e", {"k": "v"})] * 1000),
+        ("1,000 empty events", 30, [], [("", {})] * 1000),
+    ],
+)
+def test_pending_bytes_estimate_the_memory_the_kept_spans_take(
+    source: str, shape: str, count: int, attributes: list[tuple[str, Any]], events: list[Any]
+) -> None:
+    """`max_pending_bytes` bounds memory: what a kept span counts for is within ~30% of what it takes, measured,
+    for prompts and for spans of many small entries alike (their Python objects are several times their text)."""
+    import gc
+    import tracemalloc
+
+    from toolscore.collector.serve.carrier import carrier_bytes
+    from toolscore.collector.sources.otlp_proto import span_record
+
+    spans = [_otlp_tool_span(n + 1, attributes, events) for n in range(count)]
+    received = [span.SerializeToString() for span in spans]
+    store: TraceStore[Any] = TraceStore(10_000, 10_000, size=carrier_bytes if source == "received bytes" else None)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for span, data in zip(spans, received, strict=True):
+            admission = store.admit(
+                span_record(span, {}, "scope"), (None, None, data if source != "record" else None), 0
+            )
+            assert admission.kind is Admit.STORED
+        gc.collect()
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert 0.8 <= store.size / taken <= 1.4, f"{shape}: counted {store.size:,} B for {taken:,} B taken"
 
 
 def test_spans_over_the_per_trace_limit_pass_on_and_the_run_is_incomplete() -> None:

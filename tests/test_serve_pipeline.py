@@ -25,6 +25,7 @@ from tests.metric_reader import Meters
 from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
 from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with, run_attrs, tool_attrs
 from toolscore.collector.pipeline import PipelineConfig
+from toolscore.collector.pipeline.group import item_bytes
 from toolscore.collector.registry import Registry
 from toolscore.collector.serve.encode import span_message
 from toolscore.collector.serve.forward import ForwardConfig, Forwarder
@@ -321,7 +322,8 @@ def test_without_its_received_bytes_a_held_run_span_is_a_copy_of_its_message(reg
 
 
 def test_pending_spans_count_their_received_bytes_against_the_budget(registry: Registry) -> None:
-    """`toolscore serve` sizes a kept span by its bytes on the wire, without walking its attributes again."""
+    """`toolscore serve` sizes a kept span by its bytes on the wire (for its text, without walking its attributes
+    again) and its record's per-item costs."""
     pipeline = CollectorPipeline(registry, None, PipelineConfig(settle_ms=60_000, max_hold_ms=120_000), Recording())
     try:
         request = encode_spans(sdk_spans(("travel", ("search_flights", "book_flight"))))
@@ -334,7 +336,9 @@ def test_pending_spans_count_their_received_bytes_against_the_budget(registry: R
         deadline = time.monotonic() + 5
         while not any(trace.held for trace in list(store.traces.values())) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert store.size == framed
+        kept = [node.span for trace in store.traces.values() for node in trace.records.values()]
+        assert len(kept) == len(sizes)
+        assert store.size == framed + sum(map(item_bytes, kept))
     finally:
         assert pipeline.shutdown(5)
 

@@ -77,12 +77,12 @@ class PipelineConfig(BaseModel):
     max_pending_bytes: int = Field(
         default=128 * 1024 * 1024,
         ge=1,
-        description="Span data kept for pending traces, in bytes (the text of the spans' attributes and "
-        "events; `toolscore serve` counts the spans' bytes as received); beyond it the oldest traces are "
-        "released unscored and their spans counted as dropped (`max_pending_bytes`). Model spans carry whole "
-        "prompts, so this, not `max_pending_traces`, is what bounds memory under long or many runs. Python's "
-        "objects about double it for long values, and take more for spans of many small attributes or events "
-        "(README, Memory per span). Default: 134217728 (128 MiB).",
+        description="The memory the spans kept for pending traces may take, in bytes, as estimated per span: "
+        "its text (`toolscore serve`: its bytes as received) and a measured cost per attribute, event and "
+        "span, so that spans of many small entries count for what they take in Python (README, Memory per "
+        "span); beyond it the oldest traces are released unscored and their spans counted as dropped "
+        "(`max_pending_bytes`). Model spans carry whole prompts, so this, not `max_pending_traces`, is what "
+        "bounds memory under long or many runs. Default: 134217728 (128 MiB).",
     )
     queue_size: int = Field(
         default=2_048,

@@ -16,9 +16,11 @@ has already finished, which span ids it saw, so a re-delivered span or a straggl
 counted rather than starting a second score.
 
 Bounds: `max_pending_traces` traces, `max_spans_per_trace` spans each, and `max_pending_bytes` of span
-data in all. Counts alone do not bound memory: model spans carry whole prompts, tens of kilobytes each.
-A kept span's size is what its source says it is (`toolscore serve`: the span's bytes as received) or,
-by default, the text of its attributes and events (`record_bytes`); a slimmed span costs a fixed amount.
+data in all. Counts alone do not bound memory: model spans carry whole prompts, tens of kilobytes each,
+and spans of many small attributes or events take several times their text in Python objects. A kept
+span counts for an estimate of the memory its record takes: its text (`toolscore serve`: its bytes as
+received, which hold that text) and a cost per attribute, per event and per span measured on decoded
+records (`record_bytes`, `item_bytes`); a slimmed span costs the per-span amount.
 """
 
 from __future__ import annotations
@@ -34,35 +36,51 @@ from typing import Any, Generic, TypeVar
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under", "record_bytes"]
+__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under", "item_bytes", "record_bytes"]
 
 C = TypeVar("C")
 
-_FIXED_BYTES = 200
-"""What any kept span costs besides its text: ids, name, the record and its dict."""
-_VALUE_BYTES = 16
-"""What each attribute costs besides its text."""
+# Costs besides the text, measured with tracemalloc on records decoded from OTLP (tests/test_pipeline_bounds.py
+# checks the estimate against such a measure): a record of nothing takes ~540 B, each small attribute 76 B
+# (a one-letter string, which Python shares) to 103 B (an int), each empty event 128 B, each event attribute ~120 B.
+_SPAN_BYTES = 700
+"""What any kept span costs besides its attributes and events: ids, name, its record, its node in the trace."""
+_ATTRIBUTE_BYTES = 90
+"""What each attribute costs besides its text: its key and value objects and its slot in the dict."""
+_EVENT_BYTES = 130
+"""What each span event costs besides its attributes."""
+_ITEM_BYTES = 16
+"""What each item of a list value costs besides its text."""
+
+
+def item_bytes(record: SpanRecord) -> int:
+    """The memory a kept span takes besides its text: the per-span, per-attribute and per-event costs.
+
+    Cheap (no walk of the attributes): `toolscore serve` adds it to the span's received size, which
+    holds the text, rather than count the text again.
+    """
+    size = _SPAN_BYTES + _ATTRIBUTE_BYTES * len(record.attributes)
+    for event in record.events:
+        size += _EVENT_BYTES + _ATTRIBUTE_BYTES * len(event.attributes)
+    return size
 
 
 def record_bytes(record: SpanRecord) -> int:
-    """Roughly the bytes a kept span holds: the text of its attributes and events, and a fixed cost.
-
-    An estimate for the memory bound, not a measure: Python's objects around the text about double it.
-    """
-    size = _FIXED_BYTES + _text_bytes(record.attributes)
+    """An estimate of the memory a kept span takes: its text and `item_bytes` (within ~25% of a measure)."""
+    size = item_bytes(record) + _text_bytes(record.attributes)
     for event in record.events:
         size += _text_bytes(event.attributes)
     return size
 
 
 def _text_bytes(attributes: Mapping[str, Any]) -> int:
-    total = _VALUE_BYTES * len(attributes)
+    total = 0
     for key, value in attributes.items():
         total += len(key)
         if value.__class__ is str:
             total += len(value)
         elif value.__class__ is list:
-            total += sum(len(item) if item.__class__ is str else _VALUE_BYTES for item in value)
+            total += sum(len(item) if item.__class__ is str else _ITEM_BYTES for item in value)
     return total
 
 
@@ -249,7 +267,7 @@ class TraceStore(Generic[C]):
         # the root keeps its attributes: a run inferred there is selected by them (`match.attributes`)
         kept = _slim(node) if role is None and record.parent_id is not None else node
         trace.records[record.span_id] = kept
-        size = _FIXED_BYTES if kept is not node else self._size(carrier, record)
+        size = _SPAN_BYTES if kept is not node else self._size(carrier, record)
         trace.size += size
         self.size += size
         if record.parent_id is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolscore.collector.pipeline.group import record_bytes
+from toolscore.collector.pipeline.group import item_bytes, record_bytes
 from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
 from toolscore.collector.spans import SpanRecord
 
@@ -98,10 +98,11 @@ def held_carrier(carrier: Carrier) -> Carrier:
 
 
 def carrier_bytes(carrier: Carrier, record: SpanRecord) -> int:
-    """The engine's `size`: the span's bytes as received (the text of its record when they are not known).
+    """The engine's `size`: the span's bytes as received, for its text, and its record's `item_bytes`
+    (`record_bytes` when the bytes are not known).
 
-    Free where counting the record's text would walk its attributes once more, and close to it: the
-    record holds the same strings, decoded.
+    The received size stands for the text rather than the record's text counted again (a walk of its
+    attributes): the record holds the same strings, decoded, and the bytes' framing is a few per item.
     """
     data = carrier[2]
-    return len(data) if data is not None else record_bytes(record)
+    return len(data) + item_bytes(record) if data is not None else record_bytes(record)

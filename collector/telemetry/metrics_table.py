@@ -307,9 +307,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "observable_gauge",
         "By",
         "Span data held for pending traces, as counted against `max_pending_bytes` (summed over the process's "
-        "pipelines): the text of the kept spans' attributes and events (`toolscore serve`: their bytes as "
-        "received); a span kept without its attributes costs 200. Python's objects take about twice this, more "
-        "for spans of many small attributes or events.",
+        "pipelines): an estimate of the memory the kept spans take: their text (`toolscore serve`: their bytes "
+        "as received) and a measured cost per attribute, event and span; a span kept without its attributes "
+        "costs 700.",
         (),
         "Flat, well under `max_pending_bytes`, and back near 0 when traffic stops; close to it, the oldest traces "
         "are dropped unscored (`toolscore.spans`, drop reason `max_pending_bytes`).",
