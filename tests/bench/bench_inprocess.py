@@ -168,7 +168,12 @@ def _pending_memory(b: Bench, registry: Registry, runs: int = 10_000) -> None:
     provider.shutdown()
     hour = 3_600_000.0
     config = PipelineConfig(
-        settle_ms=hour, max_hold_ms=hour, trace_idle_timeout_s=hour, max_pending_traces=runs * 2, queue_size=len(spans)
+        settle_ms=hour,
+        max_hold_ms=hour,
+        trace_idle_timeout_s=hour,
+        max_pending_traces=runs * 2,
+        max_pending_bytes=1 << 40,  # measured, not bounded: every run stays pending
+        queue_size=len(spans),
     )
 
     def decode(span: ReadableSpan) -> SpanRecord | None:

@@ -143,6 +143,7 @@ class _Scale:
             trace_idle_timeout_s=HOUR_MS / 1000,
             max_hold_ms=HOUR_MS,
             max_pending_traces=2 * max(levels.values()),
+            max_pending_bytes=1 << 40,  # every trace stays pending: 100,000 of them pass the default 128 MiB
             queue_size=max(levels.values()) + 10_000,
         )
         self.engine: Engine[Carrier] = Engine(registry, self.sink, decode_carrier, config)
