@@ -31,6 +31,18 @@ class Meters:
                         found += [(dict(p.attributes or {}), p.value) for p in metric.data.data_points]  # type: ignore[union-attr]
         return found
 
+    def histogram(self, name: str, attribute: str) -> dict[str, tuple[int, float]]:
+        """Histogram `name`'s (count, sum) by the value of `attribute`."""
+        found: dict[str, tuple[int, float]] = {}
+        data = self.reader.get_metrics_data()
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name == name:
+                        for point in metric.data.data_points:
+                            found[str(dict(point.attributes or {})[attribute])] = (point.count, point.sum)  # type: ignore[union-attr]
+        return found
+
     def by(self, name: str, attribute: str, **where: str) -> dict[str, int]:
         """Counter `name` summed by `attribute`, over the points whose attributes include `where`."""
         sums: dict[str, int] = {}

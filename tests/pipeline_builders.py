@@ -124,6 +124,7 @@ class Recording:
         self.counts: Counter[str] = Counter()
         self.scores: list[tuple[ScoreResult, str, int, str | None, RunSpanRef | None]] = []
         self.delays: list[float] = []
+        self.waits: list[tuple[str, float]] = []
         self.judge: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
         self.pending: Callable[[], int] | None = None
@@ -144,6 +145,10 @@ class Recording:
         with self.lock:
             self.counts[f"refused:{reason}"] += 1
             self.counts[f"refused_spans:{reason}"] += spans or 0
+
+    def request_waited(self, seconds: float, outcome: str) -> None:
+        with self.lock:
+            self.waits.append((outcome, seconds))
 
     def spans_refused(self, n: int, reason: str) -> None:
         with self.lock:

@@ -18,6 +18,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
+from tests.metric_reader import Meters
 from tests.otlp_downstream import GrpcDownstream, spans_of
 from tests.pipeline_builders import TRAVEL, Recording, registry_with
 from tests.test_serve_pipeline import Gate, sdk_spans
@@ -28,6 +29,7 @@ from toolscore.collector.serve.ingest import IngestResult
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.telemetry import PipelineTelemetry
 
 FORWARD = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "batch_timeout_ms": 5.0}
 
@@ -46,18 +48,23 @@ def downstream() -> Iterator[GrpcDownstream]:
 
 
 def held(
-    registry: Registry, downstream: GrpcDownstream | None = None, **config: float
+    registry: Registry,
+    downstream: GrpcDownstream | None = None,
+    telemetry: PipelineTelemetry | None = None,
+    **config: float,
 ) -> tuple[CollectorPipeline, Gate, Recording]:
     """A pipeline (queue of 8 spans) whose worker is held scoring a run, with 5 loose spans queued behind it:
-    another request of 5 spans does not fit until the gate opens."""
+    another request of 5 spans does not fit until the gate opens. It reports to a `Recording`, or to `telemetry`
+    (the `Recording` returned then records nothing)."""
     gate = Gate(registry)
-    telemetry = Recording()
+    recording = Recording()
     forwarder = None if downstream is None else Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    pipeline = CollectorPipeline(gate, forwarder, ServePipelineConfig(settle_ms=20, queue_size=8, **config), telemetry)
+    serve_config = ServePipelineConfig(settle_ms=20, queue_size=8, **config)
+    pipeline = CollectorPipeline(gate, forwarder, serve_config, telemetry or recording)
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
     assert gate.entered.wait(5)
     assert pipeline.accept(encode_spans(sdk_spans(loose=5))) == IngestResult()
-    return pipeline, gate, telemetry
+    return pipeline, gate, recording
 
 
 class Sender(threading.Thread):
@@ -88,6 +95,9 @@ def test_a_request_that_does_not_fit_waits_for_room_and_is_taken(
     sender.join(5)
     assert sender.result == IngestResult()  # taken, not refused
     assert not any(key.startswith("refused:") for key in telemetry.counts)
+    ((outcome, waited_s),) = telemetry.waits  # the requests that fit at once are not timed
+    assert outcome == "accepted"
+    assert 0.3 <= waited_s <= sender.took_s
     assert pipeline.flush(5)
     assert Counter(downstream.span_ids).most_common(1)[0][1] == 1  # each span forwarded once
     assert {span.span_id for _, _, span in spans_of([request])} <= set(downstream.span_ids)
@@ -102,6 +112,9 @@ def test_a_request_waits_no_longer_than_overload_wait_ms(registry: Registry) -> 
     assert sender.result.overloaded
     assert 0.3 <= sender.took_s < 3.0
     assert telemetry.counts["refused:queue_full"] == 1
+    ((outcome, waited_s),) = telemetry.waits
+    assert outcome == "refused"
+    assert 0.3 <= waited_s <= sender.took_s
     gate.opened.set()
     pipeline.shutdown(2)
 
@@ -122,9 +135,11 @@ def test_beyond_max_waiting_requests_a_request_is_refused_at_once_and_unread(reg
     assert late.result.overloaded
     assert late.took_s < 1.0
     assert telemetry.counts["refused:queue_full"] == 2
+    assert telemetry.waits == [], "refused without waiting: counted as refused only"
     gate.opened.set()
     waiting.join(5)
     assert waiting.result == IngestResult()
+    assert [outcome for outcome, _ in telemetry.waits] == ["accepted"]
     assert pipeline.refusal() is None
     pipeline.shutdown(2)
 
@@ -140,6 +155,7 @@ def test_shutdown_refuses_a_waiting_request_at_once(registry: Registry) -> None:
     assert sender.result is not None
     assert sender.result.overloaded
     assert telemetry.counts["refused:shutdown"] == 1
+    assert [outcome for outcome, _ in telemetry.waits] == ["shutdown"]
     gate.opened.set()
     closing.join(10)
     assert not closing.is_alive()
@@ -168,4 +184,34 @@ def test_over_grpc_an_export_against_a_full_queue_succeeds_once_there_is_room(
     assert not any(key.startswith("refused:") for key in telemetry.counts)
     assert pipeline.flush(5)
     assert {span.span_id for _, _, span in spans_of([request])} <= set(downstream.span_ids)
+    pipeline.shutdown(2)
+
+
+def test_over_grpc_waits_are_reported_by_outcome_with_their_duration(registry: Registry, meters: Meters) -> None:
+    """The real receiver, pipeline and OTel telemetry: one export waits out its 0.4 s and is refused, the next
+    waits until the gate opens 0.2 s later and is taken; the requests that fit at once are not timed."""
+    pipeline, gate, _ = held(registry, telemetry=meters.telemetry, overload_wait_ms=400)
+    receiver = start_grpc_receiver(pipeline, ReceiverConfig(grpc_endpoint="127.0.0.1:0"))
+    opener = threading.Timer(0.2, gate.opened.set)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            export = TraceServiceStub(channel).Export
+            with pytest.raises(grpc.RpcError) as refused:
+                export(encode_spans(sdk_spans(loose=5)), timeout=10)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            opener.start()
+            start = time.monotonic()
+            export(encode_spans(sdk_spans(loose=5)), timeout=10)
+            took_s = time.monotonic() - start
+    finally:
+        opener.cancel()
+        gate.opened.set()
+        receiver.stop(0)
+    waits = meters.histogram("toolscore.receiver.wait.duration", "toolscore.wait.outcome")
+    assert set(waits) == {"refused", "accepted"}
+    (refused_n, refused_s), (accepted_n, accepted_s) = waits["refused"], waits["accepted"]
+    assert (refused_n, accepted_n) == (1, 1)
+    assert 0.4 <= refused_s < 1.0
+    assert 0.15 <= accepted_s <= took_s
+    assert meters.refused() == {"queue_full": 1}, "the refused one is counted as refused once"
     pipeline.shutdown(2)

@@ -90,6 +90,8 @@ def _emit_every_metric(telemetry: Any) -> None:
     for reason in ATTRIBUTES["toolscore.refusal.reason"].values or ():
         telemetry.request_refused(reason, spans=3)
     telemetry.spans_refused(2, "invalid")
+    for outcome in ATTRIBUTES["toolscore.wait.outcome"].values or ():
+        telemetry.request_waited(0.3, outcome)
     for outcome in ATTRIBUTES["toolscore.run.outcome"].values or ():
         telemetry.run_finished(outcome)
     for outcome in ATTRIBUTES["toolscore.judge.outcome"].values or ():
@@ -131,6 +133,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
         if dict(p.attributes or {}).get("toolscore.span.outcome") == "refused"
     }
     assert refused_spans == {(reason, 5 if reason == "invalid" else 3) for reason in REFUSAL_REASONS}
+    waits = {p["toolscore.wait.outcome"] for p in _points(emitted["toolscore.receiver.wait.duration"])}
+    assert waits == {"accepted", "refused", "shutdown"}
     store_dropped = {p["toolscore.score_store.drop.reason"] for p in _points(emitted["toolscore.score_store.dropped"])}
     assert store_dropped == {"queue_full", "write_failed", "shutdown"}
     runs = {p["toolscore.run.outcome"] for p in _points(emitted["toolscore.runs"])}

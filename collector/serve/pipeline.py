@@ -17,7 +17,9 @@ refuses the whole request (RESOURCE_EXHAUSTED / 429, so the sender retries it). 
 queueing happen under one lock, so receivers racing each other never overshoot. `refusal` gives the
 same answer before a request is read, when every waiting place is taken and one of the size of the
 recent ones (a running average of their span counts) would not fit: the receivers then refuse it
-unread, and a sender retrying against a full queue costs a check rather than a parse.
+unread, and a sender retrying against a full queue costs a check rather than a parse. A request that
+waited is timed, by how it ended (`request_waited`: `toolscore.receiver.wait.duration`), so operators see
+the pushback the senders feel before it turns into refusals; one that fit at once is not.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from toolscore.collector.serve.regroup import RequestSink
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.sources.otlp_proto import count_skipped, ids_ok
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
-from toolscore.collector.telemetry.base import RefusalReason
+from toolscore.collector.telemetry.base import RefusalReason, WaitOutcome
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -130,10 +132,12 @@ class CollectorPipeline:
         or refuse it whole (see the module docstring)."""
         try:
             total = span_count(request)
-            deadline = time.monotonic() + self.config.overload_wait_ms / 1000
+            start = time.monotonic()
+            deadline = start + self.config.overload_wait_ms / 1000
             # before the walk too, so that a request refused at once is not walked
-            if (reason := self._room(total, deadline)) is not None:
-                return self._refuse(reason, counted=total)
+            reason, waited = self._room(total, deadline)
+            if reason is not None:
+                return self._refuse(reason, total, start if waited else None)
             carriers, stats = _carriers(request, data, total)
             while True:
                 with self._admit:
@@ -142,8 +146,12 @@ class CollectorPipeline:
                         self.engine.offer_all(carriers)
                         break
                 # another request took the room first
-                if (reason := self._room(len(carriers), deadline)) is not None:
-                    return self._refuse(reason, counted=total)
+                reason, again = self._room(len(carriers), deadline)
+                waited = waited or again
+                if reason is not None:
+                    return self._refuse(reason, total, start if waited else None)
+            if waited:
+                self.telemetry.request_waited(time.monotonic() - start, "accepted")
             typical = self._typical_spans
             self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
         except Exception as error:  # never raise into a receiver; say what happened instead
@@ -156,15 +164,16 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
-    def _room(self, spans: int, deadline: float) -> RefusalReason | None:
-        """None once `spans` more spans fit (waiting for it until `deadline` when there is a place to wait),
-        else why they do not."""
+    def _room(self, spans: int, deadline: float) -> tuple[RefusalReason | None, bool]:
+        """(None once `spans` more spans fit, else why they do not; whether it waited for them).
+
+        It waits until `deadline` when they do not fit at once and there is a place to wait."""
         reason = self._overload(spans)
         if reason is None or reason == "shutdown" or time.monotonic() >= deadline:
-            return reason
+            return reason, False
         with self._waiting_lock:
             if self._waiting >= self.config.max_waiting_requests:
-                return reason
+                return reason, False
             self._waiting += 1
         try:
             while (left := deadline - time.monotonic()) > 0:
@@ -172,13 +181,19 @@ class CollectorPipeline:
                 reason = self._overload(spans)
                 if reason is None or reason == "shutdown":
                     break
-            return reason
+            return reason, True
         finally:
             with self._waiting_lock:
                 self._waiting -= 1
 
-    def _refuse(self, reason: RefusalReason, counted: int | None = None) -> IngestResult:
-        """The overloaded answer, counted (with the request's `counted` spans when it was read)."""
+    def _refuse(
+        self, reason: RefusalReason, counted: int | None = None, waited_since: float | None = None
+    ) -> IngestResult:
+        """The overloaded answer, counted (with the request's `counted` spans when it was read, and the
+        time since `waited_since` when it waited for room)."""
+        if waited_since is not None:
+            outcome: WaitOutcome = "shutdown" if reason == "shutdown" else "refused"
+            self.telemetry.request_waited(time.monotonic() - waited_since, outcome)
         self.telemetry.request_refused(reason, counted)
         return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
 

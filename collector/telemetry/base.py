@@ -26,6 +26,7 @@ __all__ = [
     "RegistryState",
     "RunOutcome",
     "RunSpanRef",
+    "WaitOutcome",
     "create_telemetry",
 ]
 
@@ -34,6 +35,9 @@ DropReason = str
 
 RefusalReason = str
 """Why `toolscore serve` refused an export request, or spans of one: `metrics_table.REFUSAL_REASONS`."""
+
+WaitOutcome = str
+"""How an export request that waited for room ended: ``accepted``, ``refused`` (its wait ran out), ``shutdown``."""
 
 RunOutcome = str
 """How a run ended: ``matched`` (an expectation applied), ``unmatched``, ``incomplete``."""
@@ -93,6 +97,11 @@ class PipelineTelemetry(Protocol):
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         """`toolscore serve` refused an export request whole; `reason` is a `RefusalReason`, `spans` the
         spans it held when they were counted (None: it was refused before they were)."""
+
+    def request_waited(self, seconds: float, outcome: str) -> None:
+        """An export request `toolscore serve` found no room for waited `seconds` for it; `outcome` is a
+        `WaitOutcome` (a refused one is also told to `request_refused`). Not called for the requests that
+        fit at once, so it may cost what it likes."""
 
     def spans_refused(self, n: int, reason: str) -> None:
         """`toolscore serve` left `n` spans out of a request it accepted (OTLP partial success)."""
@@ -161,6 +170,9 @@ class NoopTelemetry:
         pass
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:
+        pass
+
+    def request_waited(self, seconds: float, outcome: str) -> None:
         pass
 
     def spans_refused(self, n: int, reason: str) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "OVERLOAD_REASONS",
     "REFUSAL_REASONS",
     "SCORE_BUCKETS",
+    "WAIT_BUCKETS_S",
     "AttributeSpec",
     "InstrumentKind",
     "MetricSpec",
@@ -37,6 +38,10 @@ SCORE_BUCKETS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
 
 DELAY_BUCKETS_S: tuple[float, ...] = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 """From a millisecond (in-process, rule scorers) to a minute (settle windows plus a slow LLM judge)."""
+
+WAIT_BUCKETS_S: tuple[float, ...] = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 10)
+"""From one look for room (every 10 ms) to `overload_wait_ms`: finest up to its default of a second, and
+up to the 10 s OTLP senders wait for an answer, which the setting should stay well under."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,12 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "415, 501; a gRPC call without a request message), `unauthenticated`, `timeout` (HTTP 408, "
         "`http_request_timeout_s`), `internal` (toolscore failed; see its log).",
         REFUSAL_REASONS,
+    ),
+    AttributeSpec(
+        "toolscore.wait.outcome",
+        "How an export request that waited for room ended: queued (`accepted`), refused for retry when its "
+        "`overload_wait_ms` ran out (`refused`), or refused when shutdown began (`shutdown`).",
+        ("accepted", "refused", "shutdown"),
     ),
     AttributeSpec(
         "toolscore.score_store.drop.reason",
@@ -363,6 +374,19 @@ METRICS: tuple[MetricSpec, ...] = (
         "replicas), the downstream is slow (`forward_queue_full`) or more senders export at once than "
         "`http_max_connections` / `grpc_max_concurrent_calls` (raise them or add replicas); any other reason "
         "means a sender is misconfigured or sends what toolscore cannot take.",
+    ),
+    MetricSpec(
+        "toolscore.receiver.wait.duration",
+        "histogram",
+        "s",
+        "Export requests that found `toolscore serve`'s queues full and waited for room (`overload_wait_ms`, at "
+        "most `max_waiting_requests` at once), by outcome: seconds from the first look to the answer. Each one "
+        "`refused` or refused at `shutdown` is also counted in `toolscore.receiver.refused`; a request refused "
+        "without waiting (every waiting place taken, or `overload_wait_ms` 0) is counted only there.",
+        ("toolscore.wait.outcome",),
+        "No samples, or `accepted` ones well under `overload_wait_ms` during bursts; a steady rate of waits means "
+        "the replica is near its capacity, and `refused` ones that it is past it (see `toolscore.receiver.refused`).",
+        WAIT_BUCKETS_S,
     ),
     MetricSpec(
         "toolscore.score_store.dropped",

@@ -155,6 +155,7 @@ class OTelPipelineTelemetry:
                 meter.create_observable_gauge(spec.name, [gauges[spec.name]], spec.unit, spec.description)
         self._score = histograms["toolscore.evaluation.score"]
         self._delay = histograms["toolscore.score.delay"]
+        self._wait = histograms["toolscore.receiver.wait.duration"]
         self._evaluations = counters["toolscore.evaluations"]
         self._runs = counters["toolscore.runs"]
         self._spans = counters["toolscore.spans"]
@@ -286,6 +287,10 @@ class OTelPipelineTelemetry:
         self._tally.add(self._refused, (("toolscore.refusal.reason", reason),))  # a sender may retry every few ms
         if spans:
             self._tally.add(self._spans, _refused(reason), spans)
+
+    def request_waited(self, seconds: float, outcome: str) -> None:
+        outcome = self._limiter.bound("toolscore.wait.outcome", outcome)
+        self._wait.record(max(seconds, 0.0), {"toolscore.wait.outcome": outcome})  # only after 10 ms or more
 
     def spans_refused(self, n: int, reason: str) -> None:
         self._tally.add(self._spans, _refused(self._limiter.bound("toolscore.refusal.reason", reason)), n)
