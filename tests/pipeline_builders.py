@@ -195,7 +195,7 @@ class Recording:
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         self.pending = callback
 
-    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
+    def observe_pending_bytes(self, callback: Callable[[], int], limit: int | None = None) -> None:
         pass
 
     def observe_expectations(self, callback: Callable[[], Any]) -> None:

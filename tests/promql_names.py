@@ -2,8 +2,9 @@
 
 The deploy tests (rules, dashboard) check every query against what toolscore really emits, so a renamed
 metric breaks a test rather than a panel or an alert in production. The exported names follow the
-OpenTelemetry Prometheus exporter: dots become underscores, counters end in `_total`, histograms in
-unit `s` gain `_seconds` and are read as `_bucket`, `_sum` and `_count`.
+OpenTelemetry Prometheus exporter: dots become underscores, counters end in `_total`, a name in unit `s`
+ends in `_seconds` and one in `By` in `_bytes` (added unless it ends so already), and histograms are read
+as `_bucket`, `_sum` and `_count`.
 """
 
 from __future__ import annotations
@@ -44,18 +45,23 @@ def metric_names(expr: str) -> set[str]:
     return names
 
 
+_UNIT_SUFFIXES = {"s": "_seconds", "By": "_bytes"}
+"""The units toolscore uses that the exporter appends to a name (unless it already ends so)."""
+
+
 def exported_metrics() -> set[str]:
     """Every series name toolscore's `/metrics` can carry, derived from `METRICS`."""
     names = set()
     for spec in METRICS:
         base = spec.name.replace(".", "_")
+        suffix = _UNIT_SUFFIXES.get(spec.unit, "")
+        base += "" if base.endswith(suffix) else suffix
         if spec.kind == "counter":
             names.add(f"{base}_total")
         elif spec.kind == "histogram":
-            base += "_seconds" if spec.unit == "s" else ""
-            names.update(f"{base}{suffix}" for suffix in ("_bucket", "_sum", "_count"))
+            names.update(f"{base}{part}" for part in ("_bucket", "_sum", "_count"))
         else:
-            names.add(base + ("_seconds" if spec.unit == "s" else ""))
+            names.add(base)
     return names
 
 

@@ -75,6 +75,8 @@ def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: Ser
         prometheus.wait_ready()
         (limit,) = _wait_query(prometheus, "toolscore_pending_traces_limit", want=1)
         assert limit["value"][1] == "10000", "the default max_pending_traces"
+        (bytes_limit,) = _wait_query(prometheus, "toolscore_pending_bytes_limit_bytes", want=1)
+        assert bytes_limit["value"][1] == "134217728", "the default max_pending_bytes, named with its unit"
         assert prometheus.query("toolscore_expectation_info") == [], "no expectation has scores yet"
         (unreadable,) = _wait_query(prometheus, "toolscore_registry_unreadable", want=1)
         assert unreadable["value"][1] == "0"
@@ -97,5 +99,7 @@ def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: Ser
         assert {row["value"][1] for row in rows} == {"1"}
         (ratio,) = _wait_query(prometheus, "toolscore_pending_traces / toolscore_pending_traces_limit", want=1)
         assert float(ratio["value"][1]) == 0.0, "the two gauges share their labels, so they divide one-to-one"
+        (held,) = _wait_query(prometheus, "toolscore_pending_bytes / toolscore_pending_bytes_limit_bytes", want=1)
+        assert float(held["value"][1]) == 0.0, "as the alert divides them"
     finally:
         prometheus.stop()

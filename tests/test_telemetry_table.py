@@ -101,7 +101,7 @@ def _emit_every_metric(telemetry: Any) -> None:
     telemetry.score_recorded(ScoreFailure(name="judge", error_type="judge_timeout"), "book-flight", 2, None, None)
     telemetry.score_delay(0.25)
     telemetry.observe_pending(lambda: 3, 500)
-    telemetry.observe_pending_bytes(lambda: 4096)
+    telemetry.observe_pending_bytes(lambda: 4096, 1 << 20)
     telemetry.observe_expectations(lambda: [("book-flight", "page"), ("weather", None)])
     telemetry.observe_registry(lambda: (1.5, 2))
     telemetry.observe_registry(lambda: None)  # a matcher that is not a Registry
@@ -149,6 +149,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     limit = emitted["toolscore.pending.traces.limit"].data.data_points
     assert [p.value for p in limit] == [500]  # type: ignore[union-attr]
     assert [p.value for p in emitted["toolscore.pending.bytes"].data.data_points] == [4096]  # type: ignore[union-attr]
+    bytes_limit = emitted["toolscore.pending.bytes.limit"].data.data_points
+    assert [p.value for p in bytes_limit] == [1 << 20]  # type: ignore[union-attr]
     assert [p.value for p in emitted["toolscore.registry.sync.age"].data.data_points] == [1.5]  # type: ignore[union-attr]
     assert [p.value for p in emitted["toolscore.registry.unreadable"].data.data_points] == [2]  # type: ignore[union-attr]
     assert _points(emitted["toolscore.expectation.info"]) == [
@@ -184,7 +186,7 @@ def test_in_process_pipeline_reports_its_scored_expectations_and_pending_limit(
     quiet = {**TRAVEL, "name": "travel.no-severity"}
     unused = {**TRAVEL, "name": "unused", "labels": {"severity": "page"}, "match": {"agent": "nobody"}}
     with registry_with(paging, quiet, unused) as registry:
-        config = PipelineConfig(settle_ms=20, max_pending_traces=250)
+        config = PipelineConfig(settle_ms=20, max_pending_traces=250, max_pending_bytes=50_000)
         with traced(registry, config, telemetry) as (tracer, processor, _):
             assert "toolscore.expectation.info" not in _metrics(reader), "nothing scored yet"
             agent_run(tracer)
@@ -199,6 +201,8 @@ def test_in_process_pipeline_reports_its_scored_expectations_and_pending_limit(
     ], "`unused` matched no run: no series, and no share of the name budget"
     limit = emitted["toolscore.pending.traces.limit"].data.data_points
     assert [p.value for p in limit] == [250]  # type: ignore[union-attr]
+    bytes_limit = emitted["toolscore.pending.bytes.limit"].data.data_points
+    assert [p.value for p in bytes_limit] == [50_000]  # type: ignore[union-attr]
     assert [p.value for p in emitted["toolscore.registry.unreadable"].data.data_points] == [0]  # type: ignore[union-attr]
     assert len(emitted["toolscore.registry.sync.age"].data.data_points) == 1, "the registry reports its store"
     assert {"toolscore.expectation.name": "travel.no-severity", "toolscore.expectation.severity": "ticket"} in (

@@ -107,7 +107,7 @@ class Engine(Worker, Generic[C]):
         super().__init__("toolscore-pipeline")
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
-        self.telemetry.observe_pending_bytes(lambda: self.store.size)
+        self.telemetry.observe_pending_bytes(lambda: self.store.size, config.max_pending_bytes)
         self.telemetry.observe_expectations(lambda: expectation_infos(registry))
         self.telemetry.observe_registry(lambda: registry_state(registry))
         self.start()

@@ -129,9 +129,10 @@ class PipelineTelemetry(Protocol):
         """Register a callback the metrics reader calls for the number of traces held in memory,
         and the `max_pending_traces` it is bounded by (None: unbounded or unknown, not reported)."""
 
-    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
+    def observe_pending_bytes(self, callback: Callable[[], int], limit: int | None = None) -> None:
         """Register a callback the metrics reader calls for the bytes the pending traces' spans count for
-        against `max_pending_bytes` (`TraceStore.size`): what bounds memory, where the trace count does not."""
+        against `max_pending_bytes` (`TraceStore.size`): what bounds memory, where the trace count does not;
+        and that `max_pending_bytes` (None: unknown, not reported), so alerts can warn before drops."""
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
         """Register a callback the metrics reader calls for the registry's expectations; those the score
@@ -200,7 +201,7 @@ class NoopTelemetry:
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         pass
 
-    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
+    def observe_pending_bytes(self, callback: Callable[[], int], limit: int | None = None) -> None:
         pass
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:

@@ -326,6 +326,15 @@ METRICS: tuple[MetricSpec, ...] = (
         "are dropped unscored (`toolscore.spans`, drop reason `max_pending_bytes`).",
     ),
     MetricSpec(
+        "toolscore.pending.bytes.limit",
+        "observable_gauge",
+        "By",
+        "The configured `max_pending_bytes` (summed over the process's pipelines): beyond it, the oldest traces "
+        "are dropped. On Prometheus `toolscore_pending_bytes_limit_bytes` (the exporter adds the unit).",
+        (),
+        "Constant; `toolscore.pending.bytes` above 90% of it means traces are about to be dropped.",
+    ),
+    MetricSpec(
         "toolscore.score.delay",
         "histogram",
         "s",

@@ -130,16 +130,17 @@ class OTelPipelineTelemetry:
         self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
         # Given the no-op provider (`toolscore serve` without a logs exporter), skip building each event.
         self._events = not isinstance(self._logger, _logs.NoOpLogger)
-        self._pending: list[tuple[Callable[[], int], int | None]] = []
-        self._pending_bytes: list[Callable[[], int]] = []
+        self._pending: dict[str, list[tuple[Callable[[], int], int | None]]] = {"traces": [], "bytes": []}
+        """Per measure of what the pipelines hold: their callbacks and the limits that bound them."""
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
         self._registries: list[Callable[[], RegistryState | None]] = []
         self._callbacks_lock = threading.Lock()
         on_fork(after_in_child=self._after_fork)
         gauges = {
-            "toolscore.pending.traces": self._observe_pending,
-            "toolscore.pending.traces.limit": self._observe_pending_limit,
-            "toolscore.pending.bytes": self._observe_pending_bytes,
+            "toolscore.pending.traces": self._observe_pending_traces,
+            "toolscore.pending.traces.limit": lambda options: self._observe_pending_limit("traces"),
+            "toolscore.pending.bytes": lambda options: self._observe_pending("bytes"),
+            "toolscore.pending.bytes.limit": lambda options: self._observe_pending_limit("bytes"),
             "toolscore.expectation.info": self._observe_expectations,
             "toolscore.registry.sync.age": lambda options: self._observe_registry(0),
             "toolscore.registry.unreadable": lambda options: self._observe_registry(1),
@@ -187,35 +188,27 @@ class OTelPipelineTelemetry:
     def _count_overflow(self, attribute: str) -> None:
         self._overflow.add(1, {"toolscore.attribute.name": attribute})
 
-    def _observe_pending(self, options: CallbackOptions) -> Iterable[Observation]:
+    def _observe_pending_traces(self, options: CallbackOptions) -> Iterable[Observation]:
         with _never_raise("counter flush"):
             self._tally.flush()  # a collection has begun: see `_Tally`
+        return self._observe_pending("traces")
+
+    def _observe_pending(self, measure: str) -> Iterable[Observation]:
+        """What the pipelines hold adds up (one process may run several)."""
         with self._callbacks_lock:
-            callbacks = [callback for callback, _ in self._pending]
+            callbacks = [callback for callback, _ in self._pending[measure]]
         if not callbacks:
             return []
         total = 0
         for callback in callbacks:
-            with _never_raise("pending-traces callback"):
+            with _never_raise(f"pending-{measure} callback"):
                 total += callback()
         return [Observation(total)]
 
-    def _observe_pending_bytes(self, options: CallbackOptions) -> Iterable[Observation]:
-        """The pipelines' pending bytes add up, as their pending traces do."""
+    def _observe_pending_limit(self, measure: str) -> Iterable[Observation]:
+        """The pipelines' limits add up, as what they hold does; none reported while any is unknown."""
         with self._callbacks_lock:
-            callbacks = list(self._pending_bytes)
-        if not callbacks:
-            return []
-        total = 0
-        for callback in callbacks:
-            with _never_raise("pending-bytes callback"):
-                total += callback()
-        return [Observation(total)]
-
-    def _observe_pending_limit(self, options: CallbackOptions) -> Iterable[Observation]:
-        """The pipelines' limits add up, as their pending traces do; none reported while any is unknown."""
-        with self._callbacks_lock:
-            limits = [limit for _, limit in self._pending]
+            limits = [limit for _, limit in self._pending[measure]]
         if not limits or None in limits:
             return []
         return [Observation(sum(limit for limit in limits if limit is not None))]
@@ -321,11 +314,11 @@ class OTelPipelineTelemetry:
 
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         with self._callbacks_lock:
-            self._pending.append((callback, limit))
+            self._pending["traces"].append((callback, limit))
 
-    def observe_pending_bytes(self, callback: Callable[[], int]) -> None:
+    def observe_pending_bytes(self, callback: Callable[[], int], limit: int | None = None) -> None:
         with self._callbacks_lock:
-            self._pending_bytes.append(callback)
+            self._pending["bytes"].append((callback, limit))
 
     def observe_expectations(self, callback: Callable[[], Iterable[ExpectationInfo]]) -> None:
         with self._callbacks_lock:
