@@ -129,6 +129,9 @@ def test_dashboard_covers_quality_traffic_judge_and_pipeline_health() -> None:
         "toolscore_pending_traces_limit",
         "toolscore_forward_spans_total",
         "toolscore_forward_retries_total",
+        "toolscore_pending_bytes_limit_bytes",
+        "toolscore_receiver_wait_duration_seconds_count",
+        "histogram_quantile(0.99, sum by (le) (rate(toolscore_receiver_wait_duration_seconds_bucket",
     ):
         assert needle in queries
 
