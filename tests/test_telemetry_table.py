@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import itertools
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +30,7 @@ from toolscore.collector.telemetry.readme import (
 from toolscore.scorers.model import Score, ScoreFailure
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+BASE = Path(__file__).resolve().parent.parent / "collector" / "telemetry" / "base.py"
 
 
 @pytest.fixture
@@ -156,6 +160,28 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert _points(emitted["toolscore.expectation.info"]) == [
         {"toolscore.expectation.name": "book-flight", "toolscore.expectation.severity": "page"},
     ], "only expectations with scores: `weather` has none"
+
+
+@pytest.mark.parametrize(
+    ("alias", "attribute"),
+    [
+        ("DropReason", "toolscore.drop.reason"),
+        ("RunOutcome", "toolscore.run.outcome"),
+        ("JudgeOutcome", "toolscore.judge.outcome"),
+        ("WaitOutcome", "toolscore.wait.outcome"),
+    ],
+)
+def test_the_value_aliases_list_the_values_of_their_attribute(alias: str, attribute: str) -> None:
+    """The value aliases' docstrings, what a reader of the pipeline's code sees, list exactly the table's values."""
+    module = ast.parse(BASE.read_text(encoding="utf-8"))
+    docs = {
+        target.id: after.value.value
+        for node, after in itertools.pairwise(module.body)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+    }
+    assert set(re.findall(r"``(\w+)``", docs[alias])) == set(ATTRIBUTES[attribute].values or ())
 
 
 def test_the_convention_attribute_lists_every_convention_the_pipeline_reads() -> None:
