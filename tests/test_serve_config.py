@@ -194,6 +194,37 @@ def test_rule_across_keys_names_the_variable_that_broke_it(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(
+    ("registry", "scores"),
+    [("x.db", "./x.db"), ("data/../x.db", "x.db"), (".toolscore/scores.db", "{tmp}/.toolscore/scores.db")],
+)
+def test_score_store_in_the_registry_file_exits_2_naming_both_keys_and_the_file(
+    tmp_path: Path, registry: str, scores: str
+) -> None:
+    """Both stores' tables in one file would make every CLI command refuse it, as neither store's file."""
+    (tmp_path / "data").mkdir()
+    scores = scores.format(tmp=tmp_path)
+    config = tmp_path / "serve.yaml"
+    config.write_text(f"registry:\n  store:\n    path: {registry}\nscore_store:\n  path: {scores}\n")
+    result = _serve("--config", str(config), "--print-config", cwd=tmp_path)  # the checks `serve` runs first
+    assert result.returncode == 2, result.stderr
+    file = (tmp_path / registry).resolve()
+    assert f"{config}:" in result.stderr
+    assert f"score_store.path {scores!r} and registry.store.path {registry!r} are the same file ({file})" in (
+        result.stderr
+    )
+
+
+def test_score_store_beside_the_registry_or_disabled_is_fine(tmp_path: Path) -> None:
+    env = {"TOOLSCORE_REGISTRY__STORE__PATH": "x.db", "TOOLSCORE_SCORE_STORE__PATH": "y.db"}
+    assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["score_store"]["path"] == "y.db"
+    env = {"TOOLSCORE_REGISTRY__STORE__PATH": "x.db", "TOOLSCORE_SCORE_STORE__PATH": "x.db"}
+    result = _serve("--print-config", cwd=tmp_path, env={**env, "TOOLSCORE_SCORE_STORE__ENABLED": "false"})
+    assert _printed(result)["score_store"]["enabled"] is False
+    env = {"TOOLSCORE_REGISTRY__STORE__TYPE": "memory", "TOOLSCORE_SCORE_STORE__PATH": ".toolscore/registry.db"}
+    assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["registry"]["store"] == {"type": "memory"}
+
+
+@pytest.mark.parametrize(
     ("env", "receiver"),
     [
         ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4317"}, "receiver.grpc_endpoint 127.0.0.1:4317"),

@@ -34,7 +34,7 @@ from pydantic_settings.exceptions import SettingsError
 from toolscore.collector import env
 from toolscore.collector.error_text import error_message
 from toolscore.collector.pipeline.config_env import key_paths
-from toolscore.collector.registry.config import RegistryConfig
+from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.errors import Problem
 from toolscore.collector.registry.validation import drop_tags, field_path
 from toolscore.collector.serve.forward_config import ForwardConfig
@@ -138,6 +138,30 @@ class ServeConfig(BaseModel):
                     "environment (they are for the agents that send to it)"
                 )
         return forward
+
+    @field_validator("score_store")
+    @classmethod
+    def _not_the_registry_file(cls, score_store: ScoreStoreConfig, info: ValidationInfo) -> ScoreStoreConfig:
+        """One SQLite file for both would hold both stores' tables, which every CLI command then refuses
+        (`cli.store_files`), and the score store's retention and the registry's writes would contend for its lock.
+        """
+        registry = info.data.get("registry")
+        if not score_store.enabled or not isinstance(registry, RegistryConfig):
+            return score_store
+        store = registry.store
+        if isinstance(store, SqliteStoreConfig) and _same_file(store.path, score_store.path):
+            raise ValueError(
+                f"score_store.path {score_store.path!r} and registry.store.path {store.path!r} are the same file "
+                f"({Path(store.path).resolve()}): the score store and the registry each need their own SQLite file"
+            )
+        return score_store
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two SQLite paths, relative to the working directory as the stores open them, are one file."""
+    if ":memory:" in (a, b):
+        return False
+    return Path(a).resolve() == Path(b).resolve()
 
 
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""})

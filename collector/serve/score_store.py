@@ -109,7 +109,8 @@ class ScoreStoreConfig(BaseModel):
     enabled: bool = Field(default=True, description="Keep scored runs in the store at all. Default: true.")
     path: str = Field(
         default=".toolscore/scores.db",
-        description="SQLite file (created with its directory); `toolscore runs --db` reads it. "
+        description="SQLite file (created with its directory), not the registry's (`registry.store.path`); "
+        "`toolscore runs --db` reads it. "
         "Default: .toolscore/scores.db.",
     )
     max_runs: int = Field(
