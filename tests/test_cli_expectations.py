@@ -146,7 +146,8 @@ def test_the_score_store_given_for_the_registry_is_refused_and_left_unchanged(
         f"Error: {scores} is a toolscore score store (the scored runs `toolscore runs` reads), not a registry: "
         "give the collector's registry.store.path with --db"
     )
-    assert scores.read_bytes() == before  # (reading a WAL-mode file may leave its -wal and -shm beside it)
+    assert scores.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.db"]  # no -wal, no -shm left beside it
 
 
 def test_delete_with_a_stale_version_is_refused(db: str) -> None:

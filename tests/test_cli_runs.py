@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def db(tmp_path: Path) -> str:
     store.record(run(2, "support", call("refund", order="A1" * 40)), REFUND, _score(0.0))
     store.record(run(3, "travel"), TRAVEL, ScoreFailure(name="judge", error_type="judge_timeout", message="20 s"))
     assert store.close()
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("UPDATE runs SET scored_ns = ? WHERE span_id = ?", (time.time_ns() - 3 * HOUR_NS, f"{1:016x}"))
     return str(path)
 
@@ -109,6 +110,16 @@ def test_filters(db: str, args: tuple[str, ...], expected: list[str]) -> None:
     assert span_ids(out) == expected
 
 
+def test_reading_a_stopped_collectors_store_leaves_it_as_it_was(db: str) -> None:
+    """No -wal and -shm beside it afterwards, as a read-only `mode=ro` connection leaves them in WAL mode."""
+    before = Path(db).read_bytes()
+    assert sorted(p.name for p in Path(db).parent.iterdir()) == ["scores.db"]
+    code, out, _ = invoke("--db", db, "-o", "json")
+    assert (code, span_ids(out)) == (0, ["3", "2", "1"])
+    assert sorted(p.name for p in Path(db).parent.iterdir()) == ["scores.db"]
+    assert Path(db).read_bytes() == before
+
+
 def test_no_match_says_so_and_succeeds(db: str) -> None:
     code, out, err = invoke("--db", db, "--agent", "nobody")
     assert (code, out) == (0, "")
@@ -145,4 +156,5 @@ def test_a_registry_given_for_the_score_store_is_named_and_left_unchanged(tmp_pa
         f"Error: {path} is a toolscore registry (the expectations `toolscore expectations` manages), not a score "
         "store: give the collector's score_store.path with --db"
     )
-    assert path.read_bytes() == before  # (reading a WAL-mode file may leave its -wal and -shm beside it)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["registry.db"]  # no -wal, no -shm left beside it

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from toolscore.collector.sqlite_read import connect_read_only
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
     from rich.table import Table
@@ -84,8 +86,11 @@ def read_scores(db: Path, runs: dict[tuple[str, str], str]) -> list[DemoScore]:
         "SELECT r.trace_id, r.span_id, r.agent, s.expectation, s.scorer, s.value, s.label, s.error_type, s.explanation"
         f" FROM runs r JOIN scores s ON s.run_id = r.id WHERE r.trace_id IN ({marks}) ORDER BY s.rowid"
     )
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    conn = connect_read_only(db)
+    try:
         rows = conn.execute(query, sorted({trace for trace, _ in runs})).fetchall()
+    finally:
+        conn.close()
     scores = [
         (order[(trace, span)], DemoScore(runs[(trace, span)], agent or "", exp, scorer, value, label or error, text))
         for trace, span, agent, exp, scorer, value, label, error, text in rows

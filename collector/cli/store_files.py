@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from toolscore.collector.sqlite_read import connect_read_only
+
 __all__ = ["StoreKind", "store_kind"]
 
 StoreKind = Literal["registry", "score store"]
@@ -36,12 +38,12 @@ def store_kind(path: str) -> StoreKind | None:
 
 
 def _tables(path: str) -> frozenset[str]:
-    """The tables of the SQLite file at `path`, opened read-only; none when it cannot be read as one."""
+    """The tables of the SQLite file at `path`, read leaving no trace (`sqlite_read`); none if it is not one."""
     file = Path(path)
     if not file.is_file():
         return frozenset()
     try:
-        db = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+        db = connect_read_only(file)
     except sqlite3.Error:
         return frozenset()
     try:

@@ -1,6 +1,7 @@
 """Reading the score store: recent runs with their calls and scores, filtered; for `toolscore runs` and the demo.
 
-Reads open their own read-only connection, so they never wait on the collector's writer (WAL mode).
+Reads open their own read-only connection (`sqlite_read`), so they never wait on the collector's writer (WAL
+mode), and leave no file behind.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from toolscore.collector.sqlite_read import connect_read_only
 
 __all__ = ["StoredRun", "StoredScore", "parse_since", "query_runs"]
 
@@ -88,7 +91,7 @@ def query_runs(
     if not Path(path).is_file():
         raise FileNotFoundError(f"no score store at {path}")
     where, params = _filters(agent, expectation, label, since_ns)
-    db = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+    db = connect_read_only(path)
     try:
         rows = db.execute(
             "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs"
