@@ -59,17 +59,21 @@ CREATE TABLE IF NOT EXISTS {p}changes (
     body TEXT NOT NULL,
     at_ns BIGINT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS {p}changes_by_name ON {p}changes (name, seq);
 CREATE TABLE IF NOT EXISTS {p}meta (
     key TEXT PRIMARY KEY,
     value BIGINT NOT NULL
 );
 """
 
-_LIVE_INDEX = 'CREATE INDEX {p}expectations_live ON {p}expectations (name COLLATE "C") WHERE live'
-"""The live names in code point order, what a page of a list reads. Created only when missing: even with `IF NOT
-EXISTS`, `CREATE INDEX` first locks the table against writes, which would make every store opened wait for (and
-hold up) the writes in progress."""
+_INDEXES = {
+    "changes_by_name": "CREATE INDEX {p}changes_by_name ON {p}changes (name, seq)",
+    "expectations_live": 'CREATE INDEX {p}expectations_live ON {p}expectations (name COLLATE "C") WHERE live',
+}
+"""A name's history, and the live names in code point order (what a page of a list reads). Each is created only
+when the catalog lacks it: even with `IF NOT EXISTS`, `CREATE INDEX` first locks its table against writes, which
+would make every store opened wait for (and hold up) the writes in progress."""
+_RELATIONS = ("expectations", "changes", "meta", *_INDEXES)
+"""Every table and index the store needs: when the catalog has them all, opening it takes no lock."""
 
 _log = logging.getLogger("toolscore.registry")
 
@@ -147,11 +151,24 @@ class PostgresStore(SqlStore):
             raise
 
     def _create_tables(self) -> None:
+        """Create what the catalog lacks. Only then is the write lock taken, and the catalog read again under
+        it: two replicas opening a new database at once do not both create an index (the second would fail)."""
+        with self._read() as cur:
+            if not self._missing(cur, _RELATIONS):
+                return
         with self._write() as cur:
             cur.execute(_SCHEMA.replace("{p}", self.prefix))
-            cur.execute("SELECT to_regclass(%s)", (f"{self.prefix}expectations_live",))
-            if cur.fetchone()[0] is None:
-                cur.execute(_LIVE_INDEX.replace("{p}", self.prefix))
+            for name in self._missing(cur, tuple(_INDEXES)):
+                cur.execute(_INDEXES[name].replace("{p}", self.prefix))
+
+    def _missing(self, cur: Cursor, names: tuple[str, ...]) -> list[str]:
+        """Those of `names` (without the prefix) that the search path's schemas have no table or index of."""
+        cur.execute(
+            "SELECT name FROM unnest(%s::text[]) WITH ORDINALITY AS n (name, i) WHERE to_regclass(%s || name) IS NULL"
+            " ORDER BY i",
+            (list(names), self.prefix),
+        )
+        return [str(name) for (name,) in cur.fetchall()]
 
     def _start_listener(self) -> psycopg.Connection[tuple[object, ...]]:
         listener = self._connect(autocommit=True)
