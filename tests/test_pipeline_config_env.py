@@ -9,7 +9,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from toolscore.collector.instrumentation import instrument
 from toolscore.collector.pipeline import PipelineConfig, pipeline_config_from_env
-from toolscore.collector.registry import Registry
+from toolscore.collector.registry import MemoryStore, Registry
 
 
 def test_variables_override_the_defaults_at_every_level(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,17 +70,17 @@ def test_a_rule_across_keys_names_the_variables_that_broke_it(
 
 def test_instrument_uses_the_environment_unless_a_config_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLSCORE_PIPELINE__SETTLE_MS", "321")
-    registry = Registry()
-    from_env = instrument(registry, tracer_provider=TracerProvider(), next_processor=SpanProcessor())
-    explicit = instrument(
-        registry,
-        tracer_provider=TracerProvider(),
-        next_processor=SpanProcessor(),
-        config=PipelineConfig(settle_ms=5),
-    )
-    try:
-        assert from_env.config.settle_ms == 321.0
-        assert explicit.config.settle_ms == 5.0
-    finally:
-        assert from_env.shutdown() is None
-        assert explicit.shutdown() is None
+    with Registry(MemoryStore()) as registry:
+        from_env = instrument(registry, tracer_provider=TracerProvider(), next_processor=SpanProcessor())
+        explicit = instrument(
+            registry,
+            tracer_provider=TracerProvider(),
+            next_processor=SpanProcessor(),
+            config=PipelineConfig(settle_ms=5),
+        )
+        try:
+            assert from_env.config.settle_ms == 321.0
+            assert explicit.config.settle_ms == 5.0
+        finally:
+            assert from_env.shutdown() is None
+            assert explicit.shutdown() is None

@@ -170,11 +170,11 @@ def test_loading_an_expectation_without_selectors_warns(tmp_path: Path, caplog: 
     assert exp.match.empty
     assert f"'everything' ({path}:1) has no selector" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
-        Registry(MemoryStore()).apply([exp])  # `expectations apply` of the file: said once, with its line, above
+    with caplog.at_level(logging.WARNING, logger="toolscore.registry"), Registry(MemoryStore()) as registry:
+        registry.apply([exp])  # `expectations apply` of the file: said once, with its line, above
     assert "has no selector" not in caplog.text
-    with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
-        Registry(MemoryStore()).apply([{"name": "raw", "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}])
+    with caplog.at_level(logging.WARNING, logger="toolscore.registry"), Registry(MemoryStore()) as registry:
+        registry.apply([{"name": "raw", "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}])
     assert "'raw' has no selector" in caplog.text
 
 
