@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -28,3 +30,23 @@ def meters() -> Iterator[Meters]:
     """toolscore's real OTel telemetry on an in-memory metric reader (see tests/metric_reader.py)."""
     with open_meters() as opened:
         yield opened
+
+
+_REGISTRY_THREADS = "toolscore-registry-"
+"""The threads a `Registry` and its store start (poll, file watch, watchdog), which only `close` ends."""
+_CLOSE_GRACE_S = 2.0
+"""How long a thread started by the test may take to end after it: `close` joins them, so this is slack."""
+
+
+@pytest.fixture(autouse=True)
+def registry_closed() -> Iterator[None]:
+    """A test that leaves a `Registry` open fails: its threads would poll on through later tests, against a
+    store the test removed, and one opened without a store argument holds `.toolscore/registry.db` under the
+    working directory."""
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + _CLOSE_GRACE_S
+    while left := [t for t in threading.enumerate() if t not in before and t.name.startswith(_REGISTRY_THREADS)]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the test left a Registry (or its store) open: threads {sorted(t.name for t in left)} run on")
+        time.sleep(0.02)
