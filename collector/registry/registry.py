@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import builtins
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from toolscore.collector.registry.health import StoreHealth
 from toolscore.collector.registry.matching import ExpectationIndex
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.planning import Applied, ApplyAction, plan_apply, validate_all
+from toolscore.collector.registry.poll import StorePoll, WaitForChange
 from toolscore.collector.registry.snapshot import Snapshot, Subscriber
 from toolscore.collector.registry.store import Change, ExpectationStore
 from toolscore.collector.registry.stores import open_store
@@ -73,9 +73,9 @@ class Registry:
         self.health = StoreHealth()
         """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
         self._watcher: FileWatcher | None = None
-        self._closed = threading.Event()
-        self._poll_interval_s = poll_interval_s if poll_interval_s is not None else self.config.poll_interval_s
-        self._poller = self._poll_thread()
+        self._closed = False
+        interval_s = poll_interval_s if poll_interval_s is not None else self.config.poll_interval_s
+        self._poll = StorePoll(self._sync, self._wait_for_change, interval_s)
         # the watcher takes its baseline before the first load, so an edit racing the load is seen
         files = self.config.files
         watcher = FileWatcher(files, self._files.reload_quietly, interval_s=self.config.file_poll_interval_s)
@@ -84,22 +84,17 @@ class Registry:
         except BaseException:
             self.close()
             raise
-        self._poller.start()
+        self._poll.start()
         if files and self.config.watch_files:
             self._watcher = watcher.start()
         on_fork(after_in_child=self._after_fork_in_child)
 
-    def _poll_thread(self) -> threading.Thread:
-        return threading.Thread(target=self._poll, name="toolscore-registry-poll", daemon=True)
-
     def _after_fork_in_child(self) -> None:
         """A forked child's own poll and file watch, from the snapshot and the file content the parent had: it
         follows the store and the files from there (a registry closed before the fork stays closed)."""
-        if self._closed.is_set():
+        if self._closed:
             return
-        self._closed = threading.Event()
-        self._poller = self._poll_thread()
-        self._poller.start()
+        self._poll = self._poll.renewed().start()
         if self._watcher is not None:
             self._watcher = self._watcher.renewed().start()
 
@@ -314,39 +309,36 @@ class Registry:
         age = self.health.sync_age_s()
         return f"matching goes on with the {len(self._view.expectations)} expectations read {age:.0f} s ago"
 
-    def _poll(self) -> None:
-        interval_s = self._poll_interval_s
-        while not self._closed.is_set():
-            wait_for_change = getattr(self._store, "wait_for_change", None) if self._loaded else None
-            if wait_for_change is not None:
-                wait_for_change(interval_s, self._closed)
-            elif self._closed.wait(interval_s):
-                return
-            if self._closed.is_set():
-                return
-            try:
-                if not self._loaded:
-                    self._load()
-                    _log.info("registry store read: %d expectations", len(self._view.expectations))
-                elif self.store.latest_seq() != self._view.seq:
-                    self.refresh()
-            except Exception as exc:
-                self.health.read_failed(exc, self._meanwhile())
-                continue
-            self.health.read_ok()
-            self._compaction.run_if_due()
-            if self._files.pending:
-                self._files.reload_quietly()
+    def _wait_for_change(self) -> WaitForChange | None:
+        """What the poll waits on: the store's change notifications, once it has been read, when it has them."""
+        wait: WaitForChange | None = getattr(self._store, "wait_for_change", None) if self._loaded else None
+        return wait
+
+    def _sync(self) -> None:
+        """One poll: read the store (whole the first time, else what changed), then do what waited for a read
+        that works (trim the change log, apply files the store failed to take)."""
+        try:
+            if not self._loaded:
+                self._load()
+                _log.info("registry store read: %d expectations", len(self._view.expectations))
+            elif self.store.latest_seq() != self._view.seq:
+                self.refresh()
+        except Exception as exc:
+            self.health.read_failed(exc, self._meanwhile())
+            return
+        self.health.read_ok()
+        self._compaction.run_if_due()
+        if self._files.pending:
+            self._files.reload_quietly()
 
     def close(self) -> None:
         """Stop watching and polling; close the store if this registry opened it. Idempotent."""
-        if self._closed.is_set():
+        if self._closed:
             return
-        self._closed.set()
+        self._closed = True
         if self._watcher is not None:
             self._watcher.stop()
-        if self._poller.is_alive():
-            self._poller.join()
+        self._poll.stop()
         if self._owns_store and self._store is not None:
             self._store.close()
 
