@@ -507,3 +507,21 @@ def test_stop_is_idempotent_and_closes_the_port(ingest: RecordingIngest) -> None
     with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel, pytest.raises(grpc.RpcError) as caught:
         TraceServiceStub(channel).Export(_request("late"), timeout=1)
     assert caught.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)  # type: ignore[attr-defined]
+
+
+def test_a_stopped_receiver_leaves_no_thread_behind(ingest: RecordingIngest) -> None:
+    """`toolscore serve` restarted in-process, or a test, must not collect idle call threads: grpc's `stop` ends
+    the server but not the pool it was given."""
+
+    def ours() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("toolscore-otlp-grpc")]
+
+    before = set(ours())
+    receiver = _start(ingest)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel:
+            TraceServiceStub(channel).Export(_request("one"), timeout=5)
+        assert set(ours()) - before, "a call ran on one of the receiver's threads"
+    finally:
+        receiver.stop(0)
+    assert wait_until(lambda: not set(ours()) - before), [t.name for t in set(ours()) - before]

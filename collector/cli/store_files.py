@@ -22,7 +22,8 @@ StoreKind = Literal["registry", "score store"]
 def store_kind(path: str) -> StoreKind | None:
     """What the SQLite file at `path` holds: all of a registry's tables or of a score store's, not both.
 
-    None when it holds neither, both (one file configured for both stores), or is no SQLite file at all.
+    None when it holds neither, both (one file configured for both stores, which `serve` now refuses, by an older
+    version), or is no SQLite file at all.
     """
     from toolscore.collector.registry.sqlite_store import TABLES as REGISTRY_TABLES
     from toolscore.collector.serve.score_store import TABLES as SCORE_TABLES

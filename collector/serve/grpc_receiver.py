@@ -196,6 +196,8 @@ class GrpcReceiver:
     tls: bool = False
     refusals: ThreadPoolExecutor | None = field(default=None, repr=False)
     """The thread refusals are answered on (`grpc_gate`), closed after the server."""
+    workers: ThreadPoolExecutor | None = field(default=None, repr=False)
+    """The threads calls run on: grpc's `stop` does not end them, so a stopped receiver would leave them idle."""
     _stopped: bool = field(default=False, repr=False)
 
     def stop(self, grace_s: float = 5.0) -> None:
@@ -204,8 +206,9 @@ class GrpcReceiver:
             return
         self._stopped = True
         self.server.stop(grace_s).wait(grace_s + 1.0)
-        if self.refusals is not None:
-            self.refusals.shutdown(wait=False)
+        for pool in (self.refusals, self.workers):
+            if pool is not None:
+                pool.shutdown(wait=False)
 
 
 def start_grpc_receiver(
@@ -235,8 +238,9 @@ def start_grpc_receiver(
     )
     interceptors.append(ShedOverload(ingest, refusals))  # after authentication: a stranger learns nothing of the load
     interceptors.append(slots)  # last: a call it admits must reach `Export`, which gives its slot back
+    workers = ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc")
     server = grpc.server(
-        ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc"),
+        workers,
         interceptors=interceptors,
         # SO_REUSEPORT off: a second collector on the same port must fail to start, not share the traffic.
         options=[
@@ -256,12 +260,13 @@ def start_grpc_receiver(
     if not port:
         server.stop(None)
         refusals.shutdown(wait=False)
+        workers.shutdown(wait=False)
         raise OSError(_why_unbound(config.grpc_endpoint))
     server.start()
     _log.info(
         "OTLP/gRPC receiver listening on %s (port %d)%s", config.grpc_endpoint, port, " TLS" if config.tls else ""
     )
-    return GrpcReceiver(server, int(port), tls=config.tls, refusals=refusals)
+    return GrpcReceiver(server, int(port), tls=config.tls, refusals=refusals, workers=workers)
 
 
 def _why_unbound(endpoint: str) -> str:
