@@ -33,10 +33,10 @@ from toolscore.collector.extract.conventions import Read
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.counted_stats import CountedStats
-from toolscore.collector.pipeline.group import Admit, TraceStore
+from toolscore.collector.pipeline.group import Admit, TraceStore, item_bytes, record_bytes
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Registry
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.spans import SpanEvent, SpanRecord
 from toolscore.collector.telemetry import PipelineTelemetry, create_telemetry
 
 
@@ -124,12 +124,13 @@ def test_one_trace_alone_over_the_pending_bytes_is_still_scored() -> None:
         assert spans_metric(reader, "dropped", "max_pending_bytes") == 0
 
 
-def _otlp_tool_span(n: int, attributes: list[tuple[str, Any]], events: list[tuple[str, dict[str, str]]]) -> Any:
+def _otlp_span(n: int, attributes: list[tuple[str, Any]], events: list[tuple[str, dict[str, str]]], tool: bool) -> Any:
+    """A tool span, or (`tool` False) a span no convention recognises, whose parent has not arrived."""
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
     span = Span(trace_id=b"\x01" * 16, span_id=n.to_bytes(8, "big"), parent_span_id=b"\x03" * 8, name="execute_tool")
-    tool = [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "search_flights")]
-    for key, value in [*tool, *attributes]:
+    recognised = [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "search_flights")] if tool else []
+    for key, value in [*recognised, *attributes]:
         kv = span.attributes.add()
         kv.key = key
         if isinstance(value, str):
@@ -156,6 +157,7 @@ _TYPICAL = [
 ]
 
 
+@pytest.mark.parametrize("tool", [True, False], ids=["tool span", "unrecognised span, parent not arrived"])
 @pytest.mark.parametrize("source", ["record", "received bytes"])
 @pytest.mark.parametrize(
     ("shape", "count", "attributes", "events"),
@@ -169,17 +171,18 @@ _TYPICAL = [
     ],
 )
 def test_pending_bytes_estimate_the_memory_the_kept_spans_take(
-    source: str, shape: str, count: int, attributes: list[tuple[str, Any]], events: list[Any]
+    source: str, shape: str, count: int, attributes: list[tuple[str, Any]], events: list[Any], *, tool: bool
 ) -> None:
     """`max_pending_bytes` bounds memory: what a kept span counts for is within ~30% of what it takes, measured,
-    for prompts and for spans of many small entries alike (their Python objects are several times their text)."""
+    for prompts and for spans of many small entries alike (their Python objects are several times their text),
+    and for the unrecognised spans that keep their attributes but not their events until their parent comes."""
     import gc
     import tracemalloc
 
     from toolscore.collector.serve.carrier import carrier_bytes
     from toolscore.collector.sources.otlp_proto import span_record
 
-    spans = [_otlp_tool_span(n + 1, attributes, events) for n in range(count)]
+    spans = [_otlp_span(n + 1, attributes, events, tool) for n in range(count)]
     received = [span.SerializeToString() for span in spans]
     store: TraceStore[Any] = TraceStore(10_000, 10_000, size=carrier_bytes if source == "received bytes" else None)
     gc.collect()
@@ -196,6 +199,36 @@ def test_pending_bytes_estimate_the_memory_the_kept_spans_take(
     finally:
         tracemalloc.stop()
     assert 0.8 <= store.size / taken <= 1.4, f"{shape}: counted {store.size:,} B for {taken:,} B taken"
+
+
+@pytest.mark.parametrize(
+    ("parent_attributes", "keeps"), [({"http.route": "/chat"}, False), (tool_attrs("delegate", "c0"), True)]
+)
+def test_a_span_keeps_its_attributes_until_its_parent_arrives_and_then_only_under_a_tool(
+    parent_attributes: dict[str, Any], keeps: bool
+) -> None:
+    """A run may be inferred at a tool's unrecognised child, and its attributes select it (`match.attributes`):
+    such a span keeps them (not its events) while its parent is unknown, and gives their bytes back once the
+    parent shows it is no tool span."""
+    store: TraceStore[SpanRecord] = TraceStore(10, 100)
+    child = SpanRecord(
+        TRACE, "0000000000000002", "0000000000000001", "sub_agent", attributes={"k": "v" * 5_000},
+        events=(SpanEvent("log", 0, {"message": "e" * 5_000}),),
+    )  # fmt: skip
+    parent = record("0000000000000001", "0000000000000000", "execute_tool delegate", parent_attributes)
+    store.admit(child, child, 0)
+    kept = store.traces[TRACE].records[child.span_id].span
+    assert (kept.attributes, kept.events) == (child.attributes, ())
+    assert store.size == store.traces[TRACE].size == record_bytes(kept)
+
+    store.admit(parent, parent, 0)  # its own parent has not arrived: unrecognised, it keeps its attributes too
+
+    after = store.traces[TRACE].records[child.span_id].span
+    assert after.attributes == (child.attributes if keeps else {})
+    slim = item_bytes(SpanRecord(TRACE, child.span_id, None, ""))
+    assert store.size == store.traces[TRACE].size == (record_bytes(kept) if keeps else slim) + record_bytes(parent)
+    store.finish(store.traces[TRACE])
+    assert store.size == 0
 
 
 def test_spans_over_the_per_trace_limit_pass_on_and_the_run_is_incomplete() -> None:

@@ -9,9 +9,12 @@ role, with no recognised ancestor so far, is a candidate until a recognised ance
 released then) or its trace finishes (its run's scores go onto it, or it goes on unchanged). Tool and
 model spans are never candidates, so the spans under a run still go on at once. Inferred runs at the
 trace root or under a tool keep their scores in logs and metrics. Every other carrier is released at
-once and only its
-`SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and scope but not
-its attributes or events (extraction only walks through it). The store also remembers, for traces it
+once and only its `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and
+scope but not its attributes or events (extraction only walks through it). Three keep their attributes
+(not their events), because a run may be inferred at them and `match.attributes` reads them as
+`toolscore extract` does: the root, a child of a tool span (an uninstrumented sub-agent's root), and,
+until its parent arrives, a span whose parent has not (it may be a tool's child; spans mostly arrive
+as they end, children first, so that is mostly until the parent ends). The store also remembers, for traces it
 has already finished, which span ids it saw, so a re-delivered span or a straggler is passed on and
 counted rather than starting a second score.
 
@@ -20,7 +23,9 @@ data in all. Counts alone do not bound memory: model spans carry whole prompts, 
 and spans of many small attributes or events take several times their text in Python objects. A kept
 span counts for an estimate of the memory its record takes: its text (`toolscore serve`: its bytes as
 received, which hold that text) and a cost per attribute, per event and per span measured on decoded
-records (`record_bytes`, `item_bytes`); a slimmed span costs the per-span amount.
+records (`record_bytes`, `item_bytes`); a slimmed span costs the per-span amount, a span kept without
+its events the estimate of what it keeps, and a span slimmed once its parent arrives gives the
+difference back.
 """
 
 from __future__ import annotations
@@ -130,6 +135,9 @@ class PendingTrace(Generic[C]):
     """Reopened trace: the spans an earlier finish of this trace id already passed on, with their parents."""
     size: int = 0
     """The bytes its kept spans count for against `max_pending_bytes`."""
+    unplaced: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    """Unrecognised spans keeping their attributes until their parent arrives, by the parent's id, with
+    the bytes each counts for: slimmed then unless the parent is a tool span."""
 
     @property
     def holds_runs(self) -> bool:
@@ -157,7 +165,7 @@ class Admission(Generic[C]):
 
 # Role and Admit members as module constants: in Python 3.11 every `Role.X` goes through
 # `EnumType.__getattr__`'s lookup hook (about 60 ns, ten times a global), and these are read per span.
-_RUN, _OTHER = Role.RUN, Role.OTHER
+_RUN, _TOOL, _OTHER = Role.RUN, Role.TOOL, Role.OTHER
 _STORED, _HELD, _LATE, _DUPLICATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.DUPLICATE
 _OVER_CAP, _CANDIDATE = Admit.OVER_CAP, Admit.CANDIDATE
 
@@ -173,16 +181,18 @@ def _record_size(carrier: object, record: SpanRecord) -> int:
     return record_bytes(record)
 
 
-def _slim(node: ClassifiedSpan) -> ClassifiedSpan:
-    """A span no convention recognises, without attributes and events when that does not change that."""
+def _reduced(node: ClassifiedSpan, attributes: bool) -> ClassifiedSpan:
+    """A span no convention recognises without its events, and its attributes unless `attributes`, when that
+    does not change that: extraction only walks through it, or reads the attributes of a run inferred at it."""
     record = node.span
-    if not record.attributes and not record.events:
+    if not record.events and (attributes or not record.attributes):
         return node
-    slim = SpanRecord(
+    reduced = SpanRecord(
         record.trace_id, record.span_id, record.parent_id, record.name, record.kind, record.start_ns,
-        record.end_ns, record.status_code, "", {}, (), record.resource, record.scope,
+        record.end_ns, record.status_code, "", record.attributes if attributes else {}, (), record.resource,
+        record.scope,
     )  # fmt: skip
-    return ClassifiedSpan(slim, None, None) if classify(slim) is None else node
+    return ClassifiedSpan(reduced, None, None) if classify(reduced) is None else node
 
 
 def cut_under(trace: PendingTrace[Any], run_span_id: str) -> bool:
@@ -264,12 +274,9 @@ class TraceStore(Generic[C]):
         if len(trace.held if role is _RUN else trace.records) >= self.max_spans:
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
             return Admission(_OVER_CAP, trace)
-        # the root keeps its attributes: a run inferred there is selected by them (`match.attributes`)
-        kept = _slim(node) if role is None and record.parent_id is not None else node
-        trace.records[record.span_id] = kept
-        size = _SPAN_BYTES if kept is not node else self._size(carrier, record)
-        trace.size += size
-        self.size += size
+        self._keep(trace, node, carrier)
+        if trace.unplaced and (children := trace.unplaced.pop(record.span_id, None)) and role is not _TOOL:
+            self._slim(trace, children)
         if record.parent_id is None:
             trace.root_id = record.span_id
         admission = Admission(_STORED, trace, touched, evicted)
@@ -280,6 +287,32 @@ class TraceStore(Generic[C]):
             admission.kind = _HELD
         self._candidates(trace, record, role, carrier=carrier, arrived_ns=arrived_ns, admission=admission)
         return admission
+
+    def _keep(self, trace: PendingTrace[C], node: ClassifiedSpan, carrier: C) -> None:
+        """Keep a span for extraction, reduced as the module docstring says, and count its bytes."""
+        record = node.span
+        kept, parent_id, waits = node, record.parent_id, False
+        if node.role is None and parent_id is not None:
+            parent = trace.records.get(parent_id)
+            waits = parent is None
+            kept = _reduced(node, attributes=parent is None or parent.role is _TOOL)
+        size = self._size(carrier, record) if kept is node else record_bytes(kept.span)
+        trace.records[record.span_id] = kept
+        trace.size += size
+        self.size += size
+        if waits and kept.span.attributes:
+            assert parent_id is not None
+            trace.unplaced.setdefault(parent_id, []).append((record.span_id, size))
+
+    def _slim(self, trace: PendingTrace[C], children: list[tuple[str, int]]) -> None:
+        """Slim the spans that kept their attributes until their parent came, now that it is no tool span."""
+        for span_id, size in children:
+            node = trace.records[span_id]
+            slim = _reduced(node, attributes=False)
+            if slim is not node:
+                trace.records[span_id] = slim
+                trace.size -= size - _SPAN_BYTES
+                self.size -= size - _SPAN_BYTES
 
     def _candidates(
         self,
