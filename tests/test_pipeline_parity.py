@@ -1,0 +1,233 @@
+"""Live scoring and offline extraction give the same runs for the same complete trace, whatever the order.
+
+Every framework capture in testdata/traces, and synthetic shapes the captures lack (runs inferred under a
+tool span or at an unrecognised root, nested agents, parallel tools), goes to one live engine in several
+orders (as recorded, parents first, children first, shuffled with fixed seeds, re-delivered), each order
+under a trace id of its own. The runs the engine hands to matching, which settle as they would in
+service, must be `rebuild_runs` of the same spans field by field (calls, agent name, attributes,
+incomplete flag), and so select the same expectations (`match.attributes` among them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pipeline_builders import EPOCH_NS, Recording, registry_with, run_attrs, tool_attrs, wait_until
+from toolscore.collector.extract import rebuild_runs
+from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
+from toolscore.collector.registry import Expectation, Registry
+from toolscore.collector.sources import read_trace_file
+from toolscore.collector.spans import SpanEvent, SpanRecord
+from toolscore.scorers.model import AgentRun
+
+CAPTURES = sorted((Path(__file__).parent / "testdata" / "traces").glob("*/*.pb"))
+WORKFLOW = {"gen_ai.operation.name": "invoke_workflow"}
+BY_TEST_CASE = {
+    "name": "by-test-case",
+    "match": {"attributes": {"test_case.id": "book-001"}},
+    "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
+}
+EVERY_AGENT = {
+    "name": "every-agent",
+    "match": {"agent": {"regex": "."}},
+    "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
+}
+
+
+def span(span_id: int, parent: int | None, name: str, attributes: dict[str, Any], start: int = 0) -> SpanRecord:
+    """A span of a synthetic trace (its id a small number), starting at `start` ms, with one event."""
+    start_ns = EPOCH_NS + (start or span_id) * 1_000_000
+    return SpanRecord(
+        "0" * 32, f"{span_id:016x}", None if parent is None else f"{parent:016x}", name, 1, start_ns, start_ns + 500,
+        attributes=attributes, events=(SpanEvent("log", start_ns, {"message": "x" * 64}),), scope="test",
+    )  # fmt: skip
+
+
+def tools(parent: int, first: int, *names: str, start: int = 0) -> list[SpanRecord]:
+    return [
+        span(first + i, parent, f"execute_tool {name}", tool_attrs(name, f"c{first + i}"), start)
+        for i, name in enumerate(names)
+    ]
+
+
+def unrecognised(span_id: int, parent: int | None, name: str, test_case: str) -> SpanRecord:
+    return span(span_id, parent, name, {"test_case.id": test_case, "http.route": "/chat"})
+
+
+SYNTHETIC: dict[str, list[SpanRecord]] = {
+    # a run span > a tool > an uninstrumented sub-agent: the run is inferred at the tool's unrecognised child
+    "inferred-under-tool": [
+        span(1, None, "invoke_agent travel", run_attrs("travel", **{"test_case.id": "book-000"})),
+        *tools(1, 2, "delegate"),
+        unrecognised(3, 2, "sub_agent", "book-001"),
+        *tools(3, 4, "search_flights", "book_flight"),
+    ],
+    # an unrecognised root owns the tool under it; the tool's unrecognised child owns the calls under that
+    "inferred-under-unrecognised-root": [
+        unrecognised(1, None, "handle_request", "book-000"),
+        unrecognised(2, 1, "middleware", "book-002"),
+        *tools(2, 3, "delegate"),
+        unrecognised(4, 3, "worker", "book-001"),
+        unrecognised(5, 4, "step", "book-003"),
+        *tools(5, 6, "search_flights", "book_flight"),
+    ],
+    # an unrecognised span between a tool and a graph: the run is inferred at the unrecognised span
+    "wrapper-over-graph-under-tool": [
+        span(1, None, "invoke_agent travel", run_attrs("travel")),
+        *tools(1, 2, "plan"),
+        unrecognised(3, 2, "wrapper", "book-001"),
+        span(4, 3, "graph", {**WORKFLOW, "test_case.id": "book-004"}),
+        *tools(4, 5, "search_flights", "book_flight"),
+    ],
+    # a graph under an application's root: the run is inferred at the graph, the topmost recognised span
+    "graph-under-unrecognised-root": [
+        unrecognised(1, None, "POST /chat", "book-000"),
+        span(2, 1, "travel", {**WORKFLOW, "test_case.id": "book-001"}),
+        span(3, 2, "agent", WORKFLOW),
+        *tools(3, 4, "search_flights", "book_flight"),
+    ],
+    "nested-agents": [
+        span(1, None, "invoke_agent travel", run_attrs("travel", **{"test_case.id": "book-001"})),
+        *tools(1, 2, "ask_helper"),
+        span(3, 2, "invoke_agent helper", run_attrs("helper")),
+        *tools(3, 4, "search_flights"),
+        *tools(1, 5, "book_flight"),
+        span(6, 3, "invoke_agent leaf", run_attrs("leaf")),
+        *tools(6, 7, "book_flight"),
+    ],
+    # calls started in the same millisecond: the order falls to call ids
+    "parallel-tools": [
+        span(1, None, "invoke_agent travel", run_attrs("travel")),
+        *tools(1, 2, "search_flights", "search_hotels", "search_cars", "delegate", start=9),
+        unrecognised(6, 5, "sub_agent", "book-001"),
+        *tools(6, 7, "search_flights", "book_flight", start=9),
+    ],
+}
+
+
+def _depth(spans: list[SpanRecord]) -> Callable[[SpanRecord], int]:
+    parents = {s.span_id: s.parent_id for s in spans}
+
+    def depth(record: SpanRecord) -> int:
+        current, n = record.parent_id, 0
+        while current is not None and current in parents:
+            current, n = parents[current], n + 1
+        return n
+
+    return depth
+
+
+def _shuffled(seed: int) -> Callable[[list[SpanRecord]], list[SpanRecord]]:
+    def order(spans: list[SpanRecord]) -> list[SpanRecord]:
+        out = list(spans)
+        random.Random(seed).shuffle(out)
+        return out
+
+    return order
+
+
+ORDERS: dict[str, Callable[[list[SpanRecord]], list[SpanRecord]]] = {
+    "recorded": list,
+    "parents-first": lambda spans: sorted(spans, key=_depth(spans)),
+    "children-first": lambda spans: sorted(spans, key=_depth(spans), reverse=True),
+    "shuffled-1": _shuffled(1),
+    "shuffled-2": _shuffled(2),
+    "shuffled-3": _shuffled(3),
+    "re-delivered": lambda spans: _shuffled(4)(spans + spans[::2]),
+}
+
+
+def _cases() -> dict[str, list[SpanRecord]]:
+    cases = {f"{p.parent.name}/{p.stem}": read_trace_file(p) for p in CAPTURES}
+    return {**cases, **SYNTHETIC}
+
+
+CASES = _cases()
+
+
+def _trace_id(case: int, order: int, original: str) -> str:
+    return f"{case:03x}{order:02x}{original[5:]}"
+
+
+class _Noting:
+    """The registry, noting every run the engine asks it to match (the runs it scores) and what they matched."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.runs: list[AgentRun] = []
+        self.matched: dict[str, list[str]] = {}
+
+    def match(self, run: AgentRun) -> list[Expectation]:
+        self.runs.append(run)
+        found = self.registry.match(run)
+        self.matched[run.run_id] = _names(found)
+        return found
+
+
+@dataclasses.dataclass
+class Fed:
+    """What the engine scored and what offline extraction gives, by (case, order), and what each run matched."""
+
+    live: dict[tuple[str, str], list[AgentRun]]
+    offline: dict[tuple[str, str], list[AgentRun]]
+    matched_live: dict[str, list[str]]
+    registry: Registry
+
+
+@pytest.fixture(scope="module")
+def fed() -> Iterator[Fed]:
+    sent: dict[str, tuple[str, str]] = {}
+    offered: dict[tuple[str, str], list[SpanRecord]] = {}
+    for c, (case, spans) in enumerate(CASES.items()):
+        for o, (name, order) in enumerate(ORDERS.items()):
+            renamed = [dataclasses.replace(s, trace_id=_trace_id(c, o, s.trace_id)) for s in spans]
+            offered[(case, name)] = order(renamed)
+            sent.update(dict.fromkeys((s.trace_id for s in renamed), (case, name)))
+    config = PipelineConfig(settle_ms=300, max_hold_ms=60_000, queue_size=sum(map(len, offered.values())))
+    with registry_with(BY_TEST_CASE, EVERY_AGENT) as registry:
+        noting = _Noting(registry)
+        pipeline: Engine[SpanRecord] = Engine(noting, ListSink(), lambda r: r, config, Recording())
+        try:
+            for spans in offered.values():
+                for record in spans:
+                    assert pipeline.offer(record)
+            assert wait_until(lambda: len(pipeline.store) == 0 and not pipeline.backlog(), timeout_s=8.0)
+            assert pipeline.flush(5.0)
+        finally:
+            pipeline.shutdown(5.0)
+        live: dict[tuple[str, str], list[AgentRun]] = {key: [] for key in offered}
+        for run in noting.runs:
+            live[sent[run.trace_id]].append(run)
+        yield Fed(live, {key: rebuild_runs(spans) for key, spans in offered.items()}, noting.matched, registry)
+
+
+def _dump(runs: list[AgentRun]) -> list[dict[str, Any]]:
+    return [run.model_dump() for run in sorted(runs, key=lambda r: (r.trace_id, r.start_ns or 0, r.span_id))]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("case", CASES)
+def test_live_runs_are_the_offline_runs(fed: Fed, case: str, order: str) -> None:
+    live, offline = fed.live[(case, order)], fed.offline[(case, order)]
+    assert offline, "every case has runs"
+    assert _dump(live) == _dump(offline)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("case", SYNTHETIC)
+def test_match_attributes_select_the_same_run_live(fed: Fed, case: str, order: str) -> None:
+    """Each synthetic shape has one run carrying `test_case.id: book-001`; the engine selects it as offline runs do."""
+    live = {r.span_id for r in fed.live[(case, order)] if "by-test-case" in fed.matched_live[r.run_id]}
+    offline = {r.span_id for r in fed.offline[(case, order)] if "by-test-case" in _names(fed.registry.match(r))}
+    assert len(offline) == 1
+    assert live == offline
+
+
+def _names(expectations: list[Expectation]) -> list[str]:
+    return [e.name for e in expectations]
