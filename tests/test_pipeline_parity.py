@@ -101,6 +101,16 @@ SYNTHETIC: dict[str, list[SpanRecord]] = {
         span(6, 3, "invoke_agent leaf", run_attrs("leaf")),
         *tools(6, 7, "book_flight"),
     ],
+    # an uninstrumented sub-agent that calls a tool and an instrumented agent; a tool that calls a tool
+    "sub-agent-beside-an-agent": [
+        span(1, None, "invoke_agent travel", run_attrs("travel")),
+        *tools(1, 2, "delegate"),
+        unrecognised(3, 2, "worker", "book-001"),
+        *tools(3, 4, "search_flights"),
+        span(5, 3, "invoke_agent helper", run_attrs("helper")),
+        *tools(5, 6, "book_flight"),
+        *tools(6, 7, "retry_booking"),
+    ],
     # calls started in the same millisecond: the order falls to call ids
     "parallel-tools": [
         span(1, None, "invoke_agent travel", run_attrs("travel")),
