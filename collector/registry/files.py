@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import yaml
 
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
 from toolscore.collector.registry.model import Expectation
+from toolscore.collector.registry.poll import Loop
 from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
 from toolscore.collector.yaml_lines import line_of as _line
 
@@ -119,7 +119,7 @@ def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
     return out
 
 
-class FileWatcher:
+class FileWatcher(Loop):
     """Calls `on_change()` when the content of the watched files changes, from a daemon thread.
 
     It compares content digests, not modification times, so an edit within the file system's time
@@ -138,9 +138,8 @@ class FileWatcher:
         self._paths = [Path(p) for p in paths]
         self._on_change = on_change
         self._interval_s = interval_s
-        self._stop = threading.Event()
         self._signature = self.signature() if signature is None else signature
-        self._thread = threading.Thread(target=self._run, name="toolscore-registry-files", daemon=True)
+        super().__init__("toolscore-registry-files")
 
     def renewed(self) -> FileWatcher:
         """The same watch, not started, for a forked child (which has none of the parent's threads): from the
@@ -157,16 +156,6 @@ class FileWatcher:
                 digest = "missing"
             out.append((str(path), digest))
         return tuple(out)
-
-    def start(self) -> FileWatcher:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Idempotent; returns once the thread has exited."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval_s):

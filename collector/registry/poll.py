@@ -6,43 +6,55 @@ Other replicas and processes write the store too; nothing tells this one, except
 (`wait_for_store`) is polled on the interval alone: it has no connection to listen on.
 
 A forked child has none of its parent's threads: the registry gives it a poll of its own (`renewed`).
+`Loop` is the thread's start and stop, which the file watch (`files.FileWatcher`) shares.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Self
 
-__all__ = ["StorePoll", "WaitForChange"]
+__all__ = ["Loop", "StorePoll", "WaitForChange"]
 
 WaitForChange = Callable[[float, threading.Event], object]
 """A store's `wait_for_change(timeout_s, stop)`: returns on a change notification, after `timeout_s`, or once
 `stop` is set."""
 
 
-class StorePoll:
+class Loop:
+    """A daemon thread running `_run` until `stop` is called; `_run` returns once `self._stop` is set."""
+
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Idempotent; returns once the thread has exited (the work in progress finishes first)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class StorePoll(Loop):
     """Calls `sync()` on a daemon thread after each wait: `waiter()`'s when it gives one, else `interval_s`."""
 
     def __init__(self, sync: Callable[[], None], waiter: Callable[[], WaitForChange | None], interval_s: float) -> None:
         self._sync = sync
         self._waiter = waiter
         self._interval_s = interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="toolscore-registry-poll", daemon=True)
+        super().__init__("toolscore-registry-poll")
 
     def renewed(self) -> StorePoll:
         """The same poll, not started, for a forked child."""
         return StorePoll(self._sync, self._waiter, self._interval_s)
-
-    def start(self) -> StorePoll:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Idempotent; returns once the thread has exited (a `sync` in progress finishes first)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
 
     def _run(self) -> None:
         stop = self._stop
