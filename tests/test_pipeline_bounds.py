@@ -33,7 +33,16 @@ from toolscore.collector.extract.conventions import Read
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.counted_stats import CountedStats
-from toolscore.collector.pipeline.group import Admit, TraceStore, item_bytes, record_bytes
+from toolscore.collector.pipeline.group import (
+    _ATTRIBUTE_BYTES,
+    _EVENT_BYTES,
+    _ITEM_BYTES,
+    _SPAN_BYTES,
+    Admit,
+    TraceStore,
+    item_bytes,
+    record_bytes,
+)
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Registry
 from toolscore.collector.spans import SpanEvent, SpanRecord
@@ -199,6 +208,28 @@ def test_pending_bytes_estimate_the_memory_the_kept_spans_take(
     finally:
         tracemalloc.stop()
     assert 0.8 <= store.size / taken <= 1.4, f"{shape}: counted {store.size:,} B for {taken:,} B taken"
+
+
+def test_record_bytes_counts_each_attribute_and_event_once_with_its_text() -> None:
+    """`record_bytes` is the per-span, per-attribute and per-event costs plus the text of the span's and its
+    events' attributes (keys, strings, string list items; `_ITEM_BYTES` for other list items), each once."""
+    record = SpanRecord(
+        TRACE, "0000000000000002", "0000000000000001", "execute_tool search",
+        attributes={"tool": "search_flights", "count": 3, "tags": ["a", "bc", 7]},
+        events=(
+            SpanEvent("exception", 0, {"exception.type": "ValueError", "exception.message": "no flights"}),
+            SpanEvent("retry", 0, {}),
+            SpanEvent("log", 0, {"lines": ["one", 2]}),
+        ),
+    )  # fmt: skip
+    span_text = len("tool") + len("search_flights") + len("count") + len("tags") + len("a") + len("bc") + _ITEM_BYTES
+    event_text = (
+        len("exception.type") + len("ValueError") + len("exception.message") + len("no flights")
+        + len("lines") + len("one") + _ITEM_BYTES
+    )  # fmt: skip
+    expected = _SPAN_BYTES + 3 * _ATTRIBUTE_BYTES + 3 * _EVENT_BYTES + 3 * _ATTRIBUTE_BYTES + span_text + event_text
+    assert record_bytes(record) == expected
+    assert item_bytes(record) == expected - span_text - event_text
 
 
 @pytest.mark.parametrize(
