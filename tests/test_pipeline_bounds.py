@@ -38,6 +38,8 @@ from toolscore.collector.pipeline.group import (
     _EVENT_BYTES,
     _ITEM_BYTES,
     _SPAN_BYTES,
+    _UNPLACED_BYTES,
+    _UNPLACED_PARENT_BYTES,
     Admit,
     TraceStore,
     item_bytes,
@@ -133,11 +135,15 @@ def test_one_trace_alone_over_the_pending_bytes_is_still_scored() -> None:
         assert spans_metric(reader, "dropped", "max_pending_bytes") == 0
 
 
-def _otlp_span(n: int, attributes: list[tuple[str, Any]], events: list[tuple[str, dict[str, str]]], tool: bool) -> Any:
-    """A tool span, or (`tool` False) a span no convention recognises, whose parent has not arrived."""
+def _otlp_span(
+    n: int, attributes: list[tuple[str, Any]], events: list[tuple[str, dict[str, str]]], tool: bool, *, alone: bool
+) -> Any:
+    """A tool span, or (`tool` False) a span no convention recognises, whose parent has not arrived: the same
+    parent as the other spans', or (`alone`) one of its own."""
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-    span = Span(trace_id=b"\x01" * 16, span_id=n.to_bytes(8, "big"), parent_span_id=b"\x03" * 8, name="execute_tool")
+    parent = (n + (1 << 40)).to_bytes(8, "big") if alone else b"\x03" * 8
+    span = Span(trace_id=b"\x01" * 16, span_id=n.to_bytes(8, "big"), parent_span_id=parent, name="execute_tool")
     recognised = [("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "search_flights")] if tool else []
     for key, value in [*recognised, *attributes]:
         kv = span.attributes.add()
@@ -169,29 +175,40 @@ _TYPICAL = [
 @pytest.mark.parametrize("tool", [True, False], ids=["tool span", "unrecognised span, parent not arrived"])
 @pytest.mark.parametrize("source", ["record", "received bytes"])
 @pytest.mark.parametrize(
-    ("shape", "count", "attributes", "events"),
+    ("shape", "count", "attributes", "events", "alone"),
     [
-        ("typical tool span", 300, _TYPICAL, []),
-        ("a 20 kB prompt", 100, [("gen_ai.input.messages", "p" * 20_000)], []),
-        ("1,000 one-letter attributes", 30, [(f"a{i}", "x") for i in range(1000)], []),
-        ("1,000 int attributes", 30, [(f"a{i}", i) for i in range(1000)], []),
-        ("1,000 events of one attribute", 30, [], [("e", {"k": "v"})] * 1000),
-        ("1,000 empty events", 30, [], [("", {})] * 1000),
+        ("typical tool span", 300, _TYPICAL, [], False),
+        ("typical tool span, each under a parent of its own", 300, _TYPICAL, [], True),
+        ("one short attribute", 1000, [("k", "v")], [], False),
+        ("one short attribute, each under a parent of its own", 1000, [("k", "v")], [], True),
+        ("a 20 kB prompt", 100, [("gen_ai.input.messages", "p" * 20_000)], [], False),
+        ("1,000 one-letter attributes", 30, [(f"a{i}", "x") for i in range(1000)], [], False),
+        ("1,000 int attributes", 30, [(f"a{i}", i) for i in range(1000)], [], False),
+        ("1,000 events of one attribute", 30, [], [("e", {"k": "v"})] * 1000, False),
+        ("1,000 empty events", 30, [], [("", {})] * 1000, False),
     ],
 )
 def test_pending_bytes_estimate_the_memory_the_kept_spans_take(
-    source: str, shape: str, count: int, attributes: list[tuple[str, Any]], events: list[Any], *, tool: bool
+    source: str,
+    shape: str,
+    count: int,
+    attributes: list[tuple[str, Any]],
+    events: list[Any],
+    *,
+    alone: bool,
+    tool: bool,
 ) -> None:
     """`max_pending_bytes` bounds memory: what a kept span counts for is within ~30% of what it takes, measured,
     for prompts and for spans of many small entries alike (their Python objects are several times their text),
-    and for the unrecognised spans that keep their attributes but not their events until their parent comes."""
+    and for the unrecognised spans that keep their attributes but not their events until their parent comes
+    (with their entries in the list of such spans: small spans waiting each for a parent of its own show it)."""
     import gc
     import tracemalloc
 
     from toolscore.collector.serve.carrier import carrier_bytes
     from toolscore.collector.sources.otlp_proto import span_record
 
-    spans = [_otlp_span(n + 1, attributes, events, tool) for n in range(count)]
+    spans = [_otlp_span(n + 1, attributes, events, tool, alone=alone) for n in range(count)]
     received = [span.SerializeToString() for span in spans]
     store: TraceStore[Any] = TraceStore(10_000, 10_000, size=carrier_bytes if source == "received bytes" else None)
     gc.collect()
@@ -250,16 +267,88 @@ def test_a_span_keeps_its_attributes_until_its_parent_arrives_and_then_only_unde
     store.admit(child, child, 0)
     kept = store.traces[TRACE].records[child.span_id].span
     assert (kept.attributes, kept.events) == (child.attributes, ())
-    assert store.size == store.traces[TRACE].size == record_bytes(kept)
+    assert store.size == store.traces[TRACE].size == record_bytes(kept) + _WAITING
 
     store.admit(parent, parent, 0)  # its own parent has not arrived: unrecognised, it keeps its attributes too
 
     after = store.traces[TRACE].records[child.span_id].span
     assert after.attributes == (child.attributes if keeps else {})
     slim = item_bytes(SpanRecord(TRACE, child.span_id, None, ""))
-    assert store.size == store.traces[TRACE].size == (record_bytes(kept) if keeps else slim) + record_bytes(parent)
+    parent_waits = 0 if keeps else _WAITING  # an unrecognised parent waits for its own parent
+    assert (
+        store.size
+        == store.traces[TRACE].size
+        == ((record_bytes(kept) if keeps else slim) + record_bytes(parent) + parent_waits)
+    )
     store.finish(store.traces[TRACE])
     assert store.size == 0
+
+
+_WAITING = _UNPLACED_PARENT_BYTES + _UNPLACED_BYTES
+"""What a span waiting alone for its parent adds to its record's bytes; each sibling waiting too, `_UNPLACED_BYTES`."""
+PARENT = "00000000000000a0"
+
+
+def _waiting(span_id: str, parent_id: str = PARENT, trace_id: str = TRACE) -> SpanRecord:
+    """A span no convention recognises whose parent has not arrived: it keeps its attributes meanwhile."""
+    return SpanRecord(trace_id, span_id, parent_id, "SELECT", attributes={"db.statement": f"SELECT {span_id}"})
+
+
+@pytest.mark.parametrize(
+    ("parent_attributes", "slims"), [({"http.route": "/chat"}, True), (tool_attrs("delegate", "c0"), False)]
+)
+def test_spans_waiting_for_their_parent_count_for_their_entries_until_it_comes(
+    parent_attributes: dict[str, Any], *, slims: bool
+) -> None:
+    """The list of spans waiting for their parent is pending memory too: each entry counts (and each parent's
+    list), and is given back when the parent comes, whether it slims them or (a tool span) they keep their
+    attributes; what is left is exactly what the records count for, and nothing once the trace finishes."""
+    store: TraceStore[SpanRecord] = TraceStore(10, 100)
+    siblings = [_waiting(f"{i:016x}") for i in (2, 3, 4)]
+    cut_off = _waiting("0000000000000005", parent_id="00000000000000ff")  # its parent never comes
+    for span in (*siblings, cut_off):
+        assert store.admit(span, span, 0).kind is Admit.STORED
+    records = sum(map(record_bytes, (*siblings, cut_off)))
+    assert store.size == store.traces[TRACE].size == records + 4 * _UNPLACED_BYTES + 2 * _UNPLACED_PARENT_BYTES
+
+    parent = record(PARENT, None, "execute_tool delegate", parent_attributes)  # the root: it waits for nothing
+    store.admit(parent, parent, 0)
+
+    trace = store.traces[TRACE]
+    assert [bool(trace.records[span.span_id].span.attributes) for span in siblings] == [not slims] * 3
+    placed = 3 * _SPAN_BYTES if slims else sum(map(record_bytes, siblings))
+    assert store.size == trace.size == placed + record_bytes(parent) + record_bytes(cut_off) + _WAITING
+    store.finish(trace)
+    assert store.size == 0
+
+
+@pytest.mark.parametrize("path", ["trace finishes", "max_pending_traces", "max_pending_bytes"])
+def test_pending_bytes_of_spans_waiting_for_their_parent_fall_to_zero_when_their_trace_goes(path: str) -> None:
+    """The engine's pending bytes (the `toolscore.pending.bytes` gauge) count the waiting spans' entries and give
+    them back with their trace, whether it finishes or is pushed out by either bound."""
+    waiting = [_waiting(f"{i:016x}") for i in (2, 3, 4)]
+    expected = sum(map(record_bytes, waiting)) + 3 * _UNPLACED_BYTES + _UNPLACED_PARENT_BYTES
+    bounds: dict[str, Any] = {
+        "trace finishes": {},
+        "max_pending_traces": {"max_pending_traces": 1},
+        "max_pending_bytes": {"max_pending_bytes": expected + 1_000},
+    }[path]
+    with engine(PipelineConfig(**bounds, **HOLD)) as (pipeline, _, reader):
+        for span in waiting:
+            assert pipeline.offer(span)
+        assert wait_until(lambda: pipeline.store.size == expected)
+        assert points(reader, "toolscore.pending.bytes") == {(): expected}
+        if path == "trace finishes":
+            assert pipeline.flush(5.0)
+            newer = 0
+        else:  # a span of another trace, alone under the bound but not with the waiting spans' trace
+            other = SpanRecord(f"{2:032x}", "0000000000000001", None, "GET /", attributes={"q": "x" * 1_500})
+            assert pipeline.offer(other)
+            assert wait_until(lambda: TRACE not in pipeline.store.traces)
+            assert spans_metric(reader, "dropped", path) == 3
+            newer = record_bytes(other)
+        assert pipeline.store.size == newer
+        assert points(reader, "toolscore.pending.bytes") == {(): newer}
 
 
 def test_spans_over_the_per_trace_limit_pass_on_and_the_run_is_incomplete() -> None:

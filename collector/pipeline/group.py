@@ -25,7 +25,8 @@ span counts for an estimate of the memory its record takes: its text (`toolscore
 received, which hold that text) and a cost per attribute, per event and per span measured on decoded
 records (`record_bytes`, `item_bytes`); a slimmed span costs the per-span amount, a span kept without
 its events the estimate of what it keeps, and a span slimmed once its parent arrives gives the
-difference back.
+difference back. A span waiting for its parent also counts for its entry in the list of such spans,
+given back when the parent arrives (or with its trace), so that nothing pending is left uncounted.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ _EVENT_BYTES = 130
 """What each span event costs besides its attributes."""
 _ITEM_BYTES = 16
 """What each item of a list value costs besides its text."""
+_UNPLACED_BYTES = 100
+"""What each span in `PendingTrace.unplaced` costs besides its record: its (span id, bytes) pair and list slot."""
+_UNPLACED_PARENT_BYTES = 100
+"""What each parent id in `PendingTrace.unplaced` costs: its list and its slot in the dict (~200 B for a span
+alone under its parent, ~100 B for each sibling, measured with tracemalloc)."""
 
 
 def item_bytes(record: SpanRecord) -> int:
@@ -142,7 +148,8 @@ class PendingTrace(Generic[C]):
     """The bytes its kept spans count for against `max_pending_bytes`."""
     unplaced: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     """Unrecognised spans keeping their attributes until their parent arrives, by the parent's id, with
-    the bytes each counts for: slimmed then unless the parent is a tool span."""
+    the bytes each counts for: slimmed then unless the parent is a tool span. The entries count too
+    (`_UNPLACED_BYTES`, `_UNPLACED_PARENT_BYTES`), given back when the parent comes or with the trace."""
 
     @property
     def holds_runs(self) -> bool:
@@ -280,8 +287,8 @@ class TraceStore(Generic[C]):
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
             return Admission(_OVER_CAP, trace)
         self._keep(trace, node, carrier)
-        if trace.unplaced and (children := trace.unplaced.pop(record.span_id, None)) and role is not _TOOL:
-            self._slim(trace, children)
+        if trace.unplaced and (children := trace.unplaced.pop(record.span_id, None)):
+            self._place(trace, children, slim=role is not _TOOL)
         if record.parent_id is None:
             trace.root_id = record.span_id
         admission = Admission(_STORED, trace, touched, evicted)
@@ -301,23 +308,31 @@ class TraceStore(Generic[C]):
             parent = trace.records.get(parent_id)
             waits = parent is None
             kept = _reduced(node, attributes=parent is None or parent.role is _TOOL)
-        size = self._size(carrier, record) if kept is node else record_bytes(kept.span)
+        size = cost = self._size(carrier, record) if kept is node else record_bytes(kept.span)
         trace.records[record.span_id] = kept
-        trace.size += size
-        self.size += size
         if waits and kept.span.attributes:
             assert parent_id is not None
-            trace.unplaced.setdefault(parent_id, []).append((record.span_id, size))
+            siblings = trace.unplaced.get(parent_id)
+            if siblings is None:
+                siblings = trace.unplaced[parent_id] = []
+                cost += _UNPLACED_PARENT_BYTES
+            siblings.append((record.span_id, size))
+            cost += _UNPLACED_BYTES
+        trace.size += cost
+        self.size += cost
 
-    def _slim(self, trace: PendingTrace[C], children: list[tuple[str, int]]) -> None:
-        """Slim the spans that kept their attributes until their parent came, now that it is no tool span."""
-        for span_id, size in children:
+    def _place(self, trace: PendingTrace[C], children: list[tuple[str, int]], *, slim: bool) -> None:
+        """The parent the `children` waited for came: give their entries' bytes back and, if `slim` (it is no
+        tool span), their attributes' too."""
+        freed = _UNPLACED_PARENT_BYTES + _UNPLACED_BYTES * len(children)
+        for span_id, size in children if slim else ():
             node = trace.records[span_id]
-            slim = _reduced(node, attributes=False)
-            if slim is not node:
-                trace.records[span_id] = slim
-                trace.size -= size - _SPAN_BYTES
-                self.size -= size - _SPAN_BYTES
+            reduced = _reduced(node, attributes=False)
+            if reduced is not node:
+                trace.records[span_id] = reduced
+                freed += size - _SPAN_BYTES
+        trace.size -= freed
+        self.size -= freed
 
     def _candidates(
         self,
