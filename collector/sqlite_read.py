@@ -29,14 +29,16 @@ _WRITERS_FILES = ("-wal", "-journal")
 """Left beside a database by a connection that writes it: when one is there, the look is `mode=ro`."""
 
 
-def connect_read_only(path: str | Path) -> sqlite3.Connection:
+def connect_read_only(path: str | Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """A connection to the existing SQLite file at `path` that cannot change it (see the module docstring).
 
-    Raises sqlite3.OperationalError when there is no file at `path`: none is created.
+    Raises sqlite3.OperationalError when there is no file at `path`: none is created. `check_same_thread`
+    is sqlite3's: False for a store that shares its connection between threads behind its own lock.
     """
     file = Path(path).resolve()
     writing = any(Path(f"{file}{suffix}").exists() for suffix in _WRITERS_FILES)
-    db = sqlite3.connect(f"{file.as_uri()}?mode={'ro' if writing else 'rw'}", uri=True)
+    uri = f"{file.as_uri()}?mode={'ro' if writing else 'rw'}"
+    db = sqlite3.connect(uri, uri=True, check_same_thread=check_same_thread)
     try:
         db.execute("PRAGMA query_only = ON")
     except BaseException:

@@ -7,9 +7,11 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -159,6 +161,110 @@ def test_delete_with_a_stale_version_is_refused(db: str) -> None:
     assert cli("get", "weather", db=db).exit_code == 0
 
 
+# -- reads leave the store as they found it -----------------------------------------------------------
+
+READS = [["list", "-o", "json"], ["get", "weather", "-o", "json"], ["history", "weather", "-o", "json"]]
+READ_IDS = ["list", "get", "history"]
+
+_DIED_WRITING = (
+    "import os, sys\n"
+    "from toolscore.collector.registry import Registry, RegistryConfig, SqliteStoreConfig, load_paths\n"
+    "registry = Registry(config=RegistryConfig(store=SqliteStoreConfig(path=sys.argv[1])))\n"
+    "registry.apply(load_paths([sys.argv[2]]))\n"
+    "os._exit(0)\n"
+)
+"""A collector that committed v2 and died before closing its store: the change is in the -wal file only."""
+
+
+def _files(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file in `folder`, by name: its bytes and mtime, but for the -shm index (readers may update it)."""
+    return {
+        p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.iterdir()) if not p.name.endswith("-shm")
+    }
+
+
+def _weather_versions(output: str) -> list[int]:
+    return [e["version"] for e in json.loads(output) if e["name"] == "weather"]
+
+
+@contextmanager
+def _read_only(folder: Path) -> Iterator[None]:
+    """`folder` and its files made read-only, as a store the user may only read is; restored after."""
+    files = list(folder.iterdir())
+    for path in files:
+        path.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        yield
+    finally:
+        folder.chmod(0o755)
+        for path in files:
+            path.chmod(0o644)
+
+
+@pytest.mark.parametrize("command", READS, ids=READ_IDS)
+def test_a_read_leaves_the_store_its_log_and_its_directory_as_it_found_them(db: str, command: list[str]) -> None:
+    """A store opened writable would checkpoint a dead writer's log into the file and remove the log; a closed
+    store's look must not leave -wal/-shm files behind either. (The tests run as root, whom the permissions do
+    not stop: that the store cannot be written is checked in test_registry_store, by a write that fails.)"""
+    assert cli("apply", str(DATA / "v1"), db=db).exit_code == 0
+    folder = Path(db).parent
+    closed = _files(folder)
+    assert list(closed) == ["registry.db"]
+    with _read_only(folder):
+        idle = cli(*command, db=db)
+        assert idle.exit_code == 0, idle.output
+        assert _weather_versions(idle.stdout)[-1] == 1
+        assert _files(folder) == closed
+
+    subprocess.run([sys.executable, "-c", _DIED_WRITING, db, str(DATA / "v2")], check=True, timeout=60)
+    died = _files(folder)
+    assert list(died) == ["registry.db", "registry.db-wal"]
+    result = cli(*command, db=db)
+    assert result.exit_code == 0, result.output
+    assert _weather_versions(result.stdout)[-1] == 2  # read from the log
+    assert _files(folder) == died
+    assert (folder / "registry.db-shm").exists()
+
+
+@pytest.mark.parametrize("command", READS, ids=READ_IDS)
+def test_a_read_answers_beside_a_live_writer_holding_the_write_lock(db: str, command: list[str]) -> None:
+    """A registry opened writable would wait for the write lock (to create its tables) and time out."""
+    with Registry(config=RegistryConfig(store=SqliteStoreConfig(path=db))) as live:
+        live.apply(load_paths([DATA / "v1"]))
+        assert _weather_versions(cli(*command, db=db).stdout)[-1] == 1
+        live.apply(load_paths([DATA / "v2"]))
+        writer = sqlite3.connect(db, isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")  # another writer, in the middle of its transaction
+            writer.execute("DELETE FROM toolscore_expectations")
+            result = cli(*command, db=db)
+        finally:
+            writer.close()
+    assert result.exit_code == 0, result.output
+    assert _weather_versions(result.stdout)[-1] == 2  # the live writer's last commit, not the open transaction
+
+
+@pytest.mark.parametrize("command", READS, ids=READ_IDS)
+def test_a_read_of_a_file_without_the_registry_tables_is_refused_and_creates_none(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Not an empty registry: the file was left as it is, and is no registry a collector wrote."""
+    path = tmp_path / "other.db"
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE notes (text TEXT)")
+    other.commit()
+    other.close()
+    before = path.read_bytes()
+    result = cli(*command, db=str(path))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: cannot open the registry store {path}: OperationalError: no such table: toolscore_expectations\n"
+    )
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+
+
 # -- against a server ----------------------------------------------------------------------------------
 
 
@@ -305,6 +411,21 @@ def test_db_takes_the_postgres_url_the_collector_replicas_share(postgres_dsn: st
         assert [e.name for e in replica.list()] == ["search", "weather"]
     assert cli("delete", "search", db=url).stdout == "search deleted (version 2)\n"
     assert cli("list", "-o", "json", db=url).stdout.count('"name"') == 1
+
+
+@pytest.mark.parametrize("command", READS, ids=READ_IDS)
+def test_a_read_of_a_postgres_database_without_the_tables_creates_none(postgres_dsn: str, command: list[str]) -> None:
+    """The reads' sessions are read-only: a registry opened writable would create the tables and answer empty."""
+    import psycopg
+
+    result = cli(*command, db=postgres_url(postgres_dsn))
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        'Error: cannot open the PostgreSQL registry: UndefinedTable: relation "toolscore_expectations" does not exist'
+    )
+    with psycopg.connect(postgres_dsn) as conn:
+        tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+    assert tables == []
 
 
 def test_an_unreachable_database_exits_1_without_a_traceback_or_the_password() -> None:

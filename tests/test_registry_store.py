@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from toolscore.collector.registry import (
@@ -15,9 +18,12 @@ from toolscore.collector.registry import (
     ExpectationStore,
     MemoryStore,
     NotFound,
+    PostgresStoreConfig,
     SqliteStore,
+    SqliteStoreConfig,
     VersionConflict,
     Write,
+    open_store,
 )
 from toolscore.collector.registry.postgres_store import PostgresStore
 from toolscore.collector.registry.sql_base import prefix_end
@@ -407,3 +413,31 @@ def test_compaction_goes_a_batch_at_a_time(store: ExpectationStore) -> None:
     assert store.compact(keep=1, max_removed=2) == 0
     assert store.compacted_seq() == 5
     assert [c.seq for c in store.changes_since(5)] == [6]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_store_opened_read_only_reads_and_every_write_fails(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """What `toolscore expectations list/get/history` open: the database itself refuses the writes (SQLite's
+    `query_only` or `mode=ro`, PostgreSQL's read-only sessions), whoever runs it, root included."""
+    if kind == "sqlite":
+        config: SqliteStoreConfig | PostgresStoreConfig = SqliteStoreConfig(path=str(tmp_path / "registry.db"))
+    else:
+        config = PostgresStoreConfig(dsn=request.getfixturevalue("postgres_dsn"), listen=False)
+    with closing(open_store(config)) as writer:
+        writer.put(exp("travel", tool="a"))
+        writer.put(exp("travel", tool="b"))
+    with closing(open_store(config, read_only=True)) as reader:
+        assert (reader.get("travel").version, [e.name for e in reader.list()]) == (2, ["travel"])
+        writes: list[Callable[[], object]] = [
+            lambda: reader.put(exp("other")),
+            lambda: reader.delete("travel"),
+            lambda: reader.write_batch([Write("other", exp("other"))]),
+            lambda: reader.compact(keep=1, max_removed=10),
+        ]
+        for write in writes:
+            with pytest.raises((sqlite3.OperationalError, psycopg.errors.ReadOnlySqlTransaction), match=r"read-?only"):
+                write()
+    with closing(open_store(config)) as writer:
+        assert [(c.seq, c.kind) for c in writer.changes_since(0)] == [(1, "created"), (2, "updated")]

@@ -15,7 +15,7 @@ import functools
 import json
 import signal
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -24,9 +24,11 @@ import click
 import yaml
 
 if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
+    from toolscore.collector.registry.client import RegistryClient
+    from toolscore.collector.registry.config import PostgresStoreConfig, SqliteStoreConfig
     from toolscore.collector.registry.model import Expectation
     from toolscore.collector.registry.registry import ApplyAction, Registry
-    from toolscore.collector.registry.store import Change
+    from toolscore.collector.registry.store import Change, ExpectationStore
 
 __all__ = ["expectations_group"]
 
@@ -34,14 +36,22 @@ DEFAULT_DB = ".toolscore/registry.db"
 _DB_HELP = "SQLite file, or postgresql:// URL of the database the collectors share."
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
-class _Backend(Protocol):
-    def apply(self, expectations: list[Expectation]) -> list[tuple[str, ApplyAction]]: ...
+class _Reads(Protocol):
+    """What `list`, `get` and `history` use: a server's client, or the local store itself, opened read-only."""
+
     def list(self) -> builtins.list[Expectation]: ...
     def get(self, name: str) -> Expectation: ...
-    def delete(self, name: str, expected_version: int | None) -> int: ...
     def history_changes(self, name: str) -> builtins.list[Change]: ...
+
+
+class _Writes(Protocol):
+    """What `apply` and `delete` use: a server's client, or a registry over the local store."""
+
+    def apply(self, expectations: list[Expectation]) -> list[tuple[str, ApplyAction]]: ...
+    def delete(self, name: str, expected_version: int | None) -> int: ...
 
 
 @dataclass
@@ -51,17 +61,8 @@ class _Local:
     def apply(self, expectations: list[Expectation]) -> list[tuple[str, ApplyAction]]:
         return self.registry.apply(expectations)
 
-    def list(self) -> list[Expectation]:
-        return self.registry.list()
-
-    def get(self, name: str) -> Expectation:
-        return self.registry.get(name)
-
     def delete(self, name: str, expected_version: int | None) -> int:
         return self.registry.delete(name, expected_version).version
-
-    def history_changes(self, name: str) -> builtins.list[Change]:
-        return self.registry.history_changes(name)
 
 
 @dataclass(frozen=True)
@@ -100,18 +101,17 @@ def _target_options(command: Callable[..., None]) -> Callable[..., None]:
     return with_target
 
 
-def _store_registry(db: str) -> Registry:
-    """A registry over the store `--db` names: a PostgreSQL URL, or else a SQLite file."""
-    from toolscore.collector.registry.config import PostgresStoreConfig, RegistryConfig, SqliteStoreConfig
-    from toolscore.collector.registry.registry import Registry
+def _store_config(db: str, *, listen: bool = True) -> SqliteStoreConfig | PostgresStoreConfig:
+    """The store `--db` names: a PostgreSQL URL, or else a SQLite file."""
+    from toolscore.collector.registry.config import PostgresStoreConfig, SqliteStoreConfig
 
     if db.startswith(_POSTGRES_SCHEMES):
-        return Registry(config=RegistryConfig(store=PostgresStoreConfig(dsn=db)))
-    return Registry(config=RegistryConfig(store=SqliteStoreConfig(path=db)))
+        return PostgresStoreConfig(dsn=db, listen=listen)
+    return SqliteStoreConfig(path=db)
 
 
-def _open_store_registry(db: str, *, create: bool = True) -> Registry:
-    """`_store_registry`, or a `click.ClickException` saying why the store cannot be opened (not a traceback).
+def _open_local(db: str, open_: Callable[[], _T], *, create: bool) -> _T:
+    """`open_()`, or a `click.ClickException` saying why the store `--db` names cannot be opened (not a traceback).
 
     Only the commands that write (`apply`, `serve`) create a SQLite store: a read at a mistyped path, or
     in another directory than the collector's, would otherwise answer with an empty registry and leave a
@@ -131,7 +131,7 @@ def _open_store_registry(db: str, *, create: bool = True) -> Registry:
                 f"the collector's registry.store.path with --db (`toolscore serve` keeps it in {DEFAULT_DB})"
             )
     try:
-        return _store_registry(db)
+        return open_()
     except Exception as exc:
         from toolscore.collector.registry.errors import InvalidExpectation
         from toolscore.collector.registry.health import describe_error
@@ -143,23 +143,36 @@ def _open_store_registry(db: str, *, create: bool = True) -> Registry:
         raise click.ClickException(f"cannot open {where}: {describe_error(exc)}") from None
 
 
-@contextmanager
-def _backend(target: _Target, *, create: bool = False) -> Iterator[_Backend]:
-    """Open the target and turn every refusal into one `click.ClickException` (exit code 1).
+def _open_store_registry(db: str, *, create: bool = True) -> Registry:
+    """A registry over the store `--db` names, for the commands that write it (see `_open_local`)."""
+    from toolscore.collector.registry.config import RegistryConfig
+    from toolscore.collector.registry.registry import Registry
 
-    `create`: a local SQLite store that does not exist yet is created (for `apply`); otherwise it is an error.
+    return _open_local(db, lambda: Registry(config=RegistryConfig(store=_store_config(db))), create=create)
+
+
+def _open_store_read_only(db: str) -> ExpectationStore:
+    """The store `--db` names, opened read-only, for the commands that only read it.
+
+    No registry: it would read the whole store into memory, and its poll would compact the change log. And
+    no write of any kind: a registry opened writable creates the tables (in a file that lacks them), waits
+    behind a writer's open transaction for the write lock, and checkpoints a log a writer left into the file
+    (removing it). One call has no change to wait for: no LISTEN.
     """
-    from toolscore.collector.registry.client import RegistryCallError, RegistryClient
+    from toolscore.collector.registry.stores import open_store
+
+    return _open_local(db, lambda: open_store(_store_config(db, listen=False), read_only=True), create=False)
+
+
+@contextmanager
+def _refusals(target: _Target) -> Iterator[None]:
+    """Every refusal of the block, the registry's or the server's, as one `click.ClickException` (exit code 1)."""
+    from toolscore.collector.registry.client import RegistryCallError
     from toolscore.collector.registry.errors import InvalidExpectation, RegistryError, StoreUnavailable
 
     server = target.server
     try:
-        if server:
-            with RegistryClient(server, token=target.token, tls_ca=target.tls_ca) as client:
-                yield client
-        else:
-            with _open_store_registry(target.db, create=create) as registry:
-                yield _Local(registry)
+        yield
     except InvalidExpectation as exc:
         raise click.ClickException("\n".join(["invalid expectations:", *(f"  {p}" for p in exc.problems)])) from None
     except RegistryError as exc:
@@ -174,6 +187,40 @@ def _backend(target: _Target, *, create: bool = False) -> Iterator[_Backend]:
             hint = f"{given}: pass the server's token with --token or TOOLSCORE_REGISTRY_TOKEN"
             raise click.ClickException(f"registry at {server}: UNAUTHENTICATED: {hint}") from None
         raise click.ClickException(f"registry at {server}: {exc}") from None
+
+
+def _client(server: str, target: _Target) -> RegistryClient:
+    from toolscore.collector.registry.client import RegistryClient
+
+    return RegistryClient(server, token=target.token, tls_ca=target.tls_ca)
+
+
+@contextmanager
+def _backend(target: _Target, *, create: bool = False) -> Iterator[_Writes]:
+    """The target to write, its refusals turned into `click.ClickException`s (`_refusals`).
+
+    `create`: a local SQLite store that does not exist yet is created (for `apply`); otherwise it is an error.
+    """
+    with _refusals(target):
+        if target.server:
+            with _client(target.server, target) as client:
+                yield client
+        else:
+            with _open_store_registry(target.db, create=create) as registry:
+                yield _Local(registry)
+
+
+@contextmanager
+def _reader(target: _Target) -> Iterator[_Reads]:
+    """The target to read, its refusals turned into `click.ClickException`s; a local store is only read
+    (`_open_store_read_only`), and must exist."""
+    with _refusals(target):
+        if target.server:
+            with _client(target.server, target) as client:
+                yield client
+        else:
+            with closing(_open_store_read_only(target.db)) as store:
+                yield store
 
 
 def _output_option(default: str) -> Callable[[_F], _F]:
@@ -258,7 +305,7 @@ def apply_command(paths: tuple[str, ...], target: _Target) -> None:
 @_target_options
 def list_command(output: str, target: _Target) -> None:
     """List the live expectations, in name order."""
-    with _backend(target) as backend:
+    with _reader(target) as backend:
         found = backend.list()
     _emit(found, output)
 
@@ -269,7 +316,7 @@ def list_command(output: str, target: _Target) -> None:
 @_target_options
 def get_command(name: str, output: str, target: _Target) -> None:
     """Print one expectation (YAML by default, as a file would hold it, with its version)."""
-    with _backend(target) as backend:
+    with _reader(target) as backend:
         found = backend.get(name)
     _emit([found], output)
 
@@ -291,7 +338,7 @@ def delete_command(name: str, expected_version: int | None, target: _Target) -> 
 @_target_options
 def history_command(name: str, output: str, target: _Target) -> None:
     """List every stored version of an expectation, and its deletions, oldest first."""
-    with _backend(target) as backend:
+    with _reader(target) as backend:
         changes = backend.history_changes(name)
     _emit_history(changes, output)
 

@@ -20,6 +20,9 @@ opened again on the next call.
 
 A forked child (gunicorn `--preload`, Celery's prefork pool) inherits the parent's connections, which are
 the parent's server sessions: it leaves them alone and opens its own (`_disown`).
+
+Opened `read_only` (the CLI's `list`, `get` and `history`), every session is `default_transaction_read_only`:
+the server refuses any write, and the tables are not created (a database without them fails the opening).
 """
 
 from __future__ import annotations
@@ -116,9 +119,12 @@ class PostgresStore(SqlStore):
         connect_timeout_s: float = 10.0,
         query_timeout_s: float = 5.0,
         network_timeout_s: float = 10.0,
+        read_only: bool = False,
     ) -> None:
-        """TCP settings the DSN gives itself (`keepalives_idle=...`) are kept; the others follow `tcp_bounds`."""
+        """TCP settings the DSN gives itself (`keepalives_idle=...`) are kept; the others follow `tcp_bounds`.
+        `read_only`: see the module docstring."""
         self.prefix = table_prefix
+        self._read_only = read_only
         self.timeout_s = query_timeout_s
         self._connect_timeout_s = max(2, round(connect_timeout_s))  # libpq's unit, and its least
         self._network_timeout_s = network_timeout_s
@@ -140,7 +146,10 @@ class PostgresStore(SqlStore):
         try:  # a registry waiting for its store opens it again: leak no connection nor thread per try
             self._conn = conn = self._connect()
             try:
-                self._create_tables()
+                if read_only:
+                    self._check_tables()
+                else:
+                    self._create_tables()
                 if listen:
                     self._listener = self._start_listener()
             except BaseException:
@@ -191,6 +200,8 @@ class PostgresStore(SqlStore):
         try:
             with self._answered(conn):
                 conn.execute(f"SET statement_timeout = {max(1, round(self.timeout_s * 1000))}")
+                if self._read_only:
+                    conn.execute("SET default_transaction_read_only = on")
             conn.autocommit = autocommit
         except BaseException:
             conn.close()

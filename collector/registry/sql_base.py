@@ -108,6 +108,13 @@ class SqlStore:
         """A cursor in a write transaction that excludes other writers; commits on success."""
         raise NotImplementedError
 
+    def _check_tables(self) -> None:
+        """What a store opened read-only does instead of creating its tables: one that lacks those the reads
+        use fails with the database's own error (no such table) when it is opened, not at its first call."""
+        with self._read() as cur:
+            cur.execute(self._sql("SELECT 1 FROM {p}expectations, {p}changes LIMIT 0"))
+            cur.fetchall()
+
     def _sql(self, text: str) -> str:
         return text.replace("{p}", self.prefix).replace("?", self.P)
 

@@ -10,6 +10,11 @@ A connection must not cross `os.fork()` (SQLite's own rule: the child would shar
 file handles). So the connection is closed before a fork, while the store's lock is taken and the
 connection idle (`ForkSafeLock`), and each process opens it again on its next call; one that was busy
 past the wait crosses the fork, and the child leaves it alone (`abandon`) and opens its own.
+
+Opened `read_only` (the CLI's `list`, `get` and `history`), the store is an existing file looked at through
+`sqlite_read`: no directory, file or table is created, no write lock is taken (so none is waited for behind a
+writer), a log a writer left is neither checkpointed into the file nor removed, and a store nobody has open is
+left without `-wal`/`-shm` files; every write fails.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from toolscore.collector.forks import ForkSafeLock, abandon
 from toolscore.collector.registry.errors import StoreTimeout
 from toolscore.collector.registry.sql_base import Cursor, SqlStore
+from toolscore.collector.sqlite_read import connect_read_only
 
 __all__ = ["TABLES", "SqliteStore"]
 
@@ -54,29 +60,45 @@ TABLES = tuple(f"{SqlStore.prefix}{name}" for name in ("expectations", "changes"
 
 
 class SqliteStore(SqlStore):
-    """`ExpectationStore` in a SQLite file (created with its parent directory when missing)."""
+    """`ExpectationStore` in a SQLite file (created with its parent directory when missing, unless `read_only`)."""
 
-    def __init__(self, path: str | Path = ".toolscore/registry.db", *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, path: str | Path = ".toolscore/registry.db", *, busy_timeout_ms: int = 5000, read_only: bool = False
+    ) -> None:
+        """`read_only`: an existing store, left as it is (see the module docstring); one without the registry's
+        tables fails here, with SQLite's own error, rather than at its first call."""
         self.path = Path(path)
         self.timeout_s = busy_timeout_ms / 1000
         self._in_memory = str(path) == ":memory:"  # private to the process: a child's copy is its own
-        if not self._in_memory:
+        self._read_only = read_only
+        if not self._in_memory and not read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = int(busy_timeout_ms)
         self._lock = ForkSafeLock(before_fork=self._park, after_in_child=self._disown)
         self._closed = False
         self._conn: sqlite3.Connection | None = self._open()
+        if read_only:
+            try:
+                self._check_tables()
+            except BaseException:
+                self.close()
+                raise
+            return
         with self._write() as cur:
             for statement in _SCHEMA.replace("{p}", self.prefix).split(";"):
                 if statement.strip():
                     cur.execute(statement)
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(
-            str(self.path), timeout=self._busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-        )
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        if self._read_only:
+            conn = connect_read_only(self.path, check_same_thread=False)
+            conn.isolation_level = None
+        else:
+            conn = sqlite3.connect(
+                str(self.path), timeout=self._busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA busy_timeout={self._busy_timeout_ms}")
         return conn
 

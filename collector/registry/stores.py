@@ -8,12 +8,18 @@ from toolscore.collector.registry.store import ExpectationStore
 __all__ = ["open_store"]
 
 
-def open_store(config: SqliteStoreConfig | PostgresStoreConfig | MemoryStoreConfig) -> ExpectationStore:
-    """Open (and create the tables of) the configured store; PostgreSQL's driver is imported only here."""
+def open_store(
+    config: SqliteStoreConfig | PostgresStoreConfig | MemoryStoreConfig, *, read_only: bool = False
+) -> ExpectationStore:
+    """Open (and create the tables of) the configured store; PostgreSQL's driver is imported only here.
+
+    `read_only`: look at an existing SQLite or PostgreSQL store without changing it (nothing is created, every
+    write fails), for a command that only reads; a memory store is the process's own, and is opened as usual.
+    """
     if isinstance(config, SqliteStoreConfig):
         from toolscore.collector.registry.sqlite_store import SqliteStore
 
-        return SqliteStore(config.path, busy_timeout_ms=config.busy_timeout_ms)
+        return SqliteStore(config.path, busy_timeout_ms=config.busy_timeout_ms, read_only=read_only)
     if isinstance(config, PostgresStoreConfig):
         from toolscore.collector.registry.postgres_store import PostgresStore
 
@@ -24,6 +30,7 @@ def open_store(config: SqliteStoreConfig | PostgresStoreConfig | MemoryStoreConf
             connect_timeout_s=config.connect_timeout_s,
             query_timeout_s=config.query_timeout_s,
             network_timeout_s=config.network_timeout_s,
+            read_only=read_only,
         )
     from toolscore.collector.registry.memory_store import MemoryStore
 
