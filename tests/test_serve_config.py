@@ -214,6 +214,55 @@ def test_score_store_in_the_registry_file_exits_2_naming_both_keys_and_the_file(
     )
 
 
+@pytest.mark.parametrize(
+    ("env", "yaml_text", "reported", "told"),
+    [
+        (
+            {"TOOLSCORE_REGISTRY__STORE__PATH": ".toolscore/scores.db"},
+            None,
+            "environment variable TOOLSCORE_REGISTRY__STORE__PATH: registry.store.path: ",
+            "(score_store.path: default; registry.store.path: environment variable TOOLSCORE_REGISTRY__STORE__PATH)",
+        ),
+        (
+            {},
+            "registry:\n  store:\n    path: .toolscore/scores.db\n",
+            "{config}:3: registry.store.path: ",
+            "(score_store.path: default; registry.store.path: {config}:3)",
+        ),
+        (
+            {"TOOLSCORE_SCORE_STORE__PATH": ".toolscore/registry.db"},
+            None,
+            "environment variable TOOLSCORE_SCORE_STORE__PATH: score_store.path: ",
+            "(score_store.path: environment variable TOOLSCORE_SCORE_STORE__PATH; registry.store.path: default)",
+        ),
+        (
+            {"TOOLSCORE_REGISTRY__STORE__PATH": "x.db"},
+            "registry:\n  poll_interval_s: 5\nscore_store:\n  path: x.db\n",
+            "{config}:4: score_store.path: ",
+            "(score_store.path: {config}:4; registry.store.path: environment variable TOOLSCORE_REGISTRY__STORE__PATH)",
+        ),
+    ],
+    ids=["registry-variable", "registry-file", "score_store-variable", "score_store-file-registry-variable"],
+)
+def test_store_file_clash_is_reported_where_the_user_set_a_path_naming_where_each_came_from(
+    tmp_path: Path, env: dict[str, str], yaml_text: str | None, reported: str, told: str
+) -> None:
+    """Not blamed on score_store, its default, when the user only set registry.store.path to the score store's file;
+    nor on the file's registry section when a variable set the path."""
+    config = tmp_path / "serve.yaml"
+    args = ["--print-config"]
+    if yaml_text is not None:
+        config.write_text(yaml_text)
+        args = ["--config", str(config), *args]
+    result = _serve(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    problems = [line.strip() for line in result.stderr.splitlines()[1:]]
+    assert len(problems) == 1, result.stderr
+    assert problems[0].startswith(reported.format(config=config))
+    assert " are the same file " in problems[0]
+    assert problems[0].endswith(f"each need their own SQLite file {told.format(config=config)}")
+
+
 def test_score_store_beside_the_registry_or_disabled_is_fine(tmp_path: Path) -> None:
     env = {"TOOLSCORE_REGISTRY__STORE__PATH": "x.db", "TOOLSCORE_SCORE_STORE__PATH": "y.db"}
     assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["score_store"]["path"] == "y.db"

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
@@ -57,6 +58,13 @@ ENV_PREFIX = "TOOLSCORE_"
 ENV_NESTED_DELIMITER = "__"
 DEFAULT_EXPECTATIONS_DIR = "deploy/expectations"
 """Loaded (and watched) by default when it exists under the working directory, as in a repository checkout."""
+
+
+_SAME_STORE_FILE = "same_store_file"
+"""The error type of `ServeConfig._not_the_registry_file`: one rule between two keys (`_STORE_PATHS`), either of
+which the user may have set, so `load_config` reports it at the one they set, saying where each came from."""
+
+_STORE_PATHS = (("score_store", "path"), ("registry", "store", "path"))
 
 
 def _default_registry() -> RegistryConfig:
@@ -150,9 +158,15 @@ class ServeConfig(BaseModel):
             return score_store
         store = registry.store
         if isinstance(store, SqliteStoreConfig) and _same_file(store.path, score_store.path):
-            raise ValueError(
-                f"score_store.path {score_store.path!r} and registry.store.path {store.path!r} are the same file "
-                f"({Path(store.path).resolve()}): the score store and the registry each need their own SQLite file"
+            raise PydanticCustomError(  # its own type: `load_config` says where each of the two paths was set
+                _SAME_STORE_FILE,
+                "score_store.path {score_store} and registry.store.path {registry} are the same file ({file}): "
+                "the score store and the registry each need their own SQLite file",
+                {
+                    "score_store": repr(score_store.path),
+                    "registry": repr(store.path),
+                    "file": str(Path(store.path).resolve()),
+                },
             )
         return score_store
 
@@ -325,6 +339,26 @@ class _Origins:
     node: yaml.Node | None
     env_data: dict[str, Any]
 
+    def value_origin(self, loc: tuple[str | int, ...]) -> tuple[str, int | None]:
+        """Where the one value at `loc` was set: `environment variable NAME`, else the file and its line, else
+        `default` (a value the file or a variable did not set, even when it set others of its section)."""
+        if _has(self.env_data, loc):
+            return f"environment variable {_set_variable(loc)}", None
+        if self.file is not None and self.node is not None and _has(self.file_data, loc):
+            return str(self.file), line_of(self.node, loc)
+        return "default", None
+
+    def clash(self, locs: Sequence[tuple[str | int, ...]], message: str) -> Problem:
+        """An error between values that are each fine alone: told where each was set, and reported at the first
+        one the user set, not at one they left to its default."""
+        origins = [self.value_origin(loc) for loc in locs]
+        at = next((i for i, (where, _) in enumerate(origins) if where != "default"), 0)
+        told = "; ".join(
+            f"{field_path(loc)}: {where if line is None else f'{where}:{line}'}"
+            for loc, (where, line) in zip(locs, origins, strict=True)
+        )
+        return Problem(field_path(locs[at]), f"{message} ({told})", *origins[at])
+
     def problem(self, loc: tuple[str | int, ...], message: str) -> Problem:
         """The variable that set the value, else the file's line, else a default."""
         env_loc = next((loc[:n] for n in range(len(loc), 0, -1) if _has(self.env_data, loc[:n])), None)
@@ -339,6 +373,8 @@ class _Origins:
 
 def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -> list[Problem]:
     return [
-        origins.problem(drop_tags(err["loc"], merged), error_message(err, ServeConfig))
+        origins.clash(_STORE_PATHS, error_message(err, ServeConfig))
+        if err["type"] == _SAME_STORE_FILE
+        else origins.problem(drop_tags(err["loc"], merged), error_message(err, ServeConfig))
         for err in exc.errors(include_url=False)
     ]
