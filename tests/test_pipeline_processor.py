@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 import toolscore.collector
-from tests.pipeline_builders import TRAVEL, Recording, agent_run, by_name, registry_with, traced
+from tests.pipeline_builders import TRAVEL, Recording, agent_run, by_name, registry_with, run_attrs, tool_attrs, traced
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor, attribute_key
 
 
@@ -71,6 +73,31 @@ def test_enriched_span_keeps_identity_times_status_and_resource() -> None:
     assert run.instrumentation_scope == original.instrumentation_scope
     assert run.kind == original.kind
     assert run.status.status_code == original.status.status_code
+
+
+def test_enriched_span_keeps_the_counts_the_sdk_limits_dropped() -> None:
+    """A run span cut by the application's `SpanLimits` says so downstream (OTLP `dropped_*_count`) once enriched."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=3, max_events=1, max_links=1))
+    with registry_with(TRAVEL) as registry:
+        processor = ToolscoreSpanProcessor(registry, SimpleSpanProcessor(exporter), PipelineConfig(settle_ms=20))
+        provider.add_span_processor(processor)
+        tracer = provider.get_tracer("toolscore-tests")
+        link = Link(SpanContext(1, 2, is_remote=False, trace_flags=TraceFlags(1)))
+        try:
+            with tracer.start_as_current_span(
+                "invoke_agent travel", links=[link, link], attributes={"cut": 1, "kept": 2, **run_attrs("travel")}
+            ) as original:
+                original.add_event("cut")
+                original.add_event("kept")
+                tracer.start_span("execute_tool book_flight", attributes=tool_attrs("book_flight", "c")).end()
+            assert processor.force_flush(5_000)
+        finally:
+            provider.shutdown()
+    run = by_name(exporter.get_finished_spans())["invoke_agent travel"]
+    assert "toolscore.expectations" in (run.attributes or {})
+    assert (original.dropped_attributes, original.dropped_events, original.dropped_links) == (1, 1, 1)
+    assert (run.dropped_attributes, run.dropped_events, run.dropped_links) == (1, 1, 1)
 
 
 def test_unmatched_run_is_marked_with_no_expectations_and_no_scores() -> None:

@@ -32,6 +32,44 @@ _log = logging.getLogger("toolscore.pipeline")
 _SHUTDOWN_TIMEOUT_MS = 30_000
 
 
+class _EnrichedSpan(ReadableSpan):
+    """A run span rebuilt with its scores, reporting the counts the SDK's limits dropped from the original.
+
+    A `ReadableSpan` built from plain collections reports 0 for each (the SDK keeps the counts in its
+    bounded containers), so without these the exported run span (OTLP `dropped_*_count`) would claim
+    that nothing was cut, unlike every other span of the application.
+    """
+
+    def __init__(self, span: ReadableSpan, attributes: dict[str, Any], events: tuple[Event, ...]) -> None:
+        super().__init__(
+            name=span.name,
+            context=span.context,
+            parent=span.parent,
+            resource=span.resource,
+            attributes=attributes,
+            events=events,
+            links=span.links,
+            kind=span.kind,
+            status=span.status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+        self._dropped = (span.dropped_attributes, span.dropped_events, span.dropped_links)
+
+    @property
+    def dropped_attributes(self) -> int:
+        return self._dropped[0]
+
+    @property
+    def dropped_events(self) -> int:
+        return self._dropped[1]
+
+    @property
+    def dropped_links(self) -> int:
+        return self._dropped[2]
+
+
 def enriched_span(span: ReadableSpan, enrichment: RunEnrichment) -> ReadableSpan:
     """A copy of `span` with the enrichment's attributes merged in and its events appended."""
     frozen = frozen_attributes(span)
@@ -39,20 +77,7 @@ def enriched_span(span: ReadableSpan, enrichment: RunEnrichment) -> ReadableSpan
     for key, value in enrichment.attributes.items():
         attributes[key] = tuple(value) if isinstance(value, list) else value  # the SDK keeps sequences as tuples
     events = (*span.events, *(Event(e.name, e.attributes, e.time_ns) for e in enrichment.events))
-    return ReadableSpan(
-        name=span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attributes,
-        events=events,
-        links=span.links,
-        kind=span.kind,
-        status=span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+    return _EnrichedSpan(span, attributes, events)
 
 
 class _NextSink:
