@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from tests.metric_reader import Meters
 from tests.metric_reader import meters as open_meters
 from tests.openai_server import OpenAIServer
+from tests.otlp_telemetry import otlp_collector  # noqa: F401 (fixture)
 from tests.postgres import own_postgres, postgres_dsn, postgres_icu_dsn, postgres_server  # noqa: F401 (fixtures)
 
 

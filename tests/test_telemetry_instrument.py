@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 
 import pytest
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.otlp_telemetry import OtlpTelemetrySink, log_records, metric_names
 from toolscore.collector.instrumentation import instrument, span_exporter_from_env
-from toolscore.collector.pipeline import PipelineConfig
+from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.registry import MemoryStore, Registry
 from toolscore.collector.telemetry import NoopTelemetry
 
@@ -195,3 +199,161 @@ def test_the_package_attribute_is_callable_as_instrument(registry: Registry) -> 
         assert processor in provider._active_span_processor._span_processors
     finally:
         provider.shutdown()
+
+
+class _Hooks(SpanProcessor):
+    """An application's processor with start and ending hooks (a vendor's, a baggage copier): records them."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.calls.append(("start", span.name))
+
+    def _on_ending(self, span: Span) -> None:
+        self.calls.append(("ending", span.name))
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.calls.append(("end", span.name))
+
+
+def test_a_provider_that_already_exports_keeps_its_export_behind_toolscore(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The usual instrumented application: its own export is there first. Adding one beside it sent every
+    span twice, and each run span once unscored; now its processors receive every span once, through toolscore."""
+    provider = TracerProvider()
+    spans, hooks = InMemorySpanExporter(), _Hooks()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    provider.add_span_processor(hooks)
+    tracer = provider.get_tracer("app")  # taken before instrument(), as module-level tracers are
+    caplog.set_level(logging.INFO, "toolscore.collector.instrumentation")
+    processor = instrument(registry, tracer_provider=provider, config=PipelineConfig(settle_ms=10))
+    assert provider._active_span_processor._span_processors == (processor,)
+    assert "(SimpleSpanProcessor, _Hooks) now receive every span through toolscore" in caplog.text
+    with tracer.start_as_current_span("GET /health"):
+        pass
+    run_span_id = _agent_run(provider, "book_flight")
+    assert processor.force_flush(10_000)
+    provider.shutdown()
+
+    exported = spans.get_finished_spans()
+    assert sorted(span.name for span in exported) == ["GET /health", "execute_tool book_flight", "invoke_agent travel"]
+    (run,) = [span for span in exported if span.name == "invoke_agent travel"]
+    assert f"{run.context.span_id:016x}" == run_span_id
+    assert [e.name for e in run.events] == ["gen_ai.evaluation.result"]
+    assert (run.attributes or {})["toolscore.evaluation.book_flight.tool_selection.label"] == "pass"
+    names = ("GET /health", "execute_tool book_flight", "invoke_agent travel")
+    for hook in ("start", "ending", "end"):
+        assert sorted(name for kind, name in hooks.calls if kind == hook) == sorted(names), hook
+
+
+def test_an_exporter_given_leaves_the_providers_processors_beside_toolscore(registry: Registry) -> None:
+    """Asked for an export of its own, toolscore adds it and leaves the application's where it is."""
+    provider = TracerProvider()
+    theirs, ours = InMemorySpanExporter(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(theirs))
+    processor = instrument(
+        registry,
+        tracer_provider=provider,
+        next_processor=SimpleSpanProcessor(ours),
+        config=PipelineConfig(settle_ms=10),
+    )
+    _agent_run(provider, "book_flight")
+    assert processor.force_flush(10_000)
+    provider.shutdown()
+    scored = {s.name: bool(s.events) for s in ours.get_finished_spans()}
+    assert scored == {"invoke_agent travel": True, "execute_tool book_flight": False}
+    assert {s.name: bool(s.events) for s in theirs.get_finished_spans()} == {
+        "invoke_agent travel": False,
+        "execute_tool book_flight": False,
+    }
+
+
+def test_a_processor_wired_by_hand_is_not_put_behind_a_second(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    provider = TracerProvider()
+    spans = InMemorySpanExporter()
+    wired = ToolscoreSpanProcessor(registry, SimpleSpanProcessor(spans), config=PipelineConfig(settle_ms=10))
+    provider.add_span_processor(wired)
+    assert instrument(registry, tracer_provider=provider) is wired
+    assert "called again for the same tracer provider" in caplog.text
+    _agent_run(provider, "book_flight")
+    assert wired.force_flush(10_000)
+    provider.shutdown()
+    assert sorted(span.name for span in spans.get_finished_spans()) == [
+        "execute_tool book_flight",
+        "invoke_agent travel",
+    ]
+
+
+def test_without_global_providers_metrics_and_events_follow_the_otel_variables(
+    otlp_collector: tuple[str, OtlpTelemetrySink],
+) -> None:
+    """An application that sets no meter or logger provider: the API's proxies would drop everything, so
+    instrument() builds toolscore's own from OTEL_EXPORTER_OTLP_ENDPOINT, flushed when the provider shuts
+    down. In a fresh interpreter: the global providers can be set only once per process."""
+    endpoint, sink = otlp_collector
+    script = textwrap.dedent(
+        """
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from tests.test_telemetry_instrument import EXPECTATION, _agent_run
+        from toolscore.collector.instrumentation import instrument
+        from toolscore.collector.pipeline import PipelineConfig
+        from toolscore.collector.registry import MemoryStore, Registry
+
+        provider = TracerProvider()
+        spans = InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        with Registry(MemoryStore()) as registry:
+            registry.put(EXPECTATION)
+            instrument(registry, tracer_provider=provider, config=PipelineConfig(settle_ms=10))
+            print(_agent_run(provider, "book_flight"))
+            provider.shutdown()
+        print(len(spans.get_finished_spans()))
+        """
+    )
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
+    for name in ("OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER", "OTEL_SDK_DISABLED", "TOOLSCORE_TELEMETRY_ENABLED"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    run_span_id, exported = done.stdout.split()
+    assert exported == "2"
+    assert [(r.event_name, r.span_id.hex()) for r in log_records(sink)] == [("gen_ai.evaluation.result", run_span_id)]
+    assert {"toolscore.evaluation.score", "toolscore.evaluations", "toolscore.runs"} <= metric_names(sink)
+
+
+def test_an_application_meter_provider_is_used_rather_than_one_of_toolscores(
+    registry: Registry, otlp_collector: tuple[str, OtlpTelemetrySink], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given (or set globally) by the application, its providers get the telemetry, whatever OTEL_* say."""
+    endpoint, sink = otlp_collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    loggers = LoggerProvider()
+    events = InMemoryLogRecordExporter()
+    loggers.add_log_record_processor(SimpleLogRecordProcessor(events))
+    provider = TracerProvider()
+    processor = instrument(
+        registry,
+        tracer_provider=provider,
+        next_processor=SimpleSpanProcessor(InMemorySpanExporter()),
+        config=PipelineConfig(settle_ms=10),
+        meter_provider=meters,
+        logger_provider=loggers,
+    )
+    _agent_run(provider, "book_flight")
+    assert processor.force_flush(10_000)
+    provider.shutdown()
+    assert len(events.get_finished_logs()) == 1
+    assert reader.get_metrics_data() is not None
+    assert (sink.logs, sink.metrics) == ([], [])
+    meters.shutdown()
+    loggers.shutdown()

@@ -5,16 +5,11 @@ from __future__ import annotations
 import logging
 import re
 import urllib.request
-from collections.abc import Iterator
-from concurrent import futures
-from typing import Any
 
-import grpc
 import pytest
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.sdk.trace import TracerProvider
 
+from tests.otlp_telemetry import OtlpTelemetrySink, log_records, metric_names
 from toolscore.collector.telemetry import RunSpanRef
 from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol, setup_telemetry
 from toolscore.scorers.model import Score
@@ -136,35 +131,8 @@ def test_prometheus_endpoint_serves_the_histograms() -> None:
     assert re.search(r'toolscore_spans_total\{[^}]*toolscore_drop_reason="queue_full"[^}]*\} 2\.0', body)
 
 
-class _Collector(logs_service_pb2_grpc.LogsServiceServicer, metrics_service_pb2_grpc.MetricsServiceServicer):
-    """An OTLP/gRPC receiver that keeps what it is sent."""
-
-    def __init__(self) -> None:
-        self.logs: list[Any] = []
-        self.metrics: list[Any] = []
-
-    def Export(self, request: Any, context: Any) -> Any:
-        if isinstance(request, logs_service_pb2.ExportLogsServiceRequest):
-            self.logs.append(request)
-            return logs_service_pb2.ExportLogsServiceResponse()
-        self.metrics.append(request)
-        return metrics_service_pb2.ExportMetricsServiceResponse()
-
-
-@pytest.fixture
-def otlp_collector() -> Iterator[tuple[str, _Collector]]:
-    collector = _Collector()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(collector, server)
-    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(collector, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield f"http://127.0.0.1:{port}", collector
-    server.stop(grace=None)
-
-
 def test_otlp_receives_the_evaluation_event_and_the_metrics(
-    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, _Collector]
+    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, OtlpTelemetrySink]
 ) -> None:
     endpoint, collector = otlp_collector
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
@@ -175,23 +143,16 @@ def test_otlp_receives_the_evaluation_event_and_the_metrics(
     setup.telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, None, run)
     setup.shutdown()
 
-    records = [r for req in collector.logs for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    records = log_records(collector)
     assert [(r.event_name, r.trace_id.hex(), r.span_id.hex()) for r in records] == [
         ("gen_ai.evaluation.result", run.trace_id, run.span_id)
     ]
-    names = {
-        m.name
-        for req in collector.metrics
-        for rm in req.resource_metrics
-        for sm in rm.scope_metrics
-        for m in sm.metrics
-    }
-    assert {"toolscore.evaluation.score", "toolscore.evaluations"} <= names
+    assert {"toolscore.evaluation.score", "toolscore.evaluations"} <= metric_names(collector)
 
 
 @pytest.mark.parametrize(("variable", "exemplars"), [(None, 0), ("trace_based", 1)])
 def test_exemplars_are_kept_only_when_otel_metrics_exemplar_filter_asks(
-    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, _Collector], variable: str | None, exemplars: int
+    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, OtlpTelemetrySink], variable: str | None, exemplars: int
 ) -> None:
     """toolscore scores on its worker thread, in no span: the SDK's default filter only cost time there."""
     endpoint, collector = otlp_collector

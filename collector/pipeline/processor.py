@@ -134,6 +134,12 @@ class ToolscoreSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.next.on_start(span, parent_context=parent_context)
 
+    def _on_ending(self, span: Span) -> None:
+        """The SDK's hook just before a span ends (it may still be changed): `next`'s, called as the SDK would."""
+        on_ending = getattr(self.next, "_on_ending", None)  # SDKs before 1.31 have none
+        if on_ending is not None:
+            on_ending(span)
+
     def on_end(self, span: ReadableSpan) -> None:
         """Never blocks, never raises: queue the span, or pass it straight on when that is impossible."""
         try:

@@ -26,7 +26,14 @@ from toolscore.collector import env
 from toolscore.collector.telemetry.base import PipelineTelemetry, create_telemetry
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES
 
-__all__ = ["TelemetryConfig", "TelemetrySetup", "otlp_protocol", "setup_telemetry"]
+__all__ = [
+    "TelemetryConfig",
+    "TelemetrySetup",
+    "build_logger_provider",
+    "build_meter_provider",
+    "otlp_protocol",
+    "setup_telemetry",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -182,6 +189,15 @@ class TelemetrySetup:
         host, port = self.prometheus_server.server_address[:2]
         return str(host), int(port)
 
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Export what the providers hold now (the last scores' metrics and events); False past the timeout."""
+        ok = True
+        if self.meter_provider is not None:
+            ok = self.meter_provider.force_flush(timeout_millis) and ok
+        if self.logger_provider is not None:
+            ok = self.logger_provider.force_flush(timeout_millis) and ok
+        return ok
+
     def shutdown(self) -> None:
         if self._closed:
             return
@@ -216,6 +232,31 @@ def _exemplar_filter() -> ExemplarFilter | None:
     return None if env.env_str(OTEL_METRICS_EXEMPLAR_FILTER) else AlwaysOffExemplarFilter()
 
 
+def build_meter_provider(config: TelemetryConfig, resource: Resource) -> tuple[MeterProvider | None, WSGIServer | None]:
+    """The meter provider `config`'s exports need (Prometheus and/or OTLP), and the `/metrics` server;
+    (None, None) when it names none."""
+    readers: list[MetricReader] = []
+    server: WSGIServer | None = None
+    if config.prometheus_enabled:
+        reader, server = _prometheus_reader(config)
+        readers.append(reader)
+    if config.otlp_metrics:
+        interval = config.export_interval_ms
+        readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter(), export_interval_millis=interval))
+    if not readers:
+        return None, None
+    return MeterProvider(metric_readers=readers, resource=resource, exemplar_filter=_exemplar_filter()), server
+
+
+def build_logger_provider(config: TelemetryConfig, resource: Resource) -> LoggerProvider | None:
+    """The logger provider that sends evaluation events over OTLP, when `config` asks for it."""
+    if not config.otlp_logs:
+        return None
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(_otlp_log_exporter()))
+    return logger_provider
+
+
 def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | None = None) -> TelemetrySetup:
     """Build providers for `config` (from the environment when None) and the telemetry on top.
 
@@ -225,23 +266,8 @@ def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | 
     if not config.enabled:
         return TelemetrySetup(telemetry=create_telemetry(enabled=False))
     resource = Resource.create() if resource is None else resource
-    readers: list[MetricReader] = []
-    server: WSGIServer | None = None
-    if config.prometheus_enabled:
-        reader, server = _prometheus_reader(config)
-        readers.append(reader)
-    if config.otlp_metrics:
-        interval = config.export_interval_ms
-        readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter(), export_interval_millis=interval))
-    meter_provider = (
-        MeterProvider(metric_readers=readers, resource=resource, exemplar_filter=_exemplar_filter())
-        if readers
-        else None
-    )
-    logger_provider: LoggerProvider | None = None
-    if config.otlp_logs:
-        logger_provider = LoggerProvider(resource=resource)
-        logger_provider.add_log_record_processor(BatchLogRecordProcessor(_otlp_log_exporter()))
+    meter_provider, server = build_meter_provider(config, resource)
+    logger_provider = build_logger_provider(config, resource)
     telemetry = create_telemetry(
         meter_provider,
         logger_provider or NoOpLoggerProvider(),  # not the global one: this process's events go nowhere else
