@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.context import Context
@@ -105,6 +105,10 @@ def _default_telemetry() -> PipelineTelemetry:
         return NoopTelemetry()
 
 
+def _no_hook(span: Span) -> None:
+    pass
+
+
 class ToolscoreSpanProcessor(SpanProcessor):
     """Scores agent runs as their spans end, and passes every span on to `next` (see the module docstring).
 
@@ -125,6 +129,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
             registry, _NextSink(next), record_from_readable, self.config, telemetry or _default_telemetry()
         )
         self._shut_down = False
+        self._next_on_ending: Callable[[Span], None] = getattr(next, "_on_ending", _no_hook)  # SDKs < 1.31: none
 
     @property
     def is_shut_down(self) -> bool:
@@ -136,9 +141,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
 
     def _on_ending(self, span: Span) -> None:
         """The SDK's hook just before a span ends (it may still be changed): `next`'s, called as the SDK would."""
-        on_ending = getattr(self.next, "_on_ending", None)  # SDKs before 1.31 have none
-        if on_ending is not None:
-            on_ending(span)
+        self._next_on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
         """Never blocks, never raises: queue the span, or pass it straight on when that is impossible."""
