@@ -158,6 +158,10 @@ class Recording:
         with self.lock:
             self.counts["late"] += n
 
+    def duplicate_spans(self, n: int) -> None:
+        with self.lock:
+            self.counts["duplicate"] += n
+
     def spans_forgotten(self, n: int) -> None:
         with self.lock:
             self.counts["forgotten"] += n

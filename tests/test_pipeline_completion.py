@@ -76,17 +76,21 @@ def test_late_span_of_a_scored_run_passes_on_and_is_counted_without_a_new_score(
         assert scores(sink)["toolscore.tool_calls"] == ["search_flights", "book_flight"]
 
 
-def test_redelivered_spans_do_not_change_the_score() -> None:
+def test_redelivered_spans_do_not_change_the_score_and_go_out_once() -> None:
+    """An at-least-once sender re-sends: each span goes out once, the run span scored; an unscored copy of
+    it, before or after the scored one, would stand in a backend that keeps the first or the last."""
     spans = genai_run(RUN, ["search_flights", "book_flight"])
     with recording_engine(SLOW) as (pipeline, sink, telemetry):
-        offer(pipeline, spans + spans)
+        offer(pipeline, spans + spans)  # again while the run span is held
         assert pipeline.flush(5.0)
         once = scores(sink)
         offer(pipeline, spans)  # again, after the trace is finished
         assert pipeline.flush(5.0)
         assert scores(sink) == once
         assert once["toolscore.tool_calls"] == ["search_flights", "book_flight"]
-        assert len(sink.released) + len(sink.enriched) == 3 * len(spans)
+        assert sorted(s.span_id for s in sink.released) == sorted(s.span_id for s in spans if s.span_id != RUN)
+        assert [carrier.span_id for carrier, _ in sink.enriched] == [RUN]
+        assert telemetry.counts["duplicate"] == 2 * len(spans)
         assert len(telemetry.scores) == 2
 
 

@@ -77,6 +77,7 @@ def _emit_every_metric(telemetry: Any) -> None:
     for reason in ATTRIBUTES["toolscore.drop.reason"].values or ():
         telemetry.spans_dropped(1, reason)
     telemetry.late_spans(2)
+    telemetry.duplicate_spans(1)
     telemetry.spans_forgotten(1)
     for reason in ATTRIBUTES["toolscore.call.drop.reason"].values or ():
         telemetry.calls_dropped(2, reason)

@@ -110,7 +110,7 @@ class Admit(enum.Enum):
     LATE = "late"
     """Under a run that was already scored (or in a finished trace): passed on, counted."""
     DUPLICATE = "duplicate"
-    """Seen before (an at-least-once sender re-sent it): passed on, changes nothing."""
+    """Seen before (an at-least-once sender re-sent it): changes nothing, and is not passed on again."""
     OVER_CAP = "over_cap"
     """Its trace already holds `max_spans_per_trace` spans: passed on unscored."""
     CANDIDATE = "candidate"

@@ -79,6 +79,9 @@ class PipelineTelemetry(Protocol):
     def spans_dropped(self, n: int, reason: str) -> None:
         """`n` spans were not scored; `reason` is one of `DropReason`'s values."""
 
+    def duplicate_spans(self, n: int) -> None:
+        """`n` spans arrived again (`toolscore.spans.duplicate`)."""
+
     def late_spans(self, n: int) -> None:
         """`n` spans arrived after their trace had already been scored."""
 
@@ -154,6 +157,9 @@ class NoopTelemetry:
         pass
 
     def spans_dropped(self, n: int, reason: str) -> None:
+        pass
+
+    def duplicate_spans(self, n: int) -> None:
         pass
 
     def late_spans(self, n: int) -> None:

@@ -256,6 +256,17 @@ METRICS: tuple[MetricSpec, ...] = (
         "0, or a tiny fraction of received spans; growth means the settle window is too short.",
     ),
     MetricSpec(
+        "toolscore.spans.duplicate",
+        "counter",
+        "{span}",
+        "Spans received again (an at-least-once sender re-sent them, e.g. after an export timed out): they change "
+        "no score and are not passed on (nor counted `passed`), since the first copy was or will be, scored if "
+        "it is a run span. The pipeline remembers the span ids of the latest `max_pending_traces` finished "
+        "traces (see `toolscore.dedupe.forgotten`); a copy that comes later passes on again.",
+        (),
+        "0 or near it; steady growth means senders re-send (export timeouts shorter than toolscore's answers).",
+    ),
+    MetricSpec(
         "toolscore.spans.forgotten",
         "counter",
         "{span}",

@@ -161,6 +161,7 @@ class OTelPipelineTelemetry:
         self._runs = counters["toolscore.runs"]
         self._spans = counters["toolscore.spans"]
         self._late = counters["toolscore.spans.late"]
+        self._duplicate = counters["toolscore.spans.duplicate"]
         self._forgotten = counters["toolscore.spans.forgotten"]
         self._calls_dropped = counters["toolscore.calls.dropped"]
         self._dedupe_forgotten = counters["toolscore.dedupe.forgotten"]
@@ -259,6 +260,9 @@ class OTelPipelineTelemetry:
 
     def late_spans(self, n: int) -> None:
         self._late.add(n)
+
+    def duplicate_spans(self, n: int) -> None:
+        self._duplicate.add(n)
 
     def spans_forgotten(self, n: int) -> None:
         self._forgotten.add(n)
