@@ -118,6 +118,30 @@ def test_run_spans_are_enriched_in_place_and_every_other_span_forwarded_once(
     assert pipeline.shutdown(2)
 
 
+def test_a_request_sent_again_reaches_downstream_once_with_its_run_span_scored(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """An exporter whose call timed out re-sends the request that toolscore had taken: once while the run span
+    is held for its scores, once after. Each span goes downstream once, the run span scored, never unscored."""
+    spans = sdk_spans(("travel", ("search_flights", "book_flight")), loose=1)
+    request = encode_spans(spans)
+    recording = Recording()
+    pipeline = CollectorPipeline(
+        registry, Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD)), CONFIG, recording
+    )
+    assert [pipeline.accept(request).rejected_spans for _ in range(2)] == [0, 0]
+    assert pipeline.flush(5)
+    assert pipeline.accept(request).rejected_spans == 0
+    assert pipeline.flush(5)
+
+    received = [span for _, _, span in spans_of(downstream.requests)]
+    assert Counter(span.span_id for span in received) == Counter(span.span_id for _, _, span in spans_of([request]))
+    (run,) = [span for span in received if span.name == "invoke_agent travel"]
+    assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
+    assert recording.counts["duplicate"] == 2 * len(spans)
+    assert pipeline.shutdown(2)
+
+
 def test_a_graph_span_standing_for_an_inferred_run_is_enriched_in_place(
     registry: Registry, downstream: GrpcDownstream
 ) -> None:
