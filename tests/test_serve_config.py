@@ -295,6 +295,83 @@ def test_forwarding_to_its_own_receiver_exits_2(tmp_path: Path, env: dict[str, s
     assert f"is this collector's own receiver ({receiver}): every span would be forwarded back" in result.stderr
 
 
+_OWN_GRPC = "forward.endpoint {forward!r} is this collector's own receiver (receiver.grpc_endpoint {listen}): "
+_OWN_HTTP = "forward.endpoint {forward!r} is this collector's own receiver (receiver.http_endpoint {listen}): "
+
+
+@pytest.mark.parametrize(
+    ("env", "yaml_text", "reported", "told"),
+    [
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317"},
+            None,
+            "environment variable OTEL_EXPORTER_OTLP_ENDPOINT: forward.endpoint: "
+            + _OWN_GRPC.format(forward="http://localhost:4317", listen="127.0.0.1:4317"),
+            "(forward.endpoint: environment variable OTEL_EXPORTER_OTLP_ENDPOINT; receiver.grpc_endpoint: default)",
+        ),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:5317",
+                "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "0.0.0.0:5317",
+            },
+            None,
+            "environment variable TOOLSCORE_RECEIVER__GRPC_ENDPOINT: receiver.grpc_endpoint: "
+            + _OWN_GRPC.format(forward="http://127.0.0.1:5317", listen="0.0.0.0:5317"),
+            "(forward.endpoint: environment variable OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; "
+            "receiver.grpc_endpoint: environment variable TOOLSCORE_RECEIVER__GRPC_ENDPOINT)",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:5318"},
+            "receiver:\n  grpc_enabled: false\n  http_endpoint: 127.0.0.1:5318\n",
+            "{config}:3: receiver.http_endpoint: "
+            + _OWN_HTTP.format(forward="http://127.0.0.1:5318/v1/traces", listen="127.0.0.1:5318"),
+            "(forward.endpoint: environment variable OTEL_EXPORTER_OTLP_ENDPOINT; receiver.http_endpoint: {config}:3)",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "[::]:5317"},
+            "forward:\n  senders: 1\n  endpoint: localhost:5317\n",
+            "{config}:3: forward.endpoint: " + _OWN_GRPC.format(forward="localhost:5317", listen="[::]:5317"),
+            "(forward.endpoint: {config}:3; "
+            "receiver.grpc_endpoint: environment variable TOOLSCORE_RECEIVER__GRPC_ENDPOINT)",
+        ),
+        (
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317",
+                "TOOLSCORE_FORWARD__ENDPOINT": "127.0.0.2:4317",
+            },
+            None,
+            "environment variable TOOLSCORE_FORWARD__ENDPOINT: forward.endpoint: "
+            + _OWN_GRPC.format(forward="127.0.0.2:4317", listen="127.0.0.1:4317"),
+            "(forward.endpoint: environment variable TOOLSCORE_FORWARD__ENDPOINT; receiver.grpc_endpoint: default)",
+        ),
+    ],
+    ids=[
+        "otel-variable",
+        "receiver-variable-otel-traces-variable",
+        "receiver-file-otel-variable-http",
+        "forward-file-receiver-variable",
+        "forward-variable-over-otel",
+    ],
+)
+def test_forwarding_to_its_own_receiver_is_reported_where_the_user_set_a_key_naming_where_each_came_from(
+    tmp_path: Path, env: dict[str, str], yaml_text: str | None, reported: str, told: str
+) -> None:
+    """Not blamed on forward's defaults when an agent's `OTEL_EXPORTER_OTLP_*` variable set the endpoint: that
+    variable is named; and reported at the receiver key the user set rather than at that inherited variable."""
+    config = tmp_path / "serve.yaml"
+    args = ["--print-config"]
+    if yaml_text is not None:
+        config.write_text(yaml_text)
+        args = ["--config", str(config), *args]
+    result = _serve(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    problems = [line.strip() for line in result.stderr.splitlines()[1:]]
+    assert len(problems) == 1, result.stderr
+    assert problems[0].startswith(reported.format(config=config)), problems[0]
+    assert problems[0].endswith(f"(they are for the agents that send to it) {told.format(config=config)}")
+
+
 def test_forwarding_to_the_same_port_elsewhere_is_fine(tmp_path: Path) -> None:
     env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317"}
     assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["forward"]["endpoint"] == "http://collector:4317"

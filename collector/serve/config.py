@@ -20,10 +20,10 @@ naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the v
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import yaml
@@ -38,7 +38,7 @@ from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.errors import Problem
 from toolscore.collector.registry.validation import drop_tags, field_path
-from toolscore.collector.serve.forward_config import ForwardConfig
+from toolscore.collector.serve.forward_config import ForwardConfig, standard_variable
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.serve.score_store import ScoreStoreConfig
@@ -60,11 +60,21 @@ DEFAULT_EXPECTATIONS_DIR = "deploy/expectations"
 """Loaded (and watched) by default when it exists under the working directory, as in a repository checkout."""
 
 
-_SAME_STORE_FILE = "same_store_file"
-"""The error type of `ServeConfig._not_the_registry_file`: one rule between two keys (`_STORE_PATHS`), either of
-which the user may have set, so `load_config` reports it at the one they set, saying where each came from."""
+_Loc = tuple[str | int, ...]
 
-_STORE_PATHS = (("score_store", "path"), ("registry", "store", "path"))
+_CROSS_KEY_RULES: dict[str, tuple[_Loc, ...]] = {
+    "same_store_file": (("score_store", "path"), ("registry", "store", "path")),
+    "forward_to_own_grpc_receiver": (("forward", "endpoint"), ("receiver", "grpc_endpoint")),
+    "forward_to_own_http_receiver": (("forward", "endpoint"), ("receiver", "http_endpoint")),
+}
+"""The error types of `ServeConfig`'s rules between keys, each with the keys it compares. A field validator's
+error is located at its own field, which may be a default the user never touched while they set the other key;
+`load_config` reports these at the key the user set (`_Origins.clash`), saying where each value came from."""
+
+_FORWARD_RULES = {"grpc_endpoint": "forward_to_own_grpc_receiver", "http_endpoint": "forward_to_own_http_receiver"}
+
+_STANDARD_VARIABLES: dict[str, Callable[[str], str | None]] = {"forward": standard_variable}
+"""Per section, the standard `OTEL_*` variable its defaults took a key's value from, if any."""
 
 
 def _default_registry() -> RegistryConfig:
@@ -139,11 +149,13 @@ class ServeConfig(BaseModel):
         )
         for key, enabled, endpoint in receivers:
             if enabled and _same_listener(forward.endpoint, endpoint):
-                raise ValueError(
-                    f"endpoint {forward.endpoint!r} is this collector's own receiver (receiver.{key} {endpoint}): "
+                raise PydanticCustomError(  # its own type: `load_config` says where each of the two was set
+                    _FORWARD_RULES[key],
+                    "forward.endpoint {forward} is this collector's own receiver (receiver.{key} {endpoint}): "
                     "every span would be forwarded back to itself. Point it at the downstream, or unset "
                     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT in the collector's "
-                    "environment (they are for the agents that send to it)"
+                    "environment (they are for the agents that send to it)",
+                    {"forward": repr(forward.endpoint), "key": key, "endpoint": endpoint},
                 )
         return forward
 
@@ -159,7 +171,7 @@ class ServeConfig(BaseModel):
         store = registry.store
         if isinstance(store, SqliteStoreConfig) and _same_file(store.path, score_store.path):
             raise PydanticCustomError(  # its own type: `load_config` says where each of the two paths was set
-                _SAME_STORE_FILE,
+                "same_store_file",
                 "score_store.path {score_store} and registry.store.path {registry} are the same file ({file}): "
                 "the score store and the registry each need their own SQLite file",
                 {
@@ -330,6 +342,18 @@ def _set_variable(loc: Sequence[str | int]) -> str:
     return _env_name(loc)
 
 
+class _Origin(NamedTuple):
+    """Where one value was set, and how deliberately: 0 toolscore's own configuration, 1 a standard `OTEL_*`
+    variable, 2 a default."""
+
+    where: str
+    line: int | None
+    rank: int
+
+    def __str__(self) -> str:
+        return self.where if self.line is None else f"{self.where}:{self.line}"
+
+
 @dataclass(frozen=True)
 class _Origins:
     """Where the merged values came from, to say where a bad one was set."""
@@ -339,25 +363,28 @@ class _Origins:
     node: yaml.Node | None
     env_data: dict[str, Any]
 
-    def value_origin(self, loc: tuple[str | int, ...]) -> tuple[str, int | None]:
-        """Where the one value at `loc` was set: `environment variable NAME`, else the file and its line, else
-        `default` (a value the file or a variable did not set, even when it set others of its section)."""
+    def value_origin(self, loc: _Loc) -> _Origin:
+        """Where the one value at `loc` was set: `environment variable NAME`, else the file and its line, else the
+        standard `OTEL_*` variable the section's defaults read, else `default` (a value none of them set, even
+        when they set others of its section)."""
         if _has(self.env_data, loc):
-            return f"environment variable {_set_variable(loc)}", None
+            return _Origin(f"environment variable {_set_variable(loc)}", None, 0)
         if self.file is not None and self.node is not None and _has(self.file_data, loc):
-            return str(self.file), line_of(self.node, loc)
-        return "default", None
+            return _Origin(str(self.file), line_of(self.node, loc), 0)
+        standard = _STANDARD_VARIABLES.get(str(loc[0])) if len(loc) == 2 else None
+        if standard is not None and (name := standard(str(loc[1]))) is not None:
+            return _Origin(f"environment variable {name}", None, 1)
+        return _Origin("default", None, 2)
 
-    def clash(self, locs: Sequence[tuple[str | int, ...]], message: str) -> Problem:
+    def clash(self, locs: Sequence[_Loc], message: str) -> Problem:
         """An error between values that are each fine alone: told where each was set, and reported at the first
-        one the user set, not at one they left to its default."""
+        one set in toolscore's own configuration (a `TOOLSCORE_*` variable or the file), else at the first a
+        standard variable set, not at one left to its default: the key the user chose over a default or over the
+        environment they inherited, which is the one they will look for."""
         origins = [self.value_origin(loc) for loc in locs]
-        at = next((i for i, (where, _) in enumerate(origins) if where != "default"), 0)
-        told = "; ".join(
-            f"{field_path(loc)}: {where if line is None else f'{where}:{line}'}"
-            for loc, (where, line) in zip(locs, origins, strict=True)
-        )
-        return Problem(field_path(locs[at]), f"{message} ({told})", *origins[at])
+        at = min(range(len(locs)), key=lambda i: (origins[i].rank, i))
+        told = "; ".join(f"{field_path(loc)}: {origin}" for loc, origin in zip(locs, origins, strict=True))
+        return Problem(field_path(locs[at]), f"{message} ({told})", origins[at].where, origins[at].line)
 
     def problem(self, loc: tuple[str | int, ...], message: str) -> Problem:
         """The variable that set the value, else the file's line, else a default."""
@@ -373,8 +400,8 @@ class _Origins:
 
 def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -> list[Problem]:
     return [
-        origins.clash(_STORE_PATHS, error_message(err, ServeConfig))
-        if err["type"] == _SAME_STORE_FILE
+        origins.clash(_CROSS_KEY_RULES[err["type"]], error_message(err, ServeConfig))
+        if err["type"] in _CROSS_KEY_RULES
         else origins.problem(drop_tags(err["loc"], merged), error_message(err, ServeConfig))
         for err in exc.errors(include_url=False)
     ]

@@ -17,7 +17,7 @@ from toolscore.collector import env
 from toolscore.collector.serve.receiver_config import split_endpoint
 from toolscore.collector.telemetry.setup import otlp_protocol
 
-__all__ = ["ForwardConfig", "check_endpoint", "parse_headers"]
+__all__ = ["ForwardConfig", "check_endpoint", "parse_headers", "standard_variable"]
 
 _log = logging.getLogger(__name__)
 
@@ -166,11 +166,23 @@ _SETTINGS = {
 """The `OTEL_EXPORTER_OTLP_[TRACES_]<setting>` each field is read from."""
 
 
+def standard_variable(field: str) -> str | None:
+    """The `OTEL_EXPORTER_OTLP_*` variable `from_env` reads `field` from (the traces-specific one when it is set),
+    None when neither is set: a check across keys names it as where a value came from, since the agents'
+    variables, left set where the collector starts, are a likely source of a forward endpoint."""
+    setting = _SETTINGS.get(field)
+    if setting is None:
+        return None
+    specific = f"OTEL_EXPORTER_OTLP_TRACES_{setting}"
+    if env.env_str(specific) is not None:
+        return specific
+    general = f"OTEL_EXPORTER_OTLP_{setting}"
+    return general if env.env_str(general) is not None else None
+
+
 def _variable_of(field: str) -> str:
     """The variable a refused field value came from: the traces-specific one when it is set."""
-    setting = _SETTINGS.get(field, field.upper())
-    specific = f"OTEL_EXPORTER_OTLP_TRACES_{setting}"
-    return specific if env.env_str(specific) is not None else f"OTEL_EXPORTER_OTLP_{setting}"
+    return standard_variable(field) or f"OTEL_EXPORTER_OTLP_{_SETTINGS.get(field, field.upper())}"
 
 
 def _traces_env(setting: str) -> str | None:
