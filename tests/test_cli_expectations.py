@@ -10,8 +10,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -265,6 +266,54 @@ def test_a_read_of_a_file_without_the_registry_tables_is_refused_and_creates_non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
 
 
+def _cli_process(*args: str, db: str) -> subprocess.CompletedProcess[str]:
+    """The installed command in its own process: what an uncaught error prints there is a traceback."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "expectations", *args, "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _damage_page(path: Path, index: str) -> None:
+    """Overwrite the root page of `index` with garbage, as a failing disk or a copy of a live file leaves one: the
+    store still opens (the schema on page 1 is intact), and only a query that reads that index fails."""
+    with closing(sqlite3.connect(path)) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (index,)).fetchone()
+    with path.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(b"\xff" * page_size)
+
+
+@pytest.mark.parametrize(
+    ("command", "index"),
+    [
+        (["list"], "toolscore_expectations_live"),
+        (["get", "weather"], "sqlite_autoindex_toolscore_expectations_1"),
+        (["history", "weather"], "toolscore_changes_by_name"),
+        (["apply", str(DATA / "v2")], "sqlite_autoindex_toolscore_expectations_1"),
+        (["delete", "search"], "toolscore_changes_by_name"),
+    ],
+    ids=["list", "get", "history", "apply", "delete"],
+)
+def test_a_query_failing_on_an_open_sqlite_store_exits_1_in_one_line_naming_the_command_and_the_store(
+    db: str, command: list[str], index: str
+) -> None:
+    """Not a traceback: SQLite's error once the store is open (here SQLITE_CORRUPT) says what failed, where,
+    like a store that cannot be opened does."""
+    assert cli("apply", str(DATA / "v1"), db=db).exit_code == 0
+    _damage_page(Path(db), index)
+    result = _cli_process(*command, db=db)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"Error: {command[0]} failed on the registry store {db}: DatabaseError: database disk image is malformed\n"
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 # -- against a server ----------------------------------------------------------------------------------
 
 
@@ -418,10 +467,11 @@ def test_a_read_of_a_postgres_database_without_the_tables_creates_none(postgres_
     """The reads' sessions are read-only: a registry opened writable would create the tables and answer empty."""
     import psycopg
 
-    result = cli(*command, db=postgres_url(postgres_dsn))
+    url = postgres_url(postgres_dsn)
+    result = cli(*command, db=url)
     assert result.exit_code == 1
     assert result.stderr.startswith(
-        'Error: cannot open the PostgreSQL registry: UndefinedTable: relation "toolscore_expectations" does not exist'
+        f'Error: cannot open the PostgreSQL registry {url}: UndefinedTable: relation "toolscore_expectations" does not'
     )
     with psycopg.connect(postgres_dsn) as conn:
         tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
@@ -431,6 +481,94 @@ def test_a_read_of_a_postgres_database_without_the_tables_creates_none(postgres_
 def test_an_unreachable_database_exits_1_without_a_traceback_or_the_password() -> None:
     result = cli("list", db="postgresql://toolscore:hunter2@127.0.0.1:1/registry")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: cannot open the PostgreSQL registry: OperationalError: ")
+    assert result.stderr.startswith(
+        "Error: cannot open the PostgreSQL registry postgresql://toolscore:<redacted>@127.0.0.1:1/registry: "
+        "OperationalError: "
+    )
     assert "hunter2" not in result.stderr
     assert "Traceback" not in result.output
+
+
+_CLI_APPLICATION = "toolscore-cli-under-test"
+
+
+def _cli_url(dsn: str) -> str:
+    """The URL `--db` is given, naming the command's sessions, so that the test finds their backends."""
+    return postgres_url(dsn) + f"&application_name={_CLI_APPLICATION}"
+
+
+def _terminated_mid_command(dsn: str, args: list[str], url: str, waiting: str) -> subprocess.CompletedProcess[str]:
+    """`toolscore expectations ARGS --db URL` run in its own process, its session's backend terminated (as a
+    server restart or a DBA does) while it waits in `waiting` (a `pg_stat_activity.wait_event_type`) in the middle
+    of a command, once the store is open."""
+    import psycopg
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolscore.collector.cli", "expectations", *args, "--db", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            deadline = time.monotonic() + 4  # within the store's query_timeout_s (5 s), which would cancel it
+            terminated = None
+            while terminated is None and time.monotonic() < deadline and proc.poll() is None:
+                terminated = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s AND state = 'active' AND wait_event_type = %s",
+                    (_CLI_APPLICATION, waiting),
+                ).fetchone()
+                time.sleep(0.02)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert terminated == (True,), f"the command never waited: {proc.returncode} {out} {err}"
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+_TERMINATED = "AdminShutdown: terminating connection due to administrator command"
+
+
+@pytest.mark.parametrize("command", [["apply", str(DATA / "v2")], ["delete", "weather"]], ids=["apply", "delete"])
+def test_a_write_whose_backend_is_terminated_exits_1_in_one_line_without_the_password(
+    postgres_dsn: str, command: list[str]
+) -> None:
+    """The write's session waits for a lock on the change log another session holds; its backend is terminated
+    there. One line says which command failed on which database, the password redacted; nothing was written."""
+    import psycopg
+
+    url = _cli_url(postgres_dsn).replace("toolscore@", "toolscore:hunter2@")
+    assert cli("apply", str(DATA / "v1"), db=url).exit_code == 0
+    with psycopg.connect(postgres_dsn) as holder:
+        holder.execute("LOCK TABLE toolscore_changes IN EXCLUSIVE MODE")  # reads go on, writes wait
+        result = _terminated_mid_command(postgres_dsn, command, url, "Lock")
+    assert result.returncode == 1
+    shown = url.replace(":hunter2@", ":<redacted>@")
+    assert result.stderr.startswith(f"Error: {command[0]} failed on the PostgreSQL registry {shown}: {_TERMINATED}")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "hunter2" not in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert _weather_versions(cli("list", "-o", "json", db=url).stdout) == [1]
+
+
+@pytest.mark.parametrize("command", READS, ids=READ_IDS)
+def test_a_read_whose_backend_is_terminated_exits_1_in_one_line(postgres_dsn: str, command: list[str]) -> None:
+    """The stored tables behind views that take a minute a row, so that the read is under way (the opening's check
+    reads no row) when its backend is terminated."""
+    import psycopg
+
+    url = _cli_url(postgres_dsn)
+    assert cli("apply", str(DATA / "v1"), db=url).exit_code == 0
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("CREATE FUNCTION slow() RETURNS boolean VOLATILE LANGUAGE sql AS 'SELECT pg_sleep(60) IS NULL'")
+        for table in ("expectations", "changes"):
+            conn.execute(f"ALTER TABLE toolscore_{table} RENAME TO stored_{table}")
+            conn.execute(f"CREATE VIEW toolscore_{table} AS SELECT * FROM stored_{table} WHERE slow() IS NOT NULL")
+    result = _terminated_mid_command(postgres_dsn, command, url, "Timeout")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"Error: {command[0]} failed on the PostgreSQL registry {url}: {_TERMINATED}")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr

@@ -138,9 +138,30 @@ def _open_local(db: str, open_: Callable[[], _T], *, create: bool) -> _T:
 
         if isinstance(exc, InvalidExpectation):
             raise
-        # a URL may hold a password: name the kind of store, not the URL
-        where = "the PostgreSQL registry" if db.startswith(_POSTGRES_SCHEMES) else f"the registry store {db}"
-        raise click.ClickException(f"cannot open {where}: {describe_error(exc)}") from None
+        raise click.ClickException(f"cannot open {_store_name(db)}: {describe_error(exc)}") from None
+
+
+def _store_name(db: str) -> str:
+    """The store `--db` names, as its errors name it: the file, or the URL with any password redacted (these
+    messages are pasted into tickets and CI logs)."""
+    if db.startswith(_POSTGRES_SCHEMES):
+        from toolscore.collector.serve.config_yaml import redact_connection_string
+
+        return f"the PostgreSQL registry {redact_connection_string(db)}"
+    return f"the registry store {db}"
+
+
+def _driver_errors(db: str) -> tuple[type[Exception], ...]:
+    """What the driver of the store `--db` names raises when a query fails once the store is open: a connection
+    the server dropped, a damaged file, a disk that fails. Each is an answer about the store, not a bug of the
+    command, so it is told in one line like the failures to open it; anything else keeps its traceback."""
+    if db.startswith(_POSTGRES_SCHEMES):
+        import psycopg
+
+        return (psycopg.Error,)
+    import sqlite3
+
+    return (sqlite3.Error,)
 
 
 def _open_store_registry(db: str, *, create: bool = True) -> Registry:
@@ -166,13 +187,19 @@ def _open_store_read_only(db: str) -> ExpectationStore:
 
 @contextmanager
 def _refusals(target: _Target) -> Iterator[None]:
-    """Every refusal of the block, the registry's or the server's, as one `click.ClickException` (exit code 1)."""
+    """Every refusal of the block, the registry's or the server's, and every failure of a local store's driver,
+    as one `click.ClickException` (exit code 1)."""
     from toolscore.collector.registry.client import RegistryCallError
     from toolscore.collector.registry.errors import InvalidExpectation, RegistryError, StoreUnavailable
+    from toolscore.collector.registry.health import describe_error
 
     server = target.server
+    driver_errors = () if server else _driver_errors(target.db)
     try:
         yield
+    except driver_errors as exc:
+        command = click.get_current_context().info_name
+        raise click.ClickException(f"{command} failed on {_store_name(target.db)}: {describe_error(exc)}") from None
     except InvalidExpectation as exc:
         raise click.ClickException("\n".join(["invalid expectations:", *(f"  {p}" for p in exc.problems)])) from None
     except RegistryError as exc:
