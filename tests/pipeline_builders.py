@@ -33,6 +33,38 @@ TRAVEL = {
 }
 
 
+# Three expectations whose names reduce to one key, `travel_book_flight`, beside TRAVEL, whose keys do not collide;
+# the third also has two scorers whose names reduce to one (`x`). Each scores `book_flight` against a different tool.
+COLLIDING = (
+    {
+        "name": "travel.book-flight",
+        "match": {"agent": "travel"},
+        "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
+    },
+    {
+        "name": "travel.book_flight",
+        "match": {"agent": "travel"},
+        "scorers": [{"type": "tool_selection", "expected_tool": "cancel"}],
+    },
+    {
+        "name": "Travel.Book.Flight",
+        "match": {"agent": "travel"},
+        "scorers": [
+            {"type": "tool_selection", "name": "x", "expected_tool": "refund"},
+            {"type": "tool_selection", "name": "X", "expected_tool": "book_flight"},
+        ],
+    },
+)
+COLLIDING_LABELS = {
+    # Written out, not computed: the suffixes must be these in every process (a BLAKE2b hash, not `hash()`).
+    "toolscore.evaluation.travel_book_flight.tool_selection_6572fe.label": "pass",  # travel.book-flight
+    "toolscore.evaluation.travel_book_flight.tool_selection_fb8cb1.label": "fail",  # travel.book_flight
+    "toolscore.evaluation.travel_book_flight.x_e971a7.label": "fail",  # Travel.Book.Flight, x
+    "toolscore.evaluation.travel_book_flight.x_bfcf94.label": "pass",  # Travel.Book.Flight, X
+    "toolscore.evaluation.travel.tool_selection.label": "pass",  # TRAVEL: no collision, no suffix
+}
+
+
 def run_attrs(agent: str = "travel", **extra: Any) -> dict[str, Any]:
     return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent, **extra}
 

@@ -11,8 +11,21 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 import toolscore.collector
-from tests.pipeline_builders import TRAVEL, Recording, agent_run, by_name, registry_with, run_attrs, tool_attrs, traced
+from tests.pipeline_builders import (
+    COLLIDING,
+    COLLIDING_LABELS,
+    TRAVEL,
+    Recording,
+    agent_run,
+    by_name,
+    registry_with,
+    run_attrs,
+    tool_attrs,
+    traced,
+)
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor, attribute_key
+from toolscore.collector.pipeline.emit import RunScores, build_enrichment
+from toolscore.scorers.model import AgentRun, ToolCall
 
 
 def test_scored_run_span_carries_expectations_calls_and_scores() -> None:
@@ -164,6 +177,36 @@ def test_attribute_names_are_reduced_to_lowercase_alnum_and_underscore() -> None
         processor.force_flush(5_000)
         run = by_name(exporter.get_finished_spans())["invoke_agent travel"]
     assert (run.attributes or {})["toolscore.evaluation.travel_canary_v2.pick_x.label"] == "fail"
+
+
+def test_names_that_reduce_to_one_key_get_suffixes_and_no_score_overwrites_another() -> None:
+    with registry_with(TRAVEL, *COLLIDING) as registry, traced(registry) as (tracer, processor, exporter):
+        agent_run(tracer, tools=("book_flight",))
+        assert processor.force_flush(5_000)
+        run = by_name(exporter.get_finished_spans())["invoke_agent travel"]
+    attributes = dict(run.attributes or {})
+    labels = {key: value for key, value in attributes.items() if key.endswith(".label")}
+    assert labels == {**COLLIDING_LABELS, "toolscore.evaluation.travel.trajectory.label": "fail"}
+    assert attributes["toolscore.evaluation.travel_book_flight.tool_selection_6572fe.score"] == 1.0
+    assert attributes["toolscore.evaluation.travel_book_flight.tool_selection_fb8cb1.score"] == 0.0
+    assert len([e for e in run.events if e.name == "gen_ai.evaluation.result"]) == 6
+
+
+def test_a_colliding_key_keeps_its_suffix_whatever_results_are_present_and_their_order() -> None:
+    """Collisions are decided by the matched expectations' scorers: a result sampled out, or a judge's that
+    comes after the span went on, does not change the other results' keys; nor does the order they came in."""
+    with registry_with(*COLLIDING) as registry:
+        expectations = [registry.get(doc["name"]) for doc in COLLIDING]
+    run = AgentRun(agent_name="travel", calls=[ToolCall(name="book_flight")])
+    results = [(exp, scorer.scorer.score(run)) for exp in expectations for scorer in exp.scorers]
+    enrichments = [
+        build_enrichment(RunScores(run, expectations, chosen), 0, with_events=False).attributes
+        for chosen in (results, results[::-1], results[:1])
+    ]
+    assert enrichments[0] == enrichments[1]
+    labels = {key: value for key, value in enrichments[0].items() if key.endswith(".label")}
+    assert labels == {k: v for k, v in COLLIDING_LABELS.items() if "travel_book_flight" in k}
+    assert enrichments[2]["toolscore.evaluation.travel_book_flight.tool_selection_6572fe.label"] == "pass"
 
 
 def test_scores_are_reported_to_telemetry_with_the_run_span() -> None:

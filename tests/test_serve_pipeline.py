@@ -23,7 +23,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.metric_reader import Meters
 from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
-from tests.pipeline_builders import TRAVEL, Recording, agent_run, registry_with, run_attrs, tool_attrs
+from tests.pipeline_builders import (
+    COLLIDING,
+    COLLIDING_LABELS,
+    TRAVEL,
+    Recording,
+    agent_run,
+    registry_with,
+    run_attrs,
+    tool_attrs,
+)
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.pipeline.group import item_bytes
 from toolscore.collector.registry import Registry
@@ -140,6 +149,18 @@ def test_a_request_sent_again_reaches_downstream_once_with_its_run_span_scored(
     assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
     assert recording.counts["duplicate"] == 2 * len(spans)
     assert pipeline.shutdown(2)
+
+
+def test_names_that_reduce_to_one_key_get_the_same_suffixed_keys_as_in_process(downstream: GrpcDownstream) -> None:
+    with registry_with(TRAVEL, *COLLIDING) as registry:
+        pipeline = make_pipeline(registry, downstream)
+        assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))).rejected_spans == 0
+        assert pipeline.flush(5)
+        assert pipeline.shutdown(2)
+    (run,) = [span for _, _, span in spans_of(downstream.requests) if span.name == "invoke_agent travel"]
+    labels = {key: value for key, value in attributes(run).items() if key.endswith(".label")}
+    assert labels == {**COLLIDING_LABELS, "toolscore.evaluation.travel.trajectory.label": "fail"}
+    assert len([event for event in run.events if event.name == "gen_ai.evaluation.result"]) == 6
 
 
 def test_a_graph_span_standing_for_an_inferred_run_is_enriched_in_place(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from toolscore.collector.pipeline.config import JudgeBudgetConfig, PipelineConfig
 from toolscore.collector.pipeline.config_env import pipeline_config_from_env
-from toolscore.collector.pipeline.emit import EVENT_NAME, attribute_key
+from toolscore.collector.pipeline.emit import EVENT_NAME, attribute_key, evaluation_prefixes
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.processor import ToolscoreSpanProcessor, enriched_span
@@ -27,5 +27,6 @@ __all__ = [
     "ToolscoreSpanProcessor",
     "attribute_key",
     "enriched_span",
+    "evaluation_prefixes",
     "pipeline_config_from_env",
 ]

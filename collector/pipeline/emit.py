@@ -1,9 +1,12 @@
 """Emit: a scored run's results as run-span attributes, `gen_ai.evaluation.result` events and telemetry.
 
 Attribute names are built from expectation and scorer names reduced to `[a-z0-9_]`, so that any
-backend can query them (`toolscore.evaluation.checkout.tool_selection.score`). Each score becomes one
-OTel GenAI `gen_ai.evaluation.result` event on the run span (when `emit_span_events`) and, through
-the telemetry, one log record parented to the run span, with the same attributes. Their text is
+backend can query them (`toolscore.evaluation.checkout.tool_selection.score`). Different names can reduce
+to one key (`travel.book-flight` and `travel.book_flight`); those pairs' keys get a suffix hashed from the
+names as written (`evaluation_prefixes`), so that one result never overwrites another's, and so that runs
+matching the same expectations get the same keys in every process, whatever order their results arrive in.
+Each score becomes one OTel GenAI `gen_ai.evaluation.result` event on the run span (when `emit_span_events`)
+and, through the telemetry, one log record parented to the run span, with the same attributes. Their text is
 valid UTF-8 without a check here: the lone surrogates that no exporter takes only come from decoded
 JSON, and `decode_json` replaces them.
 """
@@ -11,19 +14,24 @@ JSON, and `decode_json` replaces them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from toolscore.collector.pipeline.sink import EventSpec, RunEnrichment
 from toolscore.collector.registry import Expectation
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
-__all__ = ["EVENT_NAME", "RunScores", "attribute_key", "build_enrichment", "event_attributes"]
+__all__ = ["EVENT_NAME", "RunScores", "attribute_key", "build_enrichment", "evaluation_prefixes", "event_attributes"]
 
 EVENT_NAME = "gen_ai.evaluation.result"
 """The OTel GenAI semantic-convention event for one evaluation."""
 
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
+_PREFIX = "toolscore.evaluation."
+_SUFFIX_BYTES = 3
+"""Six hex characters: a suffix tells apart the few pairs that share one key, not every pair there is."""
 
 
 @functools.lru_cache(maxsize=1024)  # called per result of every scored run, with a handful of distinct names
@@ -56,15 +64,44 @@ def event_attributes(expectation: Expectation, result: ScoreResult) -> dict[str,
     return attributes
 
 
+def evaluation_prefixes(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Each (expectation, scorer) name pair's attribute prefix, `toolscore.evaluation.<expectation>.<scorer>`.
+
+    Pairs whose reduced names are one key each get `_<hex>` after the scorer part, six hex characters of
+    the BLAKE2b hash of the names as written (not `hash()`, which differs per process); the others keep the
+    plain key, so that adding a colliding name later changes only the keys of the names it collides with.
+    """
+    by_key: dict[str, list[tuple[str, str]]] = {}
+    for pair in dict.fromkeys(pairs):
+        by_key.setdefault(f"{attribute_key(pair[0])}.{attribute_key(pair[1])}", []).append(pair)
+    prefixes: dict[tuple[str, str], str] = {}
+    for key, group in by_key.items():
+        for pair in group:
+            prefixes[pair] = f"{_PREFIX}{key}_{_suffix(pair)}" if len(group) > 1 else f"{_PREFIX}{key}"
+    return prefixes
+
+
+def _suffix(pair: tuple[str, str]) -> str:
+    # An expectation name has no NUL (`NAME_PATTERN`), so the joined text tells every pair apart.
+    text = f"{pair[0]}\0{pair[1]}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=_SUFFIX_BYTES).hexdigest()
+
+
 def build_enrichment(scores: RunScores, event_time_ns: int, with_events: bool) -> RunEnrichment:
-    """What the run span gains: the matched names, the call names, and per result its score and label."""
+    """What the run span gains: the matched names, the call names, and per result its score and label.
+
+    Keys collide or not by every scorer of the matched expectations, not by the results present: a scorer
+    sampled out of this run, or a judge whose result comes after the span has gone on, still claims its key.
+    """
     attributes: dict[str, object] = {
         "toolscore.expectations": [exp.name for exp in scores.expectations],
         "toolscore.tool_calls": [call.name for call in scores.run.calls],
     }
+    pairs = [(exp.name, scorer.name) for exp in scores.expectations for scorer in exp.scorers]
+    prefixes = evaluation_prefixes([*pairs, *((exp.name, result.name) for exp, result in scores.results)])
     events: list[EventSpec] = []
     for expectation, result in scores.results:
-        prefix = f"toolscore.evaluation.{attribute_key(expectation.name)}.{attribute_key(result.name)}"
+        prefix = prefixes[(expectation.name, result.name)]
         if isinstance(result, Score):
             attributes[f"{prefix}.score"] = float(result.value)
             attributes[f"{prefix}.label"] = result.label
