@@ -34,6 +34,12 @@ INVALID = {
     "bad_regex.yaml": (5, 'match.attributes["session.id"]', "bad regex 'sess-(['"),
     "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "must be <= 1, got 1.5"),
     "duplicate_name.yaml": (5, "name", "duplicate name 'twice', first at"),
+    "duplicate_scorer_name.yaml": (
+        5,
+        "scorers",
+        "expectation 'travel' has two scorers reporting their scores as 'tool_selection', scorers[0] and scorers[1] "
+        "(a scorer without `name` reports under its type); give one of them a distinct `name`",
+    ),
     "long_label_value.yaml": (6, "labels.runbook", "is 1100 characters long, over the limit of 1024"),
     "long_name.yaml": (2, "name", "is 300 characters long, over the limit of 256"),
     "expected_call_without_name.yaml": (8, "scorers[0].expected[1].name", "required key missing"),
@@ -209,3 +215,29 @@ def test_a_stored_document_over_the_limits_is_still_read_and_matched_but_not_wri
         with pytest.raises(InvalidExpectation) as caught:
             registry.put(registry.get(name).to_dict())
     assert [p.field for p in caught.value.problems] == ["name", "labels.owner"]
+
+
+def test_two_scorers_reporting_under_one_name_are_refused_naming_the_expectation_and_both_indexes() -> None:
+    named = [{"type": "tool_selection", "expected_tool": t, "name": "pick"} for t in ("a", "b", "c")]
+    with Registry(MemoryStore()) as registry, pytest.raises(InvalidExpectation) as caught:
+        registry.put({"name": "checkout", "match": {"agent": "a"}, "scorers": named})
+    assert str(caught.value) == (
+        "scorers: expectation 'checkout' has two scorers reporting their scores as 'pick', scorers[0] and "
+        "scorers[1]; give one of them a distinct `name`"
+    )
+
+
+def test_a_stored_document_with_two_scorers_of_one_name_is_still_read_and_matched_but_not_written_again(
+    tmp_path: Path,
+) -> None:
+    """Written before the check: the registry keeps scoring with it; only writing it again is refused."""
+    path = tmp_path / "registry.db"
+    scorers = [{"type": "tool_selection", "expected_tool": "a"}, {"type": "tool_selection", "expected_tool": "b"}]
+    store_raw(path, "twice", {"name": "twice", "match": {"agent": "travel"}, "scorers": scorers})
+    with Registry(SqliteStore(path)) as registry:
+        assert [e.name for e in registry.match(AgentRun(agent_name="travel"))] == ["twice"]
+        assert not registry.unreadable
+        assert len(registry.get("twice").scorers) == 2
+        with pytest.raises(InvalidExpectation) as caught:
+            registry.put(registry.get("twice").to_dict())
+    assert caught.value.field == "scorers"

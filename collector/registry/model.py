@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from toolscore.collector.registry.conditions import Condition
 from toolscore.collector.registry.limits import (
@@ -24,6 +24,7 @@ from toolscore.collector.registry.limits import (
     MAX_SELECTORS,
     at_most,
     chars,
+    is_stored,
     key_chars,
 )
 from toolscore.scorers.base import ScorerBase
@@ -149,6 +150,26 @@ class Expectation(BaseModel):
     scorers: Annotated[list[ExpectationScorer], at_most(MAX_SCORERS, "scorers")] = Field(
         default_factory=list, description="How matching runs are scored."
     )
+
+    @field_validator("scorers")
+    @classmethod
+    def _distinct_scorer_names(cls, scorers: list[ExpectationScorer], info: ValidationInfo) -> list[ExpectationScorer]:
+        """Two scorers reporting under one name give results no reader can tell apart: one event name,
+        one metric series, one run-span key. A document read back from a store is let through, so that one
+        written before this check still matches; only writing it again is refused."""
+        if is_stored(info):
+            return scorers
+        first: dict[str, int] = {}
+        for i, scorer in enumerate(scorers):
+            j = first.setdefault(scorer.name, i)
+            if j != i:
+                unnamed = "" if scorer.spec.get("name") else " (a scorer without `name` reports under its type)"
+                of = f"expectation {info.data['name']!r}" if "name" in info.data else "the expectation"
+                raise ValueError(
+                    f"{of} has two scorers reporting their scores as {scorer.name!r}, scorers[{j}] and "
+                    f"scorers[{i}]{unnamed}; give one of them a distinct `name`"
+                )
+        return scorers
 
     @field_validator("labels", mode="before")
     @classmethod
