@@ -436,6 +436,38 @@ def test_taken_port_exits_1_naming_the_receiver_its_key_and_the_reason(
     assert "GRPC_VERBOSITY" not in result.stderr.split("cannot start:")[1]
 
 
+@pytest.mark.parametrize("args", [("--print-config",), ()], ids=["print_config", "start"])
+def test_a_tls_file_that_cannot_be_read_exits_2_naming_its_key_and_line(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """Not blamed on the receiver that would have opened it first (`receiver.grpc_endpoint`)."""
+    from tests.certs import self_signed_certificate
+
+    cert, _ = self_signed_certificate(tmp_path)
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        "receiver:\n  grpc_endpoint: 127.0.0.1:0\n  http_endpoint: 127.0.0.1:0\n"
+        f"  tls_cert_file: {cert}\n  tls_key_file: {tmp_path / 'missing.key'}\n"
+        "telemetry: {prometheus_enabled: false}\n"
+    )
+    result = _serve("--config", str(path), *args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    key = f"{path}:5: receiver.tls_key_file: cannot read '{tmp_path / 'missing.key'}': No such file or directory"
+    assert result.stderr == f"toolscore serve: invalid configuration:\n  {key}\n"
+    env = {"TOOLSCORE_RECEIVER__TLS_CERT_FILE": str(tmp_path)}  # a directory: opens, but not for reading
+    result = _serve("--config", str(path), *args, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    told = f"TOOLSCORE_RECEIVER__TLS_CERT_FILE: receiver.tls_cert_file: cannot read '{tmp_path}': Is a directory"
+    assert f"  environment variable {told}\n" in result.stderr
+
+
+def test_readable_tls_files_are_printed_as_given(tmp_path: Path) -> None:
+    from tests.certs import self_signed_certificate
+
+    cert, key = self_signed_certificate(tmp_path)
+    env = {"TOOLSCORE_RECEIVER__TLS_CERT_FILE": str(cert), "TOOLSCORE_RECEIVER__TLS_KEY_FILE": str(key)}
+    receiver = _printed(_serve("--print-config", cwd=tmp_path, env=env))["receiver"]
+    assert (receiver["tls_cert_file"], receiver["tls_key_file"]) == (str(cert), str(key))
+
+
 def test_invalid_expectation_files_exit_1_listing_each_problem_under_registry_files(tmp_path: Path) -> None:
     """One problem per line, as the configuration's own are, blamed on the files rather than the store."""
     bad = tmp_path / "bad.yaml"

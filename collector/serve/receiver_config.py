@@ -11,7 +11,11 @@ being decoded at once (README, "Memory per request").
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from toolscore.collector.serve.readable_file import ReadableFile
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_MAX_SPANS_PER_REQUEST", "ReceiverConfig", "split_endpoint"]
 
@@ -85,10 +89,14 @@ class ReceiverConfig(BaseModel):
         description="When set, every export must carry `authorization: Bearer <token>` (gRPC metadata or "
         "HTTP header); others get UNAUTHENTICATED / 401. Health endpoints stay open.",
     )
-    tls_cert_file: str | None = Field(
-        default=None, description="PEM certificate (chain) for both receivers; with `tls_key_file`, serve TLS only."
+    tls_cert_file: ReadableFile | None = Field(
+        default=None,
+        description="PEM certificate (chain) for both receivers; with `tls_key_file`, serve TLS only. "
+        "Must be readable when the configuration is loaded: it is read once, at start.",
     )
-    tls_key_file: str | None = Field(default=None, description="PEM private key of `tls_cert_file`.")
+    tls_key_file: ReadableFile | None = Field(
+        default=None, description="PEM private key of `tls_cert_file`; must be readable, as that one."
+    )
     grpc_max_workers: int = Field(
         default=8,
         gt=0,
@@ -130,10 +138,16 @@ class ReceiverConfig(BaseModel):
         split_endpoint(value)
         return value
 
-    @model_validator(mode="after")
-    def _tls_pair(self) -> ReceiverConfig:
-        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+    @model_validator(mode="before")
+    @classmethod
+    def _tls_pair(cls, data: Any) -> Any:
+        """Checked before the files are: one of the two alone is the mistake to report, not that it is missing."""
+        if isinstance(data, dict) and (data.get("tls_cert_file") is None) != (data.get("tls_key_file") is None):
             raise ValueError("tls_cert_file and tls_key_file must be set together (or neither)")
+        return data
+
+    @model_validator(mode="after")
+    def _token_not_blank(self) -> ReceiverConfig:
         if self.bearer_token is not None and not self.bearer_token.strip():
             raise ValueError("bearer_token must not be blank: leave it unset to turn auth off")
         return self
