@@ -169,6 +169,21 @@ def test_a_section_given_whole_as_json_is_named_by_the_variable_that_was_set(tmp
     assert "TOOLSCORE_PIPELINE__" not in result.stderr
 
 
+def test_a_bad_file_value_is_named_by_its_line_though_a_variable_set_another_key_of_its_section(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text("receiver:\n  grpc_endpoint: '4317'\n")
+    result = _serve(
+        "--config", str(path), "--print-config", cwd=tmp_path, env={"TOOLSCORE_RECEIVER__BEARER_TOKEN": "t"}
+    )
+    assert result.returncode == 2
+    assert result.stderr == (
+        "toolscore serve: invalid configuration:\n"
+        f"  {path}:2: receiver.grpc_endpoint: endpoint '4317' must be host:port, e.g. 127.0.0.1:4317 or [::1]:4317\n"
+    )
+
+
 def test_misspelt_section_variable_exits_2_rather_than_being_ignored(tmp_path: Path) -> None:
     result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_RECIEVER__GRPC_ENDPOINT": "127.0.0.1:1"})
     assert result.returncode == 2

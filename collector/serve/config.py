@@ -376,6 +376,20 @@ class _Origins:
             return _Origin(f"environment variable {name}", None, 1)
         return _Origin("default", None, 2)
 
+    def _env_set(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+        """Where in `loc` the variables set the value holding it: `loc` itself (a value, or a section whose keys
+        they set), or the start of `loc` when they set a whole list or map the value is inside; None when they
+        set none of it. A variable setting another key of the section (`TOOLSCORE_RECEIVER__TLS_CERT_FILE`
+        beside the file's `tls_key_file`) sets none of it."""
+        data: Any = self.env_data
+        for n, part in enumerate(loc):
+            if not isinstance(data, dict):
+                return loc[:n]
+            if part not in data:
+                return None
+            data = data[part]
+        return loc or None
+
     def clash(self, locs: Sequence[_Loc], message: str) -> Problem:
         """An error between values that are each fine alone: told where each was set, and reported at the first
         one set in toolscore's own configuration (a `TOOLSCORE_*` variable or the file), else at the first a
@@ -388,7 +402,7 @@ class _Origins:
 
     def problem(self, loc: tuple[str | int, ...], message: str) -> Problem:
         """The variable that set the value, else the file's line, else a default."""
-        env_loc = next((loc[:n] for n in range(len(loc), 0, -1) if _has(self.env_data, loc[:n])), None)
+        env_loc = self._env_set(loc)
         if env_loc is not None:
             names = ", ".join(dict.fromkeys(_set_variable(leaf) for leaf in _leaves(self.env_data, env_loc)))
             plural = "s" if "," in names else ""
