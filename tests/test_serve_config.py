@@ -483,6 +483,22 @@ def test_readable_tls_files_are_printed_as_given(tmp_path: Path) -> None:
     assert (receiver["tls_cert_file"], receiver["tls_key_file"]) == (str(cert), str(key))
 
 
+@pytest.mark.parametrize(
+    ("protocol", "endpoint"), [("grpc", "127.0.0.1:1"), ("http/protobuf", "https://127.0.0.1:1/v1/traces")]
+)
+def test_a_forward_tls_file_that_cannot_be_read_exits_1_naming_its_key(
+    tmp_path: Path, protocol: str, endpoint: str
+) -> None:
+    """gRPC named only the path; urllib3 reads the CA at its first connection, so every export failed instead."""
+    env = {"TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0"}
+    env |= {"TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false", "TOOLSCORE_FORWARD__PROTOCOL": protocol}
+    env |= {"TOOLSCORE_FORWARD__ENDPOINT": endpoint, "TOOLSCORE_FORWARD__CERTIFICATE_FILE": "ca.pem"}
+    result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr
+    told = "forward.certificate_file: cannot read 'ca.pem': No such file or directory"
+    assert result.stderr.endswith(f"toolscore serve: cannot start: forwarder: {told}\n")
+
+
 def test_invalid_expectation_files_exit_1_listing_each_problem_under_registry_files(tmp_path: Path) -> None:
     """One problem per line, as the configuration's own are, blamed on the files rather than the store."""
     bad = tmp_path / "bad.yaml"

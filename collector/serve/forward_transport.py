@@ -18,6 +18,7 @@ from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from toolscore.collector.serve.forward_config import ForwardConfig, grpc_target
+from toolscore.collector.serve.readable_file import check_readable
 
 __all__ = ["Attempt", "GrpcTransport", "HttpTransport", "Transport", "make_transport"]
 
@@ -191,4 +192,28 @@ def _retry_after(headers: Any) -> float | None:
 
 
 def make_transport(config: ForwardConfig) -> Transport:
+    """The transport for `config.protocol`; raises `ValueError` naming the key of a TLS file it cannot read.
+
+    Checked here, at start, because neither transport says which key was wrong: gRPC reads the files at
+    once but reports only the path, and urllib3 reads them at its first connection, so every export would
+    fail (retried, then dropped) while the collector looked healthy. Files a plain-text endpoint never
+    uses are not checked. Not at configuration time, unlike the receiver's: a bad `OTEL_EXPORTER_OTLP_*`
+    value is logged and its default used (`ForwardConfig.from_env`), which for a CA would quietly trust
+    the system's CAs instead.
+    """
+    tls = grpc_target(config.endpoint or "", config.insecure)[1] if config.protocol == "grpc" else _https(config)
+    for key in _TLS_FILES if tls else ():
+        path = getattr(config, key)
+        if path is not None:
+            try:
+                check_readable(path)
+            except ValueError as exc:
+                raise ValueError(f"forward.{key}: {exc}") from None
     return GrpcTransport(config) if config.protocol == "grpc" else HttpTransport(config)
+
+
+_TLS_FILES = ("certificate_file", "client_certificate_file", "client_key_file")
+
+
+def _https(config: ForwardConfig) -> bool:
+    return (config.endpoint or "").lower().startswith("https://")

@@ -9,6 +9,7 @@ validated, the error names the key, its value and where it was set, at `--print-
 The check is not premature: the files are read once, as the receivers start, right after the configuration
 is loaded, and never again (a renewed certificate takes a restart), so a file that is not readable then
 cannot be used by this process anyway. Orchestrators mount secrets before they start the container.
+`check_readable` is also the forwarder's start check (`forward_transport.make_transport`).
 """
 
 from __future__ import annotations
