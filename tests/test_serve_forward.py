@@ -152,6 +152,21 @@ def test_permanent_errors_are_not_retried(downstream: GrpcDownstream, code: grpc
     forwarder.shutdown(1)
 
 
+def test_drop_warnings_are_one_per_reason_in_ten_seconds(
+    downstream: GrpcDownstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    counts = Counts()
+    downstream.fail_next(3, grpc.StatusCode.INVALID_ARGUMENT)
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, senders=1, **FAST), counts)
+    with caplog.at_level(logging.WARNING, logger="toolscore.serve.forward"):
+        for _ in range(3):
+            forwarder.submit(sdk_request(2).SerializeToString(), 2)
+        assert forwarder.flush(5)
+    assert counts.counts == {"dropped:rejected": 6}
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["dropped 2 spans (rejected)"]
+    forwarder.shutdown(1)
+
+
 def test_resource_exhausted_with_retry_info_waits_as_told(downstream: GrpcDownstream) -> None:
     counts = Counts()
     downstream.fail_next(1, grpc.StatusCode.RESOURCE_EXHAUSTED, retry_after_s=0.3)

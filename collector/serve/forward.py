@@ -22,6 +22,7 @@ from typing import Protocol
 
 from toolscore.collector.serve.forward_config import ForwardConfig, parse_headers
 from toolscore.collector.serve.forward_transport import Attempt, Transport, make_transport
+from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.telemetry.base import NoopTelemetry
 
 __all__ = ["ForwardConfig", "ForwardDropReason", "ForwardTelemetry", "Forwarder", "parse_headers"]
@@ -30,8 +31,6 @@ _log = logging.getLogger("toolscore.serve.forward")
 
 ForwardDropReason = str
 """Why forwarded spans were lost: ``queue_full``, ``retries_exhausted``, ``rejected``, ``shutdown``."""
-
-_LOG_EVERY_S = 10.0
 
 
 class ForwardTelemetry(Protocol):
@@ -76,7 +75,8 @@ class Forwarder:
         self._cond = threading.Condition()
         self._closed = False
         self._stop = threading.Event()
-        self._last_log: dict[str, float] = {}
+        self._warnings = LimitedLog(_log)
+        """Retry and drop warnings, one per kind every 10 s: an outage must not flood the log."""
         self.dropped: Counter[str] = Counter()
         """Spans dropped since start, by reason: the warnings are rate-limited, the total is logged at shutdown."""
         self._threads = [
@@ -187,7 +187,9 @@ class Forwarder:
                 self._drop(item.spans, "retries_exhausted", attempt.message)
                 return
             self.telemetry.forward_retried()
-            self._log_limited("retry", "downstream export failed (%s); retrying in %.2fs", attempt.message, delay)
+            self._warnings.log(
+                logging.WARNING, "retry", "downstream export failed (%s); retrying in %.2fs", attempt.message, delay
+            )
             if self._stop.wait(delay):
                 self._drop(item.spans, "shutdown", attempt.message)
                 return
@@ -210,11 +212,4 @@ class Forwarder:
         with self._cond:
             self.dropped[reason] += spans
         self.telemetry.spans_forward_dropped(spans, reason)
-        self._log_limited(reason, "dropped %d spans (%s): %s", spans, reason, why)
-
-    def _log_limited(self, key: str, message: str, *args: object) -> None:
-        """A warning at most every 10 s per kind: an outage must not flood the log."""
-        now = time.monotonic()
-        if now - self._last_log.get(key, -_LOG_EVERY_S) >= _LOG_EVERY_S:
-            self._last_log[key] = now
-            _log.warning(message, *args)
+        self._warnings.log(logging.WARNING, reason, "dropped %d spans (%s): %s", spans, reason, why)
