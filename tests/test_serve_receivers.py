@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -457,6 +459,39 @@ def test_bearer_token_is_required_when_configured(ingest: RecordingIngest, meter
         receiver.stop(0)
     assert ingest.span_names() == ["bearer", "BEARER", "allowed"]
     assert meters.refused() == {"unauthenticated": 6}
+
+
+def test_refusals_are_logged_once_per_reason_naming_the_peer_and_counted_every_time(
+    ingest: RecordingIngest, meters: Meters, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = _start(ingest, meters, bearer_token=TOKEN)
+    auth = (("authorization", f"Bearer {TOKEN}"),)
+    try:
+        with (
+            caplog.at_level(logging.INFO, logger="toolscore.collector.serve.grpc_receiver"),
+            grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel,
+        ):
+            garbage = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+            for _ in range(5):
+                for call in (
+                    lambda: TraceServiceStub(channel).Export(_request("refused"), timeout=5),
+                    lambda: garbage(b"\xff" * 64, metadata=auth, timeout=5),
+                    lambda: channel.stream_unary(EXPORT)(iter(()), metadata=auth, timeout=5),
+                ):
+                    with pytest.raises(grpc.RpcError):
+                        call()
+    finally:
+        receiver.stop(0)
+    lines = [re.sub(r":\d+: ", ":<port>: ", r.getMessage()) for r in caplog.records if "refused" in r.getMessage()]
+    assert lines == [
+        "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: missing or wrong bearer token: send "
+        "`authorization: Bearer <token>` metadata",
+        "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: byte 0: not a valid OTLP ExportTraceServiceRequest "
+        "(64 bytes): message: field tag: varint longer than 10 bytes",
+        "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: "
+        '"/opentelemetry.proto.collector.trace.v1.TraceService/Export" requires exactly one request message.',
+    ]
+    assert meters.refused() == {"unauthenticated": 5, "invalid": 5, "unsupported": 5}
 
 
 def test_authentication_comes_before_the_overload_answer(ingest: RecordingIngest) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import logging
+import re
 import select
 import socket
 import threading
@@ -283,6 +285,70 @@ def test_every_refused_request_is_counted_by_reason(receiver: HttpReceiver, mete
     assert reply.startswith(b"HTTP/1.1 501 ")
     assert meters.refused() == {**expected, "invalid": expected["invalid"] + 1, "unsupported": 4}
     assert meters.refused_spans() == {}, "none of them was counted before it was refused"
+
+
+_LOGGER = "toolscore.collector.serve.http_receiver"
+
+
+def _refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == _LOGGER and r.levelno == logging.INFO]
+
+
+@pytest.mark.parametrize(("case", "body", "content_type", "headers", "code", "text"), _bad_cases())
+def test_each_refusal_is_logged_naming_the_sender_what_it_sent_and_the_answer(  # noqa: PLR0917 (the parametrized case)
+    receiver: HttpReceiver,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+    body: bytes,
+    content_type: str,
+    headers: dict[str, str],
+    code: int,
+    text: str,
+) -> None:
+    with caplog.at_level(logging.INFO, logger=_LOGGER):
+        assert http_call(receiver.port, body, content_type=content_type or None, headers=headers).status == code
+    sent = [
+        ("Content-Type", content_type),
+        ("Content-Encoding", headers.get("Content-Encoding")),
+        ("Content-Length", str(len(body))),
+    ]
+    described = ", ".join(f"{name} {value!r}" for name, value in sent if value)
+    (line,) = _refusal_lines(caplog)
+    assert re.fullmatch(
+        rf"OTLP/HTTP export refused from 127\.0\.0\.1:\d+ \({re.escape(described)}\): {code} .+", line, re.S
+    )
+    assert text in line
+
+
+def test_refusals_without_the_token_or_a_length_are_logged_too(
+    ingest: RecordingIngest, caplog: pytest.LogCaptureFixture
+) -> None:
+    guarded = _start(ingest, bearer_token=TOKEN)
+    try:
+        with caplog.at_level(logging.INFO, logger=_LOGGER):
+            assert http_call(guarded.port, b"x").status == 401
+            reply = _raw(guarded.port, _POST + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode())
+            assert reply.startswith(b"HTTP/1.1 411 ")
+    finally:
+        guarded.stop(0)
+    assert [re.sub(r":\d+ ", ":<port> ", line) for line in _refusal_lines(caplog)] == [
+        "OTLP/HTTP export refused from 127.0.0.1:<port> (Content-Type 'application/x-protobuf', Content-Length '1'): "
+        "401 missing or wrong bearer token",
+        "OTLP/HTTP export refused from 127.0.0.1:<port> (Content-Type 'application/x-protobuf'): "
+        "411 a Content-Length or Transfer-Encoding: chunked is required",
+    ]
+
+
+def test_a_sender_refused_again_and_again_is_logged_once_per_reason_and_counted_every_time(
+    receiver: HttpReceiver, meters: Meters, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger=_LOGGER):
+        for _ in range(20):
+            assert http_call(receiver.port, b"\0" * (LIMIT + 1)).status == 413
+        for _ in range(5):
+            assert http_call(receiver.port, b"<xml/>", content_type="text/xml").status == 415
+    assert [line.split("): ")[1][:3] for line in _refusal_lines(caplog)] == ["413", "415"]
+    assert meters.refused() == {"too_large": 20, "unsupported": 5}
 
 
 def test_bad_protobuf_error_names_the_byte_and_field(receiver: HttpReceiver) -> None:
@@ -703,6 +769,26 @@ def test_connections_beyond_the_bound_get_503_and_slots_come_back(ingest: Record
     finally:
         receiver.stop(0)
     assert "late" in ingest.span_names()
+
+
+def test_a_flood_of_connections_beyond_the_bound_is_one_warning(
+    ingest: RecordingIngest, meters: Meters, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = _start(ingest, meters=meters, http_max_connections=1)
+    try:
+        with (
+            caplog.at_level(logging.WARNING, logger="toolscore.collector.serve.http_server"),
+            socket.create_connection(("127.0.0.1", receiver.port), timeout=5),
+        ):
+            time.sleep(0.2)
+            for _ in range(10):
+                with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as extra:
+                    assert extra.recv(4096).startswith(b"HTTP/1.1 503 ")
+    finally:
+        receiver.stop(0)
+    assert meters.refused() == {"too_many_connections": 10}
+    lines = [re.sub(r":\d+$", ":<port>", r.getMessage()) for r in caplog.records]
+    assert lines == ["HTTP: 1 connections open, refusing one from 127.0.0.1:<port>"]
 
 
 def wait_for_a_free_slot(port: int) -> None:

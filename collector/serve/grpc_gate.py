@@ -37,6 +37,7 @@ import grpc
 
 from toolscore.collector.serve.bearer import bearer_matches
 from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.serve.otlp_export import ReceiverTelemetry, early_refusal, overloaded_status, retry_info
 
 __all__ = [
@@ -148,13 +149,18 @@ def _refusal(answer: Callable[[Any], None], pool: ThreadPoolExecutor) -> Any:
 class BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
     """Refuses calls without `authorization: Bearer <token>` before their message is even received."""
 
-    def __init__(self, token: str, telemetry: ReceiverTelemetry, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, token: str, telemetry: ReceiverTelemetry, pool: ThreadPoolExecutor, refusal_log: LimitedLog
+    ) -> None:
         self._token = token
         self._telemetry = telemetry
+        self._refusal_log = refusal_log
         self._deny = _refusal(self._refuse, pool)
 
     def _refuse(self, context: Any) -> None:
         self._telemetry.request_refused("unauthenticated")
+        line = "OTLP/gRPC export refused from %s: %s"
+        self._refusal_log.log(logging.INFO, "unauthenticated", line, context.peer(), _UNAUTHENTICATED)
         context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:

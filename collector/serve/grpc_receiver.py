@@ -22,6 +22,10 @@ the slot `grpc_gate.CallSlots` took for it. What is refused before a worker take
 Overload is RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo`, which OTLP makes retryable. The status
 details travel in the standard `grpc-status-details-bin` trailer; the same `RetryInfo` also goes in
 `google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from.
+
+Every refusal but overload and the call bound (pushback the sender retries) is logged at INFO with the
+peer and why, at most one line per refusal reason every 10 s (`LimitedLog`, shared with `BearerAuth`), as
+the HTTP receiver logs its own: a sender that keeps sending what cannot be taken cannot flood the log.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from toolscore.collector.serve.grpc_gate import (
     refusal_pool,
 )
 from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
     ReceiverTelemetry,
@@ -135,8 +140,10 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
         *,
         slots: CallSlots,
         max_bytes: int,
+        refusal_log: LimitedLog | None = None,
     ) -> None:
         self._ingest = ingest
+        self._refusal_log = refusal_log or LimitedLog(_log)
         self._max_spans = max_spans
         self._max_bytes = max_bytes
         self._decodes = decodes
@@ -149,7 +156,7 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
             if data is None:
                 if _ended_by_grpc(context):
                     return ExportTraceServiceResponse()  # grpc refused the message (over its limit): its answer stands
-                self._telemetry.request_refused("unsupported")
+                self._refused(context, "unsupported", _ONE_MESSAGE)
                 context.abort(grpc.StatusCode.UNIMPLEMENTED, _ONE_MESSAGE)
                 raise AssertionError("unreachable: abort raises")
             if len(data) > self._max_bytes:
@@ -165,26 +172,30 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
             f"the request is {size} bytes, over the {self._max_bytes}-byte limit (receiver.max_message_bytes): "
             "send smaller batches"
         )
-        _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), message)
-        self._telemetry.request_refused("too_large")
+        self._refused(context, "too_large", message)
         context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     def _export(self, data: bytes, context: Any) -> Any:
         with self._decodes:  # released by abort's exception too
             request = _decode(data, self._max_spans)
             if isinstance(request, _Undecodable):
-                _log.info("OTLP/gRPC export refused from %s: %s", context.peer(), request.error)
-                self._telemetry.request_refused(request.reason, request.error.spans)
+                self._refused(context, request.reason, request.error, request.error.spans)
                 abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
                 raise AssertionError("unreachable: abort raises")
             result = accept_safely(self._ingest, request, data)
         if result is None:
-            self._telemetry.request_refused("internal", span_count(request))
-            context.abort(grpc.StatusCode.INTERNAL, "toolscore failed to take the request (see its log)")
+            message = "toolscore failed to take the request (see its log)"
+            self._refused(context, "internal", message, span_count(request))
+            context.abort(grpc.StatusCode.INTERNAL, message)
             raise AssertionError("unreachable: abort raises")
         if result.overloaded:
             abort_overloaded(context, result.retry_after_s)
         return export_response(result)
+
+    def _refused(self, context: Any, reason: str, message: object, spans: int | None = None) -> None:
+        """Count a refused export under `reason`, and log it (at most one line per reason every 10 s)."""
+        self._telemetry.request_refused(reason, spans)
+        self._refusal_log.log(logging.INFO, reason, "OTLP/gRPC export refused from %s: %s", context.peer(), message)
 
 
 @dataclass
@@ -227,14 +238,21 @@ def start_grpc_receiver(
     telemetry = telemetry or NoopTelemetry()
     refusals = refusal_pool(config.grpc_max_concurrent_calls)  # waiting refusals hold calls as waiting calls do
     slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals)
+    refusal_log = LimitedLog(_log)
     servicer = TraceServiceReceiver(
-        ingest, config.max_spans_per_request, decodes, telemetry, slots=slots, max_bytes=config.max_message_bytes
+        ingest,
+        config.max_spans_per_request,
+        decodes,
+        telemetry,
+        slots=slots,
+        max_bytes=config.max_message_bytes,
+        refusal_log=refusal_log,
     )
     handler = grpc.stream_unary_rpc_method_handler(
         servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
     interceptors: list[grpc.ServerInterceptor] = (
-        [BearerAuth(config.bearer_token, telemetry, refusals)] if config.bearer_token else []
+        [BearerAuth(config.bearer_token, telemetry, refusals, refusal_log)] if config.bearer_token else []
     )
     interceptors.append(ShedOverload(ingest, refusals))  # after authentication: a stranger learns nothing of the load
     interceptors.append(slots)  # last: a call it admits must reach `Export`, which gives its slot back

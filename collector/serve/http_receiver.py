@@ -14,6 +14,11 @@ other than chunked; 429 with `Retry-After` when the ingest is overloaded (before
 `Ingest.refusal` already says so). A response sent before the body was read closes the connection, since
 the unread body would otherwise be taken for the next request. `Expect: 100-continue` is answered only
 once the request passed those checks, so a sender is never invited to upload a body that is then refused.
+
+Every refusal but overload's 429 (pushback the sender retries, counted by the ingest) is logged at INFO, as
+the gRPC receiver logs its own: the sender's address, what it said it sent (Content-Type, Content-Encoding,
+Content-Length or chunked) and the answer, at most one line per refusal reason every 10 s (`LimitedLog`), so
+a sender that keeps sending what cannot be taken cannot flood the log.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from toolscore.collector.serve.http_body import (
 )
 from toolscore.collector.serve.http_server import BoundedHTTPServer, BoundedRequestHandler
 from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
     ReceiverTelemetry,
@@ -84,6 +90,7 @@ class _Server(BoundedHTTPServer):
     ) -> None:
         self.ingest, self.config, self.health, self.decodes = ingest, config, health, decodes
         self.telemetry = telemetry
+        self.refusal_log = LimitedLog(_log)
         host, port = split_endpoint(config.http_endpoint)
         super().__init__(
             host,
@@ -153,9 +160,30 @@ class _Handler(BoundedRequestHandler):
             self.wfile.write(body)
 
     def _refuse(self, reason: str, code: int, rpc_code: int, message: str, *, unread: bool = True) -> None:
-        """Refuse an export: counted under `reason` (a `toolscore.refusal.reason`), then `_fail`."""
-        self.server.telemetry.request_refused(reason)
+        """Refuse an export: counted and logged under `reason` (a `toolscore.refusal.reason`), then `_fail`."""
+        self._refused(reason, code, message)
         self._fail(code, rpc_code, message, unread=unread)
+
+    def _refused(self, reason: str, code: int, message: object, spans: int | None = None) -> None:
+        """Count a refused export under `reason`, and log it (at most one line per reason every 10 s)."""
+        self.server.telemetry.request_refused(reason, spans)
+        headers = self.headers
+        sent = ", ".join(
+            f"{name} {_quoted(value)}"
+            for name in ("Content-Type", "Content-Encoding", "Content-Length", "Transfer-Encoding")
+            if (value := headers.get(name)) is not None
+        )
+        host, port = self.client_address[:2]
+        self.server.refusal_log.log(
+            logging.INFO,
+            reason,
+            "OTLP/HTTP export refused from %s:%s (%s): %d %s",
+            host,
+            port,
+            sent or "no Content-Type",
+            code,
+            message,
+        )
 
     def _fail(self, code: int, rpc_code: int, message: str, *, unread: bool = True, **headers: str) -> None:
         """An error answer; `unread`: the body was not consumed, so the connection cannot be reused."""
@@ -232,8 +260,7 @@ class _Handler(BoundedRequestHandler):
                 decoded = request_from_json(body, max_spans)
                 request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
         except BadPayload as exc:
-            _log.info("OTLP/HTTP export refused from %s: %s", self.client_address[0], exc)
-            self.server.telemetry.request_refused(exc.reason, exc.spans)
+            self._refused(exc.reason, 400, exc, exc.spans)
             self._reply(400, bad_payload_status(exc), fmt)
             return
         except Exception:
@@ -245,8 +272,9 @@ class _Handler(BoundedRequestHandler):
             self.server.telemetry.spans_refused(rejected, "invalid")
         result = accept_safely(self.server.ingest, request, data)
         if result is None:
-            self.server.telemetry.request_refused("internal", span_count(request))
-            self._fail(500, code_pb2.INTERNAL, "toolscore failed to take the request (see its log)", unread=False)
+            message = "toolscore failed to take the request (see its log)"
+            self._refused("internal", 500, message, span_count(request))
+            self._fail(500, code_pb2.INTERNAL, message, unread=False)
         elif result.overloaded:  # counted by the ingest, which decided it
             self._overloaded(result.retry_after_s)
         else:
@@ -298,8 +326,9 @@ class _Handler(BoundedRequestHandler):
         """The decompressed body, or None once an error has been answered."""
         config, headers = self.server.config, self.headers
         if not self._authorized():
-            self.server.telemetry.request_refused("unauthenticated")
-            self._fail(401, code_pb2.UNAUTHENTICATED, "missing or wrong bearer token", WWW_Authenticate="Bearer")
+            message = "missing or wrong bearer token"
+            self._refused("unauthenticated", 401, message)
+            self._fail(401, code_pb2.UNAUTHENTICATED, message, WWW_Authenticate="Bearer")
             return None
         if media_format(headers.get("Content-Type")) is None:
             got = headers.get("Content-Type") or "(none)"
@@ -340,9 +369,17 @@ class _Handler(BoundedRequestHandler):
         except BodyTooLarge as exc:
             self._refuse("too_large", 413, code_pb2.RESOURCE_EXHAUSTED, str(exc), unread=False)
         except BadPayload as exc:
-            self.server.telemetry.request_refused("invalid")
+            self._refused("invalid", 400, exc)
             self._reply(400, bad_payload_status(exc), self._format())
         return None
+
+
+_QUOTED_CHARS = 80
+
+
+def _quoted(value: str) -> str:
+    """A header value as the sender wrote it, quoted (control characters escaped) and cut short."""
+    return repr(value if len(value) <= _QUOTED_CHARS else value[:_QUOTED_CHARS] + "...")
 
 
 @dataclass

@@ -9,7 +9,8 @@ never finishes it blocks nobody else. A socket timeout bounds one read only, so 
 now and then would keep its slot forever: each request must also arrive whole (request line, headers and
 body) within `request_timeout_s` of its first byte, or it is answered 408 and the connection closed.
 Handlers derive from `BoundedRequestHandler`, whose reads enforce that deadline. `drain` lets requests in
-flight finish, then cuts idle keep-alive connections, for a graceful stop.
+flight finish, then cuts idle keep-alive connections, for a graceful stop. Both refusals are logged at
+most once each every 10 s (`LimitedLog`): a flood of connections must not flood the log too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from toolscore.collector.serve.limited_log import LimitedLog
 
 __all__ = ["BoundedHTTPServer", "BoundedRequestHandler"]
 
@@ -106,7 +109,8 @@ class BoundedRequestHandler(BaseHTTPRequestHandler):
     def _request_timeout(self) -> None:
         """408 and close: the request was not answered, and the rest of it would be taken for the next one."""
         timeout_s = self.server.request_timeout_s
-        _log.info("HTTP: a request from %s did not arrive within %gs; closing", self.client_address[0], timeout_s)
+        line = "HTTP: a request from %s:%s did not arrive within %gs; closing"
+        self.server.limited_log.log(logging.INFO, "timeout", line, *self.client_address[:2], timeout_s)
         message = f"the request did not arrive within {timeout_s:g}s (request_timeout_s)"
         body = json.dumps({"code": 4, "message": message}).encode()  # google.rpc.Code DEADLINE_EXCEEDED
         head = (
@@ -145,6 +149,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self._lock = threading.Condition()
         self._in_flight = 0
         self._open: set[socket.socket] = set()
+        self.limited_log = LimitedLog(_log)
         super().__init__((host, port), handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -157,7 +162,13 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
-            _log.warning("HTTP: %d connections open, refusing one from %s", self.max_connections, client_address)
+            self.limited_log.log(
+                logging.WARNING,
+                "too_many_connections",
+                "HTTP: %d connections open, refusing one from %s:%s",
+                self.max_connections,
+                *client_address[:2],
+            )
             self.refused("too_many_connections")
             if self.tls_context is None:
                 try:
