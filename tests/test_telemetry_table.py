@@ -6,6 +6,7 @@ import ast
 import itertools
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,26 @@ def test_in_process_pipeline_reports_its_scored_expectations_and_pending_limit(
     assert {"toolscore.expectation.name": "travel.no-severity", "toolscore.expectation.severity": "ticket"} in (
         relabelled
     ), "a label change shows at the next collection"
+
+
+def test_score_delay_runs_from_the_run_spans_arrival_as_its_description_says(
+    meters: tuple[MeterProvider, InMemoryMetricReader],
+) -> None:
+    """A run span stamped an hour ago (a sender's clock behind toolscore's) is scored within the settle window:
+    the delay is counted from its arrival, and the description says so rather than "from the run span's end"."""
+    provider, reader = meters
+    with (
+        registry_with(TRAVEL) as registry,
+        traced(registry, PipelineConfig(settle_ms=20), create_telemetry(meter_provider=provider)) as (tracer, proc, _),
+    ):
+        agent_run(tracer, t0=time.time_ns() - 3600 * 10**9)
+        assert proc.force_flush(5_000)
+    delay = _metrics(reader)["toolscore.score.delay"]
+    (point,) = delay.data.data_points
+    assert point.count == 1  # type: ignore[union-attr]
+    assert 0 < point.sum < 5  # type: ignore[union-attr]  # not the hour the span's own stamps say
+    assert delay.description.startswith("Time from a scored run span's arrival in the pipeline")
+    assert "skew" in delay.description
 
 
 def test_expectation_info_follows_the_capped_names_without_spending_the_budget(

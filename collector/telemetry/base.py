@@ -124,7 +124,8 @@ class PipelineTelemetry(Protocol):
         """One scorer's result for one run against one expectation version."""
 
     def score_delay(self, seconds: float) -> None:
-        """Time from the run span's end to its scores being emitted."""
+        """Time from the run span's arrival in the pipeline (this process's clock, not the span's end time,
+        which another host's clock may have stamped) to its going on with its scores."""
 
     def judge_outcome(self, outcome: str) -> None:
         """One LLM-judge call ended; `outcome` is one of `JudgeOutcome`'s values."""

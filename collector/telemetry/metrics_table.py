@@ -349,7 +349,10 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.score.delay",
         "histogram",
         "s",
-        "Time from the run span's end to its scores being emitted.",
+        "Time from a scored run span's arrival in the pipeline (in process: its end, `on_end`; in `toolscore serve`: "
+        "when its export request was taken) to its going on with its scores, on this process's clock. Not from "
+        "the span's end time: the sender's clock stamps it, and between hosts their skew would be added to the "
+        "delay (or make it negative).",
         (),
         "Close to the settle window; a long tail is the LLM judge or a backlog.",
         DELAY_BUCKETS_S,
