@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
+from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import PostgresStoreConfig
 from toolscore.collector.registry.service import RegistryServerConfig
 
@@ -93,3 +95,55 @@ def test_readme_names_every_key_the_default_configuration_does_not_show(model: t
     """The registry server's keys, and PostgreSQL's (the default store is SQLite), are documented in prose."""
     missing = [name for name in model.model_fields if name != "type" and f"`{name}`" not in README]
     assert missing == [], f"{model.__name__}: document these keys in the README"
+
+
+_DOCUMENTED = re.compile(r"`([\w.]+)`\s+\(default\s+=\s+(`[^`]+`|[^)]+)\)")
+"""A key written as the README writes them in prose: `` `settle_ms` (default = 250) ``."""
+
+
+def _paragraph(opening: str) -> str:
+    """The README's text from `opening` to the next blank line."""
+    start = README.index(opening)
+    end = README.find("\n\n", start)
+    return README[start : end if end != -1 else None]
+
+
+def _documented(text: str) -> dict[str, str]:
+    """Each key `text` documents, with its default as written."""
+    return {name: default.strip("`") for name, default in _DOCUMENTED.findall(text)}
+
+
+def _same_default(written: str, default: object) -> bool:
+    """`250` for 250.0, `true` for True, `ExtractConfig()` for a nested model's defaults."""
+    if isinstance(default, BaseModel):
+        return written == f"{type(default).__name__}()"
+    return bool(yaml.safe_load(written) == default)
+
+
+def _wrong_defaults(written: dict[str, str], defaults: dict[str, object]) -> dict[str, tuple[str, object]]:
+    """The keys whose default the README writes (first) other than the model's (second)."""
+    return {name: (written[name], value) for name, value in defaults.items() if not _same_default(written[name], value)}
+
+
+def _model_defaults(model: type[BaseModel]) -> dict[str, object]:
+    return {name: field.get_default(call_default_factory=True) for name, field in model.model_fields.items()}
+
+
+def test_readme_lists_every_in_process_pipeline_key_with_its_default() -> None:
+    """The hand-written `PipelineConfig` list: every key, none that is not one, each with its default. A nested
+    section is listed key by key (`judge.timeout_s`), or whole (`extract`) with its keys where its class is named."""
+    listed = _documented(_paragraph("`PipelineConfig` (`toolscore.collector.PipelineConfig`):\n"))
+    expected: dict[str, object] = {}
+    for name, default in _model_defaults(PipelineConfig).items():
+        if isinstance(default, BaseModel) and name not in listed:
+            expected |= {f"{name}.{key}": value for key, value in _model_defaults(type(default)).items()}
+        else:
+            expected[name] = default
+    assert sorted(listed) == sorted(expected)
+    assert _wrong_defaults(listed, expected) == {}
+    for default in expected.values():
+        if isinstance(default, BaseModel):  # listed whole: its own keys are documented where its class is named
+            model = type(default)
+            keys = _documented(_paragraph(f"`{model.__name__}`"))
+            assert sorted(keys) == sorted(model.model_fields), model.__name__
+            assert _wrong_defaults(keys, _model_defaults(model)) == {}, model.__name__
