@@ -81,6 +81,11 @@ def evaluation_prefixes(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str
     return prefixes
 
 
+@functools.lru_cache(maxsize=1024)  # per scored run; the matched expectations' names repeat from run to run
+def _prefixes(pairs: tuple[tuple[str, str], ...]) -> dict[tuple[str, str], str]:
+    return evaluation_prefixes(pairs)
+
+
 def _suffix(pair: tuple[str, str]) -> str:
     # An expectation name has no NUL (`NAME_PATTERN`), so the joined text tells every pair apart.
     text = f"{pair[0]}\0{pair[1]}".encode("utf-8", "surrogatepass")
@@ -97,8 +102,8 @@ def build_enrichment(scores: RunScores, event_time_ns: int, with_events: bool) -
         "toolscore.expectations": [exp.name for exp in scores.expectations],
         "toolscore.tool_calls": [call.name for call in scores.run.calls],
     }
-    pairs = [(exp.name, scorer.name) for exp in scores.expectations for scorer in exp.scorers]
-    prefixes = evaluation_prefixes([*pairs, *((exp.name, result.name) for exp, result in scores.results)])
+    pairs = [(exp.name, name) for exp in scores.expectations for name in exp.scorer_names]
+    prefixes = _prefixes((*pairs, *((exp.name, result.name) for exp, result in scores.results)))
     events: list[EventSpec] = []
     for expectation, result in scores.results:
         prefix = prefixes[(expectation.name, result.name)]

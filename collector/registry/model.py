@@ -8,6 +8,7 @@ size (`limits.py`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
@@ -150,6 +151,11 @@ class Expectation(BaseModel):
     scorers: Annotated[list[ExpectationScorer], at_most(MAX_SCORERS, "scorers")] = Field(
         default_factory=list, description="How matching runs are scored."
     )
+
+    @functools.cached_property
+    def scorer_names(self) -> tuple[str, ...]:
+        """The names its scorers report under, in order: read for every scored run (`emit`), so computed once."""
+        return tuple(scorer.name for scorer in self.scorers)
 
     @field_validator("scorers")
     @classmethod
