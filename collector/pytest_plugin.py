@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
     from toolscore.collector.registry import Expectation
-    from toolscore.scorers.model import AgentRun, Score
+    from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
 __all__ = ["ToolscoreRuns", "toolscore_expectations", "toolscore_runs"]
 
@@ -77,6 +77,8 @@ class ToolscoreRuns:
         self.processor = ToolscoreSpanProcessor(
             ExpectationIndex(self.expectations), SimpleSpanProcessor(self.exporter), telemetry=NoopTelemetry()
         )
+        self._scored: list[tuple[str, dict[str, Any]]] = []
+        self.processor.engine.on_scored = self._record
         self.tracer_provider: TracerProvider = TracerProvider()
         self.tracer_provider.add_span_processor(self.processor)
 
@@ -94,19 +96,23 @@ class ToolscoreRuns:
         runs.sort(key=lambda run: (run.start_ns or 0, run.trace_id, run.span_id))
         return [run for run in runs if agent is None or run.agent_name == agent]
 
-    def _events(self) -> list[tuple[str, dict[str, Any]]]:
-        from toolscore.collector.pipeline import EVENT_NAME
+    def _record(self, run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
+        """Every result the processor gives, as its `gen_ai.evaluation.result` event's attributes.
 
-        return [
-            (format(span.context.span_id, "016x"), dict(event.attributes or {}))
-            for span in self.spans()
-            if span.context is not None
-            for event in span.events
-            if event.name == EVENT_NAME
-        ]
+        Read here rather than from the run spans' events: a run inferred at a span no convention
+        recognises (tool spans under the application's own root span) is scored in logs and metrics
+        only, since that span went on before the run was known, so it carries no event.
+        """
+        from toolscore.collector.pipeline.emit import event_attributes
+
+        self._scored.append((run.span_id, event_attributes(expectation, result)))
+
+    def _events(self) -> list[tuple[str, dict[str, Any]]]:
+        self.spans()  # scores what is pending
+        return list(self._scored)
 
     def scores(self, agent: str | None = None) -> list[dict[str, Any]]:
-        """The `gen_ai.evaluation.result` events the processor put on the run spans (their attributes)."""
+        """The attributes of the `gen_ai.evaluation.result` event of every score the processor gave a run."""
         wanted = None if agent is None else {run.span_id for run in self.runs(agent)}
         return [attrs for span_id, attrs in self._events() if wanted is None or span_id in wanted]
 

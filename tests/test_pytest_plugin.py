@@ -183,6 +183,47 @@ def test_expectations_fixture_can_be_overridden_with_mappings(suite: pytest.Pyte
     run(suite).assert_outcomes(passed=1)
 
 
+def test_a_run_inferred_under_the_applications_own_root_span_is_scored_too(suite: pytest.Pytester) -> None:
+    """Tool spans under a root no convention recognises: the run is inferred at that root, whose span goes on
+    before the run is known, so its scores are in logs and metrics only, never in a span event."""
+    suite.makefile(
+        ".yaml",
+        expectations="""
+        - name: handler.weather
+          match: {attributes: {app.case: weather-1}}
+          scorers: [{type: tool_selection, expected_tool: get_weather}]
+        """,
+    )
+    suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
+    suite.makepyfile(
+        test_handler="""
+        import pytest
+
+        TOOL = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.arguments": '{"city": "Paris"}'}
+
+        @pytest.mark.parametrize("tool", ["get_weather", "get_time"])
+        def test_handler(toolscore_runs, tool):
+            tracer = toolscore_runs.tracer_provider.get_tracer("app")
+            with tracer.start_as_current_span("handle_request", attributes={"app.case": "weather-1"}):
+                attributes = {**TOOL, "gen_ai.tool.name": tool}
+                with tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes):
+                    pass
+            toolscore_runs.assert_expectations()
+            (score,) = toolscore_runs.scores("handle_request")
+            assert score["toolscore.expectation.name"] == "handler.weather"
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "toolscore expectations not met:",
+            "handle_request (get_time): handler.weather / tool_selection = 0.0: expected tool 'get_weather' *",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*no run matched*")
+
+
 ASSERTING_TEST = """
 from agent_app import weather_agent
 
