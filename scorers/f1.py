@@ -194,10 +194,15 @@ class F1(ScorerBase):
         tests = self._tests
         return lambda i, j: tests[i](actual[j])
 
+    def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
+        """Expected index -> (actual index, arguments equal), as this scorer pairs the calls; a missed
+        expected call has no entry. Public so a diff shows the pairs the score counted."""
+        pair = _optimal if self.pairing == "optimal" else _greedy
+        return pair(self.expected, actual, self._equal(actual))
+
     def _breakdown(self, actual: tuple[ToolCall, ...]) -> dict[str, list[dict[str, Any]]]:
         """tpmjs' four lists: correct, incorrect, missed (expected order) and extra (actual order)."""
-        pair = _optimal if self.pairing == "optimal" else _greedy
-        pairs = pair(self.expected, actual, self._equal(actual))
+        pairs = self.pairs(actual)
         out: dict[str, list[dict[str, Any]]] = {key: [] for key in ("correct", "incorrect", "missed", "extra")}
         for i, exp in enumerate(self.expected):
             if i not in pairs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolscore.collector.evaluate import KeyDiff, diff_calls, diff_for_scorer, render_diff
-from toolscore.scorers.model import ToolCall
+from toolscore.scorers.model import AgentRun, Score, ToolCall
 from toolscore.scorers.spec import parse_scorer
 
 
@@ -95,6 +95,37 @@ def test_superset_allows_extra_calls_and_subset_allows_missing_ones() -> None:
     assert subset.ok
     assert "extra (allowed)" in render_diff(superset)
     assert "missing (allowed)" in render_diff(subset)
+
+
+def test_f1_diff_shows_the_pairs_its_score_counted() -> None:
+    """Greedy pairing (tpmjs') gives the first expected call the first same-named call when none has its
+    arguments, so the second expected call's twin is taken: the score counts 0 correct, and so must the diff."""
+    scorer = parse_scorer(
+        {"type": "f1", "expected": [{"name": "s", "args": {"q": "x"}}, {"name": "s", "args": {"q": "a"}}]}
+    )
+    actual = (call("s", q="a"), call("s", q="b"))
+    score = scorer.score(AgentRun(trace_id="1" * 32, span_id="1" * 16, calls=actual))
+    assert isinstance(score, Score)
+    assert score.explanation.startswith("correct=0, incorrect=2")
+    diff = diff_for_scorer(scorer, actual)
+    assert diff is not None
+    assert statuses(diff) == [("wrong_args", 1, 1, False), ("wrong_args", 2, 2, False)]
+    optimal = diff_for_scorer(scorer.model_copy(update={"pairing": "optimal"}), actual)
+    assert optimal is not None
+    assert statuses(optimal) == [("wrong_args", 1, 2, False), ("ok", 2, 1, False)]
+
+
+def test_f1_expected_call_without_args_wants_none_as_its_score_does() -> None:
+    scorer = parse_scorer({"type": "f1", "expected": [{"name": "w"}]})
+    diff = diff_for_scorer(scorer, (call("w", city="Rome"),))
+    assert diff is not None
+    (row,) = diff.rows
+    assert row.status == "wrong_args"
+    assert row.keys == [KeyDiff(key="", kind="changed", expected="<no arguments>", actual={"city": "Rome"})]
+    ruled = parse_scorer({"type": "f1", "expected": [{"name": "w"}], "args_match": {"mode": "subset"}})
+    ruled_diff = diff_for_scorer(ruled, (call("w", city="Rome"),))  # under a rule, no `args` constrains nothing
+    assert ruled_diff is not None
+    assert ruled_diff.ok
 
 
 def test_tool_selection_compares_names_in_order() -> None:

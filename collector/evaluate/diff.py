@@ -4,14 +4,15 @@ A score says *that* a run failed; the diff says *why*, call by call: which expec
 which call was not asked for, which came out of order, and which had the right name but other
 arguments (naming the keys that differ). The expected calls are read from the scorer's own
 parameters (`expected` of trajectory and f1, `expected_order` / `expected_tool` of tool_selection),
-and arguments are compared by the rule the scorer resolves for each call (`toolscore.scorers.matching`),
-so the diff explains the score rather than judging anew. It is an explanation, not a second score:
-peer quirks that a scorer reproduces (Evalite's serialized-argument comparison, say) are not.
+and arguments are compared by the rule the scorer resolves for each call (`toolscore.scorers.matching`);
+f1's rows are the pairs its score counted (`F1.pairs`), so the diff explains the score rather than
+judging anew. It is an explanation, not a second score: peer quirks that a scorer reproduces
+(Evalite's serialized-argument comparison, say) are not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ __all__ = ["CallDiff", "DiffRow", "KeyDiff", "diff_calls", "diff_for_scorer"]
 _ANY_ARGS = ArgsMatch()
 _UNSTATED = ("absent", "not_captured")
 _NOT_CAPTURED = "<not captured>"
+_NO_ARGS = "<no arguments>"
 
 
 class KeyDiff(BaseModel):
@@ -40,6 +42,10 @@ class KeyDiff(BaseModel):
     kind: Literal["missing", "extra", "changed"] = Field(description="Missing from the call, not expected, or other.")
     expected: Any = None
     actual: Any = None
+
+
+KeysOf = Callable[[int, ToolCall], list[KeyDiff]]
+"""The differing keys of expected call `i` and the actual call paired with it under other arguments."""
 
 
 class DiffRow(BaseModel):
@@ -170,11 +176,22 @@ def diff_calls(
     allow_extra: bool = False,
     scorer: str = "",
     rule: str = "",
+    pairs: Mapping[int, tuple[int, bool]] | None = None,
+    keys_of: KeysOf | None = None,
 ) -> CallDiff:
-    """Pair expected and actual calls and classify every call; `rules[i]` compares expected call i's args."""
+    """Pair expected and actual calls and classify every call; `rules[i]` compares expected call i's args.
+
+    `pairs`: the scorer's own pairing (expected index -> (actual index, arguments equal)) instead of
+    each expected call taking the first fitting one; `keys_of`: the differing keys of a wrong-args pair
+    instead of `key_diffs` under `rules[i]`.
+    """
     rules = list(rules) if rules is not None else [_ANY_ARGS] * len(expected)
-    pairs = _pair(expected, actual, lambda i, act: rules[i].matches(expected[i], act))
-    paired = pairs.exact | pairs.named
+    if pairs is None:
+        found = _pair(expected, actual, lambda i, act: rules[i].matches(expected[i], act))
+    else:
+        found = _Pairs({i: j for i, (j, ok) in pairs.items() if ok}, {i: j for i, (j, ok) in pairs.items() if not ok})
+    keys_of = keys_of or (lambda i, act: key_diffs(expected[i], act, rules[i]))
+    paired = found.exact | found.named
     in_order = _in_order(paired) if ordered else set(paired)
     keyed: list[tuple[tuple[int, int, int], DiffRow]] = []
     for i, exp in enumerate(expected):
@@ -182,9 +199,9 @@ def diff_calls(
         if j is None:
             row = DiffRow(status="missing", expected=_view(exp), expected_index=i + 1, allowed=allow_missing)
         else:
-            keys = [] if i in pairs.exact else key_diffs(exp, actual[j], rules[i])
+            keys = [] if i in found.exact else keys_of(i, actual[j])
             row = DiffRow(
-                status="ok" if i in pairs.exact else "wrong_args",
+                status="ok" if i in found.exact else "wrong_args",
                 expected=_view(exp),
                 expected_index=i + 1,
                 actual=_view(actual[j]),
@@ -203,6 +220,32 @@ def diff_calls(
         keyed.append(((last, 1, j), extra))
     rows = [row for _, row in sorted(keyed, key=lambda item: item[0])]
     return CallDiff(scorer=scorer, rule=rule, ordered=ordered, rows=rows)
+
+
+def _f1_diff(scorer: F1, actual: Sequence[ToolCall]) -> CallDiff:
+    """The pairs f1 counted, greedy or optimal; without a rule arguments compare as f1 compares them:
+    JSON-equal, and no arguments only equal to none (an expected call without `args` wants none)."""
+    calls = tuple(actual)
+    rules = [resolve_args_match(call, scorer.tool_args, scorer.args_match) for call in scorer.expected]
+
+    def keys_of(i: int, act: ToolCall) -> list[KeyDiff]:
+        exp, rule = scorer.expected[i], rules[i]
+        found = key_diffs(exp, act, rule or _ANY_ARGS) if rule is not None or (exp.has_args and act.has_args) else []
+        whole = KeyDiff(
+            key="", kind="changed", expected=_view(exp).get("args", _NO_ARGS), actual=_view(act).get("args", _NO_ARGS)
+        )
+        return found or [whole]
+
+    return diff_calls(
+        scorer.expected,
+        calls,
+        rules=[rule or _ANY_ARGS for rule in rules],
+        ordered=False,
+        scorer=scorer.scorer_name,
+        rule=f"f1 pairing={scorer.pairing}",
+        pairs=scorer.pairs(calls),
+        keys_of=keys_of,
+    )
 
 
 def _rules(scorer: Trajectory | F1) -> list[ArgsMatch]:
@@ -224,8 +267,7 @@ def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall]) -> CallDiff 
             rule=f"trajectory mode={scorer.mode}",
         )
     if isinstance(scorer, F1):
-        rule = f"f1 pairing={scorer.pairing}"
-        return diff_calls(scorer.expected, actual, rules=_rules(scorer), ordered=False, scorer=name, rule=rule)
+        return _f1_diff(scorer, actual)
     if isinstance(scorer, ToolSelection):
         strict = "strict" if scorer.strict else "flexible"
         if scorer.expected_order:
