@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,20 @@ def verdict(name: str) -> Reply:
 
 
 CAPTURE = ROOT / TRACES / "pydantic-ai" / "a_single_tool.json"
+
+
+def test_markdown_shows_argument_text_as_text_not_html(tmp_path: Path) -> None:
+    """Arguments (recorded or expected) are arbitrary text: in a PR comment `</details>` in one closed the
+    failure's fold early and `<b>` turned bold; in a code span they must stay as written."""
+    city = "</details> <b>Rome</b> & co"
+    scorer = {"type": "trajectory", "expected": [{"name": "get_weather", "args": {"city": city}}]}
+    path = tmp_path / "html.json"
+    path.write_text(json.dumps([{"name": "weather.html", "match": {"agent": "weather_agent"}, "scorers": [scorer]}]))
+    text = markdown_report(run_eval([CAPTURE], [path]))
+    assert re.sub("`[^`]*`", "", text).count("</details>") == 1  # the fold's own, outside code spans
+    assert 'city: expected "&lt;/details&gt; &lt;b&gt;Rome&lt;/b&gt; &amp; co", got "Paris"' in text
+    assert f'`1. get_weather(city="{city}")`' in text
+    assert f"in <code>{CAPTURE}</code></summary>" in text
 
 
 def test_llm_judge_is_skipped_without_judge(tmp_path: Path, openai_server: OpenAIServer) -> None:

@@ -6,6 +6,7 @@ block with its calls beside the expected ones, so a long list of failures does n
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from toolscore.collector.evaluate.diff import CallDiff
@@ -32,7 +33,14 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _text(text: str) -> str:
+    """Prose for a cell or list item: `_cell`, with `<`, `>` and `&` as entities, since recorded arguments
+    and judge explanations are arbitrary text (`</details>` in one would close the fold early)."""
+    return _cell(html.escape(text, quote=False))
+
+
 def _code(text: str) -> str:
+    """A code span: nothing in it is read as HTML or Markdown, so only pipes and backticks need care."""
     return "-" if text == "-" else f"`{_cell(text).replace('`', 'ˋ')}`"
 
 
@@ -52,20 +60,20 @@ def _summary_table(result: EvalResult) -> list[str]:
 
 def _diff_table(diff: CallDiff) -> list[str]:
     order = "in order" if diff.ordered else "any order"
-    lines = [f"_{_cell(diff.rule)}, {order}_", "", "| | Expected | Actual | Difference |", "|---|---|---|---|"]
+    lines = [f"_{_text(diff.rule)}, {order}_", "", "| | Expected | Actual | Difference |", "|---|---|---|---|"]
     for row in cells(diff, width=80):
         mark = "✓" if row.ok else "✗"
-        notes = "<br>".join(_cell(note) for note in row.notes)
+        notes = "<br>".join(_text(note) for note in row.notes)
         lines.append(f"| {mark} {row.status} | {_code(row.expected)} | {_code(row.actual)} | {notes} |")
     return lines
 
 
 def _failure(run: RunResult) -> list[str]:
     ref = run.run
-    source = f" in `{ref.source}`" if ref.source else ""
-    lines = [f"<details><summary><code>{run.expectation}</code>: {_cell(ref.label)}{source}</summary>", ""]
+    source = f" in <code>{_text(ref.source)}</code>" if ref.source else ""  # an HTML line: no Markdown in it
+    lines = [f"<details><summary><code>{run.expectation}</code>: {_text(ref.label)}{source}</summary>", ""]
     for scorer in failing_scorers(run):
-        lines.extend([f"- {_cell(scorer_line(scorer))}", ""])
+        lines.extend([f"- {_text(scorer_line(scorer))}", ""])
         if scorer.diff is not None:
             lines.extend([*_diff_table(scorer.diff), ""])
     lines.extend(["</details>", ""])
