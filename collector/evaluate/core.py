@@ -192,6 +192,7 @@ def run_eval(
         expectation_files=[str(p) for p in expectation_files],
         spans=len(inputs.spans),
         skipped_spans=inputs.stats.skipped_total,
+        skipped_examples=inputs.stats.examples,
         runs=len(runs),
     )
     return EvalResult(

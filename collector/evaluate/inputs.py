@@ -78,6 +78,7 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
     problems: list[str] = []
     for path in out.files:
         errors: list[TraceFileError] = []
+        seen = len(out.stats.examples)
         try:
             spans = read_trace_file(path, out.stats, errors)
         except TraceFileError as exc:
@@ -87,6 +88,7 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
             if on_file is not None:
                 on_file(path)
         problems.extend(str(error) for error in errors)
+        out.stats.examples[seen:] = [f"{path}: {example}" for example in out.stats.examples[seen:]]
         for span in spans:
             out.source_of.setdefault(span.trace_id, str(path))
         out.spans.extend(spans)

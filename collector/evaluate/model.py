@@ -107,6 +107,9 @@ class InputSummary(BaseModel):
     expectation_files: list[str]
     spans: int
     skipped_spans: int = 0
+    skipped_examples: list[str] = Field(
+        default_factory=list, description="Why the first skipped spans were unusable, each with its file."
+    )
     runs: int
 
 

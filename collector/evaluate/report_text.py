@@ -27,6 +27,9 @@ from toolscore.collector.evaluate.report_common import (
 
 __all__ = ["print_report"]
 
+SKIPPED_SHOWN = 3
+"""Skipped spans whose reason the summary prints: a CI log that passed with no runs then says why."""
+
 
 def _table(result: EvalResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
@@ -71,6 +74,11 @@ def print_report(
 ) -> None:
     """Summary table, failing runs with their diffs (up to `max_failures`), unmatched runs, verdict."""
     console.print(Text(_inputs_line(result)))
+    inputs = result.inputs
+    for example in inputs.skipped_examples[:SKIPPED_SHOWN]:  # e.g. base64 ids, as protobuf's MessageToJson writes
+        console.print(Text(f"  skipped {example}"), soft_wrap=True)
+    if inputs.skipped_spans > SKIPPED_SHOWN:
+        console.print(Text(f"  ... and {inputs.skipped_spans - SKIPPED_SHOWN} more skipped span(s)"))
     console.print(_table(result))
     failures = result.failures
     shown = failures if max_failures is None else failures[:max_failures]
