@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import threading
@@ -181,6 +182,33 @@ def test_scorer_params_keep_their_json_types_through_the_struct(client: Registry
     assert stored.to_dict(with_version=False) == parse_expectation(doc).to_dict(with_version=False)
     assert type(stored.scorers[0].spec["expected"][0]["args"]["k"]) is int
     assert stored.enabled is False
+
+
+def test_integers_beyond_a_double_travel_exactly_in_params_json(client: RegistryClient, stub: Any) -> None:
+    """A Struct number is a double: 1234567890123456789 arrived as ...768, and re-applying it said unchanged."""
+    big = 1234567890123456789
+    doc = {
+        "name": "orders",
+        "match": {"agent": "shop"},
+        "scorers": [{"type": "f1", "expected": [{"name": "refund", "args": {"order_id": big}}]}],
+    }
+    stored, _ = client.put(parse_expectation(doc))
+    for read in (stored, client.get("orders"), client.list()[0]):
+        assert read.scorers[0].spec["expected"][0]["args"]["order_id"] == big
+    answer = stub.GetExpectation(pb.GetExpectationRequest(name="orders"), timeout=10)
+    (spec,) = answer.expectation.scorers
+    assert json.loads(spec.params_json)["expected"][0]["args"]["order_id"] == big
+    assert spec.params.fields["expected"].list_value.values[0].struct_value.fields["args"] is not None  # both filled
+
+
+def test_params_json_that_is_not_an_object_is_invalid_argument_naming_it(stub: Any) -> None:
+    msg = pb.Expectation(name="x")
+    msg.match.agent.regex = "weather"
+    msg.scorers.add(type="tool_selection", params_json='["expected_tool"]')
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.PutExpectation(pb.PutExpectationRequest(expectation=msg), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details().startswith("scorers[0].params_json: must be a JSON object, got list")
 
 
 def test_validate_only_checks_but_stores_nothing(client: RegistryClient, registry: Registry) -> None:

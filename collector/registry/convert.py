@@ -2,8 +2,10 @@
 
 A message coming in is turned into the same *document* a YAML file holds and validated by the same
 code (`parse_expectation`), so a bad regex or an unknown scorer type is reported with the same field
-path whether it arrived over gRPC or in a file. Scorer params travel as a `google.protobuf.Struct`,
-which has only doubles: integral numbers are read back as integers, so `max_calls: 3` stays an int.
+path whether it arrived over gRPC or in a file. Scorer params travel as JSON text (`params_json`), exact
+for every integer, and as a `google.protobuf.Struct` for clients that read only that; a Struct has only
+doubles, so integral numbers are read back as integers (`max_calls: 3` stays an int) and integers beyond
+2^53 change, which is why `params_json` wins when set.
 `score_to_proto` gives the pipeline's scores the same wire form, for consumers in other languages.
 """
 
@@ -119,7 +121,10 @@ def _match_to_proto(match: MatchSpec) -> pb.MatchSelector:
 def _scorer_to_proto(scorer: ExpectationScorer) -> pb.ScorerSpec:
     params = {k: v for k, v in scorer.spec.items() if k != "type"}
     return pb.ScorerSpec(
-        type=str(scorer.spec.get("type", "")), params=struct_from_dict(params), sample_rate=scorer.sample_rate
+        type=str(scorer.spec.get("type", "")),
+        params=struct_from_dict(params),
+        sample_rate=scorer.sample_rate,
+        params_json=json.dumps(params, separators=(",", ":")),
     )
 
 
@@ -192,7 +197,7 @@ def _match_doc(match: pb.MatchSelector) -> dict[str, Any]:
 
 
 def _scorer_doc(index: int, spec: pb.ScorerSpec) -> dict[str, Any]:
-    params = {k: python_value(v) for k, v in spec.params.fields.items()}
+    params = _params_json(index, spec.params_json) if spec.params_json else _struct_params(spec.params)
     for key in _RESERVED_PARAMS:
         if key in params:
             raise InvalidExpectation.single(f"scorers[{index}].params.{key}", f"set `{key}` on the ScorerSpec itself")
@@ -200,6 +205,23 @@ def _scorer_doc(index: int, spec: pb.ScorerSpec) -> dict[str, Any]:
     if spec.HasField("sample_rate"):
         doc["sample_rate"] = spec.sample_rate
     return doc
+
+
+def _struct_params(params: struct_pb2.Struct) -> dict[str, Any]:
+    return {k: python_value(v) for k, v in params.fields.items()}
+
+
+def _params_json(index: int, text: str) -> dict[str, Any]:
+    """`params_json` as a dict; refused, naming the field, when it is not a JSON object."""
+    try:
+        params = json.loads(text)
+    except ValueError as exc:
+        raise InvalidExpectation.single(f"scorers[{index}].params_json", f"not JSON: {exc}") from None
+    if not isinstance(params, dict):
+        raise InvalidExpectation.single(
+            f"scorers[{index}].params_json", f"must be a JSON object, got {type(params).__name__}"
+        )
+    return params
 
 
 def expectation_from_proto(msg: pb.Expectation, *, with_version: bool = False) -> Expectation:

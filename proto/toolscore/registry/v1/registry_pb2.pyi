@@ -62,14 +62,16 @@ class MatchSelector(_message.Message):
     def __init__(self, agent: _Optional[_Union[Condition, _Mapping]] = ..., service: _Optional[_Union[Condition, _Mapping]] = ..., resource: _Optional[_Mapping[str, Condition]] = ..., attributes: _Optional[_Mapping[str, Condition]] = ..., input: _Optional[_Union[Condition, _Mapping]] = ...) -> None: ...
 
 class ScorerSpec(_message.Message):
-    __slots__ = ("type", "params", "sample_rate")
+    __slots__ = ("type", "params", "sample_rate", "params_json")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_RATE_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_JSON_FIELD_NUMBER: _ClassVar[int]
     type: str
     params: _struct_pb2.Struct
     sample_rate: float
-    def __init__(self, type: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., sample_rate: _Optional[float] = ...) -> None: ...
+    params_json: str
+    def __init__(self, type: _Optional[str] = ..., params: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., sample_rate: _Optional[float] = ..., params_json: _Optional[str] = ...) -> None: ...
 
 class Expectation(_message.Message):
     __slots__ = ("name", "version", "enabled", "labels", "match", "scorers")
