@@ -15,7 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from tests.metric_reader import Meters
 from tests.metric_reader import meters as open_meters
 from tests.openai_server import OpenAIServer
-from tests.otlp_telemetry import otlp_collector  # noqa: F401 (fixture)
+from tests.otlp_downstream import TelemetryReceiver
 from tests.postgres import own_postgres, postgres_dsn, postgres_icu_dsn, postgres_server  # noqa: F401 (fixtures)
 
 
@@ -24,6 +24,14 @@ def openai_server() -> Iterator[OpenAIServer]:
     """A scripted OpenAI-compatible server on 127.0.0.1 (see tests/openai_server.py), closed after the test."""
     with OpenAIServer() as server:
         yield server
+
+
+@pytest.fixture
+def otlp_collector() -> Iterator[tuple[str, TelemetryReceiver]]:
+    """A real OTLP/gRPC logs and metrics receiver on 127.0.0.1 (see tests/otlp_downstream.py), and its endpoint."""
+    receiver = TelemetryReceiver()
+    yield receiver.endpoint, receiver
+    receiver.stop()
 
 
 @pytest.fixture

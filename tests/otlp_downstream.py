@@ -1,7 +1,8 @@
-"""Real downstream OTLP receivers on 127.0.0.1 for the forwarding tests: gRPC and HTTP/protobuf.
+"""Real downstream OTLP receivers on 127.0.0.1: of traces for the forwarding tests (gRPC and HTTP/protobuf),
+and of logs and metrics for toolscore's own telemetry (gRPC).
 
-Each records every request it accepted and can be told to fail the next calls (a status code, with
-or without RetryInfo), or be stopped and started again on the same port, to stage outages.
+Each records every request it accepted. The trace receivers can be told to fail the next calls (a status
+code, with or without RetryInfo), or be stopped and started again on the same port, to stage outages.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc import error_details_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 
 def spans_of(requests: list[ExportTraceServiceRequest]) -> Iterator[tuple[Any, Any, Any]]:
@@ -157,3 +161,47 @@ class HttpDownstream(_Script):
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class TelemetryReceiver(logs_service_pb2_grpc.LogsServiceServicer, metrics_service_pb2_grpc.MetricsServiceServicer):  # type: ignore[misc]
+    """OTLP/gRPC `LogsService` and `MetricsService` on 127.0.0.1, keeping every request (what an OpenTelemetry
+    Collector would get of toolscore's evaluation events and metrics)."""
+
+    def __init__(self) -> None:
+        self.logs: list[logs_service_pb2.ExportLogsServiceRequest] = []
+        self.metrics: list[metrics_service_pb2.ExportMetricsServiceRequest] = []
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(self, self._server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self, self._server)
+        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def Export(self, request: Any, context: Any) -> Any:
+        if isinstance(request, logs_service_pb2.ExportLogsServiceRequest):
+            self.logs.append(request)
+            return logs_service_pb2.ExportLogsServiceResponse()
+        self.metrics.append(request)
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+    def log_records(self) -> list[LogRecord]:
+        """Every log record received so far, in arrival order."""
+        return [
+            r for req in list(self.logs) for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records
+        ]
+
+    def metric_names(self) -> set[str]:
+        """Every metric name received so far."""
+        return {
+            m.name
+            for req in list(self.metrics)
+            for rm in req.resource_metrics
+            for s in rm.scope_metrics
+            for m in s.metrics
+        }
+
+    def stop(self) -> None:
+        self._server.stop(grace=None)

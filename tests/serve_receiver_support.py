@@ -1,14 +1,19 @@
 """Helpers for the OTLP receiver tests: a recording `Ingest` (the receivers' caller side), SDK spans,
-OTLP/JSON builders, raw HTTP requests and a self-signed certificate."""
+OTLP/JSON builders, raw HTTP requests and their error replies, and every kind of bad OTLP/HTTP request."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -151,3 +156,44 @@ def nested_attribute_request(levels: int) -> bytes:
         + _length_field(9, _length_field(1, b"nested") + _length_field(2, value))
     )
     return _length_field(1, _length_field(2, _length_field(2, span)))
+
+
+def reply_status(reply: Reply) -> status_pb2.Status:
+    """The `google.rpc.Status` of an OTLP/HTTP error reply, in the encoding of its request."""
+    if reply.headers["content-type"] == "application/json":
+        return json_format.Parse(reply.body, status_pb2.Status())
+    assert reply.headers["content-type"] == "application/x-protobuf"
+    return status_pb2.Status.FromString(reply.body)
+
+
+def gzip_bomb(limit: int) -> bytes:
+    """About 3 KB that expand to fifty times `limit` (3 MB for 64 KiB)."""
+    return gzip.compress(b"\0" * (50 * limit))
+
+
+BadHttpCase = tuple[str, bytes, str, dict[str, str], int, str]
+"""(case, body, content type ("": none), headers, expected status, text the error message contains)."""
+
+
+def http_bad_cases(limit: int) -> list[BadHttpCase]:
+    """Every kind of bad OTLP/HTTP request, for a receiver whose `max_message_bytes` is `limit`."""
+    gzipped = gzip.compress(encode_spans(sdk_spans("cut")).SerializeToString())
+    gz = {"Content-Encoding": "gzip"}
+    return [
+        ("garbage protobuf", b"\xff\xfe\xfd garbage", "application/x-protobuf", {}, 400, "not a valid OTLP"),
+        ("garbage json", b"{not json", "application/json", {}, 400, "invalid JSON"),
+        ("wrong content type", b"<xml/>", "text/xml", {}, 415, "Content-Type 'text/xml'"),
+        ("no content type", b"x", "", {}, 415, "Content-Type"),
+        ("unknown encoding", b"x", "application/x-protobuf", {"Content-Encoding": "br"}, 415, "'br'"),
+        ("truncated gzip", gzipped[: len(gzipped) // 2], "application/x-protobuf", gz, 400, "gzip"),
+        ("not gzip", b"plain", "application/x-protobuf", gz, 400, "not valid gzip"),
+        ("gzip bomb", gzip_bomb(limit), "application/x-protobuf", gz, 413, f"more than {limit} bytes"),
+        ("oversized", b"\0" * (limit + 1), "application/x-protobuf", {}, 413, f"{limit}-byte limit"),
+        ("invalid utf-8 json", b'{"resourceSpans": [{"x": "\xff"}]}', "application/json", {}, 400, "invalid UTF-8"),
+        ("wrong json type", _json({"resourceSpans": {"a": 1}}), "application/json", {}, 400, "resourceSpans: expected"),
+        ("surrogate url", _json({"resourceSpans": [{"schemaUrl": "\ud800"}]}), "application/json", {}, 400, "Url"),
+    ]  # fmt: skip
+
+
+def _json(document: object) -> bytes:
+    return json.dumps(document).encode()

@@ -30,34 +30,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.postgres import PostgresServer
+from tests.serve_demo_checks import DEMO_EXPECTATIONS, SpanKey, attrs, check_run_span, demo_verdicts, key, sdk_key
 from tests.serve_harness import Downstream, ServeProcess, free_port, serve_config
 from toolscore.collector.cli.demo_runs import make_demo_spans
 
-ROOT = Path(__file__).parent.parent
-DEMO_EXPECTATIONS = ROOT / "deploy" / "expectations" / "demo.yaml"
 CAPTURES = Path(__file__).parent / "testdata" / "traces"
 INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
-EVENT = "gen_ai.evaluation.result"
-
-# What deploy/expectations/demo.yaml makes of each demo run (outer runs in DEMO_RUNS order, then the nested one).
-DEMO_VERDICTS = [
-    {"booking_trajectory": 1.0, "tool_selection": 1.0},
-    {"booking_trajectory": 0.0, "tool_selection": 1.0},
-    {"booking_trajectory": 0.0, "tool_selection": 0.0},
-    {"trajectory": 1.0, "f1": 1.0},
-    {"trajectory": 0.0, "f1": 0.667},
-    {"tool_selection": 1.0},
-]
-
-SpanKey = tuple[str, str]
-
-
-def _key(span: Span) -> SpanKey:
-    return span.trace_id.hex(), span.span_id.hex()
-
-
-def _attrs(span: Span) -> dict[str, Any]:
-    return {kv.key: json_format.MessageToDict(kv.value) for kv in span.attributes}
 
 
 def _captures_expectations(path: Path) -> list[dict[str, Any]]:
@@ -101,9 +79,9 @@ def _otlp_json(spans: list[ReadableSpan]) -> bytes:
     for resource in document["resourceSpans"]:
         for scope in resource["scopeSpans"]:
             for span in scope["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
+                for name in ("traceId", "spanId", "parentSpanId"):
+                    if name in span:
+                        span[name] = base64.b64decode(span[name]).hex()
     return json.dumps(document).encode()
 
 
@@ -154,51 +132,21 @@ def test_sdk_exporters_over_grpc_http_json_and_chunked_http_get_scored_and_every
 ) -> None:
     process, downstream = collector
     traces = _send_every_way(process)
-    sent = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+    sent = {sdk_key(s): s for spans in traces for s in spans}
     encoded = encode_spans(list(sent.values()))
-    expected_spans = {_key(s): s for rs in encoded.resource_spans for ss in rs.scope_spans for s in ss.spans}
+    expected_spans = {key(s): s for rs in encoded.resource_spans for ss in rs.scope_spans for s in ss.spans}
     received = downstream.wait_for(set(sent))
-    counts = Counter(_key(span) for span in received)
+    counts = Counter(key(span) for span in received)
     assert set(counts) == set(sent), process.log()
     assert set(counts.values()) == {1}, "every span arrives exactly once"
-    by_key = {_key(span): span for span in received}
+    by_key = {key(span): span for span in received}
     for i, spans in enumerate(traces):
-        verdicts = DEMO_VERDICTS[i % len(DEMO_VERDICTS)]
         for readable in spans:
-            key = (f"{readable.context.trace_id:032x}", f"{readable.context.span_id:016x}")
-            got, original = by_key[key], expected_spans[key]
+            got, original = by_key[sdk_key(readable)], expected_spans[sdk_key(readable)]
             if readable.attributes.get("gen_ai.operation.name") != "invoke_agent":
                 assert got == original, "a span that is no run span is forwarded unchanged"
                 continue
-            _check_run_span(got, original, verdicts if readable.parent is None else DEMO_VERDICTS[0])
-
-
-def _check_run_span(got: Span, original: Span, verdicts: dict[str, float]) -> None:
-    """The run span as sent, plus the score attributes and one `gen_ai.evaluation.result` event per score."""
-    attrs = _attrs(got)
-    assert {kv.key for kv in original.attributes} <= set(attrs)
-    (expectation,) = attrs["toolscore.expectations"]["arrayValue"]["values"]
-    prefix = "toolscore.evaluation." + expectation["stringValue"].replace(".", "_").replace("-", "_")
-    scores = {
-        key.removeprefix(prefix + ".").removesuffix(".score"): value["doubleValue"]
-        for key, value in attrs.items()
-        if key.startswith(prefix) and key.endswith(".score")
-    }
-    assert scores == pytest.approx(verdicts, abs=1e-3)
-    events = [e for e in got.events if e.name == EVENT]
-    event_scores = {}
-    for event in events:
-        event_attrs = {kv.key: json_format.MessageToDict(kv.value) for kv in event.attributes}
-        event_scores[event_attrs["gen_ai.evaluation.name"]["stringValue"]] = event_attrs[
-            "gen_ai.evaluation.score.value"
-        ]["doubleValue"]
-        assert event_attrs["toolscore.expectation.name"] == expectation
-    assert event_scores == pytest.approx(verdicts, abs=1e-3)
-    stripped = Span()
-    stripped.CopyFrom(got)
-    del stripped.attributes[len(original.attributes) :]
-    del stripped.events[len(original.events) :]
-    assert stripped == original, "the run span keeps everything it was sent with"
+            check_run_span(got, original, demo_verdicts(i, readable))
 
 
 def _capture_requests(seed: int) -> tuple[list[trace_service_pb2.ExportTraceServiceRequest], set[SpanKey]]:
@@ -223,7 +171,7 @@ def _capture_requests(seed: int) -> tuple[list[trace_service_pb2.ExportTraceServ
             scope_spans.spans.append(span)
         requests.append(request)
         i += size
-    return requests, {_key(span) for _, _, span in items}
+    return requests, {key(span) for _, _, span in items}
 
 
 def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
@@ -236,17 +184,17 @@ def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
         for request in requests:
             assert not export(request, timeout=10).HasField("partial_success")
     received = downstream.wait_for(keys)
-    counts = Counter(_key(span) for span in received)
+    counts = Counter(key(span) for span in received)
     assert set(counts) == keys, process.log()
     assert set(counts.values()) == {1}, "every span arrives exactly once"
-    by_key = {_key(span): span for span in received}
+    by_key = {key(span): span for span in received}
     for truth_file in sorted(CAPTURES.glob("*/*.truth.json")):
         for run in json.loads(truth_file.read_text())["runs"]:
-            attrs = _attrs(by_key[(run["trace_id"], run["agent_span_id"])])
+            found = attrs(by_key[(run["trace_id"], run["agent_span_id"])])
             name = f"captures.{truth_file.parent.name}.{run['agent_name']}"
-            assert attrs["toolscore.expectations"]["arrayValue"]["values"] == [{"stringValue": name}], truth_file
-            key = "toolscore.evaluation." + name.replace(".", "_").replace("-", "_") + ".trajectory.score"
-            assert attrs[key] == {"doubleValue": 1.0}, f"{truth_file}: {run['agent_name']}"
+            assert found["toolscore.expectations"]["arrayValue"]["values"] == [{"stringValue": name}], truth_file
+            score = "toolscore.evaluation." + name.replace(".", "_").replace("-", "_") + ".trajectory.score"
+            assert found[score] == {"doubleValue": 1.0}, f"{truth_file}: {run['agent_name']}"
 
 
 def test_demo_prints_the_scores_of_its_runs(collector: tuple[ServeProcess, Downstream]) -> None:
@@ -305,16 +253,16 @@ def test_sigterm_with_runs_pending_scores_and_forwards_them_before_exit(tmp_path
         process.wait_ready()
         sent = _export_demo(process)
         runs = {key for key, span in sent.items() if span.attributes.get("gen_ai.operation.name") == "invoke_agent"}
-        passed_on = {_key(span) for span in downstream.wait_for(set(sent) - runs)}
+        passed_on = {key(span) for span in downstream.wait_for(set(sent) - runs)}
         assert passed_on == set(sent) - runs, "other spans go on at once"
-        assert not {_key(span) for _, span in downstream.spans()} & runs, "run spans wait to settle"
+        assert not {key(span) for _, span in downstream.spans()} & runs, "run spans wait to settle"
         assert process.terminate(timeout_s=15) == 0, process.log()
     received = downstream.wait_for(set(sent), timeout_s=0.5)
     downstream.stop()
-    assert Counter(_key(span) for span in received) == Counter(set(sent)), "everything forwarded once, before exit"
+    assert Counter(key(span) for span in received) == Counter(set(sent)), "everything forwarded once, before exit"
     for span in received:
-        if _key(span) in runs:
-            assert "toolscore.expectations" in _attrs(span), "pending runs were scored at shutdown"
+        if key(span) in runs:
+            assert "toolscore.expectations" in attrs(span), "pending runs were scored at shutdown"
     assert "toolscore serve stopped" in process.log()
 
 
@@ -343,7 +291,7 @@ def _health(process: ServeProcess, path: str) -> tuple[int, dict[str, Any]] | No
 
 
 def _scores(span: Span) -> list[str]:
-    return [key for key in _attrs(span) if key.startswith("toolscore.evaluation.")]
+    return [name for name in attrs(span) if name.startswith("toolscore.evaluation.")]
 
 
 def _export_demo(process: ServeProcess) -> dict[tuple[str, str], ReadableSpan]:
@@ -353,15 +301,15 @@ def _export_demo(process: ServeProcess) -> dict[tuple[str, str], ReadableSpan]:
     for spans in traces:
         assert exporter.export(spans) is SpanExportResult.SUCCESS
     exporter.shutdown()
-    return {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}"): s for spans in traces for s in spans}
+    return {sdk_key(s): s for spans in traces for s in spans}
 
 
 def _send_demo(process: ServeProcess, downstream: Downstream) -> list[Span]:
     """The demo traces over OTLP/gRPC; returns their run spans as forwarded downstream."""
     sent = _export_demo(process)
     received = downstream.wait_for(set(sent))
-    assert {_key(span) for span in received} == set(sent), process.log()
-    return [span for span in received if sent[_key(span)].attributes.get("gen_ai.operation.name") == "invoke_agent"]
+    assert {key(span) for span in received} == set(sent), process.log()
+    return [span for span in received if sent[key(span)].attributes.get("gen_ai.operation.name") == "invoke_agent"]
 
 
 def test_a_postgres_registry_down_at_start_is_waited_for_while_spans_are_forwarded(

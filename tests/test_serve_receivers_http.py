@@ -18,7 +18,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import code_pb2, error_details_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -36,10 +36,13 @@ from tests.serve_receiver_support import (
     TRACE_ID,
     RecordingIngest,
     Reply,
+    gzip_bomb,
+    http_bad_cases,
     http_call,
     json_request,
     json_span,
     nested_attribute_request,
+    reply_status,
     sdk_spans,
 )
 from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
@@ -83,19 +86,6 @@ def _proto(*names: str) -> bytes:
 
 def _json(document: object) -> bytes:
     return json.dumps(document).encode()
-
-
-def _status(reply: Reply) -> status_pb2.Status:
-    if reply.headers["content-type"] == "application/json":
-        return json_status(reply.body)
-    assert reply.headers["content-type"] == "application/x-protobuf"
-    return status_pb2.Status.FromString(reply.body)
-
-
-def json_status(body: bytes) -> status_pb2.Status:
-    from google.protobuf import json_format
-
-    return json_format.Parse(body, status_pb2.Status())
 
 
 def _exporter(port: int, scheme: str = "http", **kwargs: object) -> OTLPSpanExporter:
@@ -187,7 +177,7 @@ def test_overload_is_429_with_retry_after_and_retry_info(
     reply = http_call(receiver.port, _proto("a"))
     assert (reply.status, reply.headers["retry-after"]) == (429, "3")
     info = error_details_pb2.RetryInfo()
-    assert _status(reply).details[0].Unpack(info)
+    assert reply_status(reply).details[0].Unpack(info)
     assert info.retry_delay.ToMilliseconds() == 2200
     assert len(ingest.requests) == (1 if when == "read" else 0)
 
@@ -216,30 +206,10 @@ def test_sdk_http_exporter_retries_an_overloaded_request(
 
 # -- bad input -----------------------------------------------------------------------------------------
 
-_BOMB = gzip.compress(b"\0" * (50 * LIMIT))  # about 3 KB that expand to 3 MB, fifty times the limit
+_BOMB = gzip_bomb(LIMIT)
 
 
-def _bad_cases() -> list[tuple[str, bytes, str, dict[str, str], int, str]]:
-    """(case, body, content type, headers, expected status, text the error message contains)."""
-    gzipped = gzip.compress(_proto("cut"))
-    gz = {"Content-Encoding": "gzip"}
-    return [
-        ("garbage protobuf", b"\xff\xfe\xfd garbage", "application/x-protobuf", {}, 400, "not a valid OTLP"),
-        ("garbage json", b"{not json", "application/json", {}, 400, "invalid JSON"),
-        ("wrong content type", b"<xml/>", "text/xml", {}, 415, "Content-Type 'text/xml'"),
-        ("no content type", b"x", "", {}, 415, "Content-Type"),
-        ("unknown encoding", b"x", "application/x-protobuf", {"Content-Encoding": "br"}, 415, "'br'"),
-        ("truncated gzip", gzipped[: len(gzipped) // 2], "application/x-protobuf", gz, 400, "gzip"),
-        ("not gzip", b"plain", "application/x-protobuf", gz, 400, "not valid gzip"),
-        ("gzip bomb", _BOMB, "application/x-protobuf", gz, 413, f"more than {LIMIT} bytes"),
-        ("oversized", b"\0" * (LIMIT + 1), "application/x-protobuf", {}, 413, f"{LIMIT}-byte limit"),
-        ("invalid utf-8 json", b'{"resourceSpans": [{"x": "\xff"}]}', "application/json", {}, 400, "invalid UTF-8"),
-        ("wrong json type", _json({"resourceSpans": {"a": 1}}), "application/json", {}, 400, "resourceSpans: expected"),
-        ("surrogate url", _json({"resourceSpans": [{"schemaUrl": "\ud800"}]}), "application/json", {}, 400, "Url"),
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize(("case", "body", "content_type", "headers", "code", "text"), _bad_cases())
+@pytest.mark.parametrize(("case", "body", "content_type", "headers", "code", "text"), http_bad_cases(LIMIT))
 def test_bad_request_gets_a_clear_error(  # noqa: PLR0917 (the parametrized case)
     receiver: HttpReceiver,
     ingest: RecordingIngest,
@@ -252,7 +222,7 @@ def test_bad_request_gets_a_clear_error(  # noqa: PLR0917 (the parametrized case
 ) -> None:
     reply = http_call(receiver.port, body, content_type=content_type or None, headers=headers)
     assert reply.status == code, reply.body
-    assert text in _status(reply).message
+    assert text in reply_status(reply).message
     assert ingest.requests == []
 
 
@@ -274,7 +244,7 @@ _REASONS = {
 
 def test_every_refused_request_is_counted_by_reason(receiver: HttpReceiver, meters: Meters) -> None:
     expected: dict[str, int] = {}
-    for case, body, content_type, headers, code, _ in _bad_cases():
+    for case, body, content_type, headers, code, _ in http_bad_cases(LIMIT):
         assert http_call(receiver.port, body, content_type=content_type or None, headers=headers).status == code
         expected[_REASONS[case]] = expected.get(_REASONS[case], 0) + 1
     assert http_call(receiver.port, _proto("taken")).status == 200
@@ -294,7 +264,7 @@ def _refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == _LOGGER and r.levelno == logging.INFO]
 
 
-@pytest.mark.parametrize(("case", "body", "content_type", "headers", "code", "text"), _bad_cases())
+@pytest.mark.parametrize(("case", "body", "content_type", "headers", "code", "text"), http_bad_cases(LIMIT))
 def test_each_refusal_is_logged_naming_the_sender_what_it_sent_and_the_answer(  # noqa: PLR0917 (the parametrized case)
     receiver: HttpReceiver,
     caplog: pytest.LogCaptureFixture,
@@ -353,7 +323,7 @@ def test_a_sender_refused_again_and_again_is_logged_once_per_reason_and_counted_
 
 def test_bad_protobuf_error_names_the_byte_and_field(receiver: HttpReceiver) -> None:
     reply = http_call(receiver.port, b"\x0a\xff\xff\xff\xff\x0f")
-    status = _status(reply)
+    status = reply_status(reply)
     assert status.code == code_pb2.INVALID_ARGUMENT
     assert status.message.startswith("byte 1: not a valid OTLP ExportTraceServiceRequest (6 bytes): resource_spans")
     bad_request = error_details_pb2.BadRequest()
@@ -363,7 +333,7 @@ def test_bad_protobuf_error_names_the_byte_and_field(receiver: HttpReceiver) -> 
 
 def test_bad_json_error_names_the_span_path(receiver: HttpReceiver) -> None:
     document = json_request(json_span("ok"), json_span("typo", startTimeUnixNano="soon"))
-    status = _status(http_call(receiver.port, _json(document), content_type="application/json"))
+    status = reply_status(http_call(receiver.port, _json(document), content_type="application/json"))
     assert status.message.startswith("resourceSpans[0].scopeSpans[0].spans[1]: Failed to parse startTimeUnixNano")
 
 
@@ -379,7 +349,7 @@ def test_protobuf_nested_past_the_runtime_limit_is_400_saying_so(
     finally:
         receiver.stop(0)
     assert reply.status == 400, reply.body
-    message = _status(reply).message
+    message = reply_status(reply).message
     assert "resource_spans.scope_spans.spans.attributes.value.kvlist_value...(" in message
     assert "messages nested more than 100 deep, the protobuf runtime's limit" in message
     assert len(message) < 400
@@ -407,11 +377,11 @@ def test_a_request_over_the_span_limit_is_400_and_one_at_it_is_taken(
     # Protobuf is counted on the wire and only past the limit; JSON once parsed (2 blocks + 3 empty ones).
     held, held_blocks = ("more than 3", "more than 3") if fmt == "proto" else ("4", "5")
     assert over.status == 400
-    assert _status(over).code == code_pb2.INVALID_ARGUMENT
-    assert f"the request holds {held} spans, over the limit of 3 per request" in _status(over).message
-    assert "(receiver.max_spans_per_request): send smaller batches" in _status(over).message
+    assert reply_status(over).code == code_pb2.INVALID_ARGUMENT
+    assert f"the request holds {held} spans, over the limit of 3 per request" in reply_status(over).message
+    assert "(receiver.max_spans_per_request): send smaller batches" in reply_status(over).message
     assert too_many_blocks.status == 400
-    assert f"the request holds {held_blocks} resource and scope blocks" in _status(too_many_blocks).message
+    assert f"the request holds {held_blocks} resource and scope blocks" in reply_status(too_many_blocks).message
     assert (at.status, after.status) == (200, 200)
     assert ingest.span_names() == ["e", "f", "g", "i"]
     assert meters.refused() == {"too_many_spans": 2}
@@ -455,10 +425,10 @@ def test_the_grpc_and_http_receivers_share_the_decode_slots() -> None:
 
 
 def test_good_requests_between_bad_ones_reach_the_ingest(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
-    for i, (case, body, content_type, headers, code, _) in enumerate(_bad_cases()):
+    for i, (case, body, content_type, headers, code, _) in enumerate(http_bad_cases(LIMIT)):
         assert http_call(receiver.port, body, content_type=content_type or None, headers=headers).status == code, case
         assert http_call(receiver.port, _proto(f"good-{i}")).status == 200, case
-    assert ingest.span_names() == [f"good-{i}" for i in range(len(_bad_cases()))]
+    assert ingest.span_names() == [f"good-{i}" for i in range(len(http_bad_cases(LIMIT)))]
 
 
 def test_keep_alive_connection_serves_after_a_bad_request(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
@@ -885,7 +855,7 @@ def test_a_gigabyte_gzip_bomb_is_refused_at_the_limit(ingest: RecordingIngest) -
         reply = http_call(receiver.port, bomb, headers={"Content-Encoding": "gzip"})
         assert time.monotonic() - started < 5
         assert reply.status == 413
-        assert f"decompresses to more than {len(bomb) + 1} bytes" in _status(reply).message
+        assert f"decompresses to more than {len(bomb) + 1} bytes" in reply_status(reply).message
         assert (
             http_call(receiver.port, gzip.compress(_proto("after")), headers={"Content-Encoding": "gzip"}).status == 200
         )

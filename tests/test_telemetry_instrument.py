@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.otlp_telemetry import OtlpTelemetrySink, log_records, metric_names
+from tests.otlp_downstream import TelemetryReceiver
 from toolscore.collector.instrumentation import instrument, span_exporter_from_env
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.registry import MemoryStore, Registry
@@ -289,7 +289,7 @@ def test_a_processor_wired_by_hand_is_not_put_behind_a_second(
 
 
 def test_without_global_providers_metrics_and_events_follow_the_otel_variables(
-    otlp_collector: tuple[str, OtlpTelemetrySink],
+    otlp_collector: tuple[str, TelemetryReceiver],
 ) -> None:
     """An application that sets no meter or logger provider: the API's proxies would drop everything, so
     instrument() builds toolscore's own from OTEL_EXPORTER_OTLP_ENDPOINT, flushed when the provider shuts
@@ -325,12 +325,12 @@ def test_without_global_providers_metrics_and_events_follow_the_otel_variables(
     assert done.returncode == 0, done.stderr
     run_span_id, exported = done.stdout.split()
     assert exported == "2"
-    assert [(r.event_name, r.span_id.hex()) for r in log_records(sink)] == [("gen_ai.evaluation.result", run_span_id)]
-    assert {"toolscore.evaluation.score", "toolscore.evaluations", "toolscore.runs"} <= metric_names(sink)
+    assert [(r.event_name, r.span_id.hex()) for r in sink.log_records()] == [("gen_ai.evaluation.result", run_span_id)]
+    assert {"toolscore.evaluation.score", "toolscore.evaluations", "toolscore.runs"} <= sink.metric_names()
 
 
 def test_an_application_meter_provider_is_used_rather_than_one_of_toolscores(
-    registry: Registry, otlp_collector: tuple[str, OtlpTelemetrySink], monkeypatch: pytest.MonkeyPatch
+    registry: Registry, otlp_collector: tuple[str, TelemetryReceiver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Given (or set globally) by the application, its providers get the telemetry, whatever OTEL_* say."""
     endpoint, sink = otlp_collector

@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from tests.otlp_telemetry import OtlpTelemetrySink, log_records, metric_names
+from tests.otlp_downstream import TelemetryReceiver
 from toolscore.collector.telemetry import RunSpanRef
 from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol, setup_telemetry
 from toolscore.scorers.model import Score
@@ -132,7 +132,7 @@ def test_prometheus_endpoint_serves_the_histograms() -> None:
 
 
 def test_otlp_receives_the_evaluation_event_and_the_metrics(
-    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, OtlpTelemetrySink]
+    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, TelemetryReceiver]
 ) -> None:
     endpoint, collector = otlp_collector
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
@@ -143,16 +143,16 @@ def test_otlp_receives_the_evaluation_event_and_the_metrics(
     setup.telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, None, run)
     setup.shutdown()
 
-    records = log_records(collector)
+    records = collector.log_records()
     assert [(r.event_name, r.trace_id.hex(), r.span_id.hex()) for r in records] == [
         ("gen_ai.evaluation.result", run.trace_id, run.span_id)
     ]
-    assert {"toolscore.evaluation.score", "toolscore.evaluations"} <= metric_names(collector)
+    assert {"toolscore.evaluation.score", "toolscore.evaluations"} <= collector.metric_names()
 
 
 @pytest.mark.parametrize(("variable", "exemplars"), [(None, 0), ("trace_based", 1)])
 def test_exemplars_are_kept_only_when_otel_metrics_exemplar_filter_asks(
-    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, OtlpTelemetrySink], variable: str | None, exemplars: int
+    monkeypatch: pytest.MonkeyPatch, otlp_collector: tuple[str, TelemetryReceiver], variable: str | None, exemplars: int
 ) -> None:
     """toolscore scores on its worker thread, in no span: the SDK's default filter only cost time there."""
     endpoint, collector = otlp_collector
