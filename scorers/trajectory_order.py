@@ -106,10 +106,15 @@ _BRIEF_CHARS = 120
 
 
 def _brief(call: ToolCall) -> str:
-    """A call's arguments as compact JSON, cut to `_BRIEF_CHARS`: an explanation is a line, details have them whole."""
+    """A call's arguments as compact JSON, cut to `_BRIEF_CHARS`: an explanation is a line, details have them whole.
+
+    Arguments kept as text because they are not JSON (cut short by a size limit, say) are named as such:
+    written as a JSON string alone, they would read as arguments that are a JSON string, which they are not.
+    """
     view = neutral(call)
     text = compact_json(view["args"], _BRIEF_CHARS + 1) if "args" in view else "none"
-    return text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 1] + "…"
+    text = text if len(text) <= _BRIEF_CHARS else text[: _BRIEF_CHARS - 1] + "…"
+    return f"text that is not JSON: {text}" if call.args_state == "raw" else text
 
 
 _RULES = {

@@ -263,6 +263,18 @@ def test_strict_mode_says_which_arguments_differ_when_the_names_are_the_same() -
     assert swapped.explanation == "strict: call 0 differs: expected a, got b -> 0"
 
 
+def test_strict_mode_says_arguments_that_are_not_json_are_text() -> None:
+    """Arguments kept as text, not being JSON (cut short by an agent's size limit), match no expected object; the
+    explanation must not show them as it shows arguments that are a JSON string."""
+    cut = score([a(x=1)], [{"name": "a", "args": '{"x": 1'}], mode="strict")
+    assert cut.explanation == (
+        'strict: call 0 a: arguments differ: expected {"x":1}, got text that is not JSON: "{\\"x\\": 1" -> 0'
+    )
+    assert cut.details["actual_call"] == {"name": "a", "args": '{"x": 1'}
+    a_string = score([a(x=1)], [{"name": "a", "args": json.dumps('{"x": 1')}], mode="strict")
+    assert a_string.explanation == 'strict: call 0 a: arguments differ: expected {"x":1}, got "{\\"x\\": 1" -> 0'
+
+
 def test_strict_mode_explains_arguments_nested_deeper_than_the_json_encoder_goes() -> None:
     """The explanation's arguments are JSON text; `json.dumps` raised RecursionError and the score was an error."""
     deep: list[object] = []
