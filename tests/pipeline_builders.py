@@ -112,10 +112,14 @@ def registry_with(*expectations: dict[str, Any]) -> Iterator[Registry]:
 
 @contextmanager
 def traced(
-    registry: Registry, config: PipelineConfig | None = None, telemetry: Any = None
+    registry: Registry,
+    config: PipelineConfig | None = None,
+    telemetry: Any = None,
+    exporter: InMemorySpanExporter | None = None,
 ) -> Iterator[tuple[Tracer, ToolscoreSpanProcessor, InMemorySpanExporter]]:
-    """A provider whose only processor is toolscore in front of SimpleSpanProcessor(InMemorySpanExporter)."""
-    exporter = InMemorySpanExporter()
+    """A provider whose only processor is toolscore in front of SimpleSpanProcessor(`exporter`, a new
+    InMemorySpanExporter by default)."""
+    exporter = exporter if exporter is not None else InMemorySpanExporter()
     provider = TracerProvider()
     processor = ToolscoreSpanProcessor(
         registry, SimpleSpanProcessor(exporter), config or PipelineConfig(settle_ms=20), telemetry or Recording()
