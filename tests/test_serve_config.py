@@ -229,6 +229,20 @@ def test_score_store_in_the_registry_file_exits_2_naming_both_keys_and_the_file(
     )
 
 
+def _the_one_problem(tmp_path: Path, config: Path, yaml_text: str | None, env: dict[str, str]) -> str:
+    """`toolscore serve --print-config` (with `yaml_text` as its `--config` when given) must exit 2 naming one
+    problem: that line."""
+    args = ["--print-config"]
+    if yaml_text is not None:
+        config.write_text(yaml_text)
+        args = ["--config", str(config), *args]
+    result = _serve(*args, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    problems = [line.strip() for line in result.stderr.splitlines()[1:]]
+    assert len(problems) == 1, result.stderr
+    return problems[0]
+
+
 @pytest.mark.parametrize(
     ("env", "yaml_text", "reported", "told"),
     [
@@ -265,17 +279,10 @@ def test_store_file_clash_is_reported_where_the_user_set_a_path_naming_where_eac
     """Not blamed on score_store, its default, when the user only set registry.store.path to the score store's file;
     nor on the file's registry section when a variable set the path."""
     config = tmp_path / "serve.yaml"
-    args = ["--print-config"]
-    if yaml_text is not None:
-        config.write_text(yaml_text)
-        args = ["--config", str(config), *args]
-    result = _serve(*args, cwd=tmp_path, env=env)
-    assert result.returncode == 2, result.stderr
-    problems = [line.strip() for line in result.stderr.splitlines()[1:]]
-    assert len(problems) == 1, result.stderr
-    assert problems[0].startswith(reported.format(config=config))
-    assert " are the same file " in problems[0]
-    assert problems[0].endswith(f"each need their own SQLite file {told.format(config=config)}")
+    problem = _the_one_problem(tmp_path, config, yaml_text, env)
+    assert problem.startswith(reported.format(config=config))
+    assert " are the same file " in problem
+    assert problem.endswith(f"each need their own SQLite file {told.format(config=config)}")
 
 
 def test_score_store_beside_the_registry_or_disabled_is_fine(tmp_path: Path) -> None:
@@ -375,16 +382,9 @@ def test_forwarding_to_its_own_receiver_is_reported_where_the_user_set_a_key_nam
     """Not blamed on forward's defaults when an agent's `OTEL_EXPORTER_OTLP_*` variable set the endpoint: that
     variable is named; and reported at the receiver key the user set rather than at that inherited variable."""
     config = tmp_path / "serve.yaml"
-    args = ["--print-config"]
-    if yaml_text is not None:
-        config.write_text(yaml_text)
-        args = ["--config", str(config), *args]
-    result = _serve(*args, cwd=tmp_path, env=env)
-    assert result.returncode == 2, result.stderr
-    problems = [line.strip() for line in result.stderr.splitlines()[1:]]
-    assert len(problems) == 1, result.stderr
-    assert problems[0].startswith(reported.format(config=config)), problems[0]
-    assert problems[0].endswith(f"(they are for the agents that send to it) {told.format(config=config)}")
+    problem = _the_one_problem(tmp_path, config, yaml_text, env)
+    assert problem.startswith(reported.format(config=config)), problem
+    assert problem.endswith(f"(they are for the agents that send to it) {told.format(config=config)}")
 
 
 def test_forwarding_to_the_same_port_elsewhere_is_fine(tmp_path: Path) -> None:
