@@ -88,6 +88,23 @@ def test_model_order_applies_within_a_batch_not_across_steps() -> None:
     assert _names(rebuild_runs(t.records())[0]) == ["b:c_late", "a:c_early", "a:c_next"]
 
 
+def test_call_ids_repeated_by_a_later_response_tie_each_call_to_its_own_response() -> None:
+    """A provider numbering calls per response repeats ids; the order must not depend on arrival."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=50)
+    t.span("chat", genai_chat(("call_b", "t", {"x": 1}), ("call_a", "t", {"x": 2})), parent=run, start=1)
+    t.span("execute_tool t", genai_tool("t", "call_a", {"x": 2}), parent=run, start=5, end=8)
+    t.span("execute_tool t", genai_tool("t", "call_b", {"x": 1}), parent=run, start=5, end=9)
+    t.span("chat", genai_chat(("call_b", "u", {}), ("call_a", "v", {})), parent=run, start=20)
+    t.span("execute_tool v", genai_tool("v", "call_a", {}), parent=run, start=30, end=31)
+    t.span("execute_tool u", genai_tool("u", "call_b", {}), parent=run, start=30, end=33)
+    records = t.records()
+
+    for spans in (records, records[::-1]):
+        (built,) = rebuild_runs(spans)
+        assert [(c.name, c.args) for c in built.calls] == [("t", {"x": 1}), ("t", {"x": 2}), ("u", {}), ("v", {})]
+
+
 def test_shuffled_spans_split_batches_and_duplicates_give_the_same_runs() -> None:
     records = _two_runs_with_parallel_steps().records()
     expected = rebuild_runs(records)

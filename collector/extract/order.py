@@ -10,7 +10,8 @@ Rule: a run's calls are sorted by
 3. the call's own start time;
 4. the call id, then the span id (a stable order for calls nothing else tells apart).
 
-A tool span is tied to the response that issued it by call id; a tool span without one
+A tool span is tied to the response that issued it by call id (the latest response that started
+before it and lists that id, since ids can repeat across responses); a tool span without one
 (OpenInference records none) is tied to the latest response of the same run that started before it
 and lists an unclaimed call with the same name and equal arguments, else the same name; a handoff
 span (no tool name) takes the first unclaimed call of that response.
@@ -73,15 +74,24 @@ def _claim(call: PendingCall, batch: IssuedBatch, index: int, used: set[tuple[st
 
 
 def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: set[tuple[str, int]]) -> None:
-    by_id: dict[str, tuple[IssuedBatch, int]] = {}
-    for batch in batches:
+    """Tie each call to a response listing its id: the latest that started before it, else the first free.
+
+    Ids repeat across responses (providers that number calls per response, `call_0`, ...; a call run
+    twice), so the first response listing an id is not enough. Calls claim in start order, not arrival
+    order, so that the same spans always give the same ties.
+    """
+    by_id: dict[str, list[tuple[IssuedBatch, int]]] = {}
+    for batch in batches:  # in start order
         for index, issued in enumerate(batch.calls):
             if issued.call_id is not None:
-                by_id.setdefault(issued.call_id, (batch, index))
-    for call in pending:
-        found = by_id.get(call.read.call_id) if call.read.call_id else None
-        if found is not None and (found[0].span.span_id, found[1]) not in used:
-            _claim(call, found[0], found[1], used)
+                by_id.setdefault(issued.call_id, []).append((batch, index))
+    for call in sorted(pending, key=lambda c: _span_order(c.span)):
+        slots = by_id.get(call.read.call_id) if call.read.call_id else None
+        free = [(b, i) for b, i in slots or () if (b.span.span_id, i) not in used]
+        before = [(b, i) for b, i in free if b.span.start_ns <= call.span.start_ns]
+        if before or free:
+            batch, index = before[-1] if before else free[0]
+            _claim(call, batch, index, used)
 
 
 def _same_args(a: Any, b: Any) -> bool:
