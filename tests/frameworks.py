@@ -47,6 +47,7 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 
 __all__ = [
     "FRAMEWORKS",
+    "HANDOFF_RUNS",
     "HERMETIC_ENV",
     "SCENARIOS",
     "Call",
@@ -57,6 +58,7 @@ __all__ = [
     "framework_versions",
     "run_langgraph",
     "run_openai_agents",
+    "run_openai_agents_handoff",
     "run_pydantic_ai",
 ]
 
@@ -412,6 +414,25 @@ async def run_openai_agents(scenario: str, tracer_provider: TracerProvider) -> t
             script.outputs.append(str(result.final_output))
             history = result.to_input_list()
     return script.finish()
+
+
+HANDOFF_RUNS = (
+    ScriptedRun("triage", "Refund order A-1?", ((Call("transfer_to_billing", {}, "call_h1"),),)),
+    ScriptedRun("billing", "Refund order A-1?", ((Call("get_time", {"timezone": "UTC"}, "call_h2"),), "Refunded.")),
+)
+"""A handoff: the triage agent's model calls the SDK's handoff tool (no arguments), billing answers."""
+
+
+async def run_openai_agents_handoff(tracer_provider: TracerProvider) -> tuple[ScriptedRun, ...]:
+    """`HANDOFF_RUNS` played by the Agents SDK with `handoffs=[billing]`, traced by OpenInference."""
+    script = Script(HANDOFF_RUNS)
+    tools = {tool.name: tool for tool in _openai_tools(script, {})}
+    billing = AgentsAgent(name="billing", model=_ScriptedResponsesModel(script, "billing"), tools=[tools["get_time"]])
+    triage = AgentsAgent(name="triage", model=_ScriptedResponsesModel(script, "triage"), handoffs=[billing])
+    with _openai_agents_traced(tracer_provider):
+        result = await AgentsRunner.run(triage, HANDOFF_RUNS[0].prompt)
+    assert result.final_output == "Refunded.", result.final_output
+    return HANDOFF_RUNS
 
 
 # --- LangGraph + openinference-instrumentation-langchain: a StateGraph with ToolNode, fake chat model ---

@@ -65,6 +65,17 @@ def test_openinference_recovers_call_ids_order_and_handoff_names_from_the_llm_sp
     ]
 
 
+def test_openinference_handoff_span_input_is_the_agent_handing_off_not_arguments() -> None:
+    t = Traces()
+    triage = t.span("triage", {KIND: "AGENT", "agent.name": "triage"}, start=0, end=10, scope=OI)
+    handoff = {KIND: "TOOL", "input.value": "triage", "output.value": "billing"}
+    t.span("handoff to billing", handoff, parent=triage, start=1, scope=OI)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.args, c.args_state) for c in run.calls] == [("handoff to billing", None, "not_captured")]
+
+
 def test_openinference_langgraph_bare_values_and_langchain_output_value() -> None:
     t = Traces()
     root = t.span("weather_graph", {KIND: "CHAIN", "input.value": "Paris and Rome?"}, start=0, end=100)

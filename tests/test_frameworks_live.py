@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.frameworks import FRAMEWORKS, SCENARIOS, ScriptedRun, apply_hermetic_env
+from tests.frameworks import FRAMEWORKS, SCENARIOS, ScriptedRun, apply_hermetic_env, run_openai_agents_handoff
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.sources import spans_from_proto_bytes, spans_from_readable
 from toolscore.scorers.model import AgentRun
@@ -179,6 +179,22 @@ async def test_otlp_protobuf_gives_the_same_runs_as_sdk_spans(framework: str, sc
     from_sdk = rebuild_runs(spans_from_readable(spans))
     assert _shape(from_proto) == _shape(from_sdk)
     assert [run.attributes for run in from_proto] == [run.attributes for run in from_sdk]
+
+
+async def test_an_openai_agents_handoff_is_a_call_of_the_agent_handing_off_with_the_models_arguments() -> None:
+    """OpenInference leaves the handoff's `{}` out of the model span and puts the agent's name in the
+    handoff span's `input.value`: neither may become the call's arguments."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    truth = await run_openai_agents_handoff(provider)
+    provider.shutdown()
+
+    runs = rebuild_runs(spans_from_readable(exporter.get_finished_spans()))
+
+    assert [(run.agent_name, _calls(run)) for run in runs] == [(run.agent_name, _scripted_calls(run)) for run in truth]
+    handoff = runs[0].calls[0]
+    assert (handoff.call_id, handoff.args_state) == ("call_h1", "value")
 
 
 async def test_every_framework_emits_its_own_convention() -> None:

@@ -33,7 +33,8 @@ __all__ = ["OpenInferenceExtractor"]
 
 # --- Names read (OpenInference semantic conventions, spec/semantic_conventions.md) -----------------
 # span marker   openinference.span.kind = TOOL | AGENT | LLM (CHAIN and the other kinds: OTHER)
-# TOOL span     tool.name (absent on openai-agents handoff spans `handoff to <agent>`),
+# TOOL span     tool.name (absent on openai-agents handoff spans `handoff to <agent>`, whose
+#               input.value is the agent handing off, not arguments),
 #               input.value (arguments; LangChain writes a bare value for one-parameter tools),
 #               tool.parameters (arguments only when it is not a JSON schema: older emitters),
 #               tool.id | tool_call.id (call id, rarely set), output.value (result; LangChain's
@@ -41,9 +42,11 @@ __all__ = ["OpenInferenceExtractor"]
 # AGENT span    agent.name (a run only with it: openai-agents' `Agent workflow` root and LangGraph's
 #               per-step `agent` node spans are AGENT spans without one), input.value, output.value
 # LLM span      llm.output_messages.<i>.message.tool_calls.<j>.tool_call.id | function.name |
-#               function.arguments (model order); legacy llm.output_messages.<i>.message.
-#               function_call_name | function_call_arguments_json; LangChain.js without flattened
-#               calls: output.value generations[0][0].message.kwargs.tool_calls[] {id, name, args}
+#               function.arguments (model order; both the openai-agents and LangChain
+#               instrumentations leave the arguments out when they are empty, `{}`); legacy
+#               llm.output_messages.<i>.message.function_call_name | function_call_arguments_json;
+#               LangChain.js without flattened calls: output.value
+#               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -140,7 +143,7 @@ class OpenInferenceExtractor:
             error, error_type = error_of(span)
             return ToolRead(
                 name=name,
-                args=_args(attrs),
+                args=NOT_CAPTURED if name is None else _args(attrs),
                 call_id=_call_id(attrs),
                 result=attrs.get(OUTPUT_VALUE),
                 error=error,
@@ -153,7 +156,10 @@ class OpenInferenceExtractor:
                 input=message_text(attrs.get(INPUT_VALUE), "user"),
                 output=message_text(attrs.get(OUTPUT_VALUE), "assistant"),
             )
-        calls = indexed_issued_calls(attrs, OUTPUT_MESSAGES, ".message.tool_calls", CALL_KEYS)
+        calls = [
+            call if call.args is not None else IssuedCall(call.call_id, call.name, "{}")
+            for call in indexed_issued_calls(attrs, OUTPUT_MESSAGES, ".message.tool_calls", CALL_KEYS)
+        ]
         if not calls:
             calls = self._legacy_function_calls(attrs) or _langchain_issued(attrs.get(OUTPUT_VALUE))
         return IssuedCalls(calls)
