@@ -9,7 +9,7 @@ from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_run
 from toolscore.collector.extract.conventions.common import message_text
 from toolscore.scorers import ToolCall
 
-from .test_extract_support import Traces, genai_run, genai_tool
+from .test_extract_support import Traces, genai_chat, genai_run, genai_tool
 
 
 def _calls(
@@ -81,6 +81,22 @@ def test_oversized_arguments_are_cut_kept_raw_and_counted() -> None:
     assert len(call.args.encode()) <= 101
     assert big.startswith(call.args)
     assert stats.args_truncated == 1
+
+
+def test_oversized_arguments_stay_cut_when_the_model_response_lists_them_whole() -> None:
+    """Parallel calls make the run read its model response, whose arguments are decoded objects: the
+    cap must hold for them too, not let the response's whole object replace the span's cut text."""
+    blob = {"blob": "x" * 5000}
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", blob), ("c2", "v", {})), parent=run, start=1)
+    t.span("execute_tool w", genai_tool("w", "c1", blob), parent=run, start=5)
+    t.span("execute_tool v", genai_tool("v", "c2", {}), parent=run, start=5)
+
+    big, small = rebuild_runs(t.records(), ExtractConfig(max_args_bytes=101))[0].calls
+
+    assert (big.name, big.args_state, small.args) == ("w", "raw", {})
+    assert len(big.args.encode()) <= 101
 
 
 def test_oversized_results_are_cut_and_counted() -> None:

@@ -1,7 +1,9 @@
 """From raw span values to the run model: size caps first, then JSON parsing.
 
 Caps are applied before parsing so that an oversized value is never decoded: arguments longer than
-`max_args_bytes` keep their first bytes as raw text, results and texts are cut.
+`max_args_bytes` keep their first bytes as raw text, results and texts are cut. Arguments that arrive
+decoded (a structured attribute, a model response's parsed message list) are measured as JSON text,
+so the cap holds whatever shape they came in.
 """
 
 from __future__ import annotations
@@ -39,6 +41,12 @@ def normalize_args(value: Any, config: ExtractConfig, stats: ExtractStats) -> tu
         return None, "not_captured"
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
+    if isinstance(value, Mapping | list):  # a structured attribute, or a model response's decoded arguments
+        text, cut = cap_text(json.dumps(value, default=str, ensure_ascii=False), config.max_args_bytes)
+        if cut:
+            stats.args_truncated += 1
+            return text, "raw"
+        return value, "value"
     if not isinstance(value, str):
         return (None, "absent") if value is None else (value, "value")
     if not value or value.isspace():  # blank text, tested without copying it as `strip()` would
