@@ -390,6 +390,20 @@ def test_json_lines_with_one_bad_line_still_yield_the_other_lines(tmp_path: Path
         spans_from_json_lines(path.read_bytes())
 
 
+def test_json_lines_with_invalid_utf8_in_one_line_still_yield_the_other_lines(tmp_path: Path) -> None:
+    docs = [json.loads((TRACES / "vercel-ai" / f"{name}.json").read_text()) for name in ("a_single_tool", "c_parallel")]
+    path = tmp_path / "export.jsonl"
+    bad = json.dumps(docs[0]).encode().replace(b'"name": "', b'"name": "\xff', 1)
+    path.write_bytes(json.dumps(docs[0]).encode() + b"\n" + bad + b"\n" + json.dumps(docs[1]).encode() + b"\n")
+    errors: list[TraceFileError] = []
+
+    records = read_trace_file(path, errors=errors)
+
+    assert records == spans_from_json(docs[0]) + spans_from_json(docs[1])
+    assert [(e.line, e.path) for e in errors] == [(2, str(path))]
+    assert f"{path}: line 2: invalid UTF-8" in str(errors[0])
+
+
 def test_json_lines_whose_first_line_is_bad_are_still_read_as_lines(tmp_path: Path) -> None:
     doc = json.loads((TRACES / "pydantic-ai" / "a_single_tool.json").read_text())
     path = tmp_path / "export.jsonl"

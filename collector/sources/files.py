@@ -33,14 +33,19 @@ _SNIFF_BYTES = 512
 _CONTROL_BYTE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
+def _second_line_opens_an_object(text: str) -> bool:
+    """JSON Lines rather than one indented document: the second line starts a new object."""
+    lines = [line for line in text.split("\n", 16) if line.strip()]
+    return len(lines) > 1 and lines[1].startswith("{")
+
+
 def _json_document_or_lines(text: str, stats: DecodeStats | None, errors: list[SpanDecodeError]) -> list[SpanRecord]:
     """One document when the whole text parses; JSON Lines when a second document follows the first,
     or when the second line starts a new object (an indented document's second line is indented)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        lines = [line for line in text.split("\n", 16) if line.strip()]
-        if exc.msg == "Extra data" or (len(lines) > 1 and lines[1].startswith("{")):
+        if exc.msg == "Extra data" or _second_line_opens_an_object(text):
             return spans_from_json_lines(text, stats, errors)
         raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
     return spans_from_json(obj, stats)
@@ -98,12 +103,16 @@ def decode_trace_bytes(
     if not data.strip():
         return []
     if _is_json_text(data):
+        line_errors: list[SpanDecodeError] = []
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise SpanDecodeError(f"invalid UTF-8 in JSON: {exc.reason}", offset=exc.start) from None
-        line_errors: list[SpanDecodeError] = []
-        spans = _json_document_or_lines(text, stats, line_errors)
+            if not _second_line_opens_an_object(data.decode("utf-8", "replace")):
+                raise SpanDecodeError(f"invalid UTF-8 in JSON: {exc.reason}", offset=exc.start) from None
+            # JSON Lines: each line decoded alone, so a line with bad UTF-8 costs that line only.
+            spans = spans_from_json_lines(data, stats, line_errors)
+        else:
+            spans = _json_document_or_lines(text, stats, line_errors)
         if line_errors and errors is None:
             raise line_errors[0]
         if errors is not None:

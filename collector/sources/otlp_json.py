@@ -13,7 +13,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError
@@ -228,9 +228,9 @@ def spans_from_json_lines(
     A bad line raises `SpanDecodeError` with its 1-based `line`, or, when `errors` is given, is
     appended there and the other lines are still read.
     """
-    text = data.decode("utf-8", errors="strict") if isinstance(data, bytes) else data
     out: list[SpanRecord] = []
-    for line_no, line in enumerate(text.split("\n"), start=1):
+    lines: Sequence[bytes | str] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
+    for line_no, line in enumerate(lines, start=1):  # bytes are decoded line by line: bad UTF-8 costs one line
         if not line.strip():
             continue
         try:
