@@ -22,7 +22,6 @@ import yaml
 from pydantic import BaseModel
 
 from toolscore.collector.serve.config import ENV_NESTED_DELIMITER, ENV_PREFIX, ServeConfig, load_config
-from toolscore.collector.telemetry.metrics_table import METRICS
 
 __all__ = [
     "COMPONENTS",
@@ -47,7 +46,6 @@ __all__ = [
     "manifest",
     "manifests",
     "port_of",
-    "prometheus_metric_names",
     "same_value",
     "toolscore_container",
 ]
@@ -188,20 +186,6 @@ def same_value(actual: Any, raw: str) -> bool:
     if isinstance(actual, bool):
         return raw.lower() in ("1", "true", "yes", "on") if actual else raw.lower() in ("0", "false", "no", "off")
     return bool(type(actual)(raw) == actual)
-
-
-def prometheus_metric_names() -> set[str]:
-    """Every series name toolscore's Prometheus endpoint exposes, from the metric table."""
-    names: set[str] = set()
-    for spec in METRICS:
-        base = spec.name.replace(".", "_") + ("_seconds" if spec.unit == "s" else "")
-        if spec.kind == "counter":
-            names.add(base + "_total")
-        elif spec.kind == "histogram":
-            names.update({base, base + "_bucket", base + "_sum", base + "_count"})
-        else:
-            names.add(base)
-    return names
 
 
 def isolate_env(monkeypatch: pytest.MonkeyPatch) -> None:

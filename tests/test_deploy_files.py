@@ -39,10 +39,10 @@ from tests.deploy_files import (
     load_yaml,
     manifest,
     port_of,
-    prometheus_metric_names,
     same_value,
     toolscore_container,
 )
+from tests.promql_names import exported_metrics
 from toolscore.collector.serve.config import load_config
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES
 
@@ -213,7 +213,7 @@ def test_metric_and_label_names_in_the_deploy_files_and_readme_are_ones_toolscor
     texts.append(readme[readme.index("## Deploy\n") : readme.index("### Alerting on regressions")])
     selectors = [s for text in texts for s in re.findall(r"\b(toolscore_[a-z_]+)(?:\{([^}]*)\})?", text)]
     assert len(selectors) >= 5, "the README's Deploy section names the metrics to watch"
-    assert {name for name, _ in selectors} <= prometheus_metric_names()
+    assert {name for name, _ in selectors} <= exported_metrics()
     labels = {(m.group(1), m.group(2)) for _, body in selectors for m in re.finditer(r'(\w+)="([^"]*)"', body)}
     assert labels
     for label, value in sorted(labels):
