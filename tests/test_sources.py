@@ -445,6 +445,19 @@ def test_protobuf_that_starts_like_json_is_read_as_protobuf(tmp_path: Path) -> N
     assert read_trace_file(tmp_path / "tricky.pb") == spans_from_request(req)
 
 
+def test_an_all_zero_parent_id_is_a_root() -> None:
+    """Some SDKs send a root's parent as eight zero bytes; taken as a parent, the live pipeline never saw
+    the trace's root and scored its inferred runs only at the idle timeout, flagged incomplete."""
+    req = request_with([])
+    req.resource_spans[0].scope_spans[0].spans[0].parent_span_id = bytes(8)
+    as_json = {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "01" * 16, "spanId": "02" * 8, "parentSpanId": "0" * 16, "name": "s"}
+    ]}]}]}  # fmt: skip
+
+    assert [r.parent_id for r in spans_from_request(req)] == [None]
+    assert [r.parent_id for r in spans_from_json(as_json)] == [None]
+
+
 def test_all_zero_ids_are_skipped_and_counted() -> None:
     req = request_with([], trace_id=bytes(16))
     req.resource_spans[0].scope_spans[0].spans.add(trace_id=b"\x01" * 16, span_id=bytes(8), name="zero span")

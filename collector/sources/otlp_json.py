@@ -159,7 +159,7 @@ def _span(span: Any, path: str, resource: dict[str, Any], scope: str) -> SpanRec
     return SpanRecord(
         trace_id.lower(),
         span_id.lower(),
-        parent_id.lower() if parent_id else None,
+        parent_id.lower() if parent_id and parent_id != _ZERO16 else None,  # zeros: a root, as some SDKs send it
         str(span.get("name", "")),
         _int(span.get("kind"), f"{path}.kind", _KINDS),
         _int(_get(span, "startTimeUnixNano", "start_time_unix_nano"), f"{path}.startTimeUnixNano"),

@@ -115,7 +115,7 @@ def _record(
     return SpanRecord(
         trace_id,
         span_id.hex(),
-        parent_id.hex() if parent_id else None,
+        parent_id.hex() if parent_id and parent_id != _ZERO_SPAN_ID else None,  # zeros: a root, as some SDKs send it
         span.name,
         span.kind,
         span.start_time_unix_nano,
