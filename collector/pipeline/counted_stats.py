@@ -6,8 +6,8 @@ trace is rebuilt whenever one of its runs settles, and once more when it finishe
 sees the same losses again; each is told once:
 
 - an unreadable span, by remembering, per pending trace, the spans already counted;
-- a run's calls over `max_calls_per_run`, when that run is scored (the rebuild that scores it is told
-  which runs those are, `count_dropped`), and a run is scored once;
+- a run's calls over `max_calls_per_run`, when that run is scored (the rebuild's dropped calls are
+  handed to `count_dropped` with the runs scored from it), and a run is scored once;
 - a call no run owns, when its trace finishes: until then its run span may still arrive.
 """
 
@@ -20,7 +20,10 @@ from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import PipelineTelemetry
 from toolscore.scorers.model import AgentRun
 
-__all__ = ["CountedStats"]
+__all__ = ["CountedStats", "Dropped"]
+
+Dropped = tuple[str | None, str, int]
+"""Calls a rebuild left out: (the run's span id, None for calls no run owns; reason; how many)."""
 
 _MIN_PRUNE = 64
 """Traces remembered before the first look for finished ones to forget."""
@@ -33,8 +36,8 @@ class CountedStats(ExtractStats):
     are forgotten (it is not rebuilt again), looked for only when the memory has doubled since the last
     look, so it stays within twice the pending traces at a constant cost per trace remembered.
 
-    Dropped calls wait from `rebuild` to `count_dropped`, which tells the telemetry of those of the runs
-    scored from that rebuild (see the module docstring); worker thread only.
+    `rebuild` returns the calls it dropped beside the runs, for `count_dropped` to tell the telemetry of
+    those of the runs scored from it (see the module docstring); worker thread only.
     """
 
     def __init__(self, telemetry: PipelineTelemetry, pending: Container[str]) -> None:
@@ -43,25 +46,30 @@ class CountedStats(ExtractStats):
         self._pending = pending
         self._unreadable: dict[str, set[str]] = {}
         self._prune_at = _MIN_PRUNE
-        self._dropped: list[tuple[str | None, str, int]] = []
-        """(run span id or None, reason, calls) dropped by the last `rebuild`."""
+        self._dropped: list[Dropped] = []
+        """Where the `rebuild` under way puts the calls it drops."""
 
-    def rebuild(self, spans: Iterable[ClassifiedSpan], config: ExtractConfig) -> list[AgentRun]:
-        """`rebuild_classified` into these stats; the calls it drops wait for `count_dropped`."""
-        self._dropped.clear()  # a rebuild that raised before its runs were scored told nothing
-        return rebuild_classified(spans, config, self)
+    def rebuild(self, spans: Iterable[ClassifiedSpan], config: ExtractConfig) -> tuple[list[AgentRun], list[Dropped]]:
+        """`rebuild_classified` into these stats, and the calls it dropped (not told yet: `count_dropped`)."""
+        dropped: list[Dropped] = []
+        self._dropped = dropped
+        return rebuild_classified(spans, config, self), dropped
 
     def calls_dropped(self, reason: str, count: int, run_span_id: str | None) -> None:
         super().calls_dropped(reason, count, run_span_id)
         self._dropped.append((run_span_id, reason, count))
 
-    def count_dropped(self, scored: Collection[str], finished: bool) -> None:
-        """Tell the telemetry of the calls the last `rebuild` left out of the runs in `scored` (run span ids:
-        the runs scored from it) and, when its trace is `finished`, of the calls no run owns."""
-        for run_span_id, reason, count in self._dropped:
+    def count_dropped(self, dropped: list[Dropped], scored: Collection[str], finished: bool) -> list[Dropped]:
+        """Tell the telemetry of the `dropped` calls (a rebuild's) of the runs in `scored` (run span ids: the
+        runs scored from it) and, when its trace is `finished`, of the calls no run owns; the rest, not told."""
+        untold: list[Dropped] = []
+        for entry in dropped:
+            run_span_id, reason, count = entry
             if finished if run_span_id is None else run_span_id in scored:
                 self._telemetry.calls_dropped(count, reason)
-        self._dropped.clear()
+            else:
+                untold.append(entry)
+        return untold
 
     def read_failed(self, span: SpanRecord, convention: str) -> None:
         super().read_failed(span, convention)

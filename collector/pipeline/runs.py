@@ -89,7 +89,7 @@ def runs_under(
     ready: list[ReadyRun] = []
     nested: list[ReadyRun] = []
     incomplete = incomplete or trace.truncated
-    runs = stats.rebuild(trace.records.values(), config)
+    runs, dropped = stats.rebuild(trace.records.values(), config)
     missing = _missing(runs, trace, refused)
     for run in runs:
         if run.span_id == run_span_id:
@@ -97,7 +97,7 @@ def runs_under(
         elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
             nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
     ready += nested
-    stats.count_dropped(_span_ids(ready), finished=False)
+    stats.count_dropped(dropped, _span_ids(ready), finished=False)
     return ready
 
 
@@ -117,7 +117,7 @@ def runs_of_trace(
     if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs and _connected(trace):
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
-    runs = stats.rebuild(trace.records.values(), config)
+    runs, dropped = stats.rebuild(trace.records.values(), config)
     missing = _missing(runs, trace, refused)
     for run in runs:
         if run.span_id in trace.scored:
@@ -126,7 +126,7 @@ def runs_of_trace(
         ended_run = held is not None and held.run
         incomplete = trace.truncated or (not complete and not ended_run) or _refused_under(run, missing)
         ready.append((_mark(run, incomplete, trace), held is not None))
-    stats.count_dropped(_span_ids(ready), finished=True)
+    stats.count_dropped(dropped, _span_ids(ready), finished=True)
     return ready
 
 
