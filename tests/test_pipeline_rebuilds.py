@@ -1,34 +1,54 @@
-"""How often a pending trace is rebuilt: the benchmarks' traces (an agent run at the root) once each, both sources.
+"""How often a pending trace is rebuilt, and that a rebuild reused is what rebuilding again would give.
 
-A trace is rebuilt at each of its runs' settles and again when it finishes (`runs`). When its root is
-a run already scored with everything under it, the finish has nothing left to score and rebuilds
-nothing: every tool span of such a trace is read once. The engine's `stats` (the `ExtractStats` every
-rebuild adds to) count the rebuilt traces and the calls built, so the rebuilds are counted without
-looking inside the engine. The traces are `bench_extract`'s, made with the real SDK: an `invoke_agent`
-root, `chat` spans and 3-8 `execute_tool` spans, ending children first.
+A trace is rebuilt at each of its runs' settles and when it finishes (`runs`), unless no span has
+changed it since its last rebuild, which is then reused (`rebuilt`). When its root is a run already
+scored with everything under it, the finish has nothing left to score and rebuilds nothing. So every
+tool span is read once for the benchmarks' traces (`bench_extract`'s, made with the real SDK: an
+`invoke_agent` root, `chat` spans and 3-8 `execute_tool` spans, ending children first) and for traces
+of k of those runs whose spans come together (under an unrecognised root, as a chat session's turns,
+or as sub-agents under the tools of a root run), in process and in `toolscore serve`. The engine's
+`stats` (the `ExtractStats` every rebuild adds to) count the rebuilt traces and the calls built, so the
+rebuilds are counted without looking inside the engine.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import time
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Tracer, use_span
 
-from tests.bench.bench_extract import EPOCH_NS
+from tests.bench.bench_extract import EPOCH_NS, _tool
 from tests.bench.bench_extract import _run as bench_run
 from tests.bench.bench_inprocess import EXPECTATION, RESOURCE
-from tests.pipeline_builders import Recording, registry_with, wait_until
+from tests.bench.workload import make_args
+from tests.pipeline_builders import (
+    TRAVEL,
+    Recording,
+    genai_run,
+    record,
+    registry_with,
+    tool_attrs,
+    wait_until,
+)
 from toolscore.collector.extract import rebuild_runs
-from toolscore.collector.pipeline import Engine, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.registry import Expectation, Registry
 from toolscore.collector.serve.ingest import IngestResult
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.sources import spans_from_readable
+from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes
+from toolscore.collector.spans import SpanRecord
+from toolscore.scorers.model import AgentRun
 
 TRACES = 12
 CONFIG = PipelineConfig(settle_ms=20)
@@ -98,3 +118,197 @@ def test_an_agent_run_at_its_trace_root_is_rebuilt_once_in_serve() -> None:
     assert (stats.traces, stats.runs) == (TRACES, TRACES), "one rebuild per trace, none at its finish"
     assert stats.calls == _tool_spans(spans), "each tool span is read into a call once"
     assert len(telemetry.scores) == 2 * TRACES, "both of the expectation's scorers scored every run"
+
+
+# -- traces of several runs ------------------------------------------------------------------------
+
+MULTI = PipelineConfig(settle_ms=250)
+"""Long beside the few milliseconds a trace takes to play, so that every span of a trace has come
+before its first run settles, as when its runs are sent in one export batch."""
+
+
+def _session(tracer: Tracer, rng: random.Random, t: int, k: int) -> None:
+    """k benchmark runs, one after the other, under a root no convention recognises (a chat session)."""
+    root = tracer.start_span("session", start_time=t)
+    with use_span(root, end_on_exit=False):
+        for i in range(k):
+            bench_run(tracer, rng, t + i * 100_000_000)
+    root.end(end_time=t + k * 100_000_000 + 1)
+
+
+def _nested(tracer: Tracer, rng: random.Random, t: int, k: int) -> None:
+    """A root run whose k - 1 `delegate` tools each run a benchmark run (a sub-agent), and one tool of its own."""
+    root = tracer.start_span("invoke_agent travel-agent", start_time=t)
+    root.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel-agent"})
+    with use_span(root, end_on_exit=False):
+        for i in range(k - 1):
+            tool = tracer.start_span("execute_tool delegate", start_time=t + i)
+            tool.set_attributes({**_delegate(i), "gen_ai.tool.call.arguments": json.dumps(make_args(rng))})
+            with use_span(tool, end_on_exit=False):
+                bench_run(tracer, rng, t + i * 100_000_000)
+            tool.end(end_time=t + (i + 1) * 100_000_000)
+        _tool(tracer, rng, t + 1, (f"own_{k}", "get_weather", json.dumps(make_args(rng))), fail=False)
+    root.end(end_time=t + k * 100_000_000 + 1)
+
+
+def _delegate(i: int) -> dict[str, Any]:
+    return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "delegate", "gen_ai.tool.call.id": f"d{i}"}
+
+
+SHAPES: dict[str, Callable[[Tracer, random.Random, int, int], None]] = {"session": _session, "nested": _nested}
+
+
+def _play_shape(tracer: Tracer, shape: str, k: int) -> None:
+    rng = random.Random(k)
+    for i in range(TRACES):
+        SHAPES[shape](tracer, rng, EPOCH_NS + i * 10**10, k)
+
+
+class _Noting:
+    """The registry, noting every run the engine matches against it (every run it scores)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.runs: list[AgentRun] = []
+
+    def match(self, run: AgentRun) -> list[Expectation]:
+        self.runs.append(run)
+        return self.registry.match(run)
+
+
+def _dump(runs: list[AgentRun]) -> list[dict[str, Any]]:
+    return [run.model_dump() for run in sorted(runs, key=lambda r: (r.trace_id, r.start_ns or 0, r.span_id))]
+
+
+def _all_scored(engine: Engine[Any], noting: _Noting, runs: int) -> Callable[[], bool]:
+    return lambda: len(noting.runs) == runs and len(engine.store) == 0
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_trace_of_several_runs_is_rebuilt_once_in_process(shape: str, k: int) -> None:
+    exporter, ended = InMemorySpanExporter(), InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    with registry_with(EXPECTATION) as registry:
+        noting = _Noting(registry)
+        processor = ToolscoreSpanProcessor(noting, SimpleSpanProcessor(exporter), MULTI, Recording())
+        provider.add_span_processor(processor)
+        provider.add_span_processor(SimpleSpanProcessor(ended))  # the spans as ended, without scores
+        try:
+            _play_shape(provider.get_tracer(*SCOPE), shape, k)
+            assert wait_until(_all_scored(processor.engine, noting, k * TRACES))
+            stats = processor.engine.stats
+            spans = list(ended.get_finished_spans())
+        finally:
+            provider.shutdown()
+    assert (stats.traces, stats.runs) == (TRACES, k * TRACES), "one rebuild per trace, reused by its other runs"
+    assert stats.calls == _tool_spans(spans), "each tool span is read into a call once"
+    assert _dump(noting.runs) == _dump(rebuild_runs(spans_from_readable(spans)))
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_trace_of_several_runs_is_rebuilt_once_in_serve(shape: str, k: int) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _play_shape(provider.get_tracer(*SCOPE), shape, k)
+    provider.shutdown()
+    spans = list(exporter.get_finished_spans())
+    data = encode_spans(spans).SerializeToString()
+    with registry_with(EXPECTATION) as registry:
+        noting = _Noting(registry)
+        pipeline = CollectorPipeline(noting, None, MULTI, Recording())
+        try:
+            assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
+            assert wait_until(_all_scored(pipeline.engine, noting, k * TRACES))
+            stats = pipeline.engine.stats
+        finally:
+            assert pipeline.shutdown(5)
+    assert (stats.traces, stats.runs) == (TRACES, k * TRACES), "one rebuild per trace, reused by its other runs"
+    assert stats.calls == _tool_spans(spans), "each tool span is read into a call once"
+    assert _dump(noting.runs) == _dump(rebuild_runs(spans_from_proto_bytes(data)))
+
+
+# -- what may change between two uses of one rebuild -------------------------------------------------
+
+SETTLE_MS = 300
+FIRST, SECOND, ROOT = "1000000000000000", "2000000000000000", "9000000000000000"
+CHANGES = ["span", "over_cap", "refused", "registry"]
+
+
+def _tool_record(span_id: str, name: str) -> SpanRecord:
+    return record(span_id, SECOND, f"execute_tool {name}", tool_attrs(name, f"c{span_id[-2:]}"))
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_what_changes_after_a_rebuild_is_in_the_next_run_scored_from_it(change: str) -> None:
+    """Two runs held at once: the first settles (the trace is rebuilt), then something changes, then the second.
+
+    The second run's span has a span under it arrive half a settle later, so it settles after the first,
+    with the change between. A span kept (`span`) changes the trace's spans: the second run's calls hold
+    its call, as rebuilding gives. The rest change no span: the rebuild is reused, and what is read after
+    it still applies to the second run: the trace cut by `max_spans_per_trace` (`over_cap`) or a span a
+    full queue refused under it (`refused`) flag it incomplete; an expectation written since (`registry`)
+    is matched.
+    """
+    root = record(ROOT, None, "POST /chat", {})
+    first = genai_run(FIRST, ["search_flights"], parent=ROOT)
+    *_, second_run = genai_run(SECOND, [], parent=ROOT)
+    tools = [_tool_record(f"20000000000000{i:02x}", name) for i, name in enumerate(["search_flights", "book_flight"])]
+    late = _tool_record("20000000000000ff", "get_weather")
+    config = PipelineConfig(settle_ms=SETTLE_MS, max_spans_per_trace=5 if change == "over_cap" else 2_000)
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(TRAVEL) as registry:
+        noting = _Noting(registry)
+        pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, config, Recording())
+        try:
+            for span in (root, *first, second_run, tools[0]):  # the root first: a span under a missing one
+                assert pipeline.offer(span)  # would hold every run of the trace back (`TraceStore._under`)
+            assert wait_until(lambda: len(pipeline.store) == 1)
+            time.sleep(SETTLE_MS / 2000)  # half a settle: the span below moves the second run's settle past the first's
+            assert pipeline.offer(tools[1])
+            assert wait_until(lambda: [r.span_id for r in noting.runs] == [FIRST])
+            if change in ("span", "over_cap"):
+                assert pipeline.offer(late)
+            elif change == "refused":
+                pipeline.note_refused(root.trace_id, late.span_id, SECOND)
+            else:
+                registry.put({**TRAVEL, "name": "travel-too"})
+            assert wait_until(lambda: len(noting.runs) == 2 and len(pipeline.store) == 0)
+            assert pipeline.flush(5.0)
+            stats = pipeline.stats
+        finally:
+            pipeline.shutdown(5.0)
+    scored = {carrier.span_id: enrichment.attributes for carrier, enrichment in sink.enriched}
+    assert sorted(scored) == [FIRST, SECOND], "each run scored once"
+    second = scored[SECOND]
+    kept = [*first, second_run, *tools, *([late] if change == "span" else []), root]
+    (offline,) = [run for run in rebuild_runs(kept) if run.span_id == SECOND]
+    assert second["toolscore.tool_calls"] == [call.name for call in offline.calls]
+    assert second.get("toolscore.run.incomplete", False) == (change in ("over_cap", "refused"))
+    assert second["toolscore.expectations"] == (["travel", "travel-too"] if change == "registry" else ["travel"])
+    assert stats.traces == (2 if change == "span" else 1), "rebuilt again only for a span kept; the finish reuses"
+
+
+def test_a_rebuild_that_leaves_a_run_for_the_trace_finish_alone_is_not_kept() -> None:
+    """A run inferred under no run span waits for its trace's finish, up to `trace_idle_timeout_s`: the
+    settle's rebuild is not kept that long, uncounted, and the finish rebuilds (the same runs)."""
+    root = record(ROOT, None, "POST /chat", {})
+    run = genai_run(FIRST, ["search_flights"], parent=ROOT)
+    orphan = record("30000000000000a1", ROOT, "execute_tool get_weather", tool_attrs("get_weather", "w1"))
+    spans = [*run, orphan, root]
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(TRAVEL) as registry:
+        noting = _Noting(registry)
+        pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, PipelineConfig(settle_ms=20), Recording())
+        try:
+            for span in spans:
+                assert pipeline.offer(span)
+            assert wait_until(lambda: len(noting.runs) == 2 and len(pipeline.store) == 0)
+            stats = pipeline.stats
+        finally:
+            pipeline.shutdown(5.0)
+    assert [r.span_id for r in noting.runs] == [FIRST, ROOT], "the run at its settle, the one inferred at the finish"
+    assert stats.traces == 2, "rebuilt at the settle and again at the finish"
+    assert _dump(noting.runs) == _dump(rebuild_runs(spans))

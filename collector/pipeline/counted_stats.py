@@ -2,8 +2,9 @@
 
 Extraction counts what it leaves out in `ExtractStats`, which the batch tools print; live, those counts
 must reach the metrics too. Both happen rarely, so forwarding them costs nothing per span. A pending
-trace is rebuilt whenever one of its runs settles, and once more when it finishes, so each rebuild
-sees the same losses again; each is told once:
+trace is rebuilt when one of its runs settles and when it finishes, unless no span has changed it since
+its last rebuild (`rebuilt`): a rebuild after a span came sees the losses of the spans before it again.
+Each is told once:
 
 - an unreadable span, by remembering, per pending trace, the spans already counted;
 - a run's calls over `max_calls_per_run`, when that run is scored (the rebuild's dropped calls are

@@ -26,7 +26,9 @@ received, which hold that text) and a cost per attribute, per event and per span
 records (`record_bytes`, `item_bytes`); a slimmed span costs the per-span amount, a span kept without
 its events the estimate of what it keeps, and a span slimmed once its parent arrives gives the
 difference back. A span waiting for its parent also counts for its entry in the list of such spans,
-given back when the parent arrives (or with its trace), so that nothing pending is left uncounted.
+given back when the parent arrives (or with its trace), so that nothing pending is left uncounted. A
+trace's last rebuild, kept for its next settle (`PendingTrace.rebuilt`), is bounded in time instead (see
+`rebuilt`).
 """
 
 from __future__ import annotations
@@ -37,10 +39,13 @@ import operator
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
 from toolscore.collector.spans import SpanRecord
+
+if TYPE_CHECKING:
+    from toolscore.collector.pipeline.rebuilt import Rebuilt
 
 __all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under", "item_bytes", "record_bytes"]
 
@@ -132,7 +137,7 @@ class HeldRun(Generic[C]):
 class PendingTrace(Generic[C]):
     trace_id: str
     records: dict[str, ClassifiedSpan] = field(default_factory=dict)
-    """Every span kept for extraction, classified, by span id."""
+    """Every span kept for extraction, classified, by span id; whatever changes it drops `rebuilt`."""
     held: dict[str, HeldRun[C]] = field(default_factory=dict)
     """Run spans not yet scored, by span id."""
     scored: set[str] = field(default_factory=set)
@@ -150,6 +155,8 @@ class PendingTrace(Generic[C]):
     """Unrecognised spans keeping their attributes until their parent arrives, by the parent's id, with
     the bytes each counts for: slimmed then unless the parent is a tool span. The entries count too
     (`_UNPLACED_BYTES`, `_UNPLACED_PARENT_BYTES`), given back when the parent comes or with the trace."""
+    rebuilt: Rebuilt | None = None
+    """The last rebuild of `records`, while it is still theirs and to be kept (see `rebuilt`)."""
 
     @property
     def holds_runs(self) -> bool:
@@ -310,6 +317,7 @@ class TraceStore(Generic[C]):
             kept = _reduced(node, attributes=parent is None or parent.role is _TOOL)
         size = cost = self._size(carrier, record) if kept is node else record_bytes(kept.span)
         trace.records[record.span_id] = kept
+        trace.rebuilt = None
         if waits and kept.span.attributes:
             assert parent_id is not None
             siblings = trace.unplaced.get(parent_id)
@@ -330,6 +338,7 @@ class TraceStore(Generic[C]):
             reduced = _reduced(node, attributes=False)
             if reduced is not node:
                 trace.records[span_id] = reduced
+                trace.rebuilt = None
                 freed += size - _SPAN_BYTES
         trace.size -= freed
         self.size -= freed

@@ -2,8 +2,9 @@
 
 Extraction is the same `rebuild_runs` the batch tools use (as `rebuild_classified`, over the trace's
 records as the store classified them on arrival), so a run scored in the pipeline has exactly the
-calls `toolscore extract` gives for the same spans. A trace is rebuilt at each of its runs' scoring:
-the calls left out are counted for the runs scored from each rebuild only (`CountedStats`). A run
+calls `toolscore extract` gives for the same spans. A trace is rebuilt at each of its runs' scoring,
+unless no span has changed it since its last rebuild, which is then reused (`rebuilt`): the calls left
+out are counted for the runs scored from each rebuild only (`CountedStats`). A run
 span that settles selects its run and the inferred runs nested in it (an uninstrumented sub-agent
 under one of its tools), which cannot receive spans any more once their enclosing run has ended.
 Runs without a run span of their own are taken when the whole trace finishes; when the span they
@@ -21,6 +22,7 @@ from collections.abc import Collection
 from toolscore.collector.extract import ExtractConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
+from toolscore.collector.pipeline.rebuilt import kept_for_settles, rebuilt
 from toolscore.collector.pipeline.refused import RefusedSpans, runs_missing_spans
 from toolscore.scorers.model import AgentRun
 
@@ -61,11 +63,13 @@ def _connected(trace: PendingTrace[object]) -> bool:
     return parents <= trace.records.keys()
 
 
-def _missing(runs: list[AgentRun], trace: PendingTrace[object], refused: RefusedSpans | None) -> Collection[str] | None:
-    """The runs of `runs` (the whole trace's) that refused spans belonged to; None: any of them may have."""
+def _missing(
+    run_ids: Collection[str], trace: PendingTrace[object], refused: RefusedSpans | None
+) -> Collection[str] | None:
+    """The runs of `run_ids` (the whole trace's) that refused spans belonged to; None: any of them may have."""
     if refused is None:
         return _NO_RUNS
-    return runs_missing_spans(refused, trace.records, {run.span_id or "" for run in runs})
+    return runs_missing_spans(refused, trace.records, run_ids)
 
 
 def _refused_under(run: AgentRun, missing: Collection[str] | None) -> bool:
@@ -85,19 +89,22 @@ def runs_under(
 
     `refused`: the trace's spans a full queue turned away, whose runs are flagged incomplete. The calls
     these runs drop are counted in `stats` (`CountedStats.count_dropped`), not those of the trace's others.
+    The rebuild stays on the trace for the next settle or the finish, if it is to be kept (`rebuilt`).
     """
     ready: list[ReadyRun] = []
     nested: list[ReadyRun] = []
     incomplete = incomplete or trace.truncated
-    runs, dropped = stats.rebuild(trace.records.values(), config)
-    missing = _missing(runs, trace, refused)
-    for run in runs:
+    last = rebuilt(trace, config, stats)
+    missing = _missing(last.run_ids, trace, refused)
+    for run in last.runs:
         if run.span_id == run_span_id:
             ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
         elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
             nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
     ready += nested
-    stats.count_dropped(dropped, _span_ids(ready), finished=False)
+    taken = _span_ids(ready)
+    last.dropped = stats.count_dropped(last.dropped, taken, finished=False)
+    trace.rebuilt = kept_for_settles(last, trace, run_span_id, taken)
     return ready
 
 
@@ -117,16 +124,16 @@ def runs_of_trace(
     if trace.root_id is not None and trace.root_id in trace.scored and not trace.holds_runs and _connected(trace):
         return []  # the root was a run, already scored with everything under it: nothing is left to rebuild
     ready: list[ReadyRun] = []
-    runs, dropped = stats.rebuild(trace.records.values(), config)
-    missing = _missing(runs, trace, refused)
-    for run in runs:
+    last = rebuilt(trace, config, stats)
+    missing = _missing(last.run_ids, trace, refused)
+    for run in last.runs:
         if run.span_id in trace.scored:
             continue
         held = trace.held.get(run.span_id)  # a run span that has ended is complete whatever the trace does
         ended_run = held is not None and held.run
         incomplete = trace.truncated or (not complete and not ended_run) or _refused_under(run, missing)
         ready.append((_mark(run, incomplete, trace), held is not None))
-    stats.count_dropped(dropped, _span_ids(ready), finished=True)
+    stats.count_dropped(last.dropped, _span_ids(ready), finished=True)
     return ready
 
 
