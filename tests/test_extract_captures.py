@@ -18,7 +18,8 @@ from toolscore.collector.sources import read_trace_file
 from toolscore.scorers import AgentRun
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
-TRUTHS = sorted(TRACES.glob("*/*.truth.json"))
+MCP = Path(__file__).parent / "testdata" / "mcp"
+TRUTHS = sorted(TRACES.glob("*/*.truth.json")) + sorted(MCP.glob("*.truth.json"))
 
 
 def _as_truth(runs: list[AgentRun]) -> list[dict[str, Any]]:
@@ -44,8 +45,8 @@ def _case_id(path: Path) -> str:
 
 
 def test_every_framework_capture_has_a_truth_file() -> None:
-    assert {p.parent.name for p in TRUTHS} >= {"openai-agents", "pydantic-ai", "vercel-ai"}
-    assert len(TRUTHS) >= 15
+    assert {p.parent.name for p in TRUTHS} >= {"openai-agents", "pydantic-ai", "vercel-ai", "mcp"}
+    assert len(TRUTHS) >= 16
 
 
 @pytest.mark.parametrize("encoding", [".pb", ".json"])
@@ -59,7 +60,7 @@ def test_capture_reproduces_truth(truth_path: Path, encoding: str) -> None:
     assert _as_truth(runs) == _expected(truth_path)
     assert stats.runs == len(runs)
     assert stats.inferred_runs == 0
-    assert not stats.skipped
+    assert stats.skipped == json.loads(truth_path.read_text()).get("skipped", {})
 
 
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)

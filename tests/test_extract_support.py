@@ -16,7 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, StatusCode, TraceFlags
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from toolscore.collector.sources import spans_from_readable
 from toolscore.collector.spans import SpanRecord
@@ -32,9 +32,9 @@ def ms(value: float) -> int:
 class Traces:
     """Spans recorded by the real SDK; each `span()` starts and ends one span at given times."""
 
-    def __init__(self) -> None:
+    def __init__(self, service: str = "extract-tests") -> None:
         self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider(resource=Resource.create({"service.name": "extract-tests"}))
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
 
     def span(
@@ -48,10 +48,11 @@ class Traces:
         scope: str = "tests",
         error: str | None = None,
         events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        kind: SpanKind = SpanKind.INTERNAL,
     ) -> Span:
         context = trace.set_span_in_context(parent) if parent is not None else Context()
         tracer = self.provider.get_tracer(scope)
-        span = tracer.start_span(name, context=context, attributes=dict(attrs or {}), start_time=ms(start))
+        span = tracer.start_span(name, context=context, kind=kind, attributes=dict(attrs or {}), start_time=ms(start))
         for event_name, event_attrs in events:
             span.add_event(event_name, dict(event_attrs), timestamp=ms(start))
         if error is not None:

@@ -1,7 +1,8 @@
 """Live scoring and offline extraction give the same runs for the same complete trace, whatever the order.
 
-Every framework capture in testdata/traces, and synthetic shapes the captures lack (runs inferred under a
-tool span or at an unrecognised root, nested agents, parallel tools), goes to one live engine in several
+Every framework capture in testdata/traces, the MCP capture in testdata/mcp, and synthetic shapes the captures
+lack (runs inferred under a tool span or at an unrecognised root, nested agents, parallel tools, MCP client and
+server spans in two services), goes to one live engine in several
 orders (as recorded, parents first, children first, shuffled with fixed seeds, re-delivered), each order
 under a trace id of its own. The runs the engine hands to matching, which settle as they would in
 service, must be `rebuild_runs` of the same spans field by field (calls, agent name, attributes,
@@ -26,7 +27,11 @@ from toolscore.collector.sources import read_trace_file
 from toolscore.collector.spans import SpanEvent, SpanRecord
 from toolscore.scorers.model import AgentRun
 
-CAPTURES = sorted((Path(__file__).parent / "testdata" / "traces").glob("*/*.pb"))
+AGENT_SERVICE, MCP_SERVICE = "travel-agent", "flights-mcp"
+SERVER, CLIENT = 2, 3
+"""OTLP span kinds."""
+TESTDATA = Path(__file__).parent / "testdata"
+CAPTURES = sorted((TESTDATA / "traces").glob("*/*.pb")) + sorted((TESTDATA / "mcp").glob("*.pb"))
 WORKFLOW = {"gen_ai.operation.name": "invoke_workflow"}
 BY_TEST_CASE = {
     "name": "by-test-case",
@@ -38,26 +43,61 @@ EVERY_AGENT = {
     "match": {"agent": {"regex": "."}},
     "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
 }
+IN_MCP_SERVICE = {
+    "name": "in-mcp-service",
+    "match": {"service": MCP_SERVICE},
+    "scorers": [{"type": "tool_selection", "expected_tool": "book_flight"}],
+}
 
 
-def span(span_id: int, parent: int | None, name: str, attributes: dict[str, Any], start: int = 0) -> SpanRecord:
+def span(
+    span_id: int,
+    parent: int | None,
+    name: str,
+    attributes: dict[str, Any],
+    start: int = 0,
+    *,
+    kind: int = 1,
+    service: str = AGENT_SERVICE,
+) -> SpanRecord:
     """A span of a synthetic trace (its id a small number), starting at `start` ms, with one event."""
     start_ns = EPOCH_NS + (start or span_id) * 1_000_000
     return SpanRecord(
-        "0" * 32, f"{span_id:016x}", None if parent is None else f"{parent:016x}", name, 1, start_ns, start_ns + 500,
-        attributes=attributes, events=(SpanEvent("log", start_ns, {"message": "x" * 64}),), scope="test",
+        "0" * 32, f"{span_id:016x}", None if parent is None else f"{parent:016x}", name, kind, start_ns,
+        start_ns + 500, attributes=attributes, events=(SpanEvent("log", start_ns, {"message": "x" * 64}),),
+        resource={"service.name": service}, scope="test",
     )  # fmt: skip
 
 
-def tools(parent: int, first: int, *names: str, start: int = 0) -> list[SpanRecord]:
+def tools(parent: int, first: int, *names: str, start: int = 0, service: str = AGENT_SERVICE) -> list[SpanRecord]:
     return [
-        span(first + i, parent, f"execute_tool {name}", tool_attrs(name, f"c{first + i}"), start)
+        span(first + i, parent, f"execute_tool {name}", tool_attrs(name, f"c{first + i}"), start, service=service)
         for i, name in enumerate(names)
     ]
 
 
-def unrecognised(span_id: int, parent: int | None, name: str, test_case: str) -> SpanRecord:
-    return span(span_id, parent, name, {"test_case.id": test_case, "http.route": "/chat"})
+def unrecognised(
+    span_id: int, parent: int | None, name: str, test_case: str, service: str = AGENT_SERVICE
+) -> SpanRecord:
+    return span(span_id, parent, name, {"test_case.id": test_case, "http.route": "/chat"}, service=service)
+
+
+def through_mcp(parent: int, client: int, name: str) -> list[SpanRecord]:
+    """An MCP `tools/call` of `name` under `parent`: the client span, and the server's span under it in the MCP
+    server's service, with the attributes the MCP semantic conventions give them (the server's span id is
+    `client + 1`)."""
+    attributes = {
+        "mcp.method.name": "tools/call",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "jsonrpc.request.id": str(client),
+        "mcp.session.id": "8267461134f24305af708e66b8eda71a",
+        "network.transport": "tcp",
+    }
+    return [
+        span(client, parent, f"tools/call {name}", attributes, kind=CLIENT),
+        span(client + 1, client, f"tools/call {name}", attributes, kind=SERVER, service=MCP_SERVICE),
+    ]
 
 
 SYNTHETIC: dict[str, list[SpanRecord]] = {
@@ -112,6 +152,29 @@ SYNTHETIC: dict[str, list[SpanRecord]] = {
         *tools(6, 7, "retry_booking"),
     ],
     # calls started in the same millisecond: the order falls to call ids
+    # a framework's tool span > the MCP client's > the MCP server's (another service): one call, one run
+    "mcp-under-a-framework-tool": [
+        span(1, None, "invoke_agent travel", run_attrs("travel", **{"test_case.id": "book-001"})),
+        *tools(1, 2, "search_flights"),
+        *through_mcp(2, 3, "search_flights"),
+        *tools(1, 5, "book_flight"),
+        *through_mcp(5, 6, "book_flight"),
+    ],
+    # the agent calls MCP tools it does not trace itself: the client spans are the calls
+    "mcp-under-the-agent": [
+        span(1, None, "invoke_agent travel", run_attrs("travel", **{"test_case.id": "book-001"})),
+        *through_mcp(1, 2, "search_flights"),
+        *through_mcp(1, 4, "book_flight"),
+    ],
+    # an MCP tool runs an agent and an uninstrumented worker: both are linked to the agent that called the tool
+    "mcp-server-runs-agents": [
+        span(1, None, "invoke_agent travel", run_attrs("travel", **{"test_case.id": "book-001"})),
+        *through_mcp(1, 2, "ask_helper"),
+        span(4, 3, "invoke_agent helper", run_attrs("helper"), service=MCP_SERVICE),
+        *tools(4, 5, "search_flights", service=MCP_SERVICE),
+        unrecognised(6, 3, "worker", "book-006", service=MCP_SERVICE),
+        *tools(6, 7, "book_flight", service=MCP_SERVICE),
+    ],
     "parallel-tools": [
         span(1, None, "invoke_agent travel", run_attrs("travel")),
         *tools(1, 2, "search_flights", "search_hotels", "search_cars", "delegate", start=9),
@@ -200,7 +263,7 @@ def fed() -> Iterator[Fed]:
             offered[(case, name)] = order(renamed)
             sent.update(dict.fromkeys((s.trace_id for s in renamed), (case, name)))
     config = PipelineConfig(settle_ms=300, max_hold_ms=60_000, queue_size=sum(map(len, offered.values())))
-    with registry_with(BY_TEST_CASE, EVERY_AGENT) as registry:
+    with registry_with(BY_TEST_CASE, EVERY_AGENT, IN_MCP_SERVICE) as registry:
         noting = _Noting(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, ListSink(), lambda r: r, config, Recording())
         try:
@@ -237,6 +300,20 @@ def test_match_attributes_select_the_same_run_live(fed: Fed, case: str, order: s
     offline = {r.span_id for r in fed.offline[(case, order)] if "by-test-case" in _names(fed.registry.match(r))}
     assert len(offline) == 1
     assert live == offline
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("case", ["mcp-under-a-framework-tool", "mcp-under-the-agent"])
+def test_calls_through_mcp_are_calls_of_the_agent_live(fed: Fed, case: str, order: str) -> None:
+    """The MCP client and server spans are layers of the agent's calls: no run of their own, none in the server's
+    service for an expectation selecting it to match."""
+    (run,) = fed.live[(case, order)]
+    assert (run.agent_name, run.inferred, [c.name for c in run.calls]) == (
+        "travel",
+        False,
+        ["search_flights", "book_flight"],
+    )
+    assert fed.matched_live[run.run_id] == ["by-test-case", "every-agent"]
 
 
 def _names(expectations: list[Expectation]) -> list[str]:

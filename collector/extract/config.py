@@ -83,7 +83,8 @@ class ExtractStats:
     """Spans recognised per convention."""
     skipped: Counter[str] = field(default_factory=Counter)
     """What was left out, by reason: `unknown_convention` (a trace no extractor recognised),
-    `read_error:<convention>`, `output_tool`, `call_without_run`, `calls_over_limit`, ..."""
+    `read_error:<convention>`, `output_tool`, `tool_layer` (a tool span folded into the call it is a
+    lower layer of, such as an MCP client or server span), `call_without_run`, `calls_over_limit`."""
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count

@@ -12,6 +12,9 @@ Rules, applied per trace:
   failing that, the trace root, or the topmost ancestor that has arrived when the root has not. Inferred runs exist only
   when they own a call (`ExtractConfig.infer_runs` turns them off). Nested agents are runs of their
   own; the enclosing run keeps the call that invoked the sub-agent, and `parent_span_id` links them.
+- **Layers.** A tool span under a tool span of the same name (and call id, when both carry one), with no
+  run span between them, is the same call traced one layer down (an MCP client and server under the
+  framework's tool span): see `layers`. It is folded into the call, neither a call nor an inferred run.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
   span id.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
@@ -38,6 +41,7 @@ from toolscore.collector.extract.conventions import (
     ToolRead,
     dispatch_for,
 )
+from toolscore.collector.extract.layers import fold_layers
 from toolscore.collector.extract.order import (
     IssuedBatch,
     PendingCall,
@@ -138,6 +142,8 @@ class _TraceRuns:
         self.runs: dict[str, _Run] = {}
         self.llm_nodes: list[ClassifiedSpan] = []
         self.models_by_run: dict[str, list[ClassifiedSpan]] | None = None
+        self.layers: dict[str, str] = {}
+        """Tool spans folded into a call seen at a layer above them, with that call's span id (see `layers`)."""
 
     def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
@@ -188,8 +194,7 @@ class _TraceRuns:
             self.stats.skip("unknown_convention")
             return []
         self.stats.by_convention.update(conventions)
-        for node in tools:
-            self._add_call(node)
+        self._add_calls(tools)
         built = [self._finish(run) for run in self.runs.values()]
         built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
@@ -202,14 +207,38 @@ class _TraceRuns:
                 self.models_by_run.setdefault(self._owner(node)[0].span.span_id, []).append(node)
         return self.models_by_run.get(run.node.span.span_id, [])
 
-    def _add_call(self, node: ClassifiedSpan) -> None:
-        read = self._read(node)
-        if not isinstance(read, ToolRead):
-            return
+    def _add_calls(self, tools: list[ClassifiedSpan]) -> None:
+        """Each tool span's call, in its run, but for the layers of a call (see `layers`).
+
+        A tool span has a tool ancestor with no run span between exactly when its owner is inferred under
+        that tool (`_owner` stops at the first run or tool span above it), so one walk up finds both.
+        """
+        reads: dict[str, ToolRead] = {}
+        owners: list[tuple[ClassifiedSpan, ClassifiedSpan, bool]] = []
+        above: dict[str, str] = {}
+        for node in tools:
+            read = self._read(node)
+            if not isinstance(read, ToolRead):
+                continue
+            span_id = node.span.span_id
+            reads[span_id] = read
+            owner, inferred = self._owner(node)
+            owners.append((node, owner, inferred))
+            if inferred and (tool := self._parent(owner)) is not None and tool.role is _TOOL:
+                above[span_id] = tool.span.span_id
+        if above:
+            self.layers = fold_layers(reads, above)
+        for node, owner, inferred in owners:
+            span_id = node.span.span_id
+            if span_id in self.layers:
+                self.stats.skip("tool_layer")
+            else:
+                self._add_call(node, reads[span_id], owner, inferred)
+
+    def _add_call(self, node: ClassifiedSpan, read: ToolRead, owner: ClassifiedSpan, inferred: bool) -> None:
         if read.output_tool and not self.config.include_output_tools:
             self.stats.skip("output_tool")
             return
-        owner, inferred = self._owner(node)
         run = self.runs.get(owner.span.span_id)
         if run is None:
             if not (inferred and self.config.infer_runs):
@@ -221,7 +250,8 @@ class _TraceRuns:
         run.calls.append(PendingCall(node.span, read))
 
     def _parent_run(self, node: ClassifiedSpan) -> str | None:
-        """The run that invoked this one: the run owning the nearest tool span or run span above it."""
+        """The run that invoked this one: the run owning the nearest tool span (the call it is a layer of,
+        if any) or run span above it."""
         current = self._parent(node)
         for _ in range(len(self.nodes)):
             if current is None:
@@ -229,7 +259,8 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current.span.span_id
             if current.role is _TOOL:
-                return self._owner(current)[0].span.span_id
+                call = self.layers.get(current.span.span_id)
+                return self._owner(self.nodes[call] if call is not None else current)[0].span.span_id
             current = self._parent(current)
         return None
 
