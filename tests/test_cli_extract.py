@@ -60,6 +60,16 @@ def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
     assert f"{len(CAPTURES)} file(s)" in stderr
 
 
+def test_the_summary_names_what_extraction_skipped() -> None:
+    """The MCP capture's server spans are layers of the agent's calls: the summary counts them by reason."""
+    mcp = TRACES.parent / "mcp" / "a_tools_through_mcp.pb"
+    plain = TRACES / "pydantic-ai" / "a_single_tool.pb"
+    _, _, with_layers = run_cli(str(mcp))
+    _, _, without = run_cli(str(plain))
+    assert with_layers.strip().endswith("1 file(s), 13 spans, 1 runs, 2 calls; skipped: tool_layer=2")
+    assert "skipped" not in without
+
+
 def test_json_captures_give_the_same_output_as_protobuf(tmp_path: Path) -> None:
     out = tmp_path / "runs.jsonl"
     code, lines, _ = run_cli("--output", str(out), *(str(c.with_suffix(".json")) for c in CAPTURES))

@@ -3,7 +3,9 @@
 All files are read first and their spans rebuilt together, so a trace split across files (a
 rotated file export, say) still yields whole runs. An unreadable file, or a bad line in a JSON
 Lines file, is reported on stderr with the file and the byte offset or line; the other files (and
-lines) are still used, and the exit status is 1.
+lines) are still used, and the exit status is 1. The summary on stderr ends with what extraction
+skipped, by reason (`ExtractStats.skipped`), so that a trace read differently than its author
+expects (spans of no known convention, tool spans folded into a call) is not silent.
 """
 
 from __future__ import annotations
@@ -81,10 +83,11 @@ def extract_command(files: tuple[str, ...], output_path: str | None) -> None:
     Exit status 1 when any file, or any line of one, could not be read.
     """
     # Imported here so that `toolscore --help` and the other commands do not load protobuf and the SDK.
-    from toolscore.collector.extract import rebuild_runs
+    from toolscore.collector.extract import ExtractStats, rebuild_runs
 
     spans, failed = _read_all(files)
-    runs = sorted_runs(rebuild_runs(spans), spans)
+    stats = ExtractStats()
+    runs = sorted_runs(rebuild_runs(spans, stats=stats), spans)
     sink: IO[str] = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout  # noqa: SIM115
     try:
         for run in runs:
@@ -94,6 +97,8 @@ def extract_command(files: tuple[str, ...], output_path: str | None) -> None:
             sink.close()
     calls = sum(len(run.calls) for run in runs)
     read = f"{len(files)} file(s)" + (f" ({failed} with errors)" if failed else "")
-    click.echo(f"toolscore extract: {read}, {len(spans)} spans, {len(runs)} runs, {calls} calls", err=True)
+    skipped = ", ".join(f"{reason}={count}" for reason, count in sorted(stats.skipped.items()))
+    summary = f"toolscore extract: {read}, {len(spans)} spans, {len(runs)} runs, {calls} calls"
+    click.echo(summary + (f"; skipped: {skipped}" if skipped else ""), err=True)
     if failed:
         sys.exit(1)
