@@ -214,7 +214,7 @@ class Recording:
         with self.lock:
             self.counts[f"dedupe_forgotten:{reason}"] += n
 
-    def run_finished(self, outcome: str) -> None:
+    def run_finished(self, outcome: str, agent: str | None) -> None:
         with self.lock:
             self.outcomes[outcome] += 1
 

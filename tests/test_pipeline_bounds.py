@@ -361,7 +361,9 @@ def test_spans_over_the_per_trace_limit_pass_on_and_the_run_is_incomplete() -> N
         assert enrichment.attributes["toolscore.tool_calls"] == ["a", "b", "c"]
         assert enrichment.attributes["toolscore.run.incomplete"] is True
         assert spans_metric(reader, "dropped", "max_spans_per_trace") == 1
-        assert points(reader, "toolscore.runs") == {(("toolscore.run.outcome", "incomplete"),): 1}
+        assert points(reader, "toolscore.runs") == {
+            (("gen_ai.agent.name", "travel"), ("toolscore.run.outcome", "incomplete")): 1
+        }
 
 
 class _Gate(SpanProcessor):

@@ -166,11 +166,13 @@ def test_per_score_counters_are_exact_at_every_collection_even_while_scores_arri
     for _ in range(3):
         telemetry.score_recorded(passed, "trips", 1, "travel", None)
     telemetry.score_recorded(failed, "trips", 1, "travel", None)
-    telemetry.run_finished("matched")
+    telemetry.run_finished("matched", "travel")
     evaluations = _points(reader, "toolscore.evaluations")
     assert evaluations[key_pass] == 3
     assert sum(evaluations.values()) == 4
-    assert _points(reader, "toolscore.runs") == {(("toolscore.run.outcome", "matched"),): 1}
+    assert _points(reader, "toolscore.runs") == {
+        (("gen_ai.agent.name", "travel"), ("toolscore.run.outcome", "matched")): 1
+    }
 
     def record(n: int) -> None:
         for _ in range(n):

@@ -99,7 +99,7 @@ def _emit_every_metric(telemetry: Any) -> None:
     for outcome in ATTRIBUTES["toolscore.wait.outcome"].values or ():
         telemetry.request_waited(0.3, outcome)
     for outcome in ATTRIBUTES["toolscore.run.outcome"].values or ():
-        telemetry.run_finished(outcome)
+        telemetry.run_finished(outcome, "planner")
     for outcome in ATTRIBUTES["toolscore.judge.outcome"].values or ():
         telemetry.judge_outcome(outcome)
     run = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
@@ -111,7 +111,7 @@ def _emit_every_metric(telemetry: Any) -> None:
     telemetry.observe_expectations(lambda: [("book-flight", "page"), ("weather", None)])
     telemetry.observe_registry(lambda: (1.5, 2))
     telemetry.observe_registry(lambda: None)  # a matcher that is not a Registry
-    telemetry.run_finished("not-an-outcome")
+    telemetry.run_finished("not-an-outcome", None)
 
 
 def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:
@@ -143,8 +143,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert waits == {"accepted", "refused", "shutdown"}
     store_dropped = {p["toolscore.score_store.drop.reason"] for p in _points(emitted["toolscore.score_store.dropped"])}
     assert store_dropped == {"queue_full", "write_failed", "shutdown"}
-    runs = {p["toolscore.run.outcome"] for p in _points(emitted["toolscore.runs"])}
-    assert runs == {"matched", "unmatched", "incomplete", OTHER_VALUE}
+    runs = {(p["toolscore.run.outcome"], p.get("gen_ai.agent.name")) for p in _points(emitted["toolscore.runs"])}
+    assert runs == {("matched", "planner"), ("unmatched", "planner"), ("incomplete", "planner"), (OTHER_VALUE, None)}
     failure = {
         "gen_ai.evaluation.name": "judge",
         "toolscore.expectation.name": "book-flight",
@@ -222,6 +222,10 @@ def test_in_process_pipeline_reports_its_scored_expectations_and_pending_limit(
             emitted = _metrics(reader)
             registry.put({**quiet, "labels": {"severity": "ticket"}})
             relabelled = _points(_metrics(reader)["toolscore.expectation.info"])
+    runs = emitted["toolscore.runs"].data.data_points
+    assert [(dict(p.attributes or {}), p.value) for p in runs] == [  # type: ignore[union-attr]
+        ({"toolscore.run.outcome": "matched", "gen_ai.agent.name": "travel"}, 1)
+    ], "the dashboard filters runs by agent"
     info = emitted["toolscore.expectation.info"].data.data_points
     assert [(dict(p.attributes or {}), p.value) for p in info] == [  # type: ignore[union-attr]
         ({"toolscore.expectation.name": "travel", "toolscore.expectation.severity": "page"}, 1),

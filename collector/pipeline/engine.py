@@ -402,7 +402,8 @@ class Engine(Worker, Generic[C]):
                 self._release([held.carrier])
             raise
         matched = flight.scores.expectations
-        self.telemetry.run_finished("incomplete" if run.incomplete else "matched" if matched else "unmatched")
+        outcome = "incomplete" if run.incomplete else "matched" if matched else "unmatched"
+        self.telemetry.run_finished(outcome, run.agent_name)
         if flight.outstanding:
             self._in_flight[(run.trace_id, run.span_id)] = flight
         else:

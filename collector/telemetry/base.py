@@ -110,8 +110,9 @@ class PipelineTelemetry(Protocol):
     def spans_refused(self, n: int, reason: str) -> None:
         """`toolscore serve` left `n` spans out of a request it accepted (OTLP partial success)."""
 
-    def run_finished(self, outcome: str) -> None:
-        """A run left the pipeline; `outcome` is one of `RunOutcome`'s values."""
+    def run_finished(self, outcome: str, agent: str | None) -> None:
+        """A run left the pipeline; `outcome` is one of `RunOutcome`'s values, `agent` the run's agent name
+        (None when its span has none), so runs can be told apart per agent as the scores are."""
 
     def score_recorded(
         self,
@@ -187,7 +188,7 @@ class NoopTelemetry:
     def spans_refused(self, n: int, reason: str) -> None:
         pass
 
-    def run_finished(self, outcome: str) -> None:
+    def run_finished(self, outcome: str, agent: str | None) -> None:
         pass
 
     def score_recorded(

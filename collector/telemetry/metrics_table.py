@@ -231,10 +231,11 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.runs",
         "counter",
         "{run}",
-        "Agent runs that left the pipeline, by outcome.",
-        ("toolscore.run.outcome",),
+        "Agent runs that left the pipeline, by outcome and agent.",
+        ("toolscore.run.outcome", "gen_ai.agent.name"),
         "`matched` grows with traffic; `incomplete` near 0 (else runs are cut: see dropped spans by reason, "
-        "`trace_idle_timeout_s`, and trace routing across replicas).",
+        "`trace_idle_timeout_s`, and trace routing across replicas); an agent whose runs turn `unmatched` is no longer "
+        "selected by its expectations (agent or service renamed).",
     ),
     MetricSpec(
         "toolscore.spans",

@@ -292,8 +292,14 @@ class OTelPipelineTelemetry:
     def spans_refused(self, n: int, reason: str) -> None:
         self._tally.add(self._spans, _refused(self._limiter.bound("toolscore.refusal.reason", reason)), n)
 
-    def run_finished(self, outcome: str) -> None:
-        self._tally.add(self._runs, (("toolscore.run.outcome", self._limiter.bound("toolscore.run.outcome", outcome)),))
+    def run_finished(self, outcome: str, agent: str | None) -> None:
+        bound = self._limiter.bound
+        attributes: tuple[tuple[str, AttributeValue], ...] = (
+            ("toolscore.run.outcome", bound("toolscore.run.outcome", outcome)),
+        )
+        if agent:
+            attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
+        self._tally.add(self._runs, attributes)
 
     def score_delay(self, seconds: float) -> None:
         self._delay.record(max(seconds, 0.0))
