@@ -17,7 +17,14 @@ import yaml
 
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES, METRICS
 
-__all__ = ["exported_labels", "exported_metrics", "metric_names", "recorded_names"]
+__all__ = [
+    "exported_labels",
+    "exported_metrics",
+    "metric_names",
+    "recorded_labels",
+    "recorded_names",
+    "series_labels",
+]
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _MATCHERS = re.compile(r"\{[^{}]*\}")
@@ -49,28 +56,55 @@ _UNIT_SUFFIXES = {"s": "_seconds", "By": "_bytes"}
 """The units toolscore uses that the exporter appends to a name (unless it already ends so)."""
 
 
-def exported_metrics() -> set[str]:
-    """Every series name toolscore's `/metrics` can carry, derived from `METRICS`."""
-    names = set()
+_SCRAPE_LABELS = frozenset({"job", "instance"})
+"""The labels Prometheus adds to every scraped series."""
+
+
+def _exported_series() -> dict[str, set[str]]:
+    """Every series name toolscore's `/metrics` can carry, with its labels, derived from `METRICS`."""
+    series: dict[str, set[str]] = {}
     for spec in METRICS:
         base = spec.name.replace(".", "_")
         suffix = _UNIT_SUFFIXES.get(spec.unit, "")
         base += "" if base.endswith(suffix) else suffix
+        labels = {attribute.replace(".", "_") for attribute in spec.attributes} | _SCRAPE_LABELS
         if spec.kind == "counter":
-            names.add(f"{base}_total")
+            series[f"{base}_total"] = labels
         elif spec.kind == "histogram":
-            names.update(f"{base}{part}" for part in ("_bucket", "_sum", "_count"))
+            series.update({f"{base}_sum": labels, f"{base}_count": labels, f"{base}_bucket": labels | {"le"}})
         else:
-            names.add(base)
-    return names
+            series[base] = labels
+    return series
+
+
+def exported_metrics() -> set[str]:
+    """Every series name toolscore's `/metrics` can carry, derived from `METRICS`."""
+    return set(_exported_series())
 
 
 def exported_labels() -> set[str]:
     """Label names toolscore's metrics carry, plus the ones Prometheus adds (`job`, `instance`, `le`)."""
-    return {name.replace(".", "_") for name in ATTRIBUTES} | {"job", "instance", "le"}
+    return {name.replace(".", "_") for name in ATTRIBUTES} | _SCRAPE_LABELS | {"le"}
 
 
 def recorded_names(rules_file: Path) -> set[str]:
     """The names the recording rules of `rules_file` define."""
     document: dict[str, Any] = yaml.safe_load(rules_file.read_text(encoding="utf-8"))
     return {rule["record"] for group in document["groups"] for rule in group["rules"] if "record" in rule}
+
+
+_LEVEL_LABELS = {"agent": "gen_ai_agent_name", "expectation": "toolscore_expectation_name"}
+"""The labels a recording rule's level names: `agent_expectation:...` keeps both (an unknown one is a KeyError)."""
+
+
+def recorded_labels(rules_file: Path) -> dict[str, set[str]]:
+    """The labels each recording rule of `rules_file` keeps, read from its level (`level:metric:operations`),
+    the convention the rules follow; their promtool unit tests check the labels of what they record."""
+    return {
+        name: {_LEVEL_LABELS[part] for part in name.split(":")[0].split("_")} for name in recorded_names(rules_file)
+    }
+
+
+def series_labels(rules_file: Path) -> dict[str, set[str]]:
+    """Every name a query can select (toolscore's series and the recording rules of `rules_file`), with its labels."""
+    return {**_exported_series(), **recorded_labels(rules_file)}

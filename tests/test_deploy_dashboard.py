@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.promql_names import exported_labels, exported_metrics, metric_names, recorded_names
+from tests.promql_names import exported_labels, exported_metrics, metric_names, recorded_names, series_labels
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "deploy" / "grafana" / "toolscore.json"
@@ -99,6 +99,47 @@ def test_agent_and_expectation_variables_filter_the_quality_panels() -> None:
         assert match["label"] == label
         assert metric_names(match["selector"]) <= exported_metrics()
         assert any(f'{label}=~"${name}"' in target["expr"] for target in _targets()), name
+
+
+def _variable_labels() -> dict[str, str]:
+    """label -> the query variable whose values are that label's (`label_values(..., label)`)."""
+    labels = {}
+    for name, variable in _variables().items():
+        if variable["type"] == "query":
+            match = _LABEL_VALUES.match(variable["query"]["query"])
+            assert match is not None, name
+            labels[match["label"]] = name
+    return labels
+
+
+def _selectors(expr: str) -> list[tuple[str, str]]:
+    """(name, its matchers between braces, or "") for every series selector in `expr`."""
+    found = []
+    for name in metric_names(expr):
+        pattern = rf"(?<![\w:]){re.escape(name)}(?![\w:])\s*(\{{[^{{}}]*\}})?"
+        found += [(name, match.group(1) or "") for match in re.finditer(pattern, expr)]
+    return found
+
+
+def test_every_selector_filters_by_each_variable_its_series_carry() -> None:
+    """A panel that ignores a filter shows every agent's data under one agent's name: any series with the
+    label of a variable (from `METRICS`, or the level of a recording rule) must be filtered by it, in every
+    selector of the query (a ratio filtered on one side only mixes the selection with everything)."""
+    variables = _variable_labels()
+    assert set(variables) == {"gen_ai_agent_name", "toolscore_expectation_name"}
+    labels = series_labels(RULES)
+    checked = 0
+    for panel in _panels():
+        for target in panel["targets"]:
+            selectors = _selectors(target["expr"])
+            assert selectors, f"{panel['title']}: no selector in {target['expr']}"
+            for name, matchers in selectors:
+                for label in labels[name] & set(variables):
+                    checked += 1
+                    assert f'{label}=~"${variables[label]}"' in matchers, (
+                        f"{panel['title']}: {name} ignores ${variables[label]}"
+                    )
+    assert checked >= 10
 
 
 def test_every_query_reads_only_what_toolscore_emits_or_records() -> None:
