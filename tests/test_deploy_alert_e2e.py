@@ -173,7 +173,7 @@ def _dashboard_shows_the_regression(prometheus: Prometheus) -> None:
             answered[panel["title"]] = answered.get(panel["title"], 0) + len(prometheus.query(expr))
     for title in (
         "Pass rate by agent and expectation",
-        "Score distribution",
+        "Score distribution: $expectation",
         "Worst expectations (pass rate, last hour)",
     ):
         assert answered[title] > 0, title

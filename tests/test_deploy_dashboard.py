@@ -142,6 +142,21 @@ def test_every_selector_filters_by_each_variable_its_series_carry() -> None:
     assert checked >= 10
 
 
+def test_the_score_heatmap_is_drawn_once_per_expectation() -> None:
+    """Summed over expectations, one expectation's scores sliding down hide under the others': Grafana repeats
+    the heatmap for each selected expectation, each copy filtered to its own, and none sums several."""
+    (heatmap,) = [panel for panel in _panels() if panel["type"] == "heatmap"]
+    assert heatmap["repeat"] == "expectation"
+    assert "$expectation" in heatmap["title"], "each copy says which expectation it shows"
+    assert heatmap["gridPos"]["w"] * heatmap["maxPerRow"] <= 24
+    variable = _variables()["expectation"]
+    assert variable["multi"] is True
+    assert variable["includeAll"] is True
+    (target,) = heatmap["targets"]
+    assert 'toolscore_expectation_name=~"$expectation"' in target["expr"]
+    assert target["expr"].startswith("sum by (le) ("), "one distribution: buckets only"
+
+
 def test_every_query_reads_only_what_toolscore_emits_or_records() -> None:
     known = exported_metrics() | recorded_names(RULES)
     used: set[str] = set()
