@@ -74,6 +74,23 @@ def test_every_metric_a_rule_reads_is_exported_by_toolscore_or_recorded_here() -
     assert "toolscore_evaluations_total" in set().union(*used.values())
 
 
+_RANGE_SELECTOR = re.compile(r"(?<![\w:])([A-Za-z_:][\w:]*)\s*(?:\{[^{}]*\})?\[(\d+)([smhdw])\]")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def test_windows_over_a_day_read_recorded_series_not_raw_counters() -> None:
+    """A rule evaluated every 15 s that reads 7 days of every replica's and scorer's raw samples costs a week
+    of them per evaluation: a window longer than a day must average what a recording rule has already summed."""
+    recorded = recorded_names(RULES)
+    long_windows = []
+    for rule in _rules():
+        for name, amount, unit in _RANGE_SELECTOR.findall(rule["expr"]):
+            if int(amount) * _SECONDS[unit] > _SECONDS["d"]:
+                long_windows.append(name)
+                assert name in recorded, f"{rule.get('record') or rule['alert']}: [{amount}{unit}] of raw {name}"
+    assert long_windows, "the 7-day baseline reads a week of something"
+
+
 def test_every_alert_explains_itself_with_a_query_on_real_names() -> None:
     known = exported_metrics() | recorded_names(RULES) | exported_labels()
     for alert in _alerts():
