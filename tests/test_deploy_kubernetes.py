@@ -77,6 +77,27 @@ def test_gateway_routes_by_trace_id_to_the_headless_service_of_the_replicas() ->
         assert (selector.get("matchLabels") or selector).items() <= pod_labels.items()
 
 
+def _seconds(duration: str) -> float:
+    return float(duration.removesuffix("s")) if duration.endswith("s") else float(duration.removesuffix("m")) * 60
+
+
+def test_gateway_re_routes_what_a_departed_pod_can_no_longer_take() -> None:
+    """The loadbalancing exporter's own queue and retry (off by default) send a failed batch through the ring
+    again, to the pod that owns its traces once the resolver has dropped the departed one. A queue per pod
+    would take the batch as delivered, so its failure never came back up, and would be lost with the pod."""
+    exporter = collector_configs()["kubernetes"]["exporters"]["loadbalancing"]
+    per_pod = exporter["protocol"]["otlp"]
+    assert exporter["sending_queue"]["enabled"] is True
+    assert exporter["retry_on_failure"]["enabled"] is True
+    assert per_pod["sending_queue"]["enabled"] is False
+    assert per_pod["retry_on_failure"]["enabled"] is True, "a full toolscore queue asks for a retry (RetryInfo)"
+    pod_retry = _seconds(per_pod["retry_on_failure"]["max_elapsed_time"])
+    resolve = _seconds(exporter["resolver"]["dns"]["interval"])
+    assert _seconds(exporter["retry_on_failure"]["max_elapsed_time"]) > pod_retry + resolve, (
+        "the per-pod retry gives up, and the resolver drops the pod, while the batch can still be re-routed"
+    )
+
+
 def test_termination_grace_outlasts_prestop_drain_and_settle(monkeypatch: pytest.MonkeyPatch) -> None:
     default_settle_s = defaults().pipeline.settle_ms / 1000
     config = k8s_serve_config(monkeypatch)
