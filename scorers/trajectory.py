@@ -17,10 +17,13 @@ from toolscore.scorers.matching import ArgsMatch, ExpectedCall, resolve_args_mat
 from toolscore.scorers.model import AgentRun, Score, ToolCall
 from toolscore.scorers.trajectory_evalite import (
     PairTest,
+    Taken,
     Verdict,
     args_key,
+    name_only_pairs,
     peer_exact_test,
     peer_flexible_test,
+    pop_pairing,
     rule_test,
     score_exact,
     score_flexible,
@@ -30,6 +33,7 @@ from toolscore.scorers.trajectory_order import order_mode, rule_pairing
 __all__ = ["Trajectory", "TrajectoryWeights"]
 
 _PEER_MODES = ("exact", "flexible")
+_POSITIONAL_MODES = ("exact", "strict")
 
 
 def _weight(default: float, name: str, evalite: str, description: str) -> Any:
@@ -145,6 +149,17 @@ class Trajectory(ScorerBase):
         plan: _Plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # skips pydantic's __getattr__
         return self._result(*plan.verdict(run.calls))
 
+    def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
+        """Expected index -> (actual index, counted as a match), as this mode pairs the calls; an expected
+        call paired with nothing has no entry. Public so a diff shows the pairs the score counted.
+
+        exact and strict pair call i with expected call i, whatever the names; flexible pairs exact
+        matches, then each name-only match with a missing expected call of its name; unordered, subset
+        and superset pair matches only.
+        """
+        plan: _Plan = self.__pydantic_private__["_plan"]  # type: ignore[index]
+        return plan.pairs(actual)
+
 
 class _Plan:
     """A scorer's parameters digested for scoring: names, compiled argument tests, groupings.
@@ -184,11 +199,23 @@ class _Plan:
         if mode == "exact":
             return score_exact(self.names, self.tests, actual, self.weights, self.memo)
         name_only_w, extra_w = self.weights
-        if not self.ruled:
-            return score_flexible(self.expected, actual, name_only_w, extra_w, keys=self.keys)
-        by_name, tests, m = self.by_name, self.tests, len(self.expected)
-        pairing = lambda: rule_pairing(by_name, tests, actual, m)  # noqa: E731
-        return score_flexible(self.expected, actual, name_only_w, extra_w, pairing=pairing)
+        return score_flexible(self.expected, actual, name_only_w, extra_w, self._taken(actual))
+
+    def _taken(self, actual: tuple[ToolCall, ...]) -> Taken:
+        """The exact matches of the non-positional modes; Evalite's own pairing when no rule applies."""
+        if self.mode == "flexible" and not self.ruled:
+            return pop_pairing(self.keys, actual)
+        return rule_pairing(self.by_name, self.tests, actual, len(self.expected))
+
+    def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
+        if self.mode in _POSITIONAL_MODES:
+            names, tests = self.names, self.tests
+            return {i: (i, call.name == names[i] and tests[i](call)) for i, call in enumerate(actual[: len(names)])}
+        taken = self._taken(actual)
+        out = {i: (j, True) for j, i in enumerate(taken[0]) if i >= 0}
+        if self.mode == "flexible":
+            out.update({i: (j, False) for j, i in name_only_pairs(self.expected, actual, taken).items()})
+        return out
 
 
 def _empty_inputs(m: int, n: int) -> Verdict:

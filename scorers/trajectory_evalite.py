@@ -17,11 +17,14 @@ from toolscore.scorers.model import JsonValue, ToolCall
 
 __all__ = [
     "PairTest",
+    "Taken",
     "Verdict",
     "args_key",
+    "name_only_pairs",
     "neutral",
     "peer_exact_test",
     "peer_flexible_test",
+    "pop_pairing",
     "rule_test",
     "score_exact",
     "score_flexible",
@@ -167,52 +170,54 @@ def score_exact(
     return value, explanation, details
 
 
-def _pop_matches(keys: Sequence[Any], actual: Sequence[ToolCall]) -> tuple[list[ToolCall], list[ToolCall], list[int]]:
-    """Group expected calls by key; each actual call takes its group's *last* remaining call."""
+Taken = tuple[list[int], list[int]]
+"""Exact matches: for each actual call the expected call (index) it took, -1 for none; then the
+expected calls no actual call took."""
+
+
+def pop_pairing(keys: Sequence[Any], actual: Sequence[ToolCall]) -> Taken:
+    """Evalite's exact matches: expected calls grouped by key, each actual call takes its group's
+    *last* remaining call."""
     groups: dict[Any, list[int]] = {}
     for j, key in enumerate(keys):
         groups.setdefault(key, []).append(j)
-    matches: list[ToolCall] = []
-    leftovers: list[ToolCall] = []
+    taken: list[int] = []
     for call in actual:
         group = groups.get((call.name, args_key(call)))
-        if group:
-            group.pop()
-            matches.append(call)
-        else:
-            leftovers.append(call)
-    return matches, leftovers, [j for group in groups.values() for j in group]
+        taken.append(group.pop() if group else -1)
+    return taken, [j for group in groups.values() for j in group]
+
+
+def name_only_pairs(expected: Sequence[ToolCall], actual: Sequence[ToolCall], taken: Taken) -> dict[int, int]:
+    """Evalite's name-only matches, actual index -> expected index: a call no expected call took counts
+    name-only while an expected call of its name is still missing. Evalite only counts them; each is
+    paired here with the earliest such expected call, so a diff can show the pair."""
+    took, missing_idx = taken
+    waiting: dict[str, list[int]] = {}
+    for i in sorted(missing_idx, reverse=True):  # pop() then gives the earliest
+        waiting.setdefault(expected[i].name, []).append(i)
+    out: dict[int, int] = {}
+    for j, call in enumerate(actual):
+        if took[j] < 0:
+            queue = waiting.get(call.name)
+            if queue:
+                out[j] = queue.pop()
+    return out
 
 
 def score_flexible(
-    expected: Sequence[ToolCall],
-    actual: Sequence[ToolCall],
-    name_only_w: float,
-    extra_w: float,
-    *,
-    keys: Sequence[Any] | None = None,
-    pairing: Callable[[], tuple[list[ToolCall], list[ToolCall], list[int]]] | None = None,
+    expected: Sequence[ToolCall], actual: Sequence[ToolCall], name_only_w: float, extra_w: float, taken: Taken
 ) -> Verdict:
-    """Exact matches first (by Evalite's serialized key, or by `pairing` when rules apply), then
-    leftovers are name-only while expected calls of their name are still missing, else extras."""
-    if pairing is not None:
-        matches, leftovers, missing_idx = pairing()
-    else:
-        matches, leftovers, missing_idx = _pop_matches(keys or (), actual)
+    """Exact matches first (`taken`: by Evalite's serialized key, `pop_pairing`, or by a matching under
+    argument rules), then leftovers are name-only while expected calls of their name are still missing,
+    else extras."""
+    took, missing_idx = taken
+    named = name_only_pairs(expected, actual, taken)
+    matches = [call for call, i in zip(actual, took, strict=True) if i >= 0]
+    name_only = [actual[j] for j in named]
+    extras = [call for j, (call, i) in enumerate(zip(actual, took, strict=True)) if i < 0 and j not in named]
     missing_calls = [expected[j] for j in missing_idx]
-    missing_by_name: dict[str, int] = {}
-    for call in missing_calls:
-        missing_by_name[call.name] = missing_by_name.get(call.name, 0) + 1
-    name_only: list[ToolCall] = []
-    extras: list[ToolCall] = []
-    for call in leftovers:
-        remaining = missing_by_name.get(call.name, 0)
-        if remaining > 0:
-            name_only.append(call)
-            missing_by_name[call.name] = remaining - 1
-        else:
-            extras.append(call)
-    missing = sum(missing_by_name.values())
+    missing = len(missing_idx) - len(named)
     m, n, exact = len(expected), len(actual), len(matches)
     denom = max(m, 1)
     raw = (exact + name_only_w * len(name_only)) / denom - extra_w * (len(extras) / denom)

@@ -14,7 +14,7 @@ from typing import Any
 
 from toolscore.scorers.json_text import compact_json
 from toolscore.scorers.model import ToolCall
-from toolscore.scorers.trajectory_evalite import PairTest, Verdict, neutral
+from toolscore.scorers.trajectory_evalite import PairTest, Taken, Verdict, neutral
 
 __all__ = ["max_matching", "order_mode", "rule_pairing"]
 
@@ -66,12 +66,11 @@ def _adjacency(
 
 def rule_pairing(
     by_name: Mapping[str, Sequence[int]], tests: Sequence[PairTest], actual: Sequence[ToolCall], m: int
-) -> tuple[list[ToolCall], list[ToolCall], list[int]]:
-    """Flexible mode with argument rules: (matched actual calls, leftovers, unmatched expected indices)."""
+) -> Taken:
+    """The calls that match under the argument rules, paired by a maximum matching: for each actual call
+    the expected call it took (-1: none), then the expected calls left alone (in order)."""
     match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
-    matches = [call for call, j in zip(actual, match_left, strict=True) if j >= 0]
-    leftovers = [call for call, j in zip(actual, match_left, strict=True) if j < 0]
-    return matches, leftovers, [j for j in range(m) if match_right[j] < 0]
+    return match_left, [j for j in range(m) if match_right[j] < 0]
 
 
 def _strict(expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]) -> Verdict:
@@ -135,11 +134,11 @@ def order_mode(
     if mode == "strict":
         return _strict(expected, tests, actual)
     m, n = len(expected), len(actual)
-    match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
-    matched = sum(1 for j in match_left if j >= 0)
+    match_left, missing = rule_pairing(by_name, tests, actual, m)
+    matched = m - len(missing)
     ok = {"unordered": matched == m == n, "subset": matched == n, "superset": matched == m}[mode]
     value = 1.0 if ok else 0.0
-    unmatched_expected = [expected[j] for j in range(m) if match_right[j] < 0]
+    unmatched_expected = [expected[j] for j in missing]
     unmatched_actual = [call for call, j in zip(actual, match_left, strict=True) if j < 0]
     details: dict[str, Any] = {
         "mode": mode,

@@ -62,9 +62,9 @@ def test_failing_expectations_exit_1_with_the_call_diff() -> None:
     out = proc.stdout
     assert "FAIL: 2 of 3 expectations below threshold" in out
     assert "FAIL research.sequence: research_agent" in out
-    assert "wrong args, out of order" in out
-    assert "limit: expected 3, got 5" in out
-    assert '✗ missing                   5. send_email(to="team@example.com")' in out
+    assert "trajectory mode=exact, by position:" in out
+    assert '✗ wrong call  3. search_docs(query="tool call ordering", limit=3)  3. fetch_page(' in out
+    assert '✗ missing     5. send_email(to="team@example.com")' in out
     extra = re.search(r"✗ extra +- +(\d\. get_weather.*)", out)
     assert extra is not None
     assert extra.group(1) == '2. get_weather(city="New York")'

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from toolscore.collector.evaluate import KeyDiff, diff_calls, diff_for_scorer, render_diff
 from toolscore.scorers.model import AgentRun, Score, ToolCall
 from toolscore.scorers.spec import parse_scorer
@@ -162,3 +164,89 @@ def test_rendered_diff_puts_calls_beside_the_expected_ones() -> None:
             "                id: expected 1, got 2",
         ]
     )
+
+
+def counts(diff: Any) -> dict[str, int]:
+    out = {"ok": 0, "wrong_args": 0, "wrong_call": 0, "missing": 0, "extra": 0}
+    for row in diff.rows:
+        out[row.status] += 1
+    return out
+
+
+_EXPECTED = [{"name": "a", "args": {"x": 1}}, {"name": "b"}, {"name": "a", "args": {"x": 2}}]
+_RUNS = [
+    (call("a", x=1), call("b"), call("a", x=2)),
+    (call("a", x=1), call("a", x=2)),  # b skipped: every later call moves up a position
+    (call("b"), call("a", x=1), call("a", x=2)),
+    (call("a", x=2), call("b", y=1), call("a", x=1), call("c")),
+    (call("a", x=3), call("a", x=1)),
+    (ToolCall(name="b"), call("a", x=1)),
+]
+
+
+@pytest.mark.parametrize("mode", ["exact", "flexible", "strict", "unordered", "subset", "superset"])
+@pytest.mark.parametrize("actual", _RUNS, ids=range(len(_RUNS)))
+def test_trajectory_diff_rows_are_the_calls_its_score_counted(mode: str, actual: tuple[ToolCall, ...]) -> None:
+    """A row is `ok` exactly when the score counted that call as a match: exact and strict pair by position,
+    flexible counts name-only leftovers, the other modes pair by a maximum matching."""
+    scorer = parse_scorer({"type": "trajectory", "mode": mode, "expected": _EXPECTED})
+    score = scorer.score(AgentRun(trace_id="1" * 32, span_id="1" * 16, calls=actual))
+    assert isinstance(score, Score)
+    diff = diff_for_scorer(scorer, actual)
+    assert diff is not None
+    n, details = counts(diff), score.details
+    if mode == "exact":
+        assert (n["ok"], n["wrong_args"]) == (details["exact_matches"], details["name_only_matches"])
+        assert n["wrong_call"] + 2 * n["extra"] == details["wrong_or_missing"]
+    elif mode == "flexible":
+        assert (n["ok"], n["wrong_args"]) == (details["exact_matches"], details["name_only_matches"])
+        assert (n["extra"], n["missing"]) == (details["extras"], details["missing"])
+    elif mode != "strict":
+        assert n["ok"] == details["matched"]
+    assert diff.ok == (score.value == 1.0)
+
+
+@pytest.mark.parametrize("mode", ["exact", "strict"])
+def test_exact_and_strict_diffs_pair_by_position(mode: str) -> None:
+    """A skipped call shifts the rest: both modes compare call i with expected call i, so `c` called second
+    is a wrong call there and the third expected call is missing, though `c` was made."""
+    expected = [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+    scorer = parse_scorer({"type": "trajectory", "mode": mode, "expected": expected})
+    diff = diff_for_scorer(scorer, (call("a"), call("c")))
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 1, False), ("wrong_call", 2, 2, False), ("missing", 3, None, False)]
+    assert render_diff(diff, indent="").splitlines()[:4] == [
+        f"trajectory mode={mode}, by position:",
+        "              expected  actual",
+        "  ok          1. a      1. a()",
+        "✗ wrong call  2. b      2. c()",
+    ]
+
+
+def test_flexible_diff_shows_evalites_name_only_match() -> None:
+    """Evalite's flexible mode compares serialized arguments: an expected call without `args` is name-only
+    for a call with some, so the row is wrong args, the arguments shown whole."""
+    scorer = parse_scorer({"type": "trajectory", "mode": "flexible", "expected": [{"name": "w"}]})
+    diff = diff_for_scorer(scorer, (call("w", city="Rome"),))
+    assert diff is not None
+    (row,) = diff.rows
+    assert row.status == "wrong_args"
+    assert row.keys == [KeyDiff(key="", kind="changed", expected="<no arguments>", actual={"city": "Rome"})]
+
+
+def test_unordered_diff_pairs_by_the_scores_maximum_matching() -> None:
+    """Under a subset rule the first expected call fits both calls; first-fit pairing would take the one
+    the second needs, the score's maximum matching does not."""
+    scorer = parse_scorer(
+        {
+            "type": "trajectory",
+            "mode": "unordered",
+            "expected": [{"name": "a", "args": {"x": 1}}, {"name": "a", "args": {"x": 1, "y": 2}}],
+            "args_match": {"mode": "subset"},
+        }
+    )
+    actual = (call("a", x=1, y=2), call("a", x=1))
+    assert scorer.score(AgentRun(trace_id="1" * 32, span_id="1" * 16, calls=actual)).value == 1.0
+    diff = diff_for_scorer(scorer, actual)
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, False)]

@@ -92,7 +92,7 @@ def test_junit_has_a_suite_per_expectation_and_the_diff_in_each_failure(failing:
     failure = case.find("failure")
     assert failure is not None
     assert failure.get("type") == "trajectory"
-    assert "limit: expected 3, got 5" in (failure.text or "")
+    assert '✗ wrong call  2. fetch_page(url="https://example.com/a")' in (failure.text or "")
     assert "pydantic-ai/b_sequential.json" in (case.findtext("system-out") or "")
     assert all(c.find("failure") is None for c in suites["weather.single-call"].iter("testcase"))
 

@@ -104,7 +104,7 @@ def test_assert_calls_fails_with_the_readable_diff(suite: pytest.Pytester) -> No
         [
             "tool calls differ from the expected ones",
             "run 1 of 1 (weather: get_weather): exact mode: *",
-            "  trajectory mode=exact, in order:",
+            "  trajectory mode=exact, by position:",
             '  ✗ wrong args  1. get_weather(city="Rome", unit="celsius")  1. get_weather(city="Paris", unit="celsius")',
             '                  city: expected "Rome", got "Paris"',
             "  ✗ missing     2. send_email                                -",

@@ -1,13 +1,14 @@
 """The readable diff between the calls a scorer expected and the calls a run made.
 
 A score says *that* a run failed; the diff says *why*, call by call: which expected call is missing,
-which call was not asked for, which came out of order, and which had the right name but other
-arguments (naming the keys that differ). The expected calls are read from the scorer's own
-parameters (`expected` of trajectory and f1, `expected_order` / `expected_tool` of tool_selection),
-and arguments are compared by the rule the scorer resolves for each call (`toolscore.scorers.matching`);
-f1's rows are the pairs its score counted (`F1.pairs`), so the diff explains the score rather than
-judging anew. It is an explanation, not a second score: peer quirks that a scorer reproduces
-(Evalite's serialized-argument comparison, say) are not.
+which call was not asked for, which came out of order, which had the right name but other
+arguments (naming the keys that differ), and which stood where another was expected. The expected
+calls are read from the scorer's own parameters (`expected` of trajectory and f1, `expected_order` /
+`expected_tool` of tool_selection), and arguments are compared by the rule the scorer resolves for
+each call (`toolscore.scorers.matching`). Trajectory's and f1's rows are the pairs their score counted
+(`Trajectory.pairs`, `F1.pairs`: by position in trajectory's exact and strict modes), so a row is `ok`
+exactly when the score counted that call as a match: the diff explains the score rather than judging
+anew. Calls the score left unpaired are then paired by name alone, as wrong arguments, to show what differs.
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class DiffRow(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: Literal["ok", "wrong_args", "missing", "extra"]
+    status: Literal["ok", "wrong_args", "wrong_call", "missing", "extra"] = Field(
+        description="`wrong_call`: another call made where this one was expected (pairing by position)."
+    )
     expected: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the expected call.")
     expected_index: int | None = None
     actual: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the call made.")
@@ -75,6 +78,7 @@ class CallDiff(BaseModel):
     scorer: str
     rule: str = Field(description="How calls were compared, for the reader: `trajectory mode=exact`.")
     ordered: bool
+    positional: bool = Field(default=False, description="Call i was compared with expected call i (no reordering).")
     rows: list[DiffRow]
 
     @property
@@ -144,15 +148,21 @@ def _pair(expected: Sequence[ToolCall], actual: Sequence[ToolCall], args_ok: Cal
         if j is not None:
             used.add(j)
             exact[i] = j
+    return _Pairs(exact, _by_name(expected, actual, exact))
+
+
+def _by_name(expected: Sequence[ToolCall], actual: Sequence[ToolCall], paired: Mapping[int, int]) -> dict[int, int]:
+    """The expected calls not in `paired` take the first call of their name not in it either."""
+    used = set(paired.values())
     named: dict[int, int] = {}
     for i, exp in enumerate(expected):
-        if i in exact:
+        if i in paired:
             continue
         j = next((j for j, act in enumerate(actual) if j not in used and act.name == exp.name), None)
         if j is not None:
             used.add(j)
             named[i] = j
-    return _Pairs(exact, named)
+    return named
 
 
 def _in_order(pairs: dict[int, int]) -> set[int]:
@@ -178,18 +188,21 @@ def diff_calls(
     rule: str = "",
     pairs: Mapping[int, tuple[int, bool]] | None = None,
     keys_of: KeysOf | None = None,
+    positional: bool = False,
 ) -> CallDiff:
     """Pair expected and actual calls and classify every call; `rules[i]` compares expected call i's args.
 
-    `pairs`: the scorer's own pairing (expected index -> (actual index, arguments equal)) instead of
-    each expected call taking the first fitting one; `keys_of`: the differing keys of a wrong-args pair
-    instead of `key_diffs` under `rules[i]`.
+    `pairs`: the scorer's own pairing (expected index -> (actual index, counted as a match)) instead of
+    each expected call taking the first fitting one; the calls it leaves alone are then paired by name.
+    A pair of different names is a `wrong_call`. `keys_of`: the differing keys of a wrong-args pair
+    instead of `key_diffs` under `rules[i]`. `positional`: `pairs` compare call i with expected call i.
     """
     rules = list(rules) if rules is not None else [_ANY_ARGS] * len(expected)
     if pairs is None:
         found = _pair(expected, actual, lambda i, act: rules[i].matches(expected[i], act))
     else:
         found = _Pairs({i: j for i, (j, ok) in pairs.items() if ok}, {i: j for i, (j, ok) in pairs.items() if not ok})
+        found.named.update(_by_name(expected, actual, found.exact | found.named))
     keys_of = keys_of or (lambda i, act: key_diffs(expected[i], act, rules[i]))
     paired = found.exact | found.named
     in_order = _in_order(paired) if ordered else set(paired)
@@ -199,15 +212,18 @@ def diff_calls(
         if j is None:
             row = DiffRow(status="missing", expected=_view(exp), expected_index=i + 1, allowed=allow_missing)
         else:
-            keys = [] if i in found.exact else keys_of(i, actual[j])
+            act = actual[j]
+            status: Literal["ok", "wrong_args", "wrong_call"] = (
+                "ok" if i in found.exact else "wrong_args" if act.name == exp.name else "wrong_call"
+            )
             row = DiffRow(
-                status="ok" if i in found.exact else "wrong_args",
+                status=status,
                 expected=_view(exp),
                 expected_index=i + 1,
-                actual=_view(actual[j]),
+                actual=_view(act),
                 actual_index=j + 1,
                 out_of_order=i not in in_order,
-                keys=keys,
+                keys=keys_of(i, act) if status == "wrong_args" else [],
             )
         keyed.append(((i, 0, 0), row))
     after = {j: i for i, j in paired.items()}
@@ -219,7 +235,15 @@ def diff_calls(
         extra = DiffRow(status="extra", actual=_view(act), actual_index=j + 1, allowed=allow_extra)
         keyed.append(((last, 1, j), extra))
     rows = [row for _, row in sorted(keyed, key=lambda item: item[0])]
-    return CallDiff(scorer=scorer, rule=rule, ordered=ordered, rows=rows)
+    return CallDiff(scorer=scorer, rule=rule, ordered=ordered, positional=positional, rows=rows)
+
+
+def _whole(exp: ToolCall, act: ToolCall) -> KeyDiff:
+    """The arguments as a whole, for a pair the scorer told apart where no key differs under a rule
+    (a scorer's own comparison: "no arguments" only equals none)."""
+    return KeyDiff(
+        key="", kind="changed", expected=_view(exp).get("args", _NO_ARGS), actual=_view(act).get("args", _NO_ARGS)
+    )
 
 
 def _f1_diff(scorer: F1, actual: Sequence[ToolCall]) -> CallDiff:
@@ -231,10 +255,7 @@ def _f1_diff(scorer: F1, actual: Sequence[ToolCall]) -> CallDiff:
     def keys_of(i: int, act: ToolCall) -> list[KeyDiff]:
         exp, rule = scorer.expected[i], rules[i]
         found = key_diffs(exp, act, rule or _ANY_ARGS) if rule is not None or (exp.has_args and act.has_args) else []
-        whole = KeyDiff(
-            key="", kind="changed", expected=_view(exp).get("args", _NO_ARGS), actual=_view(act).get("args", _NO_ARGS)
-        )
-        return found or [whole]
+        return found or [_whole(exp, act)]
 
     return diff_calls(
         scorer.expected,
@@ -248,24 +269,34 @@ def _f1_diff(scorer: F1, actual: Sequence[ToolCall]) -> CallDiff:
     )
 
 
-def _rules(scorer: Trajectory | F1) -> list[ArgsMatch]:
-    return [resolve_args_match(call, scorer.tool_args, scorer.args_match) or _ANY_ARGS for call in scorer.expected]
+def _trajectory_diff(scorer: Trajectory, actual: Sequence[ToolCall]) -> CallDiff:
+    """The pairs the mode counted: by position in exact and strict, by name and arguments otherwise.
+    Differing keys are read under each call's rule (`ArgsMatch()` without one); where that finds none,
+    the mode's own comparison told the arguments apart (Evalite's flexible mode: no arguments only equal
+    none), and they are shown whole."""
+    calls = tuple(actual)
+    rules = [resolve_args_match(call, scorer.tool_args, scorer.args_match) or _ANY_ARGS for call in scorer.expected]
+    positional = scorer.mode in ("exact", "strict")
+    return diff_calls(
+        scorer.expected,
+        calls,
+        rules=rules,
+        ordered=positional,
+        allow_missing=scorer.mode == "subset",
+        allow_extra=scorer.mode == "superset",
+        scorer=scorer.scorer_name,
+        rule=f"trajectory mode={scorer.mode}",
+        pairs=scorer.pairs(calls),
+        keys_of=lambda i, act: key_diffs(scorer.expected[i], act, rules[i]) or [_whole(scorer.expected[i], act)],
+        positional=positional,
+    )
 
 
 def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall]) -> CallDiff | None:
     """The diff for a built-in scorer that names expected calls; None for others (the LLM judge)."""
     name = scorer.scorer_name
     if isinstance(scorer, Trajectory):
-        return diff_calls(
-            scorer.expected,
-            actual,
-            rules=_rules(scorer),
-            ordered=scorer.mode in ("exact", "strict"),
-            allow_missing=scorer.mode == "subset",
-            allow_extra=scorer.mode == "superset",
-            scorer=name,
-            rule=f"trajectory mode={scorer.mode}",
-        )
+        return _trajectory_diff(scorer, actual)
     if isinstance(scorer, F1):
         return _f1_diff(scorer, actual)
     if isinstance(scorer, ToolSelection):

@@ -13,12 +13,23 @@ from typing import Any
 
 from toolscore.collector.evaluate.diff import CallDiff, DiffRow, KeyDiff
 
-__all__ = ["DiffCells", "cells", "format_call", "format_value", "render_diff"]
+__all__ = ["DiffCells", "cells", "format_call", "format_value", "order_text", "render_diff"]
 
 MAX_CELL = 60
 """Characters of one call shown in a column; longer calls end in `…`."""
 
-STATUS_TEXT = {"ok": "ok", "wrong_args": "wrong args", "missing": "missing", "extra": "extra"}
+STATUS_TEXT = {
+    "ok": "ok",
+    "wrong_args": "wrong args",
+    "wrong_call": "wrong call",
+    "missing": "missing",
+    "extra": "extra",
+}
+
+
+def order_text(diff: CallDiff) -> str:
+    """How the calls were lined up, after the rule in a diff's heading."""
+    return "by position" if diff.positional else "in order" if diff.ordered else "any order"
 
 
 def format_value(value: Any) -> str:
@@ -96,9 +107,8 @@ def render_diff(diff: CallDiff, indent: str = "  ", width: int = MAX_CELL) -> st
     rows = cells(diff, width)
     status_w = max([len("status"), *(len(r.status) for r in rows)])
     expected_w = max([len("expected"), *(len(r.expected) for r in rows)])
-    order = "in order" if diff.ordered else "any order"
     header = f"{indent}  {'':{status_w}}  {'expected':{expected_w}}  actual"
-    lines = [f"{indent}{diff.rule or 'calls'}, {order}:", header]
+    lines = [f"{indent}{diff.rule or 'calls'}, {order_text(diff)}:", header]
     for row in rows:
         mark = " " if row.ok else "✗"
         lines.append(f"{indent}{mark} {row.status:{status_w}}  {row.expected:{expected_w}}  {row.actual}".rstrip())

@@ -10,7 +10,7 @@ import html
 from pathlib import Path
 
 from toolscore.collector.evaluate.diff import CallDiff
-from toolscore.collector.evaluate.diff_text import cells
+from toolscore.collector.evaluate.diff_text import cells, order_text
 from toolscore.collector.evaluate.model import EvalResult, RunResult
 from toolscore.collector.evaluate.report_common import (
     failing_scorers,
@@ -59,8 +59,12 @@ def _summary_table(result: EvalResult) -> list[str]:
 
 
 def _diff_table(diff: CallDiff) -> list[str]:
-    order = "in order" if diff.ordered else "any order"
-    lines = [f"_{_text(diff.rule)}, {order}_", "", "| | Expected | Actual | Difference |", "|---|---|---|---|"]
+    lines = [
+        f"_{_text(diff.rule)}, {order_text(diff)}_",
+        "",
+        "| | Expected | Actual | Difference |",
+        "|---|---|---|---|",
+    ]
     for row in cells(diff, width=80):
         mark = "✓" if row.ok else "✗"
         notes = "<br>".join(_text(note) for note in row.notes)
