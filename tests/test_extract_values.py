@@ -99,6 +99,25 @@ def test_oversized_arguments_stay_cut_when_the_model_response_lists_them_whole()
     assert len(big.args.encode()) <= 101
 
 
+def test_a_call_whose_span_and_model_response_both_cut_its_arguments_counts_once() -> None:
+    """A call reads its arguments from the tool span and, when the span's copy is cut, from the model
+    response too: `args_truncated` counts calls, so two cut copies are one call. A cut span copy that the
+    response's whole copy replaces leaves the call its whole arguments, and is not counted."""
+    blob = {"blob": "x" * 5000}
+    padded = json.dumps({"q": 1}, indent=200)  # over the cap as the span's text, not as the response's object
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", blob), ("c2", "v", {"q": 1})), parent=run, start=1)
+    t.span("execute_tool w", genai_tool("w", "c1", blob), parent=run, start=5)
+    t.span("execute_tool v", genai_tool("v", "c2", padded), parent=run, start=5)
+    stats = ExtractStats()
+
+    cut, whole = rebuild_runs(t.records(), ExtractConfig(max_args_bytes=101), stats)[0].calls
+
+    assert (cut.args_state, whole.args_state, whole.args) == ("raw", "value", {"q": 1})
+    assert stats.args_truncated == 1
+
+
 def test_oversized_results_are_cut_and_counted() -> None:
     attrs = {**genai_tool("w", "c"), "gen_ai.tool.call.result": "x" * 10_000}
     stats = ExtractStats()

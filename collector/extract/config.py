@@ -78,6 +78,9 @@ class ExtractStats:
     inferred_runs: int = 0
     calls: int = 0
     args_truncated: int = 0
+    """Calls left without their whole arguments by `max_args_bytes`: kept cut, or not kept when the model
+    response's copy was the only one. Once per call, though a call may read two copies (the tool span's
+    and the response's); not when a whole copy replaced a cut one."""
     results_truncated: int = 0
     by_convention: Counter[str] = field(default_factory=Counter)
     """Spans recognised per convention."""

@@ -31,34 +31,31 @@ def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
     return data[:max_bytes].decode("utf-8", "ignore"), True
 
 
-def normalize_args(value: Any, config: ExtractConfig, stats: ExtractStats) -> tuple[Any, ArgsState]:
-    """Arguments and their state: JSON text is parsed, invalid or oversized text kept raw.
+def normalize_args(value: Any, config: ExtractConfig) -> tuple[Any, ArgsState, bool]:
+    """Arguments, their state, and whether they were cut: JSON text is parsed, invalid or oversized text kept raw.
 
     Empty text and a missing value mean the call had no arguments (`absent`), which differs from
-    arguments the instrumentation did not record (`not_captured`) and from `{}`.
+    arguments the instrumentation did not record (`not_captured`) and from `{}`. The caller counts
+    the cut: one call may read two copies of its arguments (the tool span's, the model response's).
     """
     if value is NOT_CAPTURED:
-        return None, "not_captured"
+        return None, "not_captured", False
     if isinstance(value, bytes):
         value = value.decode("utf-8", "replace")
     if isinstance(value, Mapping | list):  # a structured attribute, or a model response's decoded arguments
         text, cut = cap_text(json.dumps(value, default=str, ensure_ascii=False), config.max_args_bytes)
-        if cut:
-            stats.args_truncated += 1
-            return text, "raw"
-        return value, "value"
+        return (text, "raw", True) if cut else (value, "value", False)
     if not isinstance(value, str):
-        return (None, "absent") if value is None else (value, "value")
+        return (None, "absent", False) if value is None else (value, "value", False)
     if not value or value.isspace():  # blank text, tested without copying it as `strip()` would
-        return None, "absent"
+        return None, "absent", False
     text, cut = cap_text(value, config.max_args_bytes)
     if cut:
-        stats.args_truncated += 1
-        return text, "raw"
+        return text, "raw", True
     try:
-        return decode_json(text), "value"
+        return decode_json(text), "value", False
     except ValueError:
-        return text, "raw"
+        return text, "raw", False
 
 
 def _result(value: Any, config: ExtractConfig, stats: ExtractStats) -> Any:
@@ -84,16 +81,19 @@ def build_call(
     The response supplies what the tool span lacks: a call id (OpenInference records none on tool
     spans), a handoff's tool name, and arguments when the span recorded none or a bare value.
     """
-    args, state = normalize_args(read.args, config, stats)
+    args, state, cut = normalize_args(read.args, config)
     name, call_id = read.name, read.call_id
     if issued is not None:
         call_id = call_id or issued.call_id
         if read.handoff or not name:
             name = issued.name or name
         if state in ("not_captured", "raw") and issued.args is not None:
-            issued_args, issued_state = normalize_args(issued.args, config, stats)
+            issued_args, issued_state, issued_cut = normalize_args(issued.args, config)
             if issued_state == "value":
-                args, state = issued_args, issued_state
+                args, state, cut = issued_args, issued_state, False
+            elif state == "not_captured":
+                cut = issued_cut  # the response's cut copy is not kept, but it is all there was
+    stats.args_truncated += cut
     name = name or span.name
     error, error_type, start_ns, end_ns, span_id = read.error, read.error_type, span.start_ns, span.end_ns, span.span_id
     fields = {
