@@ -35,6 +35,8 @@ class RecordingIngest:
 
     results: list[IngestResult] = field(default_factory=list)
     refusals: list[IngestResult] = field(default_factory=list)
+    loads: int = 0
+    """How often `load` was asked (only for a log line about an overload refusal)."""
     data: list[bytes | None] = field(default_factory=list)
     requests: list[ExportTraceServiceRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -49,11 +51,16 @@ class RecordingIngest:
         with self.lock:
             return self.refusals.pop(0) if self.refusals else None
 
-    def overload_next(self, when: str, retry_after_s: float) -> None:
+    def load(self) -> str:
+        with self.lock:
+            self.loads += 1
+            return f"{len(self.requests)} requests taken"
+
+    def overload_next(self, when: str, retry_after_s: float, reason: str = "") -> None:
         """Refuse the next request as overloaded: once it is read (`accept`, when "read") or before (`refusal`)."""
         with self.lock:
             answers = self.results if when == "read" else self.refusals
-            answers.append(IngestResult(overloaded=True, retry_after_s=retry_after_s))
+            answers.append(IngestResult(overloaded=True, retry_after_s=retry_after_s, reason=reason))
 
     def span_names(self) -> list[str]:
         with self.lock:

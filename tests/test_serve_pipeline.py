@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -33,12 +34,15 @@ from tests.pipeline_builders import (
     run_attrs,
     tool_attrs,
 )
+from tests.serve_receiver_support import http_call
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.pipeline.group import item_bytes
 from toolscore.collector.registry import Registry
 from toolscore.collector.serve.encode import span_message
 from toolscore.collector.serve.forward import ForwardConfig, Forwarder
 from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
+from toolscore.collector.serve.health import HealthState
+from toolscore.collector.serve.http_receiver import start_http_receiver
 from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
@@ -425,6 +429,34 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
     expected = [span.span_id for _, _, span in spans_of([run, first, second])]
     assert Counter(downstream.span_ids) == Counter(expected)
     pipeline.shutdown(2)
+
+
+def test_an_overload_refusal_is_logged_with_the_queues_that_decided_it(
+    registry: Registry, downstream: GrpcDownstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Through the real HTTP receiver: the 429's WARNING line names the reason the pipeline counted and the
+    state of its queues, the numbers an operator sizes `queue_size` and the forward queue by."""
+    gate = Gate(registry)
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0)
+    pipeline = CollectorPipeline(gate, forwarder, at_once, Recording())
+    receiver = start_http_receiver(pipeline, ReceiverConfig(http_endpoint="127.0.0.1:0"), HealthState())
+    try:
+        assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
+        assert gate.entered.wait(5)  # the worker is now stuck scoring the run
+        assert not pipeline.accept(encode_spans(sdk_spans(loose=5))).overloaded
+        with caplog.at_level(logging.WARNING, logger="toolscore.collector.serve.http_receiver"):
+            refused = http_call(receiver.port, encode_spans(sdk_spans(loose=5)).SerializeToString())
+        assert refused.status == 429
+    finally:
+        gate.opened.set()
+        receiver.stop(0)
+        pipeline.shutdown(2)
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert line.endswith(
+        ": 429, retry in 1s (overloaded: queue_full; spans queued for scoring 5/8, requests waiting for room 0/8, "
+        "forward queue 0/1000 requests (0/200000 spans))"
+    )
 
 
 def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(

@@ -494,6 +494,69 @@ def test_refusals_are_logged_once_per_reason_naming_the_peer_and_counted_every_t
     assert meters.refused() == {"unauthenticated": 5, "invalid": 5, "unsupported": 5}
 
 
+_LOGGER = "toolscore.collector.serve.grpc_receiver"
+
+
+def _logged(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, re.sub(r":\d+: ", ":<port>: ", r.getMessage())) for r in caplog.records if r.name == _LOGGER]
+
+
+def test_overload_is_logged_at_warning_once_per_reason_with_the_queues_state(
+    receiver: GrpcReceiver, channel: grpc.Channel, ingest: RecordingIngest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Read or refused unread, an overloaded call is logged at WARNING with the peer, the delay, the reason and
+    the ingest's queues, at most once per reason in each interval; `shutdown`, expected while stopping, at INFO."""
+    with caplog.at_level(logging.INFO, logger=_LOGGER):
+        for when in ("read", "unread", "unread"):
+            ingest.overload_next(when, 2.5, reason="queue_full")
+            with pytest.raises(grpc.RpcError):
+                TraceServiceStub(channel).Export(_request("a"), timeout=5)
+        ingest.overload_next("read", 1.0, reason="shutdown")
+        with pytest.raises(grpc.RpcError):
+            TraceServiceStub(channel).Export(_request("b"), timeout=5)
+    assert _logged(caplog) == [
+        (
+            logging.WARNING,
+            "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: RESOURCE_EXHAUSTED, retry in 2.5s "
+            "(overloaded: queue_full; 1 requests taken)",
+        ),
+        (
+            logging.INFO,
+            "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: RESOURCE_EXHAUSTED, retry in 1s "
+            "(overloaded: shutdown; 2 requests taken)",
+        ),
+    ]
+    assert ingest.loads == 2, "the queues' state is asked for the lines written, not for the refusals held back"
+
+
+def test_calls_beyond_the_call_bound_are_logged_at_warning(meters: Meters, caplog: pytest.LogCaptureFixture) -> None:
+    ingest = _HeldIngest()
+    receiver = _start(ingest, meters, grpc_max_workers=1, grpc_max_concurrent_calls=1)
+    try:
+        with (
+            caplog.at_level(logging.WARNING, logger=_LOGGER),
+            grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel,
+        ):
+            export = TraceServiceStub(channel).Export
+            running = export.future(_request("running"), timeout=10)
+            assert ingest.entered.wait(5)
+            for name in ("refused", "again"):
+                assert_refused_for_a_second(export.future(_request(name), timeout=10))
+            ingest.release.set()
+            assert not running.result(timeout=5).HasField("partial_success")
+    finally:
+        ingest.release.set()
+        receiver.stop(0)
+    assert _logged(caplog) == [
+        (
+            logging.WARNING,
+            "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: RESOURCE_EXHAUSTED, retry in 1s "
+            "(overloaded: too_many_calls; calls taken: 1 of 1 (receiver.grpc_max_concurrent_calls))",
+        )
+    ]
+    assert meters.refused() == {"too_many_calls": 2}
+
+
 def test_authentication_comes_before_the_overload_answer(ingest: RecordingIngest) -> None:
     receiver = _start(ingest, bearer_token=TOKEN)
     ingest.refusals.append(IngestResult(overloaded=True))

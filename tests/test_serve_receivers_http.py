@@ -321,6 +321,39 @@ def test_a_sender_refused_again_and_again_is_logged_once_per_reason_and_counted_
     assert meters.refused() == {"too_large": 20, "unsupported": 5}
 
 
+def test_overload_is_logged_at_warning_once_per_reason_with_the_sender_the_delay_and_the_queues(
+    receiver: HttpReceiver, ingest: RecordingIngest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Sustained overload needs an operator: its 429s are logged at WARNING, read or unread, at most one line
+    per reason in each interval, the next saying how many it stands for. The queues' state is asked only for
+    a line that goes out: a refusal held back costs the limiter's check alone."""
+    limiter = receiver.server.refusal_log
+    limiter.every_s = 60.0  # the flood falls within one interval, however slow the machine
+    with caplog.at_level(logging.WARNING, logger=_LOGGER):
+        for when in ("read", "unread", "read"):
+            ingest.overload_next(when, 2.2, reason="queue_full")
+            assert http_call(receiver.port, _proto("a")).status == 429
+        ingest.overload_next("unread", 1.0, reason="forward_queue_full")
+        assert http_call(receiver.port, _proto("b")).status == 429
+        limiter.every_s = 0.01  # ... and the next refusal in the next one
+        time.sleep(0.02)
+        ingest.overload_next("unread", 2.2, reason="queue_full")
+        assert http_call(receiver.port, _proto("c")).status == 429
+    lines = [
+        re.sub(r":\d+: ", ":<port>: ", r.getMessage())
+        for r in caplog.records
+        if r.name == _LOGGER and r.levelno == logging.WARNING
+    ]
+    assert lines == [
+        "OTLP/HTTP export refused from 127.0.0.1:<port>: 429, retry in 2.2s (overloaded: queue_full; 1 requests taken)",
+        "OTLP/HTTP export refused from 127.0.0.1:<port>: 429, retry in 1s (overloaded: forward_queue_full; "
+        "2 requests taken)",
+        "OTLP/HTTP export refused from 127.0.0.1:<port>: 429, retry in 2.2s (overloaded: queue_full; 2 requests taken)"
+        " (and 2 more like it since the last such line; at most one every 0.01s)",
+    ]
+    assert ingest.loads == 3
+
+
 def test_bad_protobuf_error_names_the_byte_and_field(receiver: HttpReceiver) -> None:
     reply = http_call(receiver.port, b"\x0a\xff\xff\xff\xff\x0f")
     status = reply_status(reply)

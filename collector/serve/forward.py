@@ -116,6 +116,10 @@ class Forwarder:
     def queued_spans(self) -> int:
         return self._queued_spans
 
+    @property
+    def queued_requests(self) -> int:
+        return len(self._queue)
+
     def flush(self, timeout_s: float) -> bool:
         """Wait until every queued request is delivered or dropped; False if some are still pending."""
         deadline = time.monotonic() + max(timeout_s, 0.0)

@@ -12,6 +12,9 @@ queue, so the decisions are taken there:
   for a worker; another is refused RESOURCE_EXHAUSTED with a one-second `RetryInfo` (`too_many_calls`).
   The polling thread takes a slot; the call gives it back when it ends, whatever the outcome.
 
+Each refusal is logged through the receiver's `LimitedLog`: authentication's at INFO, overload's and the
+call bound's at WARNING (`overload_log`).
+
 A refusal never reads the request (its handler takes the request as a stream it never reads: on the
 wire a unary call and a one-message stream are the same) and never waits for a worker: it runs on a
 thread of its own, named by the `experimental_thread_pool` attribute grpc's server looks for on a
@@ -36,9 +39,10 @@ from typing import Any, ParamSpec, TypeVar
 import grpc
 
 from toolscore.collector.serve.bearer import bearer_matches
-from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.serve.otlp_export import ReceiverTelemetry, early_refusal, overloaded_status, retry_info
+from toolscore.collector.serve.overload_log import log_overload
 
 __all__ = [
     "EXPORT_METHOD",
@@ -51,8 +55,6 @@ __all__ = [
     "abort_overloaded",
     "refusal_pool",
 ]
-
-_log = logging.getLogger(__name__)
 
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 EXPORT_METHOD = f"/{TRACE_SERVICE}/Export"
@@ -77,9 +79,15 @@ def abort(context: Any, code: grpc.StatusCode, status: Any, extra: Sequence[tupl
     context.abort_with_status(_RpcStatus(code, status.message, trailers))
 
 
-def abort_overloaded(context: Any, retry_after_s: float) -> None:
+def abort_overloaded(
+    context: Any, retry_after_s: float, *, log: LimitedLog, reason: str, state: Callable[[], str]
+) -> None:
     """RESOURCE_EXHAUSTED with `RetryInfo`, also in the `google.rpc.retryinfo-bin` trailer the OTel Python
-    exporter reads its delay from; raises."""
+    exporter reads its delay from; logged now and then under `reason` with `state()` (`overload_log`). Raises."""
+    answer = "RESOURCE_EXHAUSTED"
+    log_overload(
+        log, "OTLP/gRPC", reason=reason, peer=context.peer, answer=answer, retry_after_s=retry_after_s, state=state
+    )
     delay = retry_info(retry_after_s).SerializeToString()
     status = overloaded_status(retry_after_s)
     abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
@@ -175,17 +183,21 @@ class BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
 class ShedOverload(grpc.ServerInterceptor):  # type: ignore[misc]
     """Refuses `Export` calls unread while `Ingest.refusal` answers; the ingest counts them."""
 
-    def __init__(self, ingest: Ingest, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, ingest: Ingest, pool: ThreadPoolExecutor, refusal_log: LimitedLog) -> None:
         self._ingest = ingest
         self._pool = pool
+        self._refusal_log = refusal_log
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         if details.method == EXPORT_METHOD:
             answer = early_refusal(self._ingest)
             if answer is not None:
-                retry_after_s = answer.retry_after_s
-                return _refusal(lambda context: abort_overloaded(context, retry_after_s), self._pool)
+                return _refusal(lambda context: self._refuse(context, answer), self._pool)
         return continuation(details)
+
+    def _refuse(self, context: Any, answer: IngestResult) -> None:
+        log, state = self._refusal_log, self._ingest.load
+        abort_overloaded(context, answer.retry_after_s, log=log, reason=answer.reason, state=state)
 
 
 class CallSlots(grpc.ServerInterceptor):  # type: ignore[misc]
@@ -195,16 +207,22 @@ class CallSlots(grpc.ServerInterceptor):  # type: ignore[misc]
     no later interceptor may substitute another handler for it.
     """
 
-    def __init__(self, limit: int, telemetry: ReceiverTelemetry, pool: ThreadPoolExecutor) -> None:
+    def __init__(
+        self, limit: int, telemetry: ReceiverTelemetry, pool: ThreadPoolExecutor, refusal_log: LimitedLog
+    ) -> None:
         self.limit = limit
         self._slots = threading.BoundedSemaphore(limit)
         self._telemetry = telemetry
+        self._refusal_log = refusal_log
         self._busy = _refusal(self._refuse, pool)
 
     def _refuse(self, context: Any) -> None:
-        _log.debug("OTLP/gRPC: %d calls taken, refusing one from %s", self.limit, context.peer())
         self._telemetry.request_refused("too_many_calls")
-        abort_overloaded(context, _CALLS_RETRY_AFTER_S)
+        log = self._refusal_log
+        abort_overloaded(context, _CALLS_RETRY_AFTER_S, log=log, reason="too_many_calls", state=self._state)
+
+    def _state(self) -> str:
+        return f"calls taken: {self.limit} of {self.limit} (receiver.grpc_max_concurrent_calls)"
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         if details.method == EXPORT_METHOD and not self._slots.acquire(blocking=False):

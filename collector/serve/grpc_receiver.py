@@ -23,9 +23,10 @@ Overload is RESOURCE_EXHAUSTED with a `google.rpc.RetryInfo`, which OTLP makes r
 details travel in the standard `grpc-status-details-bin` trailer; the same `RetryInfo` also goes in
 `google.rpc.retryinfo-bin`, the trailer the OpenTelemetry Python exporter reads its delay from.
 
-Every refusal but overload and the call bound (pushback the sender retries) is logged at INFO with the
-peer and why, at most one line per refusal reason every 10 s (`LimitedLog`, shared with `BearerAuth`), as
-the HTTP receiver logs its own: a sender that keeps sending what cannot be taken cannot flood the log.
+Every refusal is logged with the peer and why, at most one line per refusal reason every 10 s (`LimitedLog`,
+shared with `grpc_gate`'s interceptors), as the HTTP receiver logs its own: a sender that keeps sending what
+cannot be taken cannot flood the log. Overload and the call bound (pushback the sender retries) are logged at
+WARNING with the queues' state (`overload_log`), since sustained overload needs an operator; the rest at INFO.
 """
 
 from __future__ import annotations
@@ -189,7 +190,8 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
             context.abort(grpc.StatusCode.INTERNAL, message)
             raise AssertionError("unreachable: abort raises")
         if result.overloaded:
-            abort_overloaded(context, result.retry_after_s)
+            log, state = self._refusal_log, self._ingest.load
+            abort_overloaded(context, result.retry_after_s, log=log, reason=result.reason, state=state)
         return export_response(result)
 
     def _refused(self, context: Any, reason: str, message: object, spans: int | None = None) -> None:
@@ -237,8 +239,8 @@ def start_grpc_receiver(
         decodes = decode_slots(config.max_concurrent_decodes)
     telemetry = telemetry or NoopTelemetry()
     refusals = refusal_pool(config.grpc_max_concurrent_calls)  # waiting refusals hold calls as waiting calls do
-    slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals)
     refusal_log = LimitedLog(_log)
+    slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals, refusal_log)
     servicer = TraceServiceReceiver(
         ingest,
         config.max_spans_per_request,
@@ -254,7 +256,8 @@ def start_grpc_receiver(
     interceptors: list[grpc.ServerInterceptor] = (
         [BearerAuth(config.bearer_token, telemetry, refusals, refusal_log)] if config.bearer_token else []
     )
-    interceptors.append(ShedOverload(ingest, refusals))  # after authentication: a stranger learns nothing of the load
+    # after authentication: a stranger learns nothing of the load
+    interceptors.append(ShedOverload(ingest, refusals, refusal_log))
     interceptors.append(slots)  # last: a call it admits must reach `Export`, which gives its slot back
     workers = ThreadPoolExecutor(max_workers=config.grpc_max_workers, thread_name_prefix="toolscore-otlp-grpc")
     server = grpc.server(

@@ -15,10 +15,11 @@ other than chunked; 429 with `Retry-After` when the ingest is overloaded (before
 the unread body would otherwise be taken for the next request. `Expect: 100-continue` is answered only
 once the request passed those checks, so a sender is never invited to upload a body that is then refused.
 
-Every refusal but overload's 429 (pushback the sender retries, counted by the ingest) is logged at INFO, as
-the gRPC receiver logs its own: the sender's address, what it said it sent (Content-Type, Content-Encoding,
-Content-Length or chunked) and the answer, at most one line per refusal reason every 10 s (`LimitedLog`), so
-a sender that keeps sending what cannot be taken cannot flood the log.
+Every refusal is logged, as the gRPC receiver logs its own, at most one line per refusal reason every 10 s
+(`LimitedLog`), so a sender that keeps sending what cannot be taken cannot flood the log: at INFO the sender's
+address, what it said it sent (Content-Type, Content-Encoding, Content-Length or chunked) and the answer;
+overload's 429 (pushback the sender retries, counted by the ingest) at WARNING with the queues' state
+(`overload_log`), since sustained overload needs an operator.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from toolscore.collector.serve.http_body import (
     read_chunked,
 )
 from toolscore.collector.serve.http_server import BoundedHTTPServer, BoundedRequestHandler
-from toolscore.collector.serve.ingest import Ingest
+from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.serve.otlp_export import (
     BadPayload,
@@ -63,6 +64,7 @@ from toolscore.collector.serve.otlp_export import (
     span_count,
 )
 from toolscore.collector.serve.otlp_json_request import request_from_json
+from toolscore.collector.serve.overload_log import log_overload
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.telemetry.base import NoopTelemetry
 
@@ -276,13 +278,28 @@ class _Handler(BoundedRequestHandler):
             self._refused("internal", 500, message, span_count(request))
             self._fail(500, code_pb2.INTERNAL, message, unread=False)
         elif result.overloaded:  # counted by the ingest, which decided it
-            self._overloaded(result.retry_after_s)
+            self._overloaded(result)
         else:
             self._reply(200, export_response(result, rejected, message), fmt)
 
-    def _overloaded(self, retry_after_s: float) -> None:
+    def _overloaded(self, result: IngestResult) -> None:
+        """429 with `Retry-After`, logged now and then (`overload_log`); counted by the ingest, which decided it."""
+        retry_after_s = result.retry_after_s
         retry_after = str(max(1, math.ceil(retry_after_s)))
+        log_overload(
+            self.server.refusal_log,
+            "OTLP/HTTP",
+            reason=result.reason,
+            peer=self._peer,
+            answer="429",
+            retry_after_s=retry_after_s,
+            state=self.server.ingest.load,
+        )
         self._reply(429, overloaded_status(retry_after_s), self._format(), {"Retry-After": retry_after})
+
+    def _peer(self) -> str:
+        host, port = self.client_address[:2]
+        return f"{host}:{port}"
 
     def _framing(self) -> int | Literal["chunked"] | None:
         """How the body is delimited: its Content-Length, or chunked; None once an error has been answered."""
@@ -346,7 +363,7 @@ class _Handler(BoundedRequestHandler):
         refusal = early_refusal(self.server.ingest)
         if refusal is not None:
             self.close_connection = True  # the body is left unread
-            self._overloaded(refusal.retry_after_s)
+            self._overloaded(refusal)
             return None
         if self._continue_pending:
             self.send_response_only(100)

@@ -32,6 +32,9 @@ class IngestResult:
     """The whole request was refused and none of it kept: answer RESOURCE_EXHAUSTED / HTTP 429 so it is retried."""
     retry_after_s: float = 1.0
     """With `overloaded`: how long the sender should wait before retrying (RetryInfo / Retry-After)."""
+    reason: str = ""
+    """With `overloaded`: the `toolscore.refusal.reason` it was counted under (`queue_full`, ...), which the
+    receivers' log lines name; empty when the ingest does not say."""
 
 
 class Ingest(Protocol):
@@ -51,4 +54,10 @@ class Ingest(Protocol):
         A cheap check (no request in hand): a receiver asks it first and, on an answer, refuses without
         receiving or parsing the body. `accept` still decides for every request that is read.
         """
+        ...
+
+    def load(self) -> str:
+        """The state of the queues that decide overload, for the log line about an overload refusal
+        (`spans queued for scoring 9998/10000, ...`). Asked only when such a line is written, at most every
+        few seconds, so it may take locks and format."""
         ...

@@ -32,18 +32,30 @@ class LimitedLog:
 
     def log(self, level: int, key: str, message: str, *args: object) -> bool:
         """Log `message % args` unless a line of `key` went out less than `every_s` ago; True when logged."""
-        if not self._logger.isEnabledFor(level):
+        held = self.take(level, key)
+        if held is None:
             return False
+        self.emit(level, held, message, *args)
+        return True
+
+    def take(self, level: int, key: str) -> int | None:
+        """Whether a line of `key` may go out now: None when not (it counts as held back), else how many were
+        held back since the last one, for `emit`. For a line that costs something to make: ask first, and
+        make it only when it is due, so that a flood costs a check per event and a line per interval."""
+        if not self._logger.isEnabledFor(level):
+            return None
         now = time.monotonic()
         with self._lock:
             last = self._last.get(key)
             if last is not None and now - last < self.every_s:
                 self._held[key] = self._held.get(key, 0) + 1
-                return False
+                return None
             self._last[key] = now
-            held = self._held.pop(key, 0)
+            return self._held.pop(key, 0)
+
+    def emit(self, level: int, held: int, message: str, *args: object) -> None:
+        """The line `take` allowed, saying how many (`held`, as `take` returned it) it stands for."""
         if held:
             message += " (and %d more like it since the last such line; at most one every %gs)"
             args = (*args, held, self.every_s)
         self._logger.log(level, message, *args)
-        return True

@@ -195,7 +195,23 @@ class CollectorPipeline:
             outcome: WaitOutcome = "shutdown" if reason == "shutdown" else "refused"
             self.telemetry.request_waited(time.monotonic() - waited_since, outcome)
         self.telemetry.request_refused(reason, counted)
-        return IngestResult(overloaded=True, retry_after_s=self.retry_after_s)
+        return IngestResult(overloaded=True, retry_after_s=self.retry_after_s, reason=reason)
+
+    def load(self) -> str:
+        """The queues `_overload` reads and the places to wait for room, as they are now (unlocked reads)."""
+        config = self.config
+        text = (
+            f"spans queued for scoring {len(self.engine.intake)}/{config.queue_size}, "
+            f"requests waiting for room {self._waiting}/{config.max_waiting_requests}"
+        )
+        forwarder = self.forwarder
+        if forwarder is None:
+            return text
+        limits = forwarder.config
+        return (
+            f"{text}, forward queue {forwarder.queued_requests}/{limits.queue_max_requests} requests "
+            f"({forwarder.queued_spans}/{limits.queue_max_spans} spans)"
+        )
 
     def _overload(self, spans: float) -> RefusalReason | None:
         if self._closed:
