@@ -11,6 +11,9 @@ span processor, for the duration of one test. Point the agent's instrumentation 
 
 Expectations (the `toolscore_expectations` ini option, or override the fixture of that name) are
 scored by the processor as in production; `assert_expectations()` fails on any that did not pass.
+LLM-judge scorers are skipped unless the session enables them (`--toolscore-judge`, or
+`toolscore_judge = true` in the ini), as `toolscore eval` skips them without `--judge`: a test suite
+should reach a paid model only when asked to.
 Heavy imports (the OTel SDK, the pipeline) happen when the fixture is first used, not when pytest starts.
 """
 
@@ -25,10 +28,14 @@ import pytest
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 
+    from toolscore.collector.pytest_matches import NotScored
     from toolscore.collector.registry import Expectation
     from toolscore.scorers.model import AgentRun, Score, ScoreResult
 
 __all__ = ["ToolscoreRuns", "toolscore_expectations", "toolscore_runs"]
+
+_SKIPPED_JUDGES = pytest.StashKey[int]()
+"""LLM-judge scores the session's tests left out, for the one summary line that says how to get them."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,6 +45,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="toolscore expectation files or directories scored by the `toolscore_runs` fixture.",
     )
+    parser.addini(
+        "toolscore_judge",
+        type="bool",
+        default=False,
+        help="Run the LLM-judge scorers of toolscore expectations (default: false, they are skipped).",
+    )
+    parser.getgroup("toolscore").addoption(
+        "--toolscore-judge",
+        action="store_true",
+        default=False,
+        help="Run the LLM-judge scorers of toolscore expectations (as `toolscore eval --judge`).",
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    skipped = config.stash.get(_SKIPPED_JUDGES, 0)
+    if skipped:
+        from toolscore.collector.pytest_matches import JUDGE_OPT_IN
+
+        terminalreporter.write_line(
+            f"toolscore: {skipped} LLM-judge score(s) skipped: judges are not run unless enabled ({JUDGE_OPT_IN})"
+        )
+
+
+def _judge_enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("toolscore_judge") or config.getini("toolscore_judge"))
 
 
 def _load(items: Sequence[Any]) -> list[Expectation]:
@@ -60,22 +93,29 @@ def _call_text(run: AgentRun) -> str:
     return ", ".join(call.name for call in run.calls) or "no calls"
 
 
+def _run_text(run: AgentRun) -> str:
+    return f"{run.agent_name}: {_call_text(run)}"
+
+
 class ToolscoreRuns:
     """The runs recorded during one test, rebuilt from its spans, and assertions over them."""
 
-    def __init__(self, expectations: Sequence[Expectation] = ()) -> None:
+    def __init__(self, expectations: Sequence[Expectation] = (), *, judge: bool = False) -> None:
+        """`judge`: run LLM-judge scorers; off, they are reported as skipped (`not_scored`)."""
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
         from toolscore.collector.pipeline import ToolscoreSpanProcessor
+        from toolscore.collector.pytest_matches import MatchRecorder
         from toolscore.collector.registry import ExpectationIndex
         from toolscore.collector.telemetry import NoopTelemetry
 
         self.expectations = list(expectations)
         self.exporter = InMemorySpanExporter()
+        self._matches = MatchRecorder(ExpectationIndex(self.expectations), judge=judge)
         self.processor = ToolscoreSpanProcessor(
-            ExpectationIndex(self.expectations), SimpleSpanProcessor(self.exporter), telemetry=NoopTelemetry()
+            self._matches, SimpleSpanProcessor(self.exporter), telemetry=NoopTelemetry()
         )
         self._scored: list[tuple[str, dict[str, Any]]] = []
         self.processor.engine.on_scored = self._record
@@ -115,6 +155,11 @@ class ToolscoreRuns:
         """The attributes of the `gen_ai.evaluation.result` event of every score the processor gave a run."""
         wanted = None if agent is None else {run.span_id for run in self.runs(agent)}
         return [attrs for span_id, attrs in self._events() if wanted is None or span_id in wanted]
+
+    def not_scored(self) -> list[NotScored]:
+        """The scorers of matched expectations left out: LLM judges, when the session did not enable them."""
+        self.spans()  # matches what is pending
+        return self._matches.not_scored()
 
     def assert_calls(
         self,
@@ -158,7 +203,11 @@ class ToolscoreRuns:
         return scores
 
     def assert_expectations(self) -> None:
-        """Every score the processor gave a run during the test is a pass (and at least one was given)."""
+        """Every score the processor gave a run during the test is a pass (and at least one was given).
+
+        A test whose matched scorers were all LLM judges left out (judges not enabled) is skipped, as
+        `toolscore eval` counts such a run neither passed nor failed.
+        """
         __tracebackhide__ = True
         if not self.expectations:  # a missing ini option is not a run that went unmatched
             pytest.fail(
@@ -167,15 +216,19 @@ class ToolscoreRuns:
                 pytrace=False,
             )
         events = self._events()
+        not_scored = [f"{_run_text(item.run)}: {item.text()}" for item in self._matches.not_scored()]
         if not events:
-            seen = "; ".join(f"{run.agent_name}: {_call_text(run)}" for run in self.runs()) or "none"
+            if not_scored:
+                pytest.skip(f"no toolscore score to check: {'; '.join(not_scored)}")
+            seen = "; ".join(_run_text(run) for run in self.runs()) or "none"
             names = ", ".join(exp.name for exp in self.expectations)
             pytest.fail(f"no run matched any toolscore expectation ({names}); runs recorded: {seen}", pytrace=False)
         failed = [(span_id, e) for span_id, e in events if e.get("gen_ai.evaluation.score.label") != "pass"]
         if failed:
             runs = {run.span_id: run for run in self.runs()}
             report = [self._explain(runs.get(span_id), event) for span_id, event in failed]
-            pytest.fail("toolscore expectations not met:\n" + "\n".join(report), pytrace=False)
+            also = ["not scored:", *not_scored] if not_scored else []
+            pytest.fail("toolscore expectations not met:\n" + "\n".join(report + also), pytrace=False)
 
     def _explain(self, run: AgentRun | None, event: Mapping[str, Any]) -> str:
         """One failed score: what the event says, and the call diff from the expectation's scorer."""
@@ -206,10 +259,13 @@ def toolscore_expectations(request: pytest.FixtureRequest) -> list[Any]:
 
 
 @pytest.fixture
-def toolscore_runs(toolscore_expectations: list[Any]) -> Iterator[ToolscoreRuns]:
-    """A tracer provider scored by toolscore for this test; see `ToolscoreRuns`."""
-    runs = ToolscoreRuns(_load(toolscore_expectations))
+def toolscore_runs(toolscore_expectations: list[Any], request: pytest.FixtureRequest) -> Iterator[ToolscoreRuns]:
+    """A tracer provider scored by toolscore for this test, LLM judges as the session says; see `ToolscoreRuns`."""
+    config = request.config
+    runs = ToolscoreRuns(_load(toolscore_expectations), judge=_judge_enabled(config))
     try:
         yield runs
     finally:
         runs.close()
+        skipped = len(runs._matches.not_scored())
+        config.stash[_SKIPPED_JUDGES] = config.stash.get(_SKIPPED_JUDGES, 0) + skipped

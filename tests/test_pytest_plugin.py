@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.openai_server import OpenAIServer, Reply
+
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).parent.parent
@@ -254,6 +256,112 @@ def test_assert_expectations_without_any_configured_says_how_to_give_them(suite:
         ["no toolscore expectations to score against: set `toolscore_expectations = PATH` (files or *"]
     )
     result.stdout.no_fnmatch_line("*no run matched*")
+
+
+def judged_expectations(server: OpenAIServer) -> str:
+    """`EXPECTATIONS` with an LLM judge on the scripted server next to the trajectory scorer."""
+    judge = (
+        f"      - {{type: llm_judge, model: openai/judge-test, api_base: '{server.base_url}', api_key: test,"
+        " max_retries: 0, timeout_s: 5}\n"
+    )
+    return EXPECTATIONS + judge
+
+
+JUDGE_VERDICT = Reply.json(
+    {
+        "evaluations": [{"call": 1, "tool_called": "get_weather", "was_appropriate": True, "reasoning": "asked"}],
+        "missing_tools": [],
+        "no_tool_appropriate": None,
+        "reason": "ok",
+    }
+)
+
+
+def test_llm_judges_are_skipped_unless_the_session_enables_them(
+    suite: pytest.Pytester, openai_server: OpenAIServer
+) -> None:
+    """As `toolscore eval` without `--judge`: no request reaches the model, the deterministic scorers decide,
+    and the output says the judge was skipped and how to enable it."""
+    suite.makefile(".yaml", expectations=judged_expectations(openai_server))
+    suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather in Paris?")
+            toolscore_runs.assert_expectations()
+            assert [s["gen_ai.evaluation.name"] for s in toolscore_runs.scores()] == ["trajectory"]
+
+        def test_oslo(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Oslo").run_sync("Weather in Oslo?")
+            toolscore_runs.assert_expectations()
+        """
+    )
+    result = run(suite)
+    result.assert_outcomes(passed=1, failed=1)
+    assert openai_server.requests == []
+    result.stdout.fnmatch_lines(
+        [
+            "toolscore expectations not met:",
+            "weather (get_weather): weather.paris / trajectory = 0.5: *",
+            "not scored:",
+            "weather: get_weather: weather.paris / llm_judge matched but not scored, skipped: LLM judges are not run "
+            "unless enabled (`--toolscore-judge`, or `toolscore_judge = true` in the pytest ini)",
+            "toolscore: 2 LLM-judge score(s) skipped: judges are not run unless enabled (`--toolscore-judge`, *",
+        ]
+    )
+
+
+def test_a_run_only_llm_judges_would_score_is_a_skipped_test_while_judges_are_off(
+    suite: pytest.Pytester, openai_server: OpenAIServer
+) -> None:
+    """Neither passed nor failed, as `toolscore eval` counts such a run without `--judge`; the reason says why."""
+    judge_only = judged_expectations(openai_server).replace(
+        "      - type: trajectory\n        expected: [{name: get_weather, args: {city: Paris}}]\n"
+        "        args_match: {mode: subset}\n",
+        "",
+    )
+    suite.makefile(".yaml", expectations=judge_only)
+    suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
+    suite.makepyfile(test_weather=ASSERTING_TEST)
+    result = run(suite, "-rs")
+    result.assert_outcomes(skipped=1)
+    assert openai_server.requests == []
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED * no toolscore score to check: weather: get_weather: weather.paris / llm_judge matched but not "
+            "scored, skipped: LLM judges are not run unless enabled *"
+        ]
+    )
+
+
+@pytest.mark.parametrize(("ini", "args"), [("toolscore_judge = true\n", ()), ("", ("--toolscore-judge",))])
+def test_llm_judges_run_with_the_ini_option_or_the_command_line_flag(
+    suite: pytest.Pytester, openai_server: OpenAIServer, ini: str, args: tuple[str, ...]
+) -> None:
+    openai_server.push(JUDGE_VERDICT)
+    suite.makefile(".yaml", expectations=judged_expectations(openai_server))
+    suite.makeini(f"[pytest]\ntoolscore_expectations = expectations.yaml\n{ini}")
+    suite.makepyfile(
+        test_weather="""
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(toolscore_runs.tracer_provider, "Paris").run_sync("Weather in Paris?")
+            toolscore_runs.assert_expectations()
+            scores = {s["gen_ai.evaluation.name"]: s["gen_ai.evaluation.score.label"] for s in toolscore_runs.scores()}
+            assert scores == {"trajectory": "pass", "llm_judge": "pass"}
+            assert toolscore_runs.not_scored() == []
+        """
+    )
+    # In a child process: litellm's import adds a sys.meta_path finder that an in-process run would leave
+    # behind after unloading its module, breaking the next in-process run's package metadata lookups.
+    result = suite.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", *args, timeout=120)
+    result.assert_outcomes(passed=1)
+    assert len(openai_server.requests) == 1
+    assert "Weather in Paris?" in openai_server.prompts()[0]
+    result.stdout.no_fnmatch_line("*LLM-judge score(s) skipped*")
 
 
 def test_plugin_is_declared_as_a_pytest11_entry_point() -> None:
