@@ -1,9 +1,10 @@
-"""Which scorers of the expectations the pytest plugin's processor matched it left out: LLM judges.
+"""What the pytest plugin's processor matched, and which matched scorers did not score (and why).
 
-The plugin skips LLM judges unless the session asks for them, as `toolscore eval` does without
-`--judge`: a test suite should not reach a paid model, or fail on a network outage, unless told to.
-`assert_expectations` judges the scores the processor gives, so what was left out is kept apart to be
-reported as skipped rather than disappear.
+`assert_expectations` judges the scores the processor gives; a run that matched an expectation but got
+no score from one of its scorers would otherwise look like a run that matched nothing. Two things stop
+a matched scorer: its `sample_rate` (chosen by trace id, as in production) and, unless the session asks
+for them, LLM judges, which the plugin skips by default as `toolscore eval` does without `--judge`: a
+test suite should not reach a paid model, or fail on a network outage, unless told to.
 
 `MatchRecorder` sits between the processor and the expectations, so it sees each match as it happens
 (on the pipeline's worker thread); imported only when the fixture is first used, like the pipeline.
@@ -15,7 +16,7 @@ import threading
 from dataclasses import dataclass
 
 from toolscore.collector.pipeline.match import is_judge
-from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer
+from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer, should_sample
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["JUDGE_OPT_IN", "MatchRecorder", "NotScored"]
@@ -26,30 +27,37 @@ JUDGE_OPT_IN = "`--toolscore-judge`, or `toolscore_judge = true` in the pytest i
 
 @dataclass(frozen=True, slots=True)
 class NotScored:
-    """A scorer of an expectation the run matched that gave it no score: an LLM judge not enabled."""
+    """A scorer of an expectation the run matched that gave it no score."""
 
     run: AgentRun
     expectation: Expectation
     scorer: ExpectationScorer
+    judge_skipped: bool
+    """True: an LLM judge the session did not enable; False: sampled out by its `sample_rate`."""
 
     @property
     def reason(self) -> str:
-        return f"skipped: LLM judges are not run unless enabled ({JUDGE_OPT_IN})"
+        if self.judge_skipped:
+            return f"skipped: LLM judges are not run unless enabled ({JUDGE_OPT_IN})"
+        return f"sampled out (sample_rate {self.scorer.sample_rate:g}: the trace id decides which runs are scored)"
 
     def text(self) -> str:
         return f"{self.expectation.name} / {self.scorer.name} matched but not scored, {self.reason}"
 
 
 class MatchRecorder:
-    """The processor's matcher: `index`'s matches, without their LLM judges when `judge` is off.
+    """The processor's matcher: `index`'s matches, each with only the scorers that will score the run.
 
-    What was left out is kept in `not_scored`; the processor scores the rest as usual (sampling included).
+    A matched expectation is handed on with its sampled-out scorers, and its LLM judges when `judge` is
+    off, left out (the processor then scores exactly what is left); what was left out is kept in
+    `not_scored`, and every match in `matched`.
     """
 
     def __init__(self, index: ExpectationIndex, *, judge: bool) -> None:
         self.index = index
         self.judge = judge
         self._lock = threading.Lock()
+        self._matched: list[tuple[AgentRun, Expectation]] = []
         self._not_scored: list[NotScored] = []
 
     def match(self, run: AgentRun) -> list[Expectation]:
@@ -57,15 +65,21 @@ class MatchRecorder:
         for exp in self.index.match(run):
             kept = []
             for scorer in exp.scorers:
-                if not self.judge and is_judge(scorer):
-                    left_out.append(NotScored(run, exp, scorer))
+                if not should_sample(run.trace_id, scorer.sample_rate):
+                    left_out.append(NotScored(run, exp, scorer, judge_skipped=False))
+                elif not self.judge and is_judge(scorer):
+                    left_out.append(NotScored(run, exp, scorer, judge_skipped=True))
                 else:
                     kept.append(scorer)
             out.append(exp if len(kept) == len(exp.scorers) else _with_scorers(exp, kept))
-        if left_out:
-            with self._lock:
-                self._not_scored.extend(left_out)
+        with self._lock:
+            self._matched.extend((run, exp) for exp in out)
+            self._not_scored.extend(left_out)
         return out
+
+    def matched(self) -> list[tuple[AgentRun, Expectation]]:
+        with self._lock:
+            return list(self._matched)
 
     def not_scored(self) -> list[NotScored]:
         with self._lock:

@@ -157,7 +157,7 @@ class ToolscoreRuns:
         return [attrs for span_id, attrs in self._events() if wanted is None or span_id in wanted]
 
     def not_scored(self) -> list[NotScored]:
-        """The scorers of matched expectations left out: LLM judges, when the session did not enable them."""
+        """The scorers of matched expectations that gave no score: sampled out, or LLM judges not enabled."""
         self.spans()  # matches what is pending
         return self._matches.not_scored()
 
@@ -206,7 +206,8 @@ class ToolscoreRuns:
         """Every score the processor gave a run during the test is a pass (and at least one was given).
 
         A test whose matched scorers were all LLM judges left out (judges not enabled) is skipped, as
-        `toolscore eval` counts such a run neither passed nor failed.
+        `toolscore eval` counts such a run neither passed nor failed; one whose scorers were sampled out
+        fails, naming the expectation and its `sample_rate`, since nothing was checked.
         """
         __tracebackhide__ = True
         if not self.expectations:  # a missing ini option is not a run that went unmatched
@@ -216,10 +217,16 @@ class ToolscoreRuns:
                 pytrace=False,
             )
         events = self._events()
-        not_scored = [f"{_run_text(item.run)}: {item.text()}" for item in self._matches.not_scored()]
+        left_out = self._matches.not_scored()
+        not_scored = [f"{_run_text(item.run)}: {item.text()}" for item in left_out]
         if not events:
-            if not_scored:
-                pytest.skip(f"no toolscore score to check: {'; '.join(not_scored)}")
+            if matched := self._matches.matched():
+                if left_out and all(item.judge_skipped for item in left_out):
+                    pytest.skip(f"no toolscore score to check: {'; '.join(not_scored)}")
+                why = not_scored or [
+                    f"{_run_text(run)}: {exp.name} matched, but has no scorers" for run, exp in matched
+                ]
+                pytest.fail("no toolscore score to check:\n" + "\n".join(why), pytrace=False)
             seen = "; ".join(_run_text(run) for run in self.runs()) or "none"
             names = ", ".join(exp.name for exp in self.expectations)
             pytest.fail(f"no run matched any toolscore expectation ({names}); runs recorded: {seen}", pytrace=False)
@@ -267,5 +274,5 @@ def toolscore_runs(toolscore_expectations: list[Any], request: pytest.FixtureReq
         yield runs
     finally:
         runs.close()
-        skipped = len(runs._matches.not_scored())
+        skipped = sum(item.judge_skipped for item in runs._matches.not_scored())
         config.stash[_SKIPPED_JUDGES] = config.stash.get(_SKIPPED_JUDGES, 0) + skipped

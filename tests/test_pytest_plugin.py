@@ -247,6 +247,26 @@ def test_no_expectation_matched_fails_assert_expectations_naming_them_and_the_ru
     )
 
 
+def test_a_run_matched_but_sampled_out_fails_assert_expectations_naming_the_expectation_and_rate(
+    suite: pytest.Pytester,
+) -> None:
+    """Not "no run matched": the run matched, and its scorer's `sample_rate` (by trace id) left it out."""
+    rare = EXPECTATIONS.replace("args_match: {mode: subset}", "args_match: {mode: subset}\n        sample_rate: 1e-9")
+    suite.makefile(".yaml", expectations=rare)
+    suite.makeini("[pytest]\ntoolscore_expectations = expectations.yaml\n")
+    suite.makepyfile(test_weather=ASSERTING_TEST)
+    result = run(suite)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "no toolscore score to check:",
+            "weather: get_weather: weather.paris / trajectory matched but not scored, sampled out (sample_rate 1e-09: "
+            "the trace id decides which runs are scored)",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*no run matched*")
+
+
 def test_assert_expectations_without_any_configured_says_how_to_give_them(suite: pytest.Pytester) -> None:
     """Not "no run matched": the ini option was never set, which is what the author has to fix."""
     suite.makepyfile(test_weather=ASSERTING_TEST)
