@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import use_span
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
+TRUTH = Path(__file__).parent / "testdata" / "truth"
 CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb"))
 EPOCH_NS = 1_767_225_600_000_000_000
 LINE_KEYS = {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls"}
@@ -35,7 +36,7 @@ def run_cli(*args: str) -> tuple[int, list[dict[str, Any]], str]:
 def truth_runs(captures: list[Path]) -> dict[str, dict[str, Any]]:
     runs = {}
     for capture in captures:
-        for run in json.loads(capture.with_suffix(".truth.json").read_text())["runs"]:
+        for run in json.loads((TRUTH / capture.parent.name / f"{capture.name}.truth.json").read_text())["runs"]:
             runs[run["agent_span_id"]] = run
     return runs
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import xmlschema
 
+from toolscore.collector.evaluate.inputs import NOT_TRACES_HINT
+
 ROOT = Path(__file__).parent.parent
 TRACES = Path("tests/testdata/traces")
 EVAL = Path("tests/testdata/eval")
@@ -122,9 +124,34 @@ def test_unreadable_trace_files_exit_2_naming_every_one(tmp_path: Path) -> None:
     assert lines[1] == f"toolscore eval: {tmp_path / 'absent.json'}: No such file or directory"
 
 
+def test_json_that_is_not_a_trace_export_exits_2_named_or_found_in_a_directory(tmp_path: Path) -> None:
+    """Refused in a directory too, not skipped: ground truth kept next to the traces is named, with what to do."""
+    (tmp_path / "run.json").write_text((ROOT / TRACES / "vercel-ai" / "a_single_tool.json").read_text())
+    truth = tmp_path / "run.truth.json"
+    truth.write_text('{"runs": []}')
+    other = tmp_path / "other.json"
+    other.write_text('{"foo": 1}')
+    for given in ([tmp_path], [other]):
+        proc = run_eval_cli(*(arg for path in given for arg in ("-t", path)), "-e", EVAL / "pass")
+        assert proc.returncode == 2
+        assert proc.stdout == ""
+        lines = proc.stderr.splitlines()
+        assert f"toolscore eval: {other}: not an OTLP trace export: a JSON object with the keys 'foo', " in lines[0]
+        assert (f"toolscore eval: {truth}: not an OTLP trace export: " in lines[1]) is (given == [tmp_path])
+        assert lines[-1] == f"toolscore eval: {NOT_TRACES_HINT}"
+
+
+def test_an_empty_trace_export_is_read_as_no_runs(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"resourceSpans": []}')
+    proc = run_eval_cli("-t", empty, "-t", TRACES / "vercel-ai", "-e", EVAL / "pass")
+    assert proc.returncode == 0, proc.stderr
+    assert "toolscore eval: 11 trace file(s), " in proc.stdout
+
+
 def test_collector_file_exporter_json_lines_read_like_the_documents(tmp_path: Path) -> None:
     """The Collector's file exporter writes one ExportTraceServiceRequest per line."""
-    documents = sorted((ROOT / TRACES / "pydantic-ai").glob("?_*[!h].json"))  # not the *.truth.json
+    documents = sorted((ROOT / TRACES / "pydantic-ai").glob("*.json"))
     lines = [json.dumps(json.loads(p.read_text())) for p in documents]
     export = tmp_path / "traces.jsonl"
     export.write_text("\n".join(lines) + "\n")

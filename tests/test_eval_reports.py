@@ -259,5 +259,5 @@ class Recorder:
 def test_progress_is_told_every_file_and_every_run() -> None:
     recorder = Recorder()
     result = run_eval([ROOT / TRACES / "vercel-ai"], [EVAL / "pass"], progress=recorder)
-    assert recorder.phases == [("reading traces", 15), ("scoring runs", result.inputs.runs)]
-    assert recorder.advanced == {"reading traces": 15, "scoring runs": 6}
+    assert recorder.phases == [("reading traces", 10), ("scoring runs", result.inputs.runs)]
+    assert recorder.advanced == {"reading traces": 10, "scoring runs": 6}

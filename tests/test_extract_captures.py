@@ -19,7 +19,7 @@ from toolscore.scorers import AgentRun
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
 MCP = Path(__file__).parent / "testdata" / "mcp"
-TRUTHS = sorted(TRACES.glob("*/*.truth.json")) + sorted(MCP.glob("*.truth.json"))
+TRUTHS = sorted((Path(__file__).parent / "testdata" / "truth").glob("*/*.truth.json"))
 
 
 def _as_truth(runs: list[AgentRun]) -> list[dict[str, Any]]:
@@ -40,6 +40,12 @@ def _expected(truth_path: Path) -> list[dict[str, Any]]:
     return [{key: run[key] for key in keys} for run in truth["runs"]]
 
 
+def _capture(truth_path: Path, encoding: str) -> Path:
+    """The capture a truth file describes, in `encoding` (`.pb` or `.json`)."""
+    folder = MCP if truth_path.parent.name == "mcp" else TRACES / truth_path.parent.name
+    return folder / truth_path.name.replace(".truth.json", encoding)
+
+
 def _case_id(path: Path) -> str:
     return f"{path.parent.name}/{path.name.removesuffix('.truth.json')}"
 
@@ -53,7 +59,7 @@ def test_every_framework_capture_has_a_truth_file() -> None:
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)
 def test_capture_reproduces_truth(truth_path: Path, encoding: str) -> None:
     stats = ExtractStats()
-    spans = read_trace_file(truth_path.with_name(truth_path.name.replace(".truth.json", encoding)))
+    spans = read_trace_file(_capture(truth_path, encoding))
 
     runs = rebuild_runs(spans, stats=stats)
 
@@ -65,7 +71,7 @@ def test_capture_reproduces_truth(truth_path: Path, encoding: str) -> None:
 
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)
 def test_capture_gives_same_runs_shuffled_duplicated_and_split(truth_path: Path) -> None:
-    spans = read_trace_file(truth_path.with_name(truth_path.name.replace(".truth.json", ".pb")))
+    spans = read_trace_file(_capture(truth_path, ".pb"))
     shuffled = list(spans) + list(spans[: len(spans) // 2])
     random.Random(7).shuffle(shuffled)
     stats = ExtractStats()

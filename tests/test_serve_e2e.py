@@ -35,13 +35,14 @@ from tests.serve_harness import Downstream, ServeProcess, free_port, serve_confi
 from toolscore.collector.cli.demo_runs import make_demo_spans
 
 CAPTURES = Path(__file__).parent / "testdata" / "traces"
+TRUTH = Path(__file__).parent / "testdata" / "truth"
 INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
 
 
 def _captures_expectations(path: Path) -> list[dict[str, Any]]:
     """One expectation per (service, agent) of the captures: exactly the calls the truth files list, in order."""
     expectations: dict[str, dict[str, Any]] = {}
-    for truth_file in sorted(CAPTURES.glob("*/*.truth.json")):
+    for truth_file in sorted(TRUTH.glob("*/*.truth.json")):
         framework = truth_file.parent.name
         for run in json.loads(truth_file.read_text())["runs"]:
             name = f"captures.{framework}.{run['agent_name']}"
@@ -188,7 +189,9 @@ def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
     assert set(counts) == keys, process.log()
     assert set(counts.values()) == {1}, "every span arrives exactly once"
     by_key = {key(span): span for span in received}
-    for truth_file in sorted(CAPTURES.glob("*/*.truth.json")):
+    for truth_file in sorted(TRUTH.glob("*/*.truth.json")):
+        if not (CAPTURES / truth_file.parent.name).is_dir():
+            continue  # a capture kept outside testdata/traces (the MCP one), not replayed here
         for run in json.loads(truth_file.read_text())["runs"]:
             found = attrs(by_key[(run["trace_id"], run["agent_span_id"])])
             name = f"captures.{truth_file.parent.name}.{run['agent_name']}"

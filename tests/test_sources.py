@@ -35,6 +35,7 @@ from toolscore.collector.sources import (
 from toolscore.collector.spans import SpanRecord
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
+TRUTH = Path(__file__).parent / "testdata" / "truth"
 CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb"))
 EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 
@@ -78,7 +79,7 @@ def test_protobuf_and_json_captures_give_identical_records(capture: Path) -> Non
 @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_capture_records_hold_the_truth_runs_spans(capture: Path) -> None:
     records = by_span_id(read_trace_file(capture.with_suffix(".pb")))
-    truth = json.loads(capture.with_suffix(".truth.json").read_text())
+    truth = json.loads((TRUTH / capture.parent.name / f"{capture.name}.truth.json").read_text())
     for run in truth["runs"]:
         agent = records[run["agent_span_id"]]
         assert agent.trace_id == run["trace_id"]
@@ -426,6 +427,57 @@ def test_gzip_and_length_prefixed_files_read_like_plain_ones(tmp_path: Path) -> 
     (tmp_path / "cut.gz").write_bytes(gzip.compress(pb)[:100])
     with pytest.raises(TraceFileError, match=r"cut\.gz: byte 0: gzip data is corrupt or truncated"):
         read_trace_file(tmp_path / "cut.gz")
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ('{"foo": 1}', "a JSON object with the keys 'foo', without resourceSpans"),
+        (
+            (TRUTH / "vercel-ai" / "a_single_tool.truth.json").read_text(),
+            "a JSON object with the keys 'conventions', 'framework', 'framework_version', 'instrumentation', "
+            "… (6 keys), without resourceSpans",
+        ),
+        ('{"resourceMetrics": []}', "an OTLP metrics export, without resourceSpans"),
+        ('["resourceSpans"]', "expected a JSON object, got list"),
+    ],
+    ids=["other-json", "ground-truth", "metrics", "array"],
+)
+def test_a_json_file_that_is_not_a_trace_export_is_an_error_naming_the_file(
+    tmp_path: Path, text: str, what: str
+) -> None:
+    """Not a trace of no spans: an evaluation of a file that holds none would pass."""
+    path = tmp_path / "not-traces.json"
+    path.write_text(text)
+    with pytest.raises(TraceFileError) as info:
+        read_trace_file(path)
+    assert str(info.value).startswith(f"{path}: not an OTLP trace export: {what}")
+
+
+@pytest.mark.parametrize("text", ["{}", '{"resourceSpans": []}', '{"resource_spans": []}', "\n"])
+def test_an_empty_trace_export_is_read_as_no_spans(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text(text)
+    assert read_trace_file(path) == []
+
+
+def test_json_lines_and_json_frames_that_are_not_trace_exports_are_errors_at_their_line_or_byte(
+    tmp_path: Path,
+) -> None:
+    doc = (TRACES / "vercel-ai" / "a_single_tool.json").read_text()
+    lines = tmp_path / "export.jsonl"
+    lines.write_text(json.dumps(json.loads(doc)) + '\n{"resourceLogs": []}\n{}\n')
+    errors: list[TraceFileError] = []
+    assert read_trace_file(lines, errors=errors) == spans_from_json(json.loads(doc))
+    assert [str(e) for e in errors] == [
+        f"{lines}: line 2: not an OTLP trace export: an OTLP logs export, without resourceSpans (an empty export "
+        'is {} or {"resourceSpans": []})'
+    ]
+    frames = tmp_path / "export.bin"
+    frame = b'{"runs": []}'
+    frames.write_bytes(len(frame).to_bytes(4, "big") + frame)
+    with pytest.raises(TraceFileError, match=r"export\.bin: byte 4: frame at byte 0: not an OTLP trace export"):
+        read_trace_file(frames)
 
 
 def test_missing_file_error_names_the_file(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from toolscore.collector.registry import Expectation, InvalidExpectation, load_paths
 from toolscore.collector.registry.files import expand_paths
-from toolscore.collector.sources import DecodeStats, TraceFileError, read_trace_file
+from toolscore.collector.sources import NOT_A_TRACE_EXPORT, DecodeStats, TraceFileError, read_trace_file
 from toolscore.collector.spans import SpanRecord
 
 __all__ = [
@@ -27,6 +27,13 @@ __all__ = [
 
 TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".bin", ".otlp", ".gz")
 """Files taken from a trace directory; the format is then detected from the content."""
+
+NOT_TRACES_HINT = (
+    "every file given, and every file with a trace suffix in a trace directory, is read as OTLP trace data: "
+    "keep other JSON files (ground truth, configs) out of trace directories"
+)
+"""Said once after the files that are JSON but not trace exports: found in a directory, they are refused
+too, rather than skipped by name or content, so that a bad export can never pass an evaluation unread."""
 
 
 class EvalInputError(ValueError):
@@ -76,24 +83,26 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
     """Read every trace file; raises `EvalInputError` listing every unreadable file or line."""
     out = TraceInput(files=expand_trace_paths(paths))
     problems: list[str] = []
+    not_traces = False
     for path in out.files:
         errors: list[TraceFileError] = []
         seen = len(out.stats.examples)
         try:
             spans = read_trace_file(path, out.stats, errors)
         except TraceFileError as exc:
-            problems.append(str(exc))
-            continue
+            errors.append(exc)
+            spans = []
         finally:
             if on_file is not None:
                 on_file(path)
         problems.extend(str(error) for error in errors)
+        not_traces = not_traces or any(error.message.startswith(NOT_A_TRACE_EXPORT) for error in errors)
         out.stats.examples[seen:] = [f"{path}: {example}" for example in out.stats.examples[seen:]]
         for span in spans:
             out.source_of.setdefault(span.trace_id, str(path))
         out.spans.extend(spans)
     if problems:
-        raise EvalInputError(problems)
+        raise EvalInputError([*problems, NOT_TRACES_HINT] if not_traces else problems)
     return out
 
 

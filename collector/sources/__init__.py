@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, TraceFileError
 from toolscore.collector.sources.files import decode_trace_bytes, read_trace_file
-from toolscore.collector.sources.otlp_json import spans_from_json, spans_from_json_bytes, spans_from_json_lines
+from toolscore.collector.sources.otlp_json import (
+    NOT_A_TRACE_EXPORT,
+    spans_from_json,
+    spans_from_json_bytes,
+    spans_from_json_lines,
+)
 from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes, spans_from_request
 from toolscore.collector.sources.sdk import record_from_readable, spans_from_readable
 
 __all__ = [
+    "NOT_A_TRACE_EXPORT",
     "DecodeStats",
     "SpanDecodeError",
     "TraceFileError",

@@ -8,6 +8,9 @@ Detected from the content, not the name:
 - `0x0a` first: one OTLP protobuf `ExportTraceServiceRequest` (the body of an `http/protobuf` export);
 - `0x00` first: length-prefixed messages (4-byte big-endian size, then the message), as the file
   exporter writes with `format: proto`; each message may be protobuf or JSON.
+
+A JSON document (or line, or frame) that is not an OTLP trace export (`trace_export`: no `resourceSpans`,
+and not the empty `{}`) is an error rather than a trace of no spans.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import zlib
 from pathlib import Path
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, TraceFileError
-from toolscore.collector.sources.otlp_json import spans_from_json, spans_from_json_lines
+from toolscore.collector.sources.otlp_json import spans_from_json, spans_from_json_lines, trace_export
 from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes
 from toolscore.collector.spans import SpanRecord
 
@@ -48,7 +51,7 @@ def _json_document_or_lines(text: str, stats: DecodeStats | None, errors: list[S
         if exc.msg == "Extra data" or _second_line_opens_an_object(text):
             return spans_from_json_lines(text, stats, errors)
         raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
-    return spans_from_json(obj, stats)
+    return spans_from_json(trace_export(obj), stats)
 
 
 def _frames(data: bytes, stats: DecodeStats | None) -> list[SpanRecord]:
@@ -66,7 +69,7 @@ def _frames(data: bytes, stats: DecodeStats | None) -> list[SpanRecord]:
         frame = data[start : start + size]
         try:
             if frame[:1] == b"{":
-                out.extend(spans_from_json(json.loads(frame), stats))
+                out.extend(spans_from_json(trace_export(json.loads(frame)), stats))
             else:
                 out.extend(spans_from_proto_bytes(frame, stats))
         except SpanDecodeError as exc:

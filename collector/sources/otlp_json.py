@@ -5,6 +5,9 @@ base64), and enums are integers. As the OTLP spec allows for receivers, field na
 lowerCamelCase and in the proto's snake_case, 64-bit integers as JSON strings or numbers, and enums
 also by name. JSON Lines, one request per line, is what the Collector's file exporter writes with
 `format: json`. Errors name the path of the bad field (`resourceSpans[0].scopeSpans[1].spans[3].traceId`).
+
+A file's documents (and each JSON Lines line) must be trace exports (`trace_export`); a request body need
+not, since OTLP/JSON receivers ignore fields they do not know.
 """
 
 from __future__ import annotations
@@ -16,10 +19,20 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError
+from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, echo
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
-__all__ = ["decode_json_any_value", "spans_from_json", "spans_from_json_bytes", "spans_from_json_lines"]
+__all__ = [
+    "NOT_A_TRACE_EXPORT",
+    "decode_json_any_value",
+    "spans_from_json",
+    "spans_from_json_bytes",
+    "spans_from_json_lines",
+    "trace_export",
+]
+
+NOT_A_TRACE_EXPORT = "not an OTLP trace export"
+"""How `trace_export`'s errors begin, so a caller can tell them from a broken export."""
 
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}").fullmatch
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
@@ -28,6 +41,14 @@ _KINDS = {
     f"SPAN_KIND_{n}": i for i, n in enumerate(("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"))
 }
 _STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+_OTHER_SIGNALS = {
+    "resourceMetrics": "metrics",
+    "resource_metrics": "metrics",
+    "resourceLogs": "logs",
+    "resource_logs": "logs",
+    "resourceProfiles": "profiles",
+    "resource_profiles": "profiles",
+}
 
 
 def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -189,6 +210,25 @@ def _scope_spans(
             stats.skip(record[0], f"{path}.spans[{i}] {span.get('name')!r}: {record[1]}")
 
 
+def trace_export(obj: Any) -> Mapping[str, Any]:
+    """`obj` when it is an OTLP trace export: an object with `resourceSpans`, or `{}` (an empty export).
+
+    For documents read from files. Any other JSON object (a ground-truth file, a config, another
+    signal's export) would otherwise decode as a trace of no spans, and an evaluation of it pass.
+    """
+    if not isinstance(obj, Mapping):
+        raise SpanDecodeError(f"{NOT_A_TRACE_EXPORT}: expected a JSON object, got {type(obj).__name__}")
+    if not obj or "resourceSpans" in obj or "resource_spans" in obj:
+        return obj
+    signal = next((name for key, name in _OTHER_SIGNALS.items() if key in obj), None)
+    keys = sorted(map(str, obj))
+    shown = ", ".join(echo(key) for key in keys[:4]) + (f", … ({len(keys)} keys)" if len(keys) > 4 else "")
+    what = f"an OTLP {signal} export" if signal else f"a JSON object with the keys {shown}"
+    raise SpanDecodeError(
+        f'{NOT_A_TRACE_EXPORT}: {what}, without resourceSpans (an empty export is {{}} or {{"resourceSpans": []}})'
+    )
+
+
 def spans_from_json(obj: Mapping[str, Any], stats: DecodeStats | None = None) -> list[SpanRecord]:
     """Every span of a decoded OTLP/JSON request, in document order; bad ids are skipped and counted."""
     if not isinstance(obj, Mapping):
@@ -225,8 +265,8 @@ def spans_from_json_lines(
 ) -> list[SpanRecord]:
     """One OTLP/JSON request per line, as the Collector's file exporter writes them.
 
-    A bad line raises `SpanDecodeError` with its 1-based `line`, or, when `errors` is given, is
-    appended there and the other lines are still read.
+    A bad line (one that is not a `trace_export` too) raises `SpanDecodeError` with its 1-based `line`,
+    or, when `errors` is given, is appended there and the other lines are still read.
     """
     out: list[SpanRecord] = []
     lines: Sequence[bytes | str] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
@@ -234,7 +274,7 @@ def spans_from_json_lines(
         if not line.strip():
             continue
         try:
-            out.extend(spans_from_json(_loads(line), stats))
+            out.extend(spans_from_json(trace_export(_loads(line)), stats))
         except SpanDecodeError as exc:
             error = SpanDecodeError(exc.message, line=line_no)
             if errors is None:
