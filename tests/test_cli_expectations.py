@@ -20,6 +20,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from tests.postgres import postgres_url
+from tests.registry_builders import doc
 from toolscore.collector.cli import main
 from toolscore.collector.registry import (
     Expectation,
@@ -140,7 +141,9 @@ def test_the_score_store_given_for_the_registry_is_refused_and_left_unchanged(
     scores = tmp_path / "scores.db"
     store = ScoreStore(ScoreStoreConfig(path=str(scores)))
     run = AgentRun(trace_id=f"{1:032x}", span_id=f"{1:016x}", agent_name="travel")
-    store.record(run, Expectation(name="travel", version=1), Score(name="f1", value=1.0, label="pass"))
+    store.record(
+        run, Expectation.model_validate({**doc("travel"), "version": 1}), Score(name="f1", value=1.0, label="pass")
+    )
     assert store.close()
     before = scores.read_bytes()
     result = cli(*command, db=str(scores))

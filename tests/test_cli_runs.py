@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.registry_builders import doc
 from toolscore.collector.cli import main
 from toolscore.collector.registry import Expectation, Registry, RegistryConfig, SqliteStoreConfig
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
 from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
 
-TRAVEL = Expectation(name="travel", version=2)
-REFUND = Expectation(name="refund", version=1)
+TRAVEL = Expectation.model_validate({**doc("travel"), "version": 2})
+REFUND = Expectation.model_validate({**doc("refund"), "version": 1})
 HOUR_NS = 3600 * 10**9
 
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.registry_builders import doc
 from toolscore.collector.error_text import error_message
 from toolscore.collector.registry import InvalidExpectation, parse_expectation
 from toolscore.collector.serve.config import ServeConfig
@@ -53,7 +54,7 @@ def test_a_value_under_a_secret_key_is_named_by_kind_only(document: dict[str, An
 
 def test_a_long_wrong_value_is_cut_short() -> None:
     with pytest.raises(InvalidExpectation) as caught:
-        parse_expectation({"name": "x", "enabled": "y" * 500, "match": {"agent": "a"}})
+        parse_expectation({**doc("x"), "enabled": "y" * 500})
     (problem,) = caught.value.problems
     assert problem.field == "enabled"
     assert problem.message == "expected true or false, got '" + "y" * 39 + "…'"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -160,6 +161,10 @@ def test_example_file_feeds_a_registry() -> None:
 # -- files ------------------------------------------------------------------------------------------
 
 
+PICK = "scorers: [{type: tool_selection, expected_tool: x}]"
+"""A scorer for the documents of these tests, which are about files and stores, not scoring."""
+
+
 def _write(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
@@ -168,41 +173,46 @@ def _write(path: Path, text: str) -> None:
 
 def test_file_edit_is_reloaded_without_restart(tmp_path: Path) -> None:
     path = tmp_path / "exp.yaml"
-    _write(path, "name: a\nmatch: {agent: travel}\n")
+    _write(path, f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")
     with Registry.from_file(path, interval_s=0.05) as registry:
         assert names(registry) == ["a"]
-        _write(path, "- name: a\n  match: {agent: other}\n- name: b\n  match: {agent: travel}\n")
+        _write(
+            path, f"- name: a\n  match: {{agent: other}}\n  {PICK}\n- name: b\n  match: {{agent: travel}}\n  {PICK}\n"
+        )
         assert eventually(lambda: names(registry) == ["b"])
         assert names(registry, "other") == ["a"]
         assert registry.get("a").version == 2
-        _write(path, "name: b\nmatch: {agent: travel}\n")
+        _write(path, f"name: b\nmatch: {{agent: travel}}\n{PICK}\n")
         assert eventually(lambda: [e.name for e in registry.list()] == ["b"])
         assert registry.get("b").version == 1
 
 
 def test_bad_edit_keeps_the_last_good_set_and_reports_where(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "exp.yaml"
-    _write(path, "name: a\nmatch: {agent: travel}\n")
+    _write(path, f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")
     with (
         caplog.at_level(logging.ERROR, logger="toolscore.registry"),
         Registry.from_file(path, interval_s=0.05) as registry,
     ):
-        _write(path, "name: a\nmatch:\n  agent: {regex: '('}\n")
+        _write(path, f"name: a\nmatch:\n  agent: {{regex: '('}}\n{PICK}\n")
         assert eventually(lambda: registry.last_error is not None)
         assert registry.last_error is not None
         assert (registry.last_error.file, registry.last_error.line) == (str(path), 3)
         assert names(registry) == ["a"]
         assert registry.get("a").version == 1
-        _write(path, "name: a\nmatch: {agent: fixed}\n")
+        _write(path, f"name: a\nmatch: {{agent: fixed}}\n{PICK}\n")
         assert eventually(lambda: names(registry, "fixed") == ["a"])
         assert registry.last_error is None
     assert f"{path}:3: match.agent: bad regex" in caplog.text
 
 
 def test_directory_of_files_is_watched_for_new_files(tmp_path: Path) -> None:
-    _write(tmp_path / "a.yaml", "name: a\nmatch: {agent: travel}\n")
+    _write(tmp_path / "a.yaml", f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")
     with Registry.from_file(tmp_path, interval_s=0.05) as registry:
-        _write(tmp_path / "b.json", '{"name": "b", "match": {"agent": "travel"}}')
+        _write(
+            tmp_path / "b.json",
+            json.dumps({**doc("b"), "match": {"agent": "travel"}}),
+        )
         assert eventually(lambda: names(registry) == ["a", "b"])
         (tmp_path / "a.yaml").unlink()
         assert eventually(lambda: names(registry) == ["b"])
@@ -212,11 +222,11 @@ def test_a_configmap_mounted_directory_loads_each_file_once(tmp_path: Path) -> N
     """Kubernetes mounts a ConfigMap as links to `..data/`, itself a link to a hidden timestamped copy."""
     snapshot = tmp_path / "..2026_11_22_02_40_00.000000001"
     snapshot.mkdir()
-    _write(snapshot / "agents.yaml", "name: a\nmatch: {agent: travel}\n")
+    _write(snapshot / "agents.yaml", f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")
     (tmp_path / "..data").symlink_to(snapshot.name)
     (tmp_path / "agents.yaml").symlink_to(Path("..data") / "agents.yaml")
     (tmp_path / ".git").mkdir()
-    _write(tmp_path / ".git" / "stale.yaml", "name: stale\nmatch: {agent: travel}\n")
+    _write(tmp_path / ".git" / "stale.yaml", f"name: stale\nmatch: {{agent: travel}}\n{PICK}\n")
     with Registry.from_file(tmp_path, watch=False) as registry:
         assert names(registry) == ["a"]
 
@@ -231,7 +241,7 @@ def test_invalid_files_at_start_raise(tmp_path: Path) -> None:
 
 def test_files_applied_into_a_persistent_store_survive_restart(tmp_path: Path) -> None:
     path = tmp_path / "exp.yaml"
-    _write(path, "name: a\nmatch: {agent: travel}\n")
+    _write(path, f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")
     config = RegistryConfig(store=SqliteStoreConfig(path=str(tmp_path / "r.db")), files=[str(path)], watch_files=False)
     with Registry.from_config(config) as registry:
         assert registry.get("a").version == 1
@@ -242,13 +252,13 @@ def test_files_applied_into_a_persistent_store_survive_restart(tmp_path: Path) -
 
 def test_a_name_removed_from_the_files_while_no_collector_ran_is_deleted_at_the_next_start(tmp_path: Path) -> None:
     path = tmp_path / "exp.yaml"
-    _write(path, "name: a\nmatch: {agent: travel}\n---\nname: b\nmatch: {agent: travel}\n")
+    _write(path, f"name: a\nmatch: {{agent: travel}}\n{PICK}\n---\nname: b\nmatch: {{agent: travel}}\n{PICK}\n")
     config = RegistryConfig(store=SqliteStoreConfig(path=str(tmp_path / "r.db")), files=[str(path)], watch_files=False)
     with Registry.from_config(config) as registry:
         registry.put(doc("made-through-the-api"))
         assert names(registry) == ["a", "b", "made-through-the-api"]
         assert registry.get("a").labels == {FILE_SOURCE_LABEL: "files"}
-    _write(path, "name: a\nmatch: {agent: travel}\n")  # edited while nothing was running
+    _write(path, f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")  # edited while nothing was running
     with Registry.from_config(config) as registry:
         assert names(registry) == ["a", "made-through-the-api"]  # what the API made is not the files' to delete
         assert registry.get("a").version == 1

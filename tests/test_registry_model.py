@@ -33,7 +33,19 @@ INVALID = {
     "bad_name.yaml": (4, "name", "must match the pattern `^[A-Za-z0-9_.\\-]+$`, got 'not a valid name'"),
     "bad_regex.yaml": (5, 'match.attributes["session.id"]', "bad regex 'sess-(['"),
     "bad_sample_rate.yaml": (7, "scorers[0].sample_rate", "must be <= 1, got 1.5"),
-    "duplicate_name.yaml": (5, "name", "duplicate name 'twice', first at"),
+    "duplicate_name.yaml": (6, "name", "duplicate name 'twice', first at"),
+    "empty_scorers.yaml": (
+        5,
+        "scorers",
+        "expectation 'travel' has no scorers, so it would score none of the runs it matches; give at least one",
+    ),
+    "missing_scorers.yaml": (4, "scorers", "expectation 'travel' has no scorers"),
+    "threshold_above_one.yaml": (
+        10,
+        "scorers[1].threshold",
+        "must be between 0 and 1, the range every score is in, got 80: every run would fail",
+    ),
+    "threshold_below_zero.yaml": (4, "scorers[0].threshold", "got -0.5: every run would pass"),
     "duplicate_scorer_name.yaml": (
         5,
         "scorers",
@@ -44,7 +56,7 @@ INVALID = {
     "long_name.yaml": (2, "name", "is 300 characters long, over the limit of 256"),
     "expected_call_without_name.yaml": (8, "scorers[0].expected[1].name", "required key missing"),
     "missing_judge_model.yaml": (5, "scorers[0].model", "required key missing"),
-    "missing_name.yaml": (3, "name", "required key missing"),
+    "missing_name.yaml": (4, "name", "required key missing"),
     "missing_scorer_type.yaml": (
         5,
         "scorers[0]",
@@ -91,15 +103,23 @@ def test_invalid_file_error_names_file_line_and_field(filename: str) -> None:
 
 def test_every_problem_of_a_file_is_reported_not_only_the_first(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
-    path.write_text("- name: 'bad name'\n  match: {agent: a}\n- name: ok\n  match: {agent: {regex: '('}}\n")
+    pick = "scorers: [{type: tool_selection, expected_tool: x}]"
+    path.write_text(
+        f"- name: 'bad name'\n  match: {{agent: a}}\n  {pick}\n"
+        f"- name: ok\n  match: {{agent: {{regex: '('}}}}\n  {pick}\n"
+    )
     with pytest.raises(InvalidExpectation) as caught:
         load_file(path)
-    assert [(p.line, p.field) for p in caught.value.problems] == [(1, "name"), (4, "match.agent")]
+    assert [(p.line, p.field) for p in caught.value.problems] == [(1, "name"), (5, "match.agent")]
 
 
 def test_names_must_be_unique_across_files(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text("name: same\nmatch: {agent: a}\n")
-    (tmp_path / "b.json").write_text('{"name": "same", "match": {"agent": "b"}}')
+    (tmp_path / "a.yaml").write_text(
+        "name: same\nmatch: {agent: a}\nscorers: [{type: tool_selection, expected_tool: x}]\n"
+    )
+    (tmp_path / "b.json").write_text(
+        '{"name": "same", "match": {"agent": "b"}, "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}'
+    )
     with pytest.raises(InvalidExpectation) as caught:
         load_paths([tmp_path])
     assert caught.value.file == str(tmp_path / "b.json")
@@ -208,13 +228,35 @@ def test_oversized_parts_are_refused_naming_the_field_its_size_and_the_limit(
 def test_a_stored_document_over_the_limits_is_still_read_and_matched_but_not_written_again(tmp_path: Path) -> None:
     """A registry written before the limits keeps working; only a write of the oversized document fails."""
     name, path = "n" * 300, tmp_path / "registry.db"
-    store_raw(path, name, {"name": name, "match": {"agent": "travel"}, "labels": {"owner": "o" * 2000}})
+    scorers = [{"type": "tool_selection", "expected_tool": "x"}]
+    store_raw(
+        path, name, {"name": name, "match": {"agent": "travel"}, "labels": {"owner": "o" * 2000}, "scorers": scorers}
+    )
     with Registry(SqliteStore(path)) as registry:
         assert [e.name for e in registry.match(AgentRun(agent_name="travel"))] == [name]
         assert not registry.unreadable
         with pytest.raises(InvalidExpectation) as caught:
             registry.put(registry.get(name).to_dict())
     assert [p.field for p in caught.value.problems] == ["name", "labels.owner"]
+
+
+def test_a_stored_document_without_scorers_or_with_a_threshold_past_1_is_still_read_but_not_written_again(
+    tmp_path: Path,
+) -> None:
+    """Written before the checks: the registry keeps matching (and scoring) with them; only writing them again is
+    refused."""
+    path = tmp_path / "registry.db"
+    store_raw(path, "none", {"name": "none", "match": {"agent": "travel"}, "scorers": []})
+    picky = {"type": "tool_selection", "expected_tool": "book_flight", "threshold": 2}
+    store_raw(path, "picky", {"name": "picky", "match": {"agent": "travel"}, "scorers": [picky]})
+    with Registry(SqliteStore(path)) as registry:
+        assert [e.name for e in registry.match(AgentRun(agent_name="travel"))] == ["none", "picky"]
+        assert not registry.unreadable
+        assert registry.get("picky").scorers[0].scorer.threshold == 2
+        for name, field in (("none", "scorers"), ("picky", "scorers[0].threshold")):
+            with pytest.raises(InvalidExpectation) as caught:
+                registry.put(registry.get(name).to_dict())
+            assert caught.value.field == field
 
 
 def test_two_scorers_reporting_under_one_name_are_refused_naming_the_expectation_and_both_indexes() -> None:

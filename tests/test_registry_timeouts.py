@@ -7,6 +7,7 @@ PostgreSQL transaction left open, `BEGIN IMMEDIATE` on the SQLite file), as a mi
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -33,8 +34,10 @@ from toolscore.collector.registry import (
     RegistryConfig,
     SqliteStoreConfig,
     StoreUnavailable,
+    parse_expectation,
 )
 from toolscore.collector.registry.client import RegistryClient
+from toolscore.collector.registry.convert import expectation_to_proto
 from toolscore.collector.registry.errors import StoreTimeout
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
@@ -111,7 +114,7 @@ def test_api_calls_on_a_locked_postgres_store_are_unavailable_each_within_about_
                     call.start()
                 for call in calls:
                     call.join(30)
-                request = pb.PutExpectationRequest(expectation=pb.Expectation(name="b"))
+                request = pb.PutExpectationRequest(expectation=expectation_to_proto(parse_expectation(doc("b"))))
                 with grpc.insecure_channel(server.target) as channel, pytest.raises(grpc.RpcError) as raw:
                     pb_grpc.ExpectationRegistryStub(channel).PutExpectation(request, timeout=30)
             assert len(outcomes) == 5
@@ -150,7 +153,7 @@ def test_the_cli_on_a_store_that_does_not_answer_exits_1_naming_it_without_a_tra
     """Reads work, the write waits on the lock on the table it updates: the default timeout ends it."""
     Registry.from_config(_postgres(postgres_dsn, 5.0)).close()
     expectation = tmp_path / "a.yaml"
-    expectation.write_text("name: a\nmatch: {agent: travel}\n")
+    expectation.write_text(json.dumps(doc("a")))
     with psycopg.connect(postgres_dsn) as session:
         session.execute(b"LOCK TABLE toolscore_expectations IN EXCLUSIVE MODE")
         result = CliRunner().invoke(

@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.metric_reader import Meters
+from tests.registry_builders import doc
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve.score_query import parse_since, query_runs
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
 from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
 
-TRAVEL = Expectation(name="travel", version=3)
-REFUND = Expectation(name="refund", version=1)
+TRAVEL = Expectation.model_validate({**doc("travel"), "version": 3})
+REFUND = Expectation.model_validate({**doc("refund"), "version": 1})
 
 
 def run(n: int, agent: str = "travel", calls: tuple[str, ...] = ("search_flights", "book_flight")) -> AgentRun:
@@ -186,7 +187,7 @@ def _dropped(meters: Meters) -> dict[str, int]:
 
 def test_a_result_sqlite_cannot_take_costs_its_run_only_and_the_writer_goes_on(tmp_path: Path, meters: Meters) -> None:
     """SQLite integers are 64-bit: this expectation version raises OverflowError, not `sqlite3.Error`."""
-    unwritable = Expectation(name="travel", version=2**64)
+    unwritable = Expectation.model_validate({**doc("travel"), "version": 2**64})
     store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10), meters.telemetry)
     store.record(run(1), TRAVEL, passed())
     store.record(run(2), unwritable, passed())

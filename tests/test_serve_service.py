@@ -14,6 +14,9 @@ from tests.serve_harness import serve_config
 from toolscore.collector.serve.config import ServeConfig
 from toolscore.collector.serve.service import start_service
 
+PICK = "scorers: [{type: tool_selection, expected_tool: x}]"
+"""A scorer for the documents of these tests, which are about starting the service, not scoring."""
+
 
 def _config(tmp_path: Path, files: list[Path] | None = None, **keys: object) -> ServeConfig:
     path = serve_config(tmp_path, files or [], None, telemetry={"enabled": False}, **keys)
@@ -62,9 +65,9 @@ def test_ready_line_says_how_many_expectations_are_enabled_and_where_from(
 ) -> None:
     file = tmp_path / "exp.yaml"
     file.write_text(
-        "- {name: one, match: {agent: a}}\n"
-        "- {name: disabled, enabled: false, match: {agent: a}}\n"
-        "- {name: two, match: {agent: b}}\n"
+        f"- {{name: one, match: {{agent: a}}, {PICK}}}\n"
+        f"- {{name: disabled, enabled: false, match: {{agent: a}}, {PICK}}}\n"
+        f"- {{name: two, match: {{agent: b}}, {PICK}}}\n"
     )
     records = _start_log(_config(tmp_path, [file]), caplog)
     (ready,) = [r.getMessage() for r in records if "serve ready" in r.getMessage()]
@@ -84,7 +87,9 @@ def test_a_collector_with_no_expectations_warns_that_it_scores_nothing(
 
 def test_expectation_files_with_none_enabled_warn_too(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     file = tmp_path / "exp.yaml"
-    file.write_text("- {name: disabled, enabled: false, match: {agent: a}}\n- {name: no-selector}\n")
+    file.write_text(
+        f"- {{name: disabled, enabled: false, match: {{agent: a}}, {PICK}}}\n- {{name: no-selector, {PICK}}}\n"
+    )
     records = _start_log(_config(tmp_path, [file]), caplog)
     (warning,) = [r.getMessage() for r in records if r.levelno == logging.WARNING and "nothing" in r.getMessage()]
     assert warning.startswith(f"nothing to score: the files ({file}) and the store define none that is enabled")

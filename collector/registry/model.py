@@ -12,7 +12,17 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from toolscore.collector.registry.conditions import Condition
 from toolscore.collector.registry.limits import (
@@ -107,7 +117,7 @@ class ExpectationScorer(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _parse(cls, data: Any) -> Any:
+    def _parse(cls, data: Any, info: ValidationInfo) -> Any:
         if isinstance(data, ExpectationScorer) or (isinstance(data, dict) and "spec" in data and "scorer" in data):
             return data
         if not isinstance(data, Mapping):
@@ -116,7 +126,10 @@ class ExpectationScorer(BaseModel):
         sample_rate = spec.pop("sample_rate", 1.0)
         from toolscore.scorers.spec import parse_scorer  # the scorer union pulls in litellm: import on first use
 
-        return {"spec": spec, "sample_rate": sample_rate, "scorer": parse_scorer(spec)}
+        scorer = parse_scorer(spec)
+        if not is_stored(info):
+            _check_threshold(scorer.threshold)
+        return {"spec": spec, "sample_rate": sample_rate, "scorer": scorer}
 
     def __eq__(self, other: object) -> bool:
         """Equal documents make equal scorers (parsed scorers may hold closures that never compare equal)."""
@@ -149,7 +162,7 @@ class Expectation(BaseModel):
     labels: _Labels = Field(default_factory=dict, description="Free-form: owner, severity, ...")
     match: MatchSpec = Field(default_factory=MatchSpec, description="Which runs it applies to.")
     scorers: Annotated[list[ExpectationScorer], at_most(MAX_SCORERS, "scorers")] = Field(
-        default_factory=list, description="How matching runs are scored."
+        default_factory=list, validate_default=True, description="How matching runs are scored; at least one."
     )
 
     @functools.cached_property
@@ -159,18 +172,24 @@ class Expectation(BaseModel):
 
     @field_validator("scorers")
     @classmethod
-    def _distinct_scorer_names(cls, scorers: list[ExpectationScorer], info: ValidationInfo) -> list[ExpectationScorer]:
-        """Two scorers reporting under one name give results no reader can tell apart: one event name,
-        one metric series, one run-span key. A document read back from a store is let through, so that one
-        written before this check still matches; only writing it again is refused."""
+    def _scorers_to_write(cls, scorers: list[ExpectationScorer], info: ValidationInfo) -> list[ExpectationScorer]:
+        """At least one, and no two reporting under one name. An expectation without scorers matches runs
+        and scores none of them, which no report shows as a problem. Two scorers reporting under one name
+        give results no reader can tell apart: one event name, one metric series, one run-span key. A
+        document read back from a store is let through, so that one written before these checks still
+        matches; only writing it again is refused."""
         if is_stored(info):
             return scorers
+        of = f"expectation {info.data['name']!r}" if "name" in info.data else "the expectation"
+        if not scorers:
+            raise ValueError(
+                f"{of} has no scorers, so it would score none of the runs it matches; give at least one under `scorers`"
+            )
         first: dict[str, int] = {}
         for i, scorer in enumerate(scorers):
             j = first.setdefault(scorer.name, i)
             if j != i:
                 unnamed = "" if scorer.spec.get("name") else " (a scorer without `name` reports under its type)"
-                of = f"expectation {info.data['name']!r}" if "name" in info.data else "the expectation"
                 raise ValueError(
                     f"{of} has two scorers reporting their scores as {scorer.name!r}, scorers[{j}] and "
                     f"scorers[{i}]{unnamed}; give one of them a distinct `name`"
@@ -195,6 +214,21 @@ class Expectation(BaseModel):
     def same_content(self, other: Expectation) -> bool:
         """True when the two differ at most in `version`."""
         return self.to_dict(with_version=False) == other.to_dict(with_version=False)
+
+
+def _check_threshold(threshold: float | None) -> None:
+    """Every scorer scores from 0 to 1: a threshold above 1 fails every run, one below 0 passes every run.
+
+    Checked for new writes only (see `Expectation._scorers_to_write`), not in the scorer itself, so that
+    a stored document written before still reads. Raised as the scorer's own error at `threshold`, so a
+    file's error names that line."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        verdict = "fail" if threshold > 1.0 else "pass"
+        message = f"must be between 0 and 1, the range every score is in, got {threshold:g}: every run would {verdict}"
+        error = InitErrorDetails(
+            type=PydanticCustomError("threshold_range", message), loc=("threshold",), input=threshold
+        )
+        raise ValidationError.from_exception_data("threshold", [error])
 
 
 def _label_text(value: Any) -> str:
