@@ -280,6 +280,31 @@ def _cli_process(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_a_file_made_with_get_applies_and_its_version_is_said_to_be_ignored(db: str, tmp_path: Path) -> None:
+    """`get > f; edit; apply f`: the version `get` printed is not read (the store numbers every write), and apply
+    says so naming the file and line, rather than let a stale one look checked."""
+    cli("apply", str(DATA / "v1"), db=db)
+    edited = tmp_path / "weather.yaml"
+    edited.write_text(cli("get", "weather", db=db).stdout.replace("enabled: true", "enabled: false"))
+    cli("apply", str(DATA / "v2"), db=db)  # changed since the get: weather is at version 2, the file says 1
+    result = _cli_process("apply", str(edited), db=db)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "weather updated\n"
+    assert result.stderr.splitlines()[0] == (
+        f"expectation 'weather' ({edited}:2) sets `version: 1`, which is ignored: files do not set versions, the "
+        "store numbers every write itself (`toolscore expectations get` prints the live one); `toolscore "
+        "expectations apply` writes over whatever version is live"
+    )
+    stored = yaml.safe_load(cli("get", "weather", db=db).stdout)
+    assert (stored["version"], stored["enabled"]) == (3, False)
+
+
+def test_a_file_without_version_applies_without_a_word_about_it(db: str) -> None:
+    result = _cli_process("apply", str(DATA / "v1"), db=db)
+    assert result.returncode == 0, result.stderr
+    assert "version" not in result.stderr
+
+
 def _damage_page(path: Path, index: str) -> None:
     """Overwrite the root page of `index` with garbage, as a failing disk or a copy of a live file leaves one: the
     store still opens (the schema on page 1 is intact), and only a query that reads that index fails."""

@@ -188,6 +188,25 @@ def test_exists_must_be_a_boolean() -> None:
     assert "true or false" in str(caught.value)
 
 
+def test_a_files_version_is_not_read_and_the_loader_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """For every reader of files (eval, the pytest plugin, a collector's file registry, apply): the store numbers
+    writes, so a `version` copied from `get` neither sets the version reported with scores nor passes unremarked."""
+    path = tmp_path / "x.json"
+    path.write_text(
+        '[{"name": "copied", "version": 7, "match": {"agent": "a"},\n'
+        '  "scorers": [{"type": "tool_selection", "expected_tool": "x"}]},\n'
+        ' {"name": "written", "match": {"agent": "a"}, "scorers": [{"type": "tool_selection", "expected_tool": "x"}]}]'
+    )
+    with caplog.at_level(logging.WARNING, logger="toolscore.registry"):
+        copied, written = load_file(path)
+    assert (copied.version, written.version) == (0, 0)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"expectation 'copied' ({path}:1) sets `version: 7`, which is ignored: files do not set versions, the store "
+        "numbers every write itself (`toolscore expectations get` prints the live one); `toolscore expectations "
+        "apply` writes over whatever version is live"
+    ]
+
+
 def test_loading_an_expectation_without_selectors_warns(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "x.yaml"
     path.write_text("name: everything\nscorers: [{type: tool_selection, expected_tool: x}]\n")

@@ -342,7 +342,7 @@ def list_command(output: str, target: _Target) -> None:
 @_output_option("yaml")
 @_target_options
 def get_command(name: str, output: str, target: _Target) -> None:
-    """Print one expectation (YAML by default, as a file would hold it, with its version)."""
+    """Print one expectation (YAML by default, as a file would hold it, with its version: `apply` ignores that)."""
     with _reader(target) as backend:
         found = backend.get(name)
     _emit([found], output)

@@ -4,6 +4,10 @@ A file holds one expectation, a list of them, or `{expectations: [...]}`; YAML f
 `---` documents. JSON is read by the YAML parser too, so both report lines. The YAML node tree keeps
 every value's position, and a validation error's field path is walked down that tree to the line of
 the offending key.
+
+A document's `version` is not read: the store numbers every write itself. It is there because
+`toolscore expectations get` prints it, so a file made with `get > f` still applies; the loader says
+it ignores it rather than let the user think `apply` checks it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ __all__ = ["EXTENSIONS", "FileWatcher", "expand_paths", "load_file", "load_paths
 EXTENSIONS = (".yaml", ".yml", ".json")
 
 _log = logging.getLogger("toolscore.registry")
+_ABSENT = object()
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -99,12 +104,23 @@ def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
             problems.extend(exc.problems)
             continue
         for node, data in documents:
+            version = data.pop("version", _ABSENT) if isinstance(data, dict) else _ABSENT
             try:
                 exp = parse_expectation(data, file=str(path), locate=functools.partial(_line, node))
             except InvalidExpectation as exc:
                 problems.extend(exc.problems)
                 continue
             where = f"{path}:{_line(node, ())}"
+            if version is not _ABSENT:
+                _log.warning(
+                    "expectation %r (%s:%s) sets `version: %s`, which is ignored: files do not set versions, the "
+                    "store numbers every write itself (`toolscore expectations get` prints the live one); "
+                    "`toolscore expectations apply` writes over whatever version is live",
+                    exp.name,
+                    path,
+                    _line(node, ("version",)),
+                    version,
+                )
             if exp.name in seen:
                 line = _line(node, ("name",))
                 problems.append(
