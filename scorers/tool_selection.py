@@ -141,6 +141,40 @@ class ToolSelection(ScorerBase):
         firsts = [actual.index(name) if name in actual else None for name in self.expected_order or ()]
         return f"flexible: first occurrences {firsts} must be increasing"
 
+    @property
+    def expected_names(self) -> list[str]:
+        """The names the score checks: a non-empty `expected_order` (it decides alone), else
+        `expected_tool`; none when neither is usable (the score is 0 whatever the calls)."""
+        if self.expected_order:
+            return list(self.expected_order)
+        return [self.expected_tool] if self.expected_tool else []
+
+    def counted(self, calls: tuple[ToolCall, ...]) -> list[int]:
+        """Indices of the calls the score reads, in the order it reads them (by message, then as made):
+        named calls in a `COUNTED_STATES` state, as `_call_infos` takes them. Public so a diff can tell
+        the calls the score skipped from the calls it judged."""
+        order = sorted(range(len(calls)), key=lambda k: calls[k].message_index)
+        return [k for k in order if _counted(calls[k])]
+
+    def pairs(self, calls: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
+        """Expected name index (`expected_names`) -> (index in `calls`, counted as a match), as the
+        score reads the calls; a name it found no call for has no entry. Public so a diff shows what
+        the score counted.
+
+        Strict `expected_order` compares the i-th counted call with expected name i (Mastra compares the
+        sequences). Otherwise each expected name stands for the *first* counted call of that name, as
+        `check_order` looks it up: a name expected twice meets the same call twice, and later calls of
+        the name are never used.
+        """
+        counted = self.counted(calls)
+        names = self.expected_names
+        if self.strict and self.expected_order:
+            return {i: (k, calls[k].name == name) for i, (name, k) in enumerate(zip(names, counted, strict=False))}
+        first: dict[str, int] = {}
+        for k in counted:
+            first.setdefault(calls[k].name, k)
+        return {i: (first[name], True) for i, name in enumerate(names) if name in first}
+
     _verdicts: dict[tuple[str, ...], _Verdict] = PrivateAttr(default_factory=dict)
 
     def _score(self, run: AgentRun) -> Score:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -130,12 +131,78 @@ def test_f1_expected_call_without_args_wants_none_as_its_score_does() -> None:
     assert ruled_diff.ok
 
 
-def test_tool_selection_compares_names_in_order() -> None:
+def test_tool_selection_strict_order_compares_calls_by_position() -> None:
+    """Mastra's strict order check compares the sequences, so call i stands where name i was expected."""
     scorer = parse_scorer({"type": "tool_selection", "expected_order": ["search", "book"], "strict": True})
     diff = diff_for_scorer(scorer, (call("book", id=1), call("search", q="x"), call("email")))
     assert diff is not None
-    assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, True), ("extra", None, 3, False)]
+    assert diff.positional
+    assert statuses(diff) == [("wrong_call", 1, 1, False), ("wrong_call", 2, 2, False), ("extra", None, 3, False)]
     assert not diff.ok
+
+
+def test_tool_selection_flexible_order_compares_names_in_order() -> None:
+    scorer = parse_scorer({"type": "tool_selection", "expected_order": ["search", "book"]})
+    diff = diff_for_scorer(scorer, (call("book", id=1), call("search", q="x"), call("email")))
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, True), ("extra", None, 3, False)]
+    assert [row.status for row in diff.problems] == ["ok"]  # out of order; the extra call is allowed
+
+
+def _selection_score(scorer: Any, calls: tuple[ToolCall, ...]) -> float | None:
+    score = scorer.score(AgentRun(trace_id="1" * 32, span_id="1" * 16, calls=calls))
+    assert isinstance(score, Score)
+    return score.value
+
+
+def test_tool_selection_repeated_expected_name_meets_its_first_call_again() -> None:
+    """Mastra's flexible order check looks each expected name up by its *first* call, so a name expected
+    twice fails even when called twice: the diff pairs both with that call, the second out of order."""
+    scorer = parse_scorer({"type": "tool_selection", "expected_order": ["a", "a"]})
+    actual = (call("a"), call("a"))
+    assert _selection_score(scorer, actual) == 0.0
+    diff = diff_for_scorer(scorer, actual)
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 1, False), ("ok", 2, 1, True), ("extra", None, 2, False)]
+    assert not diff.ok
+
+
+def test_tool_selection_calls_in_skipped_states_are_not_counted() -> None:
+    """A `partial-call` is no call to Mastra's scorer: it cannot stand for an expected name, and the diff says why."""
+    expected_tool = parse_scorer({"type": "tool_selection", "expected_tool": "w"})
+    partial = (ToolCall(name="w", args={"city": "Rome"}, args_state="value", state="partial-call"),)
+    assert _selection_score(expected_tool, partial) == 0.0
+    diff = diff_for_scorer(expected_tool, partial)
+    assert diff is not None
+    assert statuses(diff) == [("not_counted", None, 1, False), ("missing", 1, None, False)]
+    assert [row.status for row in diff.problems] == ["missing"]
+    assert 'state "partial-call", not scored' in render_diff(diff)
+
+    order = parse_scorer({"type": "tool_selection", "expected_order": ["search", "book"]})
+    actual = (ToolCall(name="search", state="pending"), call("book"), call("search"))
+    assert _selection_score(order, actual) == 0.0  # the first *counted* search comes after book
+    order_diff = diff_for_scorer(order, actual)
+    assert order_diff is not None
+    assert statuses(order_diff) == [("not_counted", None, 1, False), ("ok", 1, 3, False), ("ok", 2, 2, True)]
+    assert not order_diff.ok
+
+
+def test_tool_selection_diff_is_ok_exactly_when_the_score_is_1() -> None:
+    rng = random.Random(23)
+    states = [None, "call", "result", "output-error", "partial-call", "pending"]
+    for _ in range(3000):
+        spec: dict[str, Any] = {"type": "tool_selection", "strict": rng.random() < 0.5}
+        if rng.random() < 0.6:
+            spec["expected_order"] = rng.choices("abc", k=rng.randint(0, 3))
+        if rng.random() < 0.6 or "expected_order" not in spec:
+            spec["expected_tool"] = rng.choice("abc")
+        scorer = parse_scorer(spec)
+        actual = tuple(
+            ToolCall(name=rng.choice(["a", "b", "c", ""]), state=rng.choice(states), message_index=rng.randint(0, 1))
+            for _ in range(rng.randint(0, 4))
+        )
+        diff = diff_for_scorer(scorer, actual)
+        assert (diff is not None and diff.ok) == (_selection_score(scorer, actual) == 1.0), (spec, actual, diff)
 
 
 def test_tool_selection_single_tool_allows_other_calls_unless_strict() -> None:

@@ -5,16 +5,19 @@ which call was not asked for, which came out of order, which had the right name 
 arguments (naming the keys that differ), and which stood where another was expected. The expected
 calls are read from the scorer's own parameters (`expected` of trajectory and f1, `expected_order` /
 `expected_tool` of tool_selection), and arguments are compared by the rule the scorer resolves for
-each call (`toolscore.scorers.matching`). Trajectory's and f1's rows are the pairs their score counted
-(`Trajectory.pairs`, `F1.pairs`: by position in trajectory's exact and strict modes), so a row is `ok`
-exactly when the score counted that call as a match: the diff explains the score rather than judging
-anew. Calls the score left unpaired are then paired by name alone, as wrong arguments, to show what differs.
+each call (`toolscore.scorers.matching`). The rows are the pairs the score counted (`Trajectory.pairs`,
+`F1.pairs`, `ToolSelection.pairs`: by position in trajectory's exact and strict modes and under a strict
+`expected_order`), so a row is `ok` exactly when the score counted that call as a match: the diff explains
+the score rather than judging anew. Calls the score left unpaired are then paired by name alone, as wrong
+arguments, to show what differs; calls the score does not read at all (tool_selection's skipped states)
+are listed as `not_counted`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,12 +57,15 @@ class DiffRow(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: Literal["ok", "wrong_args", "wrong_call", "missing", "extra"] = Field(
-        description="`wrong_call`: another call made where this one was expected (pairing by position)."
+    status: Literal["ok", "wrong_args", "wrong_call", "missing", "extra", "not_counted"] = Field(
+        description="`wrong_call`: another call made where this one was expected (pairing by position); "
+        "`not_counted`: a call the score does not read (tool_selection: a state it skips, or no name)."
     )
     expected: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the expected call.")
     expected_index: int | None = None
-    actual: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the call made.")
+    actual: dict[str, Any] | None = Field(
+        default=None, description="`{name, args?}` of the call made; `state` too when it is `not_counted`."
+    )
     actual_index: int | None = None
     out_of_order: bool = Field(default=False, description="Paired, but called out of the expected order.")
     keys: list[KeyDiff] = Field(default_factory=list, description="The differing argument keys (`wrong_args`).")
@@ -67,7 +73,7 @@ class DiffRow(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.allowed or (self.status == "ok" and not self.out_of_order)
+        return self.allowed or (self.status in ("ok", "not_counted") and not self.out_of_order)
 
 
 class CallDiff(BaseModel):
@@ -90,12 +96,15 @@ class CallDiff(BaseModel):
         return [row for row in self.rows if not row.ok]
 
 
-def _view(call: ToolCall) -> dict[str, Any]:
+def _view(call: ToolCall, state: bool = False) -> dict[str, Any]:
+    """`{name, args?}`; with `state`, the call's state too (`state: null` when none was recorded)."""
     out: dict[str, Any] = {"name": call.name}
     if call.has_args:
         out["args"] = call.args
     elif call.args_state == "not_captured":
         out["args"] = _NOT_CAPTURED
+    if state:
+        out["state"] = call.state
     return out
 
 
@@ -151,9 +160,11 @@ def _pair(expected: Sequence[ToolCall], actual: Sequence[ToolCall], args_ok: Cal
     return _Pairs(exact, _by_name(expected, actual, exact))
 
 
-def _by_name(expected: Sequence[ToolCall], actual: Sequence[ToolCall], paired: Mapping[int, int]) -> dict[int, int]:
-    """The expected calls not in `paired` take the first call of their name not in it either."""
-    used = set(paired.values())
+def _by_name(
+    expected: Sequence[ToolCall], actual: Sequence[ToolCall], paired: Mapping[int, int], skip: Collection[int] = ()
+) -> dict[int, int]:
+    """The expected calls not in `paired` take the first call of their name not in it (nor in `skip`)."""
+    used = {*paired.values(), *skip}
     named: dict[int, int] = {}
     for i, exp in enumerate(expected):
         if i in paired:
@@ -189,6 +200,7 @@ def diff_calls(
     pairs: Mapping[int, tuple[int, bool]] | None = None,
     keys_of: KeysOf | None = None,
     positional: bool = False,
+    not_counted: Collection[int] = (),
 ) -> CallDiff:
     """Pair expected and actual calls and classify every call; `rules[i]` compares expected call i's args.
 
@@ -196,16 +208,18 @@ def diff_calls(
     each expected call taking the first fitting one; the calls it leaves alone are then paired by name.
     A pair of different names is a `wrong_call`. `keys_of`: the differing keys of a wrong-args pair
     instead of `key_diffs` under `rules[i]`. `positional`: `pairs` compare call i with expected call i.
+    `not_counted`: indices of actual calls the score does not read; they are listed where they were made
+    (with their state) and never paired, so they cannot stand for an expected call the score missed.
     """
     rules = list(rules) if rules is not None else [_ANY_ARGS] * len(expected)
     if pairs is None:
         found = _pair(expected, actual, lambda i, act: rules[i].matches(expected[i], act))
     else:
         found = _Pairs({i: j for i, (j, ok) in pairs.items() if ok}, {i: j for i, (j, ok) in pairs.items() if not ok})
-        found.named.update(_by_name(expected, actual, found.exact | found.named))
+        found.named.update(_by_name(expected, actual, found.exact | found.named, not_counted))
     keys_of = keys_of or (lambda i, act: key_diffs(expected[i], act, rules[i]))
     paired = found.exact | found.named
-    in_order = _in_order(paired) if ordered else set(paired)
+    in_order = _in_order(paired) if ordered and not positional else set(paired)
     keyed: list[tuple[tuple[int, int, int], DiffRow]] = []
     for i, exp in enumerate(expected):
         j = paired.get(i)
@@ -232,8 +246,11 @@ def diff_calls(
         if j in after:
             last = max(last, after[j])
             continue
-        extra = DiffRow(status="extra", actual=_view(act), actual_index=j + 1, allowed=allow_extra)
-        keyed.append(((last, 1, j), extra))
+        if j in not_counted:
+            row = DiffRow(status="not_counted", actual=_view(act, state=True), actual_index=j + 1)
+        else:
+            row = DiffRow(status="extra", actual=_view(act), actual_index=j + 1, allowed=allow_extra)
+        keyed.append(((last, 1, j), row))
     rows = [row for _, row in sorted(keyed, key=lambda item: item[0])]
     return CallDiff(scorer=scorer, rule=rule, ordered=ordered, positional=positional, rows=rows)
 
@@ -292,21 +309,37 @@ def _trajectory_diff(scorer: Trajectory, actual: Sequence[ToolCall]) -> CallDiff
     )
 
 
+def _tool_selection_diff(scorer: ToolSelection, actual: Sequence[ToolCall]) -> CallDiff | None:
+    """The pairs the score read (`ToolSelection.pairs`): by position under a strict `expected_order`,
+    else each expected name with the first counted call of that name, so a name expected twice shows
+    that call again, out of order, as Mastra's order check fails it. Calls in a state the score skips
+    are `not_counted`. None without an expected name (the score is 0 whatever the calls)."""
+    if not scorer.expected_names:
+        return None
+    calls = tuple(sorted(actual, key=attrgetter("message_index")))  # the score's reading order (stable)
+    counted = set(scorer.counted(calls))
+    ordered = bool(scorer.expected_order)
+    positional = ordered and scorer.strict
+    option = "expected_order" if ordered else "expected_tool"
+    return diff_calls(
+        [ToolCall(name=name) for name in scorer.expected_names],
+        calls,
+        ordered=ordered,
+        allow_extra=not scorer.strict,
+        scorer=scorer.scorer_name,
+        rule=f"tool_selection {option} ({'strict' if scorer.strict else 'flexible'})",
+        pairs=scorer.pairs(calls),
+        positional=positional,
+        not_counted={j for j in range(len(calls)) if j not in counted},
+    )
+
+
 def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall]) -> CallDiff | None:
     """The diff for a built-in scorer that names expected calls; None for others (the LLM judge)."""
-    name = scorer.scorer_name
     if isinstance(scorer, Trajectory):
         return _trajectory_diff(scorer, actual)
     if isinstance(scorer, F1):
         return _f1_diff(scorer, actual)
     if isinstance(scorer, ToolSelection):
-        strict = "strict" if scorer.strict else "flexible"
-        if scorer.expected_order:
-            names, ordered, rule = scorer.expected_order, True, f"tool_selection expected_order ({strict})"
-        elif scorer.expected_tool:
-            names, ordered, rule = [scorer.expected_tool], False, f"tool_selection expected_tool ({strict})"
-        else:
-            return None
-        calls = [ToolCall(name=n) for n in names]
-        return diff_calls(calls, actual, ordered=ordered, allow_extra=not scorer.strict, scorer=name, rule=rule)
+        return _tool_selection_diff(scorer, actual)
     return None

@@ -24,6 +24,7 @@ STATUS_TEXT = {
     "wrong_call": "wrong call",
     "missing": "missing",
     "extra": "extra",
+    "not_counted": "not counted",
 }
 
 
@@ -84,6 +85,9 @@ class DiffCells:
 
 def _notes(row: DiffRow) -> tuple[str, ...]:
     notes = [_key_line(key) for key in row.keys]
+    if row.status == "not_counted" and row.actual is not None:
+        state = row.actual.get("state")
+        notes.append("no tool name" if not row.actual["name"] else f"state {format_value(state)}, not scored")
     if row.out_of_order:
         notes.append(f"called {row.actual_index}., expected {row.expected_index}.")
     return tuple(notes)
