@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.pipeline_builders import record, recording_engine, tool_attrs, wait_until
+from tests.pipeline_builders import (
+    Recording,
+    record,
+    recording_engine,
+    registry_with,
+    run_attrs,
+    tool_attrs,
+    wait_until,
+)
+from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.spans import SpanRecord
+from toolscore.scorers.model import AgentRun
 
 ROOT = "9000000000000000"
 GRAPH = "1000000000000000"
@@ -111,3 +121,44 @@ def test_a_run_inferred_at_an_unrecognised_root_is_selected_by_its_attributes() 
         assert pipeline.flush(5.0)
         assert [(expectation, result.value) for result, expectation, *_ in telemetry.scores] == [("by-test-case", 1.0)]
         every_span_once(sink, [*tools, root])
+
+
+def test_a_run_inferred_under_an_inferred_run_is_scored_once_at_its_enclosing_run_spans_settle() -> None:
+    """Run span > tool > tool > tool, names all different: each inner tool is a run inferred under the one above,
+    the innermost two links below the run span. Both are scored when the run span settles, as `toolscore extract`
+    gives them, though the trace has not finished (its root has not come); the finish scores neither again."""
+    run, delegate, lookup, fetch = "1000000000000000", "1000000000000001", "1000000000000002", "1000000000000003"
+    spans = [
+        record(fetch, lookup, "execute_tool fetch", tool_attrs("fetch", "c3")),
+        record(lookup, delegate, "execute_tool lookup", tool_attrs("lookup", "c2")),
+        record(delegate, run, "execute_tool delegate", tool_attrs("delegate", "c1")),
+        record(run, ROOT, "invoke_agent travel", run_attrs("travel")),
+    ]
+    root = record(ROOT, None, "POST /chat", {})
+    every_agent = {
+        "name": "every-agent",
+        "match": {"agent": {"regex": "."}},
+        "scorers": [{"type": "tool_selection", "expected_tool": "fetch"}],
+    }
+    scored: list[AgentRun] = []
+    config = PipelineConfig(settle_ms=30, trace_idle_timeout_s=60, max_hold_ms=60_000)
+    sink: ListSink[SpanRecord] = ListSink()
+    with registry_with(every_agent) as registry:
+        pipeline: Engine[SpanRecord] = Engine(
+            registry, sink, lambda r: r, config, Recording(), on_scored=lambda r, *_: scored.append(r)
+        )
+        try:
+            offer(pipeline, spans)
+            assert wait_until(lambda: len(scored) == 3)
+            assert len(pipeline.store) == 1, "scored at the run span's settle: the trace is still pending"
+            offer(pipeline, [root])
+            assert pipeline.flush(5.0)
+            assert len(pipeline.store) == 0
+        finally:
+            pipeline.shutdown(5.0)
+    assert Counter(r.span_id for r in scored) == {run: 1, lookup: 1, fetch: 1}, "each run scored once"
+    by_span = {r.span_id: r.model_dump() for r in scored}
+    assert by_span == {r.span_id: r.model_dump() for r in rebuild_runs([*spans, root])}
+    assert by_span[fetch]["parent_span_id"] == lookup
+    assert [span.span_id for span, _ in sink.enriched] == [run]
+    every_span_once(sink, [*spans, root])

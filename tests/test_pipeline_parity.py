@@ -1,8 +1,8 @@
 """Live scoring and offline extraction give the same runs for the same complete trace, whatever the order.
 
 Every framework capture in testdata/traces, the MCP capture in testdata/mcp, and synthetic shapes the captures
-lack (runs inferred under a tool span or at an unrecognised root, nested agents, parallel tools, MCP client and
-server spans in two services), goes to one live engine in several
+lack (runs inferred under a tool span, under another inferred run or at an unrecognised root, nested agents,
+parallel tools, MCP client and server spans in two services), goes to one live engine in several
 orders (as recorded, parents first, children first, shuffled with fixed seeds, re-delivered), each order
 under a trace id of its own. The runs the engine hands to matching, which settle as they would in
 service, must be `rebuild_runs` of the same spans field by field (calls, agent name, attributes,
@@ -150,6 +150,14 @@ SYNTHETIC: dict[str, list[SpanRecord]] = {
         span(5, 3, "invoke_agent helper", run_attrs("helper")),
         *tools(5, 6, "book_flight"),
         *tools(6, 7, "retry_booking"),
+    ],
+    # a tool that calls a tool that calls a tool, names all different (not layers of one call): each inner tool is a
+    # run inferred under the one above it, the innermost two links below the run span
+    "inferred-under-inferred": [
+        span(1, None, "invoke_agent travel", run_attrs("travel")),
+        *tools(1, 2, "delegate"),
+        *tools(2, 3, "lookup"),
+        span(4, 3, "execute_tool fetch", {**tool_attrs("fetch", "c4"), "test_case.id": "book-001"}),
     ],
     # calls started in the same millisecond: the order falls to call ids
     # a framework's tool span > the MCP client's > the MCP server's (another service): one call, one run

@@ -312,3 +312,37 @@ def test_a_rebuild_that_leaves_a_run_for_the_trace_finish_alone_is_not_kept() ->
     assert [r.span_id for r in noting.runs] == [FIRST, ROOT], "the run at its settle, the one inferred at the finish"
     assert stats.traces == 2, "rebuilt at the settle and again at the finish"
     assert _dump(noting.runs) == _dump(rebuild_runs(spans))
+
+
+def test_a_rebuild_leaving_runs_inferred_under_inferred_runs_in_a_held_run_is_kept_for_that_runs_settle() -> None:
+    """Two held runs; under the second, tool > tool > tool of different names: the inner tools are runs inferred
+    one under the other, the innermost two links below the second run span. The first run's settle leaves all
+    three for the second's, which scores them: its rebuild is kept, and that settle and the finish reuse it."""
+    root = record(ROOT, None, "POST /chat", {})
+    first = genai_run(FIRST, ["search_flights"], parent=ROOT)
+    *_, second_run = genai_run(SECOND, [], parent=ROOT)
+    delegate, lookup, fetch = "2000000000000001", "2000000000000002", "2000000000000003"
+    chain = [
+        record(delegate, SECOND, "execute_tool delegate", tool_attrs("delegate", "d1")),
+        record(lookup, delegate, "execute_tool lookup", tool_attrs("lookup", "l1")),
+        record(fetch, lookup, "execute_tool fetch", tool_attrs("fetch", "f1")),
+    ]
+    sink: ListSink[SpanRecord] = ListSink()
+    config = PipelineConfig(settle_ms=SETTLE_MS)
+    with registry_with(TRAVEL) as registry:
+        noting = _Noting(registry)
+        pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, config, Recording())
+        try:
+            for span in (root, *first, second_run, *chain[:2]):  # the root first, as above
+                assert pipeline.offer(span)
+            assert wait_until(lambda: len(pipeline.store) == 1)
+            time.sleep(SETTLE_MS / 2000)  # half a settle: the span below moves the second run's settle past the first's
+            assert pipeline.offer(chain[2])
+            assert wait_until(lambda: len(noting.runs) == 4 and len(pipeline.store) == 0)
+            stats = pipeline.stats
+        finally:
+            pipeline.shutdown(5.0)
+    assert [r.span_id for r in noting.runs] == [FIRST, SECOND, lookup, fetch], "the first run, then the second's three"
+    assert _dump(noting.runs) == _dump(rebuild_runs([root, *first, second_run, *chain]))
+    assert sorted(carrier.span_id for carrier, _ in sink.enriched) == [FIRST, SECOND]
+    assert stats.traces == 1, "rebuilt at the first settle only: the second and the finish reuse it"

@@ -6,7 +6,8 @@ calls `toolscore extract` gives for the same spans. A trace is rebuilt at each o
 unless no span has changed it since its last rebuild, which is then reused (`rebuilt`): the calls left
 out are counted for the runs scored from each rebuild only (`CountedStats`). A run
 span that settles selects its run and the inferred runs nested in it (an uninstrumented sub-agent
-under one of its tools), which cannot receive spans any more once their enclosing run has ended.
+under one of its tools, and any such sub-agent's own, however deep: `settled_by`), which cannot
+receive spans any more once their enclosing run has ended.
 Runs without a run span of their own are taken when the whole trace finishes; when the span they
 were inferred at is still held (a candidate, see `group`), their scores go onto it. A run inferred at
 a span whose parent never came (a subtree cut off by a lost span) is scored flagged incomplete,
@@ -22,7 +23,7 @@ from collections.abc import Collection
 from toolscore.collector.extract import ExtractConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
-from toolscore.collector.pipeline.rebuilt import kept_for_settles, rebuilt
+from toolscore.collector.pipeline.rebuilt import kept_for_settles, rebuilt, settled_by
 from toolscore.collector.pipeline.refused import RefusedSpans, runs_missing_spans
 from toolscore.scorers.model import AgentRun
 
@@ -85,7 +86,7 @@ def runs_under(
     *,
     refused: RefusedSpans | None = None,
 ) -> list[ReadyRun]:
-    """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses.
+    """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses (`settled_by`).
 
     `refused`: the trace's spans a full queue turned away, whose runs are flagged incomplete. The calls
     these runs drop are counted in `stats` (`CountedStats.count_dropped`), not those of the trace's others.
@@ -99,7 +100,7 @@ def runs_under(
     for run in last.runs:
         if run.span_id == run_span_id:
             ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
-        elif run.inferred and run.parent_span_id == run_span_id and run.span_id not in trace.scored:
+        elif run.inferred and settled_by(run, last) == run_span_id and run.span_id not in trace.scored:
             nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
     ready += nested
     taken = _span_ids(ready)
