@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from toolscore.scorers.f1 import F1
 from toolscore.scorers.llm_judge import LLMJudge
 from toolscore.scorers.tool_selection import ToolSelection
 from toolscore.scorers.trajectory import Trajectory
 
-__all__ = ["SCORER_TYPES", "ScorerSpec", "parse_scorer"]
+__all__ = ["SCORER_TYPES", "ScorerSpec", "check_threshold", "parse_scorer"]
 
 ScorerSpec = Annotated[ToolSelection | Trajectory | F1 | LLMJudge, Field(discriminator="type")]
 
@@ -28,3 +29,19 @@ _ADAPTER: TypeAdapter[ToolSelection | Trajectory | F1 | LLMJudge] = TypeAdapter(
 def parse_scorer(data: Mapping[str, Any]) -> ToolSelection | Trajectory | F1 | LLMJudge:
     """Validate a spec; raises `pydantic.ValidationError` naming the offending field."""
     return _ADAPTER.validate_python(data)
+
+
+def check_threshold(threshold: float | None) -> None:
+    """Refuse a threshold outside 0-1: every scorer scores from 0 to 1, so one above 1 fails every run and
+    one below 0 passes every run (a percentage such as 80 was meant as 0.8).
+
+    Called by whoever takes a spec from an author (an expectation being written, a `toolscore score`
+    request line), not a constraint on the scorer itself, so that an expectation stored before this check
+    still reads. Raised as the scorer's own error at `threshold`, so a file's error names that line."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        verdict = "fail" if threshold > 1.0 else "pass"
+        message = f"must be between 0 and 1, the range every score is in, got {threshold:g}: every run would {verdict}"
+        error = InitErrorDetails(
+            type=PydanticCustomError("threshold_range", message), loc=("threshold",), input=threshold
+        )
+        raise ValidationError.from_exception_data("threshold", [error])

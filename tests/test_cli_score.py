@@ -68,6 +68,28 @@ def test_bad_lines_name_their_line_and_the_rest_go_on(tmp_path: Path) -> None:
     assert "5 line(s) could not be scored" in stderr
 
 
+def test_a_threshold_outside_0_1_is_refused_as_in_an_expectation() -> None:
+    """Every score is in 0-1: a threshold of 80 (meant as 0.8) labels every run fail, -0.5 every run pass."""
+    calls = [{"name": "a"}]
+    lines = [
+        {"id": "pct", "scorer": {"type": "tool_selection", "expected_tool": "a", "threshold": 80}, "calls": calls},
+        {"id": "neg", "scorer": {"type": "llm_judge", "model": "openai/x", "threshold": -0.5}, "calls": calls},
+        {"id": "edge", "scorer": {"type": "f1", "expected": calls, "threshold": 1}, "calls": calls},
+    ]
+    code, results, stderr = run_cli(stdin="".join(json.dumps(line) + "\n" for line in lines))
+    assert code == 1
+    by_id = {r["id"]: r for r in results}
+    assert by_id["pct"]["error"] == {
+        "type": "invalid_request",
+        "message": "scorer.threshold: must be between 0 and 1, the range every score is in, got 80: "
+        "every run would fail",
+    }
+    assert by_id["neg"]["error"]["message"].startswith("scorer.threshold: must be between 0 and 1")
+    assert by_id["neg"]["error"]["message"].endswith("got -0.5: every run would pass")
+    assert by_id["edge"]["label"] == "pass"
+    assert "2 line(s) could not be scored" in stderr
+
+
 def test_output_file_and_absent_null_empty_args_stay_apart(tmp_path: Path) -> None:
     expected = [{"name": "a", "args": {}}]
     lines = [

@@ -22,8 +22,9 @@ from pydantic import ValidationError
 from toolscore.collector.error_text import error_message
 from toolscore.collector.registry.validation import drop_tags, field_path
 from toolscore.scorers import AgentRun, ScoreFailure, ScoreResult, ToolCall
+from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.llm_judge import LLMJudge
-from toolscore.scorers.spec import ScorerSpec, parse_scorer
+from toolscore.scorers.spec import ScorerSpec, check_threshold, parse_scorer
 
 __all__ = ["score_command", "score_lines"]
 
@@ -61,7 +62,7 @@ def _parse_line(line_no: int, text: str) -> _Request:
     if not isinstance(calls, list):
         raise RequestError("invalid_request", "calls: expected a list of tool calls")
     problems: list[str] = []
-    scorer = _validated(lambda: parse_scorer(scorer_data), ("scorer",), ScorerSpec, problems, scorer_data)
+    scorer = _validated(lambda: _scorer(scorer_data), ("scorer",), ScorerSpec, problems, scorer_data)
     parsed = [
         _validated(functools.partial(ToolCall.model_validate, call), ("calls", i), ToolCall, problems, call)
         for i, call in enumerate(calls)
@@ -72,6 +73,14 @@ def _parse_line(line_no: int, text: str) -> _Request:
     if problems:
         raise RequestError("invalid_request", "; ".join(problems))
     return _Request(line_no, data.get("id"), scorer, run)
+
+
+def _scorer(data: dict[str, Any]) -> ScorerBase:
+    """The request's scorer, held to what an expectation's scorer is: a threshold outside 0-1 would
+    label every run alike, so the line is refused rather than scored."""
+    scorer = parse_scorer(data)
+    check_threshold(scorer.threshold)
+    return scorer
 
 
 def _validated(

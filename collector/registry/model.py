@@ -12,17 +12,7 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 from toolscore.collector.registry.conditions import Condition
 from toolscore.collector.registry.limits import (
@@ -124,11 +114,12 @@ class ExpectationScorer(BaseModel):
             raise ValueError("a scorer is a mapping `{type: ..., params}`")
         spec = dict(data)
         sample_rate = spec.pop("sample_rate", 1.0)
-        from toolscore.scorers.spec import parse_scorer  # the scorer union pulls in litellm: import on first use
+        # the scorer union pulls in litellm: import on first use
+        from toolscore.scorers.spec import check_threshold, parse_scorer
 
         scorer = parse_scorer(spec)
         if not is_stored(info):
-            _check_threshold(scorer.threshold)
+            check_threshold(scorer.threshold)
         return {"spec": spec, "sample_rate": sample_rate, "scorer": scorer}
 
     def __eq__(self, other: object) -> bool:
@@ -214,21 +205,6 @@ class Expectation(BaseModel):
     def same_content(self, other: Expectation) -> bool:
         """True when the two differ at most in `version`."""
         return self.to_dict(with_version=False) == other.to_dict(with_version=False)
-
-
-def _check_threshold(threshold: float | None) -> None:
-    """Every scorer scores from 0 to 1: a threshold above 1 fails every run, one below 0 passes every run.
-
-    Checked for new writes only (see `Expectation._scorers_to_write`), not in the scorer itself, so that
-    a stored document written before still reads. Raised as the scorer's own error at `threshold`, so a
-    file's error names that line."""
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        verdict = "fail" if threshold > 1.0 else "pass"
-        message = f"must be between 0 and 1, the range every score is in, got {threshold:g}: every run would {verdict}"
-        error = InitErrorDetails(
-            type=PydanticCustomError("threshold_range", message), loc=("threshold",), input=threshold
-        )
-        raise ValidationError.from_exception_data("threshold", [error])
 
 
 def _label_text(value: Any) -> str:
