@@ -263,7 +263,9 @@ def test_a_read_of_a_file_without_the_registry_tables_is_refused_and_creates_non
     result = cli(*command, db=str(path))
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: cannot open the registry store {path}: OperationalError: no such table: toolscore_expectations\n"
+        f"Error: the SQLite file {path} holds no toolscore registry (no table toolscore_expectations, "
+        "toolscore_changes; looked for tables prefixed 'toolscore_'): create one with `toolscore expectations "
+        "apply --db ... FILE...`, or with `toolscore serve` given this database as registry.store\n"
     )
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
@@ -492,14 +494,19 @@ def test_db_takes_the_postgres_url_the_collector_replicas_share(postgres_dsn: st
 
 @pytest.mark.parametrize("command", READS, ids=READ_IDS)
 def test_a_read_of_a_postgres_database_without_the_tables_creates_none(postgres_dsn: str, command: list[str]) -> None:
-    """The reads' sessions are read-only: a registry opened writable would create the tables and answer empty."""
+    """The reads' sessions are read-only: a registry opened writable would create the tables and answer empty.
+    What is missing is said in one line, not as the driver's error about the probe query (`UndefinedTable:
+    relation ... does not exist LINE 1: SELECT 1 FROM ...`)."""
     import psycopg
 
-    url = postgres_url(postgres_dsn)
+    url = postgres_url(postgres_dsn).replace("toolscore@", "toolscore:hunter2@")  # trust auth: ignored
     result = cli(*command, db=url)
     assert result.exit_code == 1
-    assert result.stderr.startswith(
-        f'Error: cannot open the PostgreSQL registry {url}: UndefinedTable: relation "toolscore_expectations" does not'
+    shown = url.replace(":hunter2@", ":<redacted>@")
+    assert result.stderr == (
+        f"Error: the PostgreSQL database {shown} holds no toolscore registry (no table toolscore_expectations, "
+        "toolscore_changes; looked for tables prefixed 'toolscore_'): create one with `toolscore expectations "
+        "apply --db ... FILE...`, or with `toolscore serve` given this database as registry.store\n"
     )
     with psycopg.connect(postgres_dsn) as conn:
         tables = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()

@@ -17,6 +17,7 @@ from toolscore.collector.registry import (
     Expectation,
     ExpectationStore,
     MemoryStore,
+    NoRegistryTables,
     NotFound,
     PostgresStoreConfig,
     SqliteStore,
@@ -441,3 +442,24 @@ def test_a_store_opened_read_only_reads_and_every_write_fails(
                 write()
     with closing(open_store(config)) as writer:
         assert [(c.seq, c.kind) for c in writer.changes_since(0)] == [(1, "created"), (2, "updated")]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_store_opened_read_only_names_the_registry_tables_it_lacks(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Told from the catalog, table by table, before any query: not the driver's error about the probe."""
+    create = "CREATE TABLE toolscore_expectations (name TEXT)"
+    if kind == "sqlite":
+        path = tmp_path / "partial.db"
+        with closing(sqlite3.connect(path)) as db:
+            db.execute(create)
+        config: SqliteStoreConfig | PostgresStoreConfig = SqliteStoreConfig(path=str(path))
+    else:
+        dsn = request.getfixturevalue("postgres_dsn")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(create)
+        config = PostgresStoreConfig(dsn=dsn, listen=False)
+    with pytest.raises(NoRegistryTables) as refused:
+        open_store(config, read_only=True)
+    assert (refused.value.prefix, refused.value.missing) == ("toolscore_", ("toolscore_changes",))

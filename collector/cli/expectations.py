@@ -26,6 +26,7 @@ import yaml
 if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
     from toolscore.collector.registry.client import RegistryClient
     from toolscore.collector.registry.config import PostgresStoreConfig, SqliteStoreConfig
+    from toolscore.collector.registry.errors import NoRegistryTables
     from toolscore.collector.registry.model import Expectation
     from toolscore.collector.registry.registry import ApplyAction, Registry
     from toolscore.collector.registry.store import Change, ExpectationStore
@@ -133,12 +134,31 @@ def _open_local(db: str, open_: Callable[[], _T], *, create: bool) -> _T:
     try:
         return open_()
     except Exception as exc:
-        from toolscore.collector.registry.errors import InvalidExpectation
+        from toolscore.collector.registry.errors import InvalidExpectation, NoRegistryTables
         from toolscore.collector.registry.health import describe_error
 
         if isinstance(exc, InvalidExpectation):
             raise
+        if isinstance(exc, NoRegistryTables):
+            raise click.ClickException(_no_registry(db, exc)) from None
         raise click.ClickException(f"cannot open {_store_name(db)}: {describe_error(exc)}") from None
+
+
+def _no_registry(db: str, exc: NoRegistryTables) -> str:
+    """A database a read found without the registry's tables: not an empty registry, and not the driver's error
+    about the probe query. Says what was looked for (another `table_prefix` is a collector's own setting) and
+    how a registry comes to be there."""
+    if db.startswith(_POSTGRES_SCHEMES):
+        from toolscore.collector.serve.config_yaml import redact_connection_string
+
+        where = f"the PostgreSQL database {redact_connection_string(db)}"
+    else:
+        where = f"the SQLite file {db}"
+    return (
+        f"{where} holds no toolscore registry (no table {', '.join(exc.missing)}; looked for tables prefixed "
+        f"{exc.prefix!r}): create one with `toolscore expectations apply --db ... FILE...`, or with `toolscore "
+        f"serve` given this database as registry.store"
+    )
 
 
 def _store_name(db: str) -> str:

@@ -14,6 +14,7 @@ __all__ = [
     "AlreadyExists",
     "ChangesCompacted",
     "InvalidExpectation",
+    "NoRegistryTables",
     "NotFound",
     "Problem",
     "RegistryError",
@@ -44,6 +45,19 @@ class StoreTimeout(StoreUnavailable):
         self.store = store
         self.timeout_s = timeout_s
         self.setting = setting
+
+
+class NoRegistryTables(RuntimeError):
+    """A database opened read-only lacks the registry's tables: it holds no toolscore registry (or one under
+    another table prefix). Raised from the catalog, before any query, so that a reader names what is missing
+    instead of the driver's error about a query the user never wrote (PostgreSQL's `UndefinedTable ... LINE 1`)."""
+
+    def __init__(self, prefix: str, missing: Sequence[str]) -> None:
+        self.prefix = prefix
+        self.missing = tuple(missing)
+        super().__init__(
+            f"no toolscore registry: no table {', '.join(self.missing)} (looked for tables prefixed {prefix!r})"
+        )
 
 
 class NotFound(RegistryError, KeyError):

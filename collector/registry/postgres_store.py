@@ -22,7 +22,8 @@ A forked child (gunicorn `--preload`, Celery's prefork pool) inherits the parent
 the parent's server sessions: it leaves them alone and opens its own (`_disown`).
 
 Opened `read_only` (the CLI's `list`, `get` and `history`), every session is `default_transaction_read_only`:
-the server refuses any write, and the tables are not created (a database without them fails the opening).
+the server refuses any write, and the tables are not created (a database without them fails the opening with
+`NoRegistryTables`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 from toolscore.collector.forks import ForkSafeLock
-from toolscore.collector.registry.errors import ChangesCompacted, NotFound, StoreTimeout
+from toolscore.collector.registry.errors import ChangesCompacted, NoRegistryTables, NotFound, StoreTimeout
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.store import Change, ChangeKind, Write, check_expected_version
 from toolscore.collector.registry.validation import parse_stored
@@ -108,12 +108,21 @@ class SqlStore:
         """A cursor in a write transaction that excludes other writers; commits on success."""
         raise NotImplementedError
 
+    def _missing(self, cur: Cursor, names: tuple[str, ...]) -> builtins.list[str]:
+        """Those of `names` (without the prefix) that the database has no table or index of."""
+        raise NotImplementedError
+
     def _check_tables(self) -> None:
         """What a store opened read-only does instead of creating its tables: one that lacks those the reads
-        use fails with the database's own error (no such table) when it is opened, not at its first call."""
+        use fails when it is opened, not at its first call, with `NoRegistryTables` (told by the catalog). The
+        probe after it is what a role that may not read them fails on, with the database's own error."""
         with self._read() as cur:
-            cur.execute(self._sql("SELECT 1 FROM {p}expectations, {p}changes LIMIT 0"))
-            cur.fetchall()
+            missing = self._missing(cur, ("expectations", "changes"))
+            if not missing:
+                cur.execute(self._sql("SELECT 1 FROM {p}expectations, {p}changes LIMIT 0"))
+                cur.fetchall()
+        if missing:
+            raise NoRegistryTables(self.prefix, [self.prefix + name for name in missing])
 
     def _sql(self, text: str) -> str:
         return text.replace("{p}", self.prefix).replace("?", self.P)

@@ -66,7 +66,7 @@ class SqliteStore(SqlStore):
         self, path: str | Path = ".toolscore/registry.db", *, busy_timeout_ms: int = 5000, read_only: bool = False
     ) -> None:
         """`read_only`: an existing store, left as it is (see the module docstring); one without the registry's
-        tables fails here, with SQLite's own error, rather than at its first call."""
+        tables fails here (`NoRegistryTables`) rather than at its first call."""
         self.path = Path(path)
         self.timeout_s = busy_timeout_ms / 1000
         self._in_memory = str(path) == ":memory:"  # private to the process: a child's copy is its own
@@ -88,6 +88,11 @@ class SqliteStore(SqlStore):
             for statement in _SCHEMA.replace("{p}", self.prefix).split(";"):
                 if statement.strip():
                     cur.execute(statement)
+
+    def _missing(self, cur: Cursor, names: tuple[str, ...]) -> list[str]:
+        cur.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")
+        present = {str(name) for (name,) in cur.fetchall()}
+        return [name for name in names if self.prefix + name not in present]
 
     def _open(self) -> sqlite3.Connection:
         if self._read_only:
