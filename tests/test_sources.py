@@ -5,14 +5,22 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -357,6 +365,66 @@ def test_malformed_protobuf_names_the_offset_and_field() -> None:
         spans_from_proto_bytes(b"\x0a\xff")
     with pytest.raises(SpanDecodeError, match="without resource_spans"):
         spans_from_proto_bytes(b"\x10\x01")
+
+
+def _metrics_export() -> bytes:
+    """What the OTel SDK's OTLP metrics exporter sends: a counter and a histogram of an agent's tool calls."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(resource=Resource.create({"service.name": "agent"}), metric_readers=[reader])
+    meter = provider.get_meter("agent")
+    meter.create_counter("tool.calls").add(3, {"tool": "search"})
+    meter.create_histogram("tool.duration", unit="ms").record(12.5)
+    data = reader.get_metrics_data()
+    assert data is not None
+    provider.shutdown()
+    return bytes(encode_metrics(data).SerializeToString())
+
+
+def _logs_export() -> bytes:
+    """What the OTel SDK's OTLP logs exporter sends: one log record, inside a span's context or not."""
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=Resource.create({"service.name": "agent"}))
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    provider.get_logger("agent").emit(body="calling search", severity_text="INFO", attributes={"tool": "search"})
+    provider.shutdown()
+    return bytes(encode_logs(exporter.get_finished_logs()).SerializeToString())
+
+
+@pytest.mark.parametrize(
+    ("export", "what"),
+    [
+        (_metrics_export, "an OTLP metrics export (ExportMetricsServiceRequest)"),
+        (_logs_export, "an OTLP logs export (ExportLogsServiceRequest)"),
+    ],
+    ids=["metrics", "logs"],
+)
+def test_a_pb_file_of_another_signals_export_is_an_error_naming_the_file(
+    tmp_path: Path, export: Callable[[], bytes], what: str
+) -> None:
+    """Their bytes share the trace export's outer shape: read as traces, they gave spans without ids (a trace
+    of no spans, which an evaluation passes) or an error about a span field the file never had."""
+    data = export()
+    path = tmp_path / "export.pb"
+    for content in (data, gzip.compress(data)):
+        path.write_bytes(content)
+        with pytest.raises(TraceFileError) as info:
+            read_trace_file(path)
+        assert (
+            str(info.value) == f"{path}: not an OTLP trace export: {what} of {len(data)} bytes, without resource_spans"
+        )
+    path.write_bytes(len(data).to_bytes(4, "big") + data)  # the Collector's file exporter, `format: proto`
+    framed = rf"^{re.escape(str(path))}: byte 4: frame at byte 0: not an OTLP trace export: {re.escape(what)} "
+    with pytest.raises(TraceFileError, match=framed):
+        read_trace_file(path)
+
+
+def test_a_trace_export_whose_spans_all_lack_ids_is_still_read_as_traces() -> None:
+    """Told apart from another signal's export: its spans are skipped and counted, as before."""
+    req = request_with([], trace_id=b"", span_id=b"")
+    req.resource_spans[0].scope_spans[0].spans.add(name="no ids either", start_time_unix_nano=EPOCH_NS)
+    stats = DecodeStats()
+    assert spans_from_proto_bytes(req.SerializeToString(), stats) == []
+    assert stats.skipped == {"bad_trace_id": 2}
 
 
 def test_truncated_trace_file_error_names_the_file_and_byte(tmp_path: Path) -> None:

@@ -30,10 +30,11 @@ TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".bin", ".otlp", ".gz")
 
 NOT_TRACES_HINT = (
     "every file given, and every file with a trace suffix in a trace directory, is read as OTLP trace data: "
-    "keep other JSON files (ground truth, configs) out of trace directories"
+    "keep other files (ground truth, configs, metrics or logs exports) out of trace directories"
 )
-"""Said once after the files that are JSON but not trace exports: found in a directory, they are refused
-too, rather than skipped by name or content, so that a bad export can never pass an evaluation unread."""
+"""Said once after the files that are not trace exports (JSON, or another signal's protobuf export): found in a
+directory, they are refused too, rather than skipped by name or content, so that a bad export can never pass an
+evaluation unread."""
 
 
 class EvalInputError(ValueError):

@@ -10,7 +10,8 @@ Detected from the content, not the name:
   exporter writes with `format: proto`; each message may be protobuf or JSON.
 
 A JSON document (or line, or frame) that is not an OTLP trace export (`trace_export`: no `resourceSpans`,
-and not the empty `{}`) is an error rather than a trace of no spans.
+and not the empty `{}`) is an error rather than a trace of no spans; so is protobuf that holds an OTLP metrics
+or logs export (`other_signal`), which would otherwise parse as spans without ids.
 """
 
 from __future__ import annotations

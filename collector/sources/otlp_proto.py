@@ -15,6 +15,8 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, echo
+from toolscore.collector.sources.other_signal import other_signal
+from toolscore.collector.sources.otlp_json import NOT_A_TRACE_EXPORT
 from toolscore.collector.sources.wire import locate_decode_error
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
@@ -160,6 +162,7 @@ def spans_from_proto_bytes(data: bytes, stats: DecodeStats | None = None) -> lis
     try:
         req = ExportTraceServiceRequest.FromString(data)
     except DecodeError:
+        _refuse_other_signal(data)
         offset, reason = locate_decode_error(data, ExportTraceServiceRequest.DESCRIPTOR)
         raise SpanDecodeError(
             f"not a valid OTLP ExportTraceServiceRequest ({len(data)} bytes): {reason}", offset=offset
@@ -168,4 +171,15 @@ def spans_from_proto_bytes(data: bytes, stats: DecodeStats | None = None) -> lis
         raise SpanDecodeError(
             f"{len(data)} bytes decode to a request without resource_spans: not an OTLP trace request", offset=0
         )
-    return spans_from_request(req, stats)
+    spans = spans_from_request(req, stats)
+    if not spans and data:  # a metrics or logs export parses as resource_spans of spans without ids
+        _refuse_other_signal(data)
+    return spans
+
+
+def _refuse_other_signal(data: bytes) -> None:
+    """Raise when `data`, which holds no span, is a metrics or logs export: named as such, not as a trace
+    of no spans or a span field it never had (`other_signal`)."""
+    what = other_signal(data)
+    if what is not None:
+        raise SpanDecodeError(f"{NOT_A_TRACE_EXPORT}: {what} of {len(data)} bytes, without resource_spans")
