@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
 from toolscore.collector.extract.conventions.common import message_text
 from toolscore.scorers import ToolCall
@@ -116,6 +118,59 @@ def test_a_call_whose_span_and_model_response_both_cut_its_arguments_counts_once
 
     assert (cut.args_state, whole.args_state, whole.args) == ("raw", "value", {"q": 1})
     assert stats.args_truncated == 1
+
+
+_TRACELOOP_TOOL = {"traceloop.span.kind": "tool", "traceloop.entity.name": "w"}
+_PADDING = "x" * 4_000_000
+
+
+@pytest.mark.parametrize(
+    ("key", "envelope"),
+    [
+        # LangChain's callback envelope: small real arguments (`inputs`) inside a huge one
+        (
+            "gen_ai.tool.call.arguments",
+            {"input_str": _PADDING, "inputs": {"city": "Paris"}, "kwargs": {"tool_call_id": "call_1"}},
+        ),
+        # the SDK decorators' envelope: the real arguments (`kwargs`) are the huge part
+        ("traceloop.entity.input", {"args": [], "kwargs": {"city": "Paris", "notes": _PADDING}}),
+    ],
+)
+def test_an_openllmetry_envelope_over_the_cap_is_cut_raw_not_decoded(key: str, envelope: dict[str, Any]) -> None:
+    """The cap holds for the envelope as recorded: a multi-megabyte envelope is cut like any other
+    oversized arguments, its first bytes kept as raw text, rather than decoded whole to be unwrapped
+    (decoded, the call had `{"city": "Paris"}`, or the unwrapped kwargs cut, neither a prefix of the envelope)."""
+    text = json.dumps(envelope)
+    t = Traces()
+    run = t.span("planner.agent", {"traceloop.span.kind": "agent", "traceloop.entity.name": "planner"}, end=10)
+    t.span("w.tool", {**_TRACELOOP_TOOL, key: text}, parent=run, start=1)
+    stats = ExtractStats()
+
+    ((call,),) = [r.calls for r in rebuild_runs(t.records(), ExtractConfig(max_args_bytes=101), stats)]
+
+    assert call.args_state == "raw"
+    assert len(call.args.encode()) <= 101
+    assert text.startswith(call.args)
+    assert stats.args_truncated == 1
+
+
+def test_an_openllmetry_envelope_is_measured_whole_before_it_is_unwrapped() -> None:
+    """At exactly the cap (in UTF-8 bytes, not characters) the envelope is unwrapped as before, with the
+    call id it carries; one byte over it is cut raw."""
+    envelope = {"input_str": "{'city': 'Pâris'}", "inputs": {"city": "Pâris"}, "kwargs": {"tool_call_id": "call_1"}}
+    text = json.dumps(envelope, ensure_ascii=False)
+    size = len(text.encode())
+    assert size > len(text)
+    t = Traces()
+    run = t.span("planner.agent", {"traceloop.span.kind": "agent", "traceloop.entity.name": "planner"}, end=10)
+    t.span("w.tool", {**_TRACELOOP_TOOL, "traceloop.entity.input": text}, parent=run, start=1)
+
+    ((fits,),) = [r.calls for r in rebuild_runs(t.records(), ExtractConfig(max_args_bytes=size))]
+    ((over,),) = [r.calls for r in rebuild_runs(t.records(), ExtractConfig(max_args_bytes=size - 1))]
+
+    assert (fits.args, fits.args_state, fits.call_id) == ({"city": "Pâris"}, "value", "call_1")
+    assert over.args_state == "raw"
+    assert text.startswith(over.args)
 
 
 def test_oversized_results_are_cut_and_counted() -> None:

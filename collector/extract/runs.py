@@ -49,7 +49,7 @@ from toolscore.collector.extract.order import (
     needs_model_responses,
     order_calls,
 )
-from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info
+from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info, unwrapped
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
 
@@ -169,7 +169,9 @@ class _TraceRuns:
         if extractor is None or role is None:
             return None
         try:
-            return extractor.read(node.span, role)
+            read = extractor.read(node.span, role)
+            # Unwrapped here, within the same guard: a malformed envelope is this span's read error.
+            return unwrapped(read, self.config.max_args_bytes) if isinstance(read, ToolRead) else read
         except Exception:  # a malformed span costs its own data only
             _log.debug("%s could not read span %s", extractor.name, node.span.span_id, exc_info=True)
             self.stats.read_failed(node.span, extractor.name)

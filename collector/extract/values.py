@@ -3,11 +3,13 @@
 Caps are applied before parsing so that an oversized value is never decoded: arguments longer than
 `max_args_bytes` keep their first bytes as raw text, results and texts are cut. Arguments that arrive
 decoded (a structured attribute, a model response's parsed message list) are measured as JSON text,
-so the cap holds whatever shape they came in.
+so the cap holds whatever shape they came in. Arguments wrapped in an envelope (`ToolRead.unwrap`) are
+measured as recorded, envelope and all, and unwrapped only when they fit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -18,17 +20,43 @@ from toolscore.collector.extract.json_text import decode_json
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun, ArgsState, ToolCall
 
-__all__ = ["agent_run", "build_call", "cap_text", "capped_attributes", "normalize_args"]
+__all__ = ["agent_run", "build_call", "cap_text", "capped_attributes", "normalize_args", "unwrapped"]
+
+
+def _fits_bytes(text: str, max_bytes: int) -> bool:
+    """Whether `text` is at most `max_bytes` in UTF-8, encoding it only when its length cannot tell."""
+    if len(text) > max_bytes:  # every character takes a byte at least
+        return False
+    return len(text) * 4 <= max_bytes or len(text.encode("utf-8", "surrogatepass")) <= max_bytes
 
 
 def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
-    """`text` cut to at most `max_bytes` UTF-8 bytes (never inside a character), and whether it was cut."""
-    if len(text) * 4 <= max_bytes:
+    """`text` cut to at most `max_bytes` UTF-8 bytes (never inside a character), and whether it was cut.
+
+    Encodes at most `max_bytes` characters, whose bytes are the first `max_bytes` bytes of the whole
+    text or more: a multi-megabyte value costs what its kept part does.
+    """
+    if _fits_bytes(text, max_bytes):
         return text, False
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text, False
-    return data[:max_bytes].decode("utf-8", "ignore"), True
+    return text[:max_bytes].encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore"), True
+
+
+def unwrapped(read: ToolRead, max_args_bytes: int) -> ToolRead:
+    """`read` with its envelope unwrapped (`ToolRead.unwrap`), when the envelope's text fits `max_args_bytes`.
+
+    An envelope over the cap keeps its text as the arguments, which `normalize_args` then cuts and
+    counts like any other oversized arguments; the call id inside it is not read. Measuring first is
+    the point: decoding a multi-megabyte envelope to find small arguments inside would spend the
+    memory and time the cap exists to bound. An envelope that arrives decoded (a structured
+    attribute) costs nothing to unwrap and is unwrapped whatever its size.
+    """
+    unwrap, args = read.unwrap, read.args
+    if unwrap is None:
+        return read
+    if isinstance(args, str) and not _fits_bytes(args, max_args_bytes):
+        return dataclasses.replace(read, unwrap=None)
+    args, call_id = unwrap(args)
+    return dataclasses.replace(read, args=args, call_id=read.call_id or call_id, unwrap=None)
 
 
 def normalize_args(value: Any, config: ExtractConfig) -> tuple[Any, ArgsState, bool]:

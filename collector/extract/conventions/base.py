@@ -16,6 +16,7 @@ straight from `span.attributes` (no copies on the hot path). An extractor may al
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -82,6 +83,11 @@ class ToolRead:
     output_tool: bool = False
     """The span runs the framework's structured-output step, not a tool the agent chose (kept only
     with `ExtractConfig.include_output_tools`)."""
+    unwrap: Callable[[Any], tuple[Any, str | None]] | None = None
+    """`args` are a wrapper around the real arguments (an OpenLLMetry envelope): `unwrap(args)` gives them
+    and the call id the wrapper carries (None: none). Left to extraction, which unwraps only arguments
+    that fit `ExtractConfig.max_args_bytes`, so that an oversized wrapper is cut as raw text and never
+    decoded whole; the convention has no config to measure against."""
 
 
 @dataclass(slots=True)

@@ -2,7 +2,10 @@
 
 OpenLLMetry's entity spans wrap a tool's input in an envelope that depends on who made the span:
 the SDK decorators record `{"args": [...], "kwargs": {...}}`, the LangChain instrumentation records
-the callback's `{"input_str", "inputs", "kwargs": {"tool_call_id"}, ...}`. Both are unwrapped here.
+the callback's `{"input_str", "inputs", "kwargs": {"tool_call_id"}, ...}`. Both are unwrapped by
+`unwrap_envelope`. A tool span's envelope is handed to extraction with its unwrapper (`ToolRead.unwrap`)
+rather than decoded here: only extraction knows `max_args_bytes`, and an envelope over it is kept as
+raw text, cut, like any other oversized arguments, instead of being decoded whole first.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ __all__ = ["TraceloopExtractor", "unwrap_envelope"]
 # recognised by  traceloop.span.kind, or llm.request.type (legacy LLM spans)
 # traceloop.span.kind = tool      tool call: gen_ai.tool.name, else traceloop.entity.name;
 #                                 arguments gen_ai.tool.call.arguments, else traceloop.entity.input
-#                                 (envelopes unwrapped: `inputs`, or decorator `kwargs`/`args`);
+#                                 (envelopes within max_args_bytes unwrapped: `inputs`, or decorator
+#                                 `kwargs`/`args`; larger ones kept raw and cut);
 #                                 call id gen_ai.tool.call.id, else envelope kwargs.tool_call_id;
 #                                 result gen_ai.tool.call.result, else traceloop.entity.output
 # traceloop.span.kind = agent     run: gen_ai.agent.name, else traceloop.entity.name;
@@ -96,15 +100,15 @@ class TraceloopExtractor:
         attrs = span.attributes
         if role is Role.TOOL:
             raw = _first(attrs, (*ARGS_KEYS, ENTITY_INPUT))
-            args, envelope_id = (NOT_CAPTURED, None) if raw is None else unwrap_envelope(raw)
             error, error_type = error_of(span)
             return ToolRead(
                 name=string(attrs, "gen_ai.tool.name") or string(attrs, ENTITY_NAME) or span.name,
-                args=args,
-                call_id=string(attrs, "gen_ai.tool.call.id") or envelope_id,
+                args=NOT_CAPTURED if raw is None else raw,
+                call_id=string(attrs, "gen_ai.tool.call.id"),
                 result=_first(attrs, (*RESULT_KEYS, ENTITY_OUTPUT)),
                 error=error,
                 error_type=error_type,
+                unwrap=None if raw is None else unwrap_envelope,  # once the envelope is known to fit the cap
             )
         if role is Role.RUN:
             raw_input = attrs.get(ENTITY_INPUT)
