@@ -18,7 +18,13 @@ from toolscore.collector.extract.conventions import (
     ToolRead,
     classify,
 )
-from toolscore.collector.extract.runs import ClassifiedSpan, classify_span, rebuild_classified, rebuild_runs
+from toolscore.collector.extract.runs import (
+    ClassifiedSpan,
+    classify_span,
+    rebuild_classified,
+    rebuild_runs,
+    rebuild_under,
+)
 
 __all__ = [
     "EXTRACTORS",
@@ -36,4 +42,5 @@ __all__ = [
     "classify_span",
     "rebuild_classified",
     "rebuild_runs",
+    "rebuild_under",
 ]

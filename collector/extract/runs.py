@@ -27,7 +27,7 @@ Rules, applied per trace:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
@@ -53,7 +53,7 @@ from toolscore.collector.extract.values import agent_run, build_call, capped_att
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
 
-__all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs"]
+__all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs", "rebuild_under"]
 
 _log = logging.getLogger(__name__)
 
@@ -134,11 +134,73 @@ def rebuild_classified(
     return runs
 
 
-class _TraceRuns:
-    """The runs of one trace, from its classified spans."""
+def rebuild_under(
+    nodes: Mapping[str, ClassifiedSpan],
+    top: str,
+    config: ExtractConfig | None = None,
+    stats: ExtractStats | None = None,
+) -> list[AgentRun]:
+    """The runs `rebuild_classified` gives for one trace's `nodes` (by span id) at or under the run span `top`,
+    reading only the spans under it.
 
-    def __init__(self, nodes: dict[str, ClassifiedSpan], config: ExtractConfig, stats: ExtractStats) -> None:
-        self.nodes, self.config, self.stats = nodes, config, stats
+    For a pending trace whose runs settle one at a time (a chat session traced as one trace, a run per
+    turn), so that each settle reads its own run's spans rather than every span of the trace again. The
+    same runs, because a run span's run depends on its subtree alone: a tool or model span belongs to the
+    first run span on its way up, or to an inferred run at a span on that way (the child of a tool span
+    met first, or the topmost span), so the runs at or under `top` own only spans under it, and every walk
+    up from those spans stops at `top` at the latest. Spans whose parent is missing are not under `top` and
+    do not change its runs (they stand for inferred runs of their own). Above `top`, only its own
+    `parent_span_id` is read, from all of `nodes`. The order of `nodes` is kept (an inferred run's
+    convention is its first call's). Stats count the spans under `top` and one trace.
+    """
+    config = config if config is not None else ExtractConfig()
+    stats = stats if stats is not None else ExtractStats()
+    node = nodes[top]
+    if node.role is not _RUN:
+        raise ValueError(f"span {top} is no run span: the runs under it can depend on spans above it")
+    under = _under(nodes, top)
+    stats.spans += len(under)
+    stats.traces += 1
+    parent = _TraceRuns(nodes, config, stats)._parent_run(node)
+    return _TraceRuns(under, config, stats, top=(top, parent)).build()
+
+
+def _under(nodes: Mapping[str, ClassifiedSpan], top: str) -> dict[str, ClassifiedSpan]:
+    """The spans of `nodes` at or under `top`, in the order of `nodes`; each span's way up is walked once."""
+    inside: dict[str | None, bool] = {top: True, None: False}
+    under: dict[str, ClassifiedSpan] = {}
+    for span_id, node in nodes.items():
+        verdict = inside.get(span_id)
+        if verdict is None:
+            path: dict[str, None] = {}
+            current: str | None = span_id
+            while (verdict := inside.get(current)) is None:
+                assert current is not None  # None is in `inside`
+                above = nodes.get(current) if current not in path else None
+                if above is None:  # a parent not arrived, or a cycle of parents that does not pass `top`
+                    verdict = False
+                    break
+                path[current] = None
+                parent_id = above.span.parent_id
+                current = parent_id if parent_id != current else None
+            inside.update(dict.fromkeys(path, verdict))
+        if verdict:
+            under[span_id] = node
+    return under
+
+
+class _TraceRuns:
+    """The runs of one trace, from its classified spans (`top`: a run span whose parent run is known, and
+    whose ancestors are not among `nodes`)."""
+
+    def __init__(
+        self,
+        nodes: Mapping[str, ClassifiedSpan],
+        config: ExtractConfig,
+        stats: ExtractStats,
+        top: tuple[str, str | None] | None = None,
+    ) -> None:
+        self.nodes, self.config, self.stats, self.top = nodes, config, stats, top
         self.runs: dict[str, _Run] = {}
         self.llm_nodes: list[ClassifiedSpan] = []
         self.models_by_run: dict[str, list[ClassifiedSpan]] | None = None
@@ -287,6 +349,8 @@ class _TraceRuns:
         info = RunInfo(agent_name=span.name) if run.inferred else self._read(run.node)
         info = capped_info(info if isinstance(info, RunInfo) else RunInfo(), config.max_text_bytes)
         extractor = run.node.extractor
+        top = self.top
+        parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)
@@ -302,7 +366,7 @@ class _TraceRuns:
                 "resource": dict(span.resource),
                 "convention": run.convention if run.inferred or extractor is None else extractor.name,
                 "inferred": run.inferred,
-                "parent_span_id": self._parent_run(run.node),
+                "parent_span_id": parent_run,
                 "start_ns": span.start_ns or None,
             }
         )
