@@ -6,7 +6,9 @@ scored with everything under it, the finish has nothing left to score and rebuil
 tool span is read once for the benchmarks' traces (`bench_extract`'s, made with the real SDK: an
 `invoke_agent` root, `chat` spans and 3-8 `execute_tool` spans, ending children first) and for traces
 of k of those runs whose spans come together (under an unrecognised root, as a chat session's turns,
-or as sub-agents under the tools of a root run), in process and in `toolscore serve`. The engine's
+or as sub-agents under the tools of a root run), in process and in `toolscore serve`. A session whose
+runs settle one at a time (each turn scored before the next comes) has each settle rebuild the spans under
+its run span only, and its finish the whole trace: every tool span read twice, whatever its runs. The engine's
 `stats` (the `ExtractStats` every rebuild adds to) count the rebuilt traces and the calls built, so the
 rebuilds are counted without looking inside the engine.
 """
@@ -228,6 +230,92 @@ def test_a_trace_of_several_runs_is_rebuilt_once_in_serve(shape: str, k: int) ->
     assert (stats.traces, stats.runs) == (TRACES, k * TRACES), "one rebuild per trace, reused by its other runs"
     assert stats.calls == _tool_spans(spans), "each tool span is read into a call once"
     assert _dump(noting.runs) == _dump(rebuild_runs(spans_from_proto_bytes(data)))
+
+
+# -- a session whose runs settle one at a time --------------------------------------------------------
+
+TURNS = PipelineConfig(settle_ms=20)
+"""Short beside the waits between two turns: each run settles before the next one starts."""
+
+
+def _turns(tracer: Tracer, k: int, turn_over: Callable[[int], None]) -> None:
+    """TRACES chat sessions, each one trace of k benchmark runs under an unrecognised root, played turn by turn:
+    the i-th run of every session, then `turn_over(i)` (which waits for those runs to be scored), then the next."""
+    rng = random.Random(k)
+    roots = [tracer.start_span("session", start_time=EPOCH_NS + t * 10**10) for t in range(TRACES)]
+    for i in range(k):
+        for t, root in enumerate(roots):
+            with use_span(root, end_on_exit=False):
+                bench_run(tracer, rng, EPOCH_NS + t * 10**10 + i * 100_000_000)
+        turn_over(i)
+    for t, root in enumerate(roots):
+        root.end(end_time=EPOCH_NS + t * 10**10 + k * 100_000_000 + 1)
+
+
+def _scored(noting: _Noting, runs: int) -> Callable[[], bool]:
+    return lambda: len(noting.runs) == runs
+
+
+def _turn_rebuilds(stats: Any, tool_spans: int, k: int) -> None:
+    """Each settle rebuilt the spans under its run only, and the finish the whole trace once: every tool span is
+    read twice, whatever the number of turns (it was read at every later settle: k + 1 whole rebuilds)."""
+    assert (stats.traces, stats.runs) == ((k + 1) * TRACES, 2 * k * TRACES), "k settles of one run, one finish"
+    assert stats.calls == 2 * tool_spans, "each tool span read at its run's settle and at the finish"
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_a_session_whose_runs_settle_one_at_a_time_reads_each_tool_span_twice_in_process(k: int) -> None:
+    exporter, ended = InMemorySpanExporter(), InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    with registry_with(EXPECTATION) as registry:
+        noting = _Noting(registry)
+        processor = ToolscoreSpanProcessor(noting, SimpleSpanProcessor(exporter), TURNS, Recording())
+        provider.add_span_processor(processor)
+        provider.add_span_processor(SimpleSpanProcessor(ended))
+        try:
+
+            def turn_over(i: int) -> None:
+                assert wait_until(_scored(noting, (i + 1) * TRACES)), f"turn {i} scored before the next"
+
+            _turns(provider.get_tracer(*SCOPE), k, turn_over)
+            assert wait_until(_all_scored(processor.engine, noting, k * TRACES))
+            stats = processor.engine.stats
+            spans = list(ended.get_finished_spans())
+        finally:
+            provider.shutdown()
+    _turn_rebuilds(stats, _tool_spans(spans), k)
+    assert _dump(noting.runs) == _dump(rebuild_runs(spans_from_readable(spans)))
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_a_session_whose_runs_settle_one_at_a_time_reads_each_tool_span_twice_in_serve(k: int) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=RESOURCE)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    batches: list[bytes] = []
+
+    def turn_over(i: int) -> None:  # one export request per turn, as a batch exporter sends a quiet session's
+        batches.append(encode_spans(exporter.get_finished_spans()).SerializeToString())
+        exporter.clear()
+
+    _turns(provider.get_tracer(*SCOPE), k, turn_over)
+    turn_over(k)  # the roots
+    provider.shutdown()
+    with registry_with(EXPECTATION) as registry:
+        noting = _Noting(registry)
+        pipeline = CollectorPipeline(noting, None, TURNS, Recording())
+        try:
+            for i, data in enumerate(batches[:k]):
+                assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
+                assert wait_until(_scored(noting, (i + 1) * TRACES)), f"turn {i} scored before the next"
+            assert pipeline.accept(ExportTraceServiceRequest.FromString(batches[k]), batches[k]) == IngestResult()
+            assert wait_until(_all_scored(pipeline.engine, noting, k * TRACES))
+            stats = pipeline.engine.stats
+        finally:
+            assert pipeline.shutdown(5)
+    records = [record for data in batches for record in spans_from_proto_bytes(data)]
+    _turn_rebuilds(stats, sum(record.name.startswith("execute_tool") for record in records), k)
+    assert _dump(noting.runs) == _dump(rebuild_runs(records))
 
 
 # -- what may change between two uses of one rebuild -------------------------------------------------

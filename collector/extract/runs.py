@@ -41,7 +41,7 @@ from toolscore.collector.extract.conventions import (
     ToolRead,
     dispatch_for,
 )
-from toolscore.collector.extract.layers import fold_layers
+from toolscore.collector.extract.layers import fold_layers, same_call
 from toolscore.collector.extract.order import (
     IssuedBatch,
     PendingCall,
@@ -161,7 +161,7 @@ def rebuild_under(
     under = _under(nodes, top)
     stats.spans += len(under)
     stats.traces += 1
-    parent = _TraceRuns(nodes, config, stats)._parent_run(node)
+    parent = _TraceRuns(nodes, config, ExtractStats())._parent_run(node)  # its reads are not this rebuild's
     return _TraceRuns(under, config, stats, top=(top, parent)).build()
 
 
@@ -206,6 +206,8 @@ class _TraceRuns:
         self.models_by_run: dict[str, list[ClassifiedSpan]] | None = None
         self.layers: dict[str, str] = {}
         """Tool spans folded into a call seen at a layer above them, with that call's span id (see `layers`)."""
+        self.layers_known = False
+        """Whether `layers` is computed (the calls are added), or must be looked up (`_call_of`)."""
 
     def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
@@ -277,6 +279,7 @@ class _TraceRuns:
         A tool span has a tool ancestor with no run span between exactly when its owner is inferred under
         that tool (`_owner` stops at the first run or tool span above it), so one walk up finds both.
         """
+        self.layers_known = True
         reads: dict[str, ToolRead] = {}
         owners: list[tuple[ClassifiedSpan, ClassifiedSpan, bool]] = []
         above: dict[str, str] = {}
@@ -323,10 +326,30 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current.span.span_id
             if current.role is _TOOL:
-                call = self.layers.get(current.span.span_id)
-                return self._owner(self.nodes[call] if call is not None else current)[0].span.span_id
+                return self._owner(self._call_of(current))[0].span.span_id
             current = self._parent(current)
         return None
+
+    def _call_of(self, tool: ClassifiedSpan) -> ClassifiedSpan:
+        """The call a tool span is a layer of (itself when none): from `layers` once the calls are added,
+        else (`rebuild_under`'s look above its run span, which adds none) up the same chain `fold_layers`
+        follows, reading only the tool spans on it. A loop of parents leaves the span unfolded, as there."""
+        if self.layers_known:
+            call = self.layers.get(tool.span.span_id)
+            return self.nodes[call] if call is not None else tool
+        current, seen = tool, {tool.span.span_id}
+        while True:
+            owner, inferred = self._owner(current)
+            above = self._parent(owner) if inferred else None
+            if above is None or above.role is not _TOOL:
+                return current
+            if above.span.span_id in seen:
+                return tool
+            inner, outer = self._read(current), self._read(above)
+            if not (isinstance(inner, ToolRead) and isinstance(outer, ToolRead) and same_call(outer, inner)):
+                return current
+            seen.add(above.span.span_id)
+            current = above
 
     def _batches(self, run: _Run) -> list[IssuedBatch]:
         """The run's model responses that issued tool calls (read only when the order needs them)."""

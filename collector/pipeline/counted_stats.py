@@ -3,20 +3,27 @@
 Extraction counts what it leaves out in `ExtractStats`, which the batch tools print; live, those counts
 must reach the metrics too. Both happen rarely, so forwarding them costs nothing per span. A pending
 trace is rebuilt when one of its runs settles and when it finishes, unless no span has changed it since
-its last rebuild (`rebuilt`): a rebuild after a span came sees the losses of the spans before it again.
-Each is told once:
+its last rebuild (`rebuilt`), or only under the run span that settles (`runs`): a rebuild after a span
+came sees the losses of the spans before it again. Each is told once:
 
 - an unreadable span, by remembering, per pending trace, the spans already counted;
 - a run's calls over `max_calls_per_run`, when that run is scored (the rebuild's dropped calls are
   handed to `count_dropped` with the runs scored from it), and a run is scored once;
-- a call no run owns, when its trace finishes: until then its run span may still arrive.
+- a call no run owns, when its trace finishes: until then its run span may still arrive (those a rebuild
+  under a run span drops are dropped again by the finish's rebuild of the whole trace).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Container, Iterable
+from collections.abc import Collection, Container, Iterable, Mapping
 
-from toolscore.collector.extract import ClassifiedSpan, ExtractConfig, ExtractStats, rebuild_classified
+from toolscore.collector.extract import (
+    ClassifiedSpan,
+    ExtractConfig,
+    ExtractStats,
+    rebuild_classified,
+    rebuild_under,
+)
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import PipelineTelemetry
 from toolscore.scorers.model import AgentRun
@@ -55,6 +62,14 @@ class CountedStats(ExtractStats):
         dropped: list[Dropped] = []
         self._dropped = dropped
         return rebuild_classified(spans, config, self), dropped
+
+    def rebuild_under(
+        self, nodes: Mapping[str, ClassifiedSpan], top: str, config: ExtractConfig
+    ) -> tuple[list[AgentRun], list[Dropped]]:
+        """`rebuild_under` into these stats, and the calls it dropped (not told yet: `count_dropped`)."""
+        dropped: list[Dropped] = []
+        self._dropped = dropped
+        return rebuild_under(nodes, top, config, self), dropped
 
     def calls_dropped(self, reason: str, count: int, run_span_id: str | None) -> None:
         super().calls_dropped(reason, count, run_span_id)

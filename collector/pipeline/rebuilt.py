@@ -37,7 +37,7 @@ from toolscore.scorers.model import AgentRun
 if TYPE_CHECKING:
     from toolscore.collector.pipeline.group import HeldRun, PendingTrace
 
-__all__ = ["Rebuilt", "kept_for_settles", "rebuilt", "settled_by"]
+__all__ = ["Rebuilt", "enclosing_runs", "kept_for_settles", "rebuilt", "settled_by"]
 
 _SPAN_ID = operator.attrgetter("span_id")
 
@@ -63,7 +63,7 @@ def rebuilt(trace: PendingTrace[Any], config: ExtractConfig, stats: CountedStats
         return last
     runs, dropped = stats.rebuild(trace.records.values(), config)
     run_ids = frozenset(map(_SPAN_ID, runs))
-    enclosing = _enclosing(runs)
+    enclosing = enclosing_runs(runs)
     scored = trace.scored
     if not scored:  # mostly: a trace's first rebuild (plain loops: a comprehension is a call in Python 3.11)
         return Rebuilt(runs, run_ids, dropped, enclosing)
@@ -78,7 +78,7 @@ def rebuilt(trace: PendingTrace[Any], config: ExtractConfig, stats: CountedStats
     return Rebuilt(left, run_ids, untold, enclosing)
 
 
-def _enclosing(runs: list[AgentRun]) -> dict[str, str | None]:
+def enclosing_runs(runs: list[AgentRun]) -> dict[str, str | None]:
     """`Rebuilt.enclosing` of a rebuild's runs: up each inferred run's `parent_span_id`s, through inferred runs.
 
     An uninstrumented sub-agent may itself call one through a tool (tool > tool > tool of different names:

@@ -8,6 +8,14 @@ out are counted for the runs scored from each rebuild only (`CountedStats`). A r
 span that settles selects its run and the inferred runs nested in it (an uninstrumented sub-agent
 under one of its tools, and any such sub-agent's own, however deep: `settled_by`), which cannot
 receive spans any more once their enclosing run has ended.
+While the trace's root has not come and no other run span of it is held, the settle rebuilds only the
+spans under its run span (`rebuild_under`, which gives those runs exactly as the whole trace's rebuild
+would): a chat session traced as one trace, whose runs settle one at a time as its turns come, so reads
+each tool span at its own run's settle and once more at the trace's finish, not at every later settle.
+Otherwise the trace is rebuilt whole, to be reused: by the held runs' settles (runs that came
+together), or by the finish, which follows at once when the root has come and no run is held (a run
+at the root has everything under it anyway). So is a trace with spans a full queue refused: telling
+them to their runs takes every run of the trace.
 Runs without a run span of their own are taken when the whole trace finishes; when the span they
 were inferred at is still held (a candidate, see `group`), their scores go onto it. A run inferred at
 a span whose parent never came (a subtree cut off by a lost span) is scored flagged incomplete,
@@ -18,12 +26,12 @@ whether or not the trace's root was a run. So is a run a span refused by a full 
 from __future__ import annotations
 
 import operator
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 
 from toolscore.collector.extract import ExtractConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
-from toolscore.collector.pipeline.rebuilt import kept_for_settles, rebuilt, settled_by
+from toolscore.collector.pipeline.rebuilt import enclosing_runs, kept_for_settles, rebuilt
 from toolscore.collector.pipeline.refused import RefusedSpans, runs_missing_spans
 from toolscore.scorers.model import AgentRun
 
@@ -90,23 +98,50 @@ def runs_under(
 
     `refused`: the trace's spans a full queue turned away, whose runs are flagged incomplete. The calls
     these runs drop are counted in `stats` (`CountedStats.count_dropped`), not those of the trace's others.
-    The rebuild stays on the trace for the next settle or the finish, if it is to be kept (`rebuilt`).
+    The rebuild stays on the trace for the next settle or the finish, if it is to be kept (`rebuilt`);
+    a rebuild of the spans under `run_span_id` alone is not kept.
     """
-    ready: list[ReadyRun] = []
-    nested: list[ReadyRun] = []
     incomplete = incomplete or trace.truncated
+    if _settles_alone(trace, run_span_id, refused):
+        runs, dropped = stats.rebuild_under(trace.records, run_span_id, config)
+        ready = _settled(runs, trace, run_span_id, incomplete, _NO_RUNS, enclosing=enclosing_runs(runs))
+        stats.count_dropped(dropped, _span_ids(ready), finished=False)  # the rest: the finish's rebuild's
+        return ready
     last = rebuilt(trace, config, stats)
     missing = _missing(last.run_ids, trace, refused)
-    for run in last.runs:
-        if run.span_id == run_span_id:
-            ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
-        elif run.inferred and settled_by(run, last) == run_span_id and run.span_id not in trace.scored:
-            nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
-    ready += nested
+    ready = _settled(last.runs, trace, run_span_id, incomplete, missing, enclosing=last.enclosing)
     taken = _span_ids(ready)
     last.dropped = stats.count_dropped(last.dropped, taken, finished=False)
     trace.rebuilt = kept_for_settles(last, trace, run_span_id, taken)
     return ready
+
+
+def _settles_alone(trace: PendingTrace[object], run_span_id: str, refused: RefusedSpans | None) -> bool:
+    """Whether the settle of `run_span_id` rebuilds the spans under it alone (see the module docstring)."""
+    if trace.rebuilt is not None or refused is not None or trace.root_id is not None:
+        return False
+    return not any(held.run and span_id != run_span_id for span_id, held in trace.held.items())
+
+
+def _settled(
+    runs: list[AgentRun],
+    trace: PendingTrace[object],
+    run_span_id: str,
+    incomplete: bool,
+    missing: Collection[str] | None,
+    *,
+    enclosing: Mapping[str, str | None],
+) -> list[ReadyRun]:
+    """The run of `run_span_id` (first) and the not yet scored inferred runs it encloses (`enclosing`: each
+    inferred run's enclosing run span, through other inferred runs; see `settled_by`), among `runs`."""
+    ready: list[ReadyRun] = []
+    nested: list[ReadyRun] = []
+    for run in runs:
+        if run.span_id == run_span_id:
+            ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
+        elif run.inferred and enclosing.get(run.span_id or "") == run_span_id and run.span_id not in trace.scored:
+            nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
+    return ready + nested
 
 
 def runs_of_trace(
