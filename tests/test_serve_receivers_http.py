@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import http.client
 import json
 import logging
 import re
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -319,6 +321,50 @@ def test_a_sender_refused_again_and_again_is_logged_once_per_reason_and_counted_
             assert http_call(receiver.port, b"<xml/>", content_type="text/xml").status == 415
     assert [line.split("): ")[1][:3] for line in _refusal_lines(caplog)] == ["413", "415"]
     assert meters.refused() == {"too_large": 20, "unsupported": 5}
+
+
+def test_a_refusal_held_back_from_the_log_does_not_describe_what_was_sent(
+    receiver: HttpReceiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A flood of bad requests costs a limiter check each, not a line each: only the refusal whose line goes
+    out reads the sender's headers for it. Observed through the standard library's own header class, which
+    the server parses each request's headers into (`MessageClass`), counting the lookups made in it."""
+    made: list[_CountedHeaders] = []
+
+    class Headers(_CountedHeaders):
+        def get(self, name: str, failobj: Any = None) -> Any:
+            if not self.lookups:  # the request's headers, not the parser's discarded first message
+                made.append(self)
+            return super().get(name, failobj)
+
+    handler = receiver.server.RequestHandlerClass
+    assert isinstance(handler, type)
+    receiver.server.RequestHandlerClass = type("CountedHandler", (handler,), {"MessageClass": Headers})
+    receiver.server.refusal_log.every_s = 60.0  # the flood falls within one interval, however slow the machine
+    with caplog.at_level(logging.INFO, logger=_LOGGER):
+        for _ in range(10):
+            assert http_call(receiver.port, b"<xml/>", content_type="text/xml").status == 415
+    lookups = [headers.lookups for headers in made]
+    assert len(lookups) == 10
+    assert lookups[1:] == [lookups[1]] * 9, "the refusals held back are answered alike"
+    assert lookups[0] > lookups[1], "the line that went out read what the sender said it sent; the others did not"
+    (line,) = _refusal_lines(caplog)
+    assert re.sub(r":\d+ ", ":<port> ", line) == (
+        "OTLP/HTTP export refused from 127.0.0.1:<port> (Content-Type 'text/xml', Content-Length '6'): "
+        "415 Content-Type 'text/xml': send application/x-protobuf or application/json"
+    )
+
+
+class _CountedHeaders(http.client.HTTPMessage):
+    """The headers of a request, as the standard library parses them, counting the lookups made in them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lookups = 0
+
+    def get(self, name: str, failobj: Any = None) -> Any:
+        self.lookups += 1
+        return super().get(name, failobj)
 
 
 def test_overload_is_logged_at_warning_once_per_reason_with_the_sender_the_delay_and_the_queues(

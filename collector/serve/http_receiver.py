@@ -167,24 +167,24 @@ class _Handler(BoundedRequestHandler):
         self._fail(code, rpc_code, message, unread=unread)
 
     def _refused(self, reason: str, code: int, message: object, spans: int | None = None) -> None:
-        """Count a refused export under `reason`, and log it (at most one line per reason every 10 s)."""
+        """Count a refused export under `reason`, and log it (at most one line per reason every 10 s). A flood of
+        bad requests is refused thousands of times a second: the limiter is asked first, and the line (what the
+        sender said it sent) is only made for a refusal whose line goes out."""
         self.server.telemetry.request_refused(reason, spans)
+        log = self.server.refusal_log
+        held = log.take(logging.INFO, reason)
+        if held is None:
+            return
+        line = "OTLP/HTTP export refused from %s (%s): %d %s"
+        log.emit(logging.INFO, held, line, self._peer(), self._sent() or "no Content-Type", code, message)
+
+    def _sent(self) -> str:
+        """What the sender said it sent, quoted: the headers that decide how its body is read."""
         headers = self.headers
-        sent = ", ".join(
+        return ", ".join(
             f"{name} {_quoted(value)}"
             for name in ("Content-Type", "Content-Encoding", "Content-Length", "Transfer-Encoding")
             if (value := headers.get(name)) is not None
-        )
-        host, port = self.client_address[:2]
-        self.server.refusal_log.log(
-            logging.INFO,
-            reason,
-            "OTLP/HTTP export refused from %s:%s (%s): %d %s",
-            host,
-            port,
-            sent or "no Content-Type",
-            code,
-            message,
         )
 
     def _fail(self, code: int, rpc_code: int, message: str, *, unread: bool = True, **headers: str) -> None:

@@ -142,7 +142,6 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.max_connections, self.idle_timeout_s, self.tls_context = max_connections, idle_timeout_s, tls_context
         self.request_timeout_s = request_timeout_s
-        self._handler = handler
         self.closing = False
         """Set on stop: handlers answer `Connection: close`, so keep-alive clients go away."""
         self._slots = threading.BoundedSemaphore(max_connections)
@@ -201,7 +200,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         with self._lock:
             self._open.add(request)
         try:
-            self._handler(request, client_address, self)
+            super().finish_request(request, client_address)
         finally:
             with self._lock:
                 self._open.discard(request)
