@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,13 @@ from tests.certs import self_signed_certificate
 from tests.metric_reader import Meters
 from tests.pipeline_builders import wait_until
 from tests.serve_receiver_support import TOKEN, RecordingIngest, nested_attribute_request, sdk_spans
-from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
+from toolscore.collector.serve.grpc_gate import BearerAuth, CallSlots, refusal_pool
+from toolscore.collector.serve.grpc_receiver import GrpcReceiver, TraceServiceReceiver, start_grpc_receiver
 from toolscore.collector.serve.ingest import IngestResult
-from toolscore.collector.serve.otlp_export import ReceiverTelemetry
+from toolscore.collector.serve.limited_log import LimitedLog
+from toolscore.collector.serve.otlp_export import ReceiverTelemetry, decode_slots
 from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.telemetry.base import NoopTelemetry
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
@@ -555,6 +559,73 @@ def test_calls_beyond_the_call_bound_are_logged_at_warning(meters: Meters, caplo
         )
     ]
     assert meters.refused() == {"too_many_calls": 2}
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What grpc tells an interceptor of a call: its method and metadata."""
+
+    method: str = EXPORT
+    invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _CountedContext:
+    """The servicer context of one call from 127.0.0.1, reduced to what a refusal uses, counting `peer()`."""
+
+    def __init__(self) -> None:
+        self.peers = 0
+
+    def peer(self) -> str:
+        self.peers += 1
+        return "ipv4:127.0.0.1:5000"
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        raise _Aborted(code, details)
+
+
+def test_a_refusal_held_back_from_the_log_does_not_ask_for_the_peer(
+    ingest: RecordingIngest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A flood of bad calls costs a limiter check each, not a line each: only a refusal whose line goes out asks
+    grpc for the peer, in the servicer (`too_large`) as in the authentication interceptor (`unauthenticated`).
+    Both are driven as grpc drives them, each call handed its own context."""
+    log = LimitedLog(logging.getLogger(_LOGGER), every_s=60.0)  # the flood falls within one interval
+    pool = refusal_pool(1)
+    slots = CallSlots(1, NoopTelemetry(), pool, log)
+    servicer = TraceServiceReceiver(
+        ingest, 100, decode_slots(1), NoopTelemetry(), slots=slots, max_bytes=8, refusal_log=log
+    )
+    auth = BearerAuth(TOKEN, NoopTelemetry(), pool, log)
+    contexts = [_CountedContext() for _ in range(20)]
+    try:
+        with caplog.at_level(logging.INFO, logger=_LOGGER):
+            for context in contexts[:10]:
+                assert slots.intercept_service(lambda call: "admitted", _Call()) == "admitted"
+                with pytest.raises(_Aborted):
+                    servicer.Export(iter([b"\0" * 9]), context)
+            for context in contexts[10:]:
+                denied = auth.intercept_service(lambda call: "admitted", _Call())
+                with pytest.raises(_Aborted):
+                    denied.stream_unary(iter(()), context)
+    finally:
+        pool.shutdown(wait=False)
+    assert [context.peers for context in contexts] == [1] + [0] * 9 + [1] + [0] * 9
+    assert _logged(caplog) == [
+        (
+            logging.INFO,
+            "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: the request is 9 bytes, over the 8-byte limit "
+            "(receiver.max_message_bytes): send smaller batches",
+        ),
+        (
+            logging.INFO,
+            "OTLP/gRPC export refused from ipv4:127.0.0.1:<port>: missing or wrong bearer token: send "
+            "`authorization: Bearer <token>` metadata",
+        ),
+    ]
 
 
 def test_authentication_comes_before_the_overload_answer(ingest: RecordingIngest) -> None:

@@ -53,6 +53,7 @@ __all__ = [
     "ShedOverload",
     "abort",
     "abort_overloaded",
+    "log_refusal",
     "refusal_pool",
 ]
 
@@ -91,6 +92,15 @@ def abort_overloaded(
     delay = retry_info(retry_after_s).SerializeToString()
     status = overloaded_status(retry_after_s)
     abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, status, [("google.rpc.retryinfo-bin", delay)])
+
+
+def log_refusal(log: LimitedLog, context: Any, reason: str, message: object) -> None:
+    """Log a refused call at INFO under `reason`, naming the peer, when a line of it is due. A flood of bad calls
+    is refused thousands of times a second: the limiter is asked first (`LimitedLog.take`), and the peer only
+    for a line that goes out."""
+    held = log.take(logging.INFO, reason)
+    if held is not None:
+        log.emit(logging.INFO, held, "OTLP/gRPC export refused from %s: %s", context.peer(), message)
 
 
 class RefusalPool(ThreadPoolExecutor):
@@ -167,8 +177,7 @@ class BearerAuth(grpc.ServerInterceptor):  # type: ignore[misc]
 
     def _refuse(self, context: Any) -> None:
         self._telemetry.request_refused("unauthenticated")
-        line = "OTLP/gRPC export refused from %s: %s"
-        self._refusal_log.log(logging.INFO, "unauthenticated", line, context.peer(), _UNAUTHENTICATED)
+        log_refusal(self._refusal_log, context, "unauthenticated", _UNAUTHENTICATED)
         context.abort(grpc.StatusCode.UNAUTHENTICATED, _UNAUTHENTICATED)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:

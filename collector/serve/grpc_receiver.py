@@ -55,6 +55,7 @@ from toolscore.collector.serve.grpc_gate import (
     ShedOverload,
     abort,
     abort_overloaded,
+    log_refusal,
     refusal_pool,
 )
 from toolscore.collector.serve.ingest import Ingest
@@ -197,7 +198,7 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
     def _refused(self, context: Any, reason: str, message: object, spans: int | None = None) -> None:
         """Count a refused export under `reason`, and log it (at most one line per reason every 10 s)."""
         self._telemetry.request_refused(reason, spans)
-        self._refusal_log.log(logging.INFO, reason, "OTLP/gRPC export refused from %s: %s", context.peer(), message)
+        log_refusal(self._refusal_log, context, reason, message)
 
 
 @dataclass
