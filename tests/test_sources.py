@@ -12,21 +12,16 @@ from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToDict
-from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
-from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from tests.signal_exports import logs_export, metrics_export
 from toolscore.collector.sources import (
     DecodeStats,
     SpanDecodeError,
@@ -367,34 +362,11 @@ def test_malformed_protobuf_names_the_offset_and_field() -> None:
         spans_from_proto_bytes(b"\x10\x01")
 
 
-def _metrics_export() -> bytes:
-    """What the OTel SDK's OTLP metrics exporter sends: a counter and a histogram of an agent's tool calls."""
-    reader = InMemoryMetricReader()
-    provider = MeterProvider(resource=Resource.create({"service.name": "agent"}), metric_readers=[reader])
-    meter = provider.get_meter("agent")
-    meter.create_counter("tool.calls").add(3, {"tool": "search"})
-    meter.create_histogram("tool.duration", unit="ms").record(12.5)
-    data = reader.get_metrics_data()
-    assert data is not None
-    provider.shutdown()
-    return bytes(encode_metrics(data).SerializeToString())
-
-
-def _logs_export() -> bytes:
-    """What the OTel SDK's OTLP logs exporter sends: one log record, inside a span's context or not."""
-    exporter = InMemoryLogRecordExporter()
-    provider = LoggerProvider(resource=Resource.create({"service.name": "agent"}))
-    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
-    provider.get_logger("agent").emit(body="calling search", severity_text="INFO", attributes={"tool": "search"})
-    provider.shutdown()
-    return bytes(encode_logs(exporter.get_finished_logs()).SerializeToString())
-
-
 @pytest.mark.parametrize(
     ("export", "what"),
     [
-        (_metrics_export, "an OTLP metrics export (ExportMetricsServiceRequest)"),
-        (_logs_export, "an OTLP logs export (ExportLogsServiceRequest)"),
+        (metrics_export, "an OTLP metrics export (ExportMetricsServiceRequest)"),
+        (logs_export, "an OTLP logs export (ExportLogsServiceRequest)"),
     ],
     ids=["metrics", "logs"],
 )
