@@ -13,7 +13,6 @@ import threading
 from typing import Any, Protocol
 
 from google.protobuf.duration_pb2 import Duration
-from google.protobuf.message import DecodeError
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -22,8 +21,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from toolscore.collector.serve.encode import count_spans
 from toolscore.collector.serve.ingest import Ingest, IngestResult
-from toolscore.collector.sources.errors import capped
-from toolscore.collector.sources.wire import locate_decode_error
+from toolscore.collector.sources.errors import SpanDecodeError, capped
+from toolscore.collector.sources.otlp_proto import parse_trace_export
 
 __all__ = [
     "BadPayload",
@@ -144,15 +143,9 @@ def parse_proto_request(data: bytes, max_spans: int | None = None) -> ExportTrac
     if counted is not None and max_spans is not None:
         check_span_limit(*counted, max_spans, exact=False)
     try:
-        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(data)
-    except DecodeError:
-        offset, reason = locate_decode_error(data, ExportTraceServiceRequest.DESCRIPTOR)
-        raise BadPayload(
-            f"not a valid OTLP ExportTraceServiceRequest ({len(data)} bytes): {reason}", offset=offset
-        ) from None
-    if data and not request.resource_spans:
-        # Random bytes often parse as unknown fields; a real export has at least one ResourceSpans.
-        raise BadPayload(f"{len(data)} bytes decode to a request without resource_spans: not an OTLP trace request")
+        request = parse_trace_export(data)
+    except SpanDecodeError as exc:
+        raise BadPayload(exc.message, offset=exc.offset) from None
     if counted is None and max_spans is not None:  # bytes the walk refused but the runtime took: count them now
         scopes = [scope for resource in request.resource_spans for scope in resource.scope_spans]
         spans = sum(len(scope.spans) for scope in scopes)

@@ -24,6 +24,7 @@ __all__ = [
     "count_skipped",
     "decode_any_value",
     "ids_ok",
+    "parse_trace_export",
     "resource_attributes",
     "span_record",
     "spans_from_proto_bytes",
@@ -157,29 +158,52 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
 def spans_from_proto_bytes(data: bytes, stats: DecodeStats | None = None) -> list[SpanRecord]:
     """Decode an OTLP/HTTP `application/x-protobuf` body (or a `.pb` file) into span records.
 
-    Raises `SpanDecodeError` naming the byte offset and field where the encoding breaks.
+    Raises `SpanDecodeError` as `parse_trace_export` does.
+    """
+    return spans_from_request(parse_trace_export(data), stats)
+
+
+def parse_trace_export(data: bytes) -> ExportTraceServiceRequest:
+    """`data` as an `ExportTraceServiceRequest`, or a `SpanDecodeError` saying why it is none: the byte
+    offset and field where the encoding breaks, no resource_spans, or another signal's export.
+
+    One function for the receivers (`serve.otlp_export.parse_proto_request`) and the file reader, so
+    that the same bytes are refused in the same words whether posted or read. A metrics or logs export
+    often parses as resource_spans of spans without ids, which would be skipped one by one and the
+    export taken as an empty trace; the costlier `other_signal` check runs only when the request holds
+    no span with usable ids (or fails to parse), so a real trace export pays one id check.
     """
     try:
-        req = ExportTraceServiceRequest.FromString(data)
+        request: ExportTraceServiceRequest = ExportTraceServiceRequest.FromString(data)
     except DecodeError:
         _refuse_other_signal(data)
         offset, reason = locate_decode_error(data, ExportTraceServiceRequest.DESCRIPTOR)
         raise SpanDecodeError(
             f"not a valid OTLP ExportTraceServiceRequest ({len(data)} bytes): {reason}", offset=offset
         ) from None
-    if data and not req.resource_spans:
+    if data and not request.resource_spans:
+        # Random bytes often parse as unknown fields; a real export has at least one ResourceSpans.
         raise SpanDecodeError(
-            f"{len(data)} bytes decode to a request without resource_spans: not an OTLP trace request", offset=0
+            f"{len(data)} bytes decode to a request without resource_spans: not an OTLP trace request"
         )
-    spans = spans_from_request(req, stats)
-    if not spans and data:  # a metrics or logs export parses as resource_spans of spans without ids
+    if data and not _any_usable_span(request):
         _refuse_other_signal(data)
-    return spans
+    return request
+
+
+def _any_usable_span(request: ExportTraceServiceRequest) -> bool:
+    """Whether a span of `request` has ids `spans_from_request` would keep; stops at the first one."""
+    return any(
+        _ids_ok(span.trace_id, span.span_id, span.parent_span_id)
+        for resource_spans in request.resource_spans
+        for scope_spans in resource_spans.scope_spans
+        for span in scope_spans.spans
+    )
 
 
 def _refuse_other_signal(data: bytes) -> None:
-    """Raise when `data`, which holds no span, is a metrics or logs export: named as such, not as a trace
-    of no spans or a span field it never had (`other_signal`)."""
+    """Raise when `data`, which holds no usable span, is a metrics or logs export: named as such, not as
+    a trace of no spans or a span field it never had (`other_signal`)."""
     what = other_signal(data)
     if what is not None:
         raise SpanDecodeError(f"{NOT_A_TRACE_EXPORT}: {what} of {len(data)} bytes, without resource_spans")
