@@ -234,8 +234,10 @@ class _TraceRuns:
             return None
         try:
             read = extractor.read(node.span, role)
-            # Unwrapped here, within the same guard: a malformed envelope is this span's read error.
-            return unwrapped(read, self.config.max_args_bytes) if isinstance(read, ToolRead) else read
+            if read.__class__ is ToolRead and read.unwrap is not None:
+                # Unwrapped here, within the same guard: a malformed envelope is this span's read error.
+                return unwrapped(read, self.config.max_args_bytes)
+            return read
         except Exception:  # a malformed span costs its own data only
             _log.debug("%s could not read span %s", extractor.name, node.span.span_id, exc_info=True)
             self.stats.read_failed(node.span, extractor.name)
@@ -280,27 +282,28 @@ class _TraceRuns:
         that tool (`_owner` stops at the first run or tool span above it), so one walk up finds both.
         """
         self.layers_known = True
-        reads: dict[str, ToolRead] = {}
-        owners: list[tuple[ClassifiedSpan, ClassifiedSpan, bool]] = []
+        found: list[tuple[ClassifiedSpan, ToolRead, ClassifiedSpan, bool]] = []
         above: dict[str, str] = {}
         for node in tools:
             read = self._read(node)
-            if not isinstance(read, ToolRead):
+            if read.__class__ is not ToolRead:
                 continue
-            span_id = node.span.span_id
-            reads[span_id] = read
             owner, inferred = self._owner(node)
-            owners.append((node, owner, inferred))
+            found.append((node, read, owner, inferred))
             if inferred and (tool := self._parent(owner)) is not None and tool.role is _TOOL:
-                above[span_id] = tool.span.span_id
-        if above:
-            self.layers = fold_layers(reads, above)
-        for node, owner, inferred in owners:
+                above[node.span.span_id] = tool.span.span_id
+        if not above:  # mostly: no tool span under another, so no layers (one pass, no lookups)
+            for node, read, owner, inferred in found:
+                self._add_call(node, read, owner, inferred)
+            return
+        reads = {node.span.span_id: read for node, read, _, _ in found}
+        self.layers = fold_layers(reads, above)
+        for node, _, owner, inferred in found:
             span_id = node.span.span_id
             if span_id in self.layers:
                 self.stats.skip("tool_layer")
             else:
-                self._add_call(node, reads[span_id], owner, inferred)
+                self._add_call(node, reads[span_id], owner, inferred)  # its arguments may come from a layer
 
     def _add_call(self, node: ClassifiedSpan, read: ToolRead, owner: ClassifiedSpan, inferred: bool) -> None:
         if read.output_tool and not self.config.include_output_tools:

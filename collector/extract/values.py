@@ -36,7 +36,8 @@ def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
     Encodes at most `max_bytes` characters, whose bytes are the first `max_bytes` bytes of the whole
     text or more: a multi-megabyte value costs what its kept part does.
     """
-    if _fits_bytes(text, max_bytes):
+    size = len(text)  # `_fits_bytes` inlined: this runs for the arguments and result of every call
+    if size * 4 <= max_bytes or (size <= max_bytes and len(text.encode("utf-8", "surrogatepass")) <= max_bytes):
         return text, False
     return text[:max_bytes].encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore"), True
 
@@ -66,15 +67,16 @@ def normalize_args(value: Any, config: ExtractConfig) -> tuple[Any, ArgsState, b
     arguments the instrumentation did not record (`not_captured`) and from `{}`. The caller counts
     the cut: one call may read two copies of its arguments (the tool span's, the model response's).
     """
-    if value is NOT_CAPTURED:
-        return None, "not_captured", False
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, Mapping | list):  # a structured attribute, or a model response's decoded arguments
-        text, cut = cap_text(json.dumps(value, default=str, ensure_ascii=False), config.max_args_bytes)
-        return (text, "raw", True) if cut else (value, "value", False)
-    if not isinstance(value, str):
-        return (None, "absent", False) if value is None else (value, "value", False)
+    if value.__class__ is not str:  # text first: it is nearly every call, and an ABC check costs ~0.4 µs
+        if value is NOT_CAPTURED:
+            return None, "not_captured", False
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, Mapping | list):  # a structured attribute, or a model response's decoded arguments
+            text, cut = cap_text(json.dumps(value, default=str, ensure_ascii=False), config.max_args_bytes)
+            return (text, "raw", True) if cut else (value, "value", False)
+        elif not isinstance(value, str):
+            return (None, "absent", False) if value is None else (value, "value", False)
     if not value or value.isspace():  # blank text, tested without copying it as `strip()` would
         return None, "absent", False
     text, cut = cap_text(value, config.max_args_bytes)
