@@ -23,20 +23,13 @@ from toolscore.scorers.model import AgentRun, ArgsState, ToolCall
 __all__ = ["agent_run", "build_call", "cap_text", "capped_attributes", "normalize_args", "unwrapped"]
 
 
-def _fits_bytes(text: str, max_bytes: int) -> bool:
-    """Whether `text` is at most `max_bytes` in UTF-8, encoding it only when its length cannot tell."""
-    if len(text) > max_bytes:  # every character takes a byte at least
-        return False
-    return len(text) * 4 <= max_bytes or len(text.encode("utf-8", "surrogatepass")) <= max_bytes
-
-
 def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
     """`text` cut to at most `max_bytes` UTF-8 bytes (never inside a character), and whether it was cut.
 
     Encodes at most `max_bytes` characters, whose bytes are the first `max_bytes` bytes of the whole
     text or more: a multi-megabyte value costs what its kept part does.
     """
-    size = len(text)  # `_fits_bytes` inlined: this runs for the arguments and result of every call
+    size = len(text)  # every character takes 1 to 4 bytes: encode only when the length cannot tell
     if size * 4 <= max_bytes or (size <= max_bytes and len(text.encode("utf-8", "surrogatepass")) <= max_bytes):
         return text, False
     return text[:max_bytes].encode("utf-8", "surrogatepass")[:max_bytes].decode("utf-8", "ignore"), True
@@ -54,7 +47,7 @@ def unwrapped(read: ToolRead, max_args_bytes: int) -> ToolRead:
     unwrap, args = read.unwrap, read.args
     if unwrap is None:
         return read
-    if isinstance(args, str) and not _fits_bytes(args, max_args_bytes):
+    if isinstance(args, str) and cap_text(args, max_args_bytes)[1]:  # over the cap: its cut part only is encoded
         return dataclasses.replace(read, unwrap=None)
     args, call_id = unwrap(args)
     return dataclasses.replace(read, args=args, call_id=read.call_id or call_id, unwrap=None)
