@@ -15,10 +15,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span, Tracer
 
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
-from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.registry import Expectation, MemoryStore, Registry
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import RunSpanRef
-from toolscore.scorers.model import ScoreResult
+from toolscore.scorers.model import AgentRun, ScoreResult
 
 EPOCH_NS = 1_767_225_600_000_000_000
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -273,3 +273,18 @@ def recording_engine(
             yield pipeline, sink, telemetry
         finally:
             pipeline.shutdown(5.0)
+
+
+class NotingRegistry:
+    """The registry, noting every run the engine asks it to match (the runs it scores) and the names matched."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.runs: list[AgentRun] = []
+        self.matched: dict[str, list[str]] = {}
+
+    def match(self, run: AgentRun) -> list[Expectation]:
+        self.runs.append(run)
+        found = self.registry.match(run)
+        self.matched[run.run_id] = [e.name for e in found]
+        return found

@@ -19,7 +19,15 @@ from typing import Any
 
 import pytest
 
-from tests.pipeline_builders import EPOCH_NS, Recording, registry_with, run_attrs, tool_attrs, wait_until
+from tests.pipeline_builders import (
+    EPOCH_NS,
+    NotingRegistry,
+    Recording,
+    registry_with,
+    run_attrs,
+    tool_attrs,
+    wait_until,
+)
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.registry import Expectation, Registry
@@ -236,21 +244,6 @@ def _trace_id(case: int, order: int, original: str) -> str:
     return f"{case:03x}{order:02x}{original[5:]}"
 
 
-class _Noting:
-    """The registry, noting every run the engine asks it to match (the runs it scores) and what they matched."""
-
-    def __init__(self, registry: Registry) -> None:
-        self.registry = registry
-        self.runs: list[AgentRun] = []
-        self.matched: dict[str, list[str]] = {}
-
-    def match(self, run: AgentRun) -> list[Expectation]:
-        self.runs.append(run)
-        found = self.registry.match(run)
-        self.matched[run.run_id] = _names(found)
-        return found
-
-
 @dataclasses.dataclass
 class Fed:
     """What the engine scored and what offline extraction gives, by (case, order), and what each run matched."""
@@ -272,7 +265,7 @@ def fed() -> Iterator[Fed]:
             sent.update(dict.fromkeys((s.trace_id for s in renamed), (case, name)))
     config = PipelineConfig(settle_ms=300, max_hold_ms=60_000, queue_size=sum(map(len, offered.values())))
     with registry_with(BY_TEST_CASE, EVERY_AGENT, IN_MCP_SERVICE) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, ListSink(), lambda r: r, config, Recording())
         try:
             for spans in offered.values():

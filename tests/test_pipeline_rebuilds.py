@@ -35,6 +35,7 @@ from tests.bench.bench_inprocess import EXPECTATION, RESOURCE
 from tests.bench.workload import make_args
 from tests.pipeline_builders import (
     TRAVEL,
+    NotingRegistry,
     Recording,
     genai_run,
     record,
@@ -44,7 +45,6 @@ from tests.pipeline_builders import (
 )
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
-from toolscore.collector.registry import Expectation, Registry
 from toolscore.collector.serve.ingest import IngestResult
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.sources import spans_from_readable
@@ -166,23 +166,11 @@ def _play_shape(tracer: Tracer, shape: str, k: int) -> None:
         SHAPES[shape](tracer, rng, EPOCH_NS + i * 10**10, k)
 
 
-class _Noting:
-    """The registry, noting every run the engine matches against it (every run it scores)."""
-
-    def __init__(self, registry: Registry) -> None:
-        self.registry = registry
-        self.runs: list[AgentRun] = []
-
-    def match(self, run: AgentRun) -> list[Expectation]:
-        self.runs.append(run)
-        return self.registry.match(run)
-
-
 def _dump(runs: list[AgentRun]) -> list[dict[str, Any]]:
     return [run.model_dump() for run in sorted(runs, key=lambda r: (r.trace_id, r.start_ns or 0, r.span_id))]
 
 
-def _all_scored(engine: Engine[Any], noting: _Noting, runs: int) -> Callable[[], bool]:
+def _all_scored(engine: Engine[Any], noting: NotingRegistry, runs: int) -> Callable[[], bool]:
     return lambda: len(noting.runs) == runs and len(engine.store) == 0
 
 
@@ -192,7 +180,7 @@ def test_a_trace_of_several_runs_is_rebuilt_once_in_process(shape: str, k: int) 
     exporter, ended = InMemorySpanExporter(), InMemorySpanExporter()
     provider = TracerProvider(resource=RESOURCE)
     with registry_with(EXPECTATION) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         processor = ToolscoreSpanProcessor(noting, SimpleSpanProcessor(exporter), MULTI, Recording())
         provider.add_span_processor(processor)
         provider.add_span_processor(SimpleSpanProcessor(ended))  # the spans as ended, without scores
@@ -219,7 +207,7 @@ def test_a_trace_of_several_runs_is_rebuilt_once_in_serve(shape: str, k: int) ->
     spans = list(exporter.get_finished_spans())
     data = encode_spans(spans).SerializeToString()
     with registry_with(EXPECTATION) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         pipeline = CollectorPipeline(noting, None, MULTI, Recording())
         try:
             assert pipeline.accept(ExportTraceServiceRequest.FromString(data), data) == IngestResult()
@@ -252,7 +240,7 @@ def _turns(tracer: Tracer, k: int, turn_over: Callable[[int], None]) -> None:
         root.end(end_time=EPOCH_NS + t * 10**10 + k * 100_000_000 + 1)
 
 
-def _scored(noting: _Noting, runs: int) -> Callable[[], bool]:
+def _scored(noting: NotingRegistry, runs: int) -> Callable[[], bool]:
     return lambda: len(noting.runs) == runs
 
 
@@ -268,7 +256,7 @@ def test_a_session_whose_runs_settle_one_at_a_time_reads_each_tool_span_twice_in
     exporter, ended = InMemorySpanExporter(), InMemorySpanExporter()
     provider = TracerProvider(resource=RESOURCE)
     with registry_with(EXPECTATION) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         processor = ToolscoreSpanProcessor(noting, SimpleSpanProcessor(exporter), TURNS, Recording())
         provider.add_span_processor(processor)
         provider.add_span_processor(SimpleSpanProcessor(ended))
@@ -302,7 +290,7 @@ def test_a_session_whose_runs_settle_one_at_a_time_reads_each_tool_span_twice_in
     turn_over(k)  # the roots
     provider.shutdown()
     with registry_with(EXPECTATION) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         pipeline = CollectorPipeline(noting, None, TURNS, Recording())
         try:
             for i, data in enumerate(batches[:k]):
@@ -348,7 +336,7 @@ def test_what_changes_after_a_rebuild_is_in_the_next_run_scored_from_it(change: 
     config = PipelineConfig(settle_ms=SETTLE_MS, max_spans_per_trace=5 if change == "over_cap" else 2_000)
     sink: ListSink[SpanRecord] = ListSink()
     with registry_with(TRAVEL) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, config, Recording())
         try:
             for span in (root, *first, second_run, tools[0]):  # the root first: a span under a missing one
@@ -388,7 +376,7 @@ def test_a_rebuild_that_leaves_a_run_for_the_trace_finish_alone_is_not_kept() ->
     spans = [*run, orphan, root]
     sink: ListSink[SpanRecord] = ListSink()
     with registry_with(TRAVEL) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, PipelineConfig(settle_ms=20), Recording())
         try:
             for span in spans:
@@ -418,7 +406,7 @@ def test_a_rebuild_leaving_runs_inferred_under_inferred_runs_in_a_held_run_is_ke
     sink: ListSink[SpanRecord] = ListSink()
     config = PipelineConfig(settle_ms=SETTLE_MS)
     with registry_with(TRAVEL) as registry:
-        noting = _Noting(registry)
+        noting = NotingRegistry(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, config, Recording())
         try:
             for span in (root, *first, second_run, *chain[:2]):  # the root first, as above
