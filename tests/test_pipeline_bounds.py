@@ -88,6 +88,17 @@ HOLD = {"settle_ms": 60_000, "max_hold_ms": 60_000}
 RUN = "1000000000000000"
 
 
+def _one_run_then_the_next(pipeline: Any, sink: Any, first: list[SpanRecord], then: list[SpanRecord]) -> None:
+    """Offer `first` and wait for its run span's scores, then `then` and theirs: two settles of one trace."""
+    for span in first:
+        assert pipeline.offer(span)
+    assert wait_until(lambda: len(sink.enriched) == 1)
+    for span in then:
+        assert pipeline.offer(span)
+    assert wait_until(lambda: len(sink.enriched) == 2)
+    assert pipeline.flush(5.0)
+
+
 def test_oldest_trace_is_released_unscored_when_pending_traces_are_full() -> None:
     traces = [genai_run("1000000000000000", ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in (1, 2, 3)]
     with engine(PipelineConfig(max_pending_traces=2, **HOLD)) as (pipeline, sink, reader):
@@ -414,13 +425,7 @@ def test_calls_over_the_limit_are_counted_once_however_often_their_trace_is_rebu
     second = genai_run("2000000000000000", ["search_flights", "book_flight"], parent=root.span_id)
     config = PipelineConfig(settle_ms=20, extract=ExtractConfig(max_calls_per_run=1))
     with engine(config) as (pipeline, sink, reader):
-        for span in first:
-            assert pipeline.offer(span)
-        assert wait_until(lambda: len(sink.enriched) == 1)
-        for span in (*second, root):
-            assert pipeline.offer(span)
-        assert wait_until(lambda: len(sink.enriched) == 2)
-        assert pipeline.flush(5.0)
+        _one_run_then_the_next(pipeline, sink, first, [*second, root])
         assert [e.attributes["toolscore.tool_calls"] for _, e in sink.enriched] == [["search_flights"]] * 2
         assert points(reader, "toolscore.calls.dropped") == {(("toolscore.call.drop.reason", "calls_over_limit"),): 2}
 
@@ -464,13 +469,7 @@ def test_a_span_its_convention_cannot_read_is_counted_once_however_often_its_tra
     first = genai_run(RUN, ["search_flights", "broken"], parent=root.span_id)
     second = genai_run("2000000000000000", ["book_flight"], parent=root.span_id)
     with engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, reader):
-        for span in first:
-            assert pipeline.offer(span)
-        assert wait_until(lambda: len(sink.enriched) == 1)
-        for span in (*second, root):
-            assert pipeline.offer(span)
-        assert wait_until(lambda: len(sink.enriched) == 2)
-        assert pipeline.flush(5.0)
+        _one_run_then_the_next(pipeline, sink, first, [*second, root])
         calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in sink.enriched}
         assert calls == {RUN: ["search_flights"], "2000000000000000": ["book_flight"]}
         assert points(reader, "toolscore.spans.unreadable") == {(("toolscore.convention", "genai"),): 1}
