@@ -25,7 +25,7 @@ START_ORDER = ["get_time", "get_weather"]
 
 @pytest.fixture(scope="module")
 def captured() -> Iterator[Captured]:
-    yield capture()
+    return capture()
 
 
 def _calls(files: list[Path]) -> list[str]:
