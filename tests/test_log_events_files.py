@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ START_ORDER = ["get_time", "get_weather"]
 
 
 @pytest.fixture(scope="module")
-def captured() -> Iterator[Captured]:
+def captured() -> Captured:
     return capture()
 
 

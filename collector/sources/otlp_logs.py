@@ -78,13 +78,16 @@ def is_logs_json(obj: Any) -> bool:
 
 
 def _json_id(value: Any, digits: int) -> str | None:
-    """A lowercase hex id of `digits` digits, not all zeros; None for an absent, malformed or zero id."""
+    """A lowercase hex id of `digits` digits; "" for an absent, empty or all-zero one (no span context); None
+    for one that is not hex of that length (OTLP/JSON ids are hex, not base64)."""
+    if not value:
+        return ""
     if not isinstance(value, str) or len(value) != digits:
         return None
     hex_id: str = value.lower()
-    if hex_id.strip(_HEX) or not hex_id.strip("0"):
+    if hex_id.strip(_HEX):
         return None
-    return hex_id
+    return hex_id if hex_id.strip("0") else ""
 
 
 def events_from_logs_json(obj: Mapping[str, Any], refusals: LogRefusals) -> list[LogEvent]:
@@ -111,11 +114,13 @@ def _json_record(record: Mapping[str, Any], path: str) -> LogEvent | tuple[str, 
     name = event_name(str(json_field(record, "eventName", "event_name") or ""), attributes)
     trace_id = _json_id(json_field(record, "traceId", "trace_id"), 32)
     span_id = _json_id(json_field(record, "spanId", "span_id"), 16)
-    if trace_id is None or span_id is None:
-        return refusal(name, False) or "no_span_context", name
-    reason = refusal(name, True)
-    if reason is not None:
-        return reason, name
+    reason: str | None
+    if trace_id is None or span_id is None:  # not hex: `invalid`, if it is a GenAI event at all
+        reason = refusal(name, True) or "invalid"
+    else:
+        reason = refusal(name, bool(trace_id and span_id))
+    if reason is not None or not trace_id or not span_id:
+        return reason or "no_span_context", name
     body = record.get("body")
     decoded = None if body is None else decode_json_any_value(body, f"{path}.body")
     time_ns = json_int(json_field(record, "timeUnixNano", "time_unix_nano"), f"{path}.timeUnixNano")
