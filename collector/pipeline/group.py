@@ -124,15 +124,17 @@ def _attributes_bytes(attributes: Mapping[str, Any]) -> int:
         if value.__class__ is str:
             total += len(value)
         elif value.__class__ is list:
-            total += sum(len(item) if item.__class__ is str else _item_bytes(item) for item in value)
+            total += sum(
+                len(item)
+                if item.__class__ is str
+                else _attributes_bytes(item)
+                if item.__class__ is dict
+                else _ITEM_BYTES
+                for item in value
+            )  # a map: a tool call in a log event's body
         elif value.__class__ is dict:  # a log event's body
             total += _attributes_bytes(value)
     return total
-
-
-def _item_bytes(item: Any) -> int:
-    """A list item that is no string: `_ITEM_BYTES`, or a map's own cost (the tool calls of a log event's body)."""
-    return _attributes_bytes(item) if item.__class__ is dict else _ITEM_BYTES
 
 
 class Admit(enum.Enum):

@@ -37,7 +37,7 @@ class ToolscoreLogProcessor(LogRecordProcessor):
         """Never blocks, never raises: queue the record's GenAI event, if it is one (see the module docstring)."""
         try:
             event = event_from_log_record(getattr(log_record, "log_record", log_record))
-            if event is not None:
+            if event is not None and not self.engine.events.closed:  # after shutdown, no worker would take it
                 self.engine.offer_event(event)
         except Exception:  # a processor must not break the application that emits the record
             _log.exception("toolscore log record processor failed on emit")
