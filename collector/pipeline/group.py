@@ -189,8 +189,9 @@ class PendingTrace(Generic[C]):
     (`_UNPLACED_BYTES`, `_UNPLACED_PARENT_BYTES`), given back when the parent comes or with the trace."""
     rebuilt: Rebuilt | None = None
     """The last rebuild of `records`, while it is still theirs and to be kept (see `rebuilt`)."""
-    early: dict[str, list[tuple[SpanEvent, int]]] = field(default_factory=dict)
-    """GenAI log events whose span has not come, by span id, with the bytes each counts for."""
+    early: dict[str, list[tuple[SpanEvent, int]]] | None = None
+    """GenAI log events whose span has not come, by span id, with the bytes each counts for (None until one
+    waits: most traces never have one, and an empty dict per trace would cost each its memory)."""
     early_count: int = 0
     """The events in `early`, bounded by `max_spans_per_trace`."""
 
@@ -398,13 +399,15 @@ class TraceStore(Generic[C]):
                 cost = event_bytes(item.event)
                 trace.rebuilt = None
         else:
-            waiting = trace.early.get(item.span_id)
+            early = trace.early if trace.early is not None else {}
+            waiting = early.get(item.span_id)
             if waiting is not None and any(event == item.event for event, _ in waiting):
                 return Admission(_DUPLICATE, trace)
             if trace.early_count >= self.max_spans:
                 return Admission(_OVER_CAP, trace)
             cost = event_bytes(item.event) + _UNPLACED_BYTES
-            trace.early.setdefault(item.span_id, []).append((item.event, cost))
+            early.setdefault(item.span_id, []).append((item.event, cost))
+            trace.early = early
             trace.early_count += 1
             touched = [span_id for span_id, held in trace.held.items() if held.run]  # its span may be under any
         trace.size += cost
