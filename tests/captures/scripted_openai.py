@@ -215,11 +215,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Connection", "close")
         self.end_headers()
-        for event in events:
-            data = event.encode()
-            self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        chunks = [f"{len(data):X}\r\n".encode() + data + b"\r\n" for data in (e.encode() for e in events)]
+        chunks[-1] += b"0\r\n\r\n"  # the last event and the end of the body in one write
+        try:
+            for chunk in chunks:
+                self.wfile.write(chunk)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # a client may hang up once it has read `[DONE]` or `response.completed`
         self.close_connection = True
 
 
