@@ -2,7 +2,8 @@
 
 Chat Completions and Responses, each streamed and not: tool calls (parallel, with nested, list,
 number, boolean, null and unicode arguments) and final text must come back exactly as scripted, and a
-script mistake must fail with the model named. Run from a venv that has `openai`:
+script mistake must fail with the model named. When the OpenAI Agents SDK (`openai-agents`) is installed too, an
+agent with the recorded tools also runs through it in the four modes. Run from a venv that has `openai`:
 
     /work/venvs/kit/bin/python tests/captures/check_server.py
 """
@@ -113,5 +114,50 @@ def main() -> None:
     print("ok: requests recorded", len(server.requests))
 
 
+def agents_sdk() -> None:
+    """The OpenAI Agents SDK parses the four modes: i_parallel_random_ids, tools called as scripted."""
+    import asyncio
+
+    try:
+        import agents
+    except ImportError:
+        print("skipped the OpenAI Agents SDK check: openai-agents is not installed")
+        return
+    from capture_kit import Recorder, scenario
+
+    agents.set_tracing_disabled(True)
+    agent = scenario("i_parallel_random_ids").agents[0]
+    modes = ("responses", "responses-stream", "chat", "chat-stream")
+
+    async def run_all(server: ScriptedOpenAI) -> None:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="scripted", max_retries=0)
+        for mode in modes:
+            recorder = Recorder()
+            tools = [agents.function_tool(f) for f in recorder.tools(agent.tools)]
+            model_type = (
+                agents.OpenAIResponsesModel if mode.startswith("responses") else agents.OpenAIChatCompletionsModel
+            )
+            model = model_type(f"{agent.model}-{mode}", client)
+            sdk_agent = agents.Agent(name=agent.name, instructions=agent.instructions, tools=tools, model=model)
+            if mode.endswith("stream"):
+                result: Any = agents.Runner.run_streamed(sdk_agent, agent.prompt)
+                async for _ in result.stream_events():
+                    pass
+            else:
+                result = await agents.Runner.run(sdk_agent, agent.prompt)
+            got = sorted(json.dumps([c.name, c.full_args], sort_keys=True) for c in recorder.calls)
+            want = sorted(
+                json.dumps([c.name, recorder.full_args(c.name, dict(c.args))], sort_keys=True) for c in agent.calls
+            )
+            if result.final_output != agent.final_text or got != want:
+                raise AssertionError(f"agents sdk {mode}: {result.final_output!r}, {recorder.calls}")
+            print(f"ok agents sdk {mode:16}: {len(got)} parallel calls ran as scripted")
+
+    with ScriptedOpenAI({f"{agent.model}-{mode}": list(agent.turns) for mode in modes}) as server:
+        asyncio.run(run_all(server))
+        server.assert_consumed()
+
+
 if __name__ == "__main__":
     main()
+    agents_sdk()
