@@ -95,8 +95,8 @@ def compare_with_extract(pb_path: Path, truth: Mapping[str, Any], toolscore: Pat
             problems.append(f"run {run['agent_name']} ({run['run_span_id']}) not extracted as a run")
             continue
         if other["agent_name"] != run["agent_name"]:
-            name, want = other["agent_name"], run["agent_name"]
-            problems.append(f"run {run['run_span_id']}: agent_name {name!r}, truth {want!r}")
+            got_name, want_name = other["agent_name"], run["agent_name"]
+            problems.append(f"run {run['run_span_id']}: agent_name {got_name!r}, truth {want_name!r}")
         if other["calls"] != run["calls"]:
             problems.append(
                 f"run {run['agent_name']}: calls {json.dumps(other['calls'], ensure_ascii=False)}"
