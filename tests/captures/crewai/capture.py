@@ -12,6 +12,11 @@ calls (`LLM(stream=True)`) in c, h and i. Scenario mapping:
   `Delegate work to coworker` tool (function name `delegate_work_to_coworker`, arguments task,
   context, coworker); the coworker runs inside that tool's span, with no AGENT span of its own, so its
   run span in the truth is that TOOL span.
+- f_hierarchical (not in the kit's list): `Process.hierarchical` with `manager_llm`: CrewAI creates
+  the manager agent itself (role `Crew Manager`), which delegates the one task to weather_expert the
+  same way as in f.
+- a_agent_kickoff (not in the kit's list): one agent used alone, `Agent.kickoff(prompt)`, no crew:
+  its run span is the AGENT span `<role>.kickoff`.
 - g_two_runs_one_trace: one crew with two agents and two tasks (the first agent's task, then the
   second's), kicked off under the application span `conversation`: two AGENT spans in one trace.
 
@@ -33,6 +38,7 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 os.environ.update(
@@ -55,9 +61,12 @@ from importlib.metadata import version  # noqa: E402
 from capture_kit import (  # noqa: E402
     APP_SPAN_NAME,
     SCENARIOS,
+    Agent,
     Recorder,
     Scenario,
     ScriptedOpenAI,
+    ToolCall,
+    Turn,
     find_span,
     truth_for,
 )
@@ -79,18 +88,67 @@ META = {
     "conventions": "OpenInference semantic conventions (openinference.span.kind, tool.name, input.value, llm.*)",
 }
 F_NOTES = [
-    "call_f1 is CrewAI's delegation tool: the model calls it `delegate_work_to_coworker` (the name CrewAI "
+    "The delegation call is CrewAI's delegation tool: the model calls it `delegate_work_to_coworker` (the name CrewAI "
     "offers the model, sanitized), its TOOL span says tool.name `Delegate work to coworker`.",
     "weather_expert has no AGENT span: Agent.execute_task is called from inside the delegation tool, "
     "bypassing Task._execute_core; its run span here is the delegation TOOL span that contains its "
     "model and tool spans (the child of a tool span stands in for the sub-run).",
 ]
 
+MANAGER_ROLE = "Crew Manager"
+"""The role CrewAI gives the manager agent it creates for `Process.hierarchical`."""
+DELEGATION_ARGS = {
+    "task": "What is the weather in Oslo?",
+    "context": "The user asks whether to pack a coat for Oslo.",
+    "coworker": "weather_expert",
+}
+EXPERT = Agent(
+    name="weather_expert",
+    prompt="What is the weather in Oslo?",
+    tools=("get_weather",),
+    turns=(Turn([ToolCall("call_fm2", "get_weather", {"city": "Oslo"})]), Turn(text="It is 4C in Oslo.")),
+    final_call_id="call_fm8",
+)
+HIERARCHICAL = Scenario(
+    "f_hierarchical",
+    "Process.hierarchical: CrewAI's own manager agent delegates the task to the crew's one agent.",
+    (
+        Agent(
+            name="crew_manager",
+            prompt="Should I pack a coat for Oslo?",
+            tools=(DELEGATE_FUNCTION,),
+            turns=(
+                Turn([ToolCall("call_fm1", DELEGATE_FUNCTION, DELEGATION_ARGS)]),
+                Turn(text="Yes, pack a coat: it is 4C in Oslo."),
+            ),
+            final_call_id="call_fm9",
+        ),
+        EXPERT,
+    ),
+    sub_agents=MappingProxyType({DELEGATE_FUNCTION: "weather_expert"}),
+)
+KICKOFF = Scenario(
+    "a_agent_kickoff",
+    "One agent used alone, `Agent.kickoff(prompt)`, outside any crew: one tool call, then the answer.",
+    (
+        Agent(
+            name="weather_agent",
+            prompt="What is the weather in Paris?",
+            tools=("get_weather",),
+            turns=(Turn([ToolCall("call_k1", "get_weather", {"city": "Paris"})]), Turn(text="It is 21C in Paris.")),
+            final_call_id="call_k9",
+        ),
+    ),
+)
+EXTRA = {s.name: s for s in (KICKOFF, HIERARCHICAL)}
+"""CrewAI forms beyond the kit's list: the standalone agent and the hierarchical crew's manager."""
+
 PROVIDER, EXPORTER = in_memory_tracing("capture-crewai")
 CrewAIInstrumentor().instrument(tracer_provider=PROVIDER)
 OpenAIInstrumentor().instrument(tracer_provider=PROVIDER)
 
-from crewai import LLM, Agent, Crew, Task  # noqa: E402
+from crewai import LLM, Crew, Process, Task  # noqa: E402
+from crewai import Agent as CrewAgent  # noqa: E402
 from crewai.tools import tool  # noqa: E402
 
 
@@ -98,12 +156,7 @@ def crewai_scenario(scenario: Scenario) -> Scenario:
     """The scenario as CrewAI runs it: f's sub-agent call becomes CrewAI's delegation tool call."""
     if scenario.name != "f_agent_as_tool":
         return scenario
-    args = {
-        "task": "What is the weather in Oslo?",
-        "context": "The user asks whether to pack a coat for Oslo.",
-        "coworker": "weather_expert",
-    }
-    return scenario.with_call("call_f1", DELEGATE_FUNCTION, args)
+    return scenario.with_call("call_f1", DELEGATE_FUNCTION, DELEGATION_ARGS)
 
 
 def build_crew(scenario: Scenario, base_url: str, recorder: Recorder) -> Crew:
@@ -124,18 +177,47 @@ def build_crew(scenario: Scenario, base_url: str, recorder: Recorder) -> Crew:
     agents, tasks = [], []
     coworkers = set(scenario.sub_agents.values())
     for spec in scenario.agents:
-        agent = Agent(
-            role=spec.name,
-            goal=f"Help as the {spec.name}.",
-            backstory=f"You are {spec.name}.",
-            llm=LLM(model=f"openai/{spec.model}", base_url=base_url, api_key="sk-scripted", stream=stream),
-            tools=tools_of(spec.tools),
-            allow_delegation=any(t in scenario.sub_agents for t in spec.tools),
-        )
+        delegate = any(t in scenario.sub_agents for t in spec.tools)
+        agent = new_agent(spec, base_url, tools_of(spec.tools), stream=stream, delegate=delegate)
         agents.append(agent)
         if spec.name not in coworkers:
             tasks.append(Task(description=spec.prompt, expected_output="A short answer.", agent=agent))
     return Crew(agents=agents, tasks=tasks)
+
+
+def role_of(agent: str) -> str:
+    """The role CrewAI's agent has (the scenario's name, but for the hierarchical crew's manager)."""
+    return MANAGER_ROLE if agent == "crew_manager" else agent
+
+
+def new_agent(spec: Agent, base_url: str, tools: list[Any], *, stream: bool = False, delegate: bool = False) -> Any:
+    return CrewAgent(
+        role=spec.name,
+        goal=f"Help as the {spec.name}.",
+        backstory=f"You are {spec.name}.",
+        llm=llm(spec, base_url, stream=stream),
+        tools=tools,
+        allow_delegation=delegate,
+    )
+
+
+def llm(spec: Agent, base_url: str, *, stream: bool = False) -> LLM:
+    return LLM(model=f"openai/{spec.model}", base_url=base_url, api_key="sk-scripted", stream=stream)
+
+
+def run_scenario(scenario: Scenario, base_url: str, recorder: Recorder) -> None:
+    """Run the scenario the CrewAI way: a crew (hierarchical for f_hierarchical) or one agent alone."""
+    if scenario is KICKOFF:
+        (spec,) = scenario.agents
+        new_agent(spec, base_url, [tool(t) for t in recorder.tools(spec.tools)]).kickoff(spec.prompt)
+    elif scenario is HIERARCHICAL:
+        manager, expert = scenario.agents
+        worker = new_agent(expert, base_url, [tool(t) for t in recorder.tools(expert.tools)])
+        task = Task(description=manager.prompt, expected_output="A short answer.")
+        crew = Crew(agents=[worker], tasks=[task], process=Process.hierarchical, manager_llm=llm(manager, base_url))
+        crew.kickoff()
+    else:
+        build_crew(scenario, base_url, recorder).kickoff()
 
 
 def capture(scenario: Scenario, out: Path, toolscore: Path) -> None:
@@ -144,10 +226,9 @@ def capture(scenario: Scenario, out: Path, toolscore: Path) -> None:
     recorder = Recorder()
     tracer = PROVIDER.get_tracer("capture-crewai")
     with ScriptedOpenAI(scenario.script) as server:
-        crew = build_crew(scenario, server.base_url, recorder)
         app = tracer.start_as_current_span(APP_SPAN_NAME) if scenario.name == "g_two_runs_one_trace" else nullcontext()
         with app:
-            crew.kickoff()
+            run_scenario(scenario, server.base_url, recorder)
         server.assert_consumed()
     PROVIDER.force_flush()
     spans = EXPORTER.get_finished_spans()
@@ -160,19 +241,22 @@ def capture(scenario: Scenario, out: Path, toolscore: Path) -> None:
             meta["notes"] = F_NOTES
             unrecorded.append(DELEGATE_FUNCTION)
         else:
-            runs[spec.name] = find_span(spans, f"{spec.name}._execute_core", attributes={"graph.node.id": spec.name})
-    truth = truth_for(scenario, meta, recorder, runs, unrecorded=unrecorded)
+            role = role_of(spec.name)
+            method = "kickoff" if scenario is KICKOFF else "_execute_core"
+            runs[spec.name] = find_span(spans, f"{role}.{method}", attributes={"graph.node.id": role})
+    names = {a.name: role_of(a.name) for a in scenario.agents}
+    truth = truth_for(scenario, meta, recorder, runs, unrecorded=unrecorded, agent_names=names)
     report(scenario.name, "crewai", spans, truth, out=out, toolscore=toolscore)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenarios", nargs="*", default=list(SCENARIOS), help="default: all")
+    parser.add_argument("scenarios", nargs="*", default=[*SCENARIOS, *EXTRA], help="default: all")
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "testdata", help="holds traces/ and truth/")
     parser.add_argument("--toolscore", type=Path, default=REPO / ".venv" / "bin" / "toolscore")
     args = parser.parse_args()
     for name in args.scenarios:
-        capture(crewai_scenario(SCENARIOS[name]), args.out, args.toolscore)
+        capture(EXTRA[name] if name in EXTRA else crewai_scenario(SCENARIOS[name]), args.out, args.toolscore)
     if blocked():
         print(f"refused outbound connections: {blocked()}")
 
