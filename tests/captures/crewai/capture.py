@@ -140,8 +140,45 @@ KICKOFF = Scenario(
         ),
     ),
 )
-EXTRA = {s.name: s for s in (KICKOFF, HIERARCHICAL)}
-"""CrewAI forms beyond the kit's list: the standalone agent and the hierarchical crew's manager."""
+CACHED = Scenario(
+    "model_only_cached_repeat",
+    "Crew(cache=True): the model repeats an identical call; CrewAI answers it from its tool cache.",
+    (
+        Agent(
+            name="cache_agent",
+            prompt="What is the weather in Paris? Check twice.",
+            tools=("get_weather",),
+            turns=(
+                Turn([ToolCall("call_mc1", "get_weather", {"city": "Paris"})]),
+                Turn([ToolCall("call_mc2", "get_weather", {"city": "Paris"})]),
+                Turn(text="It is 21C in Paris, twice checked."),
+            ),
+            final_call_id="call_mc9",
+        ),
+    ),
+)
+UNKNOWN = Scenario(
+    "model_only_unknown_tool",
+    "The model calls a tool it was not offered (CrewAI answers 'Tool not found'), then a real one.",
+    (
+        Agent(
+            name="forecast_agent",
+            prompt="What is the forecast for Paris?",
+            tools=("get_weather",),
+            turns=(
+                Turn([ToolCall("call_mu1", "get_forecast", {"city": "Paris"})]),
+                Turn([ToolCall("call_mu2", "get_weather", {"city": "Paris"})]),
+                Turn(text="It is 21C in Paris."),
+            ),
+            final_call_id="call_mu9",
+        ),
+    ),
+)
+MODEL_ONLY = {"model_only_cached_repeat": "call_mc2", "model_only_unknown_tool": "call_mu1"}
+"""Per scenario, the call that has no TOOL span (it is only in the model's output)."""
+EXTRA = {s.name: s for s in (KICKOFF, HIERARCHICAL, CACHED, UNKNOWN)}
+"""CrewAI forms beyond the kit's list: the standalone agent, the hierarchical crew's manager, and two
+calls that exist only in the model's output."""
 
 PROVIDER, EXPORTER = in_memory_tracing("capture-crewai")
 CrewAIInstrumentor().instrument(tracer_provider=PROVIDER)
@@ -182,7 +219,23 @@ def build_crew(scenario: Scenario, base_url: str, recorder: Recorder) -> Crew:
         agents.append(agent)
         if spec.name not in coworkers:
             tasks.append(Task(description=spec.prompt, expected_output="A short answer.", agent=agent))
-    return Crew(agents=agents, tasks=tasks)
+    return Crew(agents=agents, tasks=tasks, cache=scenario is CACHED)
+
+
+def model_only(scenario: Scenario, recorder: Recorder) -> tuple[dict[str, dict[str, bool]], list[str]]:
+    """The flags for the scenario's call that never reached a tool, after checking that it did not:
+    the tools received every other call and not that one (the kit's check, which counts calls per
+    tool, is skipped for them: it cannot tell a cached call from a missing one)."""
+    call_id = MODEL_ONLY[scenario.name]
+    calls = [c for a in scenario.agents for c in a.calls]
+    reached = [(c.name, recorder.full_args(c.name, dict(c.args))) for c in calls if c.id != call_id]
+    received = [(r.name, r.full_args) for r in recorder.calls]
+    if received != reached:
+        raise AssertionError(f"{scenario.name}: the tools received {received}, expected {reached}")
+    missing = next(c for c in calls if c.id == call_id)
+    # The unknown tool's call fails (CrewAI answers "Tool not found"); the cached one succeeds.
+    failed = missing.name not in {n for a in scenario.agents for n in a.tools}
+    return {call_id: {"model_only": True, "error": failed}}, sorted({c.name for c in calls})
 
 
 def role_of(agent: str) -> str:
@@ -245,7 +298,10 @@ def capture(scenario: Scenario, out: Path, toolscore: Path) -> None:
             method = "kickoff" if scenario is KICKOFF else "_execute_core"
             runs[spec.name] = find_span(spans, f"{role}.{method}", attributes={"graph.node.id": role})
     names = {a.name: role_of(a.name) for a in scenario.agents}
-    truth = truth_for(scenario, meta, recorder, runs, unrecorded=unrecorded, agent_names=names)
+    flags: dict[str, dict[str, bool]] = {}
+    if scenario.name in MODEL_ONLY:
+        flags, unrecorded = model_only(scenario, recorder)
+    truth = truth_for(scenario, meta, recorder, runs, unrecorded=unrecorded, agent_names=names, flags=flags)
     report(scenario.name, "crewai", spans, truth, out=out, toolscore=toolscore)
 
 
