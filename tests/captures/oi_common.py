@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-__all__ = ["REPO", "blocked", "compare_with_extract", "guard_network", "in_memory_tracing", "report"]
+__all__ = ["REPO", "blocked", "compare_with_extract", "guard_network", "in_memory_tracing", "model_only", "report"]
 
 REPO = Path(__file__).resolve().parents[2]
 _LOOPBACK = {"127.0.0.1", "::1", "localhost"}
@@ -128,3 +128,19 @@ def report(
     print(f"{scenario}: {len(spans)} spans ({kinds.count('TOOL')} TOOL), .pb {size} bytes, {len(truth['runs'])} run(s)")
     for problem in compare_with_extract(out / "traces" / folder / f"{scenario}.pb", truth, toolscore):
         print(f"  extract differs: {problem}")
+
+
+def model_only(scenario: Any, recorder: Any, call_id: str) -> tuple[dict[str, dict[str, bool]], list[str]]:
+    """`truth_for`'s flags and unrecorded tools for a scenario whose call `call_id` never reaches a tool
+    (answered from a cache, or of a tool never offered), after checking that it did not: the tools
+    received every other call, in order, and not that one. The kit's own check is skipped for these
+    tools, since it counts calls per tool and cannot tell a call that never ran from a missing one.
+    The call is an error when its tool was never offered (the framework answers "not found")."""
+    calls = [c for agent in scenario.agents for c in agent.calls]
+    reached = [(c.name, recorder.full_args(c.name, dict(c.args))) for c in calls if c.id != call_id]
+    received = [(r.name, r.full_args) for r in recorder.calls]
+    if received != reached:
+        raise AssertionError(f"{scenario.name}: the tools received {received}, expected {reached}")
+    missing = next(c for c in calls if c.id == call_id)
+    offered = {name for agent in scenario.agents for name in agent.tools}
+    return {call_id: {"model_only": True, "error": missing.name not in offered}}, sorted({c.name for c in calls})

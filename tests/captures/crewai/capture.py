@@ -17,6 +17,8 @@ calls (`LLM(stream=True)`) in c, h and i. Scenario mapping:
   same way as in f.
 - a_agent_kickoff (not in the kit's list): one agent used alone, `Agent.kickoff(prompt)`, no crew:
   its run span is the AGENT span `<role>.kickoff`.
+- model_only_cached_repeat, model_only_unknown_tool (not in the kit's list): a call with no TOOL
+  span, answered from CrewAI's tool cache (`Crew(cache=True)`), or of a tool never offered.
 - g_two_runs_one_trace: one crew with two agents and two tasks (the first agent's task, then the
   second's), kicked off under the application span `conversation`: two AGENT spans in one trace.
 
@@ -52,7 +54,7 @@ os.environ.pop("OTEL_SDK_DISABLED", None)  # would switch our own SDK off too
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oi_common import REPO, blocked, guard_network, in_memory_tracing, report
+from oi_common import REPO, blocked, guard_network, in_memory_tracing, model_only, report
 
 guard_network()
 
@@ -222,22 +224,6 @@ def build_crew(scenario: Scenario, base_url: str, recorder: Recorder) -> Crew:
     return Crew(agents=agents, tasks=tasks, cache=scenario is CACHED)
 
 
-def model_only(scenario: Scenario, recorder: Recorder) -> tuple[dict[str, dict[str, bool]], list[str]]:
-    """The flags for the scenario's call that never reached a tool, after checking that it did not:
-    the tools received every other call and not that one (the kit's check, which counts calls per
-    tool, is skipped for them: it cannot tell a cached call from a missing one)."""
-    call_id = MODEL_ONLY[scenario.name]
-    calls = [c for a in scenario.agents for c in a.calls]
-    reached = [(c.name, recorder.full_args(c.name, dict(c.args))) for c in calls if c.id != call_id]
-    received = [(r.name, r.full_args) for r in recorder.calls]
-    if received != reached:
-        raise AssertionError(f"{scenario.name}: the tools received {received}, expected {reached}")
-    missing = next(c for c in calls if c.id == call_id)
-    # The unknown tool's call fails (CrewAI answers "Tool not found"); the cached one succeeds.
-    failed = missing.name not in {n for a in scenario.agents for n in a.tools}
-    return {call_id: {"model_only": True, "error": failed}}, sorted({c.name for c in calls})
-
-
 def role_of(agent: str) -> str:
     """The role CrewAI's agent has (the scenario's name, but for the hierarchical crew's manager)."""
     return MANAGER_ROLE if agent == "crew_manager" else agent
@@ -300,7 +286,7 @@ def capture(scenario: Scenario, out: Path, toolscore: Path) -> None:
     names = {a.name: role_of(a.name) for a in scenario.agents}
     flags: dict[str, dict[str, bool]] = {}
     if scenario.name in MODEL_ONLY:
-        flags, unrecorded = model_only(scenario, recorder)
+        flags, unrecorded = model_only(scenario, recorder, MODEL_ONLY[scenario.name])
     truth = truth_for(scenario, meta, recorder, runs, unrecorded=unrecorded, agent_names=names, flags=flags)
     report(scenario.name, "crewai", spans, truth, out=out, toolscore=toolscore)
 

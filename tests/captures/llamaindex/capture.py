@@ -13,6 +13,8 @@ runs with `streaming=False` (`achat`) so both model span shapes are captured. Sc
   triage_agent (root, no tools of its own) and weather_expert; triage_agent calls the built-in
   `handoff` tool, weather_expert calls get_weather. One run: the `AgentWorkflow.run` span is the only
   span that bounds it; the agents are only named in step payloads (`current_agent_name`), see NOTES.md.
+- model_only_unknown_tool (not in the kit's list): the model calls a tool it was not offered; the
+  `call_tool` step answers "Tool get_forecast not found" with no TOOL span.
 - g_two_runs_one_trace: two FunctionAgents run one after the other under the application span
   `conversation`.
 
@@ -37,7 +39,7 @@ from typing import Any
 os.environ.setdefault("OPENAI_API_KEY", "sk-scripted")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oi_common import REPO, blocked, guard_network, in_memory_tracing, report
+from oi_common import REPO, blocked, guard_network, in_memory_tracing, model_only, report
 
 guard_network()
 
@@ -109,6 +111,25 @@ HANDOFF = Scenario(
         ),
     ),
 )
+UNKNOWN = Scenario(
+    "model_only_unknown_tool",
+    "The model calls a tool it was not offered (LlamaIndex answers 'Tool ... not found'), then a real one.",
+    (
+        Agent(
+            name="forecast_agent",
+            prompt="What is the forecast for Paris?",
+            tools=("get_weather",),
+            turns=(
+                Turn([ToolCall("call_mu1", "get_forecast", {"city": "Paris"})]),
+                Turn([ToolCall("call_mu2", "get_weather", {"city": "Paris"})]),
+                Turn(text="It is 21C in Paris."),
+            ),
+            final_call_id="call_mu9",
+        ),
+    ),
+)
+MODEL_ONLY = {UNKNOWN.name: "call_mu1"}
+"""Per scenario, the call that has no TOOL span (it is only in the model's output)."""
 HANDOFF_NOTES = [
     "One run for the whole AgentWorkflow.run (CHAIN): its step spans (setup_agent, run_agent_step, "
     "parse_agent_output, call_tool, aggregate_tool_results) are all its direct children whichever agent is "
@@ -201,7 +222,12 @@ def capture(scenario: Scenario, out: Path, toolscore: Path) -> None:
         truth = handoff_truth(scenario, spans, runner.recorder)
     else:
         runs = find_spans(spans, "FunctionAgent.run")  # start order = the scenario's agent order
-        truth = truth_for(scenario, {**META, "agent_name_note": NAME_NOTE}, runner.recorder, runs)
+        flags: dict[str, dict[str, bool]] = {}
+        unrecorded: list[str] = []
+        if scenario.name in MODEL_ONLY:
+            flags, unrecorded = model_only(scenario, runner.recorder, MODEL_ONLY[scenario.name])
+        meta = {**META, "agent_name_note": NAME_NOTE}
+        truth = truth_for(scenario, meta, runner.recorder, runs, flags=flags, unrecorded=unrecorded)
     report(scenario.name, "llamaindex", spans, truth, out=out, toolscore=toolscore)
 
 
@@ -218,7 +244,7 @@ def handoff_truth(scenario: Scenario, spans: Any, recorder: Recorder) -> dict[st
     return {**per_agent, "call_agents": call_agents, "runs": [run]}
 
 
-SCENARIOS_HERE: dict[str, Scenario] = {**SCENARIOS, HANDOFF.name: HANDOFF}
+SCENARIOS_HERE: dict[str, Scenario] = {**SCENARIOS, HANDOFF.name: HANDOFF, UNKNOWN.name: UNKNOWN}
 
 
 def main() -> None:
@@ -229,6 +255,7 @@ def main() -> None:
     args = parser.parse_args()
     for name in args.scenarios:
         capture(SCENARIOS_HERE[name], args.out, args.toolscore)
+    LOOP.run_until_complete(LOOP.shutdown_asyncgens())
     if blocked():
         print(f"refused outbound connections: {blocked()}")
 
