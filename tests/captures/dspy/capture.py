@@ -1,0 +1,215 @@
+"""Capture DSPy `dspy.ReAct` programs traced by openinference-instrumentation-dspy.
+
+Run from the repository root with the DSPy venv (see requirements.txt beside this file):
+
+    /work/venvs/dspy/bin/python tests/captures/dspy/capture.py [SCENARIO ...]
+
+The model is DSPy's own test model, `dspy.utils.DummyLM`, fed the scenario's turns as the fields
+ReAct asks for (`next_thought`, `next_tool_name`, `next_tool_args`, then `reasoning` and `answer`
+for the final extraction). ReAct picks one tool per step and ends with its built-in `finish` tool (a
+real traced call: `final: true`, arguments `{}`). The tools are plain functions, as a DSPy user
+passes them; ReAct wraps them in `dspy.Tool`. There are no call ids anywhere in DSPy.
+
+Not expressible: c_parallel and i_parallel_random_ids (ReAct makes one tool call per step; there
+are no parallel calls). Extra shapes captured here:
+- b_sequential_litellm: b_sequential through `dspy.LM("openai/scripted-...")` (litellm, to
+  `ScriptedOpenAI`) instead of DummyLM, to show the same span shape with a real LM client.
+- j_named_program: the ReAct inside a user `dspy.Module` subclass (`TravelAssistant`), the usual way
+  to name a DSPy program: the only place the name appears is the enclosing span's name.
+f_agent_as_tool: the coordinator's tool `weather_expert` is a function that runs another ReAct.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no model-price download
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from capture_kit import (  # noqa: E402
+    APP_SPAN_NAME,
+    SCENARIOS,
+    Agent,
+    Recorder,
+    Scenario,
+    ScriptedOpenAI,
+    Turn,
+    find_span,
+    truth_for,
+    write_capture,
+)
+from openinference.instrumentation.dspy import DSPyInstrumentor  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+ROOT = HERE.parents[2]
+TRACES = ROOT / "tests" / "testdata" / "traces" / "dspy"
+TRUTHS = ROOT / "tests" / "testdata" / "truth" / "dspy"
+
+META = {
+    "framework": "dspy",
+    "framework_version": version("dspy"),
+    "instrumentation": f"openinference-instrumentation-dspy {version('openinference-instrumentation-dspy')}",
+    "conventions": "OpenInference semantic conventions (openinference.span.kind, input.value, llm.*)",
+}
+FINISH = "finish"
+RUN_SPAN = "ReAct.forward"
+NAME_NOTE = (
+    "DSPy gives a program no name: the capture script's variable names no span records, and the run "
+    "span says only the module's class (ReAct.forward), so the run is named ReAct."
+)
+NOT_EXPRESSIBLE = {
+    "c_parallel": "ReAct makes one tool call per step: no parallel calls",
+    "i_parallel_random_ids": "ReAct makes one tool call per step, and DSPy has no call ids",
+}
+
+EXPORTER = InMemorySpanExporter()
+PROVIDER = TracerProvider()
+PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
+DSPyInstrumentor().instrument(tracer_provider=PROVIDER)
+
+import dspy  # noqa: E402
+from dspy.utils import DummyLM  # noqa: E402
+
+
+class TravelAssistant(dspy.Module):
+    """A user's program holding a ReAct, the usual way to give a DSPy program a name (j_named_program)."""
+
+    def __init__(self, tools: list[Any]) -> None:
+        super().__init__()
+        self.agent = dspy.ReAct("question -> answer", tools=tools)
+
+    def forward(self, question: str) -> dspy.Prediction:
+        return self.agent(question=question)
+
+
+def _answers(agent: Agent, final_text: str) -> list[dict[str, Any]]:
+    """The fields DummyLM returns, one dict per LM call: a ReAct step per call, then the extraction."""
+    answers: list[dict[str, Any]] = []
+    for turn in agent.turns:
+        (call,) = turn.calls  # ReAct: one tool per step
+        thought = "I have what I need." if call.name == FINISH else f"Calling {call.name}."
+        answers.append({"next_thought": thought, "next_tool_name": call.name, "next_tool_args": dict(call.args)})
+    answers.append({"reasoning": "Summarising the observations.", "answer": final_text})
+    return answers
+
+
+def _chat_text(fields: dict[str, Any]) -> str:
+    """What a model answers to DSPy's ChatAdapter: `[[ ## field ## ]]` sections, then `completed`."""
+    parts = [f"[[ ## {k} ## ]]\n{v if isinstance(v, str) else json.dumps(v)}" for k, v in fields.items()]
+    return "\n\n".join([*parts, "[[ ## completed ## ]]"])
+
+
+def _react(tools: list[Any], lm: Any) -> dspy.ReAct:
+    program = dspy.ReAct("question -> answer", tools=tools)
+    program.set_lm(lm)
+    return program
+
+
+def capture(name: str) -> None:
+    if name in NOT_EXPRESSIBLE:
+        print(f"{name}: skipped ({NOT_EXPRESSIBLE[name]})")
+        return
+    canonical = "b_sequential" if name == "b_sequential_litellm" else "a_single_tool" if name == "j_named_program" else name
+    base = SCENARIOS[canonical]
+    if name != canonical:
+        base = replace(base, name=name)
+    if name == "j_named_program":
+        base = replace(base, description="a_single_tool with the ReAct inside a user dspy.Module named TravelAssistant.")
+    sc = base.with_final_tool(FINISH, arg=None)
+    finals = {a.name: a.final_text for a in base.agents}
+    recorder = Recorder()
+    EXPORTER.clear()
+    answers: list[str] = []
+    server: ScriptedOpenAI | None = None
+    if name == "b_sequential_litellm":
+        (agent,) = sc.agents
+        turns = [Turn(text=_chat_text(fields)) for fields in _answers(agent, finals[agent.name])]
+        server = ScriptedOpenAI({agent.model: turns})
+        lm = dspy.LM(f"openai/{agent.model}", api_base=server.base_url, api_key="scripted", cache=False)
+        answers.append(_react(recorder.tools(agent.tools), lm)(question=agent.prompt).answer)
+    elif sc.sub_agents:
+        coordinator, expert_agent = sc.agents
+        expert = _react(recorder.tools(expert_agent.tools), DummyLM(_answers(expert_agent, finals[expert_agent.name])))
+
+        def weather_expert(input: str) -> str:  # noqa: A002 - the canonical scenario's argument name
+            """Ask the weather expert agent a question about the weather.
+
+            Args:
+                input: The question for the weather expert.
+            """
+            return str(expert(question=input).answer)
+
+        tool = recorder.wrap(weather_expert)
+        lm = DummyLM(_answers(coordinator, finals[coordinator.name]))
+        answers.append(_react([tool], lm)(question=coordinator.prompt).answer)
+    elif name == "j_named_program":
+        (agent,) = sc.agents
+        program = TravelAssistant(recorder.tools(agent.tools))
+        program.set_lm(DummyLM(_answers(agent, finals[agent.name])))
+        answers.append(program(question=agent.prompt).answer)
+    elif name == "g_two_runs_one_trace":
+        with PROVIDER.get_tracer("capture").start_as_current_span(APP_SPAN_NAME):
+            for agent in sc.agents:
+                program = _react(recorder.tools(agent.tools), DummyLM(_answers(agent, finals[agent.name])))
+                answers.append(program(question=agent.prompt).answer)
+    else:
+        for agent in sc.agents:
+            program = _react(recorder.tools(agent.tools), DummyLM(_answers(agent, finals[agent.name])))
+            answers.append(program(question=agent.prompt).answer)
+    if server is not None:
+        server.assert_consumed()
+        server.close()
+    top_level = [a.name for a in sc.agents if a.name not in sc.sub_agents.values()]
+    assert answers == [finals[n] for n in top_level], f"{name}: answers {answers}"
+    PROVIDER.force_flush()
+    spans = list(EXPORTER.get_finished_spans())
+    runs = _run_spans(spans, sc)
+    truth = truth_for(
+        sc, META, recorder, runs, final_tool=FINISH, final_arg=None, call_ids=False,
+        agent_names={a.name: "ReAct" for a in sc.agents},
+    )
+    truth["agent_name_note"] = NAME_NOTE
+    if name == "j_named_program":
+        truth["agent_name_note"] = (
+            NAME_NOTE + " Here the user named the program by its class: the ReAct runs inside the user's "
+            "dspy.Module subclass TravelAssistant, whose span (TravelAssistant.forward, a CHAIN span like "
+            "every module span) is the run span's parent; no attribute carries the name."
+        )
+    written = write_capture(TRACES, TRUTHS, name, spans, truth)
+    print(f"{name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
+          f"{[p.name for p in written] or 'kept'}")
+
+
+def _run_spans(spans: list[ReadableSpan], sc: Scenario) -> dict[str, ReadableSpan]:
+    """Each agent's `ReAct.forward` span. Runs start in agent order, except that a sub-agent's run
+    starts inside its caller's tool span (f_agent_as_tool), so it is found under that span."""
+    react = [s for s in spans if s.name == RUN_SPAN]
+    if sc.sub_agents:
+        coordinator, expert = sc.agents
+        tool_span = find_span(spans, f"{next(iter(sc.sub_agents))}.__call__")
+        inner = find_span(react, where=lambda s: s.parent is not None and s.parent.span_id == tool_span.context.span_id)
+        outer = find_span(react, where=lambda s: s is not inner)
+        return {coordinator.name: outer, expert.name: inner}
+    if len(react) != len(sc.agents):
+        raise AssertionError(f"{sc.name}: {len(react)} {RUN_SPAN} spans for {len(sc.agents)} agents")
+    return {a.name: s for a, s in zip(sc.agents, sorted(react, key=lambda s: s.start_time or 0), strict=True)}
+
+
+def main(argv: list[str]) -> None:
+    names = argv or [*SCENARIOS, "b_sequential_litellm", "j_named_program"]
+    for name in names:
+        capture(name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
