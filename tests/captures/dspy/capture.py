@@ -115,33 +115,37 @@ def _react(tools: list[Any], lm: Any) -> dspy.ReAct:
     return program
 
 
-def capture(name: str) -> None:
-    if name in NOT_EXPRESSIBLE:
-        print(f"{name}: skipped ({NOT_EXPRESSIBLE[name]})")
-        return
-    canonical = "b_sequential" if name == "b_sequential_litellm" else "a_single_tool" if name == "j_named_program" else name
-    base = SCENARIOS[canonical]
-    if name != canonical:
-        base = replace(base, name=name)
+VARIANTS = {"b_sequential_litellm": "b_sequential", "j_named_program": "a_single_tool"}
+"""Extra captures: name -> the canonical scenario they replay."""
+
+
+def _scenario(name: str) -> Scenario:
+    """The scenario `name` (a variant: its canonical scenario under the variant's name)."""
+    base = SCENARIOS[VARIANTS.get(name, name)]
     if name == "j_named_program":
-        base = replace(base, description="a_single_tool with the ReAct inside a user dspy.Module named TravelAssistant.")
-    sc = base.with_final_tool(FINISH, arg=None)
-    finals = {a.name: a.final_text for a in base.agents}
-    recorder = Recorder()
-    EXPORTER.clear()
-    answers: list[str] = []
-    server: ScriptedOpenAI | None = None
-    if name == "b_sequential_litellm":
+        return replace(base, name=name, description="a_single_tool inside a user dspy.Module, TravelAssistant.")
+    return replace(base, name=name) if name in VARIANTS else base
+
+
+def _play(sc: Scenario, finals: dict[str, str], recorder: Recorder) -> list[str]:
+    """Run the scenario's programs as a DSPy user would; returns the top-level answers."""
+
+    def program(agent: Agent) -> dspy.ReAct:
+        return _react(recorder.tools(agent.tools), DummyLM(_answers(agent, finals[agent.name])))
+
+    if sc.name == "b_sequential_litellm":
         (agent,) = sc.agents
         turns = [Turn(text=_chat_text(fields)) for fields in _answers(agent, finals[agent.name])]
-        server = ScriptedOpenAI({agent.model: turns})
-        lm = dspy.LM(f"openai/{agent.model}", api_base=server.base_url, api_key="scripted", cache=False)
-        answers.append(_react(recorder.tools(agent.tools), lm)(question=agent.prompt).answer)
-    elif sc.sub_agents:
+        with ScriptedOpenAI({agent.model: turns}) as server:
+            lm = dspy.LM(f"openai/{agent.model}", api_base=server.base_url, api_key="scripted", cache=False)
+            answer = _react(recorder.tools(agent.tools), lm)(question=agent.prompt).answer
+            server.assert_consumed()
+        return [answer]
+    if sc.sub_agents:
         coordinator, expert_agent = sc.agents
-        expert = _react(recorder.tools(expert_agent.tools), DummyLM(_answers(expert_agent, finals[expert_agent.name])))
+        expert = program(expert_agent)
 
-        def weather_expert(input: str) -> str:  # noqa: A002 - the canonical scenario's argument name
+        def weather_expert(input: str) -> str:
             """Ask the weather expert agent a question about the weather.
 
             Args:
@@ -149,33 +153,41 @@ def capture(name: str) -> None:
             """
             return str(expert(question=input).answer)
 
-        tool = recorder.wrap(weather_expert)
         lm = DummyLM(_answers(coordinator, finals[coordinator.name]))
-        answers.append(_react([tool], lm)(question=coordinator.prompt).answer)
-    elif name == "j_named_program":
+        return [_react([recorder.wrap(weather_expert)], lm)(question=coordinator.prompt).answer]
+    if sc.name == "j_named_program":
         (agent,) = sc.agents
-        program = TravelAssistant(recorder.tools(agent.tools))
-        program.set_lm(DummyLM(_answers(agent, finals[agent.name])))
-        answers.append(program(question=agent.prompt).answer)
-    elif name == "g_two_runs_one_trace":
+        assistant = TravelAssistant(recorder.tools(agent.tools))
+        assistant.set_lm(DummyLM(_answers(agent, finals[agent.name])))
+        return [assistant(question=agent.prompt).answer]
+    if sc.name == "g_two_runs_one_trace":
         with PROVIDER.get_tracer("capture").start_as_current_span(APP_SPAN_NAME):
-            for agent in sc.agents:
-                program = _react(recorder.tools(agent.tools), DummyLM(_answers(agent, finals[agent.name])))
-                answers.append(program(question=agent.prompt).answer)
-    else:
-        for agent in sc.agents:
-            program = _react(recorder.tools(agent.tools), DummyLM(_answers(agent, finals[agent.name])))
-            answers.append(program(question=agent.prompt).answer)
-    if server is not None:
-        server.assert_consumed()
-        server.close()
+            return [program(a)(question=a.prompt).answer for a in sc.agents]
+    return [program(a)(question=a.prompt).answer for a in sc.agents]
+
+
+def capture(name: str) -> None:
+    if name in NOT_EXPRESSIBLE:
+        print(f"{name}: skipped ({NOT_EXPRESSIBLE[name]})")
+        return
+    base = _scenario(name)
+    sc = base.with_final_tool(FINISH, arg=None)
+    finals = {a.name: a.final_text for a in base.agents}
+    recorder = Recorder()
+    EXPORTER.clear()
+    answers = _play(sc, finals, recorder)
     top_level = [a.name for a in sc.agents if a.name not in sc.sub_agents.values()]
     assert answers == [finals[n] for n in top_level], f"{name}: answers {answers}"
     PROVIDER.force_flush()
     spans = list(EXPORTER.get_finished_spans())
-    runs = _run_spans(spans, sc)
     truth = truth_for(
-        sc, META, recorder, runs, final_tool=FINISH, final_arg=None, call_ids=False,
+        sc,
+        META,
+        recorder,
+        _run_spans(spans, sc),
+        final_tool=FINISH,
+        final_arg=None,
+        call_ids=False,
         agent_names={a.name: "ReAct" for a in sc.agents},
     )
     truth["agent_name_note"] = NAME_NOTE
@@ -186,8 +198,10 @@ def capture(name: str) -> None:
             "every module span) is the run span's parent; no attribute carries the name."
         )
     written = write_capture(TRACES, TRUTHS, name, spans, truth)
-    print(f"{name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
-          f"{[p.name for p in written] or 'kept'}")
+    print(
+        f"{name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
+        f"{[p.name for p in written] or 'kept'}"
+    )
 
 
 def _run_spans(spans: list[ReadableSpan], sc: Scenario) -> dict[str, ReadableSpan]:
@@ -206,7 +220,7 @@ def _run_spans(spans: list[ReadableSpan], sc: Scenario) -> dict[str, ReadableSpa
 
 
 def main(argv: list[str]) -> None:
-    names = argv or [*SCENARIOS, "b_sequential_litellm", "j_named_program"]
+    names = argv or [*SCENARIOS, *VARIANTS]
     for name in names:
         capture(name)
 

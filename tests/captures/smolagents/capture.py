@@ -54,7 +54,8 @@ TRUTHS = ROOT / "tests" / "testdata" / "truth" / "smolagents"
 META = {
     "framework": "smolagents",
     "framework_version": version("smolagents"),
-    "instrumentation": f"openinference-instrumentation-smolagents {version('openinference-instrumentation-smolagents')}",
+    "instrumentation": "openinference-instrumentation-smolagents "
+    + version("openinference-instrumentation-smolagents"),
     "conventions": "OpenInference semantic conventions (openinference.span.kind, tool.name, input.value, llm.*)",
 }
 FINAL = "final_answer"
@@ -88,10 +89,12 @@ INVALID_ARGUMENTS = Scenario(
 )
 
 
-def _agent(agent: Agent, server: ScriptedOpenAI, recorder: Recorder, stream: bool, **extra: Any) -> ToolCallingAgent:
-    """A ToolCallingAgent as a user writes one: `@tool` functions and an `OpenAIModel` on the server."""
-    tools = [tool(fn) for fn in recorder.tools([t for t in agent.tools if t not in extra.get("skip", ())])]
-    extra.pop("skip", None)
+def _agent(
+    agent: Agent, server: ScriptedOpenAI, recorder: Recorder, stream: bool, skip: tuple[str, ...] = (), **extra: Any
+) -> ToolCallingAgent:
+    """A ToolCallingAgent as a user writes one: `@tool` functions and an `OpenAIModel` on the server
+    (`skip`: tool names that are managed agents, not functions)."""
+    tools = [tool(fn) for fn in recorder.tools([t for t in agent.tools if t not in skip])]
     model = OpenAIModel(model_id=agent.model, api_base=server.base_url, api_key="scripted")
     return ToolCallingAgent(
         tools=tools,
@@ -147,15 +150,25 @@ def capture(name: str) -> None:
     spans = list(EXPORTER.get_finished_spans())
     runs = {a.name: _run_span(spans, a) for a in sc.agents}
     unrecorded_names = unrecorded + (["get_weather"] if sc.name == INVALID_ARGUMENTS.name else [])
-    truth = truth_for(
-        sc, META, recorder, runs, final_tool=FINAL, flags=flags, unrecorded=unrecorded_names
-    )
+    truth = truth_for(sc, META, recorder, runs, final_tool=FINAL, flags=flags, unrecorded=unrecorded_names)
     if sc.name == INVALID_ARGUMENTS.name:
         got = [(c.name, c.args, c.error) for c in recorder.calls]
         assert got == [("get_weather", {"city": "Rome"}, None)], f"{sc.name}: the tool received {got}"
     written = write_capture(TRACES, TRUTHS, sc.name, spans, truth)
-    print(f"{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
-          f"{[p.name for p in written] or 'kept'}")
+    if any(len(t.calls) > 1 for a in sc.agents for t in a.turns):
+        print(f"{sc.name}: tools ran in model order: {_ran_in_model_order(sc, recorder)}")
+    print(
+        f"{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
+        f"{[p.name for p in written] or 'kept'}"
+    )
+
+
+def _ran_in_model_order(sc: Scenario, recorder: Recorder) -> bool:
+    """Whether the tools received the calls in the model's order. smolagents runs the calls of one
+    model response in a thread pool, so the order varies from run to run; the committed
+    i_parallel_random_ids is a run where it differs (Madrid ran before Berlin)."""
+    issued = [(c.name, dict(c.args)) for a in sc.agents for c in a.calls if c.name in recorder.signatures]
+    return issued == [(c.name, c.args) for c in recorder.calls]
 
 
 def main(argv: list[str]) -> None:
