@@ -130,6 +130,8 @@ class LLMJudge(ScorerBase):
         if not (run.input or "").strip():
             return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
         try:
+            if self.ignore_tools:
+                run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
             if "litellm" not in sys.modules:  # the first import takes seconds: keep it off the loop
                 await asyncio.to_thread(_litellm)
             messages = build_messages(run, self.available_tools)
