@@ -14,6 +14,8 @@ Not expressible: c_parallel and i_parallel_random_ids (ReAct makes one tool call
 are no parallel calls). Extra shapes captured here:
 - b_sequential_litellm: b_sequential through `dspy.LM("openai/scripted-...")` (litellm, to
   `ScriptedOpenAI`) instead of DummyLM, to show the same span shape with a real LM client.
+- b_sequential_async: b_sequential with `await program.acall(...)`: the run span is `ReAct.aforward`
+  and the tool spans `<tool>.acall`.
 - j_named_program: the ReAct inside a user `dspy.Module` subclass (`TravelAssistant`), the usual way
   to name a DSPy program: the only place the name appears is the enclosing span's name.
 f_agent_as_tool: the coordinator's tool `weather_expert` is a function that runs another ReAct.
@@ -21,6 +23,7 @@ f_agent_as_tool: the coordinator's tool `weather_expert` is a function that runs
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -62,7 +65,7 @@ META = {
     "conventions": "OpenInference semantic conventions (openinference.span.kind, input.value, llm.*)",
 }
 FINISH = "finish"
-RUN_SPAN = "ReAct.forward"
+RUN_SPANS = ("ReAct.forward", "ReAct.aforward")
 NAME_NOTE = (
     "DSPy gives a program no name: the capture script's variable names no span records, and the run "
     "span says only the module's class (ReAct.forward), so the run is named ReAct."
@@ -115,7 +118,11 @@ def _react(tools: list[Any], lm: Any) -> dspy.ReAct:
     return program
 
 
-VARIANTS = {"b_sequential_litellm": "b_sequential", "j_named_program": "a_single_tool"}
+VARIANTS = {
+    "b_sequential_litellm": "b_sequential",
+    "b_sequential_async": "b_sequential",
+    "j_named_program": "a_single_tool",
+}
 """Extra captures: name -> the canonical scenario they replay."""
 
 
@@ -141,6 +148,9 @@ def _play(sc: Scenario, finals: dict[str, str], recorder: Recorder) -> list[str]
             answer = _react(recorder.tools(agent.tools), lm)(question=agent.prompt).answer
             server.assert_consumed()
         return [answer]
+    if sc.name == "b_sequential_async":
+        (agent,) = sc.agents
+        return [asyncio.run(program(agent).acall(question=agent.prompt)).answer]
     if sc.sub_agents:
         coordinator, expert_agent = sc.agents
         expert = program(expert_agent)
@@ -207,7 +217,7 @@ def capture(name: str) -> None:
 def _run_spans(spans: list[ReadableSpan], sc: Scenario) -> dict[str, ReadableSpan]:
     """Each agent's `ReAct.forward` span. Runs start in agent order, except that a sub-agent's run
     starts inside its caller's tool span (f_agent_as_tool), so it is found under that span."""
-    react = [s for s in spans if s.name == RUN_SPAN]
+    react = [s for s in spans if s.name in RUN_SPANS]
     if sc.sub_agents:
         coordinator, expert = sc.agents
         tool_span = find_span(spans, f"{next(iter(sc.sub_agents))}.__call__")
@@ -215,7 +225,7 @@ def _run_spans(spans: list[ReadableSpan], sc: Scenario) -> dict[str, ReadableSpa
         outer = find_span(react, where=lambda s: s is not inner)
         return {coordinator.name: outer, expert.name: inner}
     if len(react) != len(sc.agents):
-        raise AssertionError(f"{sc.name}: {len(react)} {RUN_SPAN} spans for {len(sc.agents)} agents")
+        raise AssertionError(f"{sc.name}: {len(react)} {RUN_SPANS} spans for {len(sc.agents)} agents")
     return {a.name: s for a, s in zip(sc.agents, sorted(react, key=lambda s: s.start_time or 0), strict=True)}
 
 
