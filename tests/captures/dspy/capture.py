@@ -14,6 +14,8 @@ Not expressible: c_parallel and i_parallel_random_ids (ReAct makes one tool call
 are no parallel calls). Extra shapes captured here:
 - b_sequential_litellm: b_sequential through `dspy.LM("openai/scripted-...")` (litellm, to
   `ScriptedOpenAI`) instead of DummyLM, to show the same span shape with a real LM client.
+- b_sequential_streamed: b_sequential_litellm under `dspy.streamify` (stream listeners on
+  `next_thought` and `answer`), so every LM call is a streamed chat completion.
 - b_sequential_async: b_sequential with `await program.acall(...)`: the run span is `ReAct.aforward`
   and the tool spans `<tool>.acall`.
 - j_named_program: the ReAct inside a user `dspy.Module` subclass (`TravelAssistant`), the usual way
@@ -112,6 +114,14 @@ def _chat_text(fields: dict[str, Any]) -> str:
     return "\n\n".join([*parts, "[[ ## completed ## ]]"])
 
 
+def _streamed(program: dspy.Module, question: str) -> dspy.Prediction:
+    """`dspy.streamify` with a listener on every step's thought and on the answer: every LM call streams."""
+    listeners = [dspy.streaming.StreamListener(signature_field_name=f) for f in ("next_thought", "answer")]
+    chunks = list(dspy.streamify(program, stream_listeners=listeners, async_streaming=False)(question=question))
+    (prediction,) = [c for c in chunks if isinstance(c, dspy.Prediction)]
+    return prediction
+
+
 def _react(tools: list[Any], lm: Any) -> dspy.ReAct:
     program = dspy.ReAct("question -> answer", tools=tools)
     program.set_lm(lm)
@@ -121,6 +131,7 @@ def _react(tools: list[Any], lm: Any) -> dspy.ReAct:
 VARIANTS = {
     "b_sequential_litellm": "b_sequential",
     "b_sequential_async": "b_sequential",
+    "b_sequential_streamed": "b_sequential",
     "j_named_program": "a_single_tool",
 }
 """Extra captures: name -> the canonical scenario they replay."""
@@ -140,14 +151,19 @@ def _play(sc: Scenario, finals: dict[str, str], recorder: Recorder) -> list[str]
     def program(agent: Agent) -> dspy.ReAct:
         return _react(recorder.tools(agent.tools), DummyLM(_answers(agent, finals[agent.name])))
 
-    if sc.name == "b_sequential_litellm":
+    if sc.name in ("b_sequential_litellm", "b_sequential_streamed"):
         (agent,) = sc.agents
         turns = [Turn(text=_chat_text(fields)) for fields in _answers(agent, finals[agent.name])]
         with ScriptedOpenAI({agent.model: turns}) as server:
             lm = dspy.LM(f"openai/{agent.model}", api_base=server.base_url, api_key="scripted", cache=False)
-            answer = _react(recorder.tools(agent.tools), lm)(question=agent.prompt).answer
+            react = _react(recorder.tools(agent.tools), lm)
+            answer = (
+                _streamed(react, agent.prompt) if sc.name == "b_sequential_streamed" else react(question=agent.prompt)
+            )
             server.assert_consumed()
-        return [answer]
+            if sc.name == "b_sequential_streamed":
+                assert all(body.get("stream") for body in server.requests), "every LM call streamed"
+        return [answer.answer]
     if sc.name == "b_sequential_async":
         (agent,) = sc.agents
         return [asyncio.run(program(agent).acall(question=agent.prompt)).answer]
