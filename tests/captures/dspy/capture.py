@@ -18,6 +18,8 @@ are no parallel calls). Extra shapes captured here:
   `next_thought` and `answer`), so every LM call is a streamed chat completion.
 - b_sequential_async: b_sequential with `await program.acall(...)`: the run span is `ReAct.aforward`
   and the tool spans `<tool>.acall`.
+- k_subclassed_react: a user subclass of `dspy.ReAct` (`WeatherReAct`): the run span is
+  `WeatherReAct.forward`, named by the user, with nothing saying it is a ReAct.
 - j_named_program: the ReAct inside a user `dspy.Module` subclass (`TravelAssistant`), the usual way
   to name a DSPy program: the only place the name appears is the enclosing span's name.
 f_agent_as_tool: the coordinator's tool `weather_expert` is a function that runs another ReAct.
@@ -67,7 +69,7 @@ META = {
     "conventions": "OpenInference semantic conventions (openinference.span.kind, input.value, llm.*)",
 }
 FINISH = "finish"
-RUN_SPANS = ("ReAct.forward", "ReAct.aforward")
+RUN_SPANS = ("ReAct.forward", "ReAct.aforward", "WeatherReAct.forward")
 NAME_NOTE = (
     "DSPy gives a program no name: the capture script's variable names no span records, and the run "
     "span says only the module's class (ReAct.forward), so the run is named ReAct."
@@ -84,6 +86,10 @@ DSPyInstrumentor().instrument(tracer_provider=PROVIDER)
 
 import dspy  # noqa: E402
 from dspy.utils import DummyLM  # noqa: E402
+
+
+class WeatherReAct(dspy.ReAct):
+    """A user's ReAct subclass (k_subclassed_react): its run span is `WeatherReAct.forward`."""
 
 
 class TravelAssistant(dspy.Module):
@@ -133,6 +139,7 @@ VARIANTS = {
     "b_sequential_async": "b_sequential",
     "b_sequential_streamed": "b_sequential",
     "j_named_program": "a_single_tool",
+    "k_subclassed_react": "a_single_tool",
 }
 """Extra captures: name -> the canonical scenario they replay."""
 
@@ -142,6 +149,8 @@ def _scenario(name: str) -> Scenario:
     base = SCENARIOS[VARIANTS.get(name, name)]
     if name == "j_named_program":
         return replace(base, name=name, description="a_single_tool inside a user dspy.Module, TravelAssistant.")
+    if name == "k_subclassed_react":
+        return replace(base, name=name, description="a_single_tool with a user subclass of dspy.ReAct, WeatherReAct.")
     return replace(base, name=name) if name in VARIANTS else base
 
 
@@ -186,6 +195,11 @@ def _play(sc: Scenario, finals: dict[str, str], recorder: Recorder) -> list[str]
         assistant = TravelAssistant(recorder.tools(agent.tools))
         assistant.set_lm(DummyLM(_answers(agent, finals[agent.name])))
         return [assistant(question=agent.prompt).answer]
+    if sc.name == "k_subclassed_react":
+        (agent,) = sc.agents
+        subclassed = WeatherReAct("question -> answer", tools=recorder.tools(agent.tools))
+        subclassed.set_lm(DummyLM(_answers(agent, finals[agent.name])))
+        return [subclassed(question=agent.prompt).answer]
     if sc.name == "g_two_runs_one_trace":
         with PROVIDER.get_tracer("capture").start_as_current_span(APP_SPAN_NAME):
             return [program(a)(question=a.prompt).answer for a in sc.agents]
@@ -214,7 +228,7 @@ def capture(name: str) -> None:
         final_tool=FINISH,
         final_arg=None,
         call_ids=False,
-        agent_names={a.name: "ReAct" for a in sc.agents},
+        agent_names={a.name: "WeatherReAct" if name == "k_subclassed_react" else "ReAct" for a in sc.agents},
     )
     truth["agent_name_note"] = NAME_NOTE
     if name == "j_named_program":
@@ -222,6 +236,11 @@ def capture(name: str) -> None:
             NAME_NOTE + " Here the user named the program by its class: the ReAct runs inside the user's "
             "dspy.Module subclass TravelAssistant, whose span (TravelAssistant.forward, a CHAIN span like "
             "every module span) is the run span's parent; no attribute carries the name."
+        )
+    if name == "k_subclassed_react":
+        truth["agent_name_note"] = (
+            "The user named the program by subclassing dspy.ReAct: the run span is WeatherReAct.forward "
+            "(its class name), and nothing in the trace says it is a ReAct."
         )
     written = write_capture(TRACES, TRUTHS, name, spans, truth)
     print(
