@@ -188,8 +188,11 @@ def test_agent_names_come_from_the_first_name_recorded_in_the_documented_order()
         {"graph.node.id": "node"},
         {},
     ]
+    crew = t.span("Crew.kickoff", {KIND: "CHAIN"}, scope=scope, start=0, end=100)
     for i, attrs in enumerate(names):
-        agent = t.span("spanned._execute_core", {KIND: "AGENT", **attrs}, scope=scope, start=10 * i, end=10 * i + 5)
+        agent = t.span(
+            "spanned._execute_core", {KIND: "AGENT", **attrs}, parent=crew, scope=scope, start=10 * i, end=10 * i + 5
+        )
         _tool(t, agent, "t", {}, scope, start=10 * i + 1, **{"tool.name": "t"})
 
     runs = rebuild_runs(t.records())
