@@ -89,8 +89,10 @@ def _llama_index_run(name: str) -> bool:
 
 
 def _dspy_run(name: str) -> bool:
+    """A tool-using module's `forward`: DSPy's `ReAct`, `CodeAct`, `ProgramOfThought`, or a subclass named after
+    it (`WeatherReAct`); the span names the instance's class."""
     module, _, method = name.partition(".")
-    return module in ("ReAct", "CodeAct", "ProgramOfThought") and method in ("forward", "aforward")
+    return module.endswith(("ReAct", "CodeAct", "ProgramOfThought")) and method in ("forward", "aforward")
 
 
 _CHAIN_RUNS: Final[dict[str, Callable[[str], bool]]] = {
