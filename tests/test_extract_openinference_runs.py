@@ -178,3 +178,33 @@ def test_a_graph_whose_model_was_offered_tools_and_called_none_is_a_run_with_no_
 
     assert _summary(runs) == [("coordinator", True, [])]
     assert stats.inferred_runs == 1
+
+
+def test_agent_names_come_from_the_first_name_recorded_in_the_documented_order() -> None:
+    t, scope = Traces(), SCOPE + "crewai"
+    names = [
+        {"gen_ai.agent.name": "genai", "agent.name": "oi", "graph.node.id": "node"},
+        {"agent.name": "oi", "graph.node.id": "node"},
+        {"graph.node.id": "node"},
+        {},
+    ]
+    crew = t.span("Crew.kickoff", {KIND: "CHAIN"}, scope=scope, start=0, end=100)
+    for i, attrs in enumerate(names):
+        agent = t.span(
+            "spanned._execute_core", {KIND: "AGENT", **attrs}, parent=crew, scope=scope, start=10 * i, end=10 * i + 5
+        )
+        _tool(t, agent, "t", {}, scope, start=10 * i + 1, **{"tool.name": "t"})
+
+    runs = rebuild_runs(t.records())
+
+    assert [r.agent_name for r in runs] == ["genai", "oi", "node", "spanned"]
+
+
+def test_an_invoke_agent_span_without_the_name_attribute_is_named_by_its_span_name() -> None:
+    t = Traces()
+    t.span("invoke_agent billing", {"gen_ai.operation.name": "invoke_agent"}, start=0, end=5)
+    t.span("invoke_agent", {"gen_ai.operation.name": "invoke_agent"}, start=10, end=15)
+
+    runs = rebuild_runs(t.records())
+
+    assert sorted((r.agent_name or "") for r in runs) == ["", "billing"]

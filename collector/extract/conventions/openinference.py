@@ -49,7 +49,8 @@ __all__ = ["OpenInferenceExtractor"]
 #               schema: older emitters), tool.id | tool_call.id (call id, rarely set), output.value
 #               (result; LangChain's serialized ToolMessage holds `tool_call_id`), status (error),
 #               exception event
-# AGENT span    a run, named by agent.name, else graph.node.id (CrewAI: the role), else the span name
+# AGENT span    a run, named by gen_ai.agent.name, else agent.name, else graph.node.id (CrewAI: the
+#               role), else the span name
 #               without its method (smolagents `<name>.run`, CrewAI `<role>._execute_core`);
 #               input.value, output.value. Not a run: `_NOT_A_RUN`.
 # CHAIN span    a run when `_CHAIN_RUNS` says so (LlamaIndex `FunctionAgent.run`, DSPy `ReAct.forward`),
@@ -68,6 +69,7 @@ CALL_ID_KEYS: Final = ("tool.id", "tool_call.id")
 INPUT_VALUE: Final = "input.value"
 OUTPUT_VALUE: Final = "output.value"
 AGENT_NAME: Final = "agent.name"
+GENAI_AGENT_NAME: Final = "gen_ai.agent.name"
 OUTPUT_MESSAGES: Final = "llm.output_messages"
 CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
 GRAPH_NODE_ID: Final = "graph.node.id"
@@ -87,8 +89,10 @@ def _llama_index_run(name: str) -> bool:
 
 
 def _dspy_run(name: str) -> bool:
+    """A tool-using module's `forward`: DSPy's `ReAct`, `CodeAct`, `ProgramOfThought`, or a subclass named after
+    it (`WeatherReAct`); the span names the instance's class."""
     module, _, method = name.partition(".")
-    return module in ("ReAct", "CodeAct", "ProgramOfThought") and method in ("forward", "aforward")
+    return module.endswith(("ReAct", "CodeAct", "ProgramOfThought")) and method in ("forward", "aforward")
 
 
 _CHAIN_RUNS: Final[dict[str, Callable[[str], bool]]] = {
@@ -230,12 +234,13 @@ class OpenInferenceExtractor:
             return self._read_tool(span)
         if role is Role.RUN:
             return RunInfo(
-                agent_name=string(attrs, AGENT_NAME)
+                agent_name=string(attrs, GENAI_AGENT_NAME)
+                or string(attrs, AGENT_NAME)
                 or string(attrs, GRAPH_NODE_ID)
                 or _bare_name(span.name, _AGENT_METHODS),
                 input=message_text(attrs.get(INPUT_VALUE), "user"),
                 output=message_text(attrs.get(OUTPUT_VALUE), "assistant"),
-                named_below=None if AGENT_NAME in attrs else _NAMED_BELOW.get(span.scope),
+                named_below=None if AGENT_NAME in attrs or GENAI_AGENT_NAME in attrs else _NAMED_BELOW.get(span.scope),
             )
         calls = [
             call if call.args is not None else IssuedCall(call.call_id, call.name, "{}")
