@@ -12,7 +12,6 @@ runnables has neither: its run is inferred from the tree (see `runs`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -124,17 +123,24 @@ def _not_a_run(span: SpanRecord) -> bool:
     return False
 
 
-_CURRENT_AGENT = re.compile(r"current_agent_name='([^'\\]{1,256})'")
+_CURRENT_AGENT = "current_agent_name='"
+_LLAMA_STEP_KEYS = (OUTPUT_VALUE, INPUT_VALUE)
 
 
 def _llama_index_agent(span: SpanRecord) -> str | None:
-    """The agent a LlamaIndex agent workflow starts with: its `init_run` step's output, `AgentInput(...,
-    current_agent_name='weather_agent')` (a Python repr; the run span's own output is cut before it)."""
-    if not span.name.endswith(".init_run"):
-        return None
-    output = span.attributes.get(OUTPUT_VALUE)
-    found = _CURRENT_AGENT.search(output[:4096]) if isinstance(output, str) else None
-    return found.group(1) if found else None
+    """The agent a LlamaIndex agent workflow's step works for: `current_agent_name='weather_agent'` in the
+    step's event, a Python repr (`AgentInput(...)`, `AgentSetup(...)`, `AgentOutput(...)`) recorded as its
+    output or input. The run span's own output, and some steps' outputs, are cut before it; the first step
+    that has it, in start order, names the agent the workflow started with (its root agent)."""
+    for key in _LLAMA_STEP_KEYS:
+        value = span.attributes.get(key)
+        at = value.find(_CURRENT_AGENT) if isinstance(value, str) else -1
+        if at >= 0:
+            start = at + len(_CURRENT_AGENT)
+            end = value.find("'", start, start + 257)
+            if end > start:
+                return value[start:end]
+    return None
 
 
 _NAMED_BELOW: Final = {_SCOPE + "llama_index": _llama_index_agent}
