@@ -138,12 +138,12 @@ def _llama_index_agent(span: SpanRecord) -> str | None:
     that has it, in start order, names the agent the workflow started with (its root agent)."""
     for key in _LLAMA_STEP_KEYS:
         value = span.attributes.get(key)
-        at = value.find(_CURRENT_AGENT) if isinstance(value, str) else -1
-        if at >= 0:
-            start = at + len(_CURRENT_AGENT)
-            end = value.find("'", start, start + 257)
-            if end > start:
-                return value[start:end]
+        if not isinstance(value, str) or (at := value.find(_CURRENT_AGENT)) < 0:
+            continue
+        start = at + len(_CURRENT_AGENT)
+        end = value.find("'", start, start + 257)
+        if end > start:
+            return value[start:end]
     return None
 
 
