@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,7 +21,9 @@ from pydantic import BaseModel
 from tests.docs_text import ROOT, all_text, blocks, page
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import PostgresStoreConfig
+from toolscore.collector.registry.files import load_file
 from toolscore.collector.registry.service import RegistryServerConfig
+from toolscore.scorers.spec import parse_scorer
 
 TEXT = all_text()
 
@@ -151,3 +154,31 @@ def test_docs_list_every_in_process_pipeline_key_with_its_default() -> None:
             keys = _documented(_paragraph(f"`{model.__name__}`"))
             assert sorted(keys) == sorted(model.model_fields), model.__name__
             assert _wrong_defaults(keys, _model_defaults(model)) == {}, model.__name__
+
+
+def _expectation_examples() -> list[tuple[str, str]]:
+    """YAML blocks that are expectation files (a list of them, or `expectations:`), but for excerpts (`...`)."""
+    found = []
+    for path, block in blocks("yaml"):
+        data = yaml.safe_load(block) if "\n    ...\n" not in block else None
+        items = data.get("expectations") if isinstance(data, dict) else data
+        if isinstance(items, list) and items and all(isinstance(i, dict) and "scorers" in i for i in items):
+            found.append((str(path.relative_to(ROOT)), block))
+    return found
+
+
+def test_expectation_examples_load_as_expectation_files(tmp_path: Path) -> None:
+    examples = _expectation_examples()
+    assert {page for page, _ in examples} >= {"README.md", "docs/expectations.md"}
+    for number, (page_name, block) in enumerate(examples):
+        file = tmp_path / f"{number}.yaml"
+        file.write_text(block)
+        assert load_file(file), page_name
+
+
+def test_scorer_examples_build_scorers() -> None:
+    """A YAML list of scorer specs (`- type: trajectory ...`) is what an expectation's `scorers` holds."""
+    examples = [yaml.safe_load(b) for _, b in blocks("yaml") if b.startswith("- type: ")]
+    assert examples
+    for specs in examples:
+        assert [parse_scorer(spec).type for spec in specs] == [spec["type"] for spec in specs]
