@@ -182,3 +182,16 @@ def test_scorer_examples_build_scorers() -> None:
     assert examples
     for specs in examples:
         assert [parse_scorer(spec).type for spec in specs] == [spec["type"] for spec in specs]
+
+
+def test_eval_console_example_is_the_golden_summary() -> None:
+    """docs/ci.md shows `toolscore eval`'s summary as tests/test_eval_reports.py pins it (the golden file), but for
+    the lines it elides (`...`): regenerating the golden file means updating the page."""
+    examples = [b for _, b in blocks("console") if b.startswith("$ toolscore eval")]
+    assert examples
+    golden = (ROOT / "tests" / "testdata" / "eval" / "golden" / "fail_summary.txt").read_text(encoding="utf-8")
+    remaining = iter(line.rstrip() for line in golden.splitlines())
+    for block in examples:
+        shown = [line.rstrip() for line in block.strip().splitlines()[1:] if "..." not in line]
+        missing = [line for line in shown if not any(line == g for g in remaining)]
+        assert missing == [], "docs/ci.md's eval example differs from tests/testdata/eval/golden/fail_summary.txt"
