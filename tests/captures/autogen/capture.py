@@ -32,8 +32,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
 os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "span_only"
 
-from capture_kit import APP_SPAN_NAME, SCENARIOS, Agent, Recorder, Scenario, ScriptedOpenAI
-from capture_kit import find_span, truth_for, write_capture
+from capture_kit import (
+    APP_SPAN_NAME,
+    SCENARIOS,
+    Agent,
+    Recorder,
+    Scenario,
+    ScriptedOpenAI,
+    find_span,
+    truth_for,
+    write_capture,
+)
 from opentelemetry import trace
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -47,8 +56,14 @@ REPO = Path(__file__).resolve().parents[3]
 FOLDER = "autogen"
 STREAMED = {"c_parallel", "i_parallel_random_ids"}
 TEAM = "l_round_robin_team"
-MODEL_INFO = {"vision": False, "function_calling": True, "json_output": False, "family": "unknown",
-              "structured_output": False, "multiple_system_messages": True}
+MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": False,
+    "family": "unknown",
+    "structured_output": False,
+    "multiple_system_messages": True,
+}
 
 
 def all_scenarios() -> dict[str, Scenario]:
@@ -97,8 +112,9 @@ async def run(scenario: Scenario, server: ScriptedOpenAI, recorder: Recorder) ->
     top = [a for a in scenario.agents if a.name not in scenario.sub_agents.values()]
     clients = [a._model_client for a in built.values()]
     if scenario.name == TEAM:
-        team = RoundRobinGroupChat([built[a.name] for a in top], termination_condition=MaxMessageTermination(99),
-                                   max_turns=len(top))
+        team = RoundRobinGroupChat(
+            [built[a.name] for a in top], termination_condition=MaxMessageTermination(99), max_turns=len(top)
+        )
         with trace.get_tracer("capture-autogen").start_as_current_span(APP_SPAN_NAME):
             await team.run(task=top[0].prompt)
     elif scenario.name == "g_two_runs_one_trace":

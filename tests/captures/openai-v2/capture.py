@@ -37,8 +37,18 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capture_kit import APP_SPAN_NAME, SCENARIOS, Agent, Recorder, Scenario, ScriptedOpenAI, ToolFailure
-from capture_kit import find_span, truth_for, write_capture
+from capture_kit import (
+    APP_SPAN_NAME,
+    SCENARIOS,
+    Agent,
+    Recorder,
+    Scenario,
+    ScriptedOpenAI,
+    ToolFailure,
+    find_span,
+    truth_for,
+    write_capture,
+)
 from schemas import tool_schema
 
 __all__: list[str] = []
@@ -62,11 +72,17 @@ FORMS: dict[str, dict[str, Any]] = {
     },
 }
 TOOL_SPAN_SCENARIOS = {
-    "j_tool_spans_parallel": ("i_parallel_random_ids", "As i, streamed, and the loop records each call in an "
-                              "execute_tool span (TelemetryHandler.tool) as well: tool spans and the chat "
-                              "span's tool_call parts describe the same four calls."),
-    "k_tool_spans_error": ("e_tool_error_retry", "As e, and the loop records each call in an execute_tool span "
-                           "(TelemetryHandler.tool): the failing call's span has status ERROR."),
+    "j_tool_spans_parallel": (
+        "i_parallel_random_ids",
+        "As i, streamed, and the loop records each call in an "
+        "execute_tool span (TelemetryHandler.tool) as well: tool spans and the chat "
+        "span's tool_call parts describe the same four calls.",
+    ),
+    "k_tool_spans_error": (
+        "e_tool_error_retry",
+        "As e, and the loop records each call in an execute_tool span "
+        "(TelemetryHandler.tool): the failing call's span has status ERROR.",
+    ),
 }
 
 
@@ -97,7 +113,7 @@ class Loop:
                     self.tools[name] = self.recorder.tools([name])[0]
 
     def _sub_agent(self, agent: Agent) -> Callable[..., Any]:
-        def weather_expert(input: str) -> str:  # noqa: A002 (the scenario's argument name)
+        def weather_expert(input: str) -> str:
             """Ask the weather expert agent a question about the weather.
 
             Args:
@@ -187,7 +203,9 @@ class Loop:
             return f"Error: {exc}"
 
 
-def capture(name: str, scenario: Scenario, tool_spans: bool, form: str, parts: dict[str, Any], out: Path) -> dict:
+def capture(
+    name: str, scenario: Scenario, *, tool_spans: bool, form: str, parts: dict[str, Any], out: Path
+) -> dict[str, Any]:
     """Run one scenario, write its capture and truth, and return the truth."""
     import openai
     from opentelemetry import trace
@@ -210,12 +228,13 @@ def capture(name: str, scenario: Scenario, tool_spans: bool, form: str, parts: d
     spans = parts["spans"].get_finished_spans()
     runs = [find_span(spans, f"invoke_agent {a.name}") for a in scenario.agents]
     flags = {} if tool_spans else {c.id: {"model_only": True} for a in scenario.agents for c in a.calls}
+    for call in [c for a in scenario.agents for c in a.calls if scenario.raises(c.name, c.args)]:
+        if not tool_spans:  # nothing structured says so: only the loop's "Error: ..." tool message text
+            flags[call.id] = {**flags[call.id], "error_note": "only in the tool message text fed back to the model"}
     truth = truth_for(scenario, meta(form, tool_spans, loop.streamed), loop.recorder, runs, flags=flags)
     logs = parts["logs"].get_finished_logs() if form == "events" else None
     folder = FORMS[form]["folder"]
-    written = write_capture(
-        out / "traces" / folder, out / "truth" / folder, name, spans, truth, logs=logs
-    )
+    written = write_capture(out / "traces" / folder, out / "truth" / folder, name, spans, truth, logs=logs)
     if written:
         print(f"wrote {folder}/{name}: {len(spans)} spans" + (f", {len(logs)} log records" if logs else ""))
     return truth
@@ -226,8 +245,10 @@ def meta(form: str, tool_spans: bool, streamed: bool) -> dict[str, Any]:
     env = " ".join(f"{k}={v}" for k, v in FORMS[form]["env"].items())
     how = "TelemetryHandler.invoke_local_agent run span"
     how += "; execute_tool spans from TelemetryHandler.tool" if tool_spans else "; no execute_tool spans"
+    extra: dict[str, Any] = {}
     if form == "events":
         how += "; messages and calls as OTel log records (.logs.pb/.logs.json)"
+        extra["calls_in"] = "log records beside the trace (<scenario>.logs.pb/.logs.json): event gen_ai.choice"
     return {
         "framework": "openai (hand-written agent loop)",
         "framework_version": version("openai"),
@@ -238,6 +259,7 @@ def meta(form: str, tool_spans: bool, streamed: bool) -> dict[str, Any]:
         "conventions": "OpenTelemetry GenAI semantic conventions (gen_ai.*)"
         + (", v1.30.0 events form" if form == "events" else ", latest experimental"),
         "streamed": streamed,
+        **extra,
     }
 
 
@@ -245,8 +267,10 @@ def setup(form: str) -> dict[str, Any]:
     """Environment, providers (global: the instrumentation and util-genai use them) and instrumentation."""
     have = importlib.metadata.version("opentelemetry-util-genai")
     if have != FORMS[form]["util_genai"]:
-        raise SystemExit(f"--form {form} needs opentelemetry-util-genai {FORMS[form]['util_genai']}, this venv has "
-                         f"{have}: use requirements-{form}.txt")
+        raise SystemExit(
+            f"--form {form} needs opentelemetry-util-genai {FORMS[form]['util_genai']}, this venv has "
+            f"{have}: use requirements-{form}.txt"
+        )
     os.environ.update(FORMS[form]["env"])
     from opentelemetry import _logs, trace
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
@@ -280,7 +304,7 @@ def main() -> None:
     known = all_scenarios(args.form)
     for name in args.scenarios or list(known):
         scenario, tool_spans = known[name]
-        capture(name, scenario, tool_spans, args.form, parts, args.out)
+        capture(name, scenario, tool_spans=tool_spans, form=args.form, parts=parts, out=args.out)
 
 
 if __name__ == "__main__":

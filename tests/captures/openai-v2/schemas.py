@@ -14,8 +14,14 @@ from typing import Any
 
 __all__ = ["tool_schema"]
 
-_JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array",
-                               dict: "object"}
+_JSON_TYPES: dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+}
 
 
 def _json_type(annotation: Any) -> dict[str, Any]:
@@ -49,4 +55,7 @@ def tool_schema(fn: Callable[..., Any], name: str) -> dict[str, Any]:
         if param.default is inspect.Parameter.empty:
             required.append(param.name)
     parameters = {"type": "object", "properties": properties, "required": required}
-    return {"type": "function", "function": {"name": name, "description": doc.splitlines()[0], "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": doc.splitlines()[0], "parameters": parameters},
+    }
