@@ -102,6 +102,10 @@ _CHAIN_RUNS: Final[dict[str, Callable[[str], bool]]] = {
 `ReActAgent`, `CodeActAgent`, `AgentWorkflow`, any workflow) as the CHAIN span of its workflow's `run`, with
 no AGENT span; DSPy traces its tool-using modules' `forward` as CHAIN spans."""
 
+_DELEGATION_TOOLS: Final = {_SCOPE + "crewai": ("Delegate work to coworker", "Ask question to coworker")}
+"""Per instrumentation, its framework's tools that run another agent inside the tool span, with no run span of
+that agent's own; their arguments name the agent (`coworker`)."""
+
 _FINAL_TOOLS: Final = {_SCOPE + "smolagents": "final_answer", _SCOPE + "dspy": "finish"}
 """Per instrumentation, the framework's built-in tool that ends a run: a real call, flagged `final`."""
 
@@ -134,12 +138,12 @@ def _llama_index_agent(span: SpanRecord) -> str | None:
     that has it, in start order, names the agent the workflow started with (its root agent)."""
     for key in _LLAMA_STEP_KEYS:
         value = span.attributes.get(key)
-        at = value.find(_CURRENT_AGENT) if isinstance(value, str) else -1
-        if at >= 0:
-            start = at + len(_CURRENT_AGENT)
-            end = value.find("'", start, start + 257)
-            if end > start:
-                return value[start:end]
+        if not isinstance(value, str) or (at := value.find(_CURRENT_AGENT)) < 0:
+            continue
+        start = at + len(_CURRENT_AGENT)
+        end = value.find("'", start, start + 257)
+        if end > start:
+            return value[start:end]
     return None
 
 
@@ -266,6 +270,11 @@ class OpenInferenceExtractor:
             name = _bare_name(span.name, _METHODS)
         error, error_type = error_of(span)
         args = NOT_CAPTURED if handoff else _args(attrs)
+        delegates_to = None
+        if name in _DELEGATION_TOOLS.get(span.scope, ()):
+            decoded = load_json(args)
+            coworker = decoded.get("coworker") if isinstance(decoded, Mapping) else None
+            delegates_to = coworker if isinstance(coworker, str) and coworker else None
         return ToolRead(
             name=name,
             args=args,
@@ -274,6 +283,7 @@ class OpenInferenceExtractor:
             error=error,
             error_type=error_type,
             handoff=handoff,
+            delegates_to=delegates_to,
             final=name is not None and _FINAL_TOOLS.get(span.scope) == name,
             unwrap=unwrap_unless_declared(args, attrs.get(TOOL_PARAMETERS)),
         )
