@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from toolscore.scorers.model import AgentRun, Label, Score, ScoreFailure, ScoreResult
+from toolscore.scorers.model import AgentRun, Label, Score, ScoreFailure, ScoreResult, ToolCall
 
 __all__ = ["ScorerBase"]
 
@@ -25,6 +25,12 @@ class ScorerBase(BaseModel):
         default=None, description="`pass` when the score is >= threshold. Default: the scorer's `default_threshold`."
     )
 
+    ignore_tools: tuple[str, ...] = Field(
+        default=(),
+        description="Tool names whose calls the scorer leaves out before scoring, as if the run had not made them "
+        "(a framework's built-in finishing tool: smolagents `final_answer`, DSPy `finish`). Default: none.",
+    )
+
     default_threshold: ClassVar[float] = 1.0
 
     # Resolved once: `_result` runs on every evaluation, and pydantic attribute access is not free.
@@ -41,9 +47,19 @@ class ScorerBase(BaseModel):
 
     def score(self, run: AgentRun) -> ScoreResult:
         try:
+            if self.ignore_tools:
+                run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
             return self._score(run)
         except Exception as exc:
             return ScoreFailure(name=self.scorer_name, error_type=type(exc).__name__, message=str(exc))
+
+    def scored_calls(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
+        """The calls the score reads: `calls` without those of `ignore_tools` (the same tuple when none is).
+
+        Public so that a diff of a score shows the calls the score saw, at the positions it saw them.
+        """
+        ignored = self.ignore_tools
+        return tuple(call for call in calls if call.name not in ignored) if ignored else calls
 
     def _score(self, run: AgentRun) -> ScoreResult:
         raise NotImplementedError

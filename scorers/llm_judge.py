@@ -1,10 +1,11 @@
 """`llm_judge`: an LLM decides whether each tool call served the user's request (Mastra's LLM scorer).
 
 The only module of `toolscore.scorers` that talks to a model, through litellm (any provider string).
-litellm is imported on first use, so loading scorer specs stays fast, and only after the
-environment tells it to stay offline: the bundled model cost map and Anthropic beta-header table
-instead of fetching them from GitHub (litellm 1.x has no other import-time or telemetry traffic).
-An operator who sets those variables explicitly keeps their choice.
+litellm is imported on first use, so loading scorer specs stays fast, with the environment telling it
+to stay offline for that import: the bundled model cost map and Anthropic beta-header table instead of
+fetching them from GitHub (litellm 1.x has no other import-time or telemetry traffic). The variables are
+set only around the import and only when unset, so the host application's environment is left as it
+was, and an operator who sets them explicitly keeps their choice.
 
 Flow of one evaluation: build the prompt → cache lookup → (wait for a concurrency slot → request →
 validate) with retries → score. The cache and the concurrency limit belong to the judge's
@@ -32,8 +33,8 @@ from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult
 
 __all__ = ["AvailableTool", "LLMJudge"]
 
-for _var in ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS"):
-    os.environ.setdefault(_var, "True")
+_OFFLINE_AT_IMPORT = ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS")
+"""litellm reads these once, when it is imported: with them set, it fetches nothing at import."""
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 _MAX_ECHO_CHARS = 4000
@@ -47,11 +48,16 @@ alone would have it retried."""
 
 def _litellm() -> Any:
     """litellm, imported on first use; its "Give Feedback" banner would land in the CLI's stdout."""
-    first = "litellm" not in sys.modules
-    import litellm
-
-    if first:
-        litellm.suppress_debug_info = True
+    if "litellm" in sys.modules:
+        return sys.modules["litellm"]
+    added = [name for name in _OFFLINE_AT_IMPORT if name not in os.environ]
+    os.environ.update(dict.fromkeys(added, "True"))
+    try:
+        import litellm
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+    litellm.suppress_debug_info = True
     return litellm
 
 
@@ -130,6 +136,8 @@ class LLMJudge(ScorerBase):
         if not (run.input or "").strip():
             return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
         try:
+            if self.ignore_tools:
+                run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
             if "litellm" not in sys.modules:  # the first import takes seconds: keep it off the loop
                 await asyncio.to_thread(_litellm)
             messages = build_messages(run, self.available_tools)

@@ -110,6 +110,11 @@ class ToolCall(BaseModel):
         default=None, description="Mastra-style invocation state (`call`, `result`, ...); None means `result`."
     )
     message_index: int = Field(default=0, description="Index of the assistant message holding the call (Mastra).")
+    final: bool = Field(
+        default=False,
+        description="The framework's built-in tool that ends a run (smolagents `final_answer`, DSPy `finish`): a "
+        "real call, kept in the sequence; a scorer's `ignore_tools` can leave it out.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -162,6 +167,8 @@ class ToolCall(BaseModel):
         out["error"] = self.error
         if self.error_type is not None:
             out["error_type"] = self.error_type
+        if self.final:
+            out["final"] = True
         return out
 
 

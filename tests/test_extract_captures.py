@@ -28,16 +28,30 @@ def _as_truth(runs: list[AgentRun]) -> list[dict[str, Any]]:
             "trace_id": run.trace_id,
             "agent_span_id": run.span_id,
             "agent_name": run.agent_name,
-            "calls": [{"name": c.name, "args": c.args, "call_id": c.call_id, "error": c.error} for c in run.calls],
+            "calls": [
+                {"name": c.name, "args": c.args, "call_id": c.call_id, "error": c.error, "final": c.final}
+                for c in run.calls
+            ],
         }
         for run in runs
     ]
 
 
+def _expected_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A truth call as `_as_truth` writes one: a missing call id is none, `final_answer`/`finish` (the shared
+    captures' names for the flag) are `final`."""
+    final = bool(call.get("final") or call.get("final_answer") or call.get("finish"))
+    return {"name": call["name"], "args": call["args"], "call_id": call.get("call_id"), "error": call["error"]} | {
+        "final": final
+    }
+
+
 def _expected(truth_path: Path) -> list[dict[str, Any]]:
     truth = json.loads(truth_path.read_text())
-    keys = ("trace_id", "agent_span_id", "agent_name", "calls")
-    return [{key: run[key] for key in keys} for run in truth["runs"]]
+    keys = ("trace_id", "agent_span_id", "agent_name")
+    return [
+        {**{key: run[key] for key in keys}, "calls": [_expected_call(c) for c in run["calls"]]} for run in truth["runs"]
+    ]
 
 
 def _capture(truth_path: Path, encoding: str) -> Path:

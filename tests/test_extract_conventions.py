@@ -79,7 +79,8 @@ def test_openinference_handoff_span_input_is_the_agent_handing_off_not_arguments
 def test_openinference_langgraph_bare_values_and_langchain_output_value() -> None:
     t = Traces()
     root = t.span("weather_graph", {KIND: "CHAIN", "input.value": "Paris and Rome?"}, start=0, end=100)
-    node = t.span("agent", {KIND: "AGENT"}, parent=root, start=1, end=9)
+    node_metadata = json.dumps({"langgraph_step": 1, "langgraph_node": "agent"})  # AGENT by its name: a node
+    node = t.span("agent", {KIND: "AGENT", "metadata": node_metadata}, parent=root, start=1, end=9)
     message = {"kwargs": {"tool_calls": [{"id": "c_p", "name": "w", "args": {"city": "Paris"}}]}}
     message["kwargs"]["tool_calls"].append({"id": "c_r", "name": "w", "args": {"city": "Rome"}})
     t.span(

@@ -23,6 +23,7 @@ def _span(start_ns: int = EPOCH_NS, end_ns: int = EPOCH_NS + 5) -> SpanRecord:
 def _validated(call: ToolCall) -> ToolCall:
     """The same call through the validating constructor, with the fields `build_call` passes."""
     fields = ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id")
+    fields = (*fields, "final")
     return ToolCall(**{name: getattr(call, name) for name in fields})
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -325,3 +328,25 @@ def test_the_json_mode_memo_holds_at_most_256_models() -> None:
         _supports_json_mode(f"openai/unknown-model-{i}")
     assert _supports_json_mode.cache_info().currsize == 256
     assert _supports_json_mode("openai/gpt-4o-mini") is True
+
+
+def test_the_judge_leaves_the_host_applications_environment_as_it_was() -> None:
+    """litellm is told to stay offline for its import only: the host app's `os.environ` keeps no trace of it."""
+    probe = (
+        "import os, sys, json\n"
+        "before = dict(os.environ)\n"
+        "from toolscore.scorers.spec import parse_scorer\n"
+        "judge = parse_scorer({'type': 'llm_judge', 'model': 'openai/judge'})\n"
+        "after_import = dict(os.environ)\n"
+        "from toolscore.scorers.llm_judge import _litellm\n"
+        "_litellm()\n"
+        "print(json.dumps([after_import == before, dict(os.environ) == before, 'litellm' in sys.modules]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_LOCAL")}
+
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == [True, True, True]

@@ -196,8 +196,8 @@ def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
             found = attrs(by_key[(run["trace_id"], run["agent_span_id"])])
             name = f"captures.{truth_file.parent.name}.{run['agent_name']}"
             assert found["toolscore.expectations"]["arrayValue"]["values"] == [{"stringValue": name}], truth_file
-            score = "toolscore.evaluation." + name.replace(".", "_").replace("-", "_") + ".trajectory.score"
-            assert found[score] == {"doubleValue": 1.0}, f"{truth_file}: {run['agent_name']}"
+            prefix = name.replace(".", "_").replace("-", "_").lower()  # the run span's key for an expectation name
+            assert found[f"toolscore.evaluation.{prefix}.trajectory.score"] == {"doubleValue": 1.0}, truth_file
 
 
 def test_demo_prints_the_scores_of_its_runs(collector: tuple[ServeProcess, Downstream]) -> None:

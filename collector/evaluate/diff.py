@@ -335,7 +335,11 @@ def _tool_selection_diff(scorer: ToolSelection, actual: Sequence[ToolCall]) -> C
 
 
 def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall]) -> CallDiff | None:
-    """The diff for a built-in scorer that names expected calls; None for others (the LLM judge)."""
+    """The diff for a built-in scorer that names expected calls; None for others (the LLM judge).
+
+    `actual` are the run's calls; those the scorer ignores (`ignore_tools`) are left out, as the score
+    left them out."""
+    actual = scorer.scored_calls(tuple(actual))
     if isinstance(scorer, Trajectory):
         return _trajectory_diff(scorer, actual)
     if isinstance(scorer, F1):

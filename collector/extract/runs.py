@@ -9,8 +9,10 @@ Rules, applied per trace:
   something that tool invoked (an uninstrumented sub-agent): the child of that tool span on the path
   stands in as an *inferred* run. When it meets no run at all, the inferred run is the topmost
   ancestor that a convention recognises (a LangGraph graph span under an application's own span);
-  failing that, the trace root, or the topmost ancestor that has arrived when the root has not. Inferred runs exist only
-  when they own a call (`ExtractConfig.infer_runs` turns them off). Nested agents are runs of their
+  failing that, the trace root, or the topmost ancestor that has arrived when the root has not. Inferred runs
+  exist only when they own a call, or a model response that was offered tools below a recognised span or a
+  tool span (an agent that answered without calling a tool: `_add_model_runs`); `ExtractConfig.infer_runs`
+  turns them off. Nested agents are runs of their
   own; the enclosing run keeps the call that invoked the sub-agent, and `parent_span_id` links them.
 - **Layers.** A tool span under a tool span of the same name (and call id, when both carry one), with no
   run span between them, is the same call traced one layer down (an MCP client and server under the
@@ -27,7 +29,7 @@ Rules, applied per trace:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
@@ -40,6 +42,7 @@ from toolscore.collector.extract.conventions import (
     RunInfo,
     ToolRead,
     dispatch_for,
+    offers_tools,
 )
 from toolscore.collector.extract.layers import fold_layers, same_call
 from toolscore.collector.extract.order import (
@@ -263,6 +266,8 @@ class _TraceRuns:
             return []
         self.stats.by_convention.update(conventions)
         self._add_calls(tools)
+        if self.llm_nodes and self.config.infer_runs:
+            self._add_model_runs()
         built = [self._finish(run) for run in self.runs.values()]
         built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
@@ -274,6 +279,26 @@ class _TraceRuns:
             for node in self.llm_nodes:
                 self.models_by_run.setdefault(self._owner(node)[0].span.span_id, []).append(node)
         return self.models_by_run.get(run.node.span.span_id, [])
+
+    def _add_model_runs(self) -> None:
+        """Inferred runs with no call: where a model was offered tools, below a span a convention recognised
+        (a LangGraph graph's root, a framework's entry step) or below a tool span, and no run is there yet.
+
+        An agent that answers without calling a tool is still a run, the one that must score 0 when a tool
+        was expected; a model offered no tools (a chat turn, a RAG answer) is not an agent's run. Assigns
+        every model response to its run on the way (`_models`).
+        """
+        self.models_by_run = {}
+        for node in self.llm_nodes:
+            owner, inferred = self._owner(node)
+            owner_id = owner.span.span_id
+            self.models_by_run.setdefault(owner_id, []).append(node)
+            if not inferred or owner_id in self.runs or not offers_tools(node.span.attributes):
+                continue
+            above = self._parent(owner)
+            if owner.role is not None or (above is not None and above.role is _TOOL):
+                assert node.extractor is not None  # an LLM span was classified by one
+                self.runs[owner_id] = _Run(owner, inferred=True, convention=node.extractor.name)
 
     def _add_calls(self, tools: list[ClassifiedSpan]) -> None:
         """Each tool span's call, in its run, but for the layers of a call (see `layers`).
@@ -354,6 +379,19 @@ class _TraceRuns:
             seen.add(above.span.span_id)
             current = above
 
+    def _name_below(self, span: SpanRecord, named_below: Callable[[SpanRecord], str | None]) -> str | None:
+        """The first name `named_below` finds on the children of the run span `span`, in start order."""
+        children = [n.span for n in self.nodes.values() if n.span.parent_id == span.span_id]
+        for child in sorted(children, key=lambda c: (c.start_ns, c.span_id)):
+            try:
+                name = named_below(child)
+            except Exception:  # a malformed span costs its own data only
+                _log.debug("no agent name on span %s", child.span_id, exc_info=True)
+                continue
+            if name:
+                return name
+        return None
+
     def _batches(self, run: _Run) -> list[IssuedBatch]:
         """The run's model responses that issued tool calls (read only when the order needs them)."""
         batches: list[IssuedBatch] = []
@@ -373,7 +411,10 @@ class _TraceRuns:
             ordered = ordered[: config.max_calls_per_run]
         calls = tuple([build_call(c.read, c.span, c.issued, config, stats) for c in ordered])
         info = RunInfo(agent_name=span.name) if run.inferred else self._read(run.node)
-        info = capped_info(info if isinstance(info, RunInfo) else RunInfo(), config.max_text_bytes)
+        info = info if isinstance(info, RunInfo) else RunInfo()
+        if info.named_below is not None:
+            info.agent_name = self._name_below(span, info.named_below) or info.agent_name
+        info = capped_info(info, config.max_text_bytes)
         extractor = run.node.extractor
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)

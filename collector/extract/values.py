@@ -132,6 +132,7 @@ def build_call(
         "span_id": span_id,
         "state": None,
         "message_index": 0,
+        "final": read.final,
     }
     # Without validation when it would change nothing: one call is built per tool span, where
     # validating cost about a tenth of the extraction. `args` and `result` are `Any`, kept as given
@@ -143,6 +144,7 @@ def build_call(
         type(name) is str
         and type(span_id) is str
         and type(error) is bool
+        and type(read.final) is bool
         and (call_id is None or type(call_id) is str)
         and (error_type is None or type(error_type) is str)
         and type(start_ns) is int
@@ -153,7 +155,7 @@ def build_call(
 
 
 _BUILT_FIELDS = frozenset(
-    ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id")
+    ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id", "final")
 )
 """The fields `build_call` sets; `state` and `message_index` keep their defaults, unset as validation leaves them."""
 

@@ -21,6 +21,7 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
+from toolscore.collector.extract.conventions.common import offers_tools
 from toolscore.collector.extract.conventions.dispatch import Dispatch
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
@@ -46,6 +47,7 @@ __all__ = [
     "ToolRead",
     "classify",
     "dispatch_for",
+    "offers_tools",
 ]
 
 EXTRACTORS: tuple[Extractor, ...] = (

@@ -83,6 +83,9 @@ class ToolRead:
     output_tool: bool = False
     """The span runs the framework's structured-output step, not a tool the agent chose (kept only
     with `ExtractConfig.include_output_tools`)."""
+    final: bool = False
+    """The framework's built-in tool that ends a run (smolagents `final_answer`, DSPy `finish`): a real call
+    the model chose, kept in the sequence and flagged (`ToolCall.final`), so a scorer can leave it out."""
     unwrap: Callable[[Any], tuple[Any, str | None]] | None = None
     """`args` are a wrapper around the real arguments (an OpenLLMetry envelope): `unwrap(args)` gives them
     and the call id the wrapper carries (None: none). Left to extraction, which unwraps only arguments
@@ -97,6 +100,10 @@ class RunInfo:
     agent_name: str | None = None
     input: str | None = None
     output: str | None = None
+    named_below: Callable[[SpanRecord], str | None] | None = None
+    """The agent's name is recorded on a span below the run span, not on it (LlamaIndex: the workflow's
+    `init_run` step): extraction asks this of the run span's children, in start order, and the first
+    name it gives replaces `agent_name`."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -82,10 +82,17 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
 
 
 def read_genai_run(span: SpanRecord) -> RunInfo:
-    """An `invoke_agent` span's agent name, last user text and last assistant text."""
+    """An `invoke_agent` span's agent name, last user text and last assistant text.
+
+    The name is `gen_ai.agent.name`, else the span's name after `invoke_agent ` (the conventions name the
+    span `invoke_agent {gen_ai.agent.name}`, so an emitter that drops the attribute still says it there).
+    """
     attrs = span.attributes
+    name = string(attrs, AGENT_NAME)
+    if name is None and span.name.startswith(INVOKE_AGENT + " "):
+        name = span.name[len(INVOKE_AGENT) + 1 :] or None
     return RunInfo(
-        agent_name=string(attrs, AGENT_NAME),
+        agent_name=name,
         input=message_text(attrs.get(INPUT_MESSAGES), "user"),
         output=message_text(attrs.get(OUTPUT_MESSAGES), "assistant"),
     )

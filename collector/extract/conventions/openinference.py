@@ -1,13 +1,19 @@
 """OpenInference (Arize/Phoenix): `openinference.span.kind` TOOL, AGENT, CHAIN and LLM spans.
 
-Seen from openai-agents (openinference-instrumentation-openai-agents), LangGraph/LangChain
-(openinference-instrumentation-langchain, Python and JS) and others. Tool spans carry no call id;
-it is recovered from the LLM span that issued the call (see `runs`).
+Seen from openai-agents, LangGraph/LangChain (Python and JS), CrewAI, LlamaIndex, smolagents and DSPy,
+each through its openinference-instrumentation-* package (the span's scope names it). Tool spans mostly
+carry no call id; it is recovered from the LLM span that issued the call (see `runs`).
+
+Runs: the spec's AGENT kind marks an agent's run wherever it sits, nested agents included, except where an
+instrumentation gives that kind to a span that is no agent run (`_NOT_A_RUN`). Frameworks whose agents
+have no AGENT span mark the run with a CHAIN span of their own (`_CHAIN_RUNS`). A graph of LangChain
+runnables has neither: its run is inferred from the tree (see `runs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import (
@@ -27,20 +33,28 @@ from toolscore.collector.extract.conventions.common import (
     message_text,
     string,
 )
+from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["OpenInferenceExtractor"]
 
 # --- Names read (OpenInference semantic conventions, spec/semantic_conventions.md) -----------------
-# span marker   openinference.span.kind = TOOL | AGENT | LLM (CHAIN and the other kinds: OTHER)
-# TOOL span     tool.name (absent on openai-agents handoff spans `handoff to <agent>`, whose
-#               input.value is the agent handing off, not arguments),
-#               input.value (arguments; LangChain writes a bare value for one-parameter tools),
-#               tool.parameters (arguments only when it is not a JSON schema: older emitters),
-#               tool.id | tool_call.id (call id, rarely set), output.value (result; LangChain's
-#               serialized ToolMessage holds `tool_call_id`), status (error), exception event
-# AGENT span    agent.name (a run only with it: openai-agents' `Agent workflow` root and LangGraph's
-#               per-step `agent` node spans are AGENT spans without one), input.value, output.value
+# span marker   openinference.span.kind = TOOL | AGENT | LLM | CHAIN (the other kinds: OTHER)
+# TOOL span     tool.name, else the span name without its method (`get_weather.__call__`: DSPy);
+#               openai-agents handoff spans `handoff to <agent>` have none, and their input.value is
+#               the agent handing off, not arguments,
+#               input.value (arguments; LangChain writes a bare value for one-parameter tools;
+#               LlamaIndex, DSPy and smolagents record the tool method's bound arguments, an
+#               envelope: see `envelopes`), tool.parameters (arguments only when it is not a JSON
+#               schema: older emitters), tool.id | tool_call.id (call id, rarely set), output.value
+#               (result; LangChain's serialized ToolMessage holds `tool_call_id`), status (error),
+#               exception event
+# AGENT span    a run, named by gen_ai.agent.name, else agent.name, else graph.node.id (CrewAI: the
+#               role), else the span name
+#               without its method (smolagents `<name>.run`, CrewAI `<role>._execute_core`);
+#               input.value, output.value. Not a run: `_NOT_A_RUN`.
+# CHAIN span    a run when `_CHAIN_RUNS` says so (LlamaIndex `FunctionAgent.run`, DSPy `ReAct.forward`),
+#               named after the span's class; else OTHER
 # LLM span      llm.output_messages.<i>.message.tool_calls.<j>.tool_call.id | function.name |
 #               function.arguments (model order; both the openai-agents and LangChain
 #               instrumentations leave the arguments out when they are empty, `{}`); legacy
@@ -55,8 +69,82 @@ CALL_ID_KEYS: Final = ("tool.id", "tool_call.id")
 INPUT_VALUE: Final = "input.value"
 OUTPUT_VALUE: Final = "output.value"
 AGENT_NAME: Final = "agent.name"
+GENAI_AGENT_NAME: Final = "gen_ai.agent.name"
 OUTPUT_MESSAGES: Final = "llm.output_messages"
 CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
+GRAPH_NODE_ID: Final = "graph.node.id"
+METADATA: Final = "metadata"
+
+_SCOPE = "openinference.instrumentation."
+_METHODS: Final = frozenset(
+    ("__call__", "acall", "call", "run", "arun", "_run", "_arun", "forward", "aforward", "invoke", "ainvoke")
+)
+"""Method names instrumentations append to a tool's or an agent's name in the span name (`<name>.<method>`);
+CrewAI's `_execute_core` is its agent's."""
+_AGENT_METHODS: Final = _METHODS | {"_execute_core", "execute_task", "kickoff"}
+
+
+def _llama_index_run(name: str) -> bool:
+    return name.endswith(".run")
+
+
+def _dspy_run(name: str) -> bool:
+    """A tool-using module's `forward`: DSPy's `ReAct`, `CodeAct`, `ProgramOfThought`, or a subclass named after
+    it (`WeatherReAct`); the span names the instance's class."""
+    module, _, method = name.partition(".")
+    return module.endswith(("ReAct", "CodeAct", "ProgramOfThought")) and method in ("forward", "aforward")
+
+
+_CHAIN_RUNS: Final[dict[str, Callable[[str], bool]]] = {
+    _SCOPE + "llama_index": _llama_index_run,
+    _SCOPE + "dspy": _dspy_run,
+}
+"""Per instrumentation (scope), which CHAIN spans are agent runs. LlamaIndex traces an agent (`FunctionAgent`,
+`ReActAgent`, `CodeActAgent`, `AgentWorkflow`, any workflow) as the CHAIN span of its workflow's `run`, with
+no AGENT span; DSPy traces its tool-using modules' `forward` as CHAIN spans."""
+
+_FINAL_TOOLS: Final = {_SCOPE + "smolagents": "final_answer", _SCOPE + "dspy": "finish"}
+"""Per instrumentation, the framework's built-in tool that ends a run: a real call, flagged `final`."""
+
+
+def _not_a_run(span: SpanRecord) -> bool:
+    """AGENT spans that an instrumentation gives to something other than an agent's run.
+
+    openai-agents: the SDK trace's own span (`Agent workflow`, or the `trace()` name) around the runs,
+    the only one of its AGENT spans without `agent.name`. LangChain: a span whose run name contains
+    "agent" is AGENT, so a LangGraph node named `agent` is one; a node's span has the node's name as
+    `metadata.langgraph_node` (the graph it runs in is the run).
+    """
+    if span.scope == _SCOPE + "openai_agents":
+        return AGENT_NAME not in span.attributes
+    metadata = span.attributes.get(METADATA)
+    if isinstance(metadata, str) and '"langgraph_node"' in metadata:
+        decoded = load_json(metadata)
+        return isinstance(decoded, Mapping) and decoded.get("langgraph_node") == span.name
+    return False
+
+
+_CURRENT_AGENT = re.compile(r"current_agent_name='([^'\\]{1,256})'")
+
+
+def _llama_index_agent(span: SpanRecord) -> str | None:
+    """The agent a LlamaIndex agent workflow starts with: its `init_run` step's output, `AgentInput(...,
+    current_agent_name='weather_agent')` (a Python repr; the run span's own output is cut before it)."""
+    if not span.name.endswith(".init_run"):
+        return None
+    output = span.attributes.get(OUTPUT_VALUE)
+    found = _CURRENT_AGENT.search(output[:4096]) if isinstance(output, str) else None
+    return found.group(1) if found else None
+
+
+_NAMED_BELOW: Final = {_SCOPE + "llama_index": _llama_index_agent}
+"""Per instrumentation, where a run's agent name is when its run span does not say (see `RunInfo.named_below`)."""
+
+
+def _bare_name(span_name: str, methods: frozenset[str]) -> str:
+    """`get_weather` for `get_weather.__call__`: the span name without a trailing method in `methods`."""
+    head, dot, method = span_name.rpartition(".")
+    return head if dot and head and method in methods else span_name
 
 
 def _args(attrs: Mapping[str, Any]) -> Any:
@@ -119,11 +207,13 @@ class OpenInferenceExtractor:
     gate = Gate(keys=frozenset({KIND}))
 
     def classify(self, span: SpanRecord) -> Role | None:
-        """TOOL spans are tool calls (handoffs included); AGENT spans with `agent.name` are runs.
+        """TOOL spans are tool calls (handoffs included); AGENT spans are runs, nested ones too.
 
-        An AGENT span without `agent.name` is a wrapper (openai-agents' SDK trace, LangGraph's step
-        node named "agent") and a CHAIN span is a step, so neither bounds a run; when no run span is
-        found, the run is inferred from the tree instead. LLM spans are read for call order.
+        The exceptions are an instrumentation's AGENT spans that are no agent's run (`_not_a_run`:
+        openai-agents' SDK trace span, LangGraph's node named "agent"), and CHAIN spans that are one
+        (`_CHAIN_RUNS`: LlamaIndex's workflow `run`, DSPy's ReAct `forward`). Other CHAIN spans are steps;
+        where no run span is found above a call, the run is inferred from the tree instead. LLM spans
+        are read for the calls they issued.
         """
         kind = span.attributes.get(KIND)
         if kind is None:
@@ -132,29 +222,25 @@ class OpenInferenceExtractor:
             return Role.TOOL
         if kind == "LLM":
             return Role.LLM
-        if kind == "AGENT" and string(span.attributes, AGENT_NAME):
+        if kind == "AGENT":
+            return Role.OTHER if _not_a_run(span) else Role.RUN
+        if kind == "CHAIN" and (runs := _CHAIN_RUNS.get(span.scope)) is not None and runs(span.name):
             return Role.RUN
         return Role.OTHER
 
     def read(self, span: SpanRecord, role: Role) -> Read:
         attrs = span.attributes
         if role is Role.TOOL:
-            name = string(attrs, TOOL_NAME)
-            error, error_type = error_of(span)
-            return ToolRead(
-                name=name,
-                args=NOT_CAPTURED if name is None else _args(attrs),
-                call_id=_call_id(attrs),
-                result=attrs.get(OUTPUT_VALUE),
-                error=error,
-                error_type=error_type,
-                handoff=name is None,
-            )
+            return self._read_tool(span)
         if role is Role.RUN:
             return RunInfo(
-                agent_name=string(attrs, AGENT_NAME),
+                agent_name=string(attrs, GENAI_AGENT_NAME)
+                or string(attrs, AGENT_NAME)
+                or string(attrs, GRAPH_NODE_ID)
+                or _bare_name(span.name, _AGENT_METHODS),
                 input=message_text(attrs.get(INPUT_VALUE), "user"),
                 output=message_text(attrs.get(OUTPUT_VALUE), "assistant"),
+                named_below=None if AGENT_NAME in attrs or GENAI_AGENT_NAME in attrs else _NAMED_BELOW.get(span.scope),
             )
         calls = [
             call if call.args is not None else IssuedCall(call.call_id, call.name, "{}")
@@ -163,6 +249,28 @@ class OpenInferenceExtractor:
         if not calls:
             calls = self._legacy_function_calls(attrs) or _langchain_issued(attrs.get(OUTPUT_VALUE))
         return IssuedCalls(calls)
+
+    @staticmethod
+    def _read_tool(span: SpanRecord) -> ToolRead:
+        """A TOOL span's call: the name from `tool.name`, else the span name (a handoff has neither)."""
+        attrs = span.attributes
+        name = string(attrs, TOOL_NAME)
+        handoff = name is None and span.name.startswith("handoff to ")
+        if name is None and not handoff:
+            name = _bare_name(span.name, _METHODS)
+        error, error_type = error_of(span)
+        args = NOT_CAPTURED if handoff else _args(attrs)
+        return ToolRead(
+            name=name,
+            args=args,
+            call_id=_call_id(attrs),
+            result=attrs.get(OUTPUT_VALUE),
+            error=error,
+            error_type=error_type,
+            handoff=handoff,
+            final=name is not None and _FINAL_TOOLS.get(span.scope) == name,
+            unwrap=unwrap_unless_declared(args, attrs.get(TOOL_PARAMETERS)),
+        )
 
     @staticmethod
     def _legacy_function_calls(attrs: Mapping[str, Any]) -> list[IssuedCall]:

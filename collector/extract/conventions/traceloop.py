@@ -3,9 +3,10 @@
 OpenLLMetry's entity spans wrap a tool's input in an envelope that depends on who made the span:
 the SDK decorators record `{"args": [...], "kwargs": {...}}`, the LangChain instrumentation records
 the callback's `{"input_str", "inputs", "kwargs": {"tool_call_id"}, ...}`. Both are unwrapped by
-`unwrap_envelope`. A tool span's envelope is handed to extraction with its unwrapper (`ToolRead.unwrap`)
-rather than decoded here: only extraction knows `max_args_bytes`, and an envelope over it is kept as
-raw text, cut, like any other oversized arguments, instead of being decoded whole first.
+`envelopes.unwrap_envelope`, with every other convention's envelopes. A tool span's envelope is handed
+to extraction with its unwrapper (`ToolRead.unwrap`) rather than decoded here: only extraction knows
+`max_args_bytes`, and an envelope over it is kept as raw text, cut, like any other oversized arguments,
+instead of being decoded whole first.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
     indexed_issued_calls,
-    load_json,
     message_text,
     string,
 )
+from toolscore.collector.extract.conventions.envelopes import unwrap_envelope
 from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["TraceloopExtractor", "unwrap_envelope"]
+__all__ = ["TraceloopExtractor"]
 
 # --- Names read (traceloop/openllmetry opentelemetry-semantic-conventions-ai) ----------------------
 # recognised by  traceloop.span.kind, or llm.request.type (legacy LLM spans)
@@ -49,25 +50,6 @@ ENTITY_NAME: Final = "traceloop.entity.name"
 ENTITY_INPUT: Final = "traceloop.entity.input"
 ENTITY_OUTPUT: Final = "traceloop.entity.output"
 REQUEST_TYPE: Final = "llm.request.type"
-
-
-def unwrap_envelope(value: Any) -> tuple[Any, str | None]:
-    """The real arguments inside an OpenLLMetry input envelope, and the call id it carries."""
-    decoded = load_json(value)
-    if not isinstance(decoded, Mapping):
-        return value, None
-    kwargs = decoded.get("kwargs")
-    call_id = kwargs.get("tool_call_id") if isinstance(kwargs, Mapping) else None
-    call_id = call_id if isinstance(call_id, str) and call_id else None
-    if "inputs" in decoded and ("input_str" in decoded or "kwargs" in decoded):
-        return decoded["inputs"], call_id
-    if set(decoded) <= {"args", "kwargs"} and "kwargs" in decoded:
-        args = decoded.get("args") or []
-        if not args:
-            return kwargs, None
-        if len(args) == 1 and isinstance(args[0], Mapping) and not kwargs:
-            return args[0], None
-    return value, call_id
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
