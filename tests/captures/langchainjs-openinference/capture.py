@@ -8,9 +8,10 @@ Needs Node 20 with this folder's packages (`npm ci` here) and a Python with the 
 
 For each scenario this script starts the kit's scripted OpenAI server, writes a spec for
 `capture.mjs` (server URL, agents, tools, streaming), runs it with node, and turns what it writes into
-tests/testdata/traces/langchainjs-openinference/<scenario>.pb/.json (the spans exactly as the Node SDK
-exported them, re-encoded from OTLP/JSON to protobuf) and the truth, built from the script and checked
-against the arguments the JavaScript tool functions received (`recorded`).
+tests/testdata/traces/langchainjs-openinference/<scenario>.pb/.json (the spans as the Node SDK exported
+them, re-encoded from OTLP/JSON to protobuf; only this folder's absolute path in exception stack traces
+is replaced by `capture-js`) and the truth, built from the script and checked against the arguments
+the JavaScript tool functions received (`recorded`).
 
 The run span of each run is the graph's root span, named after `createReactAgent({ name })`. The
 JS instrumentation takes the span kind from the LangChain run type, so that span is always a CHAIN
@@ -181,9 +182,21 @@ def run_span(spans: list[Any], agent_name: str) -> tuple[str, str]:
     return found[0].trace_id.hex(), found[0].span_id.hex()
 
 
+def without_folder(node: Any) -> Any:
+    """The document with this folder's absolute path (in exception stack traces) replaced by
+    `capture-js`, as in the vercel-ai captures: nothing machine-specific in testdata."""
+    if isinstance(node, str):
+        return node.replace(str(HERE), "capture-js")
+    if isinstance(node, dict):
+        return {k: without_folder(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [without_folder(item) for item in node]
+    return node
+
+
 def capture(scen: Scenario) -> None:
     out = play(scen)
-    request = request_of(out["otlp"])
+    request = request_of(without_folder(out["otlp"]))
     spans = spans_of(request)
     runs = {agent.name: run_span(spans, agent.name) for agent in scen.agents}
     truth = truth_for(scen, meta(scen.name), recorder_of(out["recorded"]), runs, unrecorded=scen.sub_agents.keys())
