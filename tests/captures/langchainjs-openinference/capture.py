@@ -120,6 +120,7 @@ def play(scen: Scenario) -> dict[str, Any]:
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,
         )
         if done.returncode != 0 or "fetch failed" in done.stderr:
             # A "fetch failed" warning means the framework tried to reach the internet (LangChain.js
