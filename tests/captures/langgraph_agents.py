@@ -17,13 +17,13 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from capture_kit import TOOLS, Agent, Recorder, Scenario
+from capture_kit import TOOLS, Agent, Recorder, Scenario, ScriptedOpenAI
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import ToolNode, create_react_agent
 
-__all__ = ["ModelMode", "ScenarioGraphs", "build_graphs"]
+__all__ = ["ModelMode", "ScenarioGraphs", "build_graphs", "check_mode"]
 
 API_KEY = "sk-scripted-not-a-key"
 """ChatOpenAI insists on a key; the scripted server ignores it."""
@@ -39,6 +39,14 @@ class ModelMode:
     def describe(self) -> str:
         api = "Responses API" if self.responses_api else "Chat Completions"
         return f"{api}, {'streamed' if self.streaming else 'not streamed'}"
+
+
+def check_mode(server: ScriptedOpenAI, mode: ModelMode) -> None:
+    """Raise unless every model request used the API and streaming the mode asks for."""
+    path = "/v1/responses" if mode.responses_api else "/v1/chat/completions"
+    streamed = [bool(body.get("stream")) for body in server.requests]
+    if set(server.paths) != {path} or set(streamed) != {mode.streaming}:
+        raise AssertionError(f"model requests {server.paths} streamed {streamed}, expected {mode.describe()}")
 
 
 @dataclass

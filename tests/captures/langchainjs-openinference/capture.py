@@ -127,11 +127,20 @@ def play(scen: Scenario) -> dict[str, Any]:
             # fetches tiktoken encodings to estimate token counts): the capture must not.
             raise RuntimeError(f"{scen.name}: capture.mjs failed ({done.returncode}):\n{done.stderr[-3000:]}")
         server.assert_consumed()
+        check_mode(scen.name, server)
         out: dict[str, Any] = json.loads(out_path.read_text(encoding="utf-8"))
     expected = sorted(a.final_text for a in scen.agents)
     if sorted(out["outputs"]) != expected:
         raise AssertionError(f"{scen.name}: final texts {out['outputs']} != scripted {expected}")
     return out
+
+
+def check_mode(name: str, server: ScriptedOpenAI) -> None:
+    """Raise unless every model request used the API and streaming the scenario asks for."""
+    path = "/v1/responses" if name in RESPONSES_API else "/v1/chat/completions"
+    streamed = {bool(body.get("stream")) for body in server.requests}
+    if set(server.paths) != {path} or streamed != {name in STREAMED}:
+        raise AssertionError(f"{name}: model requests {server.paths} streamed {streamed}")
 
 
 def recorder_of(recorded: list[dict[str, Any]]) -> Recorder:

@@ -49,7 +49,7 @@ from capture_kit import (  # noqa: E402
     truth_for,
     write_capture,
 )
-from langgraph_agents import ModelMode, build_graphs  # noqa: E402
+from langgraph_agents import ModelMode, build_graphs, check_mode  # noqa: E402
 from openinference.instrumentation.langchain import LangChainInstrumentor  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
@@ -121,6 +121,7 @@ async def capture(scen: Scenario, provider: TracerProvider, exporter: InMemorySp
         else:
             await built.play(scen)
         server.assert_consumed()
+        check_mode(server, mode)
     built.check(scen)
     provider.force_flush()
     spans = list(exporter.get_finished_spans())

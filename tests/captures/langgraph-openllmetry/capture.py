@@ -61,7 +61,7 @@ from capture_kit import (  # noqa: E402
     truth_for,
     write_capture,
 )
-from langgraph_agents import ModelMode, build_graphs  # noqa: E402
+from langgraph_agents import ModelMode, build_graphs, check_mode  # noqa: E402
 
 FOLDER = "langgraph-openllmetry"
 TRACES = REPO / "tests" / "testdata" / "traces" / FOLDER
@@ -116,6 +116,7 @@ async def capture(name: str, provider: TracerProvider, exporter: InMemorySpanExp
         else:
             await built.play(scen)
         server.assert_consumed()
+        check_mode(server, mode)
     built.check(scen)
     provider.force_flush()
     spans = list(exporter.get_finished_spans())
