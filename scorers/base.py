@@ -28,7 +28,7 @@ class ScorerBase(BaseModel):
     ignore_tools: tuple[str, ...] = Field(
         default=(),
         description="Tool names whose calls the scorer leaves out before scoring, as if the run had not made them "
-        "(a framework's built-in finishing tool: smolagents `final_answer`, DSPy `finish`). Default: none.",
+        "(a framework's built-in finishing tool: smolagents `final_answer`, DSPy `finish`). Default: [] (none).",
     )
 
     default_threshold: ClassVar[float] = 1.0

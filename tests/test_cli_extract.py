@@ -62,9 +62,13 @@ def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
         expected = truth[line["run_span_id"]]
         assert line["trace_id"] == expected["trace_id"]
         assert line["agent_name"] == expected["agent_name"]
-        assert line["inferred"] is False
         assert neutral_calls(line["calls"]) == neutral_calls(expected["calls"])
     assert [line["trace_id"] for line in lines] == sorted(line["trace_id"] for line in lines)
+    inferred = sum(
+        json.loads((TRUTH / c.parent.name / f"{c.name}.truth.json").read_text()).get("inferred_runs", 0)
+        for c in CAPTURES
+    )
+    assert sum(line["inferred"] for line in lines) == inferred
     assert f"{len(CAPTURES)} file(s)" in stderr
 
 

@@ -146,16 +146,16 @@ def test_name_check_catches_a_misspelt_metric() -> None:
     assert metric_names("histogram_quantile(0.9, sum by (le) (rate(x_bucket[$__rate_interval])))") == {"x_bucket"}
 
 
-def test_the_readme_alert_table_lists_every_alert_with_its_severity() -> None:
-    """Operators read what an alert means in the README: an alert added to the rules must be documented there."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_deploy_page_alert_table_lists_every_alert_with_its_severity() -> None:
+    """Operators read what an alert means in docs/deploy.md: an alert added to the rules must be documented there."""
+    readme = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     table = {
         name: severity.strip()
         for name, severity in re.findall(r"^\| `(Toolscore\w+)` \|.*\| ([^|]+) \|$", readme, re.MULTILINE)
     }
     for alert in _alerts():
         name, severity = alert["alert"], alert["labels"]["severity"]
-        assert name in table, f"{name} is not in the README's alert table"
+        assert name in table, f"{name} is not in the alert table of docs/deploy.md"
         documented = "the expectation's" if severity == SEVERITY_FROM_EXPECTATION else f"`{severity}`"
-        assert table[name] == documented, f"{name}: the README says {table[name]}, the rule {severity}"
-    assert set(table) == {alert["alert"] for alert in _alerts()}, "the README lists alerts the rules do not have"
+        assert table[name] == documented, f"{name}: docs/deploy.md says {table[name]}, the rule {severity}"
+    assert set(table) == {alert["alert"] for alert in _alerts()}, "docs/deploy.md lists alerts the rules do not have"

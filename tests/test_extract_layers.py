@@ -124,7 +124,7 @@ def test_a_tool_under_another_named_tool_or_call_id_is_a_call_of_its_own(name: s
 
     assert _shape(runs) == [
         (hex_id(run), False, [("search", "c_1", hex_id(outer))]),
-        (hex_id(inner), True, [(name, call_id, hex_id(inner))]),
+        (hex_id(outer), True, [(name, call_id, hex_id(inner))]),  # the outer tool ran what made the call
     ]
     assert not stats.skipped
 

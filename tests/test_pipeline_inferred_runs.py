@@ -124,9 +124,10 @@ def test_a_run_inferred_at_an_unrecognised_root_is_selected_by_its_attributes() 
 
 
 def test_a_run_inferred_under_an_inferred_run_is_scored_once_at_its_enclosing_run_spans_settle() -> None:
-    """Run span > tool > tool > tool, names all different: each inner tool is a run inferred under the one above,
-    the innermost two links below the run span. Both are scored when the run span settles, as `toolscore extract`
-    gives them, though the trace has not finished (its root has not come); the finish scores neither again."""
+    """Run span > tool > tool > tool, names all different: each tool with a tool right under it stands for a run
+    inferred under the one above, the innermost two links below the run span. Both are scored when the run span
+    settles, as `toolscore extract` gives them, though the trace has not finished (its root has not come); the
+    finish scores neither again."""
     run, delegate, lookup, fetch = "1000000000000000", "1000000000000001", "1000000000000002", "1000000000000003"
     spans = [
         record(fetch, lookup, "execute_tool fetch", tool_attrs("fetch", "c3")),
@@ -156,9 +157,10 @@ def test_a_run_inferred_under_an_inferred_run_is_scored_once_at_its_enclosing_ru
             assert len(pipeline.store) == 0
         finally:
             pipeline.shutdown(5.0)
-    assert Counter(r.span_id for r in scored) == {run: 1, lookup: 1, fetch: 1}, "each run scored once"
+    assert Counter(r.span_id for r in scored) == {run: 1, delegate: 1, lookup: 1}, "each run scored once"
     by_span = {r.span_id: r.model_dump() for r in scored}
     assert by_span == {r.span_id: r.model_dump() for r in rebuild_runs([*spans, root])}
-    assert by_span[fetch]["parent_span_id"] == lookup
+    assert [call["span_id"] for call in by_span[lookup]["calls"]] == [fetch]
+    assert by_span[lookup]["parent_span_id"] == delegate
     assert [span.span_id for span, _ in sink.enriched] == [run]
     every_span_once(sink, [*spans, root])

@@ -123,7 +123,7 @@ def test_slow_judge_does_not_hold_the_run_span_past_max_hold(openai_server: Open
         run = by_name(times.get_finished_spans())["invoke_agent travel"]
         held_ms = (times.arrived[run.name] - (run.end_time or 0)) / 1e6
         assert MAX_HOLD_MS - 5 <= held_ms <= MAX_HOLD_MS + HOLD_SLACK_MS, "held for the judge until max_hold_ms"
-        # the deterministic scores go on with it; the judge's, not ready, is left out (README: max_hold_ms)
+        # the deterministic scores go on with it; the judge's, not ready, is left out (docs/in-process.md: max_hold_ms)
         assert attrs(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
         assert attrs(run)["toolscore.evaluation.travel.trajectory.score"] == 1.0
         assert [e.attributes["gen_ai.evaluation.name"] for e in run.events if e.attributes] == [

@@ -159,13 +159,13 @@ SYNTHETIC: dict[str, list[SpanRecord]] = {
         *tools(5, 6, "book_flight"),
         *tools(6, 7, "retry_booking"),
     ],
-    # a tool that calls a tool that calls a tool, names all different (not layers of one call): each inner tool is a
-    # run inferred under the one above it, the innermost two links below the run span
+    # a tool that calls a tool that calls a tool, names all different (not layers of one call): each tool with a call
+    # right under it stands for a run inferred under the one above it, the innermost two links below the run span
     "inferred-under-inferred": [
         span(1, None, "invoke_agent travel", run_attrs("travel")),
         *tools(1, 2, "delegate"),
-        *tools(2, 3, "lookup"),
-        span(4, 3, "execute_tool fetch", {**tool_attrs("fetch", "c4"), "test_case.id": "book-001"}),
+        span(3, 2, "execute_tool lookup", {**tool_attrs("lookup", "c3"), "test_case.id": "book-001"}),
+        *tools(3, 4, "fetch"),
     ],
     # calls started in the same millisecond: the order falls to call ids
     # a framework's tool span > the MCP client's > the MCP server's (another service): one call, one run

@@ -391,9 +391,10 @@ def test_a_rebuild_that_leaves_a_run_for_the_trace_finish_alone_is_not_kept() ->
 
 
 def test_a_rebuild_leaving_runs_inferred_under_inferred_runs_in_a_held_run_is_kept_for_that_runs_settle() -> None:
-    """Two held runs; under the second, tool > tool > tool of different names: the inner tools are runs inferred
-    one under the other, the innermost two links below the second run span. The first run's settle leaves all
-    three for the second's, which scores them: its rebuild is kept, and that settle and the finish reuse it."""
+    """Two held runs; under the second, tool > tool > tool of different names: the tools with a tool right under
+    them stand for runs inferred one under the other, the innermost two links below the second run span. The
+    first run's settle leaves all three for the second's, which scores them: its rebuild is kept, and that
+    settle and the finish reuse it."""
     root = record(ROOT, None, "POST /chat", {})
     first = genai_run(FIRST, ["search_flights"], parent=ROOT)
     *_, second_run = genai_run(SECOND, [], parent=ROOT)
@@ -418,7 +419,7 @@ def test_a_rebuild_leaving_runs_inferred_under_inferred_runs_in_a_held_run_is_ke
             stats = pipeline.stats
         finally:
             pipeline.shutdown(5.0)
-    assert [r.span_id for r in noting.runs] == [FIRST, SECOND, lookup, fetch], "the first run, then the second's three"
+    assert [r.span_id for r in noting.runs] == [FIRST, SECOND, delegate, lookup], "the first, then the second's 3"
     assert _dump(noting.runs) == _dump(rebuild_runs([root, *first, second_run, *chain]))
     assert sorted(carrier.span_id for carrier, _ in sink.enriched) == [FIRST, SECOND]
     assert stats.traces == 1, "rebuilt at the first settle only: the second and the finish reuse it"

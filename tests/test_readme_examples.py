@@ -1,4 +1,7 @@
-"""The README's examples run, and print what the README says they print."""
+"""The documentation's examples run and print what it says they print, and its configuration keys are the real ones.
+
+The documentation is README.md and the pages under docs/ (`tests.docs_text`), wherever an example moves.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +18,18 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from tests.docs_text import ROOT, all_text, blocks, page
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import PostgresStoreConfig
+from toolscore.collector.registry.files import load_file
 from toolscore.collector.registry.service import RegistryServerConfig
+from toolscore.scorers.spec import parse_scorer
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+TEXT = all_text()
 
 
 def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+    return [block for _, block in blocks(lang)]
 
 
 def test_score_console_examples_print_what_they_show() -> None:
@@ -45,12 +51,12 @@ def test_score_console_examples_print_what_they_show() -> None:
 
 
 def test_python_examples_print_the_commented_values() -> None:
-    examples = [b for b in _blocks("python") if "print(" in b and "# " in b]
+    examples = [(path, b) for path, b in blocks("python") if "print(" in b and "# " in b]
     assert examples
-    for block in examples:
+    for path, block in examples:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            exec(compile(block, "README.md", "exec"), {})
+            exec(compile(block, str(path.relative_to(ROOT)), "exec"), {})
         claimed = [m.group(1) for m in re.finditer(r"print\(.*\)\s+# ([^:\s]+)", block)]
         assert out.getvalue().split() == claimed
 
@@ -58,7 +64,7 @@ def test_python_examples_print_the_commented_values() -> None:
 def test_extract_console_examples_print_what_they_show() -> None:
     examples = [b for b in _blocks("console") if b.startswith("$ toolscore extract")]
     assert examples
-    root = Path(__file__).parent.parent
+    root = ROOT
     for block in examples:
         command, *shown = block.strip().splitlines()
         args = command.removeprefix("$ toolscore extract").split()
@@ -74,8 +80,9 @@ def test_extract_console_examples_print_what_they_show() -> None:
         assert [json.loads(line) for line in proc.stdout.splitlines()] == [json.loads(line) for line in shown]
 
 
-def test_readme_shows_the_default_serve_configuration() -> None:
-    shown = re.search(r"<!-- serve-config:start -->\n```yaml\n(.*?)```\n<!-- serve-config:end -->", README, re.S)
+def test_docs_show_the_default_serve_configuration() -> None:
+    block = r"<!-- serve-config:start -->\n```yaml\n(.*?)```\n<!-- serve-config:end -->"
+    shown = re.search(block, page("serve.md"), re.S)
     assert shown is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOOLSCORE_"))}
     proc = subprocess.run(
@@ -84,28 +91,28 @@ def test_readme_shows_the_default_serve_configuration() -> None:
         text=True,
         check=True,
         timeout=60,
-        cwd=Path(__file__).parent.parent,
+        cwd=ROOT,
         env=env,
     )
-    assert proc.stdout == shown.group(1), "regenerate the block with `toolscore serve --print-config`"
+    assert proc.stdout == shown.group(1), "regenerate the block in docs/serve.md with `toolscore serve --print-config`"
 
 
 @pytest.mark.parametrize("model", [RegistryServerConfig, PostgresStoreConfig])
-def test_readme_names_every_key_the_default_configuration_does_not_show(model: type[BaseModel]) -> None:
+def test_docs_name_every_key_the_default_configuration_does_not_show(model: type[BaseModel]) -> None:
     """The registry server's keys, and PostgreSQL's (the default store is SQLite), are documented in prose."""
-    missing = [name for name in model.model_fields if name != "type" and f"`{name}`" not in README]
-    assert missing == [], f"{model.__name__}: document these keys in the README"
+    missing = [name for name in model.model_fields if name != "type" and f"`{name}`" not in TEXT]
+    assert missing == [], f"{model.__name__}: document these keys in docs/"
 
 
 _DOCUMENTED = re.compile(r"`([\w.]+)`\s+\(default\s+=\s+(`[^`]+`|[^)]+)\)")
-"""A key written as the README writes them in prose: `` `settle_ms` (default = 250) ``."""
+"""A key written as the documentation writes them in prose: `` `settle_ms` (default = 250) ``."""
 
 
 def _paragraph(opening: str) -> str:
-    """The README's text from `opening` to the next blank line."""
-    start = README.index(opening)
-    end = README.find("\n\n", start)
-    return README[start : end if end != -1 else None]
+    """The documentation's text from `opening` to the next blank line."""
+    start = TEXT.index(opening)
+    end = TEXT.find("\n\n", start)
+    return TEXT[start : end if end != -1 else None]
 
 
 def _documented(text: str) -> dict[str, str]:
@@ -121,7 +128,7 @@ def _same_default(written: str, default: object) -> bool:
 
 
 def _wrong_defaults(written: dict[str, str], defaults: dict[str, object]) -> dict[str, tuple[str, object]]:
-    """The keys whose default the README writes (first) other than the model's (second)."""
+    """The keys whose default the documentation writes (first) other than the model's (second)."""
     return {name: (written[name], value) for name, value in defaults.items() if not _same_default(written[name], value)}
 
 
@@ -129,7 +136,7 @@ def _model_defaults(model: type[BaseModel]) -> dict[str, object]:
     return {name: field.get_default(call_default_factory=True) for name, field in model.model_fields.items()}
 
 
-def test_readme_lists_every_in_process_pipeline_key_with_its_default() -> None:
+def test_docs_list_every_in_process_pipeline_key_with_its_default() -> None:
     """The hand-written `PipelineConfig` list: every key, none that is not one, each with its default. A nested
     section is listed key by key (`judge.timeout_s`), or whole (`extract`) with its keys where its class is named."""
     listed = _documented(_paragraph("`PipelineConfig` (`toolscore.collector.PipelineConfig`):\n"))
@@ -147,3 +154,44 @@ def test_readme_lists_every_in_process_pipeline_key_with_its_default() -> None:
             keys = _documented(_paragraph(f"`{model.__name__}`"))
             assert sorted(keys) == sorted(model.model_fields), model.__name__
             assert _wrong_defaults(keys, _model_defaults(model)) == {}, model.__name__
+
+
+def _expectation_examples() -> list[tuple[str, str]]:
+    """YAML blocks that are expectation files (a list of them, or `expectations:`), but for excerpts (`...`)."""
+    found = []
+    for path, block in blocks("yaml"):
+        data = yaml.safe_load(block) if "\n    ...\n" not in block else None
+        items = data.get("expectations") if isinstance(data, dict) else data
+        if isinstance(items, list) and items and all(isinstance(i, dict) and "scorers" in i for i in items):
+            found.append((str(path.relative_to(ROOT)), block))
+    return found
+
+
+def test_expectation_examples_load_as_expectation_files(tmp_path: Path) -> None:
+    examples = _expectation_examples()
+    assert {page for page, _ in examples} >= {"README.md", "docs/expectations.md"}
+    for number, (page_name, block) in enumerate(examples):
+        file = tmp_path / f"{number}.yaml"
+        file.write_text(block)
+        assert load_file(file), page_name
+
+
+def test_scorer_examples_build_scorers() -> None:
+    """A YAML list of scorer specs (`- type: trajectory ...`) is what an expectation's `scorers` holds."""
+    examples = [yaml.safe_load(b) for _, b in blocks("yaml") if b.startswith("- type: ")]
+    assert examples
+    for specs in examples:
+        assert [parse_scorer(spec).type for spec in specs] == [spec["type"] for spec in specs]
+
+
+def test_eval_console_example_is_the_golden_summary() -> None:
+    """docs/ci.md shows `toolscore eval`'s summary as tests/test_eval_reports.py pins it (the golden file), but for
+    the lines it elides (`...`): regenerating the golden file means updating the page."""
+    examples = [b for _, b in blocks("console") if b.startswith("$ toolscore eval")]
+    assert examples
+    golden = (ROOT / "tests" / "testdata" / "eval" / "golden" / "fail_summary.txt").read_text(encoding="utf-8")
+    remaining = iter(line.rstrip() for line in golden.splitlines())
+    for block in examples:
+        shown = [line.rstrip() for line in block.strip().splitlines()[1:] if "..." not in line]
+        missing = [line for line in shown if not any(line == g for g in remaining)]
+        assert missing == [], "docs/ci.md's eval example differs from tests/testdata/eval/golden/fail_summary.txt"

@@ -238,7 +238,7 @@ def test_a_huge_bad_id_is_quoted_short_so_a_default_grpc_client_reads_the_answer
 def test_a_span_of_100000_attributes_and_one_of_100000_events_are_scored_and_forwarded(
     registry: Registry, downstream: GrpcDownstream
 ) -> None:
-    """No per-span cap on attributes or events: `max_message_bytes` bounds a span (README, "Memory per span").
+    """No per-span cap on attributes or events: `max_message_bytes` bounds a span (docs/serve.md, "Memory per span").
 
     A tool span with 100,000 attributes and its run span with 100,000 events (2.9 MB together, under the
     4 MiB default) go through the receiver, are grouped, read, scored and forwarded whole, and their

@@ -1,4 +1,4 @@
-"""The metric table is the truth: README matches it, and everything emitted is in it (and bounded)."""
+"""The metric table is the truth: docs/metrics.md matches it, and everything emitted is in it (and bounded)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from toolscore.collector.telemetry.readme import (
 )
 from toolscore.scorers.model import Score, ScoreFailure
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+METRICS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 BASE = Path(__file__).resolve().parent.parent / "collector" / "telemetry" / "base.py"
 
 
@@ -62,12 +62,12 @@ def _kind(m: Metric) -> str:
 
 
 @pytest.mark.parametrize(("markers", "render"), [(METRICS_MARKERS, render_metrics), (CONFIG_MARKERS, render_config)])
-def test_readme_holds_the_rendered_block(markers: tuple[str, str], render: Any) -> None:
-    text = README.read_text(encoding="utf-8")
+def test_metrics_page_holds_the_rendered_block(markers: tuple[str, str], render: Any) -> None:
+    text = METRICS_PAGE.read_text(encoding="utf-8")
     expected = replace_block(text, markers, render())
     if text != expected:
         start, end = markers
-        print(f"README.md must contain, under '## Metrics':\n{start}\n{render()}\n{end}")
+        print(f"docs/metrics.md must contain:\n{start}\n{render()}\n{end}")
     assert text == expected
 
 

@@ -217,7 +217,13 @@ class _TraceRuns:
         return self.nodes.get(parent_id) if parent_id and parent_id != node.span.span_id else None
 
     def _owner(self, node: ClassifiedSpan) -> tuple[ClassifiedSpan, bool]:
-        """The run a tool or model span belongs to, and whether that run is inferred."""
+        """The run a tool or model span belongs to, and whether that run is inferred.
+
+        Below a tool span (something the tool ran: a sub-agent without a run span of its own), the run is the
+        tool span's child on the way up, the sub-agent's own root; or the tool span itself when that child is a
+        tool or model span, so that a sub-agent whose steps sit right under the tool span (CrewAI's delegated
+        coworker) is one run, not one per step.
+        """
         child, current, claimed = node, self._parent(node), None
         for _ in range(len(self.nodes)):
             if current is None:
@@ -225,11 +231,18 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current, False
             if current.role is _TOOL:
-                return child, True
+                return (current if child.role is _TOOL or child.role is _LLM else child), True
             if current.role is not None:
                 claimed = current
             child, current = current, self._parent(current)
         return (claimed or child), True
+
+    def _tool_of(self, owner: ClassifiedSpan) -> ClassifiedSpan | None:
+        """The tool span an inferred run stands under (its parent) or for (itself), if any (see `_owner`)."""
+        if owner.role is _TOOL:
+            return owner
+        parent = self._parent(owner)
+        return parent if parent is not None and parent.role is _TOOL else None
 
     def _read(self, node: ClassifiedSpan) -> object:
         extractor, role = node.extractor, node.role
@@ -295,8 +308,7 @@ class _TraceRuns:
             self.models_by_run.setdefault(owner_id, []).append(node)
             if not inferred or owner_id in self.runs or not offers_tools(node.span.attributes):
                 continue
-            above = self._parent(owner)
-            if owner.role is not None or (above is not None and above.role is _TOOL):
+            if owner.role is not None or self._tool_of(owner) is not None:
                 assert node.extractor is not None  # an LLM span was classified by one
                 self.runs[owner_id] = _Run(owner, inferred=True, convention=node.extractor.name)
 
@@ -315,7 +327,7 @@ class _TraceRuns:
                 continue
             owner, inferred = self._owner(node)
             found.append((node, read, owner, inferred))
-            if inferred and (tool := self._parent(owner)) is not None and tool.role is _TOOL:
+            if inferred and (tool := self._tool_of(owner)) is not None:
                 above[node.span.span_id] = tool.span.span_id
         if not above:  # mostly: no tool span under another, so no layers (one pass, no lookups)
             for node, read, owner, inferred in found:
@@ -346,8 +358,8 @@ class _TraceRuns:
 
     def _parent_run(self, node: ClassifiedSpan) -> str | None:
         """The run that invoked this one: the run owning the nearest tool span (the call it is a layer of,
-        if any) or run span above it."""
-        current = self._parent(node)
+        if any) or run span above it; a run that a tool span stands for (see `_owner`) starts at that call."""
+        current = node if node.role is _TOOL else self._parent(node)
         for _ in range(len(self.nodes)):
             if current is None:
                 return None
@@ -368,8 +380,8 @@ class _TraceRuns:
         current, seen = tool, {tool.span.span_id}
         while True:
             owner, inferred = self._owner(current)
-            above = self._parent(owner) if inferred else None
-            if above is None or above.role is not _TOOL:
+            above = self._tool_of(owner) if inferred else None
+            if above is None:
                 return current
             if above.span.span_id in seen:
                 return tool
@@ -378,6 +390,12 @@ class _TraceRuns:
                 return current
             seen.add(above.span.span_id)
             current = above
+
+    def _inferred_info(self, node: ClassifiedSpan) -> RunInfo:
+        """An inferred run's name: the agent a tool span it stands for delegates to, else its span's name."""
+        if node.role is _TOOL and isinstance(read := self._read(node), ToolRead) and read.delegates_to:
+            return RunInfo(agent_name=read.delegates_to)
+        return RunInfo(agent_name=node.span.name)
 
     def _name_below(self, span: SpanRecord, named_below: Callable[[SpanRecord], str | None]) -> str | None:
         """The first name `named_below` finds on the children of the run span `span`, in start order."""
@@ -410,7 +428,7 @@ class _TraceRuns:
             stats.calls_dropped("calls_over_limit", len(ordered) - config.max_calls_per_run, span.span_id)
             ordered = ordered[: config.max_calls_per_run]
         calls = tuple([build_call(c.read, c.span, c.issued, config, stats) for c in ordered])
-        info = RunInfo(agent_name=span.name) if run.inferred else self._read(run.node)
+        info = self._inferred_info(run.node) if run.inferred else self._read(run.node)
         info = info if isinstance(info, RunInfo) else RunInfo()
         if info.named_below is not None:
             info.agent_name = self._name_below(span, info.named_below) or info.agent_name

@@ -79,7 +79,7 @@ class PipelineConfig(BaseModel):
         ge=1,
         description="The memory the spans kept for pending traces may take, in bytes, as estimated per span: "
         "its text (`toolscore serve`: its bytes as received) and a measured cost per attribute, event and "
-        "span, so that spans of many small entries count for what they take in Python (README, Memory per "
+        "span, so that spans of many small entries count for what they take in Python (docs/serve.md, Memory per "
         "span); beyond it the oldest traces are released unscored and their spans counted as dropped "
         "(`max_pending_bytes`). Model spans carry whole prompts, so this, not `max_pending_traces`, is what "
         "bounds memory under long or many runs. Default: 134217728 (128 MiB).",

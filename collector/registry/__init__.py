@@ -1,4 +1,4 @@
-"""The expectations registry: which runs to score, and how (issue 4).
+"""The expectations registry: which runs to score, and how.
 
 `Registry` is the entry point; stores, files and matching are its parts. The PostgreSQL store is not
 imported here so that psycopg is needed only when it is configured.

@@ -6,11 +6,12 @@ the collectors and dashboards that read expectations usually sit inside the trus
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
+
+from toolscore.collector.bearer import metadata_bearer_matches
 
 __all__ = ["WRITE_METHODS", "BearerTokenInterceptor"]
 
@@ -19,29 +20,23 @@ WRITE_METHODS = frozenset({"PutExpectation", "DeleteExpectation", "ApplyExpectat
 
 
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Lets a call through when it carries `authorization: Bearer <token>`, or needs no token.
+    """Lets a call through when it carries `authorization: Bearer <token>` (the receivers' own check,
+    `toolscore.collector.bearer`), or needs no token.
 
     A refused call gets UNAUTHENTICATED from a handler of the same shape as the method's (unary or
     server-streaming), so the client sees a proper status rather than a protocol error.
     """
 
     def __init__(self, token: str, *, reads: bool) -> None:
-        self._expected = f"Bearer {token}".encode()
+        self._token = token
         self._reads = reads
-
-    def _authorized(self, metadata: Any) -> bool:
-        for key, value in metadata or ():
-            if key == "authorization":
-                given = value.encode() if isinstance(value, str) else bytes(value)
-                return hmac.compare_digest(given, self._expected)
-        return False
 
     async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
         handler = await continuation(details)
         method = str(details.method).rsplit("/", 1)[-1]
         if handler is None or (method not in WRITE_METHODS and not self._reads):
             return handler
-        if self._authorized(details.invocation_metadata):
+        if metadata_bearer_matches(details.invocation_metadata, self._token):
             return handler
         message = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
 

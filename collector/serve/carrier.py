@@ -85,7 +85,7 @@ def held_carrier(carrier: Carrier) -> Carrier:
     Any message of a parsed request keeps the whole of it alive (the protobuf runtime frees a request's
     messages together), and so would a view of its bytes: a run span held as received would keep every
     span of its request, parsed, until its run settles or `max_hold_ms` passes, up to ~50 times
-    `max_message_bytes` per held span (README, "Memory per request"), while `max_pending_bytes` counts
+    `max_message_bytes` per held span (docs/serve.md, "Memory per request"), while `max_pending_bytes` counts
     the span's own bytes. Its received bytes are copied instead (the sink appends the scores to them,
     `enrich_bytes`) and its resource and scope once per block; without received bytes, its message is.
     """

@@ -51,6 +51,7 @@ __all__ = [
     "ENV_PREFIX",
     "ConfigError",
     "ServeConfig",
+    "ServeTelemetryConfig",
     "load_config",
 ]
 
@@ -82,10 +83,24 @@ def _default_registry() -> RegistryConfig:
     return RegistryConfig(files=files)
 
 
-def _default_telemetry() -> TelemetryConfig:
+class ServeTelemetryConfig(TelemetryConfig):
+    """`TelemetryConfig` as `toolscore serve` defaults it: a collector is scraped, so Prometheus is on.
+
+    Its own field, rather than the in-process default (off) overridden when the section is built, so that
+    the description `--print-config` prints above the key states the default the collector really has.
+    """
+
+    prometheus_enabled: bool = Field(
+        default=True,
+        description="Serve the metrics on a Prometheus `/metrics` endpoint. Env: OTEL_METRICS_EXPORTER, when "
+        "set (on only if it lists `prometheus`). Default: true.",
+    )
+
+
+def _default_telemetry() -> ServeTelemetryConfig:
     """The OTEL_* variables as the in-process telemetry reads them, but Prometheus on unless they choose."""
     explicit = {} if env.env_str(env.OTEL_METRICS_EXPORTER) else {"prometheus_enabled": True}
-    return TelemetryConfig.from_env(**explicit)
+    return ServeTelemetryConfig.from_env(**explicit)
 
 
 class ServeConfig(BaseModel):
@@ -108,7 +123,7 @@ class ServeConfig(BaseModel):
         default_factory=ForwardConfig.from_env,
         description="The downstream every span is forwarded to (none unless OTEL_EXPORTER_OTLP_* is set).",
     )
-    telemetry: TelemetryConfig = Field(
+    telemetry: ServeTelemetryConfig = Field(
         default_factory=_default_telemetry,
         description="toolscore's own metrics and evaluation events. Default here: Prometheus on 127.0.0.1:9464.",
     )
@@ -128,9 +143,8 @@ class ServeConfig(BaseModel):
         description="Python's young-generation garbage-collection threshold while serving (the interpreter's "
         "default is 700). Under load the collector holds ~4 tracked objects per pending or queued span, which "
         "every young collection scans again while they churn; nearly all of its garbage is freed without the "
-        "collector. Measured on the benchmark's load: ~10% of the CPU at 700, ~3.5% at 50,000, none at "
-        "200,000 (above that load's working set), with the same resident memory. A young collection then "
-        "takes up to ~70 ms. 0 leaves the interpreter's setting alone. Default: 200000.",
+        "collector, so a threshold above the working set saves that CPU at the same resident memory (figures: "
+        "docs/performance.md). 0 leaves the interpreter's setting alone. Default: 200000.",
     )
 
     @field_validator("forward")

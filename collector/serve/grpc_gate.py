@@ -38,7 +38,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import grpc
 
-from toolscore.collector.serve.bearer import bearer_matches
+from toolscore.collector.bearer import bearer_matches
 from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.serve.otlp_export import ReceiverTelemetry, early_refusal, overloaded_status, retry_info

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
 
-from toolscore.collector.serve.bearer import bearer_matches
+from toolscore.collector.bearer import bearer_matches
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_body import (
     PROTOBUF,

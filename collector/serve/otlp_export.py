@@ -162,7 +162,7 @@ def decode_slots(limit: int) -> threading.BoundedSemaphore:
     """The slots both receivers take to decode a request and hand it to the ingest (`max_concurrent_decodes`).
 
     A request costs up to ~50 times its decompressed bytes from its parse until `accept` returns
-    (README, "Memory per request"); bounding how many are decoded at once bounds that over every gRPC
+    (docs/serve.md, "Memory per request"); bounding how many are decoded at once bounds that over every gRPC
     worker and HTTP connection. The receivers take a slot only once the whole body is in, so a slow
     sender cannot hold one.
     """

@@ -6,7 +6,7 @@ gRPC message after decompression, the HTTP body as sent, and (unless
 `max_decompressed_bytes` says otherwise) the HTTP body after gzip, so a small gzip bomb cannot expand
 into memory. Bytes are not the whole story: parsing builds a message per entry, and an entry can be two
 bytes, so `max_spans_per_request` bounds the entries and `max_concurrent_decodes` how many requests are
-being decoded at once (README, "Memory per request").
+being decoded at once (docs/serve.md, "Memory per request").
 """
 
 from __future__ import annotations

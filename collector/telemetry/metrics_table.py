@@ -1,7 +1,7 @@
 """Every metric toolscore emits about itself, as one declarative table.
 
 The instruments are created from this table (so a name or unit cannot drift from its documentation),
-the README's Metrics section is rendered from it, and a test checks what the SDK really exports
+docs/metrics.md is rendered from it, and a test checks what the SDK really exports
 against it. Attribute values are bounded: enumerated attributes list their values, and the ones that
 come from names (scorers, expectations, agents, error types) are capped per attribute, with overflow
 mapped to `OTHER_VALUE` and counted by `toolscore.attribute.overflow`.
@@ -92,7 +92,7 @@ OVERLOAD_REASONS: tuple[str, ...] = ("queue_full", "forward_queue_full", "too_ma
 """The refusal reasons that mean `toolscore serve` is overloaded (the `ToolscoreRefusingExports` alert's)."""
 
 CAPPED_NOTE = "names, at most `max_attribute_values` distinct values; then `_other`"
-"""How the README describes a capped attribute's values."""
+"""How docs/metrics.md describes a capped attribute's values."""
 
 _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("gen_ai.evaluation.name", "The scorer's name, as in the `gen_ai.evaluation.result` event."),
@@ -174,7 +174,7 @@ _OVERFLOW_ATTRIBUTE = AttributeSpec(
     tuple(spec.name for spec in _VALUE_ATTRIBUTES),
 )
 ATTRIBUTES: dict[str, AttributeSpec] = {spec.name: spec for spec in (*_VALUE_ATTRIBUTES, _OVERFLOW_ATTRIBUTE)}
-"""Every metric attribute, by name, in README order."""
+"""Every metric attribute, by name, in the order docs/metrics.md lists them."""
 
 METRICS: tuple[MetricSpec, ...] = (
     MetricSpec(

@@ -1,7 +1,7 @@
 """Self-telemetry over the OTel API: metrics from the table, one `gen_ai.evaluation.result` event per score.
 
 Instruments are created from `metrics_table.METRICS`, so names, units, kinds and histogram buckets
-come from the same rows the README is rendered from. Metric attributes go through an
+come from the same rows docs/metrics.md is rendered from. Metric attributes go through an
 `AttributeLimiter`; the evaluation event is a log record (the semconv carrier for events), parented to
 the run span by an explicit context, and carries the unbounded parts: explanation, version, scores.
 """

@@ -1,6 +1,6 @@
-"""The README's Metrics section, rendered from the metric table and the telemetry config model.
+"""docs/metrics.md's tables, rendered from the metric table and the telemetry config model.
 
-The README holds the rendered text between markers; `tests/test_telemetry_table.py` fails (and prints
+docs/metrics.md holds the rendered text between markers; `tests/test_telemetry_table.py` fails (and prints
 the expected block) when they differ, so the documentation cannot drift from what is emitted.
 Run ``python -m toolscore.collector.telemetry.readme`` to print both blocks.
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from wsgiref.simple_server import WSGIServer
 
 from opentelemetry._logs import NoOpLoggerProvider
@@ -90,7 +90,7 @@ class TelemetryConfig(BaseModel):
     )
 
     @classmethod
-    def from_env(cls, **explicit: Any) -> TelemetryConfig:
+    def from_env(cls, **explicit: Any) -> Self:
         """Explicit arguments first, then the environment, then the defaults.
 
         A bad explicit value raises `ValueError` (pydantic's `ValidationError`); a bad environment value

@@ -1,7 +1,7 @@
 """Figures as medians over repeated runs after a warm-up, with the spread and a same-run baseline.
 
 These machines are shared and noisy, so an absolute rate means little on its own: each figure can
-name a baseline measured in the same run, and the ratio is what the README reports.
+name a baseline measured in the same run, and the ratio is what docs/performance.md reports.
 """
 
 from __future__ import annotations

@@ -83,6 +83,9 @@ class ToolRead:
     output_tool: bool = False
     """The span runs the framework's structured-output step, not a tool the agent chose (kept only
     with `ExtractConfig.include_output_tools`)."""
+    delegates_to: str | None = None
+    """The agent a delegation tool hands its work to (CrewAI's `Delegate work to coworker`), which runs inside the
+    tool span with no run span of its own: the run inferred there is named after it."""
     final: bool = False
     """The framework's built-in tool that ends a run (smolagents `final_answer`, DSPy `finish`): a real call
     the model chose, kept in the sequence and flagged (`ToolCall.final`), so a scorer can leave it out."""

@@ -16,6 +16,11 @@ Anything else is the arguments themselves. Exactness is what keeps a tool whose 
 `kwargs` intact: its arguments `{"kwargs": {...}, "verbose": true}` are not the first shape (a second key)
 nor the second (no `args`), and a convention that knows the tool's declared parameters (OpenInference's
 `tool.parameters`) does not unwrap at all when they name `kwargs` (`unwrap_unless_declared`).
+
+Bound arguments also hold what the framework itself passes the tool (LlamaIndex's workflow `ctx:
+Context`), which a JSON recorder writes as the object's repr (`"<workflows.context.context.Context object
+at 0x7f...>"`). Such a value never came from the model, so a top-level argument that is an object repr is
+left out of unwrapped arguments.
 """
 
 from __future__ import annotations
@@ -53,6 +58,19 @@ def unwrap_envelope(value: Any) -> tuple[Any, str | None]:
     kwargs = decoded.get("kwargs")
     if not isinstance(kwargs, Mapping):
         return (decoded["inputs"], None) if "inputs" in decoded and "input_str" in decoded else (value, None)
+    unwrapped, call_id = _unwrap(decoded, kwargs)
+    if unwrapped is decoded or not isinstance(unwrapped, Mapping):
+        return (value if unwrapped is decoded else unwrapped), call_id
+    return {key: arg for key, arg in unwrapped.items() if not _is_object_repr(arg)}, call_id
+
+
+def _is_object_repr(value: Any) -> bool:
+    """`<module.Class object at 0x7f...>`: what `repr` gives an object without its own, never a model's value."""
+    return isinstance(value, str) and value.startswith("<") and value.endswith(">") and " object at 0x" in value
+
+
+def _unwrap(decoded: Mapping[str, Any], kwargs: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The arguments inside `decoded`, an object with a `kwargs` object (`decoded` itself: no envelope)."""
     call_id = kwargs.get("tool_call_id")
     call_id = call_id if isinstance(call_id, str) and call_id else None
     if "inputs" in decoded:  # the LangChain callback's envelope: `kwargs` holds the callback's own values
@@ -65,7 +83,7 @@ def unwrap_envelope(value: Any) -> tuple[Any, str | None]:
             return kwargs, None
         if len(args) == 1 and isinstance(args[0], Mapping) and not kwargs:
             return args[0], None
-    return value, call_id
+    return decoded, call_id
 
 
 def unwrap_unless_declared(args: Any, declared: Any) -> Callable[[Any], tuple[Any, str | None]] | None:

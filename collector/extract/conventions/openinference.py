@@ -12,7 +12,6 @@ runnables has neither: its run is inferred from the tree (see `runs`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -103,6 +102,10 @@ _CHAIN_RUNS: Final[dict[str, Callable[[str], bool]]] = {
 `ReActAgent`, `CodeActAgent`, `AgentWorkflow`, any workflow) as the CHAIN span of its workflow's `run`, with
 no AGENT span; DSPy traces its tool-using modules' `forward` as CHAIN spans."""
 
+_DELEGATION_TOOLS: Final = {_SCOPE + "crewai": ("Delegate work to coworker", "Ask question to coworker")}
+"""Per instrumentation, its framework's tools that run another agent inside the tool span, with no run span of
+that agent's own; their arguments name the agent (`coworker`)."""
+
 _FINAL_TOOLS: Final = {_SCOPE + "smolagents": "final_answer", _SCOPE + "dspy": "finish"}
 """Per instrumentation, the framework's built-in tool that ends a run: a real call, flagged `final`."""
 
@@ -124,17 +127,24 @@ def _not_a_run(span: SpanRecord) -> bool:
     return False
 
 
-_CURRENT_AGENT = re.compile(r"current_agent_name='([^'\\]{1,256})'")
+_CURRENT_AGENT = "current_agent_name='"
+_LLAMA_STEP_KEYS = (OUTPUT_VALUE, INPUT_VALUE)
 
 
 def _llama_index_agent(span: SpanRecord) -> str | None:
-    """The agent a LlamaIndex agent workflow starts with: its `init_run` step's output, `AgentInput(...,
-    current_agent_name='weather_agent')` (a Python repr; the run span's own output is cut before it)."""
-    if not span.name.endswith(".init_run"):
-        return None
-    output = span.attributes.get(OUTPUT_VALUE)
-    found = _CURRENT_AGENT.search(output[:4096]) if isinstance(output, str) else None
-    return found.group(1) if found else None
+    """The agent a LlamaIndex agent workflow's step works for: `current_agent_name='weather_agent'` in the
+    step's event, a Python repr (`AgentInput(...)`, `AgentSetup(...)`, `AgentOutput(...)`) recorded as its
+    output or input. The run span's own output, and some steps' outputs, are cut before it; the first step
+    that has it, in start order, names the agent the workflow started with (its root agent)."""
+    for key in _LLAMA_STEP_KEYS:
+        value = span.attributes.get(key)
+        if not isinstance(value, str) or (at := value.find(_CURRENT_AGENT)) < 0:
+            continue
+        start = at + len(_CURRENT_AGENT)
+        end = value.find("'", start, start + 257)
+        if end > start:
+            return value[start:end]
+    return None
 
 
 _NAMED_BELOW: Final = {_SCOPE + "llama_index": _llama_index_agent}
@@ -260,6 +270,11 @@ class OpenInferenceExtractor:
             name = _bare_name(span.name, _METHODS)
         error, error_type = error_of(span)
         args = NOT_CAPTURED if handoff else _args(attrs)
+        delegates_to = None
+        if name in _DELEGATION_TOOLS.get(span.scope, ()):
+            decoded = load_json(args)
+            coworker = decoded.get("coworker") if isinstance(decoded, Mapping) else None
+            delegates_to = coworker if isinstance(coworker, str) and coworker else None
         return ToolRead(
             name=name,
             args=args,
@@ -268,6 +283,7 @@ class OpenInferenceExtractor:
             error=error,
             error_type=error_type,
             handoff=handoff,
+            delegates_to=delegates_to,
             final=name is not None and _FINAL_TOOLS.get(span.scope) == name,
             unwrap=unwrap_unless_declared(args, attrs.get(TOOL_PARAMETERS)),
         )
