@@ -17,6 +17,10 @@ from toolscore.collector.evaluate.inputs import NOT_TRACES_HINT
 
 ROOT = Path(__file__).parent.parent
 TRACES = Path("tests/testdata/traces")
+EVAL_FRAMEWORKS = ("openai-agents", "pydantic-ai", "vercel-ai")
+"""The captures the eval expectations and golden reports were written for: a fixed input, so that a capture added
+for extraction's sake changes no report."""
+TRACE_ARGS = [arg for framework in EVAL_FRAMEWORKS for arg in ("-t", TRACES / framework)]
 EVAL = Path("tests/testdata/eval")
 JUNIT_XSD = ROOT / "tests" / "testdata" / "junit" / "junit.xsd"
 
@@ -34,7 +38,7 @@ def run_eval_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_expectations_every_capture_meets_exit_0() -> None:
-    proc = run_eval_cli("--traces", TRACES, "--expectations", EVAL / "pass")
+    proc = run_eval_cli(*TRACE_ARGS, "--expectations", EVAL / "pass")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS: all 5 expectations met" in proc.stdout
     assert "18 runs" in proc.stdout
@@ -48,18 +52,18 @@ def test_no_run_matched_exits_0_without_claiming_the_expectations_met(tmp_path: 
         "  - {name: a, match: {agent: nobody}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
         "  - {name: b, match: {agent: nobody}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
     )
-    proc = run_eval_cli("--traces", TRACES, "--expectations", expectations)
+    proc = run_eval_cli(*TRACE_ARGS, "--expectations", expectations)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == (
         "PASS: 0 of 2 expectations had scored runs; none failed (use --require-runs to fail on missing runs)"
     )
-    required = run_eval_cli("--traces", TRACES, "--expectations", expectations, "--require-runs")
+    required = run_eval_cli(*TRACE_ARGS, "--expectations", expectations, "--require-runs")
     assert required.returncode == 1
     assert required.stdout.splitlines()[-1] == "FAIL: 2 of 2 expectations below threshold"
 
 
 def test_failing_expectations_exit_1_with_the_call_diff() -> None:
-    proc = run_eval_cli("--traces", TRACES, "--expectations", EVAL / "fail")
+    proc = run_eval_cli(*TRACE_ARGS, "--expectations", EVAL / "fail")
     assert proc.returncode == 1, proc.stderr
     out = proc.stdout
     assert "FAIL: 2 of 3 expectations below threshold" in out
@@ -87,20 +91,20 @@ def test_show_unmatched_lists_each_run_with_its_file_and_calls() -> None:
 
 
 def test_invalid_expectation_exits_2_naming_file_line_and_field() -> None:
-    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "invalid" / "bad_scorer.yaml")
+    proc = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "invalid" / "bad_scorer.yaml")
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"toolscore eval: {EVAL / 'invalid' / 'bad_scorer.yaml'}:5: scorers[0].mode: ")
     assert proc.stdout == ""
 
 
 def test_duplicate_expectation_names_exit_2() -> None:
-    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "invalid" / "duplicate.yaml")
+    proc = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "invalid" / "duplicate.yaml")
     assert proc.returncode == 2
     assert "duplicate name 'same'" in proc.stderr
 
 
 def test_missing_expectations_path_exits_2() -> None:
-    proc = run_eval_cli("-t", TRACES, "-e", "no/such/dir")
+    proc = run_eval_cli(*TRACE_ARGS, "-e", "no/such/dir")
     assert proc.returncode == 2
     assert "toolscore eval: no/such/dir: no such file or directory" in proc.stderr
 
@@ -196,26 +200,26 @@ def test_skipped_spans_are_explained_with_their_file(tmp_path: Path) -> None:
 
 
 def test_min_pass_rate_sets_how_many_matched_runs_must_pass() -> None:
-    strict = run_eval_cli("-t", TRACES, "-e", EVAL / "partial")
+    strict = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "partial")
     assert strict.returncode == 1
     assert "chat.rome" in strict.stdout
     assert "50.0%" in strict.stdout
-    half = run_eval_cli("-t", TRACES, "-e", EVAL / "partial", "--min-pass-rate", "0.5")
+    half = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "partial", "--min-pass-rate", "0.5")
     assert half.returncode == 0, half.stdout
 
 
 def test_require_runs_fails_an_expectation_no_run_matched() -> None:
-    lenient = run_eval_cli("-t", TRACES, "-e", EVAL / "partial", "--min-pass-rate", "0.5")
+    lenient = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "partial", "--min-pass-rate", "0.5")
     assert "billing.refund" in lenient.stdout
     assert "no runs" in lenient.stdout
     assert lenient.returncode == 0
-    required = run_eval_cli("-t", TRACES, "-e", EVAL / "partial", "--min-pass-rate", "0.5", "--require-runs")
+    required = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "partial", "--min-pass-rate", "0.5", "--require-runs")
     assert required.returncode == 1
     assert "FAIL (no runs)" in required.stdout
 
 
 def test_min_pass_rate_out_of_range_is_a_usage_error() -> None:
-    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "pass", "--min-pass-rate", "90")
+    proc = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "pass", "--min-pass-rate", "90")
     assert proc.returncode == 2
     assert "--min-pass-rate" in proc.stderr
 
@@ -225,9 +229,7 @@ def test_reports_are_written_and_junit_validates_against_the_schema(
     tmp_path: Path, expectations: str, code: int
 ) -> None:
     junit, markdown, out = tmp_path / "junit.xml", tmp_path / "summary.md", tmp_path / "results.json"
-    proc = run_eval_cli(
-        "-t", TRACES, "-e", EVAL / expectations, "--junit", junit, "--markdown", markdown, "--json", out
-    )
+    proc = run_eval_cli(*TRACE_ARGS, "-e", EVAL / expectations, "--junit", junit, "--markdown", markdown, "--json", out)
     assert proc.returncode == code, proc.stderr
     xmlschema.XMLSchema(JUNIT_XSD).validate(junit)
     root = ET.parse(junit).getroot()
@@ -240,7 +242,7 @@ def test_reports_are_written_and_junit_validates_against_the_schema(
 
 
 def test_unwritable_report_path_exits_2(tmp_path: Path) -> None:
-    proc = run_eval_cli("-t", TRACES, "-e", EVAL / "pass", "--junit", tmp_path / "no" / "dir" / "junit.xml")
+    proc = run_eval_cli(*TRACE_ARGS, "-e", EVAL / "pass", "--junit", tmp_path / "no" / "dir" / "junit.xml")
     assert proc.returncode == 2
     assert "cannot write" in proc.stderr
 

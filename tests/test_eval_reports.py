@@ -28,6 +28,8 @@ from toolscore.collector.pipeline import JudgeBudgetConfig
 
 ROOT = Path(__file__).parent.parent
 TRACES = "tests/testdata/traces"
+EVAL_TRACES = [f"{TRACES}/{framework}" for framework in ("openai-agents", "pydantic-ai", "vercel-ai")]
+"""The captures the eval expectations and golden reports were written for (see test_eval_cli)."""
 EVAL = ROOT / "tests" / "testdata" / "eval"
 SCHEMA = xmlschema.XMLSchema(ROOT / "tests" / "testdata" / "junit" / "junit.xsd")
 
@@ -35,7 +37,7 @@ SCHEMA = xmlschema.XMLSchema(ROOT / "tests" / "testdata" / "junit" / "junit.xsd"
 @pytest.fixture
 def failing(monkeypatch: pytest.MonkeyPatch) -> EvalResult:
     monkeypatch.chdir(ROOT)  # relative paths, so the reports name files as a CI job would
-    return run_eval([TRACES], ["tests/testdata/eval/fail"])
+    return run_eval(EVAL_TRACES, ["tests/testdata/eval/fail"])
 
 
 def golden(name: str, text: str) -> str:
@@ -108,11 +110,11 @@ def test_json_report_round_trips_into_the_result(failing: EvalResult) -> None:
 
 def test_expectation_with_no_runs_is_a_skipped_test_case(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    result = run_eval([TRACES], ["tests/testdata/eval/partial"], min_pass_rate=0.5)
+    result = run_eval(EVAL_TRACES, ["tests/testdata/eval/partial"], min_pass_rate=0.5)
     root = ET.fromstring(junit_xml(result))
     (suite,) = [s for s in root.iter("testsuite") if s.get("name") == "billing.refund"]
     assert (suite.get("tests"), suite.get("skipped"), suite.get("failures")) == ("1", "1", "0")
-    required = run_eval([TRACES], ["tests/testdata/eval/partial"], min_pass_rate=0.5, require_runs=True)
+    required = run_eval(EVAL_TRACES, ["tests/testdata/eval/partial"], min_pass_rate=0.5, require_runs=True)
     (suite,) = [s for s in ET.fromstring(junit_xml(required)).iter("testsuite") if s.get("name") == "billing.refund"]
     assert suite.get("failures") == "1"
 
@@ -132,7 +134,7 @@ def unmatched_expectations(tmp_path: Path) -> Path:
 
 def test_a_pass_with_no_scored_run_says_so_in_every_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    result = run_eval([TRACES], [unmatched_expectations(tmp_path)])
+    result = run_eval(EVAL_TRACES, [unmatched_expectations(tmp_path)])
     said = f"0 of 2 expectations had scored runs; none failed {HINT}"
     assert result.exit_code == 0
     assert console_text(result).splitlines()[-1] == f"PASS: {said}"
@@ -159,14 +161,14 @@ def test_expectations_without_scored_runs_are_counted_beside_the_others(
     monkeypatch: pytest.MonkeyPatch, min_pass_rate: float, verdict: str
 ) -> None:
     monkeypatch.chdir(ROOT)
-    result = run_eval([TRACES], ["tests/testdata/eval/partial"], min_pass_rate=min_pass_rate)
+    result = run_eval(EVAL_TRACES, ["tests/testdata/eval/partial"], min_pass_rate=min_pass_rate)
     assert console_text(result).splitlines()[-1] == verdict
     assert markdown_report(result).splitlines()[0].endswith(verdict.split(": ", 1)[1])
 
 
 def test_every_expectation_met_still_says_all(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    result = run_eval([TRACES], ["tests/testdata/eval/pass"])
+    result = run_eval(EVAL_TRACES, ["tests/testdata/eval/pass"])
     assert console_text(result).splitlines()[-1] == "PASS: all 5 expectations met"
     assert markdown_report(result).startswith("### ✅ toolscore eval: all 5 expectations met\n")
 

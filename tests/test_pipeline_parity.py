@@ -39,7 +39,9 @@ AGENT_SERVICE, MCP_SERVICE = "travel-agent", "flights-mcp"
 SERVER, CLIENT = 2, 3
 """OTLP span kinds."""
 TESTDATA = Path(__file__).parent / "testdata"
-CAPTURES = sorted((TESTDATA / "traces").glob("*/*.pb")) + sorted((TESTDATA / "mcp").glob("*.pb"))
+CAPTURES = sorted(p for p in (TESTDATA / "traces").glob("*/*.pb") if not p.name.endswith(".logs.pb")) + sorted(
+    (TESTDATA / "mcp").glob("*.pb")
+)
 WORKFLOW = {"gen_ai.operation.name": "invoke_workflow"}
 BY_TEST_CASE = {
     "name": "by-test-case",

@@ -39,7 +39,7 @@ from toolscore.collector.spans import SpanRecord
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
 TRUTH = Path(__file__).parent / "testdata" / "truth"
-CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb"))
+CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb") if not p.name.endswith(".logs.pb"))
 EPOCH_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 
 

@@ -154,7 +154,9 @@ def rebuild_under(
     up from those spans stops at `top` at the latest. Spans whose parent is missing are not under `top` and
     do not change its runs (they stand for inferred runs of their own). Above `top`, only its own
     `parent_span_id` is read, from all of `nodes`. The order of `nodes` is kept (an inferred run's
-    convention is its first call's). Stats count the spans under `top` and one trace.
+    convention is its first call's). Stats count the spans under `top` and one trace. The one exception is a
+    run span with nothing under it whose work hangs beside it (`_TraceRuns._empty_run_beside`): its runs come
+    from the whole trace's.
     """
     config = config if config is not None else ExtractConfig()
     stats = stats if stats is not None else ExtractStats()
@@ -162,10 +164,27 @@ def rebuild_under(
     if node.role is not _RUN:
         raise ValueError(f"span {top} is no run span: the runs under it can depend on spans above it")
     under = _under(nodes, top)
+    if len(under) == 1 and _TraceRuns(nodes, config, ExtractStats()).has_body_beside(node):
+        return _runs_from(_TraceRuns(nodes, config, stats).build(), top)
     stats.spans += len(under)
     stats.traces += 1
     parent = _TraceRuns(nodes, config, ExtractStats())._parent_run(node)  # its reads are not this rebuild's
     return _TraceRuns(under, config, stats, top=(top, parent)).build()
+
+
+def _runs_from(runs: list[AgentRun], top: str) -> list[AgentRun]:
+    """The runs of `runs` that are `top`'s or nested in it, by their `parent_span_id` links, in their order."""
+    parents = {run.span_id: run.parent_span_id for run in runs}
+    kept = []
+    for run in runs:
+        current: str | None = run.span_id
+        for _ in range(len(runs) + 1):
+            if current is None or current == top:
+                break
+            current = parents.get(current)
+        if current == top:
+            kept.append(run)
+    return kept
 
 
 def _under(nodes: Mapping[str, ClassifiedSpan], top: str) -> dict[str, ClassifiedSpan]:
@@ -211,6 +230,8 @@ class _TraceRuns:
         """Tool spans folded into a call seen at a layer above them, with that call's span id (see `layers`)."""
         self.layers_known = False
         """Whether `layers` is computed (the calls are added), or must be looked up (`_call_of`)."""
+        self.children: dict[str, list[ClassifiedSpan]] | None = None
+        """Spans by parent span id, built on first use (`_empty_run_beside`)."""
 
     def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
@@ -231,11 +252,44 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current, False
             if current.role is _TOOL:
-                return (current if child.role is _TOOL or child.role is _LLM else child), True
+                if child.role is _TOOL or child.role is _LLM:
+                    return current, True
+                twin = self._empty_run_beside(child, current)
+                return (twin, False) if twin is not None else (child, True)
             if current.role is not None:
                 claimed = current
             child, current = current, self._parent(current)
         return (claimed or child), True
+
+    def _empty_run_beside(self, body: ClassifiedSpan, tool: ClassifiedSpan) -> ClassifiedSpan | None:
+        """A run span with no span under it, beside `body` under `tool`, open while `body` starts and naming the
+        same agent: the run `body` holds the work of.
+
+        OpenLLMetry opens `invoke_agent <sub>` for a graph invoked inside a tool but parents the graph's own spans
+        to the tool's run, so they hang beside that span, under an `execute_task <sub>` span, not under it.
+        """
+        if self.children is None:
+            self.children = {}
+            for node in self.nodes.values():
+                if node.span.parent_id:
+                    self.children.setdefault(node.span.parent_id, []).append(node)
+        start, name = body.span.start_ns, body.span.attributes.get("traceloop.entity.name")
+        for run in self.children.get(tool.span.span_id, ()):
+            span = run.span
+            if run.role is not _RUN or span.span_id in self.children or not span.start_ns <= start <= span.end_ns:
+                continue
+            agent = span.attributes.get("gen_ai.agent.name")
+            if name is None or agent is None or agent == name:
+                return run
+        return None
+
+    def has_body_beside(self, run: ClassifiedSpan) -> bool:
+        """Whether the run span `run` stands for work that hangs beside it (see `_empty_run_beside`)."""
+        tool = self._parent(run)
+        if tool is None or tool.role is not _TOOL:
+            return False
+        siblings = [n for n in self.nodes.values() if n.span.parent_id == tool.span.span_id and n is not run]
+        return any(self._empty_run_beside(sibling, tool) is run for sibling in siblings if sibling.role is not _RUN)
 
     def _tool_of(self, owner: ClassifiedSpan) -> ClassifiedSpan | None:
         """The tool span an inferred run stands under (its parent) or for (itself), if any (see `_owner`)."""

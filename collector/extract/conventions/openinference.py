@@ -58,7 +58,7 @@ __all__ = ["OpenInferenceExtractor"]
 #               function.arguments (model order; both the openai-agents and LangChain
 #               instrumentations leave the arguments out when they are empty, `{}`); legacy
 #               llm.output_messages.<i>.message.function_call_name | function_call_arguments_json;
-#               LangChain.js without flattened calls: output.value
+#               LangChain.js without flattened calls, or flattened without ids: output.value
 #               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
 
 KIND: Final = "openinference.span.kind"
@@ -258,6 +258,11 @@ class OpenInferenceExtractor:
         ]
         if not calls:
             calls = self._legacy_function_calls(attrs) or _langchain_issued(attrs.get(OUTPUT_VALUE))
+        elif not any(call.call_id for call in calls):
+            # LangChain.js flattens `additional_kwargs.tool_calls[].function` without the ids; its output keeps them
+            with_ids = _langchain_issued(attrs.get(OUTPUT_VALUE))
+            if [c.name for c in with_ids] == [c.name for c in calls] and all(c.call_id for c in with_ids):
+                calls = with_ids
         return IssuedCalls(calls)
 
     @staticmethod
