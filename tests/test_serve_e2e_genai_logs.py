@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -109,3 +110,18 @@ def test_serve_counts_the_log_records_it_read_and_refused(collector: tuple[Serve
         text = response.read().decode()
     received = [line for line in text.splitlines() if line.startswith("toolscore_log_records")]
     assert any('toolscore_log_record_outcome="received"' in line for line in received), received
+
+
+CAPTURES = Path(__file__).parent / "testdata" / "traces" / "openai-v2-events"
+
+
+@pytest.mark.parametrize("logs", sorted(CAPTURES.glob("*.logs.pb")), ids=lambda path: path.name)
+def test_serve_reads_every_record_of_the_captured_log_exports(
+    collector: tuple[ServeProcess, Downstream], logs: Path
+) -> None:
+    process, _ = collector
+    request = urllib.request.Request(
+        process.http_url + "/v1/logs", logs.read_bytes(), {"Content-Type": "application/x-protobuf"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert (response.status, response.read()) == (200, b"")  # no partial success: every record read
