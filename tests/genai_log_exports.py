@@ -2,13 +2,17 @@
 
 `capture()` runs the agent of `openai_v2_events` once; the helpers encode what it recorded as the OTLP
 exporters do (protobuf `ExportTraceServiceRequest` / `ExportLogsServiceRequest`), and as OTLP/JSON (hex ids).
+`python -m tests.genai_log_exports DIR` writes one capture to `DIR/run.pb` and `DIR/run.logs.pb`: for a
+semantic-conventions mode (`OTEL_SEMCONV_STABILITY_OPT_IN`), which the instrumentation reads once per process.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
@@ -69,3 +73,10 @@ def _hex_ids(value: Any) -> Any:
 def otlp_json(message: Any) -> str:
     """A protobuf export request as OTLP/JSON."""
     return json.dumps(_hex_ids(json_format.MessageToDict(message)))
+
+
+if __name__ == "__main__":
+    written = capture()
+    directory = Path(sys.argv[1])
+    (directory / "run.pb").write_bytes(written.traces_pb())
+    (directory / "run.logs.pb").write_bytes(written.logs_pb())

@@ -32,9 +32,10 @@ _CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 @contextmanager
 def openai_v2(tracer_provider: TracerProvider, logger_provider: LoggerProvider) -> Iterator[None]:
-    """openai-v2 instrumenting the `openai` client onto these providers, content capture on, for the block."""
+    """openai-v2 instrumenting the `openai` client onto these providers, content capture on (unless the
+    environment already says how), for the block."""
     before = os.environ.get(_CAPTURE)
-    os.environ[_CAPTURE] = "true"
+    os.environ[_CAPTURE] = before or "true"
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     try:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,3 +99,22 @@ def test_eval_reads_logs_files_beside_traces(captured: Captured, tmp_path: Path)
     result = CliRunner().invoke(main, ["eval", "--traces", str(runs), "--expectations", str(expectations)])
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output
+
+
+def test_the_latest_forms_operation_details_event_gives_the_models_order(tmp_path: Path) -> None:
+    """openai-v2 in the latest experimental conventions with content on events only: the chat span carries no
+    messages, its `gen_ai.client.inference.operation.details` log record has `gen_ai.output.messages`."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+        "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+    }
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(
+        [sys.executable, "-m", "tests.genai_log_exports", str(tmp_path)], cwd=root, env=env, check=True, timeout=120
+    )
+    logs = LogBatch()
+    read_trace_file(tmp_path / "run.logs.pb", logs=logs)
+    assert [item.event.name for item in logs.events] == ["gen_ai.client.inference.operation.details"]
+    assert _calls([tmp_path / "run.pb"]) == START_ORDER
+    assert _calls([tmp_path / "run.pb", tmp_path / "run.logs.pb"]) == MODEL_ORDER
