@@ -18,6 +18,8 @@ from opentelemetry.trace import use_span
 TRACES = Path(__file__).parent / "testdata" / "traces"
 TRUTH = Path(__file__).parent / "testdata" / "truth"
 CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb") if not p.name.endswith(".logs.pb"))
+LOGS = sorted(TRACES.glob("*/*.logs.pb"))
+"""The logs exports beside some captures (their GenAI events carry the calls), given to extract with them."""
 EPOCH_NS = 1_767_225_600_000_000_000
 LINE_KEYS = {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls"}
 
@@ -53,7 +55,7 @@ def neutral_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
-    code, lines, stderr = run_cli(*(str(c.with_suffix(".pb")) for c in CAPTURES))
+    code, lines, stderr = run_cli(*(str(c.with_suffix(".pb")) for c in CAPTURES), *map(str, LOGS))
     assert code == 0, stderr
     truth = truth_runs(CAPTURES)
     assert {line["run_span_id"] for line in lines} == set(truth)
