@@ -110,6 +110,11 @@ class ToolCall(BaseModel):
         default=None, description="Mastra-style invocation state (`call`, `result`, ...); None means `result`."
     )
     message_index: int = Field(default=0, description="Index of the assistant message holding the call (Mastra).")
+    model_only: bool = Field(
+        default=False,
+        description="Seen only in the model's output: the model issued the call and no tool span recorded it "
+        "(no `span_id`, `result`, or times).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -150,7 +155,7 @@ class ToolCall(BaseModel):
         return _unvalidated(cls, fields, set(given))
 
     def to_json(self) -> dict[str, Any]:
-        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`)."""
+        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`; `model_only` when set)."""
         out: dict[str, Any] = {"name": self.name}
         if self.has_args:
             out["args"] = self.args
@@ -162,6 +167,8 @@ class ToolCall(BaseModel):
         out["error"] = self.error
         if self.error_type is not None:
             out["error_type"] = self.error_type
+        if self.model_only:
+            out["model_only"] = True
         return out
 
 

@@ -132,6 +132,7 @@ def build_call(
         "span_id": span_id,
         "state": None,
         "message_index": 0,
+        "model_only": False,
     }
     # Without validation when it would change nothing: one call is built per tool span, where
     # validating cost about a tenth of the extraction. `args` and `result` are `Any`, kept as given
@@ -155,7 +156,8 @@ def build_call(
 _BUILT_FIELDS = frozenset(
     ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id")
 )
-"""The fields `build_call` sets; `state` and `message_index` keep their defaults, unset as validation leaves them."""
+"""The fields `build_call` sets; `state`, `message_index` and `model_only` keep their defaults, unset as validation
+leaves them."""
 
 
 def _str_or_none(value: object) -> bool:

@@ -10,7 +10,10 @@ and `LLM`, and returns raw values: size caps, JSON parsing and ordering happen o
 
 Extractors are stateless singletons shared by threads; they read only the attributes they need
 straight from `span.attributes` (no copies on the hot path). An extractor may also declare a `gate`
-(see `Gate`) so that spans it cannot recognise are not offered to it at all.
+(see `Gate`) so that spans it cannot recognise are not offered to it at all, and `issued_text`: the
+attribute whose JSON text, when an LLM span carries it as a string, is what `read` takes the issued
+calls from, as OTel GenAI `tool_call` parts. Extraction then skims that text to tell whether all of a
+run's issued calls were recorded by its tool spans, without decoding it (see `model_calls`).
 """
 
 from __future__ import annotations
@@ -113,6 +116,9 @@ class IssuedCalls:
     """The tool calls one model response issued, in the model's order."""
 
     calls: list[IssuedCall] = field(default_factory=list)
+    output_tools: frozenset[str] = frozenset()
+    """Names of the framework's structured-output tools (pydantic-ai's `final_result`), not tools the agent
+    chose: a call of theirs no tool span recorded is no call of the run (see `model_calls`)."""
 
 
 Read = ToolRead | RunInfo | IssuedCalls

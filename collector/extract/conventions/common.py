@@ -132,18 +132,31 @@ def message_text(value: Any, role: str) -> str | None:
 
 
 def genai_issued_calls(messages: Any) -> list[IssuedCall]:
-    """Tool calls in GenAI output messages: parts `{"type": "tool_call", "id", "name", "arguments"}`."""
+    """Tool calls in GenAI output messages: parts `{"type": "tool_call", "id", "name", "arguments"}`.
+
+    Text without `"tool_call"` lists none and is not decoded: every model response is read for the calls
+    no tool span recorded (see `model_calls`), and most list none (a final answer) or few.
+    """
+    if type(messages) is str and '"tool_call"' not in messages:
+        return []
     decoded = load_json(messages)
     calls: list[IssuedCall] = []
     if not isinstance(decoded, list):
         return calls
     for message in decoded:
-        parts = message.get("parts") if isinstance(message, Mapping) else None
+        parts = message.get("parts") if _is_mapping(message) else None
         if not isinstance(parts, list):
             continue
         for part in parts:
-            if isinstance(part, Mapping) and part.get("type") == "tool_call":
-                calls.append(IssuedCall(_opt_str(part.get("id")), _opt_str(part.get("name")), part.get("arguments")))
+            if _is_mapping(part) and part.get("type") == "tool_call":
+                call_id, name = part.get("id"), part.get("name")
+                calls.append(
+                    IssuedCall(
+                        call_id if call_id.__class__ is str and call_id else None,
+                        name if name.__class__ is str and name else None,
+                        part.get("arguments"),
+                    )
+                )
     return calls
 
 

@@ -105,6 +105,7 @@ class GenAIExtractor:
 
     name = "genai"
     gate = Gate(keys=frozenset({OPERATION, TOOL_NAME}))
+    issued_text = "gen_ai.output.messages"
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.

@@ -58,6 +58,7 @@ class GoogleADKExtractor:
 
     name = "google_adk"
     gate = Gate(scopes=frozenset({SCOPE}))
+    issued_text = "gen_ai.output.messages"
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.

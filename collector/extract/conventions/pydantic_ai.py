@@ -65,6 +65,7 @@ class PydanticAIExtractor:
 
     name = "pydantic_ai"
     gate = Gate(scopes=SCOPES, keys=frozenset({LOGFIRE_MSG}))
+    issued_text = "gen_ai.output.messages"
 
     def classify(self, span: SpanRecord) -> Role | None:
         """An agent run span is a run; a tool span (or output-function span) is a tool call.

@@ -79,6 +79,7 @@ class TraceloopExtractor:
 
     name = "traceloop"
     gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}))
+    issued_text = "gen_ai.output.messages"
 
     def classify(self, span: SpanRecord) -> Role | None:
         """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.
