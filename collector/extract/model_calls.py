@@ -47,6 +47,8 @@ __all__ = ["all_claimed", "build_model_call", "issued_text", "model_only_calls",
 
 _TOOL_CALL = '"tool_call"'
 """In the text of every GenAI `tool_call` part (its type; no encoder escapes ASCII letters)."""
+_SPACED_ID = '"id": "'
+_COMPACT_ID = '"id":"'
 
 
 def unread_claimer() -> ToolRead:
@@ -66,11 +68,13 @@ def skim_claimed(claimers: list[PendingCall], texts: list[str]) -> bool:
     """Whether every call the responses' GenAI `texts` list is claimed for sure, without decoding them.
 
     `"tool_call"` occurs at least once per call listed, so its count bounds the calls from above; a
-    claimer whose call id occurs in the text as a JSON string claims the call listed with that id, one
-    call per distinct id. When the ids found are at least the bound, every call listed is claimed. (An id
-    that occurs as a JSON string elsewhere in a response, in an argument or a text, while it is no id of
-    a listed call, would be taken for one: the skim trusts that no response quotes a call id it did not
-    issue.) Ids that JSON must escape are not found, and the responses are read.
+    claimer whose call id occurs in the text as the value of an `"id"` key claims the call listed with
+    that id, one call per distinct id. When the ids found are at least the bound, every call listed is
+    claimed. (An `"id"` key elsewhere in a response, in a call's arguments, whose value is the call id of
+    another of the run's tool spans would be taken for a listed call: the skim trusts that no response
+    does that.) The key is looked up as JSON encoders write it, `"id": "` (Python's default) or `"id":"`
+    (compact, JavaScript), whichever the text uses; ids that JSON must escape are not found, and the
+    responses are then read.
     """
     listing = [text for text in texts if _TOOL_CALL in text]  # most runs end on a response that lists none
     if not listing:
@@ -79,10 +83,11 @@ def skim_claimed(claimers: list[PendingCall], texts: list[str]) -> bool:
     bound = text.count(_TOOL_CALL)
     if bound > len(claimers):
         return False
+    key = _SPACED_ID if _SPACED_ID in text else _COMPACT_ID
     found: set[str] = set()
     for claimer in claimers:
         call_id = claimer.read.call_id
-        if call_id and call_id not in found and f'"{call_id}"' in text:
+        if call_id and call_id not in found and f'{key}{call_id}"' in text:
             found.add(call_id)
     return len(found) >= bound
 
