@@ -158,4 +158,4 @@ def test_model_only_calls_equal_validated_calls(issued: IssuedCall) -> None:
 
     fields = ("name", "args", "args_state", "call_id", "model_only")
     _assert_same(call, ToolCall(**{name: getattr(call, name) for name in fields}))
-    assert call.model_only and call.span_id is None
+    assert (call.model_only, call.span_id) == (True, None)
