@@ -40,10 +40,10 @@ from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
-from toolscore.collector.spans import SpanRecord, StatusCode
+from toolscore.collector.spans import StatusCode
 from toolscore.scorers.model import ToolCall
 
-__all__ = ["all_claimed", "build_model_call", "issued_text", "model_only_calls", "skim_claimed", "unread_claimer"]
+__all__ = ["all_claimed", "build_model_call", "model_only_calls", "skim_claimed", "unread_claimer"]
 
 _TOOL_CALL = '"tool_call"'
 """In the text of every GenAI `tool_call` part (its type; no encoder escapes ASCII letters)."""
@@ -57,15 +57,9 @@ def unread_claimer() -> ToolRead:
     return ToolRead(name=None, handoff=True)
 
 
-def issued_text(extractor: object, span: SpanRecord) -> str | None:
-    """The GenAI JSON text `extractor` reads the span's issued calls from (`Extractor.issued_text`), if any."""
-    key = getattr(extractor, "issued_text", None)
-    text = span.attributes.get(key) if key is not None else None
-    return text if text.__class__ is str else None
-
-
 def skim_claimed(claimers: list[PendingCall], texts: list[str]) -> bool:
-    """Whether every call the responses' GenAI `texts` list is claimed for sure, without decoding them.
+    """Whether every call the responses' GenAI `texts` (`Extractor.issued_text`) list is claimed for sure,
+    without decoding them.
 
     `"tool_call"` occurs at least once per call listed, so its count bounds the calls from above; a
     claimer whose call id occurs in the text as the value of an `"id"` key claims the call listed with

@@ -47,7 +47,6 @@ from toolscore.collector.extract.layers import fold_layers, same_call
 from toolscore.collector.extract.model_calls import (
     all_claimed,
     build_model_call,
-    issued_text,
     model_only_calls,
     skim_claimed,
     unread_claimer,
@@ -401,9 +400,16 @@ class _TraceRuns:
             return ordered, False
         claimers = run.calls + self.claimers.get(run.node.span.span_id, [])
         if not needed:
-            texts = [text for node in models if (text := issued_text(node.extractor, node.span)) is not None]
-            if len(texts) == len(models) and skim_claimed(claimers, texts):
-                return ordered, False
+            texts: list[str] = []
+            for node in models:  # `issued_text`, inlined: it runs for every model span
+                key = getattr(node.extractor, "issued_text", None)
+                text = node.span.attributes.get(key) if key is not None else None
+                if text.__class__ is not str:
+                    break
+                texts.append(text)
+            else:
+                if skim_claimed(claimers, texts):
+                    return ordered, False
         batches = self._batches(models)
         if not batches or (not needed and all_claimed(claimers, batches)):
             return ordered, False
