@@ -160,7 +160,10 @@ def test_a_folded_layer_and_a_handoff_stay_one_call_each() -> None:
 
     runs = rebuild_runs(t.records(), stats=stats)
 
-    assert [_calls(r) for r in runs] == [[("w", "c1", False)], [("transfer_to_billing", "call_h", False)]]
+    assert {r.agent_name: _calls(r) for r in runs} == {
+        "a": [("w", "c1", False)],
+        "triage": [("transfer_to_billing", "call_h", False)],
+    }
     assert stats.skipped["tool_layer"] == 1
 
 
