@@ -17,6 +17,8 @@ Rules, applied per trace:
   framework's tool span): see `layers`. It is folded into the call, neither a call nor an inferred run.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
   span id.
+- **Tools offered.** Each run's catalog of tools, from its run span, model spans and, for a tool they
+  do not define, its tool spans: see `catalog`.
 - **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
   a call of the run too, marked `model_only`: see `model_calls`.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
@@ -32,6 +34,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from toolscore.collector.extract.catalog import run_tools
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions import (
     EXTRACTORS,
@@ -440,6 +443,15 @@ class _TraceRuns:
         extractor = run.node.extractor
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
+        models = self._models(run) if self.llm_nodes else _NO_MODELS
+        tools = run_tools(
+            run.node,
+            models,
+            zip(calls, ordered, strict=True),
+            self.nodes,
+            max_bytes=config.max_attribute_bytes,
+            stats=stats,
+        )
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)
@@ -457,5 +469,6 @@ class _TraceRuns:
                 "inferred": run.inferred,
                 "parent_span_id": parent_run,
                 "start_ns": span.start_ns or None,
+                "available_tools": tools,
             }
         )

@@ -185,6 +185,7 @@ def agent_run(fields: dict[str, Any]) -> AgentRun:
         and type(fields["attributes"]) is dict
         and type(fields["resource"]) is dict
         and type(fields["inferred"]) is bool
+        and type(fields.get("available_tools", ())) is tuple
         and (start_ns is None or type(start_ns) is int)
     ):
         return AgentRun(**fields)

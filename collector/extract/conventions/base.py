@@ -14,6 +14,12 @@ straight from `span.attributes` (no copies on the hot path). An extractor may al
 attribute whose JSON text, when an LLM span carries it as a string, is what `read` takes the issued
 calls from, as OTel GenAI `tool_call` parts. Extraction then skims that text to tell whether all of a
 run's issued calls were recorded by its tool spans, without decoding it (see `model_calls`).
+
+The run's tool catalog (`AgentRun.available_tools`, see `catalog`) comes from an optional pair:
+`tool_keys`, the attributes that may hold tool definitions, and `read_tools(span, role)`, asked only about
+spans carrying one of them: for a run or model span the raw definitions of the tools offered (each a
+mapping or its JSON text, shapes in `catalog`), for a tool span its own tool's definition (its name is
+the call's). Both optional, like `gate`: an extractor without them adds no tools.
 """
 
 from __future__ import annotations

@@ -15,12 +15,16 @@ from toolscore.collector.spans import SpanRecord, StatusCode
 
 __all__ = [
     "ERROR_TYPE_OTHER",
+    "MAX_DEFINITIONS_CHARS",
     "error_of",
     "event_attribute",
     "genai_issued_calls",
     "indexed_issued_calls",
+    "indexed_values",
+    "json_list",
     "load_json",
     "message_text",
+    "names_only",
     "string",
 ]
 
@@ -187,3 +191,35 @@ def indexed_issued_calls(
 
 def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+MAX_DEFINITIONS_CHARS = 1 << 20
+"""Longest tool-definition text decoded, in characters: longer text is not read (see `extract.catalog`)."""
+
+
+def json_list(value: Any) -> list[Any]:
+    """A JSON array, as its text or as an array attribute; `ValueError` for anything else, `OverflowError` for
+    text longer than `MAX_DEFINITIONS_CHARS` (not decoded)."""
+    if isinstance(value, str):
+        if len(value) > MAX_DEFINITIONS_CHARS:
+            raise OverflowError("tool definitions too long to decode")
+        value = decode_json(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise ValueError("not a JSON array")
+
+
+def names_only(value: Any) -> list[Any]:
+    """Definitions from a list of tool names (its JSON text or an array attribute): `{"name": ...}` each."""
+    return [{"name": name} if isinstance(name, str) else name for name in json_list(value)]
+
+
+def indexed_values(attrs: Mapping[str, Any], prefix: str, suffix: str, max_items: int = 256) -> list[Any]:
+    """`<prefix>.<i><suffix>` for i = 0, 1, ... up to the first gap."""
+    values: list[Any] = []
+    for i in range(max_items):
+        value = attrs.get(f"{prefix}.{i}{suffix}")
+        if value is None:
+            break
+        values.append(value)
+    return values

@@ -14,12 +14,13 @@ from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
     indexed_issued_calls,
+    json_list,
     message_text,
     string,
 )
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
+__all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "read_genai_tools", "tool_args"]
 
 # --- Names read (semantic-conventions v1.38+ / semantic-conventions-genai) -------------------------
 # span marker      gen_ai.operation.name = execute_tool | invoke_agent | chat | text_completion |
@@ -34,6 +35,8 @@ __all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
 #                  gen_ai.tool.result, gen_ai.tool.output (vendor spellings seen before v1.38)
 # pre-operation    span named `execute_tool <tool>` with gen_ai.tool.name and no gen_ai.operation.name
 # indexed (legacy) gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments on inference spans
+# tools offered   gen_ai.tool.definitions (JSON array of {"type": "function", "name", "description",
+#                 "parameters"}) on inference and agent spans; gen_ai.tool.description on tool spans
 
 OPERATION: Final = "gen_ai.operation.name"
 TOOL_NAME: Final = "gen_ai.tool.name"
@@ -45,6 +48,9 @@ INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 LEGACY_COMPLETION: Final = "gen_ai.completion"
 INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+TOOL_KEYS: Final = (TOOL_DEFINITIONS, TOOL_DESCRIPTION)
 EXECUTE_TOOL: Final = "execute_tool"
 INVOKE_AGENT: Final = "invoke_agent"
 
@@ -100,12 +106,23 @@ def read_genai_issued(span: SpanRecord) -> IssuedCalls:
     return IssuedCalls(indexed_issued_calls(attrs, LEGACY_COMPLETION, ".tool_calls", ("id", "name", "arguments")))
 
 
+def read_genai_tools(span: SpanRecord, role: Role) -> list[Any]:
+    """The tools a GenAI span defines: `gen_ai.tool.definitions`, or a tool span's own description."""
+    attrs = span.attributes
+    if role is Role.TOOL:
+        description = attrs.get(TOOL_DESCRIPTION)
+        return [{"description": description}] if description is not None else []
+    definitions = attrs.get(TOOL_DEFINITIONS)
+    return [] if definitions is None else json_list(definitions)
+
+
 class GenAIExtractor:
     """Spans that follow the OTel GenAI conventions."""
 
     name = "genai"
     gate = Gate(keys=frozenset({OPERATION, TOOL_NAME}))
     issued_text = "gen_ai.output.messages"
+    tool_keys = TOOL_KEYS
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.
@@ -136,3 +153,6 @@ class GenAIExtractor:
         if role is Role.RUN:
             return read_genai_run(span)
         return read_genai_issued(span)
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        return read_genai_tools(span, role)

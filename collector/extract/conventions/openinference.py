@@ -23,8 +23,10 @@ from toolscore.collector.extract.conventions.base import (
 from toolscore.collector.extract.conventions.common import (
     error_of,
     indexed_issued_calls,
+    indexed_values,
     load_json,
     message_text,
+    names_only,
     string,
 )
 from toolscore.collector.spans import SpanRecord
@@ -47,6 +49,9 @@ __all__ = ["OpenInferenceExtractor"]
 #               llm.output_messages.<i>.message.function_call_name | function_call_arguments_json;
 #               LangChain.js without flattened calls: output.value
 #               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
+# tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
+#               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
+#               (when it is a JSON schema)
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -57,16 +62,26 @@ OUTPUT_VALUE: Final = "output.value"
 AGENT_NAME: Final = "agent.name"
 OUTPUT_MESSAGES: Final = "llm.output_messages"
 CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
+TOOLS: Final = "llm.tools"
+TOOL_SCHEMA: Final = ".tool.json_schema"
+SMOLAGENTS_TOOLS: Final = "smolagents.tools_names"
+TOOL_DESCRIPTION: Final = "tool.description"
+
+
+def _schema(value: Any) -> Mapping[str, Any] | None:
+    """`tool.parameters` decoded when it is a JSON schema (older emitters put arguments there instead)."""
+    decoded = load_json(value) if isinstance(value, str) else value
+    if isinstance(decoded, Mapping) and ("properties" in decoded or decoded.get("type") == "object"):
+        return decoded
+    return None
 
 
 def _args(attrs: Mapping[str, Any]) -> Any:
     if INPUT_VALUE in attrs:
         return attrs[INPUT_VALUE]
     params = attrs.get(TOOL_PARAMETERS)
-    if isinstance(params, str):
-        decoded = load_json(params)
-        if not (isinstance(decoded, Mapping) and ("properties" in decoded or decoded.get("type") == "object")):
-            return params
+    if isinstance(params, str) and _schema(params) is None:
+        return params
     return NOT_CAPTURED
 
 
@@ -117,6 +132,7 @@ class OpenInferenceExtractor:
 
     name = "openinference"
     gate = Gate(keys=frozenset({KIND}))
+    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS, TOOL_DESCRIPTION, TOOL_PARAMETERS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans with `agent.name` are runs.
@@ -163,6 +179,19 @@ class OpenInferenceExtractor:
         if not calls:
             calls = self._legacy_function_calls(attrs) or _langchain_issued(attrs.get(OUTPUT_VALUE))
         return IssuedCalls(calls)
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """`llm.tools.<i>.tool.json_schema` and smolagents' tool names; a TOOL span's description and schema."""
+        attrs = span.attributes
+        if role is Role.TOOL:
+            description, schema = attrs.get(TOOL_DESCRIPTION), _schema(attrs.get(TOOL_PARAMETERS))
+            return (
+                [] if description is None and schema is None else [{"description": description, "parameters": schema}]
+            )
+        tools = indexed_values(attrs, TOOLS, TOOL_SCHEMA)
+        if SMOLAGENTS_TOOLS in attrs:
+            tools.extend(names_only(attrs[SMOLAGENTS_TOOLS]))
+        return tools
 
     @staticmethod
     def _legacy_function_calls(attrs: Mapping[str, Any]) -> list[IssuedCall]:
