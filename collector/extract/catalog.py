@@ -40,10 +40,14 @@ from toolscore.collector.extract.values import cap_text
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import ToolCall, ToolSpec
 
-__all__ = ["Catalog", "definition_fields", "run_tools"]
+__all__ = ["Catalog", "definition_fields", "run_tools", "schema_of"]
 
 _PARAMETER_KEYS = ("parameters", "inputSchema", "input_schema", "parameters_json_schema")
 _MALFORMED = "tool_definition_malformed"
+_SPECS: dict[tuple[str, str | None], ToolSpec] = {}
+"""Specs without parameters by (name, description), shared between runs; cleared when it reaches `_MAX_CACHED`."""
+_MAX_CACHED = 4096
+_MAX_CACHED_TEXT = 1024
 _NAME_ONLY: tuple[None, None] = (None, None)
 """The fields of a tool known by name only (one shared tuple, told apart by identity)."""
 
@@ -116,34 +120,63 @@ class Catalog:
         elif self.full:
             self.stats.tool_specs_cut += 1
             return
-        bound, cut = self.max_bytes, False
+        left = self.max_bytes - self.used
         name_size = _size(name)
-        if description is not None:
-            description, cut = cap_text(description, bound)
-        params_size = 0
-        if parameters is not None:
-            try:
-                params_size = _size(json.dumps(parameters, separators=(",", ":"), default=str))
-            except (RecursionError, ValueError):  # nested past the encoder, or a loop: not a schema to keep
-                params_size = bound + 1
-            if params_size > bound:
-                parameters, params_size, cut = None, 0, True
-        left = bound - self.used
-        if name_size + (0 if description is None else _size(description)) + params_size > left and parameters:
-            parameters, params_size, cut = None, 0, True
-        description_size = 0 if description is None else _size(description)
-        if name_size + description_size > left and description is not None:
-            description, description_size, cut = None, 0, True
         if name_size > left:
             self.full = True
             self.stats.tool_specs_cut += 1
             return
-        self.used += name_size + description_size + params_size
+        room, cut, params_size, description_size = left - name_size, False, 0, 0
+        if parameters is not None:
+            params_size = _json_size(parameters)
+            if params_size > room:
+                parameters, params_size, cut = None, 0, True
+            room -= params_size
+        if description is not None:
+            if len(description) * 4 > room:  # may not fit: measured and cut (`cap_text` encodes only what it keeps)
+                description, description_cut = cap_text(description, room)
+                if description_cut:
+                    cut, description = True, description or None
+            description_size = 0 if description is None else _size(description)
+        self.used += name_size + params_size + description_size
         self.stats.tool_specs_cut += cut
         self.fields[name] = _NAME_ONLY if description is None and parameters is None else (description, parameters)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple([ToolSpec.trusted(name, d, p) for name, (d, p) in self.fields.items()])
+        return tuple([_spec(name, d, p) for name, (d, p) in self.fields.items()])
+
+
+def _spec(name: str, description: str | None, parameters: dict[str, Any] | None) -> ToolSpec:
+    """The `ToolSpec`, shared between runs when it has no parameters (frozen: one per agent's tool, not per run)."""
+    if parameters is not None or (description is not None and len(description) > _MAX_CACHED_TEXT):
+        return ToolSpec.trusted(name, description, parameters)
+    key = (name, description)
+    spec = _SPECS.get(key)
+    if spec is None:
+        if len(_SPECS) >= _MAX_CACHED:
+            _SPECS.clear()
+        spec = _SPECS[key] = ToolSpec.trusted(name, description, None)
+    return spec
+
+
+def _json_size(parameters: dict[str, Any]) -> int:
+    """UTF-8 bytes of the compact JSON of `parameters`; past any bound when it cannot be encoded."""
+    try:
+        return _size(json.dumps(parameters, separators=(",", ":"), default=str))
+    except (RecursionError, ValueError):  # nested past the encoder, or a loop: not a schema to keep
+        return 1 << 62
+
+
+def schema_of(value: Any) -> dict[str, Any] | None:
+    """A tool span's own `schema` when it is a JSON schema object (OpenInference's `tool.parameters` held the
+    arguments in older emitters), else None."""
+    if isinstance(value, str):
+        if len(value) > MAX_DEFINITIONS_CHARS:
+            return None
+        value = load_json(value)
+    if isinstance(value, Mapping) and ("properties" in value or value.get("type") == "object"):
+        return dict(value)
+    return None
 
 
 def _size(text: str) -> int:
@@ -165,7 +198,10 @@ def _defines(node: _Node) -> bool:
     if keys is None:
         return False
     attrs = node.span.attributes
-    return any(key in attrs for key in keys)
+    for key in keys:  # noqa: SIM110 - a loop over one or two keys, not a generator, per span
+        if key in attrs:
+            return True
+    return False
 
 
 def _read(catalog: Catalog, node: _Node, name: str | None) -> None:
@@ -188,14 +224,13 @@ def run_tools(
     run: _Node,
     models: Sequence[_Node],
     calls: Iterable[tuple[ToolCall, PendingCall]],
-    nodes: Mapping[str, _Node],
     *,
     max_bytes: int,
     stats: ExtractStats,
 ) -> tuple[ToolSpec, ...]:
     """The run's catalog (see the module docstring): `run` span, `models` it owns, its built `calls` each with
-    the pending call it was built from (the tool span, looked up in `nodes`). Spans without a tool key cost
-    a key lookup or two and are not read."""
+    the pending call it was built from (its tool span's read). Spans without a tool key cost a key lookup or
+    two and are not read."""
     catalog = Catalog(max_bytes, stats)
     offered = [node for node in models if _defines(node)]
     if len(offered) > 1:
@@ -205,12 +240,21 @@ def run_tools(
     for node in offered:
         _read(catalog, node, None)
     tried: set[str] = set()
-    for call, pending in calls:
+    for call, pending in calls:  # the tool spans' own definitions, for the tools the catalog lacks
+        read = pending.read
+        description, schema = read.description, read.schema
+        if call.model_only or (description is None and schema is None):
+            continue
         name = call.name
-        if call.model_only or catalog.defines(name) or name in tried:
+        if name in tried:
             continue
         tried.add(name)
-        tool = nodes.get(pending.span.span_id)
-        if tool is not None and _defines(tool):
-            _read(catalog, tool, name)
+        if catalog.defines(name):
+            continue
+        if not (description is None or isinstance(description, str)):
+            stats.skip(_MALFORMED)
+            continue
+        parameters = None if schema is None else schema_of(schema)
+        if description is not None or parameters is not None:
+            catalog.add(name, description, parameters)
     return catalog.specs() if catalog.fields else ()

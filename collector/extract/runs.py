@@ -444,14 +444,8 @@ class _TraceRuns:
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
         models = self._models(run) if self.llm_nodes else _NO_MODELS
-        tools = run_tools(
-            run.node,
-            models,
-            zip(calls, ordered, strict=True),
-            self.nodes,
-            max_bytes=config.max_attribute_bytes,
-            stats=stats,
-        )
+        called = zip(calls, ordered, strict=True)
+        tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)

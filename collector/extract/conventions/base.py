@@ -16,10 +16,11 @@ calls from, as OTel GenAI `tool_call` parts. Extraction then skims that text to 
 run's issued calls were recorded by its tool spans, without decoding it (see `model_calls`).
 
 The run's tool catalog (`AgentRun.available_tools`, see `catalog`) comes from an optional pair:
-`tool_keys`, the attributes that may hold tool definitions, and `read_tools(span, role)`, asked only about
-spans carrying one of them: for a run or model span the raw definitions of the tools offered (each a
-mapping or its JSON text, shapes in `catalog`), for a tool span its own tool's definition (its name is
-the call's). Both optional, like `gate`: an extractor without them adds no tools.
+`tool_keys`, the attributes of a run or model span that may hold tool definitions, and
+`read_tools(span, role)`, asked only about spans carrying one of them, which returns the raw definitions
+of the tools offered (each a mapping or its JSON text, shapes in `catalog`). Both optional, like `gate`:
+an extractor without them adds no tools. A tool span's own description and schema ride on its
+`ToolRead` (`description`, `schema`), read with the rest of the span.
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ class ToolRead:
     and the call id the wrapper carries (None: none). Left to extraction, which unwraps only arguments
     that fit `ExtractConfig.max_args_bytes`, so that an oversized wrapper is cut as raw text and never
     decoded whole; the convention has no config to measure against."""
+    description: Any = None
+    """The tool's own description as the span records it (for the run's catalog, see `catalog`)."""
+    schema: Any = None
+    """The tool's own parameters schema as the span records it (JSON text or a mapping; `catalog` keeps it
+    only when it is a JSON schema object)."""
 
 
 @dataclass(slots=True)

@@ -50,7 +50,7 @@ LEGACY_COMPLETION: Final = "gen_ai.completion"
 INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
 TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
-TOOL_KEYS: Final = (TOOL_DEFINITIONS, TOOL_DESCRIPTION)
+TOOL_KEYS: Final = (TOOL_DEFINITIONS,)
 EXECUTE_TOOL: Final = "execute_tool"
 INVOKE_AGENT: Final = "invoke_agent"
 
@@ -84,6 +84,7 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
         result=_first(attrs, RESULT_KEYS),
         error=error,
         error_type=error_type,
+        description=attrs.get(TOOL_DESCRIPTION),
     )
 
 
@@ -107,12 +108,8 @@ def read_genai_issued(span: SpanRecord) -> IssuedCalls:
 
 
 def read_genai_tools(span: SpanRecord, role: Role) -> list[Any]:
-    """The tools a GenAI span defines: `gen_ai.tool.definitions`, or a tool span's own description."""
-    attrs = span.attributes
-    if role is Role.TOOL:
-        description = attrs.get(TOOL_DESCRIPTION)
-        return [{"description": description}] if description is not None else []
-    definitions = attrs.get(TOOL_DEFINITIONS)
+    """The tools a GenAI run or inference span says were offered: `gen_ai.tool.definitions`."""
+    definitions = span.attributes.get(TOOL_DEFINITIONS)
     return [] if definitions is None else json_list(definitions)
 
 

@@ -104,11 +104,12 @@ class GoogleADKExtractor:
                 result=next((attrs[k] for k in ADK_RESULTS if k in attrs), None),
                 error=error,
                 error_type=error_type,
+                description=attrs.get("gen_ai.tool.description"),
             )
         if "gen_ai.output.messages" in attrs:
             return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
         return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
-        """As OTel GenAI: `gen_ai.tool.definitions`, a tool span's `gen_ai.tool.description`."""
+        """As OTel GenAI: `gen_ai.tool.definitions`."""
         return read_genai_tools(span, role)

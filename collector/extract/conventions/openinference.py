@@ -51,7 +51,7 @@ __all__ = ["OpenInferenceExtractor"]
 #               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
 # tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
 #               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
-#               (when it is a JSON schema)
+#               (the tool's own, kept when it is a JSON schema)
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -68,20 +68,14 @@ SMOLAGENTS_TOOLS: Final = "smolagents.tools_names"
 TOOL_DESCRIPTION: Final = "tool.description"
 
 
-def _schema(value: Any) -> Mapping[str, Any] | None:
-    """`tool.parameters` decoded when it is a JSON schema (older emitters put arguments there instead)."""
-    decoded = load_json(value) if isinstance(value, str) else value
-    if isinstance(decoded, Mapping) and ("properties" in decoded or decoded.get("type") == "object"):
-        return decoded
-    return None
-
-
 def _args(attrs: Mapping[str, Any]) -> Any:
     if INPUT_VALUE in attrs:
         return attrs[INPUT_VALUE]
     params = attrs.get(TOOL_PARAMETERS)
-    if isinstance(params, str) and _schema(params) is None:
-        return params
+    if isinstance(params, str):
+        decoded = load_json(params)
+        if not (isinstance(decoded, Mapping) and ("properties" in decoded or decoded.get("type") == "object")):
+            return params
     return NOT_CAPTURED
 
 
@@ -132,7 +126,7 @@ class OpenInferenceExtractor:
 
     name = "openinference"
     gate = Gate(keys=frozenset({KIND}))
-    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS, TOOL_DESCRIPTION, TOOL_PARAMETERS)
+    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans with `agent.name` are runs.
@@ -165,6 +159,8 @@ class OpenInferenceExtractor:
                 error=error,
                 error_type=error_type,
                 handoff=name is None,
+                description=attrs.get(TOOL_DESCRIPTION),
+                schema=attrs.get(TOOL_PARAMETERS),
             )
         if role is Role.RUN:
             return RunInfo(
@@ -181,13 +177,8 @@ class OpenInferenceExtractor:
         return IssuedCalls(calls)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
-        """`llm.tools.<i>.tool.json_schema` and smolagents' tool names; a TOOL span's description and schema."""
+        """`llm.tools.<i>.tool.json_schema` and smolagents' tool names."""
         attrs = span.attributes
-        if role is Role.TOOL:
-            description, schema = attrs.get(TOOL_DESCRIPTION), _schema(attrs.get(TOOL_PARAMETERS))
-            return (
-                [] if description is None and schema is None else [{"description": description, "parameters": schema}]
-            )
         tools = indexed_values(attrs, TOOLS, TOOL_SCHEMA)
         if SMOLAGENTS_TOOLS in attrs:
             tools.extend(names_only(attrs[SMOLAGENTS_TOOLS]))
