@@ -121,7 +121,7 @@ class Catalog:
             self.stats.tool_specs_cut += 1
             return
         left = self.max_bytes - self.used
-        name_size = _size(name)
+        name_size = len(name) if name.isascii() else _size(name)
         if name_size > left:
             self.full = True
             self.stats.tool_specs_cut += 1
@@ -137,13 +137,20 @@ class Catalog:
                 description, description_cut = cap_text(description, room)
                 if description_cut:
                     cut, description = True, description or None
-            description_size = 0 if description is None else _size(description)
+            if description is not None:
+                description_size = len(description) if description.isascii() else _size(description)
         self.used += name_size + params_size + description_size
         self.stats.tool_specs_cut += cut
         self.fields[name] = _NAME_ONLY if description is None and parameters is None else (description, parameters)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple([_spec(name, d, p) for name, (d, p) in self.fields.items()])
+        found = _SPECS.get  # shared parameter-less specs, looked up inline: one per tool of every run
+        return tuple(
+            [
+                (found((name, d)) or _spec(name, d, p)) if p is None else _spec(name, d, p)
+                for name, (d, p) in self.fields.items()
+            ]
+        )
 
 
 def _spec(name: str, description: str | None, parameters: dict[str, Any] | None) -> ToolSpec:
@@ -232,29 +239,27 @@ def run_tools(
     the pending call it was built from (its tool span's read). Spans without a tool key cost a key lookup or
     two and are not read."""
     catalog = Catalog(max_bytes, stats)
-    offered = [node for node in models if _defines(node)]
+    offered = [node for node in models if _defines(node)] if models else []
     if len(offered) > 1:
         offered.sort(key=lambda node: (node.span.start_ns, node.span.span_id))
     if _defines(run):
         offered.insert(0, run)
     for node in offered:
         _read(catalog, node, None)
-    tried: set[str] = set()
+    fields, tried = catalog.fields, set()
     for call, pending in calls:  # the tool spans' own definitions, for the tools the catalog lacks
         read = pending.read
         description, schema = read.description, read.schema
-        if call.model_only or (description is None and schema is None):
+        if (description is None and schema is None) or call.model_only:
             continue
         name = call.name
-        if name in tried:
+        if name in tried or fields.get(name, _NAME_ONLY) is not _NAME_ONLY:  # tried, or defined with more than a name
             continue
         tried.add(name)
-        if catalog.defines(name):
-            continue
-        if not (description is None or isinstance(description, str)):
+        if not (description is None or description.__class__ is str or isinstance(description, str)):
             stats.skip(_MALFORMED)
             continue
         parameters = None if schema is None else schema_of(schema)
         if description is not None or parameters is not None:
             catalog.add(name, description, parameters)
-    return catalog.specs() if catalog.fields else ()
+    return catalog.specs() if fields else ()
