@@ -401,7 +401,8 @@ class _TraceRuns:
         models = self._models(run)
         if not models:
             return ordered, False
-        claimers = run.calls + self.claimers.get(run.node.span.span_id, [])
+        more = self.claimers.get(run.node.span.span_id) if self.claimers else None
+        claimers = run.calls + more if more else run.calls
         if not needed:
             texts: list[str] = []
             for node in models:  # `issued_text`, inlined: it runs for every model span
