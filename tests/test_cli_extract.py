@@ -164,3 +164,17 @@ def test_a_bad_file_is_reported_and_the_good_ones_still_extracted(tmp_path: Path
     assert f"{lines_file}: line 1: invalid JSON" in stderr
     assert f"{missing}: No such file" in stderr
     assert str(good) + ":" not in stderr
+
+
+def test_calls_seen_only_in_the_model_output_say_so() -> None:
+    code, lines, stderr = run_cli(str(TRACES / "openai-v2-latest" / "c_parallel.json"))
+
+    assert code == 0, stderr
+    (line,) = lines
+    assert [(c["name"], c.get("model_only")) for c in line["calls"]] == [
+        ("get_weather", True),
+        ("get_time", True),
+        ("get_stock_price", True),
+    ]
+    pydantic = run_cli(str(TRACES / "pydantic-ai" / "c_parallel.pb"))[1]
+    assert all("model_only" not in call for run in pydantic for call in run["calls"])

@@ -19,6 +19,10 @@ Rules, applied per trace:
   framework's tool span): see `layers`. It is folded into the call, neither a call nor an inferred run.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
   span id.
+- **Tools offered.** Each run's catalog of tools, from its run span, model spans and, for a tool they
+  do not define, its tool spans: see `catalog`.
+- **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
+  a call of the run too, marked `model_only`: see `model_calls`.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -32,6 +36,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from toolscore.collector.extract.catalog import run_tools
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions import (
     EXTRACTORS,
@@ -45,12 +50,21 @@ from toolscore.collector.extract.conventions import (
     offers_tools,
 )
 from toolscore.collector.extract.layers import fold_layers, same_call
+from toolscore.collector.extract.model_calls import (
+    all_claimed,
+    build_model_call,
+    model_only_calls,
+    skim_claimed,
+    unread_claimer,
+)
 from toolscore.collector.extract.order import (
     IssuedBatch,
     PendingCall,
+    batch_order,
     in_start_order,
     needs_model_responses,
-    order_calls,
+    sort_tied,
+    tie_calls,
 )
 from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info, unwrapped
 from toolscore.collector.spans import SpanRecord
@@ -83,6 +97,7 @@ class _Run:
 
 
 _UNKNOWN: tuple[None, None] = (None, None)
+_NO_MODELS: list[ClassifiedSpan] = []  # never appended to
 
 # Role members as module constants: in Python 3.11 every `Role.X` goes through `EnumType.__getattr__`'s
 # lookup hook (about 60 ns, ten times a global), and these are read per span.
@@ -232,6 +247,8 @@ class _TraceRuns:
         """Whether `layers` is computed (the calls are added), or must be looked up (`_call_of`)."""
         self.children: dict[str, list[ClassifiedSpan]] | None = None
         """Spans by parent span id, built on first use (`_empty_run_beside`)."""
+        self.claimers: dict[str, list[PendingCall]] = {}
+        """Tool spans that are no call of their run yet claim the call they ran (see `model_calls`), by run."""
 
     def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
@@ -340,12 +357,20 @@ class _TraceRuns:
         return built
 
     def _models(self, run: _Run) -> list[ClassifiedSpan]:
-        """The run's model responses, assigned to their runs on first use (most runs never need them)."""
-        if self.models_by_run is None:
-            self.models_by_run = {}
+        """The run's model responses, assigned to their runs on first use."""
+        by_run = self.models_by_run
+        if by_run is None:
+            by_run = self.models_by_run = {}
+            nodes = self.nodes
             for node in self.llm_nodes:
-                self.models_by_run.setdefault(self._owner(node)[0].span.span_id, []).append(node)
-        return self.models_by_run.get(run.node.span.span_id, [])
+                parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
+                owner = parent if parent is not None and parent.role is _RUN else self._owner(node)[0]
+                found = by_run.get(owner.span.span_id)
+                if found is None:
+                    by_run[owner.span.span_id] = [node]
+                else:
+                    found.append(node)
+        return by_run.get(run.node.span.span_id, _NO_MODELS)
 
     def _add_model_runs(self) -> None:
         """Inferred runs with no call: where a model was offered tools, below a span a convention recognised
@@ -378,6 +403,8 @@ class _TraceRuns:
         for node in tools:
             read = self._read(node)
             if read.__class__ is not ToolRead:
+                if node.extractor is not None:  # read, and failed: it still ran a call some response issued
+                    self._claim(self._owner(node)[0], PendingCall(node.span, unread_claimer()))
                 continue
             owner, inferred = self._owner(node)
             found.append((node, read, owner, inferred))
@@ -399,6 +426,7 @@ class _TraceRuns:
     def _add_call(self, node: ClassifiedSpan, read: ToolRead, owner: ClassifiedSpan, inferred: bool) -> None:
         if read.output_tool and not self.config.include_output_tools:
             self.stats.skip("output_tool")
+            self._claim(owner, PendingCall(node.span, read))
             return
         run = self.runs.get(owner.span.span_id)
         if run is None:
@@ -409,6 +437,9 @@ class _TraceRuns:
         assert node.extractor is not None
         run.convention = run.convention or node.extractor.name
         run.calls.append(PendingCall(node.span, read))
+
+    def _claim(self, owner: ClassifiedSpan, claimer: PendingCall) -> None:
+        self.claimers.setdefault(owner.span.span_id, []).append(claimer)
 
     def _parent_run(self, node: ClassifiedSpan) -> str | None:
         """The run that invoked this one: the run owning the nearest tool span (the call it is a layer of,
@@ -464,24 +495,60 @@ class _TraceRuns:
                 return name
         return None
 
-    def _batches(self, run: _Run) -> list[IssuedBatch]:
-        """The run's model responses that issued tool calls (read only when the order needs them)."""
+    def _batches(self, models: list[ClassifiedSpan]) -> list[IssuedBatch]:
+        """The model responses (of one run) that issued tool calls, in start order."""
         batches: list[IssuedBatch] = []
-        for node in self._models(run):
+        for node in models:
             read = self._read(node)
             if isinstance(read, IssuedCalls) and read.calls:
-                batches.append(IssuedBatch(node.span, read.calls))
+                batches.append(IssuedBatch(node.span, read.calls, read.output_tools))
+        batches.sort(key=batch_order)
         return batches
+
+    def _issue_order(self, run: _Run, ordered: list[PendingCall], needed: bool) -> tuple[list[PendingCall], bool]:
+        """The run's calls with its model-only calls (see `model_calls`), and whether they were ordered by
+        the model responses (`ordered`, the calls in start order, kept when they need not be)."""
+        models = self._models(run)
+        if not models:
+            return ordered, False
+        more = self.claimers.get(run.node.span.span_id) if self.claimers else None
+        claimers = run.calls + more if more else run.calls
+        if not needed:
+            texts: list[str] = []
+            for node in models:  # `issued_text`, inlined: it runs for every model span
+                key = getattr(node.extractor, "issued_text", None)
+                text = node.span.attributes.get(key) if key is not None else None
+                if text.__class__ is not str:
+                    break
+                texts.append(text)
+            else:
+                if skim_claimed(claimers, texts):
+                    return ordered, False
+        batches = self._batches(models)
+        if not batches or (not needed and all_claimed(claimers, batches)):
+            return ordered, False
+        extra = model_only_calls(batches, tie_calls(claimers, batches), self.config, self.stats)
+        if not (needed or extra):
+            return ordered, False
+        self.stats.model_only_calls += len(extra)
+        return sort_tied(run.calls + extra), True
 
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats
-        ordered = in_start_order(run.calls)
-        if needs_model_responses(ordered):
-            ordered = order_calls(run.calls, self._batches(run))
+        ordered, tied = in_start_order(run.calls), False
+        if self.llm_nodes:  # a trace without model spans reads none
+            ordered, tied = self._issue_order(run, ordered, needs_model_responses(ordered))
         if len(ordered) > config.max_calls_per_run:
             stats.calls_dropped("calls_over_limit", len(ordered) - config.max_calls_per_run, span.span_id)
             ordered = ordered[: config.max_calls_per_run]
-        calls = tuple([build_call(c.read, c.span, c.issued, config, stats) for c in ordered])
+        calls = tuple(
+            [
+                build_model_call(c, config, stats)
+                if c.model_only
+                else build_call(c.read, c.span, c.issued if tied else None, config, stats)
+                for c in ordered
+            ]
+        )
         info = self._inferred_info(run.node) if run.inferred else self._read(run.node)
         info = info if isinstance(info, RunInfo) else RunInfo()
         if info.named_below is not None:
@@ -490,6 +557,9 @@ class _TraceRuns:
         extractor = run.node.extractor
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
+        models = self._models(run) if self.llm_nodes else _NO_MODELS
+        called = zip(calls, ordered, strict=True)
+        tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)
@@ -507,5 +577,6 @@ class _TraceRuns:
                 "inferred": run.inferred,
                 "parent_span_id": parent_run,
                 "start_ns": span.start_ns or None,
+                "available_tools": tools,
             }
         )

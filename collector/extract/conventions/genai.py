@@ -24,13 +24,14 @@ from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
     indexed_issued_calls,
+    json_list,
     message_text,
     string,
 )
 from toolscore.collector.sources.log_events import BODY_KEY
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
+__all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "read_genai_tools", "tool_args"]
 
 # --- Names read (semantic-conventions v1.38+ / semantic-conventions-genai) -------------------------
 # span marker      gen_ai.operation.name = execute_tool | invoke_agent | chat | text_completion |
@@ -51,6 +52,8 @@ __all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
 # gen_ai.client.inference.operation.details   attribute gen_ai.output.messages (as the span attribute)
 # not read         gen_ai.assistant.message: on a chat span it is the input history, the calls of earlier
 #                  responses (read, they would count again); gen_ai.user/system/tool.message: inputs
+# tools offered   gen_ai.tool.definitions (JSON array of {"type": "function", "name", "description",
+#                 "parameters"}) on inference and agent spans; gen_ai.tool.description on tool spans
 
 OPERATION: Final = "gen_ai.operation.name"
 TOOL_NAME: Final = "gen_ai.tool.name"
@@ -64,6 +67,9 @@ LEGACY_COMPLETION: Final = "gen_ai.completion"
 CHOICE_EVENT: Final = "gen_ai.choice"
 DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+TOOL_KEYS: Final = (TOOL_DEFINITIONS,)
 EXECUTE_TOOL: Final = "execute_tool"
 INVOKE_AGENT: Final = "invoke_agent"
 
@@ -97,6 +103,7 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
         result=_first(attrs, RESULT_KEYS),
         error=error,
         error_type=error_type,
+        description=attrs.get(TOOL_DESCRIPTION),
     )
 
 
@@ -165,6 +172,10 @@ def _choice_calls(body: Mapping[str, Any]) -> list[IssuedCall]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+def read_genai_tools(span: SpanRecord, role: Role) -> list[Any]:
+    """The tools a GenAI run or inference span says were offered: `gen_ai.tool.definitions`."""
+    definitions = span.attributes.get(TOOL_DEFINITIONS)
+    return [] if definitions is None else json_list(definitions)
 
 
 class GenAIExtractor:
@@ -172,6 +183,8 @@ class GenAIExtractor:
 
     name = "genai"
     gate = Gate(keys=frozenset({OPERATION, TOOL_NAME}))
+    issued_text = "gen_ai.output.messages"
+    tool_keys = TOOL_KEYS
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.
@@ -202,3 +215,6 @@ class GenAIExtractor:
         if role is Role.RUN:
             return read_genai_run(span)
         return read_genai_issued(span)
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        return read_genai_tools(span, role)

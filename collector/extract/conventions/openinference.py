@@ -28,8 +28,10 @@ from toolscore.collector.extract.conventions.base import (
 from toolscore.collector.extract.conventions.common import (
     error_of,
     indexed_issued_calls,
+    indexed_values,
     load_json,
     message_text,
+    names_only,
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
@@ -60,6 +62,9 @@ __all__ = ["OpenInferenceExtractor"]
 #               llm.output_messages.<i>.message.function_call_name | function_call_arguments_json;
 #               LangChain.js without flattened calls, or flattened without ids: output.value
 #               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
+# tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
+#               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
+#               (the tool's own, kept when it is a JSON schema)
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -156,6 +161,11 @@ def _bare_name(span_name: str, methods: frozenset[str]) -> str:
     head, dot, method = span_name.rpartition(".")
     return head if dot and head and method in methods else span_name
 
+TOOLS: Final = "llm.tools"
+TOOL_SCHEMA: Final = ".tool.json_schema"
+SMOLAGENTS_TOOLS: Final = "smolagents.tools_names"
+TOOL_DESCRIPTION: Final = "tool.description"
+
 
 def _args(attrs: Mapping[str, Any]) -> Any:
     if INPUT_VALUE in attrs:
@@ -215,6 +225,7 @@ class OpenInferenceExtractor:
 
     name = "openinference"
     gate = Gate(keys=frozenset({KIND}))
+    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans are runs, nested ones too.
@@ -265,6 +276,14 @@ class OpenInferenceExtractor:
                 calls = with_ids
         return IssuedCalls(calls)
 
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """`llm.tools.<i>.tool.json_schema` and smolagents' tool names."""
+        attrs = span.attributes
+        tools = indexed_values(attrs, TOOLS, TOOL_SCHEMA)
+        if SMOLAGENTS_TOOLS in attrs:
+            tools.extend(names_only(attrs[SMOLAGENTS_TOOLS]))
+        return tools
+
     @staticmethod
     def _read_tool(span: SpanRecord) -> ToolRead:
         """A TOOL span's call: the name from `tool.name`, else the span name (a handoff has neither)."""
@@ -288,6 +307,8 @@ class OpenInferenceExtractor:
             error=error,
             error_type=error_type,
             handoff=handoff,
+            description=attrs.get(TOOL_DESCRIPTION),
+            schema=attrs.get(TOOL_PARAMETERS),
             delegates_to=delegates_to,
             final=name is not None and _FINAL_TOOLS.get(span.scope) == name,
             unwrap=unwrap_unless_declared(args, attrs.get(TOOL_PARAMETERS)),
