@@ -71,7 +71,7 @@ def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
         for c in CAPTURES
     )
     assert sum(line["inferred"] for line in lines) == inferred
-    assert f"{len(CAPTURES)} file(s)" in stderr
+    assert f"{len(CAPTURES) + len(LOGS)} file(s)" in stderr
 
 
 def test_the_summary_names_what_extraction_skipped() -> None:

@@ -33,7 +33,9 @@ def test_openai_v2_latest_capture_gives_its_calls_from_the_chat_spans_alone() ->
         ("get_time", {"timezone": "Asia/Tokyo"}, "call_c2", True),
         ("get_stock_price", {"symbol": "SONY"}, "call_c3", True),
     ]
-    assert all(c.span_id is None and c.start_ns is None and c.result is None for c in run.calls)
+    assert all(c.span_id is None and c.start_ns is None for c in run.calls)
+    # no tool span records a result: each is what the loop answered the model with, in the next chat's input
+    assert [c.result for c in run.calls] == ['{"city": "Tokyo", "temp": 21, "unit": "celsius"}', "12:00", "123.45"]
     assert stats.model_only_calls == 3
     assert run.calls[0].to_json() == {
         "name": "get_weather",
@@ -291,3 +293,19 @@ def test_model_only_calls_count_within_the_per_run_limit_and_nameless_ones_are_c
     assert [c.call_id for c in built.calls] == ["c0", "c1", "c2"]
     assert stats.skipped["calls_over_limit"] == 1
     assert stats.skipped["model_call_without_name"] == 1
+
+
+def test_a_model_only_call_fails_when_its_tool_was_not_offered_or_answered_an_error() -> None:
+    """Unknown tools (CrewAI and LlamaIndex answer "Tool not found"), and an error fed back as the tool's result
+    by a hand-written loop (openai-v2): the outcome a tool span would have recorded, from what the agent did."""
+    unknown = rebuild_runs(read_trace_file(TRACES / "crewai" / "model_only_unknown_tool.pb"))
+    retried = rebuild_runs(read_trace_file(TRACES / "openai-v2-latest" / "e_tool_error_retry.pb"))
+
+    assert [(c.name, c.model_only, c.error, c.error_type) for c in unknown[0].calls] == [
+        ("get_forecast", True, True, "unknown_tool"),
+        ("get_weather", False, False, None),
+    ]
+    assert [(c.args, c.error, c.result) for c in retried[0].calls] == [
+        ({"city": "Atlantis"}, True, "Error: unknown city: Atlantis"),
+        ({"city": "Lisbon"}, False, "24C and sunny in Lisbon"),
+    ]

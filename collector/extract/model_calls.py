@@ -36,14 +36,29 @@ no tie is made here (the order still ties when it must, see `order.needs_model_r
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any
+
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
+from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
 from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
-from toolscore.collector.spans import StatusCode
+from toolscore.collector.sources.log_events import BODY_KEY
+from toolscore.collector.spans import SpanRecord, StatusCode
 from toolscore.scorers.model import ToolCall
 
-__all__ = ["all_claimed", "build_model_call", "model_only_calls", "skim_claimed", "unread_claimer"]
+__all__ = [
+    "all_claimed",
+    "build_model_call",
+    "model_only_calls",
+    "skim_claimed",
+    "tool_responses",
+    "unread_claimer",
+    "with_outcomes",
+]
 
 _TOOL_CALL = '"tool_call"'
 """In the text of every GenAI `tool_call` part (its type; no encoder escapes ASCII letters)."""
@@ -153,3 +168,79 @@ def build_model_call(call: PendingCall, config: ExtractConfig, stats: ExtractSta
 
 _MODEL_FIELDS = frozenset(("name", "args", "args_state", "call_id", "model_only"))
 """The fields `build_model_call` gives; the others keep their defaults, unset as validation leaves them."""
+
+
+def with_outcomes(
+    calls: tuple[ToolCall, ...],
+    offered: AbstractSet[str],
+    models: list[SpanRecord],
+    step_errors: list[str | None],
+) -> tuple[ToolCall, ...]:
+    """`calls` with each model-only call's outcome, which no tool span records: a call of a tool the model was not
+    offered failed (the framework has no such tool: `unknown_tool`); so did one whose step failed (`step_errors`,
+    aligned with `calls`: the error type of the span around the model response that issued it, when that span
+    is no run span and ended in error, as smolagents' step does when it refuses a call's arguments); else its
+    result is what the agent answered the model with, from a later model request's tool message for its call
+    id, and a result that starts with "Error" (how frameworks and hand-written loops report a failed tool to the
+    model) failed.
+
+    Only model-only calls change, and only when the run has one: the rest of the run is left as it is.
+    """
+    if not any(call.model_only for call in calls):
+        return calls
+    responses = tool_responses(models)
+    return tuple(
+        _outcome(call, offered, responses, step_error) if call.model_only else call
+        for call, step_error in zip(calls, step_errors, strict=True)
+    )
+
+
+def _outcome(
+    call: ToolCall, offered: AbstractSet[str], responses: Mapping[str, str], step_error: str | None
+) -> ToolCall:
+    if offered and call.name not in offered:
+        return call.model_copy(update={"error": True, "error_type": "unknown_tool"})
+    if step_error is not None:
+        return call.model_copy(update={"error": True, "error_type": step_error})
+    text = responses.get(call.call_id) if call.call_id is not None else None
+    if text is None:
+        return call
+    failed = text.lstrip()[:5].lower() == "error"
+    return call.model_copy(update={"result": text, "error": failed, "error_type": ERROR_TYPE_OTHER if failed else None})
+
+
+def tool_responses(models: list[SpanRecord]) -> dict[str, str]:
+    """Tool results the agent sent back to the model, by call id, from the model spans' input messages: GenAI
+    `tool_call_response` parts (`gen_ai.input.messages`, or a `gen_ai.tool.message` event), OpenInference
+    `llm.input_messages.<i>.message` of role `tool`."""
+    found: dict[str, str] = {}
+    for span in models:
+        attrs = span.attributes
+        messages = load_json(attrs.get("gen_ai.input.messages"))
+        for message in messages if isinstance(messages, list) else ():
+            parts = message.get("parts") if isinstance(message, Mapping) else None
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, Mapping) and part.get("type") == "tool_call_response":
+                    _keep(found, part.get("id"), part.get("response"))
+        for event in span.events:
+            if event.name == "gen_ai.tool.message":
+                body = event.attributes.get(BODY_KEY)
+                if isinstance(body, Mapping):
+                    _keep(found, body.get("id"), body.get("content"))
+        for i in range(_MAX_MESSAGES):
+            role = attrs.get(f"llm.input_messages.{i}.message.role")
+            if role is None:
+                break
+            if role == "tool":
+                prefix = f"llm.input_messages.{i}.message."
+                _keep(found, attrs.get(prefix + "tool_call_id"), attrs.get(prefix + "content"))
+    return found
+
+
+_MAX_MESSAGES = 256
+"""Input messages read per model span, as the flattened attributes are probed one index after another."""
+
+
+def _keep(found: dict[str, str], call_id: Any, text: Any) -> None:
+    if isinstance(call_id, str) and call_id and call_id not in found:
+        found[call_id] = text if isinstance(text, str) else json.dumps(text, default=str)

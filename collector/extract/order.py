@@ -43,6 +43,7 @@ __all__ = [
     "in_start_order",
     "needs_model_responses",
     "order_calls",
+    "same_tool_name",
     "sort_tied",
     "tie_calls",
 ]
@@ -110,6 +111,19 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
             _claim(call, batch, index, used)
 
 
+def _sanitized(name: str) -> str:
+    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+def same_tool_name(issued: str | None, recorded: str | None) -> bool:
+    """Whether a model's call names the tool a tool span records: the same name, or the same once both are
+    lower-cased with every run of other characters made one `_` (CrewAI offers the model `delegate_work_to_coworker`
+    for its tool `Delegate work to coworker`: providers allow only `[a-zA-Z0-9_-]` in tool names)."""
+    if issued == recorded:
+        return True
+    return issued is not None and recorded is not None and _sanitized(issued) == _sanitized(recorded)
+
+
 def _same_args(a: Any, b: Any) -> bool:
     """Equal as JSON values; arguments nested too deeply for `==` (it recurses) count as different."""
     if a is None or b is None:
@@ -124,7 +138,7 @@ def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> 
     free = [i for i in range(len(batch.calls)) if (batch.span.span_id, i) not in used]
     if call.read.handoff:
         return free[0] if free else None
-    named = [i for i in free if batch.calls[i].name == call.read.name]
+    named = [i for i in free if same_tool_name(batch.calls[i].name, call.read.name)]
     for index in named:
         if _same_args(batch.calls[index].args, call.read.args):
             return index

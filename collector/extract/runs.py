@@ -49,6 +49,7 @@ from toolscore.collector.extract.conventions import (
     dispatch_for,
     offers_tools,
 )
+from toolscore.collector.extract.conventions.common import error_of
 from toolscore.collector.extract.layers import fold_layers, same_call
 from toolscore.collector.extract.model_calls import (
     all_claimed,
@@ -56,6 +57,7 @@ from toolscore.collector.extract.model_calls import (
     model_only_calls,
     skim_claimed,
     unread_claimer,
+    with_outcomes,
 )
 from toolscore.collector.extract.order import (
     IssuedBatch,
@@ -67,7 +69,7 @@ from toolscore.collector.extract.order import (
     tie_calls,
 )
 from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info, unwrapped
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.spans import SpanRecord, StatusCode
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs", "rebuild_under"]
@@ -307,6 +309,13 @@ class _TraceRuns:
             return False
         siblings = [n for n in self.nodes.values() if n.span.parent_id == tool.span.span_id and n is not run]
         return any(self._empty_run_beside(sibling, tool) is run for sibling in siblings if sibling.role is not _RUN)
+
+    def _step_error(self, model_span: SpanRecord) -> str | None:
+        """The error type of the span around a model response, when it is no run span and ended in error."""
+        step = self.nodes.get(model_span.parent_id or "")
+        if step is None or step.role is _RUN or step.span.status_code != StatusCode.ERROR:
+            return None
+        return error_of(step.span)[1]
 
     def _tool_of(self, owner: ClassifiedSpan) -> ClassifiedSpan | None:
         """The tool span an inferred run stands under (its parent) or for (itself), if any (see `_owner`)."""
@@ -560,6 +569,9 @@ class _TraceRuns:
         models = self._models(run) if self.llm_nodes else _NO_MODELS
         called = zip(calls, ordered, strict=True)
         tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
+        if any(c.model_only for c in ordered):
+            step_errors = [self._step_error(c.span) if c.model_only else None for c in ordered]
+            calls = with_outcomes(calls, {tool.name for tool in tools}, [node.span for node in models], step_errors)
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)

@@ -102,14 +102,15 @@ def build_call(
     """The `ToolCall` for a tool span, completed from the model response that issued it when known.
 
     The response supplies what the tool span lacks: a call id (OpenInference records none on tool
-    spans), a handoff's tool name, and arguments when the span recorded none or a bare value.
+    spans), a handoff's tool name, and arguments when the span recorded none or a bare value. Its name for the
+    tool wins over the span's other spelling of it (`order.same_tool_name`): the model called the tool by it.
     """
     args, state, cut = normalize_args(read.args, config)
     name, call_id = read.name, read.call_id
     if issued is not None:
         call_id = call_id or issued.call_id
-        if read.handoff or not name:
-            name = issued.name or name
+        if read.handoff or not name or (issued.name and issued.name != name):
+            name = issued.name or name  # the model's name for the tool, as the expectations name it
         if state in ("not_captured", "raw") and issued.args is not None:
             issued_args, issued_state, issued_cut = normalize_args(issued.args, config)
             if issued_state == "value":

@@ -172,6 +172,8 @@ def _choice_calls(body: Mapping[str, Any]) -> list[IssuedCall]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
 def read_genai_tools(span: SpanRecord, role: Role) -> list[Any]:
     """The tools a GenAI run or inference span says were offered: `gen_ai.tool.definitions`."""
     definitions = span.attributes.get(TOOL_DEFINITIONS)

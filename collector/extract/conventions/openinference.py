@@ -161,9 +161,12 @@ def _bare_name(span_name: str, methods: frozenset[str]) -> str:
     head, dot, method = span_name.rpartition(".")
     return head if dot and head and method in methods else span_name
 
+
 TOOLS: Final = "llm.tools"
 TOOL_SCHEMA: Final = ".tool.json_schema"
 SMOLAGENTS_TOOLS: Final = "smolagents.tools_names"
+SMOLAGENTS_MANAGED: Final = "smolagents.managed_agents"
+"""`.<i>.name`, `.<i>.description`: the sub-agents a smolagents agent may call like tools (not in `llm.tools`)."""
 TOOL_DESCRIPTION: Final = "tool.description"
 
 
@@ -225,7 +228,7 @@ class OpenInferenceExtractor:
 
     name = "openinference"
     gate = Gate(keys=frozenset({KIND}))
-    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS)
+    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS, f"{SMOLAGENTS_MANAGED}.0.name")
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans are runs, nested ones too.
@@ -277,11 +280,13 @@ class OpenInferenceExtractor:
         return IssuedCalls(calls)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
-        """`llm.tools.<i>.tool.json_schema` and smolagents' tool names."""
+        """`llm.tools.<i>.tool.json_schema`, smolagents' tool names and its managed agents (offered like tools)."""
         attrs = span.attributes
         tools = indexed_values(attrs, TOOLS, TOOL_SCHEMA)
         if SMOLAGENTS_TOOLS in attrs:
             tools.extend(names_only(attrs[SMOLAGENTS_TOOLS]))
+        for i, name in enumerate(indexed_values(attrs, SMOLAGENTS_MANAGED, ".name")):
+            tools.append({"name": name, "description": attrs.get(f"{SMOLAGENTS_MANAGED}.{i}.description")})
         return tools
 
     @staticmethod
