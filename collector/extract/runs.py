@@ -389,11 +389,17 @@ class _TraceRuns:
         was expected; a model offered no tools (a chat turn, a RAG answer) is not an agent's run. Assigns
         every model response to its run on the way (`_models`).
         """
-        self.models_by_run = {}
+        by_run: dict[str, list[ClassifiedSpan]] = {}
+        self.models_by_run, nodes = by_run, self.nodes
         for node in self.llm_nodes:
-            owner, inferred = self._owner(node)
+            parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
+            owner, inferred = (parent, False) if parent is not None and parent.role is _RUN else self._owner(node)
             owner_id = owner.span.span_id
-            self.models_by_run.setdefault(owner_id, []).append(node)
+            found = by_run.get(owner_id)
+            if found is None:
+                by_run[owner_id] = [node]
+            else:
+                found.append(node)
             if not inferred or owner_id in self.runs or not offers_tools(node.span.attributes):
                 continue
             if owner.role is not None or self._tool_of(owner) is not None:
