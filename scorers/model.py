@@ -22,6 +22,7 @@ __all__ = [
     "ScoreFailure",
     "ScoreResult",
     "ToolCall",
+    "ToolSpec",
 ]
 
 JsonValue = Any
@@ -172,6 +173,27 @@ class ToolCall(BaseModel):
         return out
 
 
+class ToolSpec(BaseModel):
+    """A tool the model was offered, as the trace describes it (see `AgentRun.available_tools`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The tool's name, as the model calls it.")
+    description: str | None = Field(default=None, description="What the tool does, as the model was told.")
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="JSON schema of the tool's arguments, when recorded (and within the size cap)."
+    )
+
+    @classmethod
+    def trusted(cls, name: str, description: str | None, parameters: dict[str, Any] | None) -> ToolSpec:
+        """A spec from values already of the declared types (extraction checks them), without validation."""
+        values = {"name": name, "description": description, "parameters": parameters}
+        return _unvalidated(cls, values, set(_TOOL_SPEC_FIELDS))
+
+
+_TOOL_SPEC_FIELDS = frozenset(("name", "description", "parameters"))
+
+
 class AgentRun(BaseModel):
     """One agent invocation and the tool calls it made, in the order the model issued them."""
 
@@ -200,6 +222,11 @@ class AgentRun(BaseModel):
     start_ns: int | None = Field(default=None, description="Start time of the run span, ns since the epoch.")
     output_messages: int | None = Field(
         default=None, description="How many assistant messages the run produced, when known (Mastra's metadata)."
+    )
+    available_tools: tuple[ToolSpec, ...] = Field(
+        default=(),
+        description="The tools the model was offered in this run, in the order the trace first lists them "
+        "(read from the run's spans; empty when the trace does not record them).",
     )
 
     @classmethod
