@@ -342,3 +342,19 @@ def test_an_args_valid_diff_reads_the_catalog_of_the_run_it_is_given() -> None:
     assert [(row.status, row.rules) for row in diff.rows] == [
         ("broken", ["required: /city: 'city' is a required property"])
     ]
+
+
+def test_key_diffs_follow_the_direction_and_dotted_paths() -> None:
+    from toolscore.collector.evaluate.diff import key_diffs
+    from toolscore.scorers.matching import ArgsMatch
+
+    want = call("s", q="otel", limit=5, time={"start": 1, "end": 2})
+    got = call("s", q="otel", page=2, time={"start": 9, "end": 3})
+    fewer = ArgsMatch(mode="actual_subset", ignore_keys=["time.start"])
+    assert [(k.key, k.kind) for k in key_diffs(want, got, fewer)] == [("time", "changed"), ("page", "extra")]
+    nested = ArgsMatch(mode="expected_subset", matchers={"time.start": {"type": "number", "value": 1}})  # type: ignore[dict-item]
+    assert [(k.key, k.kind) for k in key_diffs(want, got, nested)] == [
+        ("time.start", "changed"),
+        ("limit", "missing"),
+        ("time", "changed"),
+    ]

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.f1 import F1
-from toolscore.scorers.matching import ArgsMatch, json_equal, resolve_args_match
+from toolscore.scorers.matching import ArgsMatch, drop_path, json_equal, lookup_path, resolve_args_match
 from toolscore.scorers.model import AgentRun, ToolCall
 from toolscore.scorers.tool_selection import ToolSelection
 from toolscore.scorers.trajectory import Trajectory
@@ -40,6 +40,8 @@ _ANY_ARGS = ArgsMatch()
 _UNSTATED = ("absent", "not_captured")
 _NOT_CAPTURED = "<not captured>"
 _NO_ARGS = "<no arguments>"
+_ABSENT_KEY = lookup_path({}, "_")
+"""What `lookup_path` returns for a key that is not there."""
 
 
 class KeyDiff(BaseModel):
@@ -122,29 +124,38 @@ def _args_dict(call: ToolCall) -> Any:
 
 
 def key_diffs(expected: ToolCall, actual: ToolCall, rule: ArgsMatch) -> list[KeyDiff]:
-    """The keys on which `actual`'s arguments fail `expected`'s under `rule` (top-level keys)."""
+    """The keys (or dotted paths) on which `actual`'s arguments fail `expected`'s under `rule`."""
     if rule.mode == "ignore":
         return []
     if actual.args_state == "not_captured":
         return [KeyDiff(key="", kind="changed", expected=expected.args, actual=_NOT_CAPTURED)]
-    got, ignored = _args_dict(actual), set(rule.ignore_keys)
+    got: Any = _args_dict(actual)
     want: Any = {} if expected.args_state in _UNSTATED else _args_dict(expected)
     if not isinstance(want, dict) or not isinstance(got, dict):
         return [KeyDiff(key="", kind="changed", expected=want, actual=got)]
+    ignored = set(rule.ignore_keys)
+    want, got = rule.comparable(want, got)
+    actual_subset = rule.mode == "actual_subset"
     out: list[KeyDiff] = []
     for key, matcher in rule.matchers.items():
-        if key not in ignored and (key not in got or not matcher.test(got[key])):
-            kind: Literal["missing", "changed"] = "missing" if key not in got else "changed"
-            out.append(KeyDiff(key=key, kind=kind, expected=matcher.model_dump(), actual=got.get(key)))
+        if key in ignored:
+            continue
+        value = lookup_path(got, key)
+        if value is _ABSENT_KEY and not actual_subset:
+            out.append(KeyDiff(key=key, kind="missing", expected=matcher.model_dump()))
+        elif value is not _ABSENT_KEY and not matcher.test(value):
+            out.append(KeyDiff(key=key, kind="changed", expected=matcher.model_dump(), actual=value))
+        want, got = drop_path(want, key), drop_path(got, key)
     for key, value in want.items():
-        if key in ignored or key in rule.matchers:
+        if key in rule.matchers:
             continue
         if key not in got:
-            out.append(KeyDiff(key=key, kind="missing", expected=value))
+            if not actual_subset:
+                out.append(KeyDiff(key=key, kind="missing", expected=value))
         elif not json_equal(value, got[key]):
             out.append(KeyDiff(key=key, kind="changed", expected=value, actual=got[key]))
-    if rule.mode == "exact" and expected.args_state not in _UNSTATED:
-        extra = [k for k in got if k not in want and k not in rule.matchers and k not in ignored]
+    if expected.args_state not in _UNSTATED and (rule.mode == "exact" or actual_subset):
+        extra = [k for k in got if k not in want and k not in rule.matchers]
         out.extend(KeyDiff(key=key, kind="extra", actual=got[key]) for key in extra)
     return out
 
