@@ -322,7 +322,7 @@ class ExpectedCall(ToolCall):
     def _from_tool_call(cls, data: Any) -> Any:
         """A plain `ToolCall` (a recorded run's call, say) is an expected call with no rule of its own."""
         if isinstance(data, ToolCall) and not isinstance(data, ExpectedCall):
-            return data.model_dump()
+            return data.model_dump(exclude_unset=True)  # a default message index stays a default (strict mode)
         return data
 
 

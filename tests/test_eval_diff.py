@@ -358,3 +358,14 @@ def test_key_diffs_follow_the_direction_and_dotted_paths() -> None:
         ("limit", "missing"),
         ("time", "changed"),
     ]
+
+
+def test_a_strict_diff_pairs_parallel_calls_within_their_message() -> None:
+    expected = [{"name": "plan", "message": 0}, {"name": "w", "message": 1}, {"name": "t", "message": 1}]
+    scorer = parse_scorer({"type": "trajectory", "mode": "strict", "expected": expected})
+    actual = tuple(
+        ToolCall.model_validate(c) for c in [expected[0], expected[2], expected[1], {"name": "x", "message": 2}]
+    )
+    diff = diff_for_scorer(scorer, actual)
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 1, False), ("ok", 2, 3, False), ("ok", 3, 2, False), ("extra", None, 4, False)]
