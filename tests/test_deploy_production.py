@@ -79,3 +79,11 @@ def test_a_run_breaking_the_rules_is_caught_with_no_reference_run() -> None:
     )
     verdicts = _verdicts((reckless,))[reckless.title]
     assert verdicts == {"tool_policy": 0.0, "args_valid": 1 / 3, "efficiency": 1.0, "tool_errors": 1.0}
+
+
+def test_the_dashboard_shows_each_scorers_pass_rate_with_no_panel_per_scorer() -> None:
+    dashboard = json.loads((PRODUCTION.parent.parent / "grafana" / "toolscore.json").read_text(encoding="utf-8"))
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    by_scorer = [e for e in exprs if e.startswith("sum by (gen_ai_evaluation_name) (rate(toolscore_evaluations_total")]
+    assert by_scorer, "a panel groups verdicts by scorer"
+    assert not any(kind in e for e in exprs for kind in FOUR)
