@@ -97,11 +97,11 @@ class Trajectory(ScorerBase):
     calls state their `message` index, see below), equality is JSON
     equality (agentevals uses Python's `==`, so `True == 1`), and pairing is optimal, not greedy.
 
-    Messages in `strict`: calls that state their `message` index (`ToolCall.message_index`, given in a spec or
-    a request; not the default) and sit next to calls of the same index form one model message, and messages
-    compare in order with the calls inside one message in any order (parallel calls), as agentevals' strict
-    mode does. A call that states no index is a message of its own, so runs read from traces (extraction
-    states no index today) compare call by call, as before.
+    Messages in `strict`: when every expected and every actual call states its `message` index
+    (`ToolCall.message_index`, given in a spec or a request; not the default), neighbours of one index form one
+    model message, and messages compare in order with the calls inside one message in any order (parallel
+    calls), as agentevals' strict mode does. Otherwise calls compare one by one: runs read from traces state no
+    index today, and a default index says nothing about messages.
 
     Empty inputs (`m` expected calls, `n` actual calls):
 

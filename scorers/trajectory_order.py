@@ -75,20 +75,20 @@ def rule_pairing(
 
 def _given_message(call: ToolCall) -> int | None:
     """The call's message index when its source stated one (a spec's or Mastra's `message`); None when it is
-    only the default. Extraction from traces states none today, so a trace's calls are one message each."""
+    only the default. Extraction from traces states none today, so a trace's calls compare one by one."""
     return call.message_index if "message_index" in call.__pydantic_fields_set__ else None
 
 
 def message_groups(calls: Sequence[ToolCall]) -> list[list[int]] | None:
-    """Indices of the calls of each model message, in order: neighbours with the same stated message index
-    form one message, a call with none is a message of its own. None when no call states an index."""
+    """Indices of the calls of each model message, in order: neighbours with the same message index form one
+    message. None unless every call states its index (a default index says nothing about messages)."""
     indices = [_given_message(call) for call in calls]
-    if all(index is None for index in indices):
+    if any(index is None for index in indices):
         return None
     groups: list[list[int]] = []
     previous: int | None = None
     for i, index in enumerate(indices):
-        if index is not None and groups and index == previous:
+        if groups and index == previous:
             groups[-1].append(i)
         else:
             groups.append([i])
@@ -129,12 +129,11 @@ def _same_message(
 def strict_message_pairs(
     expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]
 ) -> dict[int, tuple[int, bool]] | None:
-    """Strict mode's pairs when some call states its message: message by message, each as a multiset."""
+    """Strict mode's pairs when every call on both sides states its message: message by message, each as a
+    multiset. None otherwise (the calls compare one by one)."""
     exp_groups, act_groups = message_groups(expected), message_groups(actual)
-    if exp_groups is None and act_groups is None:
+    if exp_groups is None or act_groups is None:
         return None
-    exp_groups = exp_groups or [[j] for j in range(len(expected))]
-    act_groups = act_groups or [[i] for i in range(len(actual))]
     pairs: dict[int, tuple[int, bool]] = {}
     for eg, ag in zip(exp_groups, act_groups, strict=False):
         pairs.update(_message_pairs(eg, ag, expected, tests, actual))
@@ -183,14 +182,8 @@ def _strict_messages(
 
 def _strict(expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]) -> Verdict:
     exp_groups, act_groups = message_groups(expected), message_groups(actual)
-    if exp_groups is not None or act_groups is not None:
-        return _strict_messages(
-            expected,
-            tests,
-            actual,
-            exp_groups or [[j] for j in range(len(expected))],
-            act_groups or [[i] for i in range(len(actual))],
-        )
+    if exp_groups is not None and act_groups is not None:
+        return _strict_messages(expected, tests, actual, exp_groups, act_groups)
     m, n = len(expected), len(actual)
     mismatch = next(
         (

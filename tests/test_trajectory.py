@@ -505,11 +505,18 @@ def test_strict_mode_takes_the_calls_of_one_message_in_any_order() -> None:
     assert "message 0 differs: expected calls ['plan'], got ['w']" in result.explanation
 
 
-def test_strict_mode_without_stated_messages_compares_call_by_call() -> None:
+def test_strict_mode_compares_call_by_call_unless_every_call_states_its_message() -> None:
+    one_message = [{"name": "a", "message": 0}, {"name": "b", "message": 0}]
     assert score([a(), b()], [b(), a()], mode="strict").value == 0.0
-    assert score([{"name": "a", "message": 0}, {"name": "b", "message": 0}], [b(), a()], mode="strict").value == 0.0
-    split = [{"name": "b", "message": 0}, {"name": "a", "message": 0}]
-    assert score([{"name": "a", "message": 0}, {"name": "b", "message": 0}], split, mode="strict").value == 1.0
+    assert score(one_message, [b(), a()], mode="strict").value == 0.0  # the run states no messages
+    assert score(one_message, [{"name": "b", "message": 0}, a()], mode="strict").value == 0.0
+    assert score(one_message, [{"name": "b", "message": 0}, {"name": "a", "message": 0}], mode="strict").value == 1.0
+
+
+def test_expected_calls_dumped_with_their_default_message_still_compare_call_by_call() -> None:
+    recorded = [ToolCall(name="a"), ToolCall(name="b")]
+    scorer = Trajectory(mode="strict", expected=[call.model_dump() for call in recorded])
+    assert scorer.score(AgentRun(calls=tuple(recorded))).value == 1.0  # type: ignore[union-attr]
 
 
 def test_a_recorded_run_as_the_expectation_keeps_its_calls_one_message_each() -> None:
