@@ -61,19 +61,26 @@ class ArgsValid(RuleScorer):
         if not catalog and not self.schemas:
             message = "no tool schemas: the run's trace records no tool catalog and the scorer gives no `schemas`"
             return ScoreFailure(name=self.scorer_name, error_type="no_schema", message=message)
-        compiled: dict[str, CompiledSchema | None] = {}
+        tools: dict[str, tuple[CompiledSchema | None, bool]] = {}  # per tool name: its schema, and whether it is known
+        schemas = self.schemas
         found: list[Violation] = []
         unchecked: list[dict[str, Any]] = []
         checked = invalid = 0
         for i, call in enumerate(run.calls):
             name = call.name
-            if name not in compiled:
+            tool = tools.get(name)
+            if tool is None:
                 try:
-                    compiled[name] = self._schema_of(name, catalog)
+                    tool = tools[name] = (self._schema_of(name, catalog), name in catalog or name in schemas)
                 except SchemaProblem as exc:
                     return ScoreFailure(name=self.scorer_name, error_type=exc.kind, message=f"tool {name!r}: {exc}")
+            schema, known = tool
+            fast = schema.fast if schema is not None and known else None
+            if fast is not None and call.args_state == "value" and fast(_NO_ARGS if call.args is None else call.args):
+                checked += 1  # valid, the common case: no further look
+                continue
             try:
-                verdict = _check(i, call, compiled[name], name in catalog or name in self.schemas)
+                verdict = _check(i, call, schema, known)
             except SchemaProblem as exc:
                 return ScoreFailure(name=self.scorer_name, error_type=exc.kind, message=f"tool {name!r}: {exc}")
             if isinstance(verdict, str):

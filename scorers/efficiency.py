@@ -7,15 +7,19 @@ its index, so the score is 1 minus the share of wasted calls and the details say
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from collections import Counter
+from typing import Literal
 
 from pydantic import Field
 
-from toolscore.scorers.json_text import compact_json
 from toolscore.scorers.model import AgentRun, Score, ToolCall
 from toolscore.scorers.violations import RuleScorer, Violation, calls_explanation, violation
 
 __all__ = ["Efficiency", "call_key"]
+
+
+_canonical = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=repr).encode
 
 
 def call_key(call: ToolCall) -> tuple[str, str] | None:
@@ -32,18 +36,9 @@ def call_key(call: ToolCall) -> tuple[str, str] | None:
     if type(args) is dict and not args:
         return call.name, "{}"
     try:
-        return call.name, compact_json(_sorted(args))
-    except (TypeError, ValueError):
-        return call.name, repr(args)
-
-
-def _sorted(value: Any) -> Any:
-    """`value` with every object's keys in order, so `{"a":1,"b":2}` and `{"b":2,"a":1}` are one call."""
-    if type(value) is dict:
-        return {key: _sorted(value[key]) for key in sorted(value)}
-    if type(value) is list:
-        return [_sorted(item) for item in value]
-    return value
+        return call.name, _canonical(args)
+    except (RecursionError, ValueError):  # nested past the encoder's depth: identical only to itself
+        return call.name, f"id:{id(call)}"
 
 
 class Efficiency(RuleScorer):
@@ -79,14 +74,18 @@ class Efficiency(RuleScorer):
     def _wasted(self, calls: tuple[ToolCall, ...]) -> list[Violation]:
         found: list[Violation] = []
         seen: dict[tuple[str, str], list[int]] = {}
+        max_repeats = self.max_repeats
+        # Only a tool called more than max_repeats times can repeat a call too often: the others' arguments are
+        # never serialized (most runs call each tool once or twice).
+        often = {name for name, count in Counter(call.name for call in calls).items() if count > max_repeats}
         run_name, run_length = None, 0
         for i, call in enumerate(calls):
-            key = call_key(call)
+            key = call_key(call) if call.name in often else None
             if key is not None:
                 earlier = seen.setdefault(key, [])
-                if len(earlier) > self.max_repeats:
+                if len(earlier) > max_repeats:
                     repeats = len(earlier)
-                    message = f"identical to call {earlier[0]}, repeat {repeats} (max {self.max_repeats})"
+                    message = f"identical to call {earlier[0]}, repeat {repeats} (max {max_repeats})"
                     found.append(violation(i, call.name, "repeat", message, first=earlier[0]))
                 earlier.append(i)
             run_length = run_length + 1 if call.name == run_name else 1

@@ -11,6 +11,7 @@ arguments are always explained by `jsonschema` itself, so only the yes/no verdic
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -70,8 +71,10 @@ def _node(schema: Any, d6: bool, root: bool = False) -> Check:
         return _always if schema else _never
     if type(schema) is not dict:
         raise _Unsupported
-    checks: list[Check] = []
     keys = set(schema) - _ANNOTATIONS - (_ROOT_ONLY if root else frozenset())
+    if schema.get("type") in ("integer", "number") and {"type"} < keys <= {"type", "minimum", "maximum"}:
+        return _ranged(schema, d6)
+    checks: list[Check] = []
     is_object = keys & {"properties", "required", "additionalProperties"}
     if "type" in keys and not (is_object and schema["type"] == "object"):  # else the object check tests the type
         checks.append(_type(schema["type"], d6))
@@ -91,6 +94,18 @@ def _node(schema: Any, d6: bool, root: bool = False) -> Check:
     if keys - handled:
         raise _Unsupported
     return _all(checks)
+
+
+def _ranged(schema: dict[str, Any], d6: bool) -> Check:
+    """`{type: integer|number, minimum?, maximum?}`, the usual numeric parameter, as one test."""
+    low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+    if type(low) not in (int, float) or type(high) not in (int, float):
+        raise _Unsupported
+    if schema["type"] == "number":
+        return lambda v: (type(v) is int or type(v) is float) and low <= v <= high
+    if d6:
+        return lambda v: (type(v) is int or (type(v) is float and v.is_integer())) and low <= v <= high
+    return lambda v: type(v) is int and low <= v <= high
 
 
 def _all(checks: list[Check]) -> Check:
@@ -130,9 +145,39 @@ def _type(kind: Any, d6: bool) -> Check:
     return found[0] if len(found) == 1 else lambda v: any(t(v) for t in found)
 
 
+_PY_TYPES: dict[str, frozenset[type]] = {
+    "string": frozenset({str}),
+    "boolean": frozenset({bool}),
+    "null": frozenset({type(None)}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "number": frozenset({int, float}),
+}
+
+_Property = tuple[frozenset[type] | None, frozenset[str] | None, Check | None]
+"""How an object check tests one property: the value's Python type among these, a string among these names,
+then the rest of its schema (None: nothing left). Inlined in the object's loop: most tool parameters are
+just a type or an enum of strings, and a function call per value is most of the cost."""
+
+
+def _property(schema: Any, d6: bool) -> _Property:
+    if type(schema) is dict:
+        keys = set(schema) - _ANNOTATIONS
+        kind = schema.get("type")
+        types = _PY_TYPES.get(kind) if isinstance(kind, str) else None
+        enum = schema.get("enum")
+        names = frozenset(enum) if isinstance(enum, list) and enum and all(type(e) is str for e in enum) else None
+        simple_type = "type" not in keys or types is not None
+        simple_enum = "enum" not in keys or (names is not None and (types is None or str in types))
+        if keys <= {"type", "enum"} and simple_type and simple_enum:
+            return (frozenset({str}) if names is not None else types), names, None
+    test = _node(schema, d6)
+    return None, None, None if test is _always else test
+
+
 def _object(schema: dict[str, Any], d6: bool, strict: bool) -> Check:
     """`properties`, `required` and `additionalProperties`; with `strict`, `type: object` too."""
-    props = {key: _node(sub, d6) for key, sub in (schema.get("properties") or {}).items()}
+    props = {key: _property(sub, d6) for key, sub in (schema.get("properties") or {}).items()}
     required = tuple(schema.get("required") or ())
     extra_schema = schema.get("additionalProperties", True)
     closed = extra_schema is False
@@ -145,11 +190,17 @@ def _object(schema: dict[str, Any], d6: bool, strict: bool) -> Check:
             if key not in v:
                 return False
         for key, value in v.items():
-            test = props.get(key)
-            if test is None:
+            plan = props.get(key)
+            if plan is None:
                 if closed or (extra is not None and not extra(value)):
                     return False
-            elif test is not _always and not test(value):
+                continue
+            types, names, rest = plan
+            if types is not None and type(value) not in types:
+                return False
+            if names is not None and value not in names:
+                return False
+            if rest is not None and not rest(value):
                 return False
         return True
 
@@ -160,7 +211,16 @@ def _items(items: Any, d6: bool) -> Check:
     if isinstance(items, list):  # tuple validation (drafts before 2020-12)
         raise _Unsupported
     test = _node(items, d6)
-    return lambda v: type(v) is not list or all(test(item) for item in v)
+
+    def check(v: Any) -> bool:  # a loop, not all(...) over a generator: this runs per value
+        if type(v) is not list:
+            return True
+        for item in v:  # noqa: SIM110
+            if not test(item):
+                return False
+        return True
+
+    return check
 
 
 _BOUND_KEYS = frozenset(
@@ -169,7 +229,7 @@ _BOUND_KEYS = frozenset(
 
 
 def _number(v: Any) -> bool:
-    return type(v) is int or type(v) is float
+    return type(v) is int or type(v) is float  # never a bool: `type(True) is bool`
 
 
 def _bounds(schema: dict[str, Any], keys: set[str], d6: bool) -> list[Check]:
@@ -178,7 +238,11 @@ def _bounds(schema: dict[str, Any], keys: set[str], d6: bool) -> list[Check]:
         limit = schema[key]
         if type(limit) not in (int, float) or (not d6 and key.startswith("exclusive")):  # draft 4: a boolean
             raise _Unsupported
-        out.append(_bound(key, limit))
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if "minimum" in keys and "maximum" in keys:  # the usual pair: one test
+        out.append(lambda v: not _number(v) or low <= v <= high)
+        keys = keys - {"minimum", "maximum"}
+    out += [_bound(key, schema[key]) for key in sorted(keys & _BOUND_KEYS)]
     return out
 
 

@@ -200,6 +200,15 @@ _SCHEMAS: list[Any] = [
     {"properties": {"a": {"type": "boolean"}}, "required": ["a"]},
     {"type": "object", "additionalProperties": {"type": "string"}},
     {"type": "object", "properties": {"o": {"type": "object", "properties": {"x": {"const": False}}}}},
+    {
+        "properties": {
+            "e": {"enum": ["a", "b"]},
+            "n": {"type": "number"},
+            "m": {"enum": ["a", 1]},
+            "t": {"type": "null"},
+        }
+    },
+    {"properties": {"s": {"type": "string", "enum": ["a"]}, "i": {"type": "integer", "minimum": 0, "maximum": 2}}},
 ]
 _VALUES: list[Any] = [
     None,
@@ -235,6 +244,22 @@ _VALUES: list[Any] = [
     {"o": {"x": False}},
     {"k": 1},
     {"x": "s", "y": 2},
+    {"e": "a"},
+    {"e": "c"},
+    {"e": 1},
+    {"n": True},
+    {"n": 1.5},
+    {"m": 1},
+    {"m": True},
+    {"m": "a"},
+    {"t": None},
+    {"t": 0},
+    {"s": "a"},
+    {"s": "b"},
+    {"i": 2.0},
+    {"i": 3},
+    {"i": True},
+    {"i": 1.5},
 ]
 
 
