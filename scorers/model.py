@@ -116,6 +116,11 @@ class ToolCall(BaseModel):
         description="The framework's built-in tool that ends a run (smolagents `final_answer`, DSPy `finish`): a "
         "real call, kept in the sequence; a scorer's `ignore_tools` can leave it out.",
     )
+    model_only: bool = Field(
+        default=False,
+        description="Seen only in the model's output: the model issued the call and no tool span recorded it "
+        "(no `span_id`, `result`, or times).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -156,7 +161,7 @@ class ToolCall(BaseModel):
         return _unvalidated(cls, fields, set(given))
 
     def to_json(self) -> dict[str, Any]:
-        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`)."""
+        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`; `model_only` when set)."""
         out: dict[str, Any] = {"name": self.name}
         if self.has_args:
             out["args"] = self.args
@@ -170,6 +175,8 @@ class ToolCall(BaseModel):
             out["error_type"] = self.error_type
         if self.final:
             out["final"] = True
+        if self.model_only:
+            out["model_only"] = True
         return out
 
 

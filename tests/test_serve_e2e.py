@@ -24,6 +24,7 @@ from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import ReadableSpan
@@ -181,6 +182,10 @@ def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
     process, downstream = collector
     requests, keys = _capture_requests(seed=7)
     with grpc.insecure_channel(process.grpc_endpoint) as channel:
+        export_logs = logs_service_pb2_grpc.LogsServiceStub(channel).Export
+        for path in sorted(CAPTURES.glob("*/*.logs.pb")):  # GenAI events first: they wait for their spans
+            logs = logs_service_pb2.ExportLogsServiceRequest.FromString(path.read_bytes())
+            assert not export_logs(logs, timeout=10).HasField("partial_success"), path
         export = trace_service_pb2_grpc.TraceServiceStub(channel).Export
         for request in requests:
             assert not export(request, timeout=10).HasField("partial_success")

@@ -133,6 +133,7 @@ def build_call(
         "state": None,
         "message_index": 0,
         "final": read.final,
+        "model_only": False,
     }
     # Without validation when it would change nothing: one call is built per tool span, where
     # validating cost about a tenth of the extraction. `args` and `result` are `Any`, kept as given
@@ -157,7 +158,8 @@ def build_call(
 _BUILT_FIELDS = frozenset(
     ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id", "final")
 )
-"""The fields `build_call` sets; `state` and `message_index` keep their defaults, unset as validation leaves them."""
+"""The fields `build_call` sets; `state`, `message_index` and `model_only` keep their defaults, unset as validation
+leaves them."""
 
 
 def _str_or_none(value: object) -> bool:
@@ -185,6 +187,7 @@ def agent_run(fields: dict[str, Any]) -> AgentRun:
         and type(fields["attributes"]) is dict
         and type(fields["resource"]) is dict
         and type(fields["inferred"]) is bool
+        and type(fields.get("available_tools", ())) is tuple
         and (start_ns is None or type(start_ns) is int)
     ):
         return AgentRun(**fields)
