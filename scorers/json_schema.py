@@ -4,7 +4,8 @@ A schema comes from the run's tool catalog (what the model was offered, read fro
 scorer's `schemas`. Each distinct schema is checked against its draft's metaschema and compiled once
 (`jsonschema`, the draft chosen by `$schema`, Draft 2020-12 when none is named), then cached: by the
 schema object itself while it lives (a scorer's own schemas), and by its canonical text (catalogs
-rebuilt per run). `$ref` resolves within the schema only: nothing is ever fetched.
+rebuilt per run). `$ref` resolves within the schema only: nothing is ever fetched. OpenAPI 3.0's `nullable: true`
+(smolagents, Gemini-style schemas) is read as `null` joining the node's `type`.
 
 Bounds, so a huge or hostile schema costs bounded time: a schema longer than `MAX_SCHEMA_CHARS` as compact
 JSON is refused (`schema_too_large`); one validation evaluates at most `MAX_STEPS` schema keywords, and a
@@ -37,6 +38,7 @@ __all__ = [
     "SchemaProblem",
     "TooComplex",
     "compiled_schema",
+    "openapi_nullable",
 ]
 
 MAX_SCHEMA_CHARS = 262_144
@@ -194,7 +196,29 @@ def compiled_schema(schema: Any) -> CompiledSchema:
     return found
 
 
+def openapi_nullable(schema: Any) -> Any:
+    """`schema` with OpenAPI 3.0's `nullable: true` read as JSON Schema says it: `null` joins the node's `type`
+    (and its `enum`). smolagents and Gemini-style tool schemas use it; `jsonschema` alone ignores the keyword,
+    and would call a `null` the model may pass invalid. Copies only the nodes it changes."""
+    if isinstance(schema, list):
+        items = [openapi_nullable(item) for item in schema]
+        return items if any(a is not b for a, b in zip(items, schema, strict=True)) else schema
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: openapi_nullable(value) for key, value in schema.items()}
+    changed = any(out[key] is not schema[key] for key in schema)
+    if out.get("nullable") is True and isinstance(out.get("type"), str | list):
+        kinds = [out["type"]] if isinstance(out["type"], str) else list(out["type"])
+        out["type"] = kinds if "null" in kinds else [*kinds, "null"]
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        del out["nullable"]
+        changed = True
+    return out if changed else schema
+
+
 def _compile(schema: Any) -> CompiledSchema:
+    schema = openapi_nullable(schema)
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     try:
         cls.check_schema(schema)

@@ -295,3 +295,18 @@ def test_a_schema_is_compiled_once_and_shared() -> None:
     again = compiled_schema({"properties": {"q": {"type": "string"}}, "type": "object"})
     assert first is compiled_schema({"type": "object", "properties": {"q": {"type": "string"}}})
     assert again is not None
+
+
+def test_openapi_nullable_lets_null_through_as_frameworks_mean_it() -> None:
+    """smolagents' tool schemas mark optional parameters `nullable: true` (OpenAPI 3.0), which JSON Schema ignores."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "cabin": {"type": "string", "nullable": True, "enum": ["economy", "business"]},
+            "max_price": {"type": "number", "nullable": True},
+            "city": {"type": "string"},
+        },
+    }
+    catalog = (ToolSpec(name="t", parameters=schema),)
+    calls = (call("t", {"cabin": None, "max_price": None}), call("t", {"cabin": "first"}), call("t", {"city": None}))
+    assert violations(score(*calls, catalog=catalog)) == [(1, "enum", "/cabin"), (2, "type", "/city")]

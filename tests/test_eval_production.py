@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,26 @@ def test_live_scores_equal_the_offline_ones() -> None:
     live = sorted((agent, r.name, r.value) for r, _, _, agent, _ in telemetry.scores if isinstance(r, Score))
     assert len(want) == 11
     assert live == want
+
+
+def test_args_valid_reads_the_catalog_from_real_captures_live_as_offline(tmp_path: Path) -> None:
+    """No schema in the scorer: each run's catalog comes from its trace (the frameworks' own tool definitions)."""
+    frameworks = ("pydantic-ai", "vercel-ai", "smolagents")
+    files = sorted(p for f in frameworks for p in (TRACES / f).glob("*.pb") if not p.name.endswith(".logs.pb"))
+    spec = {"name": "catalog", "match": {"agent": {"regex": "."}}, "scorers": [{"type": "args_valid"}]}
+    (tmp_path / "catalog.yaml").write_text(json.dumps({"expectations": [spec]}))
+    offline = run_eval(files, [tmp_path / "catalog.yaml"])
+    scored = [(r.run.agent_name, s) for r in offline.results for s in r.scorers]
+    assert scored
+    assert all(s.status != "error" for _, s in scored), [s.explanation for _, s in scored if s.status == "error"]
+    assert sum(s.value == 1.0 for _, s in scored) >= 15
+    strict = [s for agent, s in scored if agent == "strict_agent"]  # smolagents: a call that leaves out `city`
+    assert [(v["rule"], v["pointer"]) for s in strict for v in s.details["violations"]] == [("required", "/city")]
+    with recording_engine(PipelineConfig(settle_ms=20), spec) as (pipeline, _, telemetry):
+        for path in files:
+            for record in read_trace_file(path):
+                assert pipeline.offer(record)
+        assert wait_until(lambda: len(telemetry.scores) >= len(scored), timeout_s=10.0)
+        assert pipeline.flush(5.0)
+    live = sorted((agent, r.value) for r, _, _, agent, _ in telemetry.scores if isinstance(r, Score))
+    assert live == sorted((agent, s.value) for agent, s in scored)
