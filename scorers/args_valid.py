@@ -131,7 +131,7 @@ def _check(i: int, call: ToolCall, schema: CompiledSchema | None, known: bool) -
         if schema.is_valid(args):
             return []
         errors, total = schema.errors(args)
-    except TooComplex:
+    except (TooComplex, RecursionError):  # past the bounds, or nested past the interpreter's depth
         return "too_complex"
     except SchemaProblem:
         raise

@@ -184,7 +184,10 @@ def compiled_schema(schema: Any) -> CompiledSchema:
         if found is not None:
             _by_text.move_to_end(text)
     if found is None:
-        found = _compile(schema)
+        try:
+            found = _compile(schema)
+        except RecursionError:
+            raise SchemaProblem("schema_too_large", "the schema nests too deep to be checked") from None
         with _lock:
             _by_text[text] = found
             while len(_by_text) > _CACHE_SIZE:

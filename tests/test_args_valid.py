@@ -310,3 +310,17 @@ def test_openapi_nullable_lets_null_through_as_frameworks_mean_it() -> None:
     catalog = (ToolSpec(name="t", parameters=schema),)
     calls = (call("t", {"cabin": None, "max_price": None}), call("t", {"cabin": "first"}), call("t", {"city": None}))
     assert violations(score(*calls, catalog=catalog)) == [(1, "enum", "/cabin"), (2, "type", "/city")]
+
+
+def test_schemas_and_arguments_nested_past_the_interpreters_depth_fail_cleanly() -> None:
+    deep: Any = {"type": "object"}
+    for _ in range(3000):
+        deep = {"type": "object", "properties": {"a": deep}}
+    failure(score(call("t", {}), catalog=(ToolSpec(name="t", parameters=deep),)), "schema_too_large")
+    recursive = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}
+    nested: Any = []
+    for _ in range(5000):
+        nested = [nested]
+    result = score(call("t", nested), call("t", [[]]), catalog=(ToolSpec(name="t", parameters=recursive),))
+    assert isinstance(result, Score)
+    assert [(u["index"], u["reason"]) for u in result.details["unchecked"]] == [(0, "too_complex")]
