@@ -155,9 +155,8 @@ _PY_TYPES: dict[str, frozenset[type]] = {
 }
 
 _Property = tuple[frozenset[type] | None, frozenset[str] | None, Check | None]
-"""How an object check tests one property: the value's Python type among these, a string among these names,
-then the rest of its schema (None: nothing left). Inlined in the object's loop: most tool parameters are
-just a type or an enum of strings, and a function call per value is most of the cost."""
+"""How an object check tests one property: the value's Python type among these, or a string among these
+names, or its whole schema's check (all None: any value)."""
 
 
 def _property(schema: Any, d6: bool) -> _Property:
@@ -176,8 +175,24 @@ def _property(schema: Any, d6: bool) -> _Property:
 
 
 def _object(schema: dict[str, Any], d6: bool, strict: bool) -> Check:
-    """`properties`, `required` and `additionalProperties`; with `strict`, `type: object` too."""
-    props = {key: _property(sub, d6) for key, sub in (schema.get("properties") or {}).items()}
+    """`properties`, `required` and `additionalProperties`; with `strict`, `type: object` too.
+
+    Properties are sorted by how they are tested, each kind looked up in its own dict, so the usual
+    parameter (just a type, or an enum of strings) costs a lookup and a set test, no call."""
+    typed: dict[str, frozenset[type]] = {}
+    named: dict[str, frozenset[str]] = {}
+    tested: dict[str, Check] = {}
+    anything: set[str] = set()
+    for key, sub in (schema.get("properties") or {}).items():
+        types, names, rest = _property(sub, d6)
+        if rest is not None:
+            tested[key] = rest
+        elif names is not None:
+            named[key] = names
+        elif types is not None:
+            typed[key] = types
+        else:
+            anything.add(key)
     required = tuple(schema.get("required") or ())
     extra_schema = schema.get("additionalProperties", True)
     closed = extra_schema is False
@@ -190,17 +205,21 @@ def _object(schema: dict[str, Any], d6: bool, strict: bool) -> Check:
             if key not in v:
                 return False
         for key, value in v.items():
-            plan = props.get(key)
-            if plan is None:
-                if closed or (extra is not None and not extra(value)):
+            types = typed.get(key)
+            if types is not None:
+                if type(value) not in types:
                     return False
                 continue
-            types, names, rest = plan
-            if types is not None and type(value) not in types:
-                return False
-            if names is not None and value not in names:
-                return False
-            if rest is not None and not rest(value):
+            names = named.get(key)
+            if names is not None:
+                if type(value) is not str or value not in names:
+                    return False
+                continue
+            test = tested.get(key)
+            if test is not None:
+                if not test(value):
+                    return False
+            elif key not in anything and (closed or (extra is not None and not extra(value))):
                 return False
         return True
 
