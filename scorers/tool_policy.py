@@ -75,7 +75,10 @@ class ToolPolicy(RuleScorer):
         n = len(calls)
         value = 0.0 if missing else (n - broken) / n if n else 1.0
         details = {"calls": n, "broken_calls": broken, "violations": found}
-        return self._result(value, calls_explanation(n - broken, n, "break no rule", found, value), details)
+        explanation = calls_explanation(n - broken, n, "break no rule", found, value)
+        if missing:  # the share of good calls is not the score then: say why it is 0
+            explanation = f"required tool never called, so 0: {explanation}"
+        return self._result(value, explanation, details)
 
 
 class _Compiled:

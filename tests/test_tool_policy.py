@@ -82,3 +82,10 @@ def test_negative_caps_are_refused_where_they_are_written() -> None:
         parse_scorer({"type": "tool_policy", "max_calls": {"x": -1}})
     with pytest.raises(ValidationError, match="before"):
         parse_scorer({"type": "tool_policy", "before": [["only_one"]]})
+
+
+def test_the_explanation_says_why_a_run_missing_a_required_tool_scores_zero() -> None:
+    result = score({"required": ["confirm"]}, run("search", "book"))
+    assert result.explanation == (
+        "required tool never called, so 0: 2 of 2 calls break no rule; run: no call of required 'confirm' -> 0"
+    )
