@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from toolscore.scorers.json_equality import ArgsTest, equality_test, json_equal
+from toolscore.scorers.key_paths import MISSING, drop_path, lookup_path
 from toolscore.scorers.model import JsonValue, ToolCall
 
 __all__ = [
@@ -32,10 +33,8 @@ __all__ = [
     "OneOfMatcher",
     "RegexMatcher",
     "TypeMatcher",
-    "drop_path",
     "equality_test",
     "json_equal",
-    "lookup_path",
     "resolve_args_match",
 ]
 
@@ -139,35 +138,6 @@ _UNSTATED = ("absent", "not_captured")
 
 def _always(actual: ToolCall) -> bool:
     return True
-
-
-_MISSING = object()
-
-
-def lookup_path(value: Any, path: str) -> Any:
-    """`value[path]`, or the value at a dotted path (`time.start`: `value["time"]["start"]`); `_MISSING` if none.
-
-    A key that itself holds a dot is found first, so a literal `"time.start"` key is never read as a path."""
-    if type(value) is not dict:
-        return _MISSING
-    if path in value:
-        return value[path]
-    head, dot, rest = path.partition(".")
-    if not dot or head not in value:
-        return _MISSING
-    return lookup_path(value[head], rest)
-
-
-def drop_path(value: Any, path: str) -> Any:
-    """`value` without the key at `path` (literal key first, then the dotted path); copies only along the path."""
-    if type(value) is not dict:
-        return value
-    if path in value:
-        return {k: v for k, v in value.items() if k != path}
-    head, dot, rest = path.partition(".")
-    if not dot or head not in value or type(value[head]) is not dict:
-        return value
-    return {**value, head: drop_path(value[head], rest)}
 
 
 ArgsMode = Literal["exact", "subset", "expected_subset", "actual_subset", "ignore"]
@@ -302,7 +272,7 @@ class ArgsMatch(BaseModel):
         optional = self.mode == "actual_subset"
         for key, matcher in self._tests.items():
             value = lookup_path(got, key)
-            if value is _MISSING:
+            if value is MISSING:
                 if not optional:
                     return False
             elif not matcher.test(value):

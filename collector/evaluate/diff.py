@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.f1 import F1
-from toolscore.scorers.matching import ArgsMatch, drop_path, json_equal, lookup_path, resolve_args_match
+from toolscore.scorers.key_paths import MISSING, drop_path, lookup_path
+from toolscore.scorers.matching import ArgsMatch, json_equal, resolve_args_match
 from toolscore.scorers.model import AgentRun, ToolCall
 from toolscore.scorers.tool_selection import ToolSelection
 from toolscore.scorers.trajectory import Trajectory
@@ -40,8 +41,6 @@ _ANY_ARGS = ArgsMatch()
 _UNSTATED = ("absent", "not_captured")
 _NOT_CAPTURED = "<not captured>"
 _NO_ARGS = "<no arguments>"
-_ABSENT_KEY = lookup_path({}, "_")
-"""What `lookup_path` returns for a key that is not there."""
 
 
 class KeyDiff(BaseModel):
@@ -146,9 +145,9 @@ def key_diffs(expected: ToolCall, actual: ToolCall, rule: ArgsMatch) -> list[Key
         if key in ignored:
             continue
         value = lookup_path(got, key)
-        if value is _ABSENT_KEY and not actual_subset:
+        if value is MISSING and not actual_subset:
             out.append(KeyDiff(key=key, kind="missing", expected=matcher.model_dump()))
-        elif value is not _ABSENT_KEY and not matcher.test(value):
+        elif value is not MISSING and not matcher.test(value):
             out.append(KeyDiff(key=key, kind="changed", expected=matcher.model_dump(), actual=value))
         want, got = drop_path(want, key), drop_path(got, key)
     for key, value in want.items():
