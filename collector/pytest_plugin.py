@@ -249,7 +249,7 @@ class ToolscoreRuns:
         line = f"{run.agent_name} ({_call_text(run)}): {line}"
         for exp in self.expectations:
             for scorer in exp.scorers if exp.name == exp_name else ():
-                diff = diff_for_scorer(scorer.scorer, run.calls) if scorer.name == scorer_name else None
+                diff = diff_for_scorer(scorer.scorer, run.calls, run=run) if scorer.name == scorer_name else None
                 if diff is not None:
                     return f"{line}\n{render_diff(diff)}"
         return line

@@ -46,6 +46,11 @@ _MISSING_KEY = re.compile(
 alone would have it retried."""
 
 
+def _catalog(run: AgentRun) -> tuple[AvailableTool, ...]:
+    """The tools the run's model was offered (read from its trace), as the judge is told about them."""
+    return tuple(AvailableTool(name=tool.name, description=tool.description or "") for tool in run.available_tools)
+
+
 def _litellm() -> Any:
     """litellm, imported on first use; its "Give Feedback" banner would land in the CLI's stdout."""
     if "litellm" in sys.modules:
@@ -86,7 +91,11 @@ class LLMJudge(ScorerBase):
 
     type: Literal["llm_judge"] = "llm_judge"
     model: str = Field(description="Any litellm model string, e.g. `openai/gpt-4o-mini`, `ollama/llama3`.")
-    available_tools: tuple[AvailableTool, ...] = Field(default=(), description="Tools the agent could call.")
+    available_tools: tuple[AvailableTool, ...] = Field(
+        default=(),
+        description="Tools the agent could call. Default: [] (the run's own catalog, `AgentRun.available_tools`, "
+        "the tools its model was offered as the trace records them).",
+    )
     api_base: str | None = Field(default=None, description="Endpoint URL. Default: litellm's for the provider.")
     api_key: str | None = Field(default=None, repr=False, description="Default: litellm's provider env var.")
     timeout_s: float = Field(default=30.0, gt=0, description="Per request, in seconds.")
@@ -140,7 +149,7 @@ class LLMJudge(ScorerBase):
                 run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
             if "litellm" not in sys.modules:  # the first import takes seconds: keep it off the loop
                 await asyncio.to_thread(_litellm)
-            messages = build_messages(run, self.available_tools)
+            messages = build_messages(run, self.available_tools or _catalog(run))
             key = self._cache_key(messages)
             cached = self._state.cache.get(key)
             if cached is not None:

@@ -19,12 +19,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from toolscore.scorers.json_equality import ArgsTest, equality_test, json_equal
+from toolscore.scorers.key_paths import MISSING, drop_path, lookup_path
 from toolscore.scorers.model import JsonValue, ToolCall
 
 __all__ = [
     "AnyMatcher",
     "ArgMatcher",
     "ArgsMatch",
+    "ArgsMode",
     "ArgsTest",
     "ExpectedCall",
     "NumberMatcher",
@@ -138,23 +140,35 @@ def _always(actual: ToolCall) -> bool:
     return True
 
 
+ArgsMode = Literal["exact", "subset", "expected_subset", "actual_subset", "ignore"]
+"""`expected_subset`: the expected args are contained in the actual ones (the actual call may pass more).
+`actual_subset`: the actual args are contained in the expected ones (the call may pass fewer, none other).
+`subset` is the older name of `expected_subset`."""
+
+_EXPECTED_IN_ACTUAL = ("subset", "expected_subset")
+
+
 class ArgsMatch(BaseModel):
     """How an actual call's arguments are compared with an expected call's.
 
-    Modes:
+    Modes, named by which side must be contained in the other:
     - `exact`: the same key set, every value `json_equal` (or accepted by that key's matcher).
-    - `subset`: every key of the expected args and every matcher key must be present and match;
-      the actual call may pass more keys. (agentevals calls this `superset`, naming the actual side.)
+    - `expected_subset` (also spelled `subset`): every key of the expected args and every matcher key must be
+      present in the actual call and match; the actual call may pass more keys. agentevals calls this
+      direction `superset` (`tool_args_match_mode`), naming the actual side.
+    - `actual_subset`: every key the actual call passes must be in the expected args with an equal value (or
+      pass its matcher); expected keys may be left out. agentevals' `tool_args_match_mode="subset"`.
     - `ignore`: arguments are never compared; any call of the right name matches.
 
-    `ignore_keys` are dropped from both sides first (top-level keys only), so volatile values such
-    as request ids or timestamps never decide a match. `matchers` apply to top-level keys.
+    `ignore_keys` are dropped from both sides first, so volatile values such as request ids or timestamps
+    never decide a match. Keys in `ignore_keys` and `matchers` may be dotted paths into nested objects
+    (`time.start`); a key that itself holds a dot is matched as that key first.
 
     How argument states read (`ToolCall.args_state`), chosen so a written expectation means what a
     person writing it would mean:
     - expected **absent** (no `args` written) or **not_captured** (a recorded run used as the
       expectation): no constraint on the values. Only the matchers apply (each matcher key must be
-      present and match). Write `args: {}` to require "no arguments".
+      present and match; under `actual_subset`, match when present). Write `args: {}` to require "no arguments".
     - **absent** or **null** (either side): "no arguments", read as `{}`. So `args: {}` matches a call
       made with no arguments, with `null` and with `{}`; it never matches `{"q": 1}` under `exact`.
     - actual **raw** (text that is not JSON, e.g. truncated by a size limit): the text itself. It
@@ -168,25 +182,33 @@ class ArgsMatch(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    mode: Literal["exact", "subset", "ignore"] = Field(
-        default="exact", description="`exact`, `subset` or `ignore`, see the class docstring. Default: exact."
+    mode: ArgsMode = Field(
+        default="exact",
+        description="`exact`, `expected_subset` (alias `subset`), `actual_subset` or `ignore`, see the class "
+        "docstring. Default: exact.",
     )
     matchers: dict[str, ArgMatcher] = Field(
-        default_factory=dict, description="Per top-level argument key, a rule that replaces equality."
+        default_factory=dict, description="Per argument key or dotted path, a rule that replaces equality."
     )
     ignore_keys: list[str] = Field(
-        default_factory=list, description="Top-level keys dropped from both sides before comparing."
+        default_factory=list, description="Keys or dotted paths dropped from both sides before comparing."
     )
     _ignored: frozenset[str] = PrivateAttr(default=frozenset())
+    _ignored_paths: tuple[str, ...] = PrivateAttr(default=())
     _tests: dict[str, ArgMatcher] = PrivateAttr(default_factory=dict)  # matchers of keys not ignored
+    _nested: tuple[str, ...] = PrivateAttr(default=())  # dotted matcher keys: dropped from both sides once tested
 
     def model_post_init(self, context: Any) -> None:
-        self._ignored = frozenset(self.ignore_keys)
-        self._tests = {key: m for key, m in self.matchers.items() if key not in self._ignored}
+        self._ignored = frozenset(key for key in self.ignore_keys if "." not in key)
+        self._ignored_paths = tuple(key for key in self.ignore_keys if "." in key)
+        ignored = frozenset(self.ignore_keys)
+        self._tests = {key: m for key, m in self.matchers.items() if key not in ignored}
+        self._nested = tuple(key for key in self._tests if "." in key)
 
     def matches(self, expected: ToolCall, actual: ToolCall) -> bool:
         """True when `actual`'s arguments satisfy `expected`'s under this rule; names are not compared."""
-        if self.mode == "ignore":
+        mode = self.mode
+        if mode == "ignore":
             return True
         exp_state = expected.args_state
         if exp_state in _UNSTATED and not self._tests:
@@ -202,25 +224,36 @@ class ArgsMatch(BaseModel):
             return not self._tests and json_equal(want, got)
         if type(got) is not dict:
             return False
-        if self._ignored:
-            want = {k: v for k, v in want.items() if k not in self._ignored}
-            got = {k: v for k, v in got.items() if k not in self._ignored}
-        if self.mode == "exact" and (want.keys() | self._tests.keys()) != got.keys():
-            return False
+        want, got = self.comparable(want, got)
         if not self._matchers_pass(got):
             return False
+        for path in self._nested:
+            want, got = drop_path(want, path), drop_path(got, path)
         tests = self._tests
+        if mode == "exact" and (want.keys() | (tests.keys() - self._nested)) != got.keys():
+            return False
+        if mode == "actual_subset":
+            return all(key in tests or (key in want and json_equal(want[key], value)) for key, value in got.items())
         for key, value in want.items():
             if key not in tests and (key not in got or not json_equal(value, got[key])):
                 return False
         return True
+
+    def comparable(self, want: dict[str, Any], got: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Both sides without `ignore_keys` (top-level keys, then dotted paths)."""
+        if self._ignored:
+            want = {k: v for k, v in want.items() if k not in self._ignored}
+            got = {k: v for k, v in got.items() if k not in self._ignored}
+        for path in self._ignored_paths:
+            want, got = drop_path(want, path), drop_path(got, path)
+        return want, got
 
     def compile(self, expected: ToolCall) -> Callable[[ToolCall], bool]:
         """`lambda actual: self.matches(expected, actual)`, with the common case (`exact`, no
         matchers, no ignored keys, expected args written) precompiled for scoring hot paths."""
         if self.mode == "ignore" or (expected.args_state in _UNSTATED and not self._tests):
             return _always
-        if self._tests or self._ignored or expected.args_state != "value":
+        if self._tests or self.ignore_keys or expected.args_state != "value":
             return lambda actual: self.matches(expected, actual)
         same = equality_test(_NO_ARGS if expected.args is None else expected.args)
 
@@ -235,7 +268,16 @@ class ArgsMatch(BaseModel):
         return test if self.mode == "exact" else lambda actual: self.matches(expected, actual)
 
     def _matchers_pass(self, got: dict[str, Any]) -> bool:
-        return all(key in got and matcher.test(got[key]) for key, matcher in self._tests.items())
+        """Each matcher's key is present and passes; under `actual_subset`, passes where present."""
+        optional = self.mode == "actual_subset"
+        for key, matcher in self._tests.items():
+            value = lookup_path(got, key)
+            if value is MISSING:
+                if not optional:
+                    return False
+            elif not matcher.test(value):
+                return False
+        return True
 
 
 class ExpectedCall(ToolCall):
@@ -250,7 +292,7 @@ class ExpectedCall(ToolCall):
     def _from_tool_call(cls, data: Any) -> Any:
         """A plain `ToolCall` (a recorded run's call, say) is an expected call with no rule of its own."""
         if isinstance(data, ToolCall) and not isinstance(data, ExpectedCall):
-            return data.model_dump()
+            return data.model_dump(exclude_unset=True)  # a default message index stays a default (strict mode)
         return data
 
 

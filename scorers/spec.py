@@ -12,21 +12,38 @@ from typing import Annotated, Any
 from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from toolscore.scorers.args_valid import ArgsValid
+from toolscore.scorers.efficiency import Efficiency
 from toolscore.scorers.f1 import F1
 from toolscore.scorers.llm_judge import LLMJudge
+from toolscore.scorers.tool_errors import ToolErrors
+from toolscore.scorers.tool_policy import ToolPolicy
 from toolscore.scorers.tool_selection import ToolSelection
 from toolscore.scorers.trajectory import Trajectory
 
-__all__ = ["SCORER_TYPES", "ScorerSpec", "check_threshold", "parse_scorer"]
+__all__ = ["SCORER_TYPES", "AnyScorer", "ScorerSpec", "check_threshold", "parse_scorer"]
 
-ScorerSpec = Annotated[ToolSelection | Trajectory | F1 | LLMJudge, Field(discriminator="type")]
+AnyScorer = ToolSelection | Trajectory | F1 | LLMJudge | ToolPolicy | ArgsValid | Efficiency | ToolErrors
+"""Every built-in scorer: the four that compare a run with a reference, the judge, and the four reference-free
+ones (`tool_policy`, `args_valid`, `efficiency`, `tool_errors`) that production runs are scored with."""
 
-SCORER_TYPES = ("tool_selection", "trajectory", "f1", "llm_judge")
+ScorerSpec = Annotated[AnyScorer, Field(discriminator="type")]
 
-_ADAPTER: TypeAdapter[ToolSelection | Trajectory | F1 | LLMJudge] = TypeAdapter(ScorerSpec)
+SCORER_TYPES = (
+    "tool_selection",
+    "trajectory",
+    "f1",
+    "llm_judge",
+    "tool_policy",
+    "args_valid",
+    "efficiency",
+    "tool_errors",
+)
+
+_ADAPTER: TypeAdapter[AnyScorer] = TypeAdapter(ScorerSpec)
 
 
-def parse_scorer(data: Mapping[str, Any]) -> ToolSelection | Trajectory | F1 | LLMJudge:
+def parse_scorer(data: Mapping[str, Any]) -> AnyScorer:
     """Validate a spec; raises `pydantic.ValidationError` naming the offending field."""
     return _ADAPTER.validate_python(data)
 

@@ -28,7 +28,7 @@ from toolscore.scorers.trajectory_evalite import (
     score_exact,
     score_flexible,
 )
-from toolscore.scorers.trajectory_order import order_mode, rule_pairing
+from toolscore.scorers.trajectory_order import order_mode, rule_pairing, strict_message_pairs
 
 __all__ = ["Trajectory", "TrajectoryWeights"]
 
@@ -93,8 +93,15 @@ class Trajectory(ScorerBase):
     Directions as in agentevals' `create_trajectory_match_evaluator(trajectory_match_mode=...)`:
     `subset` = the reference is a superset of the output; `superset` = the output is a superset of
     the reference. Differences from agentevals: calls form one flat list (agentevals' `strict`
-    compares messages, treating the calls inside one message as a multiset), equality is JSON
+    compares messages, treating the calls inside one message as a multiset; toolscore does too when the
+    calls state their `message` index, see below), equality is JSON
     equality (agentevals uses Python's `==`, so `True == 1`), and pairing is optimal, not greedy.
+
+    Messages in `strict`: when every expected and every actual call states its `message` index
+    (`ToolCall.message_index`, given in a spec or a request; not the default), neighbours of one index form one
+    model message, and messages compare in order with the calls inside one message in any order (parallel
+    calls), as agentevals' strict mode does. Otherwise calls compare one by one: runs read from traces state no
+    index today, and a default index says nothing about messages.
 
     Empty inputs (`m` expected calls, `n` actual calls):
 
@@ -208,6 +215,10 @@ class _Plan:
         return rule_pairing(self.by_name, self.tests, actual, len(self.expected))
 
     def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
+        if self.mode == "strict":
+            by_message = strict_message_pairs(self.expected, self.tests, actual)
+            if by_message is not None:
+                return by_message
         if self.mode in _POSITIONAL_MODES:
             names, tests = self.names, self.tests
             return {i: (i, call.name == names[i] and tests[i](call)) for i, call in enumerate(actual[: len(names)])}

@@ -16,7 +16,7 @@ from toolscore.scorers.json_text import compact_json
 from toolscore.scorers.model import ToolCall
 from toolscore.scorers.trajectory_evalite import PairTest, Taken, Verdict, neutral
 
-__all__ = ["max_matching", "order_mode", "rule_pairing"]
+__all__ = ["max_matching", "message_groups", "order_mode", "rule_pairing", "strict_message_pairs"]
 
 
 def _augment(start: int, adj: Sequence[Sequence[int]], match_left: list[int], match_right: list[int]) -> bool:
@@ -73,7 +73,117 @@ def rule_pairing(
     return match_left, [j for j in range(m) if match_right[j] < 0]
 
 
+def _given_message(call: ToolCall) -> int | None:
+    """The call's message index when its source stated one (a spec's or Mastra's `message`); None when it is
+    only the default. Extraction from traces states none today, so a trace's calls compare one by one."""
+    return call.message_index if "message_index" in call.__pydantic_fields_set__ else None
+
+
+def message_groups(calls: Sequence[ToolCall]) -> list[list[int]] | None:
+    """Indices of the calls of each model message, in order: neighbours with the same message index form one
+    message. None unless every call states its index (a default index says nothing about messages)."""
+    indices = [_given_message(call) for call in calls]
+    if any(index is None for index in indices):
+        return None
+    groups: list[list[int]] = []
+    previous: int | None = None
+    for i, index in enumerate(indices):
+        if groups and index == previous:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+        previous = index
+    return groups
+
+
+def _message_pairs(
+    eg: Sequence[int],
+    ag: Sequence[int],
+    expected: Sequence[ToolCall],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+) -> dict[int, tuple[int, bool]]:
+    """One message's calls paired as a multiset: matches by a maximum matching, the rest in order, unmatched."""
+    adj = [[k for k, j in enumerate(eg) if expected[j].name == actual[i].name and tests[j](actual[i])] for i in ag]
+    match_left, match_right = max_matching(adj, len(eg))
+    pairs = {eg[k]: (ag[i], True) for i, k in enumerate(match_left) if k >= 0}
+    left_expected = [eg[k] for k in range(len(eg)) if match_right[k] < 0]
+    left_actual = [ag[i] for i in range(len(ag)) if match_left[i] < 0]
+    pairs.update({j: (i, False) for j, i in zip(left_expected, left_actual, strict=False)})
+    return pairs
+
+
+def _same_message(
+    eg: Sequence[int],
+    ag: Sequence[int],
+    expected: Sequence[ToolCall],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+) -> bool:
+    if len(eg) != len(ag):
+        return False
+    pairs = _message_pairs(eg, ag, expected, tests, actual)
+    return len(pairs) == len(eg) and all(ok for _, ok in pairs.values())
+
+
+def strict_message_pairs(
+    expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]
+) -> dict[int, tuple[int, bool]] | None:
+    """Strict mode's pairs when every call on both sides states its message: message by message, each as a
+    multiset. None otherwise (the calls compare one by one)."""
+    exp_groups, act_groups = message_groups(expected), message_groups(actual)
+    if exp_groups is None or act_groups is None:
+        return None
+    pairs: dict[int, tuple[int, bool]] = {}
+    for eg, ag in zip(exp_groups, act_groups, strict=False):
+        pairs.update(_message_pairs(eg, ag, expected, tests, actual))
+    return pairs
+
+
+def _strict_messages(
+    expected: Sequence[ToolCall],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+    exp_groups: list[list[int]],
+    act_groups: list[list[int]],
+) -> Verdict:
+    """agentevals' strict: the same messages in the same order, the calls inside one message in any order."""
+    m, n = len(expected), len(actual)
+    mismatch = next(
+        (
+            k
+            for k, (eg, ag) in enumerate(zip(exp_groups, act_groups, strict=False))
+            if not _same_message(eg, ag, expected, tests, actual)
+        ),
+        None,
+    )
+    if mismatch is None and len(exp_groups) != len(act_groups):
+        mismatch = min(len(exp_groups), len(act_groups))
+    value = 1.0 if mismatch is None else 0.0
+    counts = {"reference": len(exp_groups), "output": len(act_groups)}
+    if mismatch is None:
+        why = f"all {m} calls match message by message (in any order within a message)"
+    elif mismatch >= min(len(exp_groups), len(act_groups)):
+        why = f"{len(exp_groups)} expected messages, {len(act_groups)} actual messages"
+    else:
+        want = [expected[j].name for j in exp_groups[mismatch]]
+        got = [actual[i].name for i in act_groups[mismatch]]
+        why = f"message {mismatch} differs: expected calls {want}, got {got} (any order)"
+    first = None if mismatch is None else exp_groups[mismatch][0] if mismatch < len(exp_groups) else m
+    details: dict[str, Any] = {
+        "mode": "strict",
+        "first_mismatch": first,
+        "first_mismatch_message": mismatch,
+        "messages": counts,
+        "totals": {"reference": m, "output": n},
+    }
+    return value, f"strict: {why} -> {value:g}", details
+
+
 def _strict(expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]) -> Verdict:
+    exp_groups, act_groups = message_groups(expected), message_groups(actual)
+    if exp_groups is not None and act_groups is not None:
+        return _strict_messages(expected, tests, actual, exp_groups, act_groups)
     m, n = len(expected), len(actual)
     mismatch = next(
         (

@@ -138,3 +138,23 @@ def test_a_bad_call_or_input_is_named_where_it_is_in_the_line_not_under_scorer()
     )
     assert messages["judge"] == "scorer.model: required key missing"
     assert messages["matcher"] == "scorer.args_match.matchers.u.pattern: required key missing"
+
+
+def test_bundled_examples_of_the_reference_free_scorers_name_each_broken_rule() -> None:
+    code, results, _ = run_cli("--input", str(EXAMPLES))
+    assert code == 0
+    by_id = {r["id"]: r for r in results}
+    policy = by_id["policy-confirm-before-delete"]
+    assert (policy["score"], [v["index"] for v in policy["details"]["violations"]]) == (0.75, [1])
+    args = by_id["args-valid-catalog"]  # the catalog comes with the request, as a trace records it
+    assert args["score"] == 0.25
+    assert [(v["index"], v["rule"], v.get("pointer")) for v in args["details"]["violations"]] == [
+        (1, "required", "/city"),
+        (1, "additionalProperties", "/town"),
+        (2, "unknown_tool", None),
+        (3, "not_json", None),
+    ]
+    assert by_id["efficiency-repeats"]["score"] == 2 / 3
+    errors = by_id["tool-errors-recovered"]
+    assert errors["score"] == 2 / 3
+    assert [v["tool"] for v in errors["details"]["unrecovered"]] == ["book"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from toolscore.collector.evaluate import KeyDiff, diff_calls, diff_for_scorer, render_diff
-from toolscore.scorers.model import AgentRun, Score, ToolCall
+from toolscore.scorers.model import AgentRun, Score, ToolCall, ToolSpec
 from toolscore.scorers.spec import parse_scorer
 
 
@@ -317,6 +317,58 @@ def test_unordered_diff_pairs_by_the_scores_maximum_matching() -> None:
     diff = diff_for_scorer(scorer, actual)
     assert diff is not None
     assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, False)]
+
+
+def test_a_rule_scorer_diff_lists_each_call_with_the_rules_it_broke() -> None:
+    scorer = parse_scorer({"type": "tool_policy", "denied": ["drop"], "required": ["confirm"], "ignore_tools": ["x"]})
+    diff = diff_for_scorer(scorer, (call("x"), call("search", q="a"), call("drop")))
+    assert diff is not None
+    assert [(row.status, row.actual_index, row.rules) for row in diff.rows] == [
+        ("missing", None, ["required: no call of required 'confirm'"]),
+        ("ok", 1, []),
+        ("broken", 2, ["denied: denied by 'drop'"]),
+    ]
+    text = render_diff(diff)
+    assert "tool_policy rules, in order:" in text
+    assert "✗ broken rule" in text
+    assert "denied: denied by 'drop'" in text
+
+
+def test_an_args_valid_diff_reads_the_catalog_of_the_run_it_is_given() -> None:
+    catalog = (ToolSpec(name="w", parameters={"type": "object", "required": ["city"]}),)
+    run = AgentRun(calls=(call("w", town="Rome"),), available_tools=catalog)
+    diff = diff_for_scorer(parse_scorer({"type": "args_valid"}), run.calls, run=run)
+    assert diff is not None
+    assert [(row.status, row.rules) for row in diff.rows] == [
+        ("broken", ["required: /city: 'city' is a required property"])
+    ]
+
+
+def test_key_diffs_follow_the_direction_and_dotted_paths() -> None:
+    from toolscore.collector.evaluate.diff import key_diffs
+    from toolscore.scorers.matching import ArgsMatch
+
+    want = call("s", q="otel", limit=5, time={"start": 1, "end": 2})
+    got = call("s", q="otel", page=2, time={"start": 9, "end": 3})
+    fewer = ArgsMatch(mode="actual_subset", ignore_keys=["time.start"])
+    assert [(k.key, k.kind) for k in key_diffs(want, got, fewer)] == [("time", "changed"), ("page", "extra")]
+    nested = ArgsMatch(mode="expected_subset", matchers={"time.start": {"type": "number", "value": 1}})  # type: ignore[dict-item]
+    assert [(k.key, k.kind) for k in key_diffs(want, got, nested)] == [
+        ("time.start", "changed"),
+        ("limit", "missing"),
+        ("time", "changed"),
+    ]
+
+
+def test_a_strict_diff_pairs_parallel_calls_within_their_message() -> None:
+    expected = [{"name": "plan", "message": 0}, {"name": "w", "message": 1}, {"name": "t", "message": 1}]
+    scorer = parse_scorer({"type": "trajectory", "mode": "strict", "expected": expected})
+    actual = tuple(
+        ToolCall.model_validate(c) for c in [expected[0], expected[2], expected[1], {"name": "x", "message": 2}]
+    )
+    diff = diff_for_scorer(scorer, actual)
+    assert diff is not None
+    assert statuses(diff) == [("ok", 1, 1, False), ("ok", 2, 3, False), ("ok", 3, 2, False), ("extra", None, 4, False)]
 
 
 def test_calls_seen_only_in_the_model_output_are_marked() -> None:

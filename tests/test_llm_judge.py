@@ -350,3 +350,22 @@ def test_the_judge_leaves_the_host_applications_environment_as_it_was() -> None:
 
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == [True, True, True]
+
+
+async def test_without_tools_of_its_own_the_judge_is_told_the_runs_catalog(openai_server: OpenAIServer) -> None:
+    from toolscore.scorers.model import ToolSpec
+
+    catalog = (
+        ToolSpec(name="get_weather", description="Weather now.", parameters={"type": "object"}),
+        ToolSpec(name="t"),
+    )
+    run = run_of("get_weather").model_copy(update={"available_tools": catalog})
+    openai_server.push(Reply.json(verdict(("get_weather", True))), Reply.json(verdict(("get_weather", True))))
+
+    own = LLMJudge(model="openai/judge-test", api_base=openai_server.base_url, api_key="test", timeout_s=5.0)
+    ok_score(await own.ascore(run))
+    ok_score(await judge(openai_server).ascore(run))
+
+    told = [block(request["messages"][1]["content"], "available_tools") for request in openai_server.requests]
+    assert told[0] == [{"name": "get_weather", "description": "Weather now."}, {"name": "t", "description": ""}]
+    assert told[1] == TOOLS  # the scorer's own tools win

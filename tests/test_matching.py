@@ -335,3 +335,41 @@ def test_equal_rules_compare_equal() -> None:
     spec = {"mode": "subset", "matchers": {"id": {"type": "regex", "pattern": "a+"}}, "ignore_keys": ["t"]}
     assert ArgsMatch.model_validate(spec) == ArgsMatch.model_validate(spec)
     assert ArgsMatch.model_validate(spec) != ArgsMatch.model_validate({**spec, "ignore_keys": []})
+
+
+# --- the two containment directions, and dotted key paths --------------------------------------------
+
+
+def test_the_two_subset_directions_are_named_by_the_side_that_is_contained() -> None:
+    fewer, more = call({"q": "otel"}), call({"q": "otel", "limit": 5})
+    expected_subset, actual_subset = ArgsMatch(mode="expected_subset"), ArgsMatch(mode="actual_subset")
+    assert expected_subset.matches(fewer, more)  # the call passed more than expected
+    assert not expected_subset.matches(more, fewer)
+    assert actual_subset.matches(more, fewer)  # the call passed fewer: agentevals' tool_args_match_mode="subset"
+    assert not actual_subset.matches(fewer, more)
+    assert not actual_subset.matches(more, call({"q": "other"}))
+    assert ArgsMatch(mode="subset").matches(fewer, more) == expected_subset.matches(fewer, more)
+
+
+def test_actual_subset_applies_matchers_only_to_keys_the_call_passed() -> None:
+    rule = ArgsMatch(mode="actual_subset", matchers={"id": {"type": "regex", "pattern": "u-[0-9]+"}})  # type: ignore[dict-item]
+    assert rule.matches(call({"q": 1, "id": "x"}), call({"q": 1}))
+    assert rule.matches(call({"q": 1}), call({"id": "u-7"}))
+    assert not rule.matches(call({"q": 1}), call({"id": "nope"}))
+
+
+def test_dotted_paths_reach_into_nested_arguments() -> None:
+    ignore = ArgsMatch(ignore_keys=["time.start"])
+    want = call({"q": "x", "time": {"start": 1, "end": 9}})
+    assert ignore.matches(want, call({"q": "x", "time": {"start": 5, "end": 9}}))
+    assert not ignore.matches(want, call({"q": "x", "time": {"start": 5, "end": 8}}))
+    near = ArgsMatch(matchers={"time.start": {"type": "number", "value": 1, "tolerance": 0.5}})  # type: ignore[dict-item]
+    assert near.matches(want, call({"q": "x", "time": {"start": 1.2, "end": 9}}))
+    assert not near.matches(want, call({"q": "x", "time": {"start": 3, "end": 9}}))
+    assert not near.matches(want, call({"q": "x", "time": {"end": 9}}))
+
+
+def test_a_key_holding_a_dot_is_read_as_that_key_first() -> None:
+    rule = ArgsMatch(ignore_keys=["a.b"])
+    assert rule.matches(call({"a.b": 1, "c": 2}), call({"a.b": 9, "c": 2}))
+    assert rule.matches(call({"a": {"b": 1}}), call({"a": {"b": 2}}))

@@ -155,7 +155,7 @@ def test_example_file_feeds_a_registry() -> None:
             attributes={"baggage.test_case.id": "book-flight-001"},
         )
         assert [e.name for e in registry.match(run)] == ["travel.book-flight.canary"]
-        assert len(registry.list()) == 5
+        assert len(registry.list()) == 6
 
 
 # -- files ------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from toolscore.collector.registry import (
     parse_expectation,
 )
 from toolscore.scorers import AgentRun
+from toolscore.scorers.spec import SCORER_TYPES
 from toolscore.scorers.trajectory import Trajectory
 
 DATA = Path(__file__).parent / "testdata" / "registry"
@@ -129,7 +130,7 @@ def test_names_must_be_unique_across_files(tmp_path: Path) -> None:
 def test_example_file_loads_every_scorer_type_and_selector_kind() -> None:
     expectations = load_file(EXAMPLE)
     kinds = {s.spec["type"] for e in expectations for s in e.scorers}
-    assert kinds == {"tool_selection", "trajectory", "f1", "llm_judge"}
+    assert kinds == set(SCORER_TYPES)
     ops = {cond.op for e in expectations for _, cond in e.match.selectors()}
     assert ops == {"equals", "in", "regex", "exists", "contains"}
     judge = next(s for e in expectations for s in e.scorers if s.spec["type"] == "llm_judge")

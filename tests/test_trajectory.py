@@ -489,3 +489,38 @@ def test_evalite_recorded_cases_agree_bit_for_bit_with_whole_metadata() -> None:
         if result.value != wanted["score"] or result.details != _snake_metadata(wanted["metadata"]):
             differences.append((case["id"], result.value, wanted["score"]))
     assert differences == []
+
+
+# --- strict mode, message by message (agentevals) ------------------------------------------------------
+
+
+def test_strict_mode_takes_the_calls_of_one_message_in_any_order() -> None:
+    expected = [{"name": "plan", "message": 0}, {"name": "w", "message": 1}, {"name": "t", "message": 1}]
+    parallel = [{"name": "plan", "message": 0}, {"name": "t", "message": 1}, {"name": "w", "message": 1}]
+    assert score(expected, parallel, mode="strict").value == 1.0
+    across = [{"name": "w", "message": 0}, {"name": "plan", "message": 1}, {"name": "t", "message": 1}]
+    result = score(expected, across, mode="strict")
+    assert result.value == 0.0
+    assert (result.details["first_mismatch_message"], result.details["messages"]) == (0, {"reference": 2, "output": 2})
+    assert "message 0 differs: expected calls ['plan'], got ['w']" in result.explanation
+
+
+def test_strict_mode_compares_call_by_call_unless_every_call_states_its_message() -> None:
+    one_message = [{"name": "a", "message": 0}, {"name": "b", "message": 0}]
+    assert score([a(), b()], [b(), a()], mode="strict").value == 0.0
+    assert score(one_message, [b(), a()], mode="strict").value == 0.0  # the run states no messages
+    assert score(one_message, [{"name": "b", "message": 0}, a()], mode="strict").value == 0.0
+    assert score(one_message, [{"name": "b", "message": 0}, {"name": "a", "message": 0}], mode="strict").value == 1.0
+
+
+def test_expected_calls_dumped_with_their_default_message_still_compare_call_by_call() -> None:
+    recorded = [ToolCall(name="a"), ToolCall(name="b")]
+    scorer = Trajectory(mode="strict", expected=[call.model_dump() for call in recorded])
+    assert scorer.score(AgentRun(calls=tuple(recorded))).value == 1.0  # type: ignore[union-attr]
+
+
+def test_a_recorded_run_as_the_expectation_keeps_its_calls_one_message_each() -> None:
+    recorded = AgentRun(calls=(ToolCall(name="a"), ToolCall(name="b")))
+    scorer = Trajectory(mode="strict", expected=list(recorded.calls))  # type: ignore[arg-type]
+    assert scorer.score(recorded).value == 1.0  # type: ignore[union-attr]
+    assert scorer.score(AgentRun(calls=(ToolCall(name="b"), ToolCall(name="a")))).value == 0.0  # type: ignore[union-attr]

@@ -115,15 +115,43 @@ DEMO_RUNS: tuple[DemoRun, ...] = (
 )
 
 
+def _object(required: tuple[str, ...], **properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
+_STRING = {"type": "string"}
+_PARAMETERS: dict[str, dict[str, Any]] = {
+    "search_flights": _object(("origin", "destination"), origin=_STRING, destination=_STRING, date=_STRING),
+    "book_flight": _object(("flight_id",), flight_id=_STRING),
+    "search_hotels": _object(("city",), city=_STRING),
+    "get_weather": _object(("city",), city=_STRING),
+    "check_calendar": _object(("month",), month=_STRING),
+    "delegate_booking": _object(("request",), request=_STRING),
+}
+"""Each demo tool's JSON Schema, as a framework tells the model (`args_valid` reads them from the trace)."""
+
+_AGENT_TOOLS = {
+    "demo-travel-agent": ("search_flights", "book_flight", "search_hotels"),
+    "demo-weather-agent": ("get_weather",),
+    "demo-trip-planner": ("check_calendar", "delegate_booking"),
+}
+
+
+def _definitions(agent: str) -> str:
+    """`gen_ai.tool.definitions`: the tools the agent's model is offered."""
+    tools = _AGENT_TOOLS.get(agent, ())
+    return json.dumps([{"type": "function", "name": name, "parameters": _PARAMETERS[name]} for name in tools])
+
+
 def _messages(role: str, parts: list[dict[str, Any]]) -> str:
     return json.dumps([{"role": role, "parts": parts}])
 
 
-def _chat(tracer: Tracer, t: int, calls: tuple[DemoCall, ...], step: int, answer: str) -> int:
+def _chat(tracer: Tracer, t: int, calls: tuple[DemoCall, ...], step: int, run: DemoRun) -> int:
     parts: list[dict[str, Any]] = [
         {"type": "tool_call", "id": f"call_{step}_{i}", "name": c.tool, "arguments": c.args}
         for i, c in enumerate(calls)
-    ] or [{"type": "text", "content": answer}]
+    ] or [{"type": "text", "content": run.answer}]
     span = tracer.start_span("chat gpt-4.1", kind=SpanKind.CLIENT, start_time=t)
     span.set_attributes(
         {
@@ -132,6 +160,7 @@ def _chat(tracer: Tracer, t: int, calls: tuple[DemoCall, ...], step: int, answer
             "gen_ai.request.model": "gpt-4.1",
             "gen_ai.output.messages": _messages("assistant", parts),
             "gen_ai.response.finish_reasons": ["tool_calls" if calls else "stop"],
+            "gen_ai.tool.definitions": _definitions(run.agent),
         }
     )
     span.end(end_time=t + 300 * _MS)
@@ -171,10 +200,10 @@ def _run(tracer: Tracer, t: int, run: DemoRun) -> int:
     with use_span(root, end_on_exit=False):
         now = t + _MS
         for step, calls in enumerate(run.steps):
-            started = _chat(tracer, now, calls, step, run.answer)
+            started = _chat(tracer, now, calls, step, run)
             # calls of one step start together: the model issued them in parallel
             now = max(_tool(tracer, started, call, f"call_{step}_{i}") for i, call in enumerate(calls))
-        now = _chat(tracer, now, (), len(run.steps), run.answer)
+        now = _chat(tracer, now, (), len(run.steps), run)
     root.end(end_time=now + _MS)
     return now + _MS
 

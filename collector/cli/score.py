@@ -68,6 +68,8 @@ def _parse_line(line_no: int, text: str) -> _Request:
         for i, call in enumerate(calls)
     ]
     fields = {key: data.get(key) for key in ("input", "output", "output_messages")}
+    if "available_tools" in data:  # the run's tool catalog, `[{name, description?, parameters?}]` (args_valid)
+        fields["available_tools"] = data["available_tools"]
     valid_calls = tuple(call for call in parsed if call is not None)
     run = _validated(lambda: AgentRun(calls=valid_calls, **fields), (), AgentRun, problems, fields)
     if problems:

@@ -82,7 +82,7 @@ def _scorer_result(planned: PlannedScore, run: AgentRun) -> ScorerResult:
         return ScorerResult(
             name=result.name, type=kind, status="error", error_type=result.error_type, explanation=result.message
         )
-    diff = diff_for_scorer(scorer, run.calls) if result.label == "fail" else None
+    diff = diff_for_scorer(scorer, run.calls, run=run) if result.label == "fail" else None
     return ScorerResult(
         name=result.name,
         type=kind,

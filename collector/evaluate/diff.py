@@ -11,6 +11,10 @@ each call (`toolscore.scorers.matching`). The rows are the pairs the score count
 the score rather than judging anew. Calls the score left unpaired are then paired by name alone, as wrong
 arguments, to show what differs; calls the score does not read at all (tool_selection's skipped states)
 are listed as `not_counted`.
+
+The reference-free scorers (`tool_policy`, `args_valid`, `efficiency`, `tool_errors`) name no expected calls:
+their diff lists the run's calls, each `ok` or `broken` with the rules it broke (`RuleScorer.violations`,
+the very list the score counted), and a `required` tool the run never called as `missing`.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.f1 import F1
+from toolscore.scorers.key_paths import MISSING, drop_path, lookup_path
 from toolscore.scorers.matching import ArgsMatch, json_equal, resolve_args_match
-from toolscore.scorers.model import ToolCall
+from toolscore.scorers.model import AgentRun, ToolCall
 from toolscore.scorers.tool_selection import ToolSelection
 from toolscore.scorers.trajectory import Trajectory
+from toolscore.scorers.violations import RuleScorer
 
 __all__ = ["CallDiff", "DiffRow", "KeyDiff", "diff_calls", "diff_for_scorer"]
 
@@ -57,9 +63,10 @@ class DiffRow(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    status: Literal["ok", "wrong_args", "wrong_call", "missing", "extra", "not_counted"] = Field(
+    status: Literal["ok", "wrong_args", "wrong_call", "missing", "extra", "not_counted", "broken"] = Field(
         description="`wrong_call`: another call made where this one was expected (pairing by position); "
-        "`not_counted`: a call the score does not read (tool_selection: a state it skips, or no name)."
+        "`not_counted`: a call the score does not read (tool_selection: a state it skips, or no name); "
+        "`broken`: a call that broke a rule of a reference-free scorer (`rules` says which)."
     )
     expected: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the expected call.")
     expected_index: int | None = None
@@ -72,6 +79,9 @@ class DiffRow(BaseModel):
     out_of_order: bool = Field(default=False, description="Paired, but called out of the expected order.")
     keys: list[KeyDiff] = Field(default_factory=list, description="The differing argument keys (`wrong_args`).")
     allowed: bool = Field(default=False, description="A difference the scorer's mode tolerates (subset, superset).")
+    rules: list[str] = Field(
+        default_factory=list, description="The rules this call broke, `rule: why` (reference-free scorers)."
+    )
 
     @property
     def ok(self) -> bool:
@@ -118,29 +128,38 @@ def _args_dict(call: ToolCall) -> Any:
 
 
 def key_diffs(expected: ToolCall, actual: ToolCall, rule: ArgsMatch) -> list[KeyDiff]:
-    """The keys on which `actual`'s arguments fail `expected`'s under `rule` (top-level keys)."""
+    """The keys (or dotted paths) on which `actual`'s arguments fail `expected`'s under `rule`."""
     if rule.mode == "ignore":
         return []
     if actual.args_state == "not_captured":
         return [KeyDiff(key="", kind="changed", expected=expected.args, actual=_NOT_CAPTURED)]
-    got, ignored = _args_dict(actual), set(rule.ignore_keys)
+    got: Any = _args_dict(actual)
     want: Any = {} if expected.args_state in _UNSTATED else _args_dict(expected)
     if not isinstance(want, dict) or not isinstance(got, dict):
         return [KeyDiff(key="", kind="changed", expected=want, actual=got)]
+    ignored = set(rule.ignore_keys)
+    want, got = rule.comparable(want, got)
+    actual_subset = rule.mode == "actual_subset"
     out: list[KeyDiff] = []
     for key, matcher in rule.matchers.items():
-        if key not in ignored and (key not in got or not matcher.test(got[key])):
-            kind: Literal["missing", "changed"] = "missing" if key not in got else "changed"
-            out.append(KeyDiff(key=key, kind=kind, expected=matcher.model_dump(), actual=got.get(key)))
+        if key in ignored:
+            continue
+        value = lookup_path(got, key)
+        if value is MISSING and not actual_subset:
+            out.append(KeyDiff(key=key, kind="missing", expected=matcher.model_dump()))
+        elif value is not MISSING and not matcher.test(value):
+            out.append(KeyDiff(key=key, kind="changed", expected=matcher.model_dump(), actual=value))
+        want, got = drop_path(want, key), drop_path(got, key)
     for key, value in want.items():
-        if key in ignored or key in rule.matchers:
+        if key in rule.matchers:
             continue
         if key not in got:
-            out.append(KeyDiff(key=key, kind="missing", expected=value))
+            if not actual_subset:
+                out.append(KeyDiff(key=key, kind="missing", expected=value))
         elif not json_equal(value, got[key]):
             out.append(KeyDiff(key=key, kind="changed", expected=value, actual=got[key]))
-    if rule.mode == "exact" and expected.args_state not in _UNSTATED:
-        extra = [k for k in got if k not in want and k not in rule.matchers and k not in ignored]
+    if expected.args_state not in _UNSTATED and (rule.mode == "exact" or actual_subset):
+        extra = [k for k in got if k not in want and k not in rule.matchers]
         out.extend(KeyDiff(key=key, kind="extra", actual=got[key]) for key in extra)
     return out
 
@@ -339,11 +358,33 @@ def _tool_selection_diff(scorer: ToolSelection, actual: Sequence[ToolCall]) -> C
     )
 
 
-def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall]) -> CallDiff | None:
-    """The diff for a built-in scorer that names expected calls; None for others (the LLM judge).
+def _rules_diff(scorer: RuleScorer, run: AgentRun) -> CallDiff:
+    """Every call the score read, `broken` with its rules or `ok`; a rule of the whole run (a required tool
+    never called) as a `missing` row naming the tool."""
+    calls = scorer.scored_calls(run.calls)
+    broken: dict[int | None, list[dict[str, Any]]] = {}
+    for found in scorer.violations(run):
+        broken.setdefault(found["index"], []).append(found)
+    rows = [
+        DiffRow(status="missing", expected={"name": found["tool"]}, rules=[f"{found['rule']}: {found['message']}"])
+        for found in broken.get(None, [])
+    ]
+    for i, call in enumerate(calls):
+        rules = [f"{found['rule']}: {found['message']}" for found in broken.get(i, [])]
+        rows.append(DiffRow(status="broken" if rules else "ok", actual=_view(call), actual_index=i + 1, rules=rules))
+    return CallDiff(
+        scorer=scorer.scorer_name, rule=f"{getattr(scorer, 'type', 'rules')} rules", ordered=True, rows=rows
+    )
+
+
+def diff_for_scorer(scorer: ScorerBase, actual: Sequence[ToolCall], *, run: AgentRun | None = None) -> CallDiff | None:
+    """The diff for a built-in scorer that names expected calls or checks rules; None for others (the LLM judge).
 
     `actual` are the run's calls; those the scorer ignores (`ignore_tools`) are left out, as the score
-    left them out."""
+    left them out. `run`, the run they belong to, gives rule scorers what else they read (the tool
+    catalog `args_valid` checks against); without it they see the calls alone."""
+    if isinstance(scorer, RuleScorer):
+        return _rules_diff(scorer, run if run is not None else AgentRun(calls=tuple(actual)))
     actual = scorer.scored_calls(tuple(actual))
     if isinstance(scorer, Trajectory):
         return _trajectory_diff(scorer, actual)

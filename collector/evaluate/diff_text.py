@@ -28,6 +28,7 @@ STATUS_TEXT = {
     "missing": "missing",
     "extra": "extra",
     "not_counted": "not counted",
+    "broken": "broken rule",
 }
 
 
@@ -87,7 +88,7 @@ class DiffCells:
 
 
 def _notes(row: DiffRow) -> tuple[str, ...]:
-    notes = [_key_line(key) for key in row.keys]
+    notes = [_key_line(key) for key in row.keys] + row.rules
     if row.status == "not_counted" and row.actual is not None:
         state = row.actual.get("state")
         notes.append("no tool name" if not row.actual["name"] else f"state {format_value(state)}, not scored")
