@@ -1,0 +1,76 @@
+"""Expectation files a hostile or careless hand wrote (not UTF-8, nested thousands deep) are named, by file and
+line, on every path that reads them: `toolscore expectations apply`, and a hot reload, which keeps the previous
+set. (`toolscore serve` at start: `test_serve_config.py`.)"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.registry_builders import eventually, names
+from toolscore.collector.cli import main
+from toolscore.collector.registry import Registry
+
+PICK = "scorers: [{type: tool_selection, expected_tool: x}]"
+HOSTILE = {
+    "not_utf8": (
+        b'name: a\nmatch: {agent: "\xfe"}\n',
+        2,
+        "not UTF-8 text: byte 0xfe at offset 24 (invalid start byte)",
+    ),
+    "3000_deep": (b"[" * 3000 + b"]" * 3000, 1, "nests deeper than 24 levels, the limit of a document"),
+}
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_apply_of_a_hostile_file_exits_2_in_one_line_naming_the_file(tmp_path: Path, case: str) -> None:
+    content, line, told = HOSTILE[case]
+    path = tmp_path / "e.json"
+    path.write_bytes(content)
+    result = CliRunner().invoke(main, ["expectations", "apply", str(path), "--db", str(tmp_path / "r.db")])
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {path}:{line}: {told}\n"
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_apply_names_every_unreadable_file_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(f"name: a\nmatch: {{agent: travel}}\n{PICK}\n")
+    (tmp_path / "b.json").write_bytes(HOSTILE["not_utf8"][0])
+    (tmp_path / "c.json").write_bytes(HOSTILE["3000_deep"][0])
+    db = str(tmp_path / "r.db")
+    result = CliRunner().invoke(main, ["expectations", "apply", str(tmp_path), "--db", db])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"Error: {tmp_path / 'b.json'}:2: {HOSTILE['not_utf8'][2]}",
+        f"{tmp_path / 'c.json'}:1: {HOSTILE['3000_deep'][2]}",
+    ]
+    assert CliRunner().invoke(main, ["expectations", "list", "--db", db, "-o", "json"]).stdout == "[]\n"
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_reload_logs_the_file_and_keeps_the_previous_set(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, case: str
+) -> None:
+    content, line, told = HOSTILE[case]
+    path = tmp_path / "exp.json"
+    _write(path, f"name: a\nmatch: {{agent: travel}}\n{PICK}\n".encode())
+    with (
+        caplog.at_level(logging.WARNING, logger="toolscore.registry"),
+        Registry.from_file(path, interval_s=0.05) as registry,
+    ):
+        _write(path, content)
+        assert eventually(lambda: registry.last_error is not None)
+        assert names(registry) == ["a"]
+        assert registry.get("a").version == 1
+    assert f"expectation files not reloaded, the previous set stays: {path}:{line}: <root>: {told}" in caplog.text
+    assert "store failed" not in caplog.text
+    assert "Traceback" not in caplog.text
