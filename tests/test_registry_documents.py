@@ -12,11 +12,14 @@ import grpc
 import pytest
 from click.testing import CliRunner
 
+from tests.docs_text import page
 from tests.registry_builders import serve, store_raw
 from toolscore.collector.cli import main
 from toolscore.collector.registry import InvalidExpectation, Registry, RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.client import RegistryClient
+from toolscore.collector.registry.convert import MAX_REPLY_EXPECTATION_BYTES
 from toolscore.collector.registry.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH
+from toolscore.collector.registry.pages import MAX_PAGE_BYTES
 from toolscore.collector.registry.validation import UNREADABLE_LABEL, parse_expectation
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
@@ -158,3 +161,11 @@ def test_pages_end_before_the_document_that_would_take_them_past_a_megabyte(tmp_
                         break
     assert [n for n, _ in sizes] == [1, 1, 1, 1]
     assert all(size < 2 * 1024 * 1024 for _, size in sizes)
+
+
+def test_the_security_page_states_the_document_bounds_in_force() -> None:
+    text = " ".join(page("security.md").split())
+    assert f"nests at most {MAX_DOCUMENT_DEPTH} levels and takes at most {MAX_DOCUMENT_BYTES // 1024} KiB" in text
+    assert f"at most {MAX_DOCUMENT_DEPTH - 2} levels under the scorer" in text
+    assert f"past {MAX_PAGE_BYTES >> 20} MiB" in text
+    assert f"would pass {MAX_REPLY_EXPECTATION_BYTES / (1 << 20):g} MiB" in text
