@@ -22,6 +22,11 @@ HOSTILE = {
         "not UTF-8 text: byte 0xfe at offset 24 (invalid start byte)",
     ),
     "3000_deep": (b"[" * 3000 + b"]" * 3000, 1, "nests deeper than 24 levels, the limit of a document"),
+    "control_character": (
+        b"name: a\nmatch: {agent: a}\nscorers: [{type: f1,\x0b expected: []}]\n",
+        3,
+        "not valid YAML/JSON: character #x000b at offset 46 is not allowed",
+    ),
 }
 
 

@@ -562,3 +562,9 @@ def test_invalid_utf8_in_a_json_body_names_its_byte_once() -> None:
     with pytest.raises(SpanDecodeError) as caught:
         spans_from_json_bytes(b'{"resourceSpans": [{"x": "\xc3\x28"}]}')
     assert str(caught.value) == "byte 26: invalid UTF-8 (invalid continuation byte)"
+
+
+@pytest.mark.parametrize("data", [b"[" * 3000 + b"]" * 3000, b'{"resourceSpans": ' + b"[" * 3000])
+def test_json_nested_thousands_deep_is_a_decode_error_not_a_recursion_error(data: bytes) -> None:
+    with pytest.raises(SpanDecodeError, match="nested too deeply"):
+        spans_from_json_bytes(data)

@@ -115,6 +115,10 @@ def _documents(path: Path) -> list[tuple[yaml.Node, Any]]:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise InvalidExpectation.single("", f"not valid YAML/JSON: {exc.problem}", str(path), line) from None
+    except yaml.reader.ReaderError as exc:  # a control character: YAML allows none but tab and newlines
+        line = text.count("\n", 0, exc.position) + 1
+        message = f"not valid YAML/JSON: character #x{exc.character:04x} at offset {exc.position} is not allowed"
+        raise InvalidExpectation.single("", message, str(path), line) from None
 
 
 def load_file(path: str | Path) -> list[Expectation]:

@@ -52,6 +52,8 @@ def _json_document_or_lines(text: str, stats: DecodeStats | None, errors: list[S
         if exc.msg == "Extra data" or _second_line_opens_an_object(text):
             return spans_from_json_lines(text, stats, errors)
         raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
+    except RecursionError:
+        raise SpanDecodeError("invalid JSON: nested too deeply") from None
     return spans_from_json(trace_export(obj), stats)
 
 
@@ -78,6 +80,8 @@ def _frames(data: bytes, stats: DecodeStats | None) -> list[SpanRecord]:
             raise SpanDecodeError(f"frame at byte {pos}: {exc.message}", offset=offset) from None
         except ValueError as exc:
             raise SpanDecodeError(f"frame at byte {pos}: invalid JSON: {exc}", offset=start) from None
+        except RecursionError:
+            raise SpanDecodeError(f"frame at byte {pos}: invalid JSON: nested too deeply", offset=start) from None
         pos = start + size
     return out
 
