@@ -18,7 +18,7 @@ from toolscore.collector.cli import main
 from toolscore.collector.registry import InvalidExpectation, Registry, RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.client import RegistryClient
 from toolscore.collector.registry.convert import MAX_REPLY_EXPECTATION_BYTES
-from toolscore.collector.registry.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH
+from toolscore.collector.registry.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_VALUES
 from toolscore.collector.registry.pages import MAX_PAGE_BYTES
 from toolscore.collector.registry.validation import UNREADABLE_LABEL, parse_expectation
 from toolscore.registry.v1 import registry_pb2 as pb
@@ -167,5 +167,6 @@ def test_the_security_page_states_the_document_bounds_in_force() -> None:
     text = " ".join(page("security.md").split())
     assert f"nests at most {MAX_DOCUMENT_DEPTH} levels and takes at most {MAX_DOCUMENT_BYTES // 1024} KiB" in text
     assert f"at most {MAX_DOCUMENT_DEPTH - 2} levels under the scorer" in text
+    assert f"at most {MAX_DOCUMENT_VALUES:,} values" in text
     assert f"past {MAX_PAGE_BYTES >> 20} MiB" in text
     assert f"would pass {MAX_REPLY_EXPECTATION_BYTES / (1 << 20):g} MiB" in text

@@ -5,6 +5,7 @@ set. (`toolscore serve` at start: `test_serve_config.py`.)"""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from click.testing import CliRunner
 
 from tests.registry_builders import eventually, names
 from toolscore.collector.cli import main
-from toolscore.collector.registry import Registry
+from toolscore.collector.registry import InvalidExpectation, Registry, load_file
 
 PICK = "scorers: [{type: tool_selection, expected_tool: x}]"
 HOSTILE = {
@@ -79,3 +80,17 @@ def test_a_hostile_reload_logs_the_file_and_keeps_the_previous_set(
     assert f"expectation files not reloaded, the previous set stays: {path}:{line}: <root>: {told}" in caplog.text
     assert "store failed" not in caplog.text
     assert "Traceback" not in caplog.text
+
+
+def test_a_file_of_nested_yaml_aliases_is_refused_before_anything_expands_them(tmp_path: Path) -> None:
+    """Nine levels of nine aliases: 400 bytes that a JSON size check or a validator would expand to 387
+    million values."""
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join([*lines, "name: x", ""]))
+    started = time.monotonic()
+    with pytest.raises(InvalidExpectation) as caught:
+        load_file(path)
+    assert time.monotonic() - started < 5
+    assert str(caught.value) == f"{path}:1: <root>: holds more than 262144 values, over the limit of a document"

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_CONDITION_CHARS",
     "MAX_DOCUMENT_BYTES",
     "MAX_DOCUMENT_DEPTH",
+    "MAX_DOCUMENT_VALUES",
     "MAX_IN_VALUES",
     "MAX_LABELS",
     "MAX_LABEL_KEY_CHARS",
@@ -114,31 +115,51 @@ def at_most(limit: int, noun: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-def too_deep(data: Any, limit: int = MAX_DOCUMENT_DEPTH) -> tuple[str | int, ...] | None:
-    """Where `data` first nests deeper than `limit` levels (a container's location), or None.
+MAX_DOCUMENT_VALUES = MAX_DOCUMENT_BYTES // 2
+"""Values (scalars and containers) a document may hold: each takes at least two bytes as JSON (`0,`), so a
+document of more is past `MAX_DOCUMENT_BYTES` too. Counted as the document is walked, so that YAML aliases
+(`b: [*a, *a, ...]`, nine levels of nine: a 400-byte file of 387 million values) are refused before anything
+expands them."""
 
-    Walked with a stack, not recursion: the documents it guards are the ones deep enough to exhaust it.
+
+def too_deep(data: Any, limit: int = MAX_DOCUMENT_DEPTH) -> tuple[str | int, ...] | None:
+    """Where `data` first nests deeper than `limit` levels (a container's location), or None."""
+    return _walk(data, limit, None)[0]
+
+
+def _walk(data: Any, depth: int, values: int | None) -> tuple[tuple[str | int, ...] | None, bool]:
+    """(where `data` first nests deeper than `depth`, whether it holds more than `values` values).
+
+    With a stack, not recursion: the documents it guards are the ones deep enough to exhaust it; and it stops
+    at the first value past either limit, so its cost is bounded whatever aliases share.
     """
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    seen = 0
     while stack:
         value, loc = stack.pop()
+        seen += 1
+        if values is not None and seen > values:
+            return None, True
         if isinstance(value, dict):
             children: Any = value.items()
         elif isinstance(value, list | tuple):
             children = enumerate(value)
         else:
             continue
-        if len(loc) >= limit:
-            return loc
+        if len(loc) >= depth:
+            return loc, False
         stack.extend((child, (*loc, key if isinstance(key, int) else str(key))) for key, child in children)
-    return None
+    return None, False
 
 
 def document_problem(data: Any) -> tuple[tuple[str | int, ...], str] | None:
-    """(location, message) of a document past `MAX_DOCUMENT_DEPTH` or `MAX_DOCUMENT_BYTES`, or None."""
-    deep = too_deep(data)
+    """(location, message) of a document past `MAX_DOCUMENT_DEPTH`, `MAX_DOCUMENT_VALUES` or
+    `MAX_DOCUMENT_BYTES`, or None."""
+    deep, many = _walk(data, MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_VALUES)
     if deep is not None:
         return deep[:2], f"nests deeper than {MAX_DOCUMENT_DEPTH} levels, the limit of a document"
+    if many:
+        return (), f"holds more than {MAX_DOCUMENT_VALUES} values, over the limit of a document"
     size = len(json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8", "replace"))
     if size > MAX_DOCUMENT_BYTES:
         return (), f"the document is {size} bytes as JSON, over the limit of {MAX_DOCUMENT_BYTES}"
