@@ -94,3 +94,18 @@ def test_a_file_of_nested_yaml_aliases_is_refused_before_anything_expands_them(t
         load_file(path)
     assert time.monotonic() - started < 5
     assert str(caught.value) == f"{path}:1: <root>: holds more than 262144 values, over the limit of a document"
+
+
+def test_a_repeated_expectations_key_reads_the_last_list_as_yaml_does(tmp_path: Path) -> None:
+    """Found by `make fuzz`: the line lookup took the first list and the values the last, and failed."""
+    path = tmp_path / "e.yaml"
+    first = f"  - name: old\n    match: {{agent: a}}\n    {PICK}\n"
+    second = (
+        f"  - name: new\n    match: {{agent: a}}\n    {PICK}\n  - name: newer\n    match: {{agent: b}}\n    {PICK}\n"
+    )
+    path.write_text(f"expectations:\n{first}expectations:\n{second}")
+    assert [e.name for e in load_file(path)] == ["new", "newer"]
+    path.write_text(f"expectations:\n{first}expectations:\n  - name: new\n    match: {{agent: a}}\n    scorers: []\n")
+    with pytest.raises(InvalidExpectation) as caught:
+        load_file(path)
+    assert caught.value.line == 8  # in the second list (the first ends at line 4)

@@ -64,7 +64,8 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 def _items(doc: yaml.Node, data: Any) -> list[tuple[yaml.Node, Any]]:
     """The expectation documents of one YAML document: a mapping, a list, or `{expectations: [...]}`."""
     if isinstance(doc, yaml.MappingNode) and isinstance(data, dict) and set(data) == {"expectations"}:
-        doc = next(v for k, v in doc.value if getattr(k, "value", None) == "expectations")
+        # the last such key: YAML loaders keep a repeated key's last value, so that is the list in `data`
+        doc = [v for k, v in doc.value if getattr(k, "value", None) == "expectations"][-1]
         data = data["expectations"]
     if isinstance(doc, yaml.SequenceNode) and isinstance(data, list):
         return list(zip(doc.value, data, strict=True))
