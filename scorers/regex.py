@@ -15,7 +15,9 @@ exception visible and the dialect in one place for both the scorers and the coll
 The dialect is RE2's (https://github.com/google/re2/wiki/Syntax), which is Python's `re` without:
 backreferences (`\\1`, `(?P=name)`), lookaround (`(?=`, `(?!`, `(?<=`, `(?<!`), possessive and atomic
 forms (`a++`, `(?>...)`), conditionals and `\\Z` (write `\\z`). Everything else an expectation uses
-(classes, `\\d \\w \\s \\b`, `(?i)`, `(?P<name>...)`, `{m,n}`, non-greedy `*?`, Unicode text) reads the same.
+(classes, `(?i)`, `(?P<name>...)`, `{m,n}`, non-greedy `*?`, Unicode text) reads the same, but for two things
+a pattern compiles with yet reads differently: `\\d \\w \\s \\b` are ASCII (`\\pN`, `\\pL` are Unicode's), and
+`$` matches only at the end of the text, not before a final newline.
 """
 
 from __future__ import annotations

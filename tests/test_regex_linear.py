@@ -98,6 +98,12 @@ def test_the_dialect_keeps_what_expectations_use() -> None:
     assert compile_pattern("b").search("\ud800b")  # a lone surrogate is text, never an error
 
 
+def test_the_two_documented_differences_from_python() -> None:
+    assert not compile_pattern(r"^\d$").search("٣")  # ASCII classes
+    assert compile_pattern(r"^\pN$").search("٣")
+    assert not compile_pattern("a$").search("a\n")  # `$` only at the very end
+
+
 def test_a_file_with_a_lookahead_is_refused_naming_the_file_line_pattern_and_feature(tmp_path: Path) -> None:
     path = tmp_path / "e.yaml"
     path.write_text(
