@@ -83,6 +83,19 @@ class Pattern:
         data = _utf8(text)
         return bool(self._regexp.Match(_UNANCHORED, data, 0, len(data))[0][0] >= 0)
 
+    def searcher(self) -> Callable[[str], bool]:
+        """`search` as a closure over its locals, for hot paths (one attribute lookup fewer per call)."""
+        match, anchor = self._regexp.Match, _UNANCHORED
+
+        def search(text: str) -> bool:
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:
+                data = _utf8(text)
+            return bool(match(anchor, data, 0, len(data))[0][0] >= 0)
+
+        return search
+
     def fullmatch(self, text: str) -> bool:
         """The pattern matches all of `text` (`re.fullmatch`)."""
         data = _utf8(text)

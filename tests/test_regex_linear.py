@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from tests.registry_builders import serve, store_raw
 from toolscore.collector.cli import main
 from toolscore.collector.registry import (
+    Condition,
     InvalidExpectation,
     MemoryStore,
     Registry,
@@ -96,6 +97,7 @@ def test_the_dialect_keeps_what_expectations_use() -> None:
     assert pattern.search("sess-123 xé")
     assert not pattern.search("sess-1 xé")
     assert compile_pattern("b").search("\ud800b")  # a lone surrogate is text, never an error
+    assert Condition.model_validate({"regex": "b$"}).compile()("\ud800b")  # and so on the matching hot path
 
 
 def test_the_two_documented_differences_from_python() -> None:

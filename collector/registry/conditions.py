@@ -127,7 +127,7 @@ class Condition(BaseModel):
         if op == "contains":
             return lambda actual: value in actual if type(actual) is str else slow(actual)
         if pattern is not None:
-            search = pattern.search
+            search = pattern.searcher()
             return lambda actual: search(actual) if type(actual) is str else slow(actual)
         return lambda actual: actual in texts if type(actual) is str else slow(actual)
 
