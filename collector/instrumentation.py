@@ -9,6 +9,12 @@ leave with their score attributes and events, and every other span leaves unchan
   beside them would send every span twice, and each run span once unscored;
 - a provider without any gets the export the standard ``OTEL_*`` variables describe
   (``BatchSpanProcessor(OTLPSpanExporter())`` by default).
+The GenAI events an application emits as log records (the GenAI conventions' default form: message
+content and tool calls on log records tied to the chat span) reach toolscore through its
+`ToolscoreLogProcessor`, added to the application's SDK `LoggerProvider` (the one given, else the global
+one): the records' own export is unchanged. Without an SDK logger provider at `instrument()` time, the
+instrumentations' events go to the API's no-op and toolscore reads what the spans carry; an application
+that sets its provider later adds `processor.log_record_processor()` to it itself.
 Self-telemetry goes to the application's global meter and logger providers when it has set SDK ones;
 otherwise to providers of toolscore's own built from the ``OTEL_*`` variables, when they name an export
 (as `opentelemetry-instrument` would), so metrics and evaluation events are not lost to the API's no-op.
@@ -229,4 +235,17 @@ def instrument(
     else:
         provider.add_span_processor(processor)
     _instrumented[provider] = processor
+    _read_log_events(processor, logger_provider)
     return processor
+
+
+def _read_log_events(processor: ToolscoreSpanProcessor, logger_provider: LoggerProvider | None) -> None:
+    """Add the processor's log record processor to the application's SDK logger provider, if it has one."""
+    provider = logger_provider if logger_provider is not None else _logs.get_logger_provider()
+    if isinstance(provider, SdkLoggerProvider):
+        provider.add_log_record_processor(processor.log_record_processor())
+        return
+    _log.info(
+        "toolscore.instrument(): no SDK LoggerProvider (global or given), so GenAI events emitted as log records "
+        "are not read; add processor.log_record_processor() to the LoggerProvider the application sets"
+    )

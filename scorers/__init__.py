@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from toolscore.scorers.model import AgentRun, ArgsState, JsonValue, Label, Score, ScoreFailure, ScoreResult, ToolCall
+from toolscore.scorers.model import (
+    AgentRun,
+    ArgsState,
+    JsonValue,
+    Label,
+    Score,
+    ScoreFailure,
+    ScoreResult,
+    ToolCall,
+    ToolSpec,
+)
 
 __all__ = [
     "AgentRun",
@@ -13,4 +23,5 @@ __all__ = [
     "ScoreFailure",
     "ScoreResult",
     "ToolCall",
+    "ToolSpec",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "ScoreFailure",
     "ScoreResult",
     "ToolCall",
+    "ToolSpec",
 ]
 
 JsonValue = Any
@@ -115,6 +116,11 @@ class ToolCall(BaseModel):
         description="The framework's built-in tool that ends a run (smolagents `final_answer`, DSPy `finish`): a "
         "real call, kept in the sequence; a scorer's `ignore_tools` can leave it out.",
     )
+    model_only: bool = Field(
+        default=False,
+        description="Seen only in the model's output: the model issued the call and no tool span recorded it "
+        "(no `span_id`, `result`, or times).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -155,7 +161,7 @@ class ToolCall(BaseModel):
         return _unvalidated(cls, fields, set(given))
 
     def to_json(self) -> dict[str, Any]:
-        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`)."""
+        """The neutral JSON form (`name`, `args` only when present, `call_id`, `error`; `model_only` when set)."""
         out: dict[str, Any] = {"name": self.name}
         if self.has_args:
             out["args"] = self.args
@@ -169,7 +175,30 @@ class ToolCall(BaseModel):
             out["error_type"] = self.error_type
         if self.final:
             out["final"] = True
+        if self.model_only:
+            out["model_only"] = True
         return out
+
+
+class ToolSpec(BaseModel):
+    """A tool the model was offered, as the trace describes it (see `AgentRun.available_tools`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="The tool's name, as the model calls it.")
+    description: str | None = Field(default=None, description="What the tool does, as the model was told.")
+    parameters: dict[str, Any] | None = Field(
+        default=None, description="JSON schema of the tool's arguments, when recorded (and within the size cap)."
+    )
+
+    @classmethod
+    def trusted(cls, name: str, description: str | None, parameters: dict[str, Any] | None) -> ToolSpec:
+        """A spec from values already of the declared types (extraction checks them), without validation."""
+        values = {"name": name, "description": description, "parameters": parameters}
+        return _unvalidated(cls, values, set(_TOOL_SPEC_FIELDS))
+
+
+_TOOL_SPEC_FIELDS = frozenset(("name", "description", "parameters"))
 
 
 class AgentRun(BaseModel):
@@ -200,6 +229,11 @@ class AgentRun(BaseModel):
     start_ns: int | None = Field(default=None, description="Start time of the run span, ns since the epoch.")
     output_messages: int | None = Field(
         default=None, description="How many assistant messages the run produced, when known (Mastra's metadata)."
+    )
+    available_tools: tuple[ToolSpec, ...] = Field(
+        default=(),
+        description="The tools the model was offered in this run, in the order the trace first lists them "
+        "(read from the run's spans; empty when the trace does not record them).",
     )
 
     @classmethod

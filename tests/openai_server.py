@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIServer", "Reply", "completion_body"]
+__all__ = ["OpenAIServer", "Reply", "completion_body", "tool_calls_body"]
 
 
 @dataclass(frozen=True)
@@ -163,3 +163,22 @@ def _handler_for(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             """Quiet: pytest would show every request line on stderr."""
 
     return Handler
+
+
+def tool_calls_body(calls: list[tuple[str, str, str]]) -> str:
+    """The JSON of a chat completion whose one choice issues tool calls, each (call id, name, arguments JSON)."""
+    tool_calls = [
+        {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        for call_id, name, arguments in calls
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+    return json.dumps(
+        {
+            "id": "chatcmpl-tools",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "agent-test",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    )

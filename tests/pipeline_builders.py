@@ -177,6 +177,10 @@ class Recording:
         with self.lock:
             self.counts[f"dropped:{reason}"] += n
 
+    def log_records(self, n: int, outcome: str, reason: str = "") -> None:
+        with self.lock:
+            self.counts[f"log_records:{outcome}" + (f":{reason}" if reason else "")] += n
+
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         with self.lock:
             self.counts[f"refused:{reason}"] += 1

@@ -18,6 +18,8 @@ from opentelemetry.trace import use_span
 TRACES = Path(__file__).parent / "testdata" / "traces"
 TRUTH = Path(__file__).parent / "testdata" / "truth"
 CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb") if not p.name.endswith(".logs.pb"))
+LOGS = sorted(TRACES.glob("*/*.logs.pb"))
+"""The logs exports beside some captures (their GenAI events carry the calls), given to extract with them."""
 EPOCH_NS = 1_767_225_600_000_000_000
 LINE_KEYS = {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls"}
 
@@ -53,7 +55,7 @@ def neutral_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
-    code, lines, stderr = run_cli(*(str(c.with_suffix(".pb")) for c in CAPTURES))
+    code, lines, stderr = run_cli(*(str(c.with_suffix(".pb")) for c in CAPTURES), *map(str, LOGS))
     assert code == 0, stderr
     truth = truth_runs(CAPTURES)
     assert {line["run_span_id"] for line in lines} == set(truth)
@@ -69,7 +71,7 @@ def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
         for c in CAPTURES
     )
     assert sum(line["inferred"] for line in lines) == inferred
-    assert f"{len(CAPTURES)} file(s)" in stderr
+    assert f"{len(CAPTURES) + len(LOGS)} file(s)" in stderr
 
 
 def test_the_summary_names_what_extraction_skipped() -> None:
@@ -162,3 +164,17 @@ def test_a_bad_file_is_reported_and_the_good_ones_still_extracted(tmp_path: Path
     assert f"{lines_file}: line 1: invalid JSON" in stderr
     assert f"{missing}: No such file" in stderr
     assert str(good) + ":" not in stderr
+
+
+def test_calls_seen_only_in_the_model_output_say_so() -> None:
+    code, lines, stderr = run_cli(str(TRACES / "openai-v2-latest" / "c_parallel.json"))
+
+    assert code == 0, stderr
+    (line,) = lines
+    assert [(c["name"], c.get("model_only")) for c in line["calls"]] == [
+        ("get_weather", True),
+        ("get_time", True),
+        ("get_stock_price", True),
+    ]
+    pydantic = run_cli(str(TRACES / "pydantic-ai" / "c_parallel.pb"))[1]
+    assert all("model_only" not in call for run in pydantic for call in run["calls"])

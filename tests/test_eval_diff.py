@@ -317,3 +317,20 @@ def test_unordered_diff_pairs_by_the_scores_maximum_matching() -> None:
     diff = diff_for_scorer(scorer, actual)
     assert diff is not None
     assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, False)]
+
+
+def test_calls_seen_only_in_the_model_output_are_marked() -> None:
+    model_only = ToolCall(name="search", args={"q": "a"}, args_state="value", model_only=True)
+    diff = diff_calls([call("search", q="a"), call("book")], [model_only, call("book")])
+
+    assert diff.ok
+    assert [row.actual for row in diff.rows] == [
+        {"name": "search", "args": {"q": "a"}, "model_only": True},
+        {"name": "book", "args": {}},
+    ]
+    lines = render_diff(diff, indent="").splitlines()
+    assert [line.strip() for line in lines[2:]] == [
+        'ok      1. search(q="a")  1. search(q="a")',
+        "seen only in the model's output (no tool span)",
+        "ok      2. book()         2. book()",
+    ]

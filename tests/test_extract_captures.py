@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from toolscore.collector.extract import ExtractStats, rebuild_runs
-from toolscore.collector.sources import read_trace_file
+from toolscore.collector.sources import LogBatch, join_log_events, read_trace_file
+from toolscore.collector.spans import SpanRecord
 from toolscore.scorers import AgentRun
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
@@ -60,6 +61,17 @@ def _capture(truth_path: Path, encoding: str) -> Path:
     return folder / truth_path.name.replace(".truth.json", encoding)
 
 
+def _read(capture: Path) -> list[SpanRecord]:
+    """The capture's spans, with the GenAI log events of the logs export beside it (`<scenario>.logs.pb`) joined."""
+    logs = LogBatch()
+    spans = read_trace_file(capture, logs=logs)
+    beside = capture.with_name(capture.name.replace(capture.suffix, ".logs" + capture.suffix))
+    if beside.exists():
+        read_trace_file(beside, logs=logs)
+        assert join_log_events(spans, logs.events) == []
+    return spans
+
+
 def _case_id(path: Path) -> str:
     return f"{path.parent.name}/{path.name.removesuffix('.truth.json')}"
 
@@ -73,7 +85,7 @@ def test_every_framework_capture_has_a_truth_file() -> None:
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)
 def test_capture_reproduces_truth(truth_path: Path, encoding: str) -> None:
     stats = ExtractStats()
-    spans = read_trace_file(_capture(truth_path, encoding))
+    spans = _read(_capture(truth_path, encoding))
 
     runs = rebuild_runs(spans, stats=stats)
 
@@ -85,7 +97,7 @@ def test_capture_reproduces_truth(truth_path: Path, encoding: str) -> None:
 
 @pytest.mark.parametrize("truth_path", TRUTHS, ids=_case_id)
 def test_capture_gives_same_runs_shuffled_duplicated_and_split(truth_path: Path) -> None:
-    spans = read_trace_file(_capture(truth_path, ".pb"))
+    spans = _read(_capture(truth_path, ".pb"))
     shuffled = list(spans) + list(spans[: len(spans) // 2])
     random.Random(7).shuffle(shuffled)
     stats = ExtractStats()

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
 from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, ToolRead
+from toolscore.collector.extract.model_calls import build_model_call
+from toolscore.collector.extract.order import PendingCall
 from toolscore.collector.extract.values import agent_run, build_call
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers import AgentRun, ToolCall
@@ -143,3 +145,18 @@ def test_run_values_of_other_types_are_still_validated() -> None:
     assert (type(run.agent_name), type(run.inferred), run.inferred) == (str, bool, False)
     with pytest.raises(ValidationError):
         agent_run({**fields, "agent_name": 7})
+
+
+@pytest.mark.parametrize(
+    "issued",
+    [IssuedCall("c1", "search", {"q": "x"}), IssuedCall(None, "search", None), IssuedCall("c2", "s", "not json")],
+)
+def test_model_only_calls_equal_validated_calls(issued: IssuedCall) -> None:
+    read = ToolRead(issued.name, issued.args, issued.call_id)
+    pending = PendingCall(_span(), read, issued, "cd" * 8, 0, model_only=True)
+
+    call = build_model_call(pending, ExtractConfig(), ExtractStats())
+
+    fields = ("name", "args", "args_state", "call_id", "model_only")
+    _assert_same(call, ToolCall(**{name: getattr(call, name) for name in fields}))
+    assert (call.model_only, call.span_id) == (True, None)

@@ -12,6 +12,7 @@ incomplete flag), and so select the same expectations (`match.attributes` among 
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -84,6 +85,15 @@ def tools(parent: int, first: int, *names: str, start: int = 0, service: str = A
         span(first + i, parent, f"execute_tool {name}", tool_attrs(name, f"c{first + i}"), start, service=service)
         for i, name in enumerate(names)
     ]
+
+
+def chat_attrs(*calls: tuple[str, str]) -> dict[str, Any]:
+    """A model response listing `(call_id, name)` tool calls, in this order."""
+    parts = [{"type": "tool_call", "id": call_id, "name": name, "arguments": {}} for call_id, name in calls]
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
 
 
 def unrecognised(
@@ -192,6 +202,14 @@ SYNTHETIC: dict[str, list[SpanRecord]] = {
         *tools(4, 5, "search_flights", service=MCP_SERVICE),
         unrecognised(6, 3, "worker", "book-006", service=MCP_SERVICE),
         *tools(6, 7, "book_flight", service=MCP_SERVICE),
+    ],
+    # calls only the model's output lists (no tool span), beside traced ones, in the caller and in a nested agent
+    "calls-only-in-the-model-output": [
+        span(1, None, "invoke_agent travel", run_attrs("travel", **{"test_case.id": "book-001"})),
+        span(2, 1, "chat", chat_attrs(("c8", "search_flights"), ("c9", "ask_helper"), ("c3", "book_flight"))),
+        *tools(1, 3, "book_flight", start=10),
+        span(4, 1, "invoke_agent helper", run_attrs("helper"), start=11),
+        span(5, 4, "chat", chat_attrs(("c7", "search_hotels")), start=12),
     ],
     "parallel-tools": [
         span(1, None, "invoke_agent travel", run_attrs("travel")),
@@ -321,3 +339,22 @@ def test_calls_through_mcp_are_calls_of_the_agent_live(fed: Fed, case: str, orde
 
 def _names(expectations: list[Expectation]) -> list[str]:
     return [e.name for e in expectations]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_calls_only_in_the_model_output_are_scored_live(fed: Fed, order: str) -> None:
+    """A run whose calls are all model-only (the openai-v2 capture), and one mixing both, are scored live."""
+    (captured,) = fed.live[("openai-v2-latest/c_parallel", order)]
+    travel, helper = sorted(fed.live[("calls-only-in-the-model-output", order)], key=lambda r: r.start_ns or 0)
+    assert [(c.name, c.model_only) for c in captured.calls] == [
+        ("get_weather", True),
+        ("get_time", True),
+        ("get_stock_price", True),
+    ]
+    assert [(c.name, c.model_only) for c in travel.calls] == [
+        ("search_flights", True),
+        ("ask_helper", True),
+        ("book_flight", False),
+    ]
+    assert [(c.name, c.model_only) for c in helper.calls] == [("search_hotels", True)]
+    assert fed.matched_live[travel.run_id] == ["by-test-case", "every-agent"]

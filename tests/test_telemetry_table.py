@@ -78,6 +78,9 @@ def _emit_every_metric(telemetry: Any) -> None:
     for reason in ATTRIBUTES["toolscore.drop.reason"].values or ():
         telemetry.spans_dropped(1, reason)
     telemetry.late_spans(2)
+    telemetry.log_records(3, "received")
+    for reason in ATTRIBUTES["toolscore.log_record.reason"].values or ():
+        telemetry.log_records(1, "refused" if reason in ("not_genai_event", "no_span_context") else "dropped", reason)
     telemetry.duplicate_spans(1)
     telemetry.spans_forgotten(1)
     for reason in ATTRIBUTES["toolscore.call.drop.reason"].values or ():

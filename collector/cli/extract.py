@@ -1,11 +1,13 @@
 """`toolscore extract`: rebuild agent runs and their tool calls from trace files, one JSON line per run.
 
 All files are read first and their spans rebuilt together, so a trace split across files (a
-rotated file export, say) still yields whole runs. An unreadable file, or a bad line in a JSON
-Lines file, is reported on stderr with the file and the byte offset or line; the other files (and
-lines) are still used, and the exit status is 1. The summary on stderr ends with what extraction
-skipped, by reason (`ExtractStats.skipped`), so that a trace read differently than its author
-expects (spans of no known convention, tool spans folded into a call) is not silent.
+rotated file export, say) still yields whole runs; OTLP logs exports given beside them add their
+GenAI events to their spans across files (`toolscore.collector.sources.log_events`). An unreadable
+file, or a bad line in a JSON Lines file, is reported on stderr with the file and the byte offset or
+line; the other files (and lines) are still used, and the exit status is 1. The summary on stderr
+ends with what extraction skipped, by reason (`ExtractStats.skipped`), so that a trace read
+differently than its author expects (spans of no known convention, tool spans folded into a call) is
+not silent.
 """
 
 from __future__ import annotations
@@ -49,15 +51,16 @@ def sorted_runs(runs: Iterable[AgentRun], spans: Iterable[SpanRecord]) -> list[A
 
 def _read_all(paths: Iterable[str]) -> tuple[list[SpanRecord], int]:
     """Spans of every readable file, and how many files (or lines) failed; problems go to stderr."""
-    from toolscore.collector.sources import DecodeStats, TraceFileError, read_trace_file
+    from toolscore.collector.sources import DecodeStats, LogBatch, TraceFileError, join_log_events, read_trace_file
 
     spans: list[SpanRecord] = []
     failed = 0
+    logs = LogBatch()
     for path in paths:
         stats = DecodeStats()
         errors: list[TraceFileError] = []
         try:
-            spans.extend(read_trace_file(path, stats, errors))
+            spans.extend(read_trace_file(path, stats, errors, logs))
         except TraceFileError as exc:
             click.echo(f"toolscore extract: {exc}", err=True)
             failed += 1
@@ -68,6 +71,11 @@ def _read_all(paths: Iterable[str]) -> tuple[list[SpanRecord], int]:
         if stats.skipped:
             reasons = ", ".join(f"{reason}={count}" for reason, count in sorted(stats.skipped.items()))
             click.echo(f"toolscore extract: {path}: skipped {stats.skipped_total} span(s): {reasons}", err=True)
+    unjoined = join_log_events(spans, logs.events)
+    if logs.refusals.total:
+        click.echo(f"toolscore extract: {logs.refusals.message}", err=True)
+    if unjoined:
+        click.echo(f"toolscore extract: {len(unjoined)} GenAI log event(s) whose span is in no file given", err=True)
     return spans, failed
 
 
@@ -78,7 +86,8 @@ def extract_command(files: tuple[str, ...], output_path: str | None) -> None:
     """Rebuild agent runs from OTLP trace FILES and write one JSON line per run.
 
     FILES may be OTLP protobuf (an http/protobuf export body), OTLP/JSON (one document, or JSON Lines
-    as the Collector's file exporter writes them), length-prefixed protobuf, any of them gzipped.
+    as the Collector's file exporter writes them), length-prefixed protobuf, any of them gzipped. OTLP
+    logs exports among them (e.g. `run.logs.pb` beside `run.pb`) add their GenAI events to their spans.
     Each line: {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls": [...]}.
     Exit status 1 when any file, or any line of one, could not be read.
     """

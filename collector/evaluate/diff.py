@@ -64,7 +64,9 @@ class DiffRow(BaseModel):
     expected: dict[str, Any] | None = Field(default=None, description="`{name, args?}` of the expected call.")
     expected_index: int | None = None
     actual: dict[str, Any] | None = Field(
-        default=None, description="`{name, args?}` of the call made; `state` too when it is `not_counted`."
+        default=None,
+        description="`{name, args?}` of the call made; `state` too when it is `not_counted`; `model_only: true` "
+        "when only the model's output recorded it.",
     )
     actual_index: int | None = None
     out_of_order: bool = Field(default=False, description="Paired, but called out of the expected order.")
@@ -97,7 +99,8 @@ class CallDiff(BaseModel):
 
 
 def _view(call: ToolCall, state: bool = False) -> dict[str, Any]:
-    """`{name, args?}`; with `state`, the call's state too (`state: null` when none was recorded)."""
+    """`{name, args?}`; with `state`, the call's state too (`state: null` when none was recorded); `model_only:
+    true` for a call seen only in the model's output (no tool span recorded it)."""
     out: dict[str, Any] = {"name": call.name}
     if call.has_args:
         out["args"] = call.args
@@ -105,6 +108,8 @@ def _view(call: ToolCall, state: bool = False) -> dict[str, Any]:
         out["args"] = _NOT_CAPTURED
     if state:
         out["state"] = call.state
+    if call.model_only:
+        out["model_only"] = True
     return out
 
 

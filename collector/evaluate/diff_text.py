@@ -18,6 +18,9 @@ __all__ = ["DiffCells", "cells", "format_call", "format_value", "order_text", "r
 MAX_CELL = 60
 """Characters of one call shown in a column; longer calls end in `…`."""
 
+MODEL_ONLY_NOTE = "seen only in the model's output (no tool span)"
+"""The note on a call no tool span recorded (`ToolCall.model_only`)."""
+
 STATUS_TEXT = {
     "ok": "ok",
     "wrong_args": "wrong args",
@@ -90,6 +93,8 @@ def _notes(row: DiffRow) -> tuple[str, ...]:
         notes.append("no tool name" if not row.actual["name"] else f"state {format_value(state)}, not scored")
     if row.out_of_order:
         notes.append(f"called {row.actual_index}., expected {row.expected_index}.")
+    if row.actual is not None and row.actual.get("model_only"):
+        notes.append(MODEL_ONLY_NOTE)
     return tuple(notes)
 
 

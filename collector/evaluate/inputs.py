@@ -12,7 +12,14 @@ from pathlib import Path
 
 from toolscore.collector.registry import Expectation, InvalidExpectation, load_paths
 from toolscore.collector.registry.files import expand_paths
-from toolscore.collector.sources import NOT_A_TRACE_EXPORT, DecodeStats, TraceFileError, read_trace_file
+from toolscore.collector.sources import (
+    NOT_A_TRACE_EXPORT,
+    DecodeStats,
+    LogBatch,
+    TraceFileError,
+    join_log_events,
+    read_trace_file,
+)
 from toolscore.collector.spans import SpanRecord
 
 __all__ = [
@@ -29,8 +36,9 @@ TRACE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".pb", ".bin", ".otlp", ".gz")
 """Files taken from a trace directory; the format is then detected from the content."""
 
 NOT_TRACES_HINT = (
-    "every file given, and every file with a trace suffix in a trace directory, is read as OTLP trace data: "
-    "keep other files (ground truth, configs, metrics or logs exports) out of trace directories"
+    "every file given, and every file with a trace suffix in a trace directory, is read as OTLP trace data "
+    "(or an OTLP logs export, whose GenAI events join their spans): keep other files (ground truth, configs, "
+    "metrics exports) out of trace directories"
 )
 """Said once after the files that are not trace exports (JSON, or another signal's protobuf export): found in a
 directory, they are refused too, rather than skipped by name or content, so that a bad export can never pass an
@@ -72,12 +80,14 @@ def trace_files(paths: Sequence[str | Path]) -> list[Path]:
 
 @dataclass(slots=True)
 class TraceInput:
-    """Every span read, the file each trace was first seen in, and decode counters."""
+    """Every span read (with the GenAI events of the logs exports among the files joined to them), the file
+    each trace was first seen in, and decode counters."""
 
     files: list[Path] = field(default_factory=list)
     spans: list[SpanRecord] = field(default_factory=list)
     source_of: dict[str, str] = field(default_factory=dict)
     stats: DecodeStats = field(default_factory=DecodeStats)
+    logs: LogBatch = field(default_factory=LogBatch)
 
 
 def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | None = None) -> TraceInput:
@@ -89,7 +99,7 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
         errors: list[TraceFileError] = []
         seen = len(out.stats.examples)
         try:
-            spans = read_trace_file(path, out.stats, errors)
+            spans = read_trace_file(path, out.stats, errors, out.logs)
         except TraceFileError as exc:
             errors.append(exc)
             spans = []
@@ -104,6 +114,7 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
         out.spans.extend(spans)
     if problems:
         raise EvalInputError([*problems, NOT_TRACES_HINT] if not_traces else problems)
+    join_log_events(out.spans, out.logs.events)
     return out
 
 

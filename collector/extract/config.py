@@ -77,17 +77,25 @@ class ExtractStats:
     runs: int = 0
     inferred_runs: int = 0
     calls: int = 0
+    model_only_calls: int = 0
+    """Calls seen only in a model response, no tool span recorded them (see `model_calls`); among `calls`
+    unless `max_calls_per_run` left them out."""
     args_truncated: int = 0
     """Calls left without their whole arguments by `max_args_bytes`: kept cut, or not kept when the model
     response's copy was the only one. Once per call, though a call may read two copies (the tool span's
     and the response's); not when a whole copy replaced a cut one."""
     results_truncated: int = 0
+    tool_specs_cut: int = 0
+    """Tool definitions of a run's catalog cut or left out by `max_attribute_bytes` (see `catalog`), or whose
+    text was too long to decode."""
     by_convention: Counter[str] = field(default_factory=Counter)
     """Spans recognised per convention."""
     skipped: Counter[str] = field(default_factory=Counter)
     """What was left out, by reason: `unknown_convention` (a trace no extractor recognised),
     `read_error:<convention>`, `output_tool`, `tool_layer` (a tool span folded into the call it is a
-    lower layer of, such as an MCP client or server span), `call_without_run`, `calls_over_limit`."""
+    lower layer of, such as an MCP client or server span), `call_without_run`, `calls_over_limit`,
+    `model_call_without_name` (a call a model response lists without a tool name, see `model_calls`),
+    `tool_definition_malformed` (a tool definition in none of the shapes `catalog` reads)."""
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count

@@ -3,8 +3,10 @@
 Rule: a run's calls are sorted by
 
 1. the start of their *batch*: the calls one model response issued together, when the trace records
-   that response (an LLM span listing its tool calls), start when the first of them starts; a call
-   whose response is not recorded is a batch of its own, starting at its own start time;
+   that response (an LLM span listing its tool calls), start when the first of their tool spans starts;
+   a batch with no tool span at all (its calls are known only from the response, see `model_calls`)
+   starts when its model span ends, when the response was complete; a call whose response is not
+   recorded is a batch of its own, starting at its own start time;
 2. the call's position in that model response (the model's order, which start times cannot give:
    parallel calls start in the same millisecond, or in whatever order the executor picked);
 3. the call's own start time;
@@ -16,7 +18,8 @@ before it and lists that id, since ids can repeat across responses); a tool span
 and lists an unclaimed call with the same name and equal arguments, else the same name; a handoff
 span (no tool name) takes the first unclaimed call of that response.
 
-Model responses are read only when they can change the result: when two of the run's calls
+Model responses are read for the order only when they can change it (they are read anyway, once,
+for the calls no tool span recorded: see `model_calls`): when two of the run's calls
 overlap in time or start together, or a call lacks its call id, its name (handoffs) or JSON
 arguments (LangChain records a one-parameter tool's bare value). Calls that ran strictly one after
 another were issued in that order (a framework cannot start a call the model has not issued yet),
@@ -33,7 +36,17 @@ from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCal
 from toolscore.collector.extract.conventions.common import load_json
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["IssuedBatch", "PendingCall", "in_start_order", "needs_model_responses", "order_calls"]
+__all__ = [
+    "IssuedBatch",
+    "PendingCall",
+    "batch_order",
+    "in_start_order",
+    "needs_model_responses",
+    "order_calls",
+    "same_tool_name",
+    "sort_tied",
+    "tie_calls",
+]
 
 
 @dataclass(slots=True)
@@ -45,6 +58,8 @@ class PendingCall:
     issued: IssuedCall | None = None
     batch: str | None = None
     index: int = 0
+    model_only: bool = False
+    """No tool span recorded the call: `span` is the model span whose response issued it (see `model_calls`)."""
 
 
 @dataclass(slots=True)
@@ -53,13 +68,15 @@ class IssuedBatch:
 
     span: SpanRecord
     calls: list[IssuedCall]
+    output_tools: frozenset[str] = frozenset()
+    """See `IssuedCalls.output_tools`."""
 
 
 def _span_order(span: SpanRecord) -> tuple[int, str]:
     return span.start_ns, span.span_id
 
 
-def _batch_order(batch: IssuedBatch) -> tuple[int, str]:
+def batch_order(batch: IssuedBatch) -> tuple[int, str]:
     return batch.span.start_ns, batch.span.span_id
 
 
@@ -94,6 +111,19 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
             _claim(call, batch, index, used)
 
 
+def _sanitized(name: str) -> str:
+    return "_".join("".join(c if c.isalnum() else " " for c in name.lower()).split())
+
+
+def same_tool_name(issued: str | None, recorded: str | None) -> bool:
+    """Whether a model's call names the tool a tool span records: the same name, or the same once both are
+    lower-cased with every run of other characters made one `_` (CrewAI offers the model `delegate_work_to_coworker`
+    for its tool `Delegate work to coworker`: providers allow only `[a-zA-Z0-9_-]` in tool names)."""
+    if issued == recorded:
+        return True
+    return issued is not None and recorded is not None and _sanitized(issued) == _sanitized(recorded)
+
+
 def _same_args(a: Any, b: Any) -> bool:
     """Equal as JSON values; arguments nested too deeply for `==` (it recurses) count as different."""
     if a is None or b is None:
@@ -108,7 +138,7 @@ def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> 
     free = [i for i in range(len(batch.calls)) if (batch.span.span_id, i) not in used]
     if call.read.handoff:
         return free[0] if free else None
-    named = [i for i in free if batch.calls[i].name == call.read.name]
+    named = [i for i in free if same_tool_name(batch.calls[i].name, call.read.name)]
     for index in named:
         if _same_args(batch.calls[index].args, call.read.args):
             return index
@@ -118,7 +148,7 @@ def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> 
 def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], used: set[tuple[str, int]]) -> None:
     unmatched = [c for c in pending if c.batch is None and not c.read.call_id]
     unmatched.sort(key=lambda c: (c.read.handoff, *_span_order(c.span)))
-    latest_first = sorted(batches, key=_batch_order, reverse=True)
+    latest_first = sorted(batches, key=batch_order, reverse=True)
     for call in unmatched:
         for batch in latest_first:
             if batch.span.start_ns > call.span.start_ns:
@@ -161,22 +191,36 @@ def needs_model_responses(calls: list[PendingCall]) -> bool:
     return False
 
 
+def tie_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> set[tuple[str, int]]:
+    """Tie each call to the response that issued it (see the module docstring); the (model span id, position)
+    of every issued call some call claimed. `batches` are in start order (`batch_order`)."""
+    used: set[tuple[str, int]] = set()
+    _match_by_id(pending, batches, used)
+    _match_by_content(pending, batches, used)
+    return used
+
+
+def sort_tied(pending: list[PendingCall]) -> list[PendingCall]:
+    """Calls already tied (`tie_calls`), model-only calls among them, in issue order (rules 1-4)."""
+    batch_start: dict[str, float] = {}
+    for call in pending:
+        if call.batch is not None and not call.model_only:
+            batch_start[call.batch] = min(batch_start.get(call.batch, math.inf), call.span.start_ns)
+
+    def key(call: PendingCall) -> tuple[float, int, int, str, str]:
+        if call.batch is None:
+            start: float = call.span.start_ns
+        else:  # a batch no tool span ran starts when its response was complete: the model span's end
+            start = batch_start.get(call.batch, call.span.end_ns)
+        call_id = call.read.call_id or (call.issued.call_id if call.issued else None) or ""
+        return start, call.index, call.span.start_ns, call_id, "" if call.model_only else call.span.span_id
+
+    return sorted(pending, key=key)
+
+
 def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[PendingCall]:
     """The run's calls in issue order (see the module docstring), each tied to its issuing response."""
     if not batches:  # every call is a batch of its own: rules 1 and 3 are its start, rule 2 is 0
         return in_start_order(pending)
-    used: set[tuple[str, int]] = set()
-    batches = sorted(batches, key=_batch_order)
-    _match_by_id(pending, batches, used)
-    _match_by_content(pending, batches, used)
-    batch_start: dict[str, float] = {}
-    for call in pending:
-        if call.batch is not None:
-            batch_start[call.batch] = min(batch_start.get(call.batch, math.inf), call.span.start_ns)
-
-    def key(call: PendingCall) -> tuple[float, int, int, str, str]:
-        start = batch_start[call.batch] if call.batch is not None else call.span.start_ns
-        call_id = call.read.call_id or (call.issued.call_id if call.issued else None) or ""
-        return start, call.index, call.span.start_ns, call_id, call.span.span_id
-
-    return sorted(pending, key=key)
+    tie_calls(pending, sorted(batches, key=batch_order))
+    return sort_tied(pending)

@@ -19,6 +19,10 @@ Rules, applied per trace:
   framework's tool span): see `layers`. It is folded into the call, neither a call nor an inferred run.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
   span id.
+- **Tools offered.** Each run's catalog of tools, from its run span, model spans and, for a tool they
+  do not define, its tool spans: see `catalog`.
+- **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
+  a call of the run too, marked `model_only`: see `model_calls`.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -32,6 +36,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from toolscore.collector.extract.catalog import run_tools
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions import (
     EXTRACTORS,
@@ -44,16 +49,27 @@ from toolscore.collector.extract.conventions import (
     dispatch_for,
     offers_tools,
 )
+from toolscore.collector.extract.conventions.common import error_of
 from toolscore.collector.extract.layers import fold_layers, same_call
+from toolscore.collector.extract.model_calls import (
+    all_claimed,
+    build_model_call,
+    model_only_calls,
+    skim_claimed,
+    unread_claimer,
+    with_outcomes,
+)
 from toolscore.collector.extract.order import (
     IssuedBatch,
     PendingCall,
+    batch_order,
     in_start_order,
     needs_model_responses,
-    order_calls,
+    sort_tied,
+    tie_calls,
 )
 from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info, unwrapped
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.spans import SpanRecord, StatusCode
 from toolscore.scorers.model import AgentRun
 
 __all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs", "rebuild_under"]
@@ -83,6 +99,7 @@ class _Run:
 
 
 _UNKNOWN: tuple[None, None] = (None, None)
+_NO_MODELS: list[ClassifiedSpan] = []  # never appended to
 
 # Role members as module constants: in Python 3.11 every `Role.X` goes through `EnumType.__getattr__`'s
 # lookup hook (about 60 ns, ten times a global), and these are read per span.
@@ -154,7 +171,9 @@ def rebuild_under(
     up from those spans stops at `top` at the latest. Spans whose parent is missing are not under `top` and
     do not change its runs (they stand for inferred runs of their own). Above `top`, only its own
     `parent_span_id` is read, from all of `nodes`. The order of `nodes` is kept (an inferred run's
-    convention is its first call's). Stats count the spans under `top` and one trace.
+    convention is its first call's). Stats count the spans under `top` and one trace. The one exception is a
+    run span with nothing under it whose work hangs beside it (`_TraceRuns._empty_run_beside`): its runs come
+    from the whole trace's.
     """
     config = config if config is not None else ExtractConfig()
     stats = stats if stats is not None else ExtractStats()
@@ -162,10 +181,27 @@ def rebuild_under(
     if node.role is not _RUN:
         raise ValueError(f"span {top} is no run span: the runs under it can depend on spans above it")
     under = _under(nodes, top)
+    if len(under) == 1 and _TraceRuns(nodes, config, ExtractStats()).has_body_beside(node):
+        return _runs_from(_TraceRuns(nodes, config, stats).build(), top)
     stats.spans += len(under)
     stats.traces += 1
     parent = _TraceRuns(nodes, config, ExtractStats())._parent_run(node)  # its reads are not this rebuild's
     return _TraceRuns(under, config, stats, top=(top, parent)).build()
+
+
+def _runs_from(runs: list[AgentRun], top: str) -> list[AgentRun]:
+    """The runs of `runs` that are `top`'s or nested in it, by their `parent_span_id` links, in their order."""
+    parents = {run.span_id: run.parent_span_id for run in runs}
+    kept = []
+    for run in runs:
+        current: str | None = run.span_id
+        for _ in range(len(runs) + 1):
+            if current is None or current == top:
+                break
+            current = parents.get(current)
+        if current == top:
+            kept.append(run)
+    return kept
 
 
 def _under(nodes: Mapping[str, ClassifiedSpan], top: str) -> dict[str, ClassifiedSpan]:
@@ -211,6 +247,10 @@ class _TraceRuns:
         """Tool spans folded into a call seen at a layer above them, with that call's span id (see `layers`)."""
         self.layers_known = False
         """Whether `layers` is computed (the calls are added), or must be looked up (`_call_of`)."""
+        self.children: dict[str, list[ClassifiedSpan]] | None = None
+        """Spans by parent span id, built on first use (`_empty_run_beside`)."""
+        self.claimers: dict[str, list[PendingCall]] = {}
+        """Tool spans that are no call of their run yet claim the call they ran (see `model_calls`), by run."""
 
     def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
@@ -231,11 +271,51 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current, False
             if current.role is _TOOL:
-                return (current if child.role is _TOOL or child.role is _LLM else child), True
+                if child.role is _TOOL or child.role is _LLM:
+                    return current, True
+                twin = self._empty_run_beside(child, current)
+                return (twin, False) if twin is not None else (child, True)
             if current.role is not None:
                 claimed = current
             child, current = current, self._parent(current)
         return (claimed or child), True
+
+    def _empty_run_beside(self, body: ClassifiedSpan, tool: ClassifiedSpan) -> ClassifiedSpan | None:
+        """A run span with no span under it, beside `body` under `tool`, open while `body` starts and naming the
+        same agent: the run `body` holds the work of.
+
+        OpenLLMetry opens `invoke_agent <sub>` for a graph invoked inside a tool but parents the graph's own spans
+        to the tool's run, so they hang beside that span, under an `execute_task <sub>` span, not under it.
+        """
+        if self.children is None:
+            self.children = {}
+            for node in self.nodes.values():
+                if node.span.parent_id:
+                    self.children.setdefault(node.span.parent_id, []).append(node)
+        start, name = body.span.start_ns, body.span.attributes.get("traceloop.entity.name")
+        for run in self.children.get(tool.span.span_id, ()):
+            span = run.span
+            if run.role is not _RUN or span.span_id in self.children or not span.start_ns <= start <= span.end_ns:
+                continue
+            agent = span.attributes.get("gen_ai.agent.name")
+            if name is None or agent is None or agent == name:
+                return run
+        return None
+
+    def has_body_beside(self, run: ClassifiedSpan) -> bool:
+        """Whether the run span `run` stands for work that hangs beside it (see `_empty_run_beside`)."""
+        tool = self._parent(run)
+        if tool is None or tool.role is not _TOOL:
+            return False
+        siblings = [n for n in self.nodes.values() if n.span.parent_id == tool.span.span_id and n is not run]
+        return any(self._empty_run_beside(sibling, tool) is run for sibling in siblings if sibling.role is not _RUN)
+
+    def _step_error(self, model_span: SpanRecord) -> str | None:
+        """The error type of the span around a model response, when it is no run span and ended in error."""
+        step = self.nodes.get(model_span.parent_id or "")
+        if step is None or step.role is _RUN or step.span.status_code != StatusCode.ERROR:
+            return None
+        return error_of(step.span)[1]
 
     def _tool_of(self, owner: ClassifiedSpan) -> ClassifiedSpan | None:
         """The tool span an inferred run stands under (its parent) or for (itself), if any (see `_owner`)."""
@@ -286,12 +366,20 @@ class _TraceRuns:
         return built
 
     def _models(self, run: _Run) -> list[ClassifiedSpan]:
-        """The run's model responses, assigned to their runs on first use (most runs never need them)."""
-        if self.models_by_run is None:
-            self.models_by_run = {}
+        """The run's model responses, assigned to their runs on first use."""
+        by_run = self.models_by_run
+        if by_run is None:
+            by_run = self.models_by_run = {}
+            nodes = self.nodes
             for node in self.llm_nodes:
-                self.models_by_run.setdefault(self._owner(node)[0].span.span_id, []).append(node)
-        return self.models_by_run.get(run.node.span.span_id, [])
+                parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
+                owner = parent if parent is not None and parent.role is _RUN else self._owner(node)[0]
+                found = by_run.get(owner.span.span_id)
+                if found is None:
+                    by_run[owner.span.span_id] = [node]
+                else:
+                    found.append(node)
+        return by_run.get(run.node.span.span_id, _NO_MODELS)
 
     def _add_model_runs(self) -> None:
         """Inferred runs with no call: where a model was offered tools, below a span a convention recognised
@@ -324,6 +412,8 @@ class _TraceRuns:
         for node in tools:
             read = self._read(node)
             if read.__class__ is not ToolRead:
+                if node.extractor is not None:  # read, and failed: it still ran a call some response issued
+                    self._claim(self._owner(node)[0], PendingCall(node.span, unread_claimer()))
                 continue
             owner, inferred = self._owner(node)
             found.append((node, read, owner, inferred))
@@ -345,6 +435,7 @@ class _TraceRuns:
     def _add_call(self, node: ClassifiedSpan, read: ToolRead, owner: ClassifiedSpan, inferred: bool) -> None:
         if read.output_tool and not self.config.include_output_tools:
             self.stats.skip("output_tool")
+            self._claim(owner, PendingCall(node.span, read))
             return
         run = self.runs.get(owner.span.span_id)
         if run is None:
@@ -355,6 +446,9 @@ class _TraceRuns:
         assert node.extractor is not None
         run.convention = run.convention or node.extractor.name
         run.calls.append(PendingCall(node.span, read))
+
+    def _claim(self, owner: ClassifiedSpan, claimer: PendingCall) -> None:
+        self.claimers.setdefault(owner.span.span_id, []).append(claimer)
 
     def _parent_run(self, node: ClassifiedSpan) -> str | None:
         """The run that invoked this one: the run owning the nearest tool span (the call it is a layer of,
@@ -410,24 +504,60 @@ class _TraceRuns:
                 return name
         return None
 
-    def _batches(self, run: _Run) -> list[IssuedBatch]:
-        """The run's model responses that issued tool calls (read only when the order needs them)."""
+    def _batches(self, models: list[ClassifiedSpan]) -> list[IssuedBatch]:
+        """The model responses (of one run) that issued tool calls, in start order."""
         batches: list[IssuedBatch] = []
-        for node in self._models(run):
+        for node in models:
             read = self._read(node)
             if isinstance(read, IssuedCalls) and read.calls:
-                batches.append(IssuedBatch(node.span, read.calls))
+                batches.append(IssuedBatch(node.span, read.calls, read.output_tools))
+        batches.sort(key=batch_order)
         return batches
+
+    def _issue_order(self, run: _Run, ordered: list[PendingCall], needed: bool) -> tuple[list[PendingCall], bool]:
+        """The run's calls with its model-only calls (see `model_calls`), and whether they were ordered by
+        the model responses (`ordered`, the calls in start order, kept when they need not be)."""
+        models = self._models(run)
+        if not models:
+            return ordered, False
+        more = self.claimers.get(run.node.span.span_id) if self.claimers else None
+        claimers = run.calls + more if more else run.calls
+        if not needed:
+            texts: list[str] = []
+            for node in models:  # `issued_text`, inlined: it runs for every model span
+                key = getattr(node.extractor, "issued_text", None)
+                text = node.span.attributes.get(key) if key is not None else None
+                if text.__class__ is not str:
+                    break
+                texts.append(text)
+            else:
+                if skim_claimed(claimers, texts):
+                    return ordered, False
+        batches = self._batches(models)
+        if not batches or (not needed and all_claimed(claimers, batches)):
+            return ordered, False
+        extra = model_only_calls(batches, tie_calls(claimers, batches), self.config, self.stats)
+        if not (needed or extra):
+            return ordered, False
+        self.stats.model_only_calls += len(extra)
+        return sort_tied(run.calls + extra), True
 
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats
-        ordered = in_start_order(run.calls)
-        if needs_model_responses(ordered):
-            ordered = order_calls(run.calls, self._batches(run))
+        ordered, tied = in_start_order(run.calls), False
+        if self.llm_nodes:  # a trace without model spans reads none
+            ordered, tied = self._issue_order(run, ordered, needs_model_responses(ordered))
         if len(ordered) > config.max_calls_per_run:
             stats.calls_dropped("calls_over_limit", len(ordered) - config.max_calls_per_run, span.span_id)
             ordered = ordered[: config.max_calls_per_run]
-        calls = tuple([build_call(c.read, c.span, c.issued, config, stats) for c in ordered])
+        calls = tuple(
+            [
+                build_model_call(c, config, stats)
+                if c.model_only
+                else build_call(c.read, c.span, c.issued if tied else None, config, stats)
+                for c in ordered
+            ]
+        )
         info = self._inferred_info(run.node) if run.inferred else self._read(run.node)
         info = info if isinstance(info, RunInfo) else RunInfo()
         if info.named_below is not None:
@@ -436,6 +566,12 @@ class _TraceRuns:
         extractor = run.node.extractor
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
+        models = self._models(run) if self.llm_nodes else _NO_MODELS
+        called = zip(calls, ordered, strict=True)
+        tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
+        if any(c.model_only for c in ordered):
+            step_errors = [self._step_error(c.span) if c.model_only else None for c in ordered]
+            calls = with_outcomes(calls, {tool.name for tool in tools}, [node.span for node in models], step_errors)
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)
@@ -453,5 +589,6 @@ class _TraceRuns:
                 "inferred": run.inferred,
                 "parent_span_id": parent_run,
                 "start_ns": span.start_ns or None,
+                "available_tools": tools,
             }
         )

@@ -102,14 +102,15 @@ def build_call(
     """The `ToolCall` for a tool span, completed from the model response that issued it when known.
 
     The response supplies what the tool span lacks: a call id (OpenInference records none on tool
-    spans), a handoff's tool name, and arguments when the span recorded none or a bare value.
+    spans), a handoff's tool name, and arguments when the span recorded none or a bare value. Its name for the
+    tool wins over the span's other spelling of it (`order.same_tool_name`): the model called the tool by it.
     """
     args, state, cut = normalize_args(read.args, config)
     name, call_id = read.name, read.call_id
     if issued is not None:
         call_id = call_id or issued.call_id
-        if read.handoff or not name:
-            name = issued.name or name
+        if read.handoff or not name or (issued.name and issued.name != name):
+            name = issued.name or name  # the model's name for the tool, as the expectations name it
         if state in ("not_captured", "raw") and issued.args is not None:
             issued_args, issued_state, issued_cut = normalize_args(issued.args, config)
             if issued_state == "value":
@@ -133,6 +134,7 @@ def build_call(
         "state": None,
         "message_index": 0,
         "final": read.final,
+        "model_only": False,
     }
     # Without validation when it would change nothing: one call is built per tool span, where
     # validating cost about a tenth of the extraction. `args` and `result` are `Any`, kept as given
@@ -157,7 +159,8 @@ def build_call(
 _BUILT_FIELDS = frozenset(
     ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id", "final")
 )
-"""The fields `build_call` sets; `state` and `message_index` keep their defaults, unset as validation leaves them."""
+"""The fields `build_call` sets; `state`, `message_index` and `model_only` keep their defaults, unset as validation
+leaves them."""
 
 
 def _str_or_none(value: object) -> bool:
@@ -185,6 +188,7 @@ def agent_run(fields: dict[str, Any]) -> AgentRun:
         and type(fields["attributes"]) is dict
         and type(fields["resource"]) is dict
         and type(fields["inferred"]) is bool
+        and type(fields.get("available_tools", ())) is tuple
         and (start_ns is None or type(start_ns) is int)
     ):
         return AgentRun(**fields)

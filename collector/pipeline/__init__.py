@@ -1,7 +1,8 @@
 """The scoring pipeline: receive → group by trace → split into runs → extract calls → match → score → emit.
 
 `Engine` is the source-agnostic core (the OTLP collector feeds it protobuf spans); the in-process
-`ToolscoreSpanProcessor` feeds it SDK spans. `PipelineConfig` holds every setting.
+`ToolscoreSpanProcessor` feeds it SDK spans, and its `ToolscoreLogProcessor` the GenAI events the SDK's
+logger provider emits. `PipelineConfig` holds every setting.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from toolscore.collector.pipeline.config import JudgeBudgetConfig, PipelineConfi
 from toolscore.collector.pipeline.config_env import pipeline_config_from_env
 from toolscore.collector.pipeline.emit import EVENT_NAME, attribute_key, evaluation_prefixes
 from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.log_processor import ToolscoreLogProcessor
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.processor import ToolscoreSpanProcessor, enriched_span
 from toolscore.collector.pipeline.sink import EventSpec, ListSink, RunEnrichment, Sink
@@ -24,6 +26,7 @@ __all__ = [
     "PipelineConfig",
     "RunEnrichment",
     "Sink",
+    "ToolscoreLogProcessor",
     "ToolscoreSpanProcessor",
     "attribute_key",
     "enriched_span",

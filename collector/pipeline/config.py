@@ -45,8 +45,9 @@ class PipelineConfig(BaseModel):
     settle_ms: float = Field(
         default=250.0,
         ge=0,
-        description="A run is scored once its run span has ended and no new span has arrived under it "
-        "for this long; a trace whose root has ended finishes the same way. Default: 250.",
+        description="A run is scored once its run span has ended and no new span (or GenAI log event) has "
+        "arrived under it for this long; a trace whose root has ended finishes the same way. Log events sent "
+        "later than this after their run span are late. Default: 250.",
     )
     trace_idle_timeout_s: float = Field(
         default=30.0,

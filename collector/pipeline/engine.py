@@ -22,6 +22,7 @@ from toolscore.collector.pipeline.sink import Sink
 from toolscore.collector.pipeline.timers import Deadlines
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Expectation
+from toolscore.collector.sources.log_events import LogEvent
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry, RunSpanRef
 from toolscore.scorers.model import AgentRun, Score, ScoreResult
@@ -44,6 +45,7 @@ with 77,000-span rounds: 43.1 µs of CPU per span against 38.5 with 25,600-span 
 # lookup hook (about 60 ns, ten times a global), and these are read per span.
 _STORED, _HELD, _LATE, _OVER_CAP, _CANDIDATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.OVER_CAP, Admit.CANDIDATE
 _DUPLICATE = Admit.DUPLICATE
+_CAP = "max_spans_per_trace"
 
 
 @dataclass(slots=True)
@@ -66,6 +68,11 @@ class Engine(Worker, Generic[C]):
         settle / idle / hold Deadlines ─→ runs_under / runs_of_trace (rebuild_runs) ─→ plan_scores (registry.match,
         sampling) ─→ inline scorers ─┬─────────────────────────────────────────────→ emit ─→ Sink.release_run
                                      └─ JudgePool (asyncio thread, budget) ─deliver→ ┘        + telemetry
+
+    GenAI log events (`offer_event`, `offer_events`) come through a queue of their own, `events`, bounded
+    alike, and join their spans in the store (`TraceStore.admit_event`), whichever comes first: an event
+    starts its run's settle time again as a span does, and is counted (`log_records`) when it is late, a
+    duplicate, or dropped with its trace or because its span never came.
 
     Consistency: one worker thread owns every structure here (store, deadlines, in-flight runs);
     the span-ending threads touch only the intake deque, and the judge thread only appends results
@@ -116,6 +123,7 @@ class Engine(Worker, Generic[C]):
     def _fresh_state(self) -> None:
         config = self.config
         self.intake: Intake[C] = Intake(config.queue_size, self._wake)
+        self.events: Intake[LogEvent] = Intake(config.queue_size, self._wake)
         self.store: TraceStore[C] = TraceStore(
             config.max_pending_traces,
             config.max_spans_per_trace,
@@ -168,6 +176,14 @@ class Engine(Worker, Generic[C]):
         """Queue a whole request's spans, never refusing: the caller bounds the queue per request (`Intake.extend`)."""
         self.intake.extend(carriers)
 
+    def offer_event(self, item: LogEvent) -> bool:
+        """Hand a GenAI log event to the pipeline; never blocks. False: the queue is full (it is counted dropped)."""
+        return self.events.offer(item)
+
+    def offer_events(self, items: Sequence[LogEvent]) -> None:
+        """Queue a whole request's events, never refusing: the caller bounds the queue per request (`serve`)."""
+        self.events.extend(items)
+
     def next_deadline_ns(self) -> int | None:
         found = [d for d in (self._settle.next_ns(), self._idle.next_ns(), self._hold.next_ns()) if d is not None]
         return min(found) if found else None
@@ -176,11 +192,12 @@ class Engine(Worker, Generic[C]):
         self._step(now, _STEP_SPANS)
 
     def backlog(self) -> bool:
-        return len(self.intake) > 0
+        return len(self.intake) > 0 or len(self.events) > 0
 
     def _step(self, now: int, spans: int) -> None:
         self._take_refusals()
         self._receive(self.intake.drain(spans), now)
+        self._receive_events(self.events.drain(spans), now)
         while self._judged:
             key, result = self._judged.popleft()
             assert isinstance(key, tuple)
@@ -195,7 +212,7 @@ class Engine(Worker, Generic[C]):
 
     def flush_begin(self, now: int) -> None:
         """Score every pending run and trace now; judges already running may still finish in time."""
-        self._step(now, len(self.intake))
+        self._step(now, max(len(self.intake), len(self.events)))
         for trace in list(self.store.traces.values()):
             self._guarded(trace.trace_id, self._finish_trace, trace, trace.root_seen, now)
 
@@ -220,6 +237,9 @@ class Engine(Worker, Generic[C]):
         if left:  # the worker has stopped, or is stuck past the timeout: nothing else would pass them on
             self._release([carrier for carrier, _ in left])
             self.telemetry.spans_dropped(len(left), "shutdown")
+        self.events.close()
+        if events_left := self.events.take_all():
+            self.telemetry.log_records(len(events_left), "dropped", "shutdown")
         self._judges.close(max(0.0, timeout_s - (time.monotonic() - start)))
         return ok
 
@@ -273,6 +293,41 @@ class Engine(Worker, Generic[C]):
         if over_cap:
             self.telemetry.spans_dropped(over_cap, "max_spans_per_trace")
 
+    def _receive_events(self, items: list[tuple[LogEvent, int]], now: int) -> None:
+        """Join each event to its span, or keep it for its span, in the store (`TraceStore.admit_event`)."""
+        offered, dropped = self.events.counts_since_last()
+        if offered:
+            self.telemetry.log_records(offered, "received")
+        if dropped:
+            self.telemetry.log_records(dropped, "dropped", "queue_full")
+        late = duplicate = over_cap = 0
+        for item, arrived in items:
+            try:
+                admission = self.store.admit_event(item)
+                for evicted in admission.evicted:
+                    self._evict(evicted, "max_pending_traces")
+                for evicted in admission.evicted_for_bytes:
+                    self._evict(evicted, "max_pending_bytes")
+            except Exception:  # a bug must cost this event, not the rest of the batch
+                _log.exception("GenAI log event of span %s could not be joined; dropped", item.span_id)
+                self.telemetry.log_records(1, "dropped", "error")
+                continue
+            kind = admission.kind
+            if kind is _STORED:
+                self._arm(admission, None, arrived, now)
+            late += kind is _LATE
+            duplicate += kind is _DUPLICATE
+            over_cap += kind is _OVER_CAP
+        for n, outcome, reason in ((late, "late", ""), (duplicate, "duplicate", ""), (over_cap, "dropped", _CAP)):
+            if n:
+                self.telemetry.log_records(n, outcome, reason)
+
+    def _drop_early(self, trace: PendingTrace[C], reason: str) -> None:
+        """Count the log events still waiting for their spans in a trace that goes."""
+        if trace.early_count:
+            self.telemetry.log_records(trace.early_count, "dropped", reason)
+            trace.early_count = 0
+
     def _not_admitted(self, record: SpanRecord, carrier: C, passing: list[C]) -> None:
         """Admitting the span raised: its trace goes on unscored (`_abandon`), and so does the span."""
         _log.exception(
@@ -295,7 +350,8 @@ class Engine(Worker, Generic[C]):
             _log.exception("span not decoded; passed on unscored")
             return None
 
-    def _arm(self, admission: Admission[C], record: SpanRecord, arrived: int, now: int) -> None:
+    def _arm(self, admission: Admission[C], record: SpanRecord | None, arrived: int, now: int) -> None:
+        """Start the settle and idle times again for what arrived (a span, or a log event: `record` None)."""
         trace = admission.trace
         assert trace is not None
         trace_id = trace.trace_id
@@ -303,9 +359,11 @@ class Engine(Worker, Generic[C]):
         for run_id in admission.touched:
             self._settle.arm((trace_id, run_id), now)
         if admission.kind is _HELD:
+            assert record is not None
             self._settle.arm((trace_id, record.span_id), now)
             self._hold.arm_once((trace_id, record.span_id), arrived)
         elif admission.kind is _CANDIDATE:  # waits for its trace to finish, never longer than a run span
+            assert record is not None
             self._hold.arm_once((trace_id, record.span_id), arrived)
         if trace.root_seen:
             self._settle.arm((trace_id, ""), now)
@@ -329,12 +387,14 @@ class Engine(Worker, Generic[C]):
         self.store.finish(trace)
         self.refusals.forget(trace_id)
         self.telemetry.spans_dropped(len(trace.records), "error")
+        self._drop_early(trace, "error")
 
     def _evict(self, trace: PendingTrace[C], reason: str) -> None:
         self._cancel(trace)
         self.refusals.forget(trace.trace_id)
         self._release([held.carrier for held in trace.held.values()])
         self.telemetry.spans_dropped(len(trace.records), reason)
+        self._drop_early(trace, reason)
 
     def _cancel(self, trace: PendingTrace[C]) -> None:
         self._idle.cancel(trace.trace_id)
@@ -379,6 +439,7 @@ class Engine(Worker, Generic[C]):
         trace.held.clear()
         self.store.finish(trace)
         self.refusals.forget(trace.trace_id)
+        self._drop_early(trace, "span_never_came")
 
     # -- match, score, emit ------------------------------------------------------------------------
 

@@ -29,6 +29,13 @@ difference back. A span waiting for its parent also counts for its entry in the 
 given back when the parent arrives (or with its trace), so that nothing pending is left uncounted. A
 trace's last rebuild, kept for its next settle (`PendingTrace.rebuilt`), is bounded in time instead (see
 `rebuilt`).
+
+GenAI log events (`admit_event`) join their span here, whichever comes first: an event whose span is kept
+is added to its record's events (`merge_events`, which leaves out one already there); one whose span has
+not come waits in its trace (`PendingTrace.early`) and is merged as the span arrives. Either way it counts
+for its text and `_EVENT_BYTES` against `max_pending_bytes` (a waiting one for its list slot too), at most
+`max_spans_per_trace` wait per trace, and an event of a span already scored, or of a finished trace's
+span, is late. Events of a span no convention recognises are not kept: it is slimmed of its own events too.
 """
 
 from __future__ import annotations
@@ -42,12 +49,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.sources.log_events import LogEvent, merge_events
+from toolscore.collector.spans import SpanEvent, SpanRecord
 
 if TYPE_CHECKING:
     from toolscore.collector.pipeline.rebuilt import Rebuilt
 
-__all__ = ["Admission", "Admit", "HeldRun", "PendingTrace", "TraceStore", "cut_under", "item_bytes", "record_bytes"]
+__all__ = [
+    "Admission",
+    "Admit",
+    "HeldRun",
+    "PendingTrace",
+    "TraceStore",
+    "cut_under",
+    "event_bytes",
+    "item_bytes",
+    "record_bytes",
+]
 
 C = TypeVar("C")
 
@@ -93,6 +111,11 @@ def record_bytes(record: SpanRecord) -> int:
     return size
 
 
+def event_bytes(event: SpanEvent) -> int:
+    """The memory one event takes: its attributes' text and the per-event and per-attribute costs."""
+    return _EVENT_BYTES + _attributes_bytes(event.attributes)
+
+
 def _attributes_bytes(attributes: Mapping[str, Any]) -> int:
     """The attributes' text and their per-attribute cost (`_ATTRIBUTE_BYTES` each, as `item_bytes` counts)."""
     total = _ATTRIBUTE_BYTES * len(attributes)
@@ -101,7 +124,16 @@ def _attributes_bytes(attributes: Mapping[str, Any]) -> int:
         if value.__class__ is str:
             total += len(value)
         elif value.__class__ is list:
-            total += sum(len(item) if item.__class__ is str else _ITEM_BYTES for item in value)
+            total += sum(
+                len(item)
+                if item.__class__ is str
+                else _attributes_bytes(item)
+                if item.__class__ is dict
+                else _ITEM_BYTES
+                for item in value
+            )  # a map: a tool call in a log event's body
+        elif value.__class__ is dict:  # a log event's body
+            total += _attributes_bytes(value)
     return total
 
 
@@ -157,6 +189,11 @@ class PendingTrace(Generic[C]):
     (`_UNPLACED_BYTES`, `_UNPLACED_PARENT_BYTES`), given back when the parent comes or with the trace."""
     rebuilt: Rebuilt | None = None
     """The last rebuild of `records`, while it is still theirs and to be kept (see `rebuilt`)."""
+    early: dict[str, list[tuple[SpanEvent, int]]] | None = None
+    """GenAI log events whose span has not come, by span id, with the bytes each counts for (None until one
+    waits: most traces never have one, and an empty dict per trace would cost each its memory)."""
+    early_count: int = 0
+    """The events in `early`, bounded by `max_spans_per_trace`."""
 
     @property
     def holds_runs(self) -> bool:
@@ -294,6 +331,8 @@ class TraceStore(Generic[C]):
             trace.truncated = True  # run spans have their own cap: the spans of a long run must not crowd it out
             return Admission(_OVER_CAP, trace)
         self._keep(trace, node, carrier)
+        if trace.early and (early := trace.early.pop(record.span_id, None)):
+            self._join_early(trace, trace.records[record.span_id], early)
         if trace.unplaced and (children := trace.unplaced.pop(record.span_id, None)):
             self._place(trace, children, slim=role is not _TOOL)
         if record.parent_id is None:
@@ -328,6 +367,65 @@ class TraceStore(Generic[C]):
             cost += _UNPLACED_BYTES
         trace.size += cost
         self.size += cost
+
+    def admit_event(self, item: LogEvent) -> Admission[C]:
+        """Join a GenAI log event to its span now, or keep it until the span comes (see the module docstring).
+
+        STORED: joined or waiting (the settle times of `touched` start again, as for a span); LATE: its span
+        was scored, or went out with a finished trace; DUPLICATE: already there; OVER_CAP: its trace has
+        `max_spans_per_trace` events waiting. The caller releases and counts `evicted` traces as for a span.
+        """
+        trace = self.traces.get(item.trace_id)
+        evicted: list[PendingTrace[C]] = []
+        if trace is None:
+            seen = self._finished.pop(item.trace_id, None)
+            if seen is not None and item.span_id in seen:
+                self._finished[item.trace_id] = seen
+                return Admission(_LATE)
+            trace = PendingTrace(item.trace_id, earlier=seen)
+            evicted = self._make_room()
+            self.traces[item.trace_id] = trace
+        elif trace.earlier is not None and item.span_id in trace.earlier:
+            return Admission(_LATE, trace)
+        node = trace.records.get(item.span_id)
+        if node is not None:
+            touched, late = self._under(trace, item.span_id)
+            if late:
+                return Admission(_LATE, trace)
+            cost = 0  # a span no convention recognises keeps no events: nothing reads them
+            if node.role is not None:
+                if not merge_events(node.span, (item.event,)):
+                    return Admission(_DUPLICATE, trace)
+                cost = event_bytes(item.event)
+                trace.rebuilt = None
+        else:
+            early = trace.early if trace.early is not None else {}
+            waiting = early.get(item.span_id)
+            if waiting is not None and any(event == item.event for event, _ in waiting):
+                return Admission(_DUPLICATE, trace)
+            if trace.early_count >= self.max_spans:
+                return Admission(_OVER_CAP, trace)
+            cost = event_bytes(item.event) + _UNPLACED_BYTES
+            early.setdefault(item.span_id, []).append((item.event, cost))
+            trace.early = early
+            trace.early_count += 1
+            touched = [span_id for span_id, held in trace.held.items() if held.run]  # its span may be under any
+        trace.size += cost
+        self.size += cost
+        admission = Admission(_STORED, trace, touched, evicted)
+        if self.max_bytes is not None and self.size > self.max_bytes:
+            admission.evicted_for_bytes = self._shed(trace)
+        return admission
+
+    def _join_early(self, trace: PendingTrace[C], node: ClassifiedSpan, early: list[tuple[SpanEvent, int]]) -> None:
+        """The span the `early` events waited for came: they join it (when it keeps events), and the bytes of
+        their places in the waiting list, and of any not kept, are given back."""
+        trace.early_count -= len(early)
+        freed = sum(size for _, size in early)
+        if node.role is not None:
+            freed -= sum(map(event_bytes, merge_events(node.span, [event for event, _ in early])))
+        trace.size -= freed
+        self.size -= freed
 
     def _place(self, trace: PendingTrace[C], children: list[tuple[str, int]], *, slim: bool) -> None:
         """The parent the `children` waited for came: give their entries' bytes back and, if `slim` (it is no

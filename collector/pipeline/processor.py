@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.log_processor import ToolscoreLogProcessor
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
@@ -129,12 +130,21 @@ class ToolscoreSpanProcessor(SpanProcessor):
             registry, _NextSink(next), record_from_readable, self.config, telemetry or _default_telemetry()
         )
         self._shut_down = False
+        self._logs: ToolscoreLogProcessor | None = None
         self._next_on_ending: Callable[[Span], None] = getattr(next, "_on_ending", _no_hook)  # SDKs < 1.31: none
 
     @property
     def is_shut_down(self) -> bool:
         """Whether `shutdown` has been called: spans then pass straight on, unscored."""
         return self._shut_down
+
+    def log_record_processor(self) -> ToolscoreLogProcessor:
+        """A log record processor feeding this processor's engine the GenAI events the application emits as
+        log records (the GenAI conventions' default form); add it to the application's SDK `LoggerProvider`
+        (`toolscore.instrument()` does when there is one). The same one each time."""
+        if self._logs is None:
+            self._logs = ToolscoreLogProcessor(self.engine)
+        return self._logs
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self.next.on_start(span, parent_context=parent_context)

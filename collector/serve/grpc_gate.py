@@ -46,6 +46,9 @@ from toolscore.collector.serve.overload_log import log_overload
 
 __all__ = [
     "EXPORT_METHOD",
+    "EXPORT_METHODS",
+    "LOGS_EXPORT_METHOD",
+    "LOGS_SERVICE",
     "TRACE_SERVICE",
     "BearerAuth",
     "CallSlots",
@@ -59,6 +62,10 @@ __all__ = [
 
 TRACE_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 EXPORT_METHOD = f"/{TRACE_SERVICE}/Export"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
+LOGS_EXPORT_METHOD = f"/{LOGS_SERVICE}/Export"
+EXPORT_METHODS = frozenset({EXPORT_METHOD, LOGS_EXPORT_METHOD})
+"""The calls the gates bound: traces and the GenAI logs, one server, the same limits."""
 _UNAUTHENTICATED = "missing or wrong bearer token: send `authorization: Bearer <token>` metadata"
 _CALLS_RETRY_AFTER_S = 1.0
 """The retry delay past `grpc_max_concurrent_calls`, as HTTP's `Retry-After: 1` past `http_max_connections`."""
@@ -198,7 +205,7 @@ class ShedOverload(grpc.ServerInterceptor):  # type: ignore[misc]
         self._refusal_log = refusal_log
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        if details.method == EXPORT_METHOD:
+        if details.method in EXPORT_METHODS:
             answer = early_refusal(self._ingest)
             if answer is not None:
                 return _refusal(lambda context: self._refuse(context, answer), self._pool)
@@ -234,7 +241,7 @@ class CallSlots(grpc.ServerInterceptor):  # type: ignore[misc]
         return f"calls taken: {self.limit} of {self.limit} (receiver.grpc_max_concurrent_calls)"
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        if details.method == EXPORT_METHOD and not self._slots.acquire(blocking=False):
+        if details.method in EXPORT_METHODS and not self._slots.acquire(blocking=False):
             return self._busy
         return continuation(details)
 

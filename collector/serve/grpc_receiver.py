@@ -1,4 +1,6 @@
-"""OTLP/gRPC receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export` → `Ingest`.
+"""OTLP/gRPC receiver: `opentelemetry.proto.collector.trace.v1.TraceService/Export` → `Ingest`, and on the same
+server and port `opentelemetry.proto.collector.logs.v1.LogsService/Export` (`LogsServiceReceiver`: the GenAI
+events of logs exports, `Ingest.accept_logs`), behind the same authentication, size limits and overload gates.
 
 A synchronous `grpc.server` with a bounded thread pool: `Ingest.accept` is a quick, thread-safe hand-off,
 so there is nothing to await, and threads keep the receiver independent of any event loop the service
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -49,6 +52,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from toolscore.collector.serve.grpc_gate import (
     EXPORT_METHOD,
+    LOGS_SERVICE,
     TRACE_SERVICE,
     BearerAuth,
     CallSlots,
@@ -70,10 +74,11 @@ from toolscore.collector.serve.otlp_export import (
     parse_proto_request,
     span_count,
 )
+from toolscore.collector.serve.otlp_logs_export import accept_logs_safely, logs_from_proto, logs_response
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.telemetry.base import NoopTelemetry
 
-__all__ = ["TRACE_SERVICE", "GrpcReceiver", "TraceServiceReceiver", "start_grpc_receiver"]
+__all__ = ["TRACE_SERVICE", "GrpcReceiver", "LogsServiceReceiver", "TraceServiceReceiver", "start_grpc_receiver"]
 
 _log = logging.getLogger(__name__)
 
@@ -201,6 +206,30 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
         log_refusal(self._refusal_log, context, reason, message)
 
 
+class LogsServiceReceiver(TraceServiceReceiver):
+    """`LogsService/Export` → `Ingest.accept_logs`: the trace receiver's call handling, limits and answers, with
+    a logs export's decoding and partial success (`otlp_logs_export`)."""
+
+    def _export(self, data: bytes, context: Any) -> Any:
+        with self._decodes:  # released by abort's exception too
+            try:
+                batch = logs_from_proto(data, self._max_spans)
+            except BadPayload as exc:
+                self._refused(context, exc.reason, exc)
+                abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(exc))
+                raise AssertionError("unreachable: abort raises") from None
+            result = accept_logs_safely(self._ingest, batch)
+        if result is None:
+            message = "toolscore failed to take the request (see its log)"
+            self._refused(context, "internal", message)
+            context.abort(grpc.StatusCode.INTERNAL, message)
+            raise AssertionError("unreachable: abort raises")
+        if result.overloaded:
+            log, state = self._refusal_log, self._ingest.load
+            abort_overloaded(context, result.retry_after_s, log=log, reason=result.reason, state=state)
+        return logs_response(result)
+
+
 @dataclass
 class GrpcReceiver:
     """A started OTLP/gRPC receiver (a `ReceiverHandle`)."""
@@ -254,6 +283,18 @@ def start_grpc_receiver(
     handler = grpc.stream_unary_rpc_method_handler(
         servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
+    logs = LogsServiceReceiver(
+        ingest,
+        config.max_spans_per_request,
+        decodes,
+        telemetry,
+        slots=slots,
+        max_bytes=config.max_message_bytes,
+        refusal_log=refusal_log,
+    )
+    logs_handler = grpc.stream_unary_rpc_method_handler(
+        logs.Export, response_serializer=ExportLogsServiceResponse.SerializeToString
+    )
     interceptors: list[grpc.ServerInterceptor] = (
         [BearerAuth(config.bearer_token, telemetry, refusals, refusal_log)] if config.bearer_token else []
     )
@@ -270,7 +311,12 @@ def start_grpc_receiver(
             ("grpc.so_reuseport", 0),
         ],
     )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),))
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(TRACE_SERVICE, {"Export": handler}),
+            grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs_handler}),
+        )
+    )
     try:
         if config.tls_cert_file and config.tls_key_file:
             pair = (Path(config.tls_key_file).read_bytes(), Path(config.tls_cert_file).read_bytes())

@@ -1,11 +1,14 @@
-"""OTLP/HTTP receiver: `POST /v1/traces` (protobuf or JSON, gzip or not) → `Ingest`, plus `/healthz` and `/readyz`.
+"""OTLP/HTTP receiver: `POST /v1/traces` and `POST /v1/logs` (protobuf or JSON, gzip or not) → `Ingest`, plus
+`/healthz` and `/readyz`. A logs export's GenAI events go to `Ingest.accept_logs` (`otlp_logs_export`), behind
+the same authentication, limits and overload answers as traces.
 
 Served by `BoundedHTTPServer` (standard library, HTTP/1.1 keep-alive, one thread per connection, at
 most `http_max_connections` of them, idle ones closed after `http_idle_timeout_s`, and a request that
 takes longer than `http_request_timeout_s` to arrive answered 408 and closed).
 
 Answers follow OTLP/HTTP: 200 with an `ExportTraceServiceResponse` (partial success when spans were
-rejected), in the request's content type; 400 with a `google.rpc.Status` naming what is wrong and
+rejected) or an `ExportLogsServiceResponse` (partial success for the records not read), in the request's
+content type; 400 with a `google.rpc.Status` naming what is wrong and
 where (also for a Content-Length that is not a number, or several that disagree); 401 without the
 bearer token; 404 for other paths and 405 with `Allow` for any other method (HEAD and TRACE too); 411
 without Content-Length or `Transfer-Encoding: chunked`; 413 for a body (as sent, chunked or not), or a
@@ -64,15 +67,23 @@ from toolscore.collector.serve.otlp_export import (
     span_count,
 )
 from toolscore.collector.serve.otlp_json_request import request_from_json
+from toolscore.collector.serve.otlp_logs_export import (
+    accept_logs_safely,
+    logs_from_json,
+    logs_from_proto,
+    logs_response,
+)
 from toolscore.collector.serve.overload_log import log_overload
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.telemetry.base import NoopTelemetry
 
-__all__ = ["TRACES_PATH", "HttpReceiver", "start_http_receiver"]
+__all__ = ["LOGS_PATH", "TRACES_PATH", "HttpReceiver", "start_http_receiver"]
 
 _log = logging.getLogger(__name__)
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
+_EXPORT_PATHS = (TRACES_PATH, LOGS_PATH)
 _HEALTH_PATHS = ("/healthz", "/readyz")
 
 
@@ -198,7 +209,10 @@ class _Handler(BoundedRequestHandler):
         self._fail(405, code_pb2.UNIMPLEMENTED, f"{self.command} is not allowed on {self._route()}", Allow=allow)
 
     def _not_found(self) -> None:
-        self._fail(404, code_pb2.NOT_FOUND, f"no such path {self._route()!r}: OTLP traces go to POST {TRACES_PATH}")
+        message = (
+            f"no such path {self._route()!r}: OTLP traces go to POST {TRACES_PATH}, GenAI logs to POST {LOGS_PATH}"
+        )
+        self._fail(404, code_pb2.NOT_FOUND, message)
 
     def do_GET(self) -> None:
         path = self._route()
@@ -211,17 +225,17 @@ class _Handler(BoundedRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-        elif path == TRACES_PATH:
+        elif path in _EXPORT_PATHS:
             self._wrong_method("POST")
         else:
             self._not_found()
 
     def do_POST(self) -> None:
         path = self._route()
-        if path == TRACES_PATH:
+        if path in _EXPORT_PATHS:
             self.server.request_started()
             try:
-                self._export()
+                self._export(logs=path == LOGS_PATH)
             finally:
                 self.server.request_done()
         elif path in _HEALTH_PATHS:
@@ -231,7 +245,7 @@ class _Handler(BoundedRequestHandler):
 
     def _other_method(self) -> None:
         path = self._route()
-        if path == TRACES_PATH:
+        if path in _EXPORT_PATHS:
             self._wrong_method("POST")
         elif path in _HEALTH_PATHS:
             self._wrong_method("GET")
@@ -244,12 +258,38 @@ class _Handler(BoundedRequestHandler):
             return True
         return bearer_matches(self.headers.get("Authorization"), token)
 
-    def _export(self) -> None:
+    def _export(self, *, logs: bool) -> None:
         body = self._read_body()
         if body is None:
             return
         with self.server.decodes:  # a decoded request costs many times its bytes: see ReceiverConfig
-            self._take(body)
+            if logs:
+                self._take_logs(body)
+            else:
+                self._take(body)
+
+    def _take_logs(self, body: bytes) -> None:
+        """Decode a logs export's GenAI events, hand them to the ingest and answer."""
+        fmt, max_records = self._format(), self.server.config.max_spans_per_request
+        try:
+            batch = logs_from_proto(body, max_records) if fmt == "proto" else logs_from_json(body, max_records)
+        except BadPayload as exc:
+            self._refused(exc.reason, 400, exc)
+            self._reply(400, bad_payload_status(exc), fmt)
+            return
+        except Exception:
+            _log.exception("OTLP/HTTP: decoding a %d-byte %s logs body failed unexpectedly", len(body), fmt)
+            message = "toolscore failed to decode the request (see its log)"
+            self._refuse("internal", 500, code_pb2.INTERNAL, message, unread=False)
+            return
+        result = accept_logs_safely(self.server.ingest, batch)
+        if result is None:
+            message = "toolscore failed to take the request (see its log)"
+            self._refuse("internal", 500, code_pb2.INTERNAL, message, unread=False)
+        elif result.overloaded:  # counted by the ingest, which decided it
+            self._overloaded(result)
+        else:
+            self._reply(200, logs_response(result), fmt)
 
     def _take(self, body: bytes) -> None:
         """Decode the body, hand the request to the ingest and answer."""

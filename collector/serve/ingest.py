@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    from toolscore.collector.sources.log_events import LogBatch
+
 __all__ = ["Ingest", "IngestResult"]
 
 
@@ -25,7 +27,8 @@ class IngestResult:
     """What became of one export request; the default value is a full success."""
 
     rejected_spans: int = 0
-    """Spans dropped from an accepted request (e.g. bad ids): OTLP partial success `rejected_spans`."""
+    """Spans dropped from an accepted request (e.g. bad ids): OTLP partial success `rejected_spans`; for a logs
+    export, the log records not read (`rejected_log_records`)."""
     error_message: str = ""
     """Why spans were rejected: OTLP partial success `error_message`; empty when nothing was rejected."""
     overloaded: bool = False
@@ -38,7 +41,8 @@ class IngestResult:
 
 
 class Ingest(Protocol):
-    """Consumes OTLP trace export requests; safe for concurrent use by the receivers' threads."""
+    """Consumes OTLP trace export requests, and the GenAI events of logs exports; safe for concurrent use by
+    the receivers' threads."""
 
     def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
         """Take the request's spans; never blocks for long and never raises (failures are in the result).
@@ -46,6 +50,11 @@ class Ingest(Protocol):
         `data`: the serialized request as received, when the receiver has it (binary protobuf), so
         that spans can be forwarded as the sender's bytes rather than serialized again.
         """
+        ...
+
+    def accept_logs(self, batch: LogBatch) -> IngestResult:
+        """Take the GenAI events of a logs export (decoded by the receiver) to join their spans, and answer for
+        the records not read (`batch.refusals`); never blocks for long and never raises."""
         ...
 
     def refusal(self) -> IngestResult | None:

@@ -116,12 +116,13 @@ class ReceiverHandle(Protocol):
         ...
 
 
-def check_span_limit(spans: int, blocks: int, limit: int, *, exact: bool = True) -> None:
-    """Raise `TooManySpans` when a request holds more than `limit` spans, or resource and scope blocks.
+def check_span_limit(spans: int, blocks: int, limit: int, *, exact: bool = True, items: str = "spans") -> None:
+    """Raise `TooManySpans` when a request holds more than `limit` spans (or log records: `items`), or resource
+    and scope blocks.
 
     `exact=False`: the counts stopped at `limit + 1` (`encode.count_spans`), so the message says "more than".
     """
-    for count, what in ((spans, "spans"), (blocks, "resource and scope blocks")):
+    for count, what in ((spans, items), (blocks, "resource and scope blocks")):
         if count > limit:
             held = str(count) if exact else f"more than {limit}"
             raise TooManySpans(

@@ -20,6 +20,12 @@ recent ones (a running average of their span counts) would not fit: the receiver
 unread, and a sender retrying against a full queue costs a check rather than a parse. A request that
 waited is timed, by how it ended (`request_waited`: `toolscore.receiver.wait.duration`), so operators see
 the pushback the senders feel before it turns into refusals; one that fit at once is not.
+
+A logs export's GenAI events (`accept_logs`) go to the engine's queue of events (`Engine.offer_events`),
+bounded, waited for and refused the same way (`queue_size`; the forwarder does not count: logs are not
+forwarded). Its other records are not read and not forwarded either: toolscore is not a logs pipeline
+(`sources.log_events`); the sender is told how many and why in OTLP's partial success, and they are
+counted (`toolscore.log_records`, outcome `refused`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from toolscore.collector.pipeline.config import PipelineConfig
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     from toolscore.collector.serve.score_store import ScoreStore
+    from toolscore.collector.sources.log_events import LogBatch
 
 __all__ = ["CollectorPipeline"]
 
@@ -135,7 +143,7 @@ class CollectorPipeline:
             start = time.monotonic()
             deadline = start + self.config.overload_wait_ms / 1000
             # before the walk too, so that a request refused at once is not walked
-            reason, waited = self._room(total, deadline)
+            reason, waited = self._room(total, deadline, self._overload)
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
             carriers, stats = _carriers(request, data, total)
@@ -146,7 +154,7 @@ class CollectorPipeline:
                         self.engine.offer_all(carriers)
                         break
                 # another request took the room first
-                reason, again = self._room(len(carriers), deadline)
+                reason, again = self._room(len(carriers), deadline, self._overload)
                 waited = waited or again
                 if reason is not None:
                     return self._refuse(reason, total, start if waited else None)
@@ -164,11 +172,41 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
-    def _room(self, spans: int, deadline: float) -> tuple[RefusalReason | None, bool]:
-        """(None once `spans` more spans fit, else why they do not; whether it waited for them).
+    def accept_logs(self, batch: LogBatch) -> IngestResult:
+        """Queue the GenAI events of a logs export for the engine, waiting for room if need be, or refuse it
+        whole; answer for the records not read (see the module docstring)."""
+        try:
+            events = batch.events
+            start = time.monotonic()
+            deadline = start + self.config.overload_wait_ms / 1000
+            waited = False
+            while events:
+                reason, again = self._room(len(events), deadline, self._events_overload)
+                waited = waited or again
+                if reason is not None:
+                    return self._refuse(reason, None, start if waited else None)
+                with self._admit:
+                    if self._events_overload(len(events)) is None:
+                        self.engine.offer_events(events)
+                        break
+            if waited:
+                self.telemetry.request_waited(time.monotonic() - start, "accepted")
+        except Exception as error:  # never raise into a receiver; say what happened instead
+            _log.exception("ingesting a logs export failed")
+            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+        refusals = batch.refusals
+        for reason, n in refusals.counts.items():
+            self.telemetry.log_records(n, "refused", reason)
+        return IngestResult(rejected_spans=refusals.total, error_message=refusals.message)
+
+    def _room(
+        self, spans: int, deadline: float, overload: Callable[[float], RefusalReason | None]
+    ) -> tuple[RefusalReason | None, bool]:
+        """(None once `spans` more spans (or events) fit, as `overload` says, else why they do not; whether it
+        waited for them).
 
         It waits until `deadline` when they do not fit at once and there is a place to wait."""
-        reason = self._overload(spans)
+        reason = overload(spans)
         if reason is None or reason == "shutdown" or time.monotonic() >= deadline:
             return reason, False
         with self._waiting_lock:
@@ -178,7 +216,7 @@ class CollectorPipeline:
         try:
             while (left := deadline - time.monotonic()) > 0:
                 time.sleep(min(_WAIT_POLL_S, left))
-                reason = self._overload(spans)
+                reason = overload(spans)
                 if reason is None or reason == "shutdown":
                     break
             return reason, True
@@ -221,6 +259,15 @@ class CollectorPipeline:
             return "queue_full"
         if self.forwarder is not None and not self.forwarder.has_room(spans):
             return "forward_queue_full"
+        return None
+
+    def _events_overload(self, events: float) -> RefusalReason | None:
+        """`_overload` for a logs export's events: the engine's queue of events, no forwarder."""
+        if self._closed:
+            return "shutdown"
+        queued = len(self.engine.events)
+        if queued and queued + events > self.config.queue_size:
+            return "queue_full"
         return None
 
     def flush(self, timeout_s: float) -> bool:

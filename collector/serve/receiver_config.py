@@ -45,13 +45,17 @@ class ReceiverConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    grpc_enabled: bool = Field(default=True, description="Serve OTLP/gRPC (`TraceService/Export`).")
+    grpc_enabled: bool = Field(
+        default=True, description="Serve OTLP/gRPC (`TraceService/Export`, and `LogsService/Export` for GenAI events)."
+    )
     grpc_endpoint: str = Field(
         default="127.0.0.1:4317",
         description="host:port the OTLP/gRPC receiver listens on; port 0 picks a free port. "
         "Use 0.0.0.0:4317 to accept connections from other hosts.",
     )
-    http_enabled: bool = Field(default=True, description="Serve OTLP/HTTP (`POST /v1/traces`), `/healthz`, `/readyz`.")
+    http_enabled: bool = Field(
+        default=True, description="Serve OTLP/HTTP (`POST /v1/traces`, `POST /v1/logs`), `/healthz`, `/readyz`."
+    )
     http_endpoint: str = Field(
         default="127.0.0.1:4318", description="host:port the OTLP/HTTP receiver listens on; port 0 picks a free port."
     )
@@ -71,9 +75,9 @@ class ReceiverConfig(BaseModel):
     max_spans_per_request: int = Field(
         default=DEFAULT_MAX_SPANS_PER_REQUEST,
         gt=0,
-        description="Most spans in one request, and most resource and scope blocks (more: INVALID_ARGUMENT / "
-        "400 saying so). Counted on the wire before the request is parsed: parsing builds ~170 bytes per span "
-        "entry however small, so 4 MiB of empty entries would take ~350 MB. 65536 is 8 times an "
+        description="Most spans (or log records) in one request, and most resource and scope blocks (more: "
+        "INVALID_ARGUMENT / 400 saying so). Counted on the wire before the request is parsed: parsing builds "
+        "~170 bytes per span entry however small, so 4 MiB of empty entries would take ~350 MB. 65536 is 8 times an "
         "OpenTelemetry Collector's default batch (8192) and 128 times an SDK's (512), and about as many real "
         "spans as 4 MiB holds.",
     )

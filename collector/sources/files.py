@@ -11,7 +11,10 @@ Detected from the content, not the name:
 
 A JSON document (or line, or frame) that is not an OTLP trace export (`trace_export`: no `resourceSpans`,
 and not the empty `{}`) is an error rather than a trace of no spans; so is protobuf that holds an OTLP metrics
-or logs export (`other_signal`), which would otherwise parse as spans without ids.
+or logs export (`other_signal`), which would otherwise parse as spans without ids. Except that, given a
+`LogBatch` (`logs`), a logs export (OTLP/JSON `resourceLogs`, or protobuf `ExportLogsServiceRequest`) is read
+into it: its GenAI events, to be joined to their spans once every file is read (`join_log_events`), since
+logs are exported beside the traces, often to files of their own (`c_parallel.pb` + `c_parallel.logs.pb`).
 """
 
 from __future__ import annotations
@@ -22,9 +25,18 @@ import os
 import re
 import zlib
 from pathlib import Path
+from typing import Any
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, TraceFileError
+from toolscore.collector.sources.log_events import LogBatch
+from toolscore.collector.sources.other_signal import LOGS_EXPORT, other_signal
 from toolscore.collector.sources.otlp_json import spans_from_json, spans_from_json_lines, trace_export
+from toolscore.collector.sources.otlp_logs import (
+    events_from_logs_json,
+    events_from_logs_request,
+    is_logs_json,
+    parse_logs_export,
+)
 from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes
 from toolscore.collector.spans import SpanRecord
 
@@ -43,21 +55,42 @@ def _second_line_opens_an_object(text: str) -> bool:
     return len(lines) > 1 and lines[1].startswith("{")
 
 
-def _json_document_or_lines(text: str, stats: DecodeStats | None, errors: list[SpanDecodeError]) -> list[SpanRecord]:
+def _document(obj: Any, stats: DecodeStats | None, logs: LogBatch | None) -> list[SpanRecord]:
+    """The spans of one JSON document; a logs export's events go to `logs` when it is given."""
+    if logs is not None and is_logs_json(obj):
+        logs.events.extend(events_from_logs_json(obj, logs.refusals))
+        return []
+    return spans_from_json(trace_export(obj), stats)
+
+
+def _proto(data: bytes, stats: DecodeStats | None, logs: LogBatch | None) -> list[SpanRecord]:
+    """The spans of one protobuf export; a logs export's events go to `logs` when it is given."""
+    try:
+        return spans_from_proto_bytes(data, stats)
+    except SpanDecodeError:
+        if logs is None or other_signal(data) != LOGS_EXPORT:
+            raise
+    logs.events.extend(events_from_logs_request(parse_logs_export(data), logs.refusals))
+    return []
+
+
+def _json_document_or_lines(
+    text: str, stats: DecodeStats | None, errors: list[SpanDecodeError], logs: LogBatch | None
+) -> list[SpanRecord]:
     """One document when the whole text parses; JSON Lines when a second document follows the first,
     or when the second line starts a new object (an indented document's second line is indented)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data" or _second_line_opens_an_object(text):
-            return spans_from_json_lines(text, stats, errors)
+            return spans_from_json_lines(text, stats, errors, lambda doc: _document(doc, stats, logs))
         raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
     except RecursionError:
         raise SpanDecodeError("invalid JSON: nested too deeply") from None
-    return spans_from_json(trace_export(obj), stats)
+    return _document(obj, stats, logs)
 
 
-def _frames(data: bytes, stats: DecodeStats | None) -> list[SpanRecord]:
+def _frames(data: bytes, stats: DecodeStats | None, logs: LogBatch | None) -> list[SpanRecord]:
     out: list[SpanRecord] = []
     pos = 0
     while pos < len(data):
@@ -72,9 +105,9 @@ def _frames(data: bytes, stats: DecodeStats | None) -> list[SpanRecord]:
         frame = data[start : start + size]
         try:
             if frame[:1] == b"{":
-                out.extend(spans_from_json(trace_export(json.loads(frame)), stats))
+                out.extend(_document(json.loads(frame), stats, logs))
             else:
-                out.extend(spans_from_proto_bytes(frame, stats))
+                out.extend(_proto(frame, stats, logs))
         except SpanDecodeError as exc:
             offset = start + exc.offset if exc.offset is not None else start
             raise SpanDecodeError(f"frame at byte {pos}: {exc.message}", offset=offset) from None
@@ -104,9 +137,14 @@ def _is_json_text(data: bytes) -> bool:
 
 
 def decode_trace_bytes(
-    data: bytes, stats: DecodeStats | None = None, errors: list[SpanDecodeError] | None = None
+    data: bytes,
+    stats: DecodeStats | None = None,
+    errors: list[SpanDecodeError] | None = None,
+    logs: LogBatch | None = None,
 ) -> list[SpanRecord]:
-    """Spans from the bytes of a trace file; see the module docstring for the formats recognised."""
+    """Spans from the bytes of a trace file; see the module docstring for the formats recognised.
+
+    `logs`: where a logs export's GenAI events go (without it, a logs export is an error)."""
     data = _decompress(data)
     if not data.strip():
         return []
@@ -118,23 +156,26 @@ def decode_trace_bytes(
             if not _second_line_opens_an_object(data.decode("utf-8", "replace")):
                 raise SpanDecodeError(f"invalid UTF-8 in JSON: {exc.reason}", offset=exc.start) from None
             # JSON Lines: each line decoded alone, so a line with bad UTF-8 costs that line only.
-            spans = spans_from_json_lines(data, stats, line_errors)
+            spans = spans_from_json_lines(data, stats, line_errors, lambda doc: _document(doc, stats, logs))
         else:
-            spans = _json_document_or_lines(text, stats, line_errors)
+            spans = _json_document_or_lines(text, stats, line_errors, logs)
         if line_errors and errors is None:
             raise line_errors[0]
         if errors is not None:
             errors.extend(line_errors)
         return spans
     if data[:1] == b"\x00":
-        return _frames(data, stats)
-    return spans_from_proto_bytes(data, stats)
+        return _frames(data, stats, logs)
+    return _proto(data, stats, logs)
 
 
 def read_trace_file(
-    path: str | os.PathLike[str], stats: DecodeStats | None = None, errors: list[TraceFileError] | None = None
+    path: str | os.PathLike[str],
+    stats: DecodeStats | None = None,
+    errors: list[TraceFileError] | None = None,
+    logs: LogBatch | None = None,
 ) -> list[SpanRecord]:
-    """Every span in the file at `path`, in file order.
+    """Every span in the file at `path`, in file order; a logs export's GenAI events go to `logs` when given.
 
     Raises `TraceFileError` naming the file and the byte offset or line where it is unreadable.
     In JSON Lines, a bad line is appended to `errors` when given (the other lines are still read),
@@ -147,7 +188,7 @@ def read_trace_file(
         raise TraceFileError(name, exc.strerror or str(exc)) from None
     line_errors: list[SpanDecodeError] = []
     try:
-        spans = decode_trace_bytes(data, stats, line_errors)
+        spans = decode_trace_bytes(data, stats, line_errors, logs)
     except SpanDecodeError as exc:
         raise TraceFileError(name, exc.message, offset=exc.offset, line=exc.line) from None
     file_errors = [TraceFileError(name, e.message, line=e.line, offset=e.offset) for e in line_errors]

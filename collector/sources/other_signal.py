@@ -18,7 +18,9 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-__all__ = ["other_signal"]
+__all__ = ["LOGS_EXPORT", "other_signal"]
+
+LOGS_EXPORT = "an OTLP logs export (ExportLogsServiceRequest)"
 
 
 def other_signal(data: bytes) -> str | None:
@@ -27,7 +29,7 @@ def other_signal(data: bytes) -> str | None:
     if _is_metrics(data):
         return "an OTLP metrics export (ExportMetricsServiceRequest)"
     if _is_logs(data):
-        return "an OTLP logs export (ExportLogsServiceRequest)"
+        return LOGS_EXPORT
     return None
 
 

@@ -16,7 +16,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, echo
@@ -25,6 +25,12 @@ from toolscore.collector.spans import SpanEvent, SpanRecord
 __all__ = [
     "NOT_A_TRACE_EXPORT",
     "decode_json_any_value",
+    "json_attributes",
+    "json_field",
+    "json_int",
+    "json_list",
+    "json_loads",
+    "json_obj",
     "spans_from_json",
     "spans_from_json_bytes",
     "spans_from_json_lines",
@@ -263,12 +269,16 @@ def spans_from_json_bytes(data: bytes | str, stats: DecodeStats | None = None) -
 
 
 def spans_from_json_lines(
-    data: bytes | str, stats: DecodeStats | None = None, errors: list[SpanDecodeError] | None = None
+    data: bytes | str,
+    stats: DecodeStats | None = None,
+    errors: list[SpanDecodeError] | None = None,
+    read: Callable[[Any], list[SpanRecord]] | None = None,
 ) -> list[SpanRecord]:
     """One OTLP/JSON request per line, as the Collector's file exporter writes them.
 
     A bad line (one that is not a `trace_export` too) raises `SpanDecodeError` with its 1-based `line`,
-    or, when `errors` is given, is appended there and the other lines are still read.
+    or, when `errors` is given, is appended there and the other lines are still read. `read` turns one
+    line's document into spans (default: `spans_from_json` of a `trace_export`).
     """
     out: list[SpanRecord] = []
     lines: Sequence[bytes | str] = data.split(b"\n") if isinstance(data, bytes) else data.split("\n")
@@ -276,10 +286,20 @@ def spans_from_json_lines(
         if not line.strip():
             continue
         try:
-            out.extend(spans_from_json(trace_export(_loads(line)), stats))
+            document = _loads(line)
+            out.extend(read(document) if read is not None else spans_from_json(trace_export(document), stats))
         except SpanDecodeError as exc:
             error = SpanDecodeError(exc.message, line=line_no)
             if errors is None:
                 raise error from None
             errors.append(error)
     return out
+
+
+# The field rules of every OTLP/JSON document, shared with the logs reader (`otlp_logs`) rather than copied.
+json_field = _get
+json_int = _int
+json_obj = _obj
+json_list = _list
+json_attributes = _attributes
+json_loads = _loads

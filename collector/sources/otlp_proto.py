@@ -25,6 +25,7 @@ __all__ = [
     "decode_any_value",
     "ids_ok",
     "parse_trace_export",
+    "proto_attributes",
     "resource_attributes",
     "span_record",
     "spans_from_proto_bytes",
@@ -65,6 +66,10 @@ def _attributes(key_values: Iterable[Any]) -> dict[str, Any]:
             number = value.int_value
             out[kv.key] = number if number else decode_any_value(value)
     return out
+
+
+proto_attributes = _attributes
+"""Shared with the logs reader (`otlp_logs`): a log record's attributes are decoded as a span's."""
 
 
 def ids_ok(span: Any) -> bool:

@@ -98,6 +98,10 @@ class PipelineTelemetry(Protocol):
         """The memory of finished traces let go of `n` span ids (``max_pending_traces``, ``max_spans_per_trace``):
         a span of theirs that comes again is taken as new."""
 
+    def log_records(self, n: int, outcome: str, reason: str = "") -> None:
+        """`n` GenAI log records: ``received`` (read as events), ``refused`` (not read: not a GenAI event, no span
+        context), ``late``, ``duplicate``, or ``dropped`` (`reason`: a bound, ``span_never_came``, ...)."""
+
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         """`toolscore serve` refused an export request whole; `reason` is a `RefusalReason`, `spans` the
         spans it held when they were counted (None: it was refused before they were)."""
@@ -177,6 +181,9 @@ class NoopTelemetry:
         pass
 
     def dedupe_forgotten(self, n: int, reason: str) -> None:
+        pass
+
+    def log_records(self, n: int, outcome: str, reason: str = "") -> None:
         pass
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:

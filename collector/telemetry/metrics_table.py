@@ -156,6 +156,35 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         REFUSAL_REASONS,
     ),
     AttributeSpec(
+        "toolscore.log_record.outcome",
+        "What became of GenAI log records (events): `received` (read, to join their spans), `refused` (not "
+        "read: see `toolscore.log_record.reason`), `late` (their span was already scored), `duplicate` (already "
+        "joined), `dropped` (read, but not joined: see the reason).",
+        ("received", "refused", "late", "duplicate", "dropped"),
+    ),
+    AttributeSpec(
+        "toolscore.log_record.reason",
+        "Why log records were refused or dropped. Refused: `not_genai_event` (not one of the GenAI events "
+        "toolscore reads: toolscore is no logs pipeline and forwards no logs), `no_span_context` (a GenAI event "
+        "without trace and span id), `evaluation_result` (toolscore's own events sent back), `invalid` (ids that "
+        "are not hex). Dropped: `queue_full`, `max_pending_traces`, `max_pending_bytes`, `max_spans_per_trace` "
+        "(events waiting for their spans, per trace), `span_never_came` (their trace finished without their "
+        "span), `shutdown`, `error`.",
+        (
+            "not_genai_event",
+            "no_span_context",
+            "evaluation_result",
+            "invalid",
+            "queue_full",
+            "max_pending_traces",
+            "max_pending_bytes",
+            "max_spans_per_trace",
+            "span_never_came",
+            "shutdown",
+            "error",
+        ),
+    ),
+    AttributeSpec(
         "toolscore.wait.outcome",
         "How an export request that waited for room ended: queued (`accepted`), refused for retry when its "
         "`overload_wait_ms` ran out (`refused`), or refused when shutdown began (`shutdown`).",
@@ -299,6 +328,18 @@ METRICS: tuple[MetricSpec, ...] = (
         "`max_pending_traces` follows the finished traces once that many have finished (the memory turns over); it "
         "matters only if senders re-send spans later than that. `max_spans_per_trace` stays 0 unless traces "
         "reopen past that many spans (long sessions with quiet spells over `trace_idle_timeout_s`).",
+    ),
+    MetricSpec(
+        "toolscore.log_records",
+        "counter",
+        "{record}",
+        "GenAI log records (events such as `gen_ai.choice`, sent as OTLP logs or emitted to the SDK's logger "
+        "provider) read to join their spans, or refused, late, duplicate or dropped, by reason. Their events "
+        "join the span whose trace and span id they carry, whichever comes first.",
+        ("toolscore.log_record.outcome", "toolscore.log_record.reason"),
+        "`received` follows the GenAI traffic; `refused` means a sender sends toolscore logs it does not read "
+        "(filter them in the Collector's pipeline to toolscore); `late` and `dropped` stay near 0 (else raise "
+        "the settle window or the pending limits).",
     ),
     MetricSpec(
         "toolscore.calls.dropped",

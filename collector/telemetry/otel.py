@@ -172,6 +172,7 @@ class OTelPipelineTelemetry:
         self._retries = counters["toolscore.forward.retries"]
         self._refused = counters["toolscore.receiver.refused"]
         self._store_dropped = counters["toolscore.score_store.dropped"]
+        self._log_records = counters["toolscore.log_records"]
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
         self._tally = _Tally()
@@ -278,6 +279,14 @@ class OTelPipelineTelemetry:
     def dedupe_forgotten(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.forget.reason", reason)
         self._tally.add(self._dedupe_forgotten, (("toolscore.forget.reason", reason),), n)  # once per finished trace
+
+    def log_records(self, n: int, outcome: str, reason: str = "") -> None:
+        attributes: tuple[tuple[str, AttributeValue], ...] = (
+            ("toolscore.log_record.outcome", self._limiter.bound("toolscore.log_record.outcome", outcome)),
+        )
+        if reason:
+            attributes += (("toolscore.log_record.reason", self._limiter.bound("toolscore.log_record.reason", reason)),)
+        self._tally.add(self._log_records, attributes, n)  # once per request, and per worker step
 
     def request_refused(self, reason: str, spans: int | None = None) -> None:
         reason = self._limiter.bound("toolscore.refusal.reason", reason)

@@ -10,7 +10,17 @@ and `LLM`, and returns raw values: size caps, JSON parsing and ordering happen o
 
 Extractors are stateless singletons shared by threads; they read only the attributes they need
 straight from `span.attributes` (no copies on the hot path). An extractor may also declare a `gate`
-(see `Gate`) so that spans it cannot recognise are not offered to it at all.
+(see `Gate`) so that spans it cannot recognise are not offered to it at all, and `issued_text`: the
+attribute whose JSON text, when an LLM span carries it as a string, is what `read` takes the issued
+calls from, as OTel GenAI `tool_call` parts. Extraction then skims that text to tell whether all of a
+run's issued calls were recorded by its tool spans, without decoding it (see `model_calls`).
+
+The run's tool catalog (`AgentRun.available_tools`, see `catalog`) comes from an optional pair:
+`tool_keys`, the attributes of a run or model span that may hold tool definitions, and
+`read_tools(span, role)`, asked only about spans carrying one of them, which returns the raw definitions
+of the tools offered (each a mapping or its JSON text, shapes in `catalog`). Both optional, like `gate`:
+an extractor without them adds no tools. A tool span's own description and schema ride on its
+`ToolRead` (`description`, `schema`), read with the rest of the span.
 """
 
 from __future__ import annotations
@@ -94,6 +104,11 @@ class ToolRead:
     and the call id the wrapper carries (None: none). Left to extraction, which unwraps only arguments
     that fit `ExtractConfig.max_args_bytes`, so that an oversized wrapper is cut as raw text and never
     decoded whole; the convention has no config to measure against."""
+    description: Any = None
+    """The tool's own description as the span records it (for the run's catalog, see `catalog`)."""
+    schema: Any = None
+    """The tool's own parameters schema as the span records it (JSON text or a mapping; `catalog` keeps it
+    only when it is a JSON schema object)."""
 
 
 @dataclass(slots=True)
@@ -123,6 +138,9 @@ class IssuedCalls:
     """The tool calls one model response issued, in the model's order."""
 
     calls: list[IssuedCall] = field(default_factory=list)
+    output_tools: frozenset[str] = frozenset()
+    """Names of the framework's structured-output tools (pydantic-ai's `final_result`), not tools the agent
+    chose: a call of theirs no tool span recorded is no call of the run (see `model_calls`)."""
 
 
 Read = ToolRead | RunInfo | IssuedCalls

@@ -15,12 +15,16 @@ from toolscore.collector.spans import SpanRecord, StatusCode
 
 __all__ = [
     "ERROR_TYPE_OTHER",
+    "MAX_DEFINITIONS_CHARS",
     "error_of",
     "event_attribute",
     "genai_issued_calls",
     "indexed_issued_calls",
+    "indexed_values",
+    "json_list",
     "load_json",
     "message_text",
+    "names_only",
     "offers_tools",
     "string",
 ]
@@ -146,18 +150,31 @@ def message_text(value: Any, role: str) -> str | None:
 
 
 def genai_issued_calls(messages: Any) -> list[IssuedCall]:
-    """Tool calls in GenAI output messages: parts `{"type": "tool_call", "id", "name", "arguments"}`."""
+    """Tool calls in GenAI output messages: parts `{"type": "tool_call", "id", "name", "arguments"}`.
+
+    Text without `"tool_call"` lists none and is not decoded: every model response is read for the calls
+    no tool span recorded (see `model_calls`), and most list none (a final answer) or few.
+    """
+    if type(messages) is str and '"tool_call"' not in messages:
+        return []
     decoded = load_json(messages)
     calls: list[IssuedCall] = []
     if not isinstance(decoded, list):
         return calls
     for message in decoded:
-        parts = message.get("parts") if isinstance(message, Mapping) else None
+        parts = message.get("parts") if _is_mapping(message) else None
         if not isinstance(parts, list):
             continue
         for part in parts:
-            if isinstance(part, Mapping) and part.get("type") == "tool_call":
-                calls.append(IssuedCall(_opt_str(part.get("id")), _opt_str(part.get("name")), part.get("arguments")))
+            if _is_mapping(part) and part.get("type") == "tool_call":
+                call_id, name = part.get("id"), part.get("name")
+                calls.append(
+                    IssuedCall(
+                        call_id if call_id.__class__ is str and call_id else None,
+                        name if name.__class__ is str and name else None,
+                        part.get("arguments"),
+                    )
+                )
     return calls
 
 
@@ -188,3 +205,35 @@ def indexed_issued_calls(
 
 def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+MAX_DEFINITIONS_CHARS = 1 << 20
+"""Longest tool-definition text decoded, in characters: longer text is not read (see `extract.catalog`)."""
+
+
+def json_list(value: Any) -> list[Any]:
+    """A JSON array, as its text or as an array attribute; `ValueError` for anything else, `OverflowError` for
+    text longer than `MAX_DEFINITIONS_CHARS` (not decoded)."""
+    if isinstance(value, str):
+        if len(value) > MAX_DEFINITIONS_CHARS:
+            raise OverflowError("tool definitions too long to decode")
+        value = decode_json(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise ValueError("not a JSON array")
+
+
+def names_only(value: Any) -> list[Any]:
+    """Definitions from a list of tool names (its JSON text or an array attribute): `{"name": ...}` each."""
+    return [{"name": name} if isinstance(name, str) else name for name in json_list(value)]
+
+
+def indexed_values(attrs: Mapping[str, Any], prefix: str, suffix: str, max_items: int = 256) -> list[Any]:
+    """`<prefix>.<i><suffix>` for i = 0, 1, ... up to the first gap."""
+    values: list[Any] = []
+    for i in range(max_items):
+        value = attrs.get(f"{prefix}.{i}{suffix}")
+        if value is None:
+            break
+        values.append(value)
+    return values

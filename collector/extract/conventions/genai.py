@@ -7,19 +7,31 @@ here, including the Vercel AI SDK 7 `@ai-sdk/otel` `OpenTelemetry` integration (
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import NOT_CAPTURED, Gate, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.base import (
+    NOT_CAPTURED,
+    Gate,
+    IssuedCall,
+    IssuedCalls,
+    Read,
+    Role,
+    RunInfo,
+    ToolRead,
+)
 from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
     indexed_issued_calls,
+    json_list,
     message_text,
     string,
 )
+from toolscore.collector.sources.log_events import BODY_KEY
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
+__all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "read_genai_tools", "tool_args"]
 
 # --- Names read (semantic-conventions v1.38+ / semantic-conventions-genai) -------------------------
 # span marker      gen_ai.operation.name = execute_tool | invoke_agent | chat | text_completion |
@@ -34,6 +46,14 @@ __all__ = ["GenAIExtractor", "read_genai_run", "read_genai_tool", "tool_args"]
 #                  gen_ai.tool.result, gen_ai.tool.output (vendor spellings seen before v1.38)
 # pre-operation    span named `execute_tool <tool>` with gen_ai.tool.name and no gen_ai.operation.name
 # indexed (legacy) gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments on inference spans
+# --- Events of the inference span (the default form: log records joined to the span, `log_events`) ---
+# gen_ai.choice    body {index, finish_reason, message: {role, content,
+#                  tool_calls: [{id, type, function: {name, arguments (JSON text; absent without content capture)}}]}}
+# gen_ai.client.inference.operation.details   attribute gen_ai.output.messages (as the span attribute)
+# not read         gen_ai.assistant.message: on a chat span it is the input history, the calls of earlier
+#                  responses (read, they would count again); gen_ai.user/system/tool.message: inputs
+# tools offered   gen_ai.tool.definitions (JSON array of {"type": "function", "name", "description",
+#                 "parameters"}) on inference and agent spans; gen_ai.tool.description on tool spans
 
 OPERATION: Final = "gen_ai.operation.name"
 TOOL_NAME: Final = "gen_ai.tool.name"
@@ -44,7 +64,12 @@ AGENT_NAME: Final = "gen_ai.agent.name"
 INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 LEGACY_COMPLETION: Final = "gen_ai.completion"
+CHOICE_EVENT: Final = "gen_ai.choice"
+DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 INFERENCE_OPERATIONS: Final = frozenset({"chat", "text_completion", "generate_content"})
+TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+TOOL_KEYS: Final = (TOOL_DEFINITIONS,)
 EXECUTE_TOOL: Final = "execute_tool"
 INVOKE_AGENT: Final = "invoke_agent"
 
@@ -78,6 +103,7 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
         result=_first(attrs, RESULT_KEYS),
         error=error,
         error_type=error_type,
+        description=attrs.get(TOOL_DESCRIPTION),
     )
 
 
@@ -99,12 +125,59 @@ def read_genai_run(span: SpanRecord) -> RunInfo:
 
 
 def read_genai_issued(span: SpanRecord) -> IssuedCalls:
-    """The tool calls of an inference span, in the model's order."""
+    """The tool calls of an inference span, in the model's order: from `gen_ai.output.messages`, else from
+    its output events (the default form, `_event_calls`), else from the legacy indexed attributes."""
     attrs = span.attributes
     messages = attrs.get(OUTPUT_MESSAGES)
     if messages is not None:
         return IssuedCalls(genai_issued_calls(messages))
+    if span.events:
+        calls = _event_calls(span)
+        if calls is not None:
+            return IssuedCalls(calls)
     return IssuedCalls(indexed_issued_calls(attrs, LEGACY_COMPLETION, ".tool_calls", ("id", "name", "arguments")))
+
+
+def _event_calls(span: SpanRecord) -> list[IssuedCall] | None:
+    """The calls in the span's output events (`gen_ai.choice`, in choice order; or the details event's
+    `gen_ai.output.messages`); None when it has neither."""
+    choices: list[tuple[int, list[IssuedCall]]] = []
+    for event in span.events:
+        if event.name == CHOICE_EVENT:
+            body = event.attributes.get(BODY_KEY)
+            if isinstance(body, Mapping):
+                index = body.get("index")
+                choices.append((index if isinstance(index, int) else len(choices), _choice_calls(body)))
+        elif event.name == DETAILS_EVENT and OUTPUT_MESSAGES in event.attributes:
+            return genai_issued_calls(event.attributes[OUTPUT_MESSAGES])
+    if not choices:
+        return None
+    choices.sort(key=lambda choice: choice[0])
+    return [call for _, calls in choices for call in calls]
+
+
+def _choice_calls(body: Mapping[str, Any]) -> list[IssuedCall]:
+    """A `gen_ai.choice` body's tool calls: `message.tool_calls[*]` `{id, function: {name, arguments}}`."""
+    message = body.get("message")
+    tool_calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    calls: list[IssuedCall] = []
+    for call in tool_calls if isinstance(tool_calls, list) else ():
+        if not isinstance(call, Mapping):
+            continue
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        calls.append(IssuedCall(_text(call.get("id")), _text(function.get("name")), function.get("arguments")))
+    return calls
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def read_genai_tools(span: SpanRecord, role: Role) -> list[Any]:
+    """The tools a GenAI run or inference span says were offered: `gen_ai.tool.definitions`."""
+    definitions = span.attributes.get(TOOL_DEFINITIONS)
+    return [] if definitions is None else json_list(definitions)
 
 
 class GenAIExtractor:
@@ -112,6 +185,8 @@ class GenAIExtractor:
 
     name = "genai"
     gate = Gate(keys=frozenset({OPERATION, TOOL_NAME}))
+    issued_text = "gen_ai.output.messages"
+    tool_keys = TOOL_KEYS
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.
@@ -142,3 +217,6 @@ class GenAIExtractor:
         if role is Role.RUN:
             return read_genai_run(span)
         return read_genai_issued(span)
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        return read_genai_tools(span, role)

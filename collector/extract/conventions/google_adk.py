@@ -13,7 +13,14 @@ from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, ToolRead
 from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, string
-from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, read_genai_run, tool_args
+from toolscore.collector.extract.conventions.genai import (
+    ARGS_KEYS,
+    RESULT_KEYS,
+    TOOL_KEYS,
+    read_genai_run,
+    read_genai_tools,
+    tool_args,
+)
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["GoogleADKExtractor"]
@@ -58,6 +65,8 @@ class GoogleADKExtractor:
 
     name = "google_adk"
     gate = Gate(scopes=frozenset({SCOPE}))
+    issued_text = "gen_ai.output.messages"
+    tool_keys = TOOL_KEYS
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.
@@ -95,7 +104,12 @@ class GoogleADKExtractor:
                 result=next((attrs[k] for k in ADK_RESULTS if k in attrs), None),
                 error=error,
                 error_type=error_type,
+                description=attrs.get("gen_ai.tool.description"),
             )
         if "gen_ai.output.messages" in attrs:
             return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
         return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """As OTel GenAI: `gen_ai.tool.definitions`."""
+        return read_genai_tools(span, role)

@@ -28,8 +28,10 @@ from toolscore.collector.extract.conventions.base import (
 from toolscore.collector.extract.conventions.common import (
     error_of,
     indexed_issued_calls,
+    indexed_values,
     load_json,
     message_text,
+    names_only,
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
@@ -58,8 +60,11 @@ __all__ = ["OpenInferenceExtractor"]
 #               function.arguments (model order; both the openai-agents and LangChain
 #               instrumentations leave the arguments out when they are empty, `{}`); legacy
 #               llm.output_messages.<i>.message.function_call_name | function_call_arguments_json;
-#               LangChain.js without flattened calls: output.value
+#               LangChain.js without flattened calls, or flattened without ids: output.value
 #               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
+# tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
+#               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
+#               (the tool's own, kept when it is a JSON schema)
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -157,6 +162,14 @@ def _bare_name(span_name: str, methods: frozenset[str]) -> str:
     return head if dot and head and method in methods else span_name
 
 
+TOOLS: Final = "llm.tools"
+TOOL_SCHEMA: Final = ".tool.json_schema"
+SMOLAGENTS_TOOLS: Final = "smolagents.tools_names"
+SMOLAGENTS_MANAGED: Final = "smolagents.managed_agents"
+"""`.<i>.name`, `.<i>.description`: the sub-agents a smolagents agent may call like tools (not in `llm.tools`)."""
+TOOL_DESCRIPTION: Final = "tool.description"
+
+
 def _args(attrs: Mapping[str, Any]) -> Any:
     if INPUT_VALUE in attrs:
         return attrs[INPUT_VALUE]
@@ -215,6 +228,7 @@ class OpenInferenceExtractor:
 
     name = "openinference"
     gate = Gate(keys=frozenset({KIND}))
+    tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS, f"{SMOLAGENTS_MANAGED}.0.name")
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans are runs, nested ones too.
@@ -258,7 +272,22 @@ class OpenInferenceExtractor:
         ]
         if not calls:
             calls = self._legacy_function_calls(attrs) or _langchain_issued(attrs.get(OUTPUT_VALUE))
+        elif not any(call.call_id for call in calls):
+            # LangChain.js flattens `additional_kwargs.tool_calls[].function` without the ids; its output keeps them
+            with_ids = _langchain_issued(attrs.get(OUTPUT_VALUE))
+            if [c.name for c in with_ids] == [c.name for c in calls] and all(c.call_id for c in with_ids):
+                calls = with_ids
         return IssuedCalls(calls)
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """`llm.tools.<i>.tool.json_schema`, smolagents' tool names and its managed agents (offered like tools)."""
+        attrs = span.attributes
+        tools = indexed_values(attrs, TOOLS, TOOL_SCHEMA)
+        if SMOLAGENTS_TOOLS in attrs:
+            tools.extend(names_only(attrs[SMOLAGENTS_TOOLS]))
+        for i, name in enumerate(indexed_values(attrs, SMOLAGENTS_MANAGED, ".name")):
+            tools.append({"name": name, "description": attrs.get(f"{SMOLAGENTS_MANAGED}.{i}.description")})
+        return tools
 
     @staticmethod
     def _read_tool(span: SpanRecord) -> ToolRead:
@@ -283,6 +312,8 @@ class OpenInferenceExtractor:
             error=error,
             error_type=error_type,
             handoff=handoff,
+            description=attrs.get(TOOL_DESCRIPTION),
+            schema=attrs.get(TOOL_PARAMETERS),
             delegates_to=delegates_to,
             final=name is not None and _FINAL_TOOLS.get(span.scope) == name,
             unwrap=unwrap_unless_declared(args, attrs.get(TOOL_PARAMETERS)),

@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, RunInfo, ToolRead
-from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, message_text, string
+from toolscore.collector.extract.conventions.common import (
+    MAX_DEFINITIONS_CHARS,
+    error_of,
+    genai_issued_calls,
+    json_list,
+    load_json,
+    message_text,
+    string,
+)
 from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, tool_args
 from toolscore.collector.spans import SpanRecord
 
@@ -25,7 +33,11 @@ __all__ = ["PydanticAIExtractor"]
 #   tool span    `execute_tool <tool>`: gen_ai.tool.name, gen_ai.tool.call.id,
 #                gen_ai.tool.call.arguments, gen_ai.tool.call.result, status, exception event;
 #                logfire.msg `running output function: ...` marks structured output, not a tool
-#   model span   `chat <model>`: gen_ai.output.messages (tool_call parts in model order)
+#   model span   `chat <model>`: gen_ai.output.messages (tool_call parts in model order),
+#                model_request_parameters (JSON: output_tools[].name, the structured-output tools,
+#                `final_result` by default, which pydantic-ai calls without a tool span);
+#                tools offered: gen_ai.tool.definitions, else model_request_parameters.function_tools[]
+#                {name, description, parameters_json_schema}
 # v1/v2 (older default):
 #   run span     `agent run`: agent_name, all_messages_events (JSON events), final_result
 #   tool span    `running tool` / `running output function`: gen_ai.tool.name, gen_ai.tool.call.id,
@@ -39,6 +51,8 @@ LOGFIRE_MSG: Final = "logfire.msg"
 OUTPUT_FUNCTION_MSG: Final = "running output function"
 V2_ARGS: Final = (*ARGS_KEYS, "tool_arguments")
 V2_RESULTS: Final = (*RESULT_KEYS, "tool_response")
+REQUEST_PARAMETERS: Final = "model_request_parameters"
+DEFAULT_OUTPUT_TOOLS: Final = frozenset({"final_result"})
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -60,11 +74,26 @@ def _v2_issued(events: Any) -> list[IssuedCall]:
     return calls
 
 
+def _output_tools(attrs: Mapping[str, Any]) -> frozenset[str]:
+    """The structured-output tools the model was offered: `model_request_parameters.output_tools` names, else
+    pydantic-ai's default name. Output tool calls are not traced, so they must not count as model-only calls."""
+    params = attrs.get(REQUEST_PARAMETERS)
+    if isinstance(params, str) and '"output_tools":[]' in params:  # the usual case, without decoding
+        return frozenset()
+    decoded = load_json(params)
+    tools = decoded.get("output_tools") if isinstance(decoded, Mapping) else None
+    if not isinstance(tools, list):
+        return DEFAULT_OUTPUT_TOOLS
+    return frozenset(t["name"] for t in tools if isinstance(t, Mapping) and isinstance(t.get("name"), str))
+
+
 class PydanticAIExtractor:
     """Spans of pydantic-ai's instrumentation."""
 
     name = "pydantic_ai"
     gate = Gate(scopes=SCOPES, keys=frozenset({LOGFIRE_MSG}))
+    issued_text = "gen_ai.output.messages"
+    tool_keys = ("gen_ai.tool.definitions", REQUEST_PARAMETERS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """An agent run span is a run; a tool span (or output-function span) is a tool call.
@@ -109,5 +138,19 @@ class PydanticAIExtractor:
                 output=final if isinstance(final, str) or final is None else json.dumps(final, default=str),
             )
         if "gen_ai.output.messages" in attrs:
-            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
-        return IssuedCalls(_v2_issued(attrs.get("events")))
+            calls = genai_issued_calls(attrs["gen_ai.output.messages"])
+        else:
+            calls = _v2_issued(attrs.get("events"))
+        return IssuedCalls(calls, _output_tools(attrs) if calls else frozenset())
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """The function tools offered: `gen_ai.tool.definitions`, else the request parameters' `function_tools`."""
+        attrs = span.attributes
+        if "gen_ai.tool.definitions" in attrs:
+            return json_list(attrs["gen_ai.tool.definitions"])
+        params = attrs.get(REQUEST_PARAMETERS)
+        if isinstance(params, str) and len(params) > MAX_DEFINITIONS_CHARS:
+            raise OverflowError("request parameters too long to decode")
+        decoded = load_json(params)
+        tools = decoded.get("function_tools") if isinstance(decoded, Mapping) else None
+        return json_list(tools) if tools is not None else []

@@ -25,8 +25,10 @@ from toolscore.collector.extract.conventions.common import (
     error_of,
     event_attribute,
     genai_issued_calls,
+    json_list,
     load_json,
     message_text,
+    names_only,
     string,
 )
 from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS
@@ -49,10 +51,13 @@ __all__ = ["StrandsExtractor"]
 # model span    `chat`: event gen_ai.choice `message` (content blocks; toolUse {toolUseId, name,
 #               input} in model order), or operation.details gen_ai.output.messages
 # `execute_event_loop_cycle` and multi-agent spans: OTHER
+# tools offered run span gen_ai.agent.tools (JSON list of names); gen_ai.tool.definitions
 
 SCOPE: Final = "strands.telemetry.tracer"
 SYSTEM: Final = "strands-agents"
 DETAILS: Final = "gen_ai.client.inference.operation.details"
+AGENT_TOOLS: Final = "gen_ai.agent.tools"
+TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 
 
 def _details(span: SpanRecord, key: str) -> Any:
@@ -86,6 +91,7 @@ class StrandsExtractor:
 
     name = "strands"
     gate = Gate(scopes=frozenset({SCOPE}), keys=frozenset({"gen_ai.system", "gen_ai.provider.name"}))
+    tool_keys = (TOOL_DEFINITIONS, AGENT_TOOLS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` is a run, `execute_tool` a tool call, `chat` a model response.
@@ -133,3 +139,11 @@ class StrandsExtractor:
         if choice is not None:
             return IssuedCalls(_tool_uses(choice))
         return IssuedCalls(genai_issued_calls(_details(span, "gen_ai.output.messages")))
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """`gen_ai.tool.definitions`, else the agent's tool names (`gen_ai.agent.tools`)."""
+        attrs = span.attributes
+        if TOOL_DEFINITIONS in attrs:
+            return json_list(attrs[TOOL_DEFINITIONS])
+        names = attrs.get(AGENT_TOOLS)
+        return [] if names is None else names_only(names)

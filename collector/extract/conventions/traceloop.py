@@ -19,6 +19,7 @@ from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
     indexed_issued_calls,
+    json_list,
     message_text,
     string,
 )
@@ -44,12 +45,16 @@ __all__ = ["TraceloopExtractor"]
 # LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat):
 #   v0.4x  gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments
 #   v0.5x  gen_ai.output.messages (GenAI JSON parts)
+#   tools offered: llm.request.functions.<i>.name | description | parameters (JSON text), or
+#          gen_ai.tool.definitions
 
 KIND: Final = "traceloop.span.kind"
 ENTITY_NAME: Final = "traceloop.entity.name"
 ENTITY_INPUT: Final = "traceloop.entity.input"
 ENTITY_OUTPUT: Final = "traceloop.entity.output"
 REQUEST_TYPE: Final = "llm.request.type"
+FUNCTIONS: Final = "llm.request.functions"
+TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -61,6 +66,8 @@ class TraceloopExtractor:
 
     name = "traceloop"
     gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}))
+    issued_text = "gen_ai.output.messages"
+    tool_keys = (f"{FUNCTIONS}.0.name", TOOL_DEFINITIONS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.
@@ -102,3 +109,23 @@ class TraceloopExtractor:
         if "gen_ai.output.messages" in attrs:
             return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
         return IssuedCalls(indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments")))
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """`llm.request.functions.<i>.*` (the legacy flattened request), or `gen_ai.tool.definitions`."""
+        attrs = span.attributes
+        if TOOL_DEFINITIONS in attrs:
+            return json_list(attrs[TOOL_DEFINITIONS])
+        tools: list[Any] = []
+        for i in range(256):
+            prefix = f"{FUNCTIONS}.{i}."
+            name = attrs.get(prefix + "name")
+            if name is None:
+                break
+            tools.append(
+                {
+                    "name": name,
+                    "description": attrs.get(prefix + "description"),
+                    "parameters": attrs.get(prefix + "parameters"),
+                }
+            )
+        return tools

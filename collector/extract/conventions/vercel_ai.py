@@ -17,8 +17,8 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
-from toolscore.collector.extract.conventions.common import error_of, load_json, message_text, string
-from toolscore.collector.extract.conventions.genai import GenAIExtractor
+from toolscore.collector.extract.conventions.common import error_of, json_list, load_json, message_text, string
+from toolscore.collector.extract.conventions.genai import TOOL_KEYS, GenAIExtractor, read_genai_tools
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["VercelAIExtractor"]
@@ -36,12 +36,15 @@ __all__ = ["VercelAIExtractor"]
 #   model  ai.generateText.doGenerate | ai.streamText.doStream: ai.response.toolCalls (JSON array
 #          of {toolCallId, toolName, input | args}; `input` is an object in v7, a JSON string in v6)
 #   other  ai.generateObject, ai.streamObject, ai.embed, ...: OTHER
+#   tools offered: ai.prompt.tools on model spans (array of JSON strings {type, name, description,
+#          parameters | inputSchema}); v7 gen_ai scope: gen_ai.tool.definitions
 
 GENAI_SCOPE: Final = "gen_ai"
 OPERATION_ID: Final = "ai.operationId"
 RUN_OPERATIONS: Final = frozenset({"ai.generateText", "ai.streamText"})
 MODEL_OPERATIONS: Final = frozenset({"ai.generateText.doGenerate", "ai.streamText.doStream"})
 TOOL_OPERATION: Final = "ai.toolCall"
+PROMPT_TOOLS: Final = "ai.prompt.tools"
 _GENAI = GenAIExtractor()
 
 
@@ -74,6 +77,7 @@ class VercelAIExtractor:
 
     name = "vercel_ai"
     gate = Gate(scopes=frozenset({GENAI_SCOPE}), keys=frozenset({OPERATION_ID}))
+    tool_keys = (PROMPT_TOOLS, *TOOL_KEYS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`ai.generateText`/`ai.streamText` is a run and `ai.toolCall` a tool execution.
@@ -108,3 +112,10 @@ class VercelAIExtractor:
                 output=string(attrs, "ai.response.text"),
             )
         return IssuedCalls(_issued(attrs.get("ai.response.toolCalls")))
+
+    def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        """`ai.prompt.tools` (each entry a definition's JSON text); the v7 `gen_ai` scope as OTel GenAI."""
+        if span.scope == GENAI_SCOPE:
+            return read_genai_tools(span, role)
+        tools = span.attributes.get(PROMPT_TOOLS)
+        return [] if tools is None or role is Role.TOOL else json_list(tools)

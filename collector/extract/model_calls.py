@@ -1,0 +1,246 @@
+"""Tool calls seen only in the model's output: the model issued them and no tool span recorded them.
+
+Some instrumentations trace the model and not the tools (opentelemetry-instrumentation-openai-v2 in the
+newest GenAI form: `chat` spans under an `invoke_agent` span, no `execute_tool` span at all), and some
+frameworks leave one kind of call untraced (smolagents' managed sub-agents: the sub-agent's run is
+traced, the caller's call of it is not). The call is still one the run made: the model's response lists it.
+
+Rule: a tool call that a model response of a run lists (an LLM span the run owns, see `runs`) and that
+no tool span of the run claims is a call of that run, marked `ToolCall.model_only`, in the model's order
+and placed among the run's other calls by the batch rule of `order`. Claims are `order`'s ties (by call
+id, then by name and equal arguments, then by name; a handoff takes the first free call of its
+response), made by every tool span of the run that extraction read, including those it then leaves out
+(the framework's structured-output tool, calls past `max_calls_per_run`) and, as handoffs (their name
+is unknown), the tool spans it could not read. A layer of a call (see `layers`) claims nothing: the call
+it is a layer of does. So no call is counted twice.
+
+- Only outputs are read: the input messages a model span echoes (`gen_ai.input.messages`,
+  `llm.input_messages`) repeat every earlier call of the conversation.
+- A response whose span failed (status ERROR) never reached the agent: it adds no call (it may still tie
+  the tool spans that did run).
+- An issued call that is the framework's structured output (`IssuedCalls.output_tools`: pydantic-ai's
+  `final_result`, which pydantic-ai does not trace) is left out as its span would be
+  (`ExtractConfig.include_output_tools`); it is no call of the agent's, so it is not counted.
+- An issued call without a tool name is left out, counted `model_call_without_name`.
+- Model-only calls join the runs that exist: model spans alone (no run span, no tool span) make no run.
+- A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
+  arguments are the response's, capped as any others.
+
+Cost: a run without model spans reads none. Otherwise, when every model span of the run holds its
+calls as GenAI JSON text (`Extractor.issued_text`), the text is first skimmed without decoding it
+(`skim_claimed`): when it lists no more calls than the run's tool spans carry call ids found in it, all
+are claimed and nothing is decoded. Else each model span is read once, and when every call the
+responses list carries a call id, no two alike, that one of the run's tool spans carries (`all_claimed`),
+no tie is made here (the order still ties when it must, see `order.needs_model_responses`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any
+
+from toolscore.collector.extract.config import ExtractConfig, ExtractStats
+from toolscore.collector.extract.conventions.base import ToolRead
+from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
+from toolscore.collector.extract.order import IssuedBatch, PendingCall
+from toolscore.collector.extract.values import normalize_args
+from toolscore.collector.sources.log_events import BODY_KEY
+from toolscore.collector.spans import SpanRecord, StatusCode
+from toolscore.scorers.model import ToolCall
+
+__all__ = [
+    "all_claimed",
+    "build_model_call",
+    "model_only_calls",
+    "skim_claimed",
+    "tool_responses",
+    "unread_claimer",
+    "with_outcomes",
+]
+
+_TOOL_CALL = '"tool_call"'
+"""In the text of every GenAI `tool_call` part (its type; no encoder escapes ASCII letters)."""
+_SPACED_ID = '"id": "'
+_COMPACT_ID = '"id":"'
+
+
+def unread_claimer() -> ToolRead:
+    """The read that stands for a tool span extraction could not read: a handoff, so it claims the first free
+    call of the latest response before it, whatever that call's name (its own is unknown)."""
+    return ToolRead(name=None, handoff=True)
+
+
+def skim_claimed(claimers: list[PendingCall], texts: list[str]) -> bool:
+    """Whether every call the responses' GenAI `texts` (`Extractor.issued_text`) list is claimed for sure,
+    without decoding them.
+
+    `"tool_call"` occurs at least once per call listed, so its count bounds the calls from above; a
+    claimer whose call id occurs in the text as the value of an `"id"` key claims the call listed with
+    that id, one call per distinct id. When the ids found are at least the bound, every call listed is
+    claimed. (An `"id"` key elsewhere in a response, in a call's arguments, whose value is the call id of
+    another of the run's tool spans would be taken for a listed call: the skim trusts that no response
+    does that.) The key is looked up as JSON encoders write it, `"id": "` (Python's default) or `"id":"`
+    (compact, JavaScript), whichever the text uses; ids that JSON must escape are not found, and the
+    responses are then read.
+    """
+    listing = [text for text in texts if _TOOL_CALL in text]  # most runs end on a response that lists none
+    if not listing:
+        return True
+    text = listing[0] if len(listing) == 1 else "\n".join(listing)
+    bound = text.count(_TOOL_CALL)
+    if bound > len(claimers):
+        return False
+    key = _SPACED_ID if _SPACED_ID in text else _COMPACT_ID
+    found: set[str] = set()
+    for claimer in claimers:
+        call_id = claimer.read.call_id
+        if call_id and call_id not in found and f'{key}{call_id}"' in text:
+            found.add(call_id)
+    return len(found) >= bound
+
+
+def all_claimed(claimers: list[PendingCall], batches: list[IssuedBatch]) -> bool:
+    """Whether every call the responses list is claimed for sure, without tying: each has a call id, no two
+    the same, that one of `claimers` carries (the tie by id then gives each of them its tool span)."""
+    ids = {call.read.call_id for call in claimers}
+    seen: set[str] = set()
+    for batch in batches:
+        for issued in batch.calls:
+            call_id = issued.call_id
+            if call_id is None or call_id not in ids or call_id in seen:
+                return False
+            seen.add(call_id)
+    return True
+
+
+def model_only_calls(
+    batches: list[IssuedBatch], used: set[tuple[str, int]], config: ExtractConfig, stats: ExtractStats
+) -> list[PendingCall]:
+    """The calls of `batches` no claimer tied (`used`: `order.tie_calls`), each tied to its response."""
+    found: list[PendingCall] = []
+    for batch in batches:
+        span = batch.span
+        if span.status_code == StatusCode.ERROR:
+            continue
+        span_id = span.span_id
+        for index, issued in enumerate(batch.calls):
+            if (span_id, index) in used:
+                continue
+            name, call_id = issued.name, issued.call_id
+            if name in batch.output_tools and not config.include_output_tools:
+                continue
+            if not (name and isinstance(name, str)):
+                stats.skip("model_call_without_name")
+                continue
+            read = ToolRead(name=name, args=issued.args, call_id=call_id if isinstance(call_id, str) else None)
+            found.append(PendingCall(span, read, issued, span_id, index, model_only=True))
+    return found
+
+
+def build_model_call(call: PendingCall, config: ExtractConfig, stats: ExtractStats) -> ToolCall:
+    """The `ToolCall` of a model-only call: the response's name, id and arguments, nothing a tool span gives."""
+    read = call.read
+    args, state, cut = normalize_args(read.args, config)
+    stats.args_truncated += cut
+    name, call_id = read.name, read.call_id
+    fields = {
+        "name": name,
+        "args": args,
+        "args_state": state,
+        "result": None,
+        "call_id": call_id,
+        "error": False,
+        "error_type": None,
+        "start_ns": None,
+        "end_ns": None,
+        "span_id": None,
+        "state": None,
+        "message_index": 0,
+        "final": False,
+        "model_only": True,
+    }
+    if type(name) is str and (call_id is None or type(call_id) is str):  # as `build_call`: see there
+        return ToolCall.trusted(fields, _MODEL_FIELDS)
+    return ToolCall(**{key: fields[key] for key in _MODEL_FIELDS})
+
+
+_MODEL_FIELDS = frozenset(("name", "args", "args_state", "call_id", "model_only"))
+"""The fields `build_model_call` gives; the others keep their defaults, unset as validation leaves them."""
+
+
+def with_outcomes(
+    calls: tuple[ToolCall, ...],
+    offered: AbstractSet[str],
+    models: list[SpanRecord],
+    step_errors: list[str | None],
+) -> tuple[ToolCall, ...]:
+    """`calls` with each model-only call's outcome, which no tool span records: a call of a tool the model was not
+    offered failed (the framework has no such tool: `unknown_tool`); so did one whose step failed (`step_errors`,
+    aligned with `calls`: the error type of the span around the model response that issued it, when that span
+    is no run span and ended in error, as smolagents' step does when it refuses a call's arguments); else its
+    result is what the agent answered the model with, from a later model request's tool message for its call
+    id, and a result that starts with "Error" (how frameworks and hand-written loops report a failed tool to the
+    model) failed.
+
+    Only model-only calls change, and only when the run has one: the rest of the run is left as it is.
+    """
+    if not any(call.model_only for call in calls):
+        return calls
+    responses = tool_responses(models)
+    return tuple(
+        _outcome(call, offered, responses, step_error) if call.model_only else call
+        for call, step_error in zip(calls, step_errors, strict=True)
+    )
+
+
+def _outcome(
+    call: ToolCall, offered: AbstractSet[str], responses: Mapping[str, str], step_error: str | None
+) -> ToolCall:
+    if offered and call.name not in offered:
+        return call.model_copy(update={"error": True, "error_type": "unknown_tool"})
+    if step_error is not None:
+        return call.model_copy(update={"error": True, "error_type": step_error})
+    text = responses.get(call.call_id) if call.call_id is not None else None
+    if text is None:
+        return call
+    failed = text.lstrip()[:5].lower() == "error"
+    return call.model_copy(update={"result": text, "error": failed, "error_type": ERROR_TYPE_OTHER if failed else None})
+
+
+def tool_responses(models: list[SpanRecord]) -> dict[str, str]:
+    """Tool results the agent sent back to the model, by call id, from the model spans' input messages: GenAI
+    `tool_call_response` parts (`gen_ai.input.messages`, or a `gen_ai.tool.message` event), OpenInference
+    `llm.input_messages.<i>.message` of role `tool`."""
+    found: dict[str, str] = {}
+    for span in models:
+        attrs = span.attributes
+        messages = load_json(attrs.get("gen_ai.input.messages"))
+        for message in messages if isinstance(messages, list) else ():
+            parts = message.get("parts") if isinstance(message, Mapping) else None
+            for part in parts if isinstance(parts, list) else ():
+                if isinstance(part, Mapping) and part.get("type") == "tool_call_response":
+                    _keep(found, part.get("id"), part.get("response"))
+        for event in span.events:
+            if event.name == "gen_ai.tool.message":
+                body = event.attributes.get(BODY_KEY)
+                if isinstance(body, Mapping):
+                    _keep(found, body.get("id"), body.get("content"))
+        for i in range(_MAX_MESSAGES):
+            role = attrs.get(f"llm.input_messages.{i}.message.role")
+            if role is None:
+                break
+            if role == "tool":
+                prefix = f"llm.input_messages.{i}.message."
+                _keep(found, attrs.get(prefix + "tool_call_id"), attrs.get(prefix + "content"))
+    return found
+
+
+_MAX_MESSAGES = 256
+"""Input messages read per model span, as the flattened attributes are probed one index after another."""
+
+
+def _keep(found: dict[str, str], call_id: Any, text: Any) -> None:
+    if isinstance(call_id, str) and call_id and call_id not in found:
+        found[call_id] = text if isinstance(text, str) else json.dumps(text, default=str)

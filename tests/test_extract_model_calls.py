@@ -1,0 +1,311 @@
+"""Calls seen only in the model's output: counted once, in the model's order, in the run owning the response."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from toolscore.collector.extract import EXTRACTORS, ExtractConfig, ExtractStats, Role, rebuild_runs
+from toolscore.collector.extract.conventions.base import Read
+from toolscore.collector.sources import read_trace_file
+from toolscore.collector.spans import SpanRecord
+from toolscore.scorers import AgentRun
+
+from .test_extract_support import Traces, genai_chat, genai_run, genai_tool
+
+TRACES = Path(__file__).parent / "testdata" / "traces"
+OI = "openinference.instrumentation.openai_agents"
+KIND = "openinference.span.kind"
+
+
+def _calls(run: AgentRun) -> list[tuple[str, str | None, bool]]:
+    return [(c.name, c.call_id, c.model_only) for c in run.calls]
+
+
+def test_openai_v2_latest_capture_gives_its_calls_from_the_chat_spans_alone() -> None:
+    stats = ExtractStats()
+
+    (run,) = rebuild_runs(read_trace_file(TRACES / "openai-v2-latest" / "c_parallel.pb"), stats=stats)
+
+    assert [(c.name, c.args, c.call_id, c.model_only) for c in run.calls] == [
+        ("get_weather", {"city": "Tokyo"}, "call_c1", True),
+        ("get_time", {"timezone": "Asia/Tokyo"}, "call_c2", True),
+        ("get_stock_price", {"symbol": "SONY"}, "call_c3", True),
+    ]
+    assert all(c.span_id is None and c.start_ns is None for c in run.calls)
+    # no tool span records a result: each is what the loop answered the model with, in the next chat's input
+    assert [c.result for c in run.calls] == ['{"city": "Tokyo", "temp": 21, "unit": "celsius"}', "12:00", "123.45"]
+    assert stats.model_only_calls == 3
+    assert run.calls[0].to_json() == {
+        "name": "get_weather",
+        "args": {"city": "Tokyo"},
+        "call_id": "call_c1",
+        "error": False,
+        "model_only": True,
+    }
+
+
+def test_no_capture_with_tool_spans_gains_a_model_only_call() -> None:
+    for framework in ("pydantic-ai", "openai-agents", "vercel-ai"):
+        for path in sorted((TRACES / framework).glob("*.pb")):
+            stats = ExtractStats()
+            runs = rebuild_runs(read_trace_file(path), stats=stats)
+            assert not any(c.model_only for run in runs for c in run.calls), path
+            assert stats.model_only_calls == 0
+    mcp = rebuild_runs(read_trace_file(Path(__file__).parent / "testdata" / "mcp" / "a_tools_through_mcp.pb"))
+    assert [(c.name, c.model_only) for run in mcp for c in run.calls] == [("get_weather", False), ("get_time", False)]
+
+
+def test_a_call_without_tool_span_takes_its_place_in_the_model_order() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {"i": 1}), ("c2", "v", {}), ("c3", "w", {"i": 3})), parent=run, start=1)
+    t.span("execute_tool w", genai_tool("w", "c3", {"i": 3}), parent=run, start=10)
+    t.span("execute_tool w", genai_tool("w", "c1", {"i": 1}), parent=run, start=10)
+    t.span("chat", genai_chat(("c4", "s", {})), parent=run, start=20)
+    t.span("execute_tool s", genai_tool("s", "c4"), parent=run, start=30)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert _calls(built) == [("w", "c1", False), ("v", "c2", True), ("w", "c3", False), ("s", "c4", False)]
+    assert built.calls[1].args == {}
+
+
+def test_tool_spans_without_call_ids_claim_by_name_and_arguments() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {"city": "Oslo"}), ("c2", "w", {"city": "Rome"})), parent=run, start=1)
+    t.span("execute_tool w", genai_tool("w", None, {"city": "Rome"}), parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.args, c.call_id, c.model_only) for c in built.calls] == [
+        ({"city": "Oslo"}, "c1", True),
+        ({"city": "Rome"}, "c2", False),
+    ]
+
+
+def test_a_response_no_tool_span_ran_starts_its_batch_when_the_response_ends() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "x", {})), parent=run, start=1, end=5)
+    t.span("execute_tool y", genai_tool("y", "c_y"), parent=run, start=3)  # issued by no recorded response
+    t.span("chat", genai_chat(("c2", "z", {})), parent=run, start=6, end=8)
+    t.span("execute_tool y", genai_tool("y", "c_late"), parent=run, start=7)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert _calls(built) == [("y", "c_y", False), ("x", "c1", True), ("y", "c_late", False), ("z", "c2", True)]
+
+
+def test_a_failed_response_adds_no_call() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {})), parent=run, start=1, error="stream cut")
+    t.span("chat", genai_chat(("c2", "w", {})), parent=run, start=5)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert _calls(built) == [("w", "c2", True)]
+
+
+def test_input_history_is_never_read_for_calls() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    history = [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c0", "name": "w", "arguments": {}}]}]
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps(history),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]),
+    }
+    t.span("chat", chat, parent=run, start=1)
+    oi_history = {KIND: "LLM", "llm.input_messages.0.message.tool_calls.0.tool_call.function.name": "w"}
+    t.span("response", oi_history, parent=run, start=2, scope=OI)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert built.calls == ()
+
+
+def test_model_spans_alone_make_no_run() -> None:
+    t = Traces()
+    root = t.span("app", start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {})), parent=root, start=1)
+
+    assert rebuild_runs(t.records()) == []
+
+
+def test_a_folded_layer_and_a_handoff_stay_one_call_each() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span(
+        "chat",
+        genai_chat(
+            ("c1", "w", {}),
+        ),
+        parent=run,
+        start=1,
+    )
+    outer = t.span("execute_tool w", genai_tool("w", "c1"), parent=run, start=10, end=20)
+    t.span("execute_tool w", genai_tool("w"), parent=outer, start=11)  # the MCP client's layer, no call id
+    triage = t.span("triage", {KIND: "AGENT", "agent.name": "triage"}, start=200, end=300, scope=OI)
+    llm = {
+        KIND: "LLM",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "call_h",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "transfer_to_billing",
+    }
+    t.span("response", llm, parent=triage, start=201, scope=OI)
+    t.span("handoff to billing", {KIND: "TOOL", "input.value": "triage"}, parent=triage, start=210, scope=OI)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert {r.agent_name: _calls(r) for r in runs} == {
+        "a": [("w", "c1", False)],
+        "triage": [("transfer_to_billing", "call_h", False)],
+    }
+    assert stats.skipped["tool_layer"] == 1
+
+
+def _pydantic_chat(*names: str, output_tools: list[str] | None) -> dict[str, Any]:
+    attrs = genai_chat(*((f"c_{n}", n, {}) for n in names))
+    if output_tools is not None:
+        params = {"function_tools": [], "output_tools": [{"name": n} for n in output_tools]}
+        attrs["model_request_parameters"] = json.dumps(params)
+    return attrs
+
+
+def test_structured_output_tools_are_never_model_only_calls() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100, scope="pydantic-ai")
+    t.span(
+        "chat m",
+        _pydantic_chat("w", "final_result", output_tools=["final_result"]),
+        parent=run,
+        start=1,
+        scope="pydantic-ai",
+    )
+    t.span("chat m", _pydantic_chat("answer", output_tools=None), parent=run, start=20, scope="pydantic-ai")
+    t.span("chat m", _pydantic_chat("final_result", output_tools=None), parent=run, start=30, scope="pydantic-ai")
+    output_fn = {**genai_tool("answer", "c_answer"), "logfire.msg": "running output function: answer"}
+    t.span("execute_tool answer", output_fn, parent=run, start=25, scope="pydantic-ai")
+    stats = ExtractStats()
+
+    (built,) = rebuild_runs(t.records(), stats=stats)
+    (kept,) = rebuild_runs(t.records(), ExtractConfig(include_output_tools=True))
+
+    assert _calls(built) == [("w", "c_w", True)]
+    assert stats.skipped["output_tool"] == 1
+    assert _calls(kept) == [
+        ("w", "c_w", True),
+        ("final_result", "c_final_result", True),
+        ("answer", "c_answer", False),
+        ("final_result", "c_final_result", True),
+    ]
+
+
+class _Broken:
+    """A convention whose reader fails on the tool spans it claims."""
+
+    name = "broken"
+
+    def classify(self, span: SpanRecord) -> Role | None:
+        return Role.TOOL if span.name == "broken" else None
+
+    def read(self, span: SpanRecord, role: Role) -> Read:
+        raise ValueError("unreadable")
+
+
+def test_an_unreadable_tool_span_still_claims_the_call_it_ran() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {}), ("c2", "v", {})), parent=run, start=1)
+    t.span("broken", parent=run, start=10)
+    t.span("execute_tool v", genai_tool("v", "c2"), parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records(), extractors=(_Broken(), *EXTRACTORS))
+
+    assert _calls(built) == [("v", "c2", False)]
+
+
+def test_a_sub_agents_call_without_tool_span_stays_in_the_callers_run() -> None:
+    t = Traces()
+    caller = t.span("invoke_agent boss", genai_run("boss"), start=0, end=100)
+    t.span(
+        "chat",
+        genai_chat(
+            ("c_sub", "researcher", {"task": "find"}),
+        ),
+        parent=caller,
+        start=1,
+        end=5,
+    )
+    sub = t.span("invoke_agent researcher", genai_run("researcher"), parent=caller, start=10, end=50)
+    t.span(
+        "chat",
+        genai_chat(
+            ("c_s", "search", {}),
+        ),
+        parent=sub,
+        start=11,
+        end=12,
+    )
+    t.span("execute_tool search", genai_tool("search", "c_s"), parent=sub, start=13)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, _calls(r)) for r in runs] == [
+        ("boss", [("researcher", "c_sub", True)]),
+        ("researcher", [("search", "c_s", False)]),
+    ]
+    assert runs[1].parent_span_id == runs[0].span_id
+
+
+def test_a_response_listing_more_calls_than_the_tool_spans_is_read() -> None:
+    """Every listed call's id is quoted by a tool span, yet one more call is listed: the skim must not pass."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {"note": "c2"}), ("c3", "w", {})), parent=run, start=1)
+    t.span("execute_tool w", genai_tool("w", "c1"), parent=run, start=10, end=11)
+    t.span("execute_tool w", genai_tool("w", "c2"), parent=run, start=12, end=13)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert _calls(built) == [("w", "c1", False), ("w", "c3", True), ("w", "c2", False)]
+
+
+def test_model_only_calls_count_within_the_per_run_limit_and_nameless_ones_are_counted() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    parts = [{"type": "tool_call", "id": f"c{i}", "name": "w", "arguments": {}} for i in range(4)]
+    parts.append({"type": "tool_call", "id": "c_anon", "arguments": {}})
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+    t.span("chat", chat, parent=run, start=1)
+    stats = ExtractStats()
+
+    (built,) = rebuild_runs(t.records(), ExtractConfig(max_calls_per_run=3), stats)
+
+    assert [c.call_id for c in built.calls] == ["c0", "c1", "c2"]
+    assert stats.skipped["calls_over_limit"] == 1
+    assert stats.skipped["model_call_without_name"] == 1
+
+
+def test_a_model_only_call_fails_when_its_tool_was_not_offered_or_answered_an_error() -> None:
+    """Unknown tools (CrewAI and LlamaIndex answer "Tool not found"), and an error fed back as the tool's result
+    by a hand-written loop (openai-v2): the outcome a tool span would have recorded, from what the agent did."""
+    unknown = rebuild_runs(read_trace_file(TRACES / "crewai" / "model_only_unknown_tool.pb"))
+    retried = rebuild_runs(read_trace_file(TRACES / "openai-v2-latest" / "e_tool_error_retry.pb"))
+
+    assert [(c.name, c.model_only, c.error, c.error_type) for c in unknown[0].calls] == [
+        ("get_forecast", True, True, "unknown_tool"),
+        ("get_weather", False, False, None),
+    ]
+    assert [(c.args, c.error, c.result) for c in retried[0].calls] == [
+        ({"city": "Atlantis"}, True, "Error: unknown city: Atlantis"),
+        ({"city": "Lisbon"}, False, "24C and sunny in Lisbon"),
+    ]
