@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # mypy cannot follow the editable install's import hook, so it reads the packages through links named as imported.
 TYPEROOT := $(VENV)/typecheck
 
-.PHONY: run test lint typecheck unit bench bench-env proto clean system-deps
+.PHONY: run test lint typecheck unit bench bench-env fuzz proto clean system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
@@ -58,6 +58,14 @@ bench-env: $(BENCH_STAMP)
 
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BIN)/python -m tests.bench
+
+# Coverage-guided fuzzing of the readers of untrusted bytes (tests/fuzz/targets.py), FUZZ_SECONDS per target;
+# not part of `make test` (which runs the targets on their seeds: tests/test_fuzz_targets.py).
+FUZZ_SECONDS ?= 60
+
+fuzz: $(STAMP)
+	$(BIN)/python -c 'import atheris' 2>/dev/null || $(BIN)/python -m pip install -q -e '.[fuzz]'
+	$(BIN)/python -m tests.fuzz --seconds $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(VENV) .venv-bench build *.egg-info .mypy_cache .pytest_cache .ruff_cache

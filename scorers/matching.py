@@ -12,7 +12,6 @@ what Python's `==` says (`True == 1` in Python, not in JSON).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from toolscore.scorers.json_equality import ArgsTest, equality_test, json_equal
 from toolscore.scorers.key_paths import MISSING, drop_path, lookup_path
 from toolscore.scorers.model import JsonValue, ToolCall
+from toolscore.scorers.regex import Pattern, RegexError, compile_pattern
 
 __all__ = [
     "AnyMatcher",
@@ -53,27 +53,33 @@ class AnyMatcher(BaseModel):
 
 
 class RegexMatcher(BaseModel):
-    """A string that the pattern matches in full (`re.fullmatch`); non-strings never match."""
+    """A string that the pattern matches in full (`re.fullmatch`); non-strings never match.
+
+    The pattern runs on RE2 (`toolscore.scorers.regex`), linear in the argument's length: arguments are
+    whatever the agent sent, and a backtracking pattern on them could stall scoring."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     type: Literal["regex"] = "regex"
-    pattern: str = Field(description="A Python regular expression, matched against the whole string.")
-    _compiled: re.Pattern[str] = PrivateAttr()
+    pattern: str = Field(
+        description="An RE2 regular expression (Python syntax without backreferences or lookaround), matched "
+        "against the whole string."
+    )
+    _compiled: Pattern = PrivateAttr()
 
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression: {exc}") from exc
+            compile_pattern(value)
+        except RegexError as exc:
+            raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
         return value
 
     def model_post_init(self, context: Any) -> None:
-        self._compiled = re.compile(self.pattern)
+        self._compiled = compile_pattern(self.pattern)
 
     def test(self, value: JsonValue) -> bool:
-        return type(value) is str and self._compiled.fullmatch(value) is not None
+        return type(value) is str and self._compiled.fullmatch(value)
 
 
 class NumberMatcher(BaseModel):

@@ -20,6 +20,7 @@ from tests.bench import (
     bench_extract,
     bench_inprocess,
     bench_peers,
+    bench_regex,
     bench_registry,
     bench_scale,
     bench_scorers,
@@ -31,6 +32,12 @@ EXPECTED_FIGURES = {
     + [f"scorer.trajectory_{mode}.{n}calls.evals_per_s" for mode in ("exact", "flexible") for n in (5, 50)],
     bench_extract: ["extract.spans_per_s", "extract.baseline.spans_per_s", "extract.decode.spans_per_s"],
     bench_registry: ["registry.match.10.matches_per_s", "registry.match.200.matches_per_s"],
+    bench_regex: [
+        "regex.re2.4kb.benign.matches_per_s",
+        "regex.re.4kb.benign.matches_per_s",
+        "regex.re2.4kb.probe.matches_per_s",
+        "regex.re2.4kb.fullmatch.matches_per_s",
+    ],
     bench_inprocess: [
         "inprocess.us_per_span",
         "inprocess.baseline.us_per_span",

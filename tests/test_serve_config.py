@@ -499,20 +499,45 @@ def test_a_forward_tls_file_that_cannot_be_read_exits_1_naming_its_key(
     assert result.stderr.endswith(f"toolscore serve: cannot start: forwarder: {told}\n")
 
 
-def test_invalid_expectation_files_exit_1_listing_each_problem_under_registry_files(tmp_path: Path) -> None:
-    """One problem per line, as the configuration's own are, blamed on the files rather than the store."""
+def test_invalid_expectation_files_exit_2_listing_each_problem_under_registry_files(tmp_path: Path) -> None:
+    """One problem per line, as the configuration's own are, blamed on the files rather than the store; and
+    status 2, as for every other configuration error."""
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: e\nenabled: maybe\nmatch: {agent: a}\nscorers: [{type: trajectry}]\n")
     env = {"TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0"}
     env |= {"TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false", "TOOLSCORE_REGISTRY__FILES": f'["{bad}", "nope.yaml"]'}
     result = _serve(cwd=tmp_path, env=env)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr.endswith(
         "toolscore serve: cannot start: invalid expectation files (registry.files):\n"
         f"  {bad}:2: enabled: expected true or false, got 'maybe'\n"
         f"  {bad}:4: scorers[0]: unknown type 'trajectry'; did you mean `trajectory`?\n"
         "  nope.yaml: <root>: cannot read: No such file or directory\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "told"),
+    [
+        (b'name: e\nmatch: {agent: "\xff"}\n', 2, "not UTF-8 text: byte 0xff at offset 24 (invalid start byte)"),
+        (b"[" * 3000 + b"]" * 3000, 1, "nests deeper than 24 levels, the limit of a document"),
+    ],
+    ids=["not_utf8", "3000_deep"],
+)
+def test_an_unreadable_expectation_file_exits_2_naming_the_file(
+    tmp_path: Path, content: bytes, line: int, told: str
+) -> None:
+    """Not the store (`registry store: 'utf-8' codec can't decode...`), and no traceback."""
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    env = {"TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "127.0.0.1:0"}
+    env |= {"TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false", "TOOLSCORE_REGISTRY__FILES": f'["{bad}"]'}
+    result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert result.stderr.endswith(
+        f"toolscore serve: cannot start: invalid expectation files (registry.files):\n  {bad}:{line}: <root>: {told}\n"
+    )
+    assert "Traceback" not in result.stderr
 
 
 def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path) -> None:

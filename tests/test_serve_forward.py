@@ -109,6 +109,29 @@ def test_stopped_downstream_gets_the_spans_once_it_is_back(downstream: GrpcDowns
     forwarder.shutdown(1)
 
 
+def test_forwarding_resumes_within_the_retry_backoff_after_an_outage_long_enough_to_grow_grpcs_own() -> None:
+    """gRPC's channel waits out its own reconnect backoff (1 s, x1.6 a failure) before connecting again: after
+    6 s down, forwarding resumed 3-4 s after the downstream came back, though the retries waited at most
+    0.25 s x 1.5. The channel's backoff is held to the forwarder's."""
+    downstream, counts = GrpcDownstream(), Counts()
+    config = ForwardConfig(
+        endpoint=downstream.endpoint, backoff_initial_s=0.05, backoff_max_s=0.25, max_retry_s=60, timeout_s=2
+    )
+    forwarder = Forwarder(config, counts)
+    try:
+        downstream.stop()
+        assert forwarder.submit(sdk_request(2).SerializeToString(), 2)
+        time.sleep(6)
+        downstream.start()
+        back = time.monotonic()
+        assert wait_until(lambda: counts.counts["sent"] == 2, 10, poll_s=0.01)
+        resumed_s = time.monotonic() - back
+    finally:
+        forwarder.shutdown(1)
+        downstream.stop()
+    assert resumed_s < 1.0
+
+
 def test_requests_beyond_the_queue_are_counted_as_dropped_and_the_rest_delivered(downstream: GrpcDownstream) -> None:
     counts = Counts()
     config = ForwardConfig(endpoint=downstream.endpoint, queue_max_requests=2, senders=1, **FAST)

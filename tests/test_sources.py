@@ -556,3 +556,15 @@ def test_all_zero_ids_are_skipped_and_counted() -> None:
     stats = DecodeStats()
     assert spans_from_request(req, stats) == []
     assert stats.skipped == {"bad_trace_id": 1, "bad_span_id": 1}
+
+
+def test_invalid_utf8_in_a_json_body_names_its_byte_once() -> None:
+    with pytest.raises(SpanDecodeError) as caught:
+        spans_from_json_bytes(b'{"resourceSpans": [{"x": "\xc3\x28"}]}')
+    assert str(caught.value) == "byte 26: invalid UTF-8 (invalid continuation byte)"
+
+
+@pytest.mark.parametrize("data", [b"[" * 3000 + b"]" * 3000, b'{"resourceSpans": ' + b"[" * 3000])
+def test_json_nested_thousands_deep_is_a_decode_error_not_a_recursion_error(data: bytes) -> None:
+    with pytest.raises(SpanDecodeError, match="nested too deeply"):
+        spans_from_json_bytes(data)

@@ -4,7 +4,9 @@ Every subcommand takes the same target options: `--server host:port` (with `--to
 talks to a registry server over gRPC; without it the store `--db` names is used directly: a SQLite
 file, or the PostgreSQL database a `postgresql://` URL names (the one the collector replicas share). Both
 paths raise the registry's own errors, so messages and exit codes are the same either way: 0 on
-success, 1 when the registry refused (invalid, not found, conflict) or could not be reached.
+success, 1 when the registry refused (invalid, not found, conflict) or could not be reached, 2 when a file
+`apply` was given cannot be read as YAML/JSON at all (not UTF-8, not YAML, nested past the limit), as for a
+path that does not exist.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import yaml
 if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
     from toolscore.collector.registry.client import RegistryClient
     from toolscore.collector.registry.config import PostgresStoreConfig, SqliteStoreConfig
-    from toolscore.collector.registry.errors import NoRegistryTables
+    from toolscore.collector.registry.errors import NoRegistryTables, Problem
     from toolscore.collector.registry.model import Expectation
     from toolscore.collector.registry.registry import ApplyAction, Registry
     from toolscore.collector.registry.store import Change, ExpectationStore
@@ -329,6 +331,30 @@ def expectations_group() -> None:
     """Manage expectations: which runs to score, and how."""
 
 
+class _UnreadableFiles(click.ClickException):
+    """Files given that cannot be read as YAML/JSON: a bad argument (exit 2, as click's for a missing path)."""
+
+    exit_code = 2
+
+
+def _load(paths: tuple[str, ...]) -> builtins.list[Expectation]:
+    """The expectations in `paths`; a file that cannot be read at all is named, one line per problem."""
+    from toolscore.collector.registry.errors import UnreadableFiles
+    from toolscore.collector.registry.files import load_paths
+
+    try:
+        return load_paths(paths)
+    except UnreadableFiles as exc:
+        raise _UnreadableFiles("\n".join(map(_file_problem, exc.problems))) from None
+
+
+def _file_problem(problem: Problem) -> str:
+    """`file:line: message`, with the field only when there is one (a file unread has none)."""
+    where = ":".join(str(part) for part in (problem.file, problem.line) if part is not None)
+    what = f"{problem.field}: {problem.message}" if problem.field else problem.message
+    return f"{where}: {what}" if where else what
+
+
 @expectations_group.command("apply")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @_target_options
@@ -337,10 +363,8 @@ def apply_command(paths: tuple[str, ...], target: _Target) -> None:
 
     Everything is validated before anything is written; prints what changed.
     """
-    from toolscore.collector.registry.files import load_paths
-
     with _backend(target, create=True) as backend:
-        results = backend.apply(load_paths(paths))
+        results = backend.apply(_load(paths))
     for name, action in results:
         click.echo(f"{name} {action}")
     counts = {a: sum(1 for _, b in results if b == a) for a in ("created", "updated", "unchanged")}

@@ -66,4 +66,4 @@ def serve_command(config_path: Path | None, print_config: bool, log_level: str) 
         sys.exit(run_service(config))
     except ServiceStartError as exc:
         click.echo(f"toolscore serve: cannot start: {exc}", err=True)
-        sys.exit(EXIT_START_FAILED)
+        sys.exit(EXIT_BAD_CONFIG if exc.bad_config else EXIT_START_FAILED)

@@ -9,13 +9,13 @@ a condition when any element does.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo, model_serializer, model_validator
 
 from toolscore.collector.registry.limits import MAX_CONDITION_CHARS, MAX_IN_VALUES, check_text, is_stored
+from toolscore.scorers.regex import Pattern, RegexError, compile_pattern
 
 __all__ = ["OPERATORS", "Condition", "Operator", "as_text"]
 
@@ -61,8 +61,8 @@ def _check_value(op: str, value: Any, limits: bool = True) -> Any:
         _check_size(op, value)
     if op == "regex":
         try:
-            re.compile(value)
-        except re.error as exc:
+            compile_pattern(value)
+        except RegexError as exc:
             raise ValueError(f"bad regex {value!r}: {exc}") from None
     return value
 
@@ -70,7 +70,8 @@ def _check_value(op: str, value: Any, limits: bool = True) -> Any:
 class Condition(BaseModel):
     """`value` (equality), `[a, b]` (in), or one of `{equals|in|regex|exists|contains: ...}`.
 
-    `regex` uses search semantics (anchor with `^...$` for a full match); `contains` is a substring
+    `regex` uses search semantics (anchor with `^...$` for a full match) on RE2, a linear-time engine
+    (`toolscore.scorers.regex`: no backreferences or lookaround, refused when written); `contains` is a substring
     test on text and an element test on list-valued attributes. A missing value satisfies only
     `{exists: false}`.
     """
@@ -80,7 +81,7 @@ class Condition(BaseModel):
     op: Operator
     value: Any
 
-    _pattern: re.Pattern[str] | None = PrivateAttr(default=None)
+    _pattern: Pattern | None = PrivateAttr(default=None)
     _texts: frozenset[str] = PrivateAttr(default=frozenset())
 
     @model_validator(mode="before")
@@ -102,7 +103,7 @@ class Condition(BaseModel):
 
     def model_post_init(self, context: Any) -> None:
         if self.op == "regex":
-            self._pattern = re.compile(self.value)
+            self._pattern = compile_pattern(self.value)
         elif self.op in ("equals", "in"):
             self._texts = frozenset(as_text(v) for v in (self.value if self.op == "in" else (self.value,)))
 
@@ -126,8 +127,8 @@ class Condition(BaseModel):
         if op == "contains":
             return lambda actual: value in actual if type(actual) is str else slow(actual)
         if pattern is not None:
-            search = pattern.search
-            return lambda actual: search(actual) is not None if type(actual) is str else slow(actual)
+            search = pattern.searcher()
+            return lambda actual: search(actual) if type(actual) is str else slow(actual)
         return lambda actual: actual in texts if type(actual) is str else slow(actual)
 
     def holds(self, actual: Any) -> bool:
@@ -146,5 +147,5 @@ class Condition(BaseModel):
         if self.op == "contains":
             return self.value in text
         if self._pattern is not None:
-            return self._pattern.search(text) is not None
+            return self._pattern.search(text)
         return text in self._texts

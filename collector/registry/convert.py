@@ -29,14 +29,16 @@ from toolscore.collector.registry.errors import (
     StoreUnavailable,
     VersionConflict,
 )
+from toolscore.collector.registry.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, too_deep
 from toolscore.collector.registry.model import Expectation, ExpectationScorer, MatchSpec
 from toolscore.collector.registry.store import Change, ChangeKind
-from toolscore.collector.registry.validation import parse_expectation
+from toolscore.collector.registry.validation import UNREADABLE_LABEL, parse_expectation
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.scorers.model import AgentRun, ScoreFailure, ScoreResult
 
 __all__ = [
     "ERROR_DOMAIN",
+    "MAX_REPLY_EXPECTATION_BYTES",
     "change_from_proto",
     "change_to_proto",
     "error_from_status",
@@ -58,6 +60,13 @@ _KINDS: dict[ChangeKind, pb.ChangeKind] = {
 }
 _KIND_NAMES: dict[int, ChangeKind] = {int(v): k for k, v in _KINDS.items()}
 _RESERVED_PARAMS = ("type", "sample_rate")
+_PARAMS_DEPTH = MAX_DOCUMENT_DEPTH - 2
+"""Params sit two levels into a document (`scorers[i]`)."""
+
+MAX_REPLY_EXPECTATION_BYTES = 3 << 19
+"""An expectation message in a reply is at most 1.5 MiB: a history entry carries it twice, and a client takes
+4 MiB in one message. Only a document stored before the write bounds (`limits.py`) can be larger; it is sent
+as a stand-in saying so (`expectation_to_proto`)."""
 
 
 def python_value(value: struct_pb2.Value) -> Any:
@@ -119,24 +128,38 @@ def _match_to_proto(match: MatchSpec) -> pb.MatchSelector:
 
 
 def _scorer_to_proto(scorer: ExpectationScorer) -> pb.ScorerSpec:
+    """Params as `params_json`, and as a Struct too while they are within the write bounds: past them (a
+    document stored before the bounds) a Struct would double the reply, or nest deeper than readers parse."""
     params = {k: v for k, v in scorer.spec.items() if k != "type"}
-    return pb.ScorerSpec(
-        type=str(scorer.spec.get("type", "")),
-        params=struct_from_dict(params),
-        sample_rate=scorer.sample_rate,
-        params_json=json.dumps(params, separators=(",", ":")),
-    )
+    text = json.dumps(params, separators=(",", ":"))
+    out = pb.ScorerSpec(type=str(scorer.spec.get("type", "")), sample_rate=scorer.sample_rate, params_json=text)
+    if len(text) <= MAX_DOCUMENT_BYTES and too_deep(params, _PARAMS_DEPTH) is None:
+        out.params.CopyFrom(struct_from_dict(params))
+    return out
 
 
 def expectation_to_proto(exp: Expectation) -> pb.Expectation:
-    return pb.Expectation(
-        name=exp.name,
-        version=exp.version,
-        enabled=exp.enabled,
-        labels=exp.labels,
-        match=_match_to_proto(exp.match),
-        scorers=[_scorer_to_proto(s) for s in exp.scorers],
-    )
+    """The message for `exp`; one over `MAX_REPLY_EXPECTATION_BYTES` is a disabled stand-in with its name and
+    version, whose `toolscore.unreadable` label says why, so a reply holding it still reaches the client (and
+    the client can still delete or replace it)."""
+    try:
+        out = pb.Expectation(
+            name=exp.name,
+            version=exp.version,
+            enabled=exp.enabled,
+            labels=exp.labels,
+            match=_match_to_proto(exp.match),
+            scorers=[_scorer_to_proto(s) for s in exp.scorers],
+        )
+        size = out.ByteSize()
+    except RecursionError:  # stored before the depth bound, deeper than json or protobuf recurse
+        problem = f"nests deeper than a reply can carry (the write limit is {MAX_DOCUMENT_DEPTH} levels)"
+    else:
+        if size <= MAX_REPLY_EXPECTATION_BYTES:
+            return out
+        problem = f"is {size} bytes as a message, over the {MAX_REPLY_EXPECTATION_BYTES} a reply carries"
+    why = f"stored before the document bounds, it {problem}: delete it, or write it again within them"
+    return pb.Expectation(name=exp.name, version=exp.version, enabled=False, labels={UNREADABLE_LABEL: why})
 
 
 def score_to_proto(
@@ -196,8 +219,8 @@ def _match_doc(match: pb.MatchSelector) -> dict[str, Any]:
     return doc
 
 
-def _scorer_doc(index: int, spec: pb.ScorerSpec) -> dict[str, Any]:
-    params = _params_json(index, spec.params_json) if spec.params_json else _struct_params(spec.params)
+def _scorer_doc(index: int, spec: pb.ScorerSpec, stored: bool) -> dict[str, Any]:
+    params = _params_json(index, spec.params_json, stored) if spec.params_json else _struct_params(spec.params)
     for key in _RESERVED_PARAMS:
         if key in params:
             raise InvalidExpectation.single(f"scorers[{index}].params.{key}", f"set `{key}` on the ScorerSpec itself")
@@ -211,16 +234,25 @@ def _struct_params(params: struct_pb2.Struct) -> dict[str, Any]:
     return {k: python_value(v) for k, v in params.fields.items()}
 
 
-def _params_json(index: int, text: str) -> dict[str, Any]:
-    """`params_json` as a dict; refused, naming the field, when it is not a JSON object."""
+def _params_json(index: int, text: str, stored: bool = False) -> dict[str, Any]:
+    """`params_json` as a dict; refused, naming the field, when it is not a JSON object or (unless `stored`: a
+    reply, which may hold a document written before the bounds) past the document bounds."""
+    field = f"scorers[{index}].params_json"
+    if len(text) > MAX_DOCUMENT_BYTES and not stored:
+        raise InvalidExpectation.single(
+            field, f"is {len(text)} characters long, over the {MAX_DOCUMENT_BYTES} of a document"
+        )
+    deep = f"nests deeper than {_PARAMS_DEPTH} levels, the limit of params ({MAX_DOCUMENT_DEPTH} for a document)"
     try:
         params = json.loads(text)
+    except RecursionError:
+        raise InvalidExpectation.single(field, deep) from None
     except ValueError as exc:
-        raise InvalidExpectation.single(f"scorers[{index}].params_json", f"not JSON: {exc}") from None
+        raise InvalidExpectation.single(field, f"not JSON: {exc}") from None
+    if not stored and too_deep(params, _PARAMS_DEPTH) is not None:
+        raise InvalidExpectation.single(field, deep)
     if not isinstance(params, dict):
-        raise InvalidExpectation.single(
-            f"scorers[{index}].params_json", f"must be a JSON object, got {type(params).__name__}"
-        )
+        raise InvalidExpectation.single(field, f"must be a JSON object, got {type(params).__name__}")
     return params
 
 
@@ -234,7 +266,7 @@ def expectation_from_proto(msg: pb.Expectation, *, with_version: bool = False) -
         "name": msg.name,
         "labels": dict(msg.labels),
         "match": _match_doc(msg.match),
-        "scorers": [_scorer_doc(i, s) for i, s in enumerate(msg.scorers)],
+        "scorers": [_scorer_doc(i, s, with_version) for i, s in enumerate(msg.scorers)],
     }
     if msg.HasField("enabled"):
         doc["enabled"] = msg.enabled

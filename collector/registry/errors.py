@@ -20,6 +20,7 @@ __all__ = [
     "RegistryError",
     "StoreTimeout",
     "StoreUnavailable",
+    "UnreadableFiles",
     "VersionConflict",
 ]
 
@@ -156,3 +157,13 @@ class InvalidExpectation(RegistryError, ValueError):
     @property
     def line(self) -> int | None:
         return self.problems[0].line
+
+
+class UnreadableFiles(InvalidExpectation):
+    """Expectation files of which one at least could not be read as YAML or JSON at all: missing, not UTF-8,
+    not YAML, nested past the document limit. `problems` lists every problem of every file given.
+
+    The command that was given such a file was given a bad argument (as it would be a path that does not
+    exist), not a document the registry refused: `toolscore expectations apply` exits 2, as `toolscore
+    serve` does for any bad file under `registry.files`.
+    """

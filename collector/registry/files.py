@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from toolscore.collector.registry.errors import InvalidExpectation, Problem
+from toolscore.collector.registry.errors import InvalidExpectation, Problem, UnreadableFiles
+from toolscore.collector.registry.limits import MAX_DOCUMENT_DEPTH
 from toolscore.collector.registry.model import Expectation
 from toolscore.collector.registry.poll import Loop
 from toolscore.collector.registry.validation import parse_expectation, warn_if_unmatchable
@@ -33,6 +34,8 @@ EXTENSIONS = (".yaml", ".yml", ".json")
 
 _log = logging.getLogger("toolscore.registry")
 _ABSENT = object()
+_MAX_FILE_DEPTH = MAX_DOCUMENT_DEPTH + 2
+"""A file may wrap its documents in a list, and that in `{expectations: [...]}`."""
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -61,19 +64,47 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
 def _items(doc: yaml.Node, data: Any) -> list[tuple[yaml.Node, Any]]:
     """The expectation documents of one YAML document: a mapping, a list, or `{expectations: [...]}`."""
     if isinstance(doc, yaml.MappingNode) and isinstance(data, dict) and set(data) == {"expectations"}:
-        doc = next(v for k, v in doc.value if getattr(k, "value", None) == "expectations")
+        # the last such key: YAML loaders keep a repeated key's last value, so that is the list in `data`
+        doc = [v for k, v in doc.value if getattr(k, "value", None) == "expectations"][-1]
         data = data["expectations"]
     if isinstance(doc, yaml.SequenceNode) and isinstance(data, list):
         return list(zip(doc.value, data, strict=True))
     return [(doc, data)]
 
 
-def _documents(path: Path) -> list[tuple[yaml.Node, Any]]:
+def _text(path: Path) -> str:
+    """The file as text; one that cannot be read, or is not UTF-8, is refused naming the line of the bad byte."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise InvalidExpectation.single("", f"cannot read: {exc.strerror or exc}", str(path)) from None
     try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = f"not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})"
+        raise InvalidExpectation.single("", message, str(path), line) from None
+
+
+def _check_depth(text: str, path: Path) -> None:
+    """Refuse nesting deeper than a document may be, from the parser's events (which do not recurse) before
+    the node tree is composed (which does: a few thousand levels exhaust Python's stack)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _MAX_FILE_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else None
+                message = f"nests deeper than {MAX_DOCUMENT_DEPTH} levels, the limit of a document"
+                raise InvalidExpectation.single("", message, str(path), line)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _documents(path: Path) -> list[tuple[yaml.Node, Any]]:
+    text = _text(path)
+    try:
+        _check_depth(text, path)
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
         items = []
         for node in nodes:
@@ -85,6 +116,10 @@ def _documents(path: Path) -> list[tuple[yaml.Node, Any]]:
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise InvalidExpectation.single("", f"not valid YAML/JSON: {exc.problem}", str(path), line) from None
+    except yaml.reader.ReaderError as exc:  # a control character: YAML allows none but tab and newlines
+        line = text.count("\n", 0, exc.position) + 1
+        message = f"not valid YAML/JSON: character #x{exc.character:04x} at offset {exc.position} is not allowed"
+        raise InvalidExpectation.single("", message, str(path), line) from None
 
 
 def load_file(path: str | Path) -> list[Expectation]:
@@ -93,15 +128,20 @@ def load_file(path: str | Path) -> list[Expectation]:
 
 
 def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
-    """Every expectation in the files and directories, validated together: names must be unique."""
+    """Every expectation in the files and directories, validated together: names must be unique.
+
+    Raises `InvalidExpectation` listing every problem, `UnreadableFiles` when a file could not be read at all.
+    """
     out: list[Expectation] = []
     problems: list[Problem] = []
     seen: dict[str, str] = {}
+    unreadable = False
     for path in expand_paths(paths):
         try:
             documents = _documents(path)
         except InvalidExpectation as exc:
             problems.extend(exc.problems)
+            unreadable = True
             continue
         for node, data in documents:
             version = data.pop("version", _ABSENT) if isinstance(data, dict) else _ABSENT
@@ -131,7 +171,7 @@ def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
             warn_if_unmatchable(exp, where)
             out.append(exp)
     if problems:
-        raise InvalidExpectation(problems)
+        raise (UnreadableFiles if unreadable else InvalidExpectation)(problems)
     return out
 
 

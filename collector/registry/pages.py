@@ -2,8 +2,10 @@
 
 A client receives at most 4 MiB in one message by default, and a registry can hold more than that (~1,500
 expectations of 40 calls each), as can one expectation's history (each version is a whole document). A
-page ends after `page_size` items (at most `MAX_PAGE_SIZE`) or once it passes `MAX_PAGE_BYTES`, and always
-holds one item, so it stays far below that limit; its token names the last item sent (a name, a `seq`),
+page ends after `page_size` items (at most `MAX_PAGE_SIZE`) or before the item that would take it past
+`MAX_PAGE_BYTES`, and always holds one item; one item is at most `MAX_REPLY_EXPECTATION_BYTES` (twice that
+in a history entry, which carries it as the change and as the version), so a page stays below that limit
+whatever the store holds; its token names the last item sent (a name, a `seq`),
 so the next page starts after it whatever was written or deleted in between. `page_size` 0 keeps the
 replies of clients that predate paging whole.
 """
@@ -20,7 +22,7 @@ __all__ = ["MAX_PAGE_BYTES", "MAX_PAGE_SIZE", "history_page", "list_page", "read
 
 MAX_PAGE_SIZE = 1000
 MAX_PAGE_BYTES = 1 << 20
-"""A page ends after this many items or once it passes this many bytes (it always holds one), far below a
+"""A page ends before the item that would take it past this many bytes (it always holds one), far below a
 client's default 4 MiB message limit."""
 
 
@@ -33,10 +35,10 @@ def list_page(found: list[Expectation], page_size: int) -> pb.ListExpectationsRe
     response = pb.ListExpectationsResponse()
     limit, size = (min(page_size, MAX_PAGE_SIZE) if page_size else len(found)), 0
     for i, exp in enumerate(found):
-        if i == limit or (page_size and size > MAX_PAGE_BYTES):
+        message = None if i == limit else expectation_to_proto(exp)
+        if message is None or (page_size and i and size + message.ByteSize() > MAX_PAGE_BYTES):
             response.next_page_token = found[i - 1].name
             break
-        message = expectation_to_proto(exp)
         size += message.ByteSize()
         response.expectations.append(message)
     return response
@@ -67,13 +69,15 @@ def history_page(changes: list[Change], page_size: int) -> pb.GetExpectationHist
     response = pb.GetExpectationHistoryResponse()
     limit, size = (min(page_size, MAX_PAGE_SIZE) if page_size else len(changes)), 0
     for i, change in enumerate(changes):
-        if i == limit or (page_size and size > MAX_PAGE_BYTES):
+        message = None if i == limit else change_to_proto(change)
+        cost = (
+            0 if message is None else message.ByteSize() + (change.kind != "deleted") * message.expectation.ByteSize()
+        )
+        if message is None or (page_size and i and size + cost > MAX_PAGE_BYTES):
             response.next_page_token = str(changes[i - 1].seq)
             break
-        message = change_to_proto(change)
         response.changes.append(message)
-        size += message.ByteSize()
         if change.kind != "deleted":
             response.versions.append(message.expectation)
-            size += message.expectation.ByteSize()
+        size += cost
     return response

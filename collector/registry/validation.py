@@ -17,7 +17,7 @@ from pydantic_core import ErrorDetails
 
 from toolscore.collector.error_text import error_message
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
-from toolscore.collector.registry.limits import STORED
+from toolscore.collector.registry.limits import STORED, document_problem
 from toolscore.collector.registry.model import Expectation, MatchSpec
 
 __all__ = [
@@ -110,6 +110,9 @@ def parse_expectation(
         return data
     if not isinstance(data, dict):
         raise InvalidExpectation.single("", "an expectation is a mapping", file, locate(()) if locate else None)
+    if not stored and (problem := document_problem(data)) is not None:  # before anything recurses into it
+        loc, message = problem
+        raise InvalidExpectation.single(field_path(loc), message, file, locate(loc) if locate else None)
     try:
         return Expectation.model_validate(data, context={STORED: True} if stored else None)
     except ValidationError as exc:

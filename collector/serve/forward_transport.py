@@ -66,13 +66,29 @@ def _read(path: str | None) -> bytes | None:
     return Path(path).read_bytes() if path else None
 
 
+def _reconnect_options(config: ForwardConfig) -> list[tuple[str, int]]:
+    """The channel's reconnect backoff, held to the forwarder's own.
+
+    A channel whose connection failed does not connect again until its own backoff (1 s, x1.6 per failure,
+    up to 120 s) has passed: calls made meanwhile fail at once with UNAVAILABLE. After a 30 s outage that
+    backoff is ~10 s, so forwarding resumed 15-16 s after the downstream came back, though the forwarder's
+    retries wait at most `backoff_max_s` (x1.5 jitter). With the channel's backoff between the same bounds,
+    the downstream is tried again within about `backoff_max_s` of its return.
+    """
+    initial_ms = max(1, int(config.backoff_initial_s * 1000))
+    max_ms = max(initial_ms, int(config.backoff_max_s * 1000))
+    # Not `grpc.min_reconnect_backoff_ms`: gRPC reads it as the least time a connection attempt is given
+    # (default 20 s), and a slow TLS handshake must still have that.
+    return [("grpc.initial_reconnect_backoff_ms", initial_ms), ("grpc.max_reconnect_backoff_ms", max_ms)]
+
+
 class GrpcTransport:
     """`TraceService/Export` over one channel (gRPC multiplexes the senders' calls on it)."""
 
     def __init__(self, config: ForwardConfig) -> None:
         assert config.endpoint
         target, tls = grpc_target(config.endpoint, config.insecure)
-        options = [("grpc.max_send_message_length", -1)]
+        options = [("grpc.max_send_message_length", -1), *_reconnect_options(config)]
         if tls:
             credentials = grpc.ssl_channel_credentials(
                 _read(config.certificate_file), _read(config.client_key_file), _read(config.client_certificate_file)

@@ -184,10 +184,11 @@ def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult
 def _document(data: bytes) -> Any:
     try:
         return json.loads(data)
-    except UnicodeDecodeError as exc:
-        raise BadPayload(f"invalid UTF-8 at byte {exc.start}: OTLP/JSON must be UTF-8", offset=exc.start) from None
+    except UnicodeDecodeError as exc:  # BadPayload puts the offset first: the message does not repeat it
+        raise BadPayload(f"invalid UTF-8 ({exc.reason}): OTLP/JSON must be UTF-8", offset=exc.start) from None
     except json.JSONDecodeError as exc:
-        raise BadPayload(f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", offset=exc.pos) from None
+        at = f" at line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else ""  # line 1: the offset says it
+        raise BadPayload(f"invalid JSON: {exc.msg}{at}", offset=exc.pos) from None
     except RecursionError:
         raise BadPayload("invalid JSON: nested too deeply") from None
 

@@ -44,7 +44,15 @@ _RECEIVER_SHARE = 0.25
 
 
 class ServiceStartError(RuntimeError):
-    """A component could not start (a port taken, a bad expectations file, an unreachable database)."""
+    """A component could not start (a port taken, a bad expectations file, an unreachable database).
+
+    `bad_config`: the configuration is at fault (the expectation files `registry.files` names), so `toolscore
+    serve` exits 2 as for any configuration error, rather than 1 (a start that failed on the world).
+    """
+
+    def __init__(self, message: str, *, bad_config: bool = False) -> None:
+        super().__init__(message)
+        self.bad_config = bad_config
 
 
 @dataclass
@@ -110,7 +118,7 @@ def _step(what: str, build: Callable[[], Any]) -> Any:
         return build()
     except InvalidExpectation as exc:  # the files are at fault, not the store the registry opened
         problems = "".join(f"\n  {problem}" for problem in exc.problems)
-        raise ServiceStartError(f"invalid expectation files (registry.files):{problems}") from exc
+        raise ServiceStartError(f"invalid expectation files (registry.files):{problems}", bad_config=True) from exc
     except Exception as exc:
         raise ServiceStartError(f"{what}: {exc}") from exc
 

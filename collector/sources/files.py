@@ -85,6 +85,8 @@ def _json_document_or_lines(
         if exc.msg == "Extra data" or _second_line_opens_an_object(text):
             return spans_from_json_lines(text, stats, errors, lambda doc: _document(doc, stats, logs))
         raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
+    except RecursionError:
+        raise SpanDecodeError("invalid JSON: nested too deeply") from None
     return _document(obj, stats, logs)
 
 
@@ -111,6 +113,8 @@ def _frames(data: bytes, stats: DecodeStats | None, logs: LogBatch | None) -> li
             raise SpanDecodeError(f"frame at byte {pos}: {exc.message}", offset=offset) from None
         except ValueError as exc:
             raise SpanDecodeError(f"frame at byte {pos}: invalid JSON: {exc}", offset=start) from None
+        except RecursionError:
+            raise SpanDecodeError(f"frame at byte {pos}: invalid JSON: nested too deeply", offset=start) from None
         pos = start + size
     return out
 

@@ -258,7 +258,9 @@ def _loads(data: bytes | str) -> Any:
     except json.JSONDecodeError as exc:
         raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
     except UnicodeDecodeError as exc:
-        raise SpanDecodeError(f"invalid UTF-8 at byte {exc.start}", offset=exc.start) from None
+        raise SpanDecodeError(f"invalid UTF-8 ({exc.reason})", offset=exc.start) from None  # offset: said once
+    except RecursionError:
+        raise SpanDecodeError("invalid JSON: nested too deeply") from None
 
 
 def spans_from_json_bytes(data: bytes | str, stats: DecodeStats | None = None) -> list[SpanRecord]:

@@ -1,0 +1,1 @@
+"""Fuzz targets for the readers that take untrusted bytes, run with atheris by `make fuzz` (not `make test`)."""

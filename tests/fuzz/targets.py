@@ -1,0 +1,95 @@
+"""One fuzz target per reader of untrusted bytes, and the files of tests/testdata that seed its corpus.
+
+A target feeds the bytes to the reader and lets through only the reader's own refusal (`BadPayload`,
+`SpanDecodeError`, `InvalidExpectation`): any other exception, a hang or a crash is a finding. The targets are
+plain functions, so `tests/test_fuzz_targets.py` runs them on their seeds in `make test` (no atheris needed)
+and they cannot rot between fuzzing sessions.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TARGETS", "Target"]
+
+TESTDATA = Path(__file__).resolve().parent.parent / "testdata"
+_MAX_SPANS = 65536  # receiver.max_spans_per_request's default
+
+
+def otlp_protobuf(data: bytes) -> None:
+    """The OTLP/protobuf body as the receivers read it: the span count on the wire, the parse, the wire walk
+    that locates a parse error, and the span entries the forwarder re-frames."""
+    from toolscore.collector.serve.encode import span_entries
+    from toolscore.collector.serve.otlp_export import BadPayload, parse_proto_request
+
+    try:
+        request = parse_proto_request(data, _MAX_SPANS)
+    except BadPayload:
+        return
+    entries = span_entries(data)
+    spans = sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans)
+    assert entries is None or len(entries) == spans, (len(entries), spans)
+
+
+def otlp_json(data: bytes) -> None:
+    """The OTLP/JSON body as the HTTP receiver reads it, and as a trace file's JSON is read."""
+    from toolscore.collector.serve.otlp_export import BadPayload
+    from toolscore.collector.serve.otlp_json_request import request_from_json
+    from toolscore.collector.sources.errors import SpanDecodeError
+    from toolscore.collector.sources.otlp_json import spans_from_json_bytes
+
+    with contextlib.suppress(BadPayload):
+        request_from_json(data, _MAX_SPANS)
+    with contextlib.suppress(SpanDecodeError):
+        spans_from_json_bytes(data)
+
+
+@functools.cache
+def _files() -> Path:
+    """A directory for the file target's inputs, made on first use and removed at exit."""
+    path = Path(tempfile.mkdtemp(prefix="toolscore-fuzz-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+def expectation_file(data: bytes) -> None:
+    """An expectation file (YAML or JSON) as `toolscore expectations apply` and `registry.files` read it."""
+    from toolscore.collector.registry import InvalidExpectation, load_file
+
+    path = _files() / f"{os.getpid()}.yaml"
+    path.write_bytes(data)
+    with contextlib.suppress(InvalidExpectation):
+        load_file(path)
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    run: Callable[[bytes], None]
+    seeds: Callable[[], list[Path]]
+
+
+def _glob(*patterns: str) -> Callable[[], list[Path]]:
+    return lambda: sorted(p for pattern in patterns for p in TESTDATA.glob(pattern) if p.is_file())
+
+
+TARGETS = {
+    t.name: t
+    for t in (
+        Target("otlp_protobuf", otlp_protobuf, _glob("traces/*/*.pb", "serve/**/*.pb")),
+        Target("otlp_json", otlp_json, _glob("traces/*/*.json", "serve/**/*.json")),
+        Target(
+            "expectation_file",
+            expectation_file,
+            _glob("registry/**/*.yaml", "registry/**/*.json", "cli_expectations/**/*.yaml"),
+        ),
+    )
+}
