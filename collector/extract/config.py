@@ -44,7 +44,8 @@ class ExtractConfig(BaseModel):
         default=4 * 1024,
         ge=0,
         description="Largest string value kept among a run span's attributes (`AgentRun.attributes`), in "
-        "UTF-8 bytes; longer values are cut. Default: 4096.",
+        "UTF-8 bytes; longer values are cut. Also bounds the run's tool catalog (`AgentRun.available_tools`): "
+        "each tool's definition and all of them together. Default: 4096.",
     )
     max_calls_per_run: int = Field(
         default=1000,
