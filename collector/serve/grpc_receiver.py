@@ -271,30 +271,22 @@ def start_grpc_receiver(
     refusals = refusal_pool(config.grpc_max_concurrent_calls)  # waiting refusals hold calls as waiting calls do
     refusal_log = LimitedLog(_log)
     slots = CallSlots(config.grpc_max_concurrent_calls, telemetry, refusals, refusal_log)
-    servicer = TraceServiceReceiver(
-        ingest,
-        config.max_spans_per_request,
-        decodes,
-        telemetry,
-        slots=slots,
-        max_bytes=config.max_message_bytes,
-        refusal_log=refusal_log,
-    )
-    handler = grpc.stream_unary_rpc_method_handler(
-        servicer.Export, response_serializer=ExportTraceServiceResponse.SerializeToString
-    )
-    logs = LogsServiceReceiver(
-        ingest,
-        config.max_spans_per_request,
-        decodes,
-        telemetry,
-        slots=slots,
-        max_bytes=config.max_message_bytes,
-        refusal_log=refusal_log,
-    )
-    logs_handler = grpc.stream_unary_rpc_method_handler(
-        logs.Export, response_serializer=ExportLogsServiceResponse.SerializeToString
-    )
+
+    def export_handler(receiver: type[TraceServiceReceiver], serialize: Any) -> Any:
+        """One service's `Export`, behind the same slots, limits and refusal log as the other's."""
+        servicer = receiver(
+            ingest,
+            config.max_spans_per_request,
+            decodes,
+            telemetry,
+            slots=slots,
+            max_bytes=config.max_message_bytes,
+            refusal_log=refusal_log,
+        )
+        return grpc.stream_unary_rpc_method_handler(servicer.Export, response_serializer=serialize)
+
+    handler = export_handler(TraceServiceReceiver, ExportTraceServiceResponse.SerializeToString)
+    logs_handler = export_handler(LogsServiceReceiver, ExportLogsServiceResponse.SerializeToString)
     interceptors: list[grpc.ServerInterceptor] = (
         [BearerAuth(config.bearer_token, telemetry, refusals, refusal_log)] if config.bearer_token else []
     )
