@@ -40,7 +40,7 @@ from toolscore.collector.extract.values import cap_text
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import ToolCall, ToolSpec
 
-__all__ = ["Catalog", "definition_fields", "run_tools", "schema_of"]
+__all__ = ["Catalog", "defines_tools", "definition_fields", "run_tools", "schema_of"]
 
 _PARAMETER_KEYS = ("parameters", "inputSchema", "input_schema", "parameters_json_schema")
 _MALFORMED = "tool_definition_malformed"
@@ -199,7 +199,7 @@ class _Node(Protocol):
     role: Any
 
 
-def _defines(node: _Node) -> bool:
+def defines_tools(node: _Node) -> bool:
     """Whether the span carries one of its convention's `tool_keys` (checked before any read)."""
     keys = getattr(node.extractor, "tool_keys", None)
     if keys is None:
@@ -239,10 +239,10 @@ def run_tools(
     the pending call it was built from (its tool span's read). Spans without a tool key cost a key lookup or
     two and are not read."""
     catalog = Catalog(max_bytes, stats)
-    offered = [node for node in models if _defines(node)] if models else []
+    offered = [node for node in models if defines_tools(node)] if models else []
     if len(offered) > 1:
         offered.sort(key=lambda node: (node.span.start_ns, node.span.span_id))
-    if _defines(run):
+    if defines_tools(run):
         offered.insert(0, run)
     for node in offered:
         _read(catalog, node, None)

@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from toolscore.collector.extract.catalog import run_tools
+from toolscore.collector.extract.catalog import defines_tools, run_tools
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions import (
     EXTRACTORS,
@@ -47,7 +47,6 @@ from toolscore.collector.extract.conventions import (
     RunInfo,
     ToolRead,
     dispatch_for,
-    offers_tools,
 )
 from toolscore.collector.extract.conventions.common import error_of
 from toolscore.collector.extract.layers import fold_layers, same_call
@@ -99,7 +98,7 @@ class _Run:
 
 
 _UNKNOWN: tuple[None, None] = (None, None)
-_NO_MODELS: list[ClassifiedSpan] = []  # never appended to
+_NO_MODELS: list[ClassifiedSpan] = []  # never appended to: the empty list `_models` and `_children` hand out
 
 # Role members as module constants: in Python 3.11 every `Role.X` goes through `EnumType.__getattr__`'s
 # lookup hook (about 60 ns, ten times a global), and these are read per span.
@@ -248,7 +247,9 @@ class _TraceRuns:
         self.layers_known = False
         """Whether `layers` is computed (the calls are added), or must be looked up (`_call_of`)."""
         self.children: dict[str, list[ClassifiedSpan]] | None = None
-        """Spans by parent span id, built on first use (`_empty_run_beside`)."""
+        """Spans by parent span id, built on first use (`_children`)."""
+        self.inferred_models: list[tuple[ClassifiedSpan, ClassifiedSpan]] = []
+        """Model responses with no run span above them, each with the span its run is inferred at."""
         self.claimers: dict[str, list[PendingCall]] = {}
         """Tool spans that are no call of their run yet claim the call they ran (see `model_calls`), by run."""
 
@@ -287,15 +288,10 @@ class _TraceRuns:
         OpenLLMetry opens `invoke_agent <sub>` for a graph invoked inside a tool but parents the graph's own spans
         to the tool's run, so they hang beside that span, under an `execute_task <sub>` span, not under it.
         """
-        if self.children is None:
-            self.children = {}
-            for node in self.nodes.values():
-                if node.span.parent_id:
-                    self.children.setdefault(node.span.parent_id, []).append(node)
         start, name = body.span.start_ns, body.span.attributes.get("traceloop.entity.name")
-        for run in self.children.get(tool.span.span_id, ()):
+        for run in self._children(tool.span.span_id):
             span = run.span
-            if run.role is not _RUN or span.span_id in self.children or not span.start_ns <= start <= span.end_ns:
+            if run.role is not _RUN or self._children(span.span_id) or not span.start_ns <= start <= span.end_ns:
                 continue
             agent = span.attributes.get("gen_ai.agent.name")
             if name is None or agent is None or agent == name:
@@ -307,8 +303,17 @@ class _TraceRuns:
         tool = self._parent(run)
         if tool is None or tool.role is not _TOOL:
             return False
-        siblings = [n for n in self.nodes.values() if n.span.parent_id == tool.span.span_id and n is not run]
+        siblings = self._children(tool.span.span_id)
         return any(self._empty_run_beside(sibling, tool) is run for sibling in siblings if sibling.role is not _RUN)
+
+    def _children(self, span_id: str) -> list[ClassifiedSpan]:
+        """The spans whose parent is `span_id`, from an index of the trace built on first use."""
+        if self.children is None:
+            self.children = {}
+            for node in self.nodes.values():
+                if node.span.parent_id:
+                    self.children.setdefault(node.span.parent_id, []).append(node)
+        return self.children.get(span_id, _NO_MODELS)
 
     def _step_error(self, model_span: SpanRecord) -> str | None:
         """The error type of the span around a model response, when it is no run span and ended in error."""
@@ -369,17 +374,25 @@ class _TraceRuns:
         """The run's model responses, assigned to their runs on first use."""
         by_run = self.models_by_run
         if by_run is None:
-            by_run = self.models_by_run = {}
-            nodes = self.nodes
-            for node in self.llm_nodes:
-                parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
-                owner = parent if parent is not None and parent.role is _RUN else self._owner(node)[0]
-                found = by_run.get(owner.span.span_id)
-                if found is None:
-                    by_run[owner.span.span_id] = [node]
-                else:
-                    found.append(node)
+            by_run = self._assign_models()
         return by_run.get(run.node.span.span_id, _NO_MODELS)
+
+    def _assign_models(self) -> dict[str, list[ClassifiedSpan]]:
+        """Every model response by its run (`models_by_run`), and the inferred runs' ones, with their owners."""
+        by_run: dict[str, list[ClassifiedSpan]] = {}
+        self.models_by_run, nodes = by_run, self.nodes
+        self.inferred_models = []
+        for node in self.llm_nodes:
+            parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
+            owner, inferred = (parent, False) if parent is not None and parent.role is _RUN else self._owner(node)
+            found = by_run.get(owner.span.span_id)
+            if found is None:
+                by_run[owner.span.span_id] = [node]
+            else:
+                found.append(node)
+            if inferred:
+                self.inferred_models.append((node, owner))
+        return by_run
 
     def _add_model_runs(self) -> None:
         """Inferred runs with no call: where a model was offered tools, below a span a convention recognised
@@ -389,18 +402,10 @@ class _TraceRuns:
         was expected; a model offered no tools (a chat turn, a RAG answer) is not an agent's run. Assigns
         every model response to its run on the way (`_models`).
         """
-        by_run: dict[str, list[ClassifiedSpan]] = {}
-        self.models_by_run, nodes = by_run, self.nodes
-        for node in self.llm_nodes:
-            parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
-            owner, inferred = (parent, False) if parent is not None and parent.role is _RUN else self._owner(node)
+        self._assign_models()
+        for node, owner in self.inferred_models:
             owner_id = owner.span.span_id
-            found = by_run.get(owner_id)
-            if found is None:
-                by_run[owner_id] = [node]
-            else:
-                found.append(node)
-            if not inferred or owner_id in self.runs or not offers_tools(node.span.attributes):
+            if owner_id in self.runs or not defines_tools(node):
                 continue
             if owner.role is not None or self._tool_of(owner) is not None:
                 assert node.extractor is not None  # an LLM span was classified by one
@@ -499,7 +504,7 @@ class _TraceRuns:
 
     def _name_below(self, span: SpanRecord, named_below: Callable[[SpanRecord], str | None]) -> str | None:
         """The first name `named_below` finds on the children of the run span `span`, in start order."""
-        children = [n.span for n in self.nodes.values() if n.span.parent_id == span.span_id]
+        children = [node.span for node in self._children(span.span_id)]
         for child in sorted(children, key=lambda c: (c.start_ns, c.span_id)):
             try:
                 name = named_below(child)

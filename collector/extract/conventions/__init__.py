@@ -21,7 +21,6 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
-from toolscore.collector.extract.conventions.common import offers_tools
 from toolscore.collector.extract.conventions.dispatch import Dispatch
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
@@ -47,7 +46,6 @@ __all__ = [
     "ToolRead",
     "classify",
     "dispatch_for",
-    "offers_tools",
 ]
 
 EXTRACTORS: tuple[Extractor, ...] = (

@@ -25,17 +25,8 @@ __all__ = [
     "load_json",
     "message_text",
     "names_only",
-    "offers_tools",
     "string",
 ]
-
-_TOOL_DEFINITION_KEYS = (
-    "gen_ai.tool.definitions",  # OTel GenAI (and OpenLLMetry 0.5x)
-    "llm.tools.0.tool.json_schema",  # OpenInference
-    "llm.tools.0.tool.name",
-    "ai.prompt.tools",  # Vercel AI SDK
-    "llm.request.functions.0.name",  # OpenLLMetry 0.4x
-)
 
 ERROR_TYPE_OTHER = "_OTHER"
 """The semconv fallback for `error.type` when the span says it failed but not how."""
@@ -45,11 +36,6 @@ def string(attrs: Mapping[str, Any], key: str) -> str | None:
     """A non-empty string attribute, or None."""
     value = attrs.get(key)
     return value if isinstance(value, str) and value else None
-
-
-def offers_tools(attrs: Mapping[str, Any]) -> bool:
-    """Whether a model span records tools offered to the model, in any convention's key (present, not read)."""
-    return any(key in attrs for key in _TOOL_DEFINITION_KEYS)
 
 
 def load_json(value: Any) -> Any:
