@@ -159,6 +159,7 @@ class OTelPipelineTelemetry:
         self._wait = histograms["toolscore.receiver.wait.duration"]
         self._evaluations = counters["toolscore.evaluations"]
         self._runs = counters["toolscore.runs"]
+        self._run_verdicts = counters["toolscore.expectation.runs"]
         self._spans = counters["toolscore.spans"]
         self._late = counters["toolscore.spans.late"]
         self._duplicate = counters["toolscore.spans.duplicate"]
@@ -309,6 +310,16 @@ class OTelPipelineTelemetry:
         if agent:
             attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
         self._tally.add(self._runs, attributes)
+
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+        bound = self._limiter.bound
+        attributes: tuple[tuple[str, AttributeValue], ...] = (
+            ("toolscore.expectation.name", bound("toolscore.expectation.name", expectation)),
+        )
+        if agent:
+            attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
+        attributes += (("toolscore.run.verdict", "pass" if passed else "fail"),)
+        self._tally.add(self._run_verdicts, attributes)  # once per run and expectation
 
     def score_delay(self, seconds: float) -> None:
         self._delay.record(max(seconds, 0.0))
