@@ -26,6 +26,7 @@ from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
+from toolscore.collector.telemetry.unexported import UnexportedCheck
 from toolscore.collector.utf8 import valid_utf8_values
 from toolscore.scorers.model import Score, ScoreResult
 
@@ -177,6 +178,12 @@ class OTelPipelineTelemetry:
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
         self._tally = _Tally()
+        self._unexported: UnexportedCheck | None = None
+        if meter_provider is None or logger_provider is None:
+            self._unexported = UnexportedCheck(
+                metrics_global=meter_provider is None, events_global=logger_provider is None
+            )
+        """Checked at the first result recorded, then dropped: a warning if it is exported nowhere."""
 
     def _after_fork(self) -> None:
         """A forked child's lock: the parent's may be held by its metric reader, a thread the child lacks."""
@@ -366,6 +373,10 @@ class OTelPipelineTelemetry:
         agent: str | None,
         run_span: RunSpanRef | None,
     ) -> None:
+        if self._unexported is not None:
+            check, self._unexported = self._unexported, None
+            with _never_raise("unexported check"):
+                check.check()
         # try/except rather than `_never_raise`: a generator context manager costs ~1.5 µs, twice per score.
         try:
             self._score_metrics(result, expectation, agent)
