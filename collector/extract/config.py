@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolscore.collector.extract.privacy import PrivacyConfig
+
 if TYPE_CHECKING:
     from toolscore.collector.spans import SpanRecord
 
@@ -63,6 +65,10 @@ class ExtractConfig(BaseModel):
         default=False,
         description="Keep the spans frameworks record for structured output (pydantic-ai `running output "
         "function`), which are not tools the agent chose to call. Default: false.",
+    )
+    privacy: PrivacyConfig = Field(
+        default_factory=PrivacyConfig,
+        description="What content runs keep: masked keys and patterns, or names only (docs/security.md).",
     )
 
 

@@ -67,6 +67,7 @@ from toolscore.collector.extract.order import (
     sort_tied,
     tie_calls,
 )
+from toolscore.collector.extract.privacy import mask_run
 from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info, unwrapped
 from toolscore.collector.spans import SpanRecord, StatusCode
 from toolscore.scorers.model import AgentRun
@@ -367,6 +368,8 @@ class _TraceRuns:
         if self.llm_nodes and self.config.infer_runs:
             self._add_model_runs()
         built = [self._finish(run) for run in self.runs.values()]
+        if self.config.privacy.active:  # the one masking step: before any run is scored, stored or written
+            built = [mask_run(run, self.config.privacy) for run in built]
         built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
 

@@ -1,0 +1,91 @@
+"""The masking step: keys, dot paths, globs and patterns masked to a keyed hash; names_only drops values."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from pydantic import ValidationError
+
+from toolscore.collector.extract.privacy import Masker, PrivacyConfig, is_masked, luhn_valid
+
+ARGS = {
+    "to": "ada@example.com",
+    "auth": {"token": "sk-live-abc123"},
+    "card": {"number": "4111 1111 1111 1111", "holder": "Ada"},
+    "order_id": "1234567812345678",
+    "password": "hunter2",
+}
+
+
+def _masker(**kwargs: object) -> Masker:
+    return Masker(PrivacyConfig(hash_key="test-key", **kwargs))  # type: ignore[arg-type]
+
+
+def test_keys_dot_paths_and_globs_mask_their_values_and_keep_the_rest() -> None:
+    masked = _masker(mask_keys=("password", "*.token", "card.number")).arguments(ARGS)
+    assert is_masked(masked["password"])
+    assert is_masked(masked["auth"]["token"])
+    assert is_masked(masked["card"]["number"])
+    assert masked["card"]["holder"] == "Ada"
+    assert masked["to"] == "ada@example.com"
+
+
+def test_default_patterns_mask_emails_and_luhn_valid_cards_but_not_other_digit_runs() -> None:
+    masked = _masker(default_patterns=True).arguments(ARGS)
+    assert is_masked(masked["to"])
+    assert is_masked(masked["card"]["number"])
+    assert masked["order_id"] == "1234567812345678"  # 16 digits, fails Luhn
+    assert luhn_valid("4111-1111-1111-1111")
+    assert not luhn_valid("1234567812345678")
+
+
+def test_equal_values_give_equal_markers_and_the_value_is_not_in_the_marker() -> None:
+    masker = _masker(mask_keys=("token",))
+    first = masker.arguments({"token": "sk-live-abc123"})["token"]
+    again = masker.arguments({"x": {"token": "sk-live-abc123"}})["x"]["token"]
+    other = masker.arguments({"token": "sk-live-xyz"})["token"]
+    assert first == again != other
+    assert "abc123" not in first
+    assert _masker(mask_keys=("token",)).marker("v") != Masker(PrivacyConfig(hash_key="k2")).marker("v")
+
+
+def test_user_patterns_mask_free_text_whole() -> None:
+    masker = _masker(mask_patterns=(r"acct-\d+",))
+    assert is_masked(masker.text("refund acct-991 today") or "")
+    assert masker.text("no account here") == "no account here"
+
+
+def test_names_only_keeps_keys_and_drops_every_value_and_text() -> None:
+    masker = _masker(content="names_only")
+    assert masker.arguments(ARGS) == {
+        "to": None,
+        "auth": {"token": None},
+        "card": {"number": None, "holder": None},
+        "order_id": None,
+        "password": None,
+    }
+    assert masker.text("Book a flight for ada@example.com") is None
+
+
+def test_a_pattern_re2_refuses_is_refused_naming_it() -> None:
+    with pytest.raises(ValidationError, match=r"\(\?=x\)"):
+        PrivacyConfig(mask_patterns=("(?=x)",))
+
+
+def test_the_default_changes_nothing() -> None:
+    masker = Masker(PrivacyConfig())
+    assert masker.arguments(ARGS) == ARGS
+    assert masker.text("ada@example.com") == "ada@example.com"
+
+
+def test_no_hash_key_warns_and_uses_a_per_process_key(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLSCORE_PRIVACY_HASH_KEY", raising=False)
+    with caplog.at_level(logging.WARNING):
+        masker = Masker(PrivacyConfig(mask_keys=("a",)))
+    assert "random key" in caplog.text
+    assert is_masked(masker.arguments({"a": 1})["a"])
+    monkeypatch.setenv("TOOLSCORE_PRIVACY_HASH_KEY", "test-key")
+    assert Masker(PrivacyConfig(mask_keys=("a",))).marker(1) == _masker(mask_keys=("a",)).marker(1)
