@@ -89,3 +89,44 @@ def test_no_hash_key_warns_and_uses_a_per_process_key(
     assert is_masked(masker.arguments({"a": 1})["a"])
     monkeypatch.setenv("TOOLSCORE_PRIVACY_HASH_KEY", "test-key")
     assert Masker(PrivacyConfig(mask_keys=("a",))).marker(1) == _masker(mask_keys=("a",)).marker(1)
+
+
+def _recorded_run_spans() -> list[object]:
+    from .test_extract_support import Traces, genai_run, genai_tool
+
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=10)
+    t.span("execute_tool send", genai_tool("send", "c1", ARGS), parent=run, start=1, end=2)
+    return list(t.records())
+
+
+SECRETS = ("ada@example.com", "sk-live-abc123", "4111 1111 1111 1111")
+
+
+def test_rebuilt_runs_hold_no_masked_value_and_the_same_calls() -> None:
+    from toolscore.collector.extract import ExtractConfig, rebuild_runs
+
+    privacy = PrivacyConfig(mask_keys=("*.token",), default_patterns=True, hash_key="k")
+    (plain,) = rebuild_runs(_recorded_run_spans())  # type: ignore[arg-type]
+    (masked,) = rebuild_runs(_recorded_run_spans(), ExtractConfig(privacy=privacy))  # type: ignore[arg-type]
+    text = masked.model_dump_json()
+    assert all(secret in plain.model_dump_json() for secret in SECRETS)
+    assert not any(secret in text for secret in SECRETS)
+    assert [c.name for c in masked.calls] == [c.name for c in plain.calls] == ["send"]
+    assert masked.calls[0].args["card"]["holder"] == "Ada"  # type: ignore[index,call-overload]
+
+
+def test_names_only_rebuilt_runs_hold_no_argument_value() -> None:
+    from toolscore.collector.extract import ExtractConfig, rebuild_runs
+
+    config = ExtractConfig(privacy=PrivacyConfig(content="names_only", hash_key="k"))
+    (run,) = rebuild_runs(_recorded_run_spans(), config)  # type: ignore[arg-type]
+    text = run.model_dump_json()
+    assert not any(value in text for value in (*SECRETS, "hunter2", "Ada", "1234567812345678"))
+    assert run.calls[0].args == {
+        "to": None,
+        "auth": {"token": None},
+        "card": {"number": None, "holder": None},
+        "order_id": None,
+        "password": None,
+    }
