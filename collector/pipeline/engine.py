@@ -131,6 +131,7 @@ class Engine(Worker, Generic[C]):
             self.telemetry.dedupe_forgotten,
             max_bytes=config.max_pending_bytes,
             size=self._size,
+            max_finished_bytes=config.max_finished_bytes,
         )
         self.stats = CountedStats(self.telemetry, self.store.traces)
         self.refusals = Refusals(config.max_pending_traces)
