@@ -4,8 +4,8 @@ Not part of `make test` or `make bench` (it takes minutes): `python -m tests.ben
 Orphans (tool spans under a parent that never comes, no run) are the traffic under which the issue #27 probe saw
 RSS creep ~1.3 MB/min: each trace waits `trace_idle_timeout_s` (30 s), then its span ids are remembered until
 `max_pending_traces` (10,000) more traces have finished. At `--rate` traces a second the memory fills in
-30 s + 10,000 / rate, then turns over: the script prints RSS over time and the slope of each half, the second of
-which should be flat (a few hundred KB/min of allocator noise at most).
+30 s + 10,000 / rate, then turns over: the script prints RSS over time, and its slope while the memory fills and
+once it has, which should be flat (allocator noise of a few hundred KB either way).
 """
 
 from __future__ import annotations
@@ -85,9 +85,13 @@ def main() -> None:
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - now)))
             process.terminate()
         downstream.stop()
-    half = len(samples) // 2
-    first, second = _slope_kib_per_min(samples[:half]), _slope_kib_per_min(samples[half:])
-    print(f"RSS slope: first half {first / 1024:+.2f} MiB/min, second half {second / 1024:+.2f} MiB/min")
+    filled_s = 30 + 10_000 / args.rate + args.every  # trace_idle_timeout_s, then max_pending_traces finished traces
+    filling = [sample for sample in samples if sample[0] < filled_s]
+    filled = [sample for sample in samples if sample[0] >= filled_s]
+    print(f"RSS slope while the memory fills (< {filled_s:.0f} s): {_slope_kib_per_min(filling) / 1024:+.2f} MiB/min")
+    if len(filled) > 1:
+        low, high = min(rss for _, rss in filled) / 1024, max(rss for _, rss in filled) / 1024
+        print(f"once filled: {_slope_kib_per_min(filled) / 1024:+.2f} MiB/min, RSS {low:.1f}-{high:.1f} MiB")
 
 
 if __name__ == "__main__":
