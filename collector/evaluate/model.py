@@ -92,7 +92,11 @@ class ExpectationResult(BaseModel):
     passed: int
     failed: int
     skipped: int = Field(default=0, description="Matched runs whose every scorer was skipped.")
-    pass_rate: float | None = Field(description="passed / (passed + failed); None when no run was scored.")
+    pass_rate: float | None = Field(
+        description="The pass rate: runs that passed / runs scored, passed / (passed + failed), a run passing when "
+        "every one of its scorers passed (the live `toolscore.expectation.runs` counts the same); None when no run "
+        "was scored."
+    )
     mean_score: float | None = Field(description="Mean of the scored runs' scores; None when none was scored.")
     min_pass_rate: float
     ok: bool = Field(description="The pass rate meets `min_pass_rate` (or no run was scored, unless required).")

@@ -20,6 +20,7 @@ from toolscore.collector.pipeline.refused import Refusals
 from toolscore.collector.pipeline.runs import runs_of_trace, runs_under
 from toolscore.collector.pipeline.sink import Sink
 from toolscore.collector.pipeline.timers import Deadlines
+from toolscore.collector.pipeline.verdict import RunVerdicts
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Expectation
 from toolscore.collector.sources.log_events import LogEvent
@@ -54,6 +55,7 @@ class _InFlight(Generic[C]):
 
     scores: RunScores
     held: HeldRun[C] | None
+    verdicts: RunVerdicts
     outstanding: dict[Hashable, Expectation] = field(default_factory=dict)
     released: bool = False
     """Its results so far have been emitted; judge results from now on are late."""
@@ -474,7 +476,7 @@ class Engine(Worker, Generic[C]):
     def _scored(self, run: AgentRun, held: HeldRun[C] | None) -> _InFlight[C]:
         """The run's inline results and its judges started; nothing has left the engine yet."""
         plan = self._plan(run)
-        flight = _InFlight(RunScores(run, plan.expectations), held)
+        flight = _InFlight(RunScores(run, plan.expectations), held, RunVerdicts(plan))
         flight.scores.results.extend((exp, scorer.scorer.score(run)) for exp, scorer in plan.inline)
         for index, (exp, scorer) in enumerate(plan.judged):
             key = (run.trace_id, run.span_id, index)
@@ -500,7 +502,7 @@ class Engine(Worker, Generic[C]):
         outcome = "ok" if error is None else "timeout" if error == "judge_timeout" else "error"
         self.telemetry.judge_outcome("late" if flight.released else outcome)
         if flight.released:
-            self._record(flight.scores.run, exp, result)  # its span has gone on: logs and metrics only
+            self._record(flight, exp, result)  # its span has gone on: logs and metrics only
         else:
             flight.scores.results.append((exp, result))
         if not flight.outstanding:
@@ -524,7 +526,7 @@ class Engine(Worker, Generic[C]):
         run, held = flight.scores.run, flight.held
         flight.released = True
         for exp, result in flight.scores.results:
-            self._record(run, exp, result)
+            self._record(flight, exp, result)
         if held is None:
             return
         self._hold.cancel((run.trace_id, run.span_id))
@@ -536,9 +538,13 @@ class Engine(Worker, Generic[C]):
         self.telemetry.spans_passed(1)
         self.telemetry.score_delay(max(0, now - held.arrived_ns) / 1e9)
 
-    def _record(self, run: AgentRun, exp: Expectation, result: ScoreResult) -> None:
+    def _record(self, flight: _InFlight[C], exp: Expectation, result: ScoreResult) -> None:
+        run = flight.scores.run
         ref = RunSpanRef(run.trace_id, run.span_id)
         self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
+        passed = flight.verdicts.add(exp.name, result)
+        if passed is not None:
+            self.telemetry.run_verdict(exp.name, run.agent_name, passed)
         if self.on_scored is not None:
             try:
                 self.on_scored(run, exp, result)
