@@ -1,8 +1,9 @@
 """`toolscore serve`: run the standalone OTLP collector until SIGTERM/SIGINT.
 
 Exit statuses: 0 after a graceful shutdown, 2 when the configuration is invalid (every problem is
-printed with the file and line, or the environment variable, it came from), 1 when a component
-cannot start (a port already taken, an unreadable expectations file).
+printed with the file and line, or the environment variable, it came from) or names addresses it cannot
+listen on (every one taken is listed, with its key and variable), 1 when a component cannot start
+(an unreachable database, an unreadable forward certificate).
 """
 
 from __future__ import annotations

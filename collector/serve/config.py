@@ -38,7 +38,12 @@ from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.errors import Problem
 from toolscore.collector.registry.validation import drop_tags, field_path
-from toolscore.collector.serve.forward_config import ForwardConfig, standard_variable
+from toolscore.collector.serve.forward_config import (
+    ForwardConfig,
+    environment_endpoint,
+    environment_values,
+    standard_variable,
+)
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.serve.score_store import ScoreStoreConfig
@@ -238,6 +243,7 @@ def load_config(path: str | Path | None = None) -> ServeConfig:
     file_data, node = _read_file(file) if file is not None else ({}, None)
     env_data = _env_overrides()
     merged = _merge(_merge(_defaults(), file_data), env_data)
+    _forward_endpoint_for_protocol(merged, file_data, env_data)
     try:
         return ServeConfig.model_validate(merged)
     except ValidationError as exc:
@@ -246,12 +252,33 @@ def load_config(path: str | Path | None = None) -> ServeConfig:
 
 def _defaults() -> dict[str, Any]:
     """Each section's defaults (some read `OTEL_*`), unchecked as a whole: the checks that span sections
-    run once, on the merged configuration, so they see the file and variables too."""
+    run once, on the merged configuration, so they see the file and variables too.
+
+    The forward section takes the `OTEL_EXPORTER_OTLP_*` values as written, unchecked: a bad one is then a
+    configuration error naming its variable, where `ForwardConfig.from_env` would log it and forward nowhere,
+    dropping every span the collector receives.
+    """
     out: dict[str, Any] = {}
     for name, field in ServeConfig.model_fields.items():
+        if name == "forward":
+            out[name] = {**ForwardConfig().model_dump(), **environment_values()}
+            continue
         value = field.get_default(call_default_factory=True)
         out[name] = value.model_dump() if isinstance(value, BaseModel) else value
     return out
+
+
+def _forward_endpoint_for_protocol(
+    merged: dict[str, Any], file_data: Mapping[str, Any], env_data: Mapping[str, Any]
+) -> None:
+    """`OTEL_EXPORTER_OTLP_ENDPOINT` is a base whose URL depends on the protocol (OTLP/HTTP appends `v1/traces`):
+    when the file or a `TOOLSCORE_*` variable chose the protocol and left the endpoint to the environment,
+    build the endpoint for the protocol chosen."""
+    forward = merged.get("forward")
+    if not isinstance(forward, dict) or any(_has(data, ("forward", "endpoint")) for data in (file_data, env_data)):
+        return
+    if any(_has(data, ("forward", "protocol")) for data in (file_data, env_data)):
+        forward["endpoint"] = environment_endpoint(str(forward.get("protocol")))
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
@@ -421,7 +448,13 @@ class _Origins:
             names = ", ".join(dict.fromkeys(_set_variable(leaf) for leaf in _leaves(self.env_data, env_loc)))
             plural = "s" if "," in names else ""
             return Problem(field_path(loc), message, f"environment variable{plural} {names}")
-        if self.file is not None and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
+        in_file = self.file is not None and self.node is not None
+        if in_file and self.node is not None and _has(self.file_data, loc):
+            return Problem(field_path(loc), message, str(self.file), line_of(self.node, loc))
+        origin = self.value_origin(loc)
+        if origin.rank == 1:  # a standard `OTEL_*` variable the section's defaults read
+            return Problem(field_path(loc), message, origin.where)
+        if in_file and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
             return Problem(field_path(loc), message, str(self.file), line_of(self.node, loc))
         return Problem(field_path(loc), message, "default")
 

@@ -31,6 +31,7 @@ from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
+from toolscore.collector.serve.listen_check import listen_conflicts
 from toolscore.collector.serve.otlp_export import decode_slots
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreTelemetry
@@ -125,6 +126,15 @@ def _step(what: str, build: Callable[[], Any]) -> Any:
 
 def start_service(config: ServeConfig) -> Service:
     """Start every component and mark the service ready; on failure stop what was started and raise."""
+    conflicts = listen_conflicts(config)
+    if conflicts:  # all at once, before any part starts (and before grpc logs its own bind failure)
+        lines = "".join(f"\n  {line}" for line in conflicts)
+        raise ServiceStartError(
+            f"{len(conflicts)} listening address{'es' if len(conflicts) > 1 else ''} unavailable; free "
+            f"{'them' if len(conflicts) > 1 else 'it'}, or set another in the configuration file or the variable "
+            f"named:{lines}",
+            bad_config=True,
+        )
     service = Service(config, HealthState())
     try:
         service.tune_gc()
