@@ -33,7 +33,7 @@ from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from toolscore.collector import env
-from toolscore.collector.error_text import error_message
+from toolscore.collector.error_text import error_message, fold_misspelt_keys
 from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.errors import Problem
@@ -464,5 +464,5 @@ def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -
         origins.clash(_CROSS_KEY_RULES[err["type"]], error_message(err, ServeConfig))
         if err["type"] in _CROSS_KEY_RULES
         else origins.problem(drop_tags(err["loc"], merged), error_message(err, ServeConfig))
-        for err in exc.errors(include_url=False)
+        for err in fold_misspelt_keys(exc.errors(include_url=False))
     ]
