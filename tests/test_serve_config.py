@@ -62,6 +62,35 @@ def test_print_config_documents_every_key_in_a_comment(tmp_path: Path) -> None:
     assert all(lines[i - 1].lstrip().startswith("#") for i in keys), "every key is preceded by its description"
 
 
+def _printed_key(stdout: str, section: str, key: str) -> tuple[str, str]:
+    """The comment block above `section.key` in `--print-config`'s output, and the key's own line."""
+    lines = stdout.splitlines()
+    start = lines.index(f"{section}:")
+    at = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(f"  {key}:"))
+    above = at
+    while lines[above - 1].lstrip().startswith("#"):
+        above -= 1
+    return " ".join(line.strip().lstrip("# ") for line in lines[above:at]), lines[at]
+
+
+def test_print_config_states_the_default_serve_runs_with_and_where_a_value_came_from(tmp_path: Path) -> None:
+    """`prometheus_enabled: true` beside "Default: false" read as a bug; a value unlike its default says who set it."""
+    comment, line = _printed_key(_serve("--print-config", cwd=tmp_path).stdout, "telemetry", "prometheus_enabled")
+    assert comment.endswith("Default: true.")
+    assert line == "  prometheus_enabled: true"
+    (tmp_path / "serve.yaml").write_text("pipeline:\n  settle_ms: 300\n")
+    env = {"OTEL_METRICS_EXPORTER": "otlp", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "0.0.0.0:4317"}
+    result = _serve("--config", "serve.yaml", "--print-config", cwd=tmp_path, env=env)
+    comment, line = _printed_key(result.stdout, "telemetry", "prometheus_enabled")
+    assert comment.endswith("Default: true.")
+    assert line == "  prometheus_enabled: false  # set by environment variable OTEL_METRICS_EXPORTER"
+    assert _printed_key(result.stdout, "pipeline", "settle_ms")[1] == "  settle_ms: 300.0  # set by serve.yaml:2"
+    grpc = "  grpc_endpoint: '0.0.0.0:4317'  # set by environment variable TOOLSCORE_RECEIVER__GRPC_ENDPOINT"
+    assert _printed_key(result.stdout, "receiver", "grpc_endpoint")[1] == grpc
+    assert _printed_key(result.stdout, "receiver", "http_endpoint")[1] == "  http_endpoint: '127.0.0.1:4318'"
+    assert _printed(result)["telemetry"]["prometheus_enabled"] is False  # still YAML that reads back
+
+
 def test_without_deploy_directory_no_expectation_files_are_loaded(tmp_path: Path) -> None:
     assert _printed(_serve("--print-config", cwd=tmp_path))["registry"]["files"] == []
 

@@ -47,18 +47,18 @@ def serve_command(config_path: Path | None, print_config: bool, log_level: str) 
     an environment variable named after its path, e.g. TOOLSCORE_RECEIVER__GRPC_ENDPOINT=0.0.0.0:4317.
     """
     # loaded here, not at import, so that `toolscore --help` stays fast
-    from toolscore.collector.serve.config import ConfigError, load_config
+    from toolscore.collector.serve.config import ConfigError, load_config_sources
     from toolscore.collector.serve.config_yaml import render_yaml
 
     try:
-        config = load_config(config_path)
+        config, source = load_config_sources(config_path)
     except ConfigError as exc:
         click.echo("toolscore serve: invalid configuration:", err=True)
         for problem in exc.problems:
             click.echo(f"  {problem}", err=True)
         sys.exit(EXIT_BAD_CONFIG)
     if print_config:
-        click.echo(render_yaml(config), nl=False)
+        click.echo(render_yaml(config, source=source), nl=False)
         return
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from toolscore.collector.serve.service import ServiceStartError, run_service

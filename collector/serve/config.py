@@ -48,6 +48,7 @@ from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.serve.score_store import ScoreStoreConfig
 from toolscore.collector.telemetry.setup import TelemetryConfig
+from toolscore.collector.telemetry.setup import standard_variable as telemetry_variable
 from toolscore.collector.yaml_lines import line_of
 
 __all__ = [
@@ -57,7 +58,9 @@ __all__ = [
     "ConfigError",
     "ServeConfig",
     "ServeTelemetryConfig",
+    "Source",
     "load_config",
+    "load_config_sources",
 ]
 
 ENV_PREFIX = "TOOLSCORE_"
@@ -79,7 +82,10 @@ error is located at its own field, which may be a default the user never touched
 
 _FORWARD_RULES = {"grpc_endpoint": "forward_to_own_grpc_receiver", "http_endpoint": "forward_to_own_http_receiver"}
 
-_STANDARD_VARIABLES: dict[str, Callable[[str], str | None]] = {"forward": standard_variable}
+_STANDARD_VARIABLES: dict[str, Callable[[str], str | None]] = {
+    "forward": standard_variable,
+    "telemetry": telemetry_variable,
+}
 """Per section, the standard `OTEL_*` variable its defaults took a key's value from, if any."""
 
 
@@ -237,17 +243,29 @@ class ConfigError(ValueError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+Source = Callable[[Sequence[str]], "str | None"]
+"""Where the value at a key path was set (`environment variable NAME`, `serve.yaml:12`); None for a default."""
+
+
 def load_config(path: str | Path | None = None) -> ServeConfig:
     """The effective configuration: defaults, then the file at `path`, then `TOOLSCORE_*` variables."""
+    return load_config_sources(path)[0]
+
+
+def load_config_sources(path: str | Path | None = None) -> tuple[ServeConfig, Source]:
+    """`load_config`, and where each value was set: `--print-config` says so beside every value not a default,
+    since a value that differs from the "Default:" its comment states would otherwise look like a bug."""
     file = Path(path) if path is not None else None
     file_data, node = _read_file(file) if file is not None else ({}, None)
     env_data = _env_overrides()
     merged = _merge(_merge(_defaults(), file_data), env_data)
     _forward_endpoint_for_protocol(merged, file_data, env_data)
+    origins = _Origins(file, file_data, node, env_data)
     try:
-        return ServeConfig.model_validate(merged)
+        config = ServeConfig.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_problems(exc, merged, _Origins(file, file_data, node, env_data))) from None
+        raise ConfigError(_problems(exc, merged, origins)) from None
+    return config, origins.source
 
 
 def _defaults() -> dict[str, Any]:
@@ -414,8 +432,13 @@ class _Origins:
             return _Origin(str(self.file), line_of(self.node, loc), 0)
         standard = _STANDARD_VARIABLES.get(str(loc[0])) if len(loc) == 2 else None
         if standard is not None and (name := standard(str(loc[1]))) is not None:
-            return _Origin(f"environment variable {name}", None, 1)
+            return _Origin(f"environment variable{'s' if ',' in name else ''} {name}", None, 1)
         return _Origin("default", None, 2)
+
+    def source(self, loc: Sequence[str]) -> str | None:
+        """Where the value at `loc` was set, None when it is a default."""
+        origin = self.value_origin(tuple(loc))
+        return None if origin.rank == 2 else str(origin)
 
     def _env_set(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
         """Where in `loc` the variables set the value holding it: `loc` itself (a value, or a section whose keys
