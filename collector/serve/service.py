@@ -32,6 +32,7 @@ from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_rec
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
 from toolscore.collector.serve.listen_check import listen_conflicts
+from toolscore.collector.serve.next_steps import next_steps
 from toolscore.collector.serve.otlp_export import decode_slots
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreTelemetry
@@ -147,7 +148,12 @@ def start_service(config: ServeConfig) -> Service:
     if waiting:
         _log.warning("toolscore serve started, not ready (%s): %s", waiting, _describe(service))
     else:
-        _log.info("toolscore serve ready: %s; %s", _describe(service), _expectations(service.registry, config))
+        _log.info(
+            "toolscore serve ready: %s; %s; %s",
+            _describe(service),
+            _expectations(service.registry, config),
+            next_steps(config, service.grpc_port, service.http_port, service.registry),
+        )
         _warn_if_nothing_to_score(service.registry, config)
     service.health.ready = True
     return service
