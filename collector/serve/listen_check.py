@@ -9,12 +9,11 @@ servers will, finds every conflict, and says for each which key and which `TOOLS
 
 from __future__ import annotations
 
-import errno
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from toolscore.collector import env
+from toolscore.collector.serve.bind_probe import bind_error
 from toolscore.collector.serve.config import ENV_NESTED_DELIMITER, ENV_PREFIX, ServeConfig
 from toolscore.collector.serve.receiver_config import split_endpoint
 
@@ -77,29 +76,6 @@ def listeners(config: ServeConfig) -> Iterator[Listener]:
         )
 
 
-def _bind_error(listener: Listener) -> tuple[str, bool] | None:
-    """Why a server could not listen on `listener`'s address now, in the operating system's words, and whether
-    the host is at fault rather than the port; None if it can.
-
-    The probe sets SO_REUSEADDR as the servers do, so a port left in TIME_WAIT by a collector that just stopped
-    is not reported, while one a running process listens on is.
-    """
-    try:
-        addresses = socket.getaddrinfo(
-            listener.host or None, listener.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-    except socket.gaierror as exc:
-        return f"host {listener.host!r} cannot be resolved ({exc.strerror})", True
-    for family, kind, proto, _, address in addresses:
-        try:
-            with socket.socket(family, kind, proto) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                probe.bind(address)
-        except OSError as exc:
-            return exc.strerror or str(exc), exc.errno == errno.EADDRNOTAVAIL
-    return None
-
-
 def listen_conflicts(config: ServeConfig) -> list[str]:
     """One line per address `config` cannot listen on (taken by another process, or by another of its own
     listeners), each naming the key and the variables that set it; empty when all are free. Port 0 (any free
@@ -114,7 +90,7 @@ def listen_conflicts(config: ServeConfig) -> list[str]:
             problems.append(f"{_where(listener, False)}: the same port as {other.key} ({other.address})")
             continue
         claimed.append(listener)
-        error = _bind_error(listener)
+        error = bind_error(listener.host, listener.port)
         if error is not None:
             problems.append(f"{_where(listener, error[1])}: {error[0]}")
     return problems
