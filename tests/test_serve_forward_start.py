@@ -130,4 +130,21 @@ def test_the_base_endpoint_follows_the_protocol_the_file_chooses(tmp_path: Path)
         cwd=tmp_path,
         env={**clean, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
     )
-    assert "  endpoint: 'http://collector:4318/v1/traces'\n" in result.stdout
+    set_by = "  # set by environment variable OTEL_EXPORTER_OTLP_ENDPOINT"
+    assert f"  endpoint: 'http://collector:4318/v1/traces'{set_by}\n" in result.stdout
+
+
+def test_an_otlp_http_url_without_a_path_is_used_as_given_and_the_start_says_so(
+    tmp_path: Path, downstream: HttpDownstream
+) -> None:
+    """The signal's own variable is used as it is (the specification): sent to `/`, which receivers answer 404."""
+    url = f"http://127.0.0.1:{downstream.port}"
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}
+    with ServeProcess(serve_config(tmp_path, [], None), tmp_path, env) as process:
+        process.wait_ready()
+        assert process.terminate() == 0
+    assert f"forwarding to {url} (http/protobuf)" in process.log()
+    assert (
+        f"WARNING toolscore.serve.forward: forward.endpoint {url!r} has no path, and OTLP/HTTP sends to the URL as "
+        "given: most receivers take traces at /v1/traces" in process.log()
+    )

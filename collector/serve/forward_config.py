@@ -19,6 +19,7 @@ from toolscore.collector.serve.receiver_config import split_endpoint
 __all__ = [
     "ForwardConfig",
     "check_endpoint",
+    "endpoint_doubt",
     "environment_endpoint",
     "environment_values",
     "parse_headers",
@@ -296,3 +297,19 @@ def grpc_target(endpoint: str, insecure: bool) -> tuple[str, bool]:
         return endpoint.rstrip("/"), not insecure
     parts = urlsplit(endpoint)
     return parts.netloc, parts.scheme == "https"
+
+
+def endpoint_doubt(endpoint: str, protocol: str) -> str | None:
+    """What is likely wrong with an endpoint that is valid, said once at start; None when nothing is.
+
+    An OTLP/HTTP URL without a path is sent to as given, as the specification says of the signal's own variable
+    (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): the receiver answers 404 and every span is dropped, unless it really
+    takes traces at `/`. Refusing it would refuse such a receiver; saying it names the likely fix.
+    """
+    if protocol == "grpc" or "://" not in endpoint or urlsplit(endpoint).path.strip("/"):
+        return None
+    return (
+        f"forward.endpoint {endpoint!r} has no path, and OTLP/HTTP sends to the URL as given: most receivers take "
+        "traces at /v1/traces. Give the full URL, or set OTEL_EXPORTER_OTLP_ENDPOINT (a base, to which /v1/traces "
+        "is appended) instead of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    )
