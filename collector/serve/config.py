@@ -14,7 +14,9 @@ Precedence, highest first:
 
 A service refuses to start on a bad setting rather than run with a surprise: unlike the in-process
 instrumentation (which logs and falls back), a bad `TOOLSCORE_*` value or file key is a `ConfigError`
-naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the variable's name.
+naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the variable's name. So is a bad
+`OTEL_EXPORTER_OTLP_*` value for the downstream (an OTLP/HTTP URL left with the gRPC protocol): a collector
+that fell back to forwarding nowhere would discard every span it receives.
 """
 
 from __future__ import annotations
