@@ -45,3 +45,16 @@ def test_without_the_demo_expectations_the_ready_line_says_to_load_them_first(tm
     )
     assert re.search(demo, line), line
     assert "(OTLP/HTTP)" not in line
+
+
+def test_with_a_bearer_token_the_ready_line_says_how_agents_send_it_and_never_prints_it(tmp_path: Path) -> None:
+    config = serve_config(tmp_path, [DEMO_EXPECTATIONS], None, receiver={"bearer_token": "s3cret-t0ken"})
+    with ServeProcess(config, tmp_path) as process:
+        line = _ready_line(process)
+        assert process.terminate() == 0
+    assert "`toolscore demo" not in line  # it sends without a token: it would be refused
+    assert line.endswith(
+        " (OTLP/HTTP) and OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<receiver.bearer_token>; "
+        "docs: docs/serve.md"
+    )
+    assert "s3cret-t0ken" not in process.log()

@@ -41,12 +41,14 @@ def _demo_loaded(registry: Registry | None) -> bool:
 
 
 def next_steps(config: ServeConfig, grpc_port: int | None, http_port: int | None, registry: Registry | None) -> str:
-    """`next: ...`: the demo and `toolscore runs` (with `--endpoint` and `--db` when not their defaults), where
-    agents send, and the docs."""
+    """`next: ...`: the demo (which sends plain text without a token: not offered beside TLS or a bearer token)
+    and `toolscore runs`, with `--endpoint` and `--db` when not their defaults; where agents send, and the docs."""
     steps: list[str] = []
     store = config.score_store
     db = "" if store.path == _DEFAULT_SCORES else f" --db {store.path}"
-    if grpc_port is not None and store.enabled:
+    receiver = config.receiver
+    plain = not receiver.tls and not receiver.bearer_token  # the demo sends plain text, without a token
+    if grpc_port is not None and store.enabled and plain:
         grpc = _local(config.receiver.grpc_endpoint, grpc_port)
         endpoint = "" if grpc == _DEFAULT_DEMO_ENDPOINT else f" --endpoint {grpc}"
         demo = f"`toolscore demo{endpoint}{db}` sends sample agent runs here and prints their scores"
@@ -62,6 +64,10 @@ def next_steps(config: ServeConfig, grpc_port: int | None, http_port: int | None
     if http_port is not None:
         senders.append(f"{scheme}://{_local(config.receiver.http_endpoint, http_port)} (OTLP/HTTP)")
     if senders:
-        steps.append(f"agents send here with OTEL_EXPORTER_OTLP_ENDPOINT={' or '.join(senders)}")
+        token = " and OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<receiver.bearer_token>"
+        steps.append(
+            f"agents send here with OTEL_EXPORTER_OTLP_ENDPOINT={' or '.join(senders)}"
+            + (token if receiver.bearer_token else "")
+        )
     steps.append(f"docs: {DOCS}")
     return "next: " + "; ".join(steps)
