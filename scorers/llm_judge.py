@@ -18,6 +18,7 @@ import asyncio
 import functools
 import hashlib
 import json
+import logging
 import os
 import random
 import re
@@ -66,6 +67,32 @@ def _litellm() -> Any:
             os.environ.pop(name, None)
     litellm.suppress_debug_info = True
     return litellm
+
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+"""The loggers litellm gives a handler of its own when it is imported (`litellm._logging`)."""
+
+
+def _log_through_the_application() -> None:
+    """Each litellm log record once, where the application's logging configuration sends it.
+
+    litellm adds its own stream handler to its loggers (INFO and below to stdout) and leaves them propagating,
+    so once the application has configured logging (a handler on the root logger, as `logging.basicConfig` or
+    `toolscore serve` sets), every line of each judge call is written twice: once by litellm, once by the
+    application's handlers, in the application's format. Then litellm's own handler is taken off (only that
+    one: handlers the application added stay, and a logger litellm stopped from propagating, in its JSON mode,
+    keeps its handler), and the application's configuration decides what is shown and where. Checked on each
+    call, since an application may configure logging after the first judge call imported litellm.
+    """
+    if not logging.getLogger().handlers:
+        return
+    for name in _LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        if not logger.propagate:
+            continue
+        for handler in list(logger.handlers):
+            if type(handler).__module__.startswith("litellm."):
+                logger.removeHandler(handler)
 
 
 class _Failed(Exception):
@@ -198,6 +225,7 @@ class LLMJudge(ScorerBase):
 
     async def _complete(self, messages: list[dict[str, str]], span: Span) -> str | None:
         litellm = _litellm()
+        _log_through_the_application()
         kwargs: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": 0, "num_retries": 0}
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
