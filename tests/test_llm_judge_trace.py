@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tests.openai_server import OpenAIServer, Reply
+from tests.openai_server import OpenAIServer, Reply, completion_body
 from tests.pipeline_builders import by_name, registry_with
 from tests.serve_harness import Downstream, ServeProcess, serve_config
 from tests.test_pipeline_judge import end_run, judged, verdict
@@ -26,7 +26,7 @@ from toolscore.collector import instrument
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.scorers.llm_judge import LLMJudge
 from toolscore.scorers.llm_judge_trace import CAPTURE_CONTENT_ENV, JUDGE_SCOPE
-from toolscore.scorers.model import AgentRun, Score, ToolCall
+from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
 
 TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 RUN = AgentRun(
@@ -138,6 +138,46 @@ async def test_a_malformed_verdict_fails_its_span(
     (span,) = exporter.get_finished_spans()
     assert attrs(span)["error.type"] == "MalformedVerdict"
     assert attrs(span)["gen_ai.usage.output_tokens"] == 1  # the reply came: what it cost is still recorded
+
+
+async def test_the_cost_litellm_prices_the_request_at_is_on_its_span(
+    openai_server: OpenAIServer, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    import litellm
+
+    provider, exporter = spans
+    body = json.loads(completion_body(json.dumps(VERDICT)))
+    body["model"] = "gpt-4o-mini"  # a model litellm has a price for
+    body["usage"] = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+    openai_server.push(Reply(raw_body=json.dumps(body)))
+
+    priced = LLMJudge(model="openai/gpt-4o-mini", api_base=openai_server.base_url, api_key="test", cache_size=0)
+    await priced.ascore(RUN, tracer=provider.get_tracer(JUDGE_SCOPE))
+
+    prompt_usd, completion_usd = litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=1000, completion_tokens=500)
+    (span,) = exporter.get_finished_spans()
+    assert prompt_usd + completion_usd > 0
+    assert attrs(span)["toolscore.judge.cost_usd"] == pytest.approx(prompt_usd + completion_usd)
+    assert attrs(span)["gen_ai.usage.input_tokens"] == 1000
+
+
+async def test_a_request_with_no_reply_in_time_is_an_error_span_without_a_response(
+    openai_server: OpenAIServer, spans: tuple[TracerProvider, InMemorySpanExporter]
+) -> None:
+    provider, exporter = spans
+    openai_server.push(Reply.json(VERDICT, delay_s=2.0))
+
+    result = await judge(openai_server, timeout_s=0.5, max_retries=0).ascore(
+        RUN, tracer=provider.get_tracer(JUDGE_SCOPE)
+    )
+
+    assert isinstance(result, ScoreFailure)
+    assert result.error_type == "judge_timeout", result.message
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code == StatusCode.ERROR
+    assert attrs(span)["error.type"] in ("Timeout", "TimeoutError")
+    assert "gen_ai.response.model" not in attrs(span)
+    assert "toolscore.judge.cost_usd" not in attrs(span)
 
 
 def test_in_process_the_judge_span_goes_where_the_applications_spans_go_and_is_not_scored(
