@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	ln -sfn $(CURDIR)/collector $(TYPEROOT)/toolscore/collector
 	ln -sfn $(CURDIR)/proto/toolscore/registry $(TYPEROOT)/toolscore/registry
 	ln -sfn $(CURDIR)/proto/toolscore/__init__.py $(TYPEROOT)/toolscore/__init__.py
+	ln -sfn $(CURDIR)/proto/toolscore/export.py $(TYPEROOT)/toolscore/export.py
 	touch $@
 
 run: $(STAMP)
@@ -27,7 +28,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check scorers collector proto tests
 
 typecheck: $(STAMP)
-	MYPYPATH=$(TYPEROOT) $(BIN)/mypy -m toolscore -p toolscore.scorers -p toolscore.collector
+	MYPYPATH=$(TYPEROOT) $(BIN)/mypy -m toolscore -m toolscore.export -p toolscore.scorers -p toolscore.collector
 
 # Servers the tests start for real (PostgreSQL, ...): each .ci/install-* script installs one when missing.
 system-deps:

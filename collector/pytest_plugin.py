@@ -3,7 +3,8 @@
 Installed with the package (entry point `pytest11: toolscore`) and inert unless a test asks for its
 fixture: `toolscore_runs` builds an in-memory `TracerProvider` whose spans pass through the toolscore
 span processor, for the duration of one test. Point the agent's instrumentation at
-`toolscore_runs.tracer_provider`, run it, then assert:
+`toolscore_runs.tracer_provider` (or set an SDK `TracerProvider` as the global one before the test: its spans
+are read too, see `toolscore.collector.pytest_global`), run it, then assert:
 
     def test_weather(toolscore_runs):
         run_my_agent(tracer_provider=toolscore_runs.tracer_provider)
@@ -121,6 +122,9 @@ class ToolscoreRuns:
         self.processor.engine.on_scored = self._record
         self.tracer_provider: TracerProvider = TracerProvider()
         self.tracer_provider.add_span_processor(self.processor)
+        from toolscore.collector.pytest_global import attach_to_global
+
+        self._relay = attach_to_global(self.processor, self.tracer_provider)
 
     def spans(self) -> tuple[ReadableSpan, ...]:
         """Every span ended so far, run spans with their scores added (scoring what is pending first)."""
@@ -187,7 +191,9 @@ class ToolscoreRuns:
         runs = self.runs(agent)
         if not runs:
             seen = sorted({str(run.agent_name) for run in self.runs()})
-            pytest.fail(f"no run of agent {agent!r} was recorded (runs recorded: {seen or 'none'})", pytrace=False)
+            pytest.fail(
+                f"no run of agent {agent!r} was recorded (runs recorded: {seen or 'none'}){self._hint()}", pytrace=False
+            )
         scores, problems = [], []
         for n, run in enumerate(runs, start=1):
             result = scorer.score(run)
@@ -229,7 +235,10 @@ class ToolscoreRuns:
                 pytest.fail("no toolscore score to check:\n" + "\n".join(why), pytrace=False)
             seen = "; ".join(_run_text(run) for run in self.runs()) or "none"
             names = ", ".join(exp.name for exp in self.expectations)
-            pytest.fail(f"no run matched any toolscore expectation ({names}); runs recorded: {seen}", pytrace=False)
+            pytest.fail(
+                f"no run matched any toolscore expectation ({names}); runs recorded: {seen}{self._hint()}",
+                pytrace=False,
+            )
         failed = [(span_id, e) for span_id, e in events if e.get("gen_ai.evaluation.score.label") != "pass"]
         if failed:
             runs = {run.span_id: run for run in self.runs()}
@@ -254,7 +263,18 @@ class ToolscoreRuns:
                     return f"{line}\n{render_diff(diff)}"
         return line
 
+    def _hint(self) -> str:
+        """When no span at all was recorded, what to do about it (on a line of its own)."""
+        if self.exporter.get_finished_spans():
+            return ""
+        from toolscore.collector.pytest_global import missing_spans_hint
+
+        return "\n" + missing_spans_hint(self._relay is not None)
+
     def close(self) -> None:
+        from toolscore.collector.pytest_global import detach
+
+        detach(self._relay, self.processor)
         self.tracer_provider.shutdown()
 
 

@@ -159,6 +159,7 @@ class Recording:
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.scores: list[tuple[ScoreResult, str, int, str | None, RunSpanRef | None]] = []
+        self.verdicts: list[tuple[str, str | None, bool]] = []
         self.delays: list[float] = []
         self.waits: list[tuple[str, float]] = []
         self.judge: Counter[str] = Counter()
@@ -221,6 +222,10 @@ class Recording:
     def run_finished(self, outcome: str, agent: str | None) -> None:
         with self.lock:
             self.outcomes[outcome] += 1
+
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+        with self.lock:
+            self.verdicts.append((expectation, agent, passed))
 
     def score_recorded(
         self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None

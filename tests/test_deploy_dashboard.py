@@ -177,7 +177,7 @@ def test_dashboard_covers_quality_traffic_judge_and_pipeline_health() -> None:
     assert "bottomk(" in by_type["bargauge"], "worst expectations"
     queries = " ".join(target["expr"] for target in _targets())
     for needle in (
-        "pass_per_verdict:ratio_rate5m",
+        "runs_pass_per_run:ratio_rate5m",
         "toolscore_runs_total",
         "toolscore_judge_calls_total",
         "histogram_quantile(0.99, sum by (le) (rate(toolscore_score_delay_seconds_bucket",
@@ -190,6 +190,17 @@ def test_dashboard_covers_quality_traffic_judge_and_pipeline_health() -> None:
         "histogram_quantile(0.99, sum by (le) (rate(toolscore_receiver_wait_duration_seconds_bucket",
     ):
         assert needle in queries
+
+
+def test_pass_rate_panels_count_runs_and_the_scorer_panel_says_it_is_the_scorer_pass_rate() -> None:
+    """ "Pass rate" is runs that passed / runs (what `toolscore eval` reports), never verdicts pooled over scorers."""
+    pass_rate = [p for p in _panels() if "pass rate" in p["title"].lower() and "scorer" not in p["title"].lower()]
+    assert len(pass_rate) == 3
+    for panel in pass_rate:
+        for target in panel["targets"]:
+            assert "agent_expectation:toolscore_expectation_runs_pass_per_run:" in target["expr"], panel["title"]
+    pooled = [p for p in _panels() if any('gen_ai_evaluation_score_label="pass"' in t["expr"] for t in p["targets"])]
+    assert [p["title"] for p in pooled] == ["Scorer pass rate by scorer"]
 
 
 def test_every_query_groups_filters_and_labels_by_labels_the_series_carry() -> None:

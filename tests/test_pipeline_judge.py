@@ -131,9 +131,12 @@ def test_slow_judge_does_not_hold_the_run_span_past_max_hold(openai_server: Open
             "trajectory",
         ]
         assert not [k for k in attrs(run) if ".llm_judge." in k]
+        assert telemetry.verdicts == [], "the run's verdict waits for the judge's result"
         # a bounded wait, not a timing: in a fresh process the judge's thread imports litellm first (seconds)
         assert wait_until(lambda: telemetry.judge["late"] == 1, timeout_s=30)
     assert [r.name for r, *_ in telemetry.scores] == ["tool_selection", "trajectory", "llm_judge"]
+    # the judge could not read its empty answer: the run fails the expectation, as `toolscore eval` counts it
+    assert telemetry.verdicts == [("travel", "travel", False)]
 
 
 def test_failing_judge_is_an_error_type_and_the_other_scores_still_go_out(openai_server: OpenAIServer) -> None:

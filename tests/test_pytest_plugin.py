@@ -398,3 +398,85 @@ def test_loading_the_plugin_does_not_load_the_pipeline_and_toolscore_never_loads
         "assert 'opentelemetry.sdk.trace' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT)
+
+
+GLOBAL_PROVIDER_CONFTEST = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+APP_EXPORT = InMemorySpanExporter()  # the application's own export, which must see every span unchanged
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(APP_EXPORT))
+trace.set_tracer_provider(provider)
+"""
+
+
+def run_isolated(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """In a subprocess: the global tracer provider can be set once per process, and these sessions set it."""
+    return pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", *args)
+
+
+def test_runs_on_the_applications_global_sdk_provider_are_recorded(suite: pytest.Pytester) -> None:
+    suite.makeconftest(GLOBAL_PROVIDER_CONFTEST)
+    suite.makepyfile(
+        test_weather="""
+        from conftest import APP_EXPORT
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            weather_agent(None, "Paris").run_sync("Weather in Paris?")  # None: the global tracer provider
+            toolscore_runs.assert_calls(agent="weather", expected=[{"name": "get_weather", "args": {"city": "Paris"}}],
+                                        mode="flexible", args_match={"mode": "subset"})
+            exported = {span.name for span in APP_EXPORT.get_finished_spans()}
+            assert "invoke_agent weather" in exported or "agent run" in exported, exported
+            assert not any(k.startswith("toolscore.") for s in APP_EXPORT.get_finished_spans() for k in s.attributes)
+
+        def test_rome_sees_only_its_own_run(toolscore_runs):
+            weather_agent(None, "Rome").run_sync("Weather in Rome?")
+            assert [run.calls[0].args["city"] for run in toolscore_runs.runs("weather")] == ["Rome"]
+        """
+    )
+    result = run_isolated(suite)
+    result.assert_outcomes(passed=2)
+
+
+@pytest.mark.parametrize(
+    ("conftest", "before_run", "hint"),
+    [
+        (
+            "",
+            "",
+            "no span was recorded, and no global tracer provider is set: point the agent's instrumentation at "
+            "`toolscore_runs.tracer_provider`",
+        ),
+        (
+            "",
+            "trace.set_tracer_provider(TracerProvider())",
+            "no span was recorded; the global tracer provider was set during the test, after `toolscore_runs` "
+            "started, so its spans were not read: set it before the test (a fixture or conftest.py), or point the "
+            "agent's instrumentation at `toolscore_runs.tracer_provider`",
+        ),
+    ],
+    ids=["no-global-provider", "set-during-the-test"],
+)
+def test_a_run_the_fixture_could_not_see_is_explained(
+    suite: pytest.Pytester, conftest: str, before_run: str, hint: str
+) -> None:
+    suite.makepyfile(
+        test_weather=f"""
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from agent_app import weather_agent
+
+        def test_paris(toolscore_runs):
+            {before_run}
+            weather_agent(None, "Paris").run_sync("Weather in Paris?")
+            toolscore_runs.assert_calls(agent="weather", expected=["get_weather"])
+        """
+    )
+    result = run_isolated(suite)
+    result.assert_outcomes(failed=1)
+    assert "no run of agent 'weather' was recorded (runs recorded: none)" in result.stdout.lines
+    assert hint in result.stdout.lines

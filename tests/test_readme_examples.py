@@ -195,3 +195,36 @@ def test_eval_console_example_is_the_golden_summary() -> None:
         shown = [line.rstrip() for line in block.strip().splitlines()[1:] if "..." not in line]
         missing = [line for line in shown if not any(line == g for g in remaining)]
         assert missing == [], "docs/ci.md's eval example differs from tests/testdata/eval/golden/fail_summary.txt"
+
+
+def test_file_exporter_recipe_writes_traces_eval_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three lines the README's CI section and docs/ci.md show, run on a provider, then `toolscore eval`."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    recipes = {block for _, block in blocks("python") if "OTLPFileSpanExporter(" in block}
+    assert len(recipes) == 1, "the README and docs/ci.md show the same recipe"
+    (recipe,) = recipes
+    assert len(recipe.strip().splitlines()) == 3
+    monkeypatch.chdir(tmp_path)
+    provider = TracerProvider()
+    exec(compile(recipe, "README.md", "exec"), {"provider": provider})
+    tracer = provider.get_tracer("app")
+    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"}
+    with tracer.start_as_current_span("invoke_agent weather", attributes=run):
+        tracer.start_span("execute_tool get_weather", attributes=tool).end()
+    provider.shutdown()
+    (tmp_path / "expectations.yaml").write_text(
+        "name: weather\nmatch: {agent: weather}\nscorers:\n  - {type: tool_selection, expected_tool: get_weather}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolscore.collector.cli", "eval", "-t", "traces/", "-e", "expectations.yaml"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("toolscore eval: 1 trace file(s), 2 spans, 1 runs;"), proc.stdout
+    assert proc.stdout.splitlines()[-1].startswith("PASS: "), proc.stdout

@@ -17,6 +17,8 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from tests.prometheus import Prometheus
 from tests.serve_harness import ServeProcess, serve_config
 from toolscore.collector.cli.demo_runs import make_demo_spans
+from toolscore.collector.evaluate import run_eval
+from toolscore.export import OTLPFileSpanExporter
 
 DEMO_EXPECTATIONS = Path(__file__).parent.parent / "deploy" / "expectations" / "demo.yaml"
 F1_BUCKETS = 'sum by (le) (toolscore_evaluation_score_bucket{toolscore_expectation_name="demo.weather.two-cities", gen_ai_evaluation_name="f1"})'  # noqa: E501
@@ -101,5 +103,44 @@ def test_prometheus_sees_expectation_severities_and_the_pending_limit(serve: Ser
         assert float(ratio["value"][1]) == 0.0, "the two gauges share their labels, so they divide one-to-one"
         (held,) = _wait_query(prometheus, "toolscore_pending_bytes / toolscore_pending_bytes_limit_bytes", want=1)
         assert float(held["value"][1]) == 0.0, "as the alert divides them"
+    finally:
+        prometheus.stop()
+
+
+RUN_VERDICTS = "sum by (toolscore_expectation_name, toolscore_run_verdict) (toolscore_expectation_runs_total)"
+
+
+def test_prometheus_pass_rate_counts_the_runs_eval_counts(serve: ServeProcess, tmp_path: Path) -> None:
+    """The same spans sent to `toolscore serve` and written to a file for `toolscore eval`: Prometheus' run
+    verdicts per expectation are eval's passed and failed runs, the pass rate both report."""
+    prometheus = Prometheus(tmp_path, [f"127.0.0.1:{serve.metrics_port}"])
+    try:
+        prometheus.wait_ready()
+        sender = OTLPSpanExporter(endpoint=serve.grpc_endpoint, insecure=True, timeout=10)
+        recorder = OTLPFileSpanExporter(tmp_path / "traces" / "demo.jsonl")
+        for spans in make_demo_spans():
+            assert sender.export(spans) is SpanExportResult.SUCCESS
+            assert recorder.export(spans) is SpanExportResult.SUCCESS
+        sender.shutdown()
+        recorder.shutdown()
+        result = run_eval([tmp_path / "traces"], [DEMO_EXPECTATIONS])
+        expected = {}
+        for exp in result.expectations:
+            expected |= {(exp.name, "pass"): float(exp.passed), (exp.name, "fail"): float(exp.failed)}
+        expected = {key: value for key, value in expected.items() if value}
+        assert sum(expected.values()) >= 3, "the demo has runs of every expectation"
+        assert any(verdict == "fail" for _, verdict in expected), "and some fail"
+
+        def complete(rows: list[dict[str, Any]]) -> bool:
+            return sum(float(row["value"][1]) for row in rows) == sum(expected.values())
+
+        rows = prometheus.query_until(RUN_VERDICTS, complete)
+        seen = {
+            (row["metric"]["toolscore_expectation_name"], row["metric"]["toolscore_run_verdict"]): float(
+                row["value"][1]
+            )
+            for row in rows
+        }
+        assert seen == expected
     finally:
         prometheus.stop()

@@ -108,6 +108,8 @@ def _emit_every_metric(telemetry: Any) -> None:
     run = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
     telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, "planner", run)
     telemetry.score_recorded(ScoreFailure(name="judge", error_type="judge_timeout"), "book-flight", 2, None, None)
+    telemetry.run_verdict("book-flight", "planner", False)
+    telemetry.run_verdict("book-flight", None, True)
     telemetry.score_delay(0.25)
     telemetry.observe_pending(lambda: 3, 500)
     telemetry.observe_pending_bytes(lambda: 4096, 1 << 20)

@@ -463,6 +463,10 @@ def serve_command(
         hint = "--token" if error["loc"] == ("token",) else "--listen"
         raise click.BadParameter(error_message(error, RegistryServerConfig), param_hint=hint) from None
 
+    from toolscore.collector.serve.bind_probe import bind_error
+
+    if config.port and (unbound := bind_error(config.host, config.port)) is not None:  # before grpc logs its own line
+        raise click.BadParameter(f"cannot listen on {config.host}:{config.port}: {unbound[0]}", param_hint="--listen")
     if token:
         access = f"{'reads and writes' if auth_reads else 'writes'} need the token"
     else:

@@ -92,7 +92,11 @@ class ExpectationResult(BaseModel):
     passed: int
     failed: int
     skipped: int = Field(default=0, description="Matched runs whose every scorer was skipped.")
-    pass_rate: float | None = Field(description="passed / (passed + failed); None when no run was scored.")
+    pass_rate: float | None = Field(
+        description="The pass rate: runs that passed / runs scored, passed / (passed + failed), a run passing when "
+        "every one of its scorers passed (the live `toolscore.expectation.runs` counts the same); None when no run "
+        "was scored."
+    )
     mean_score: float | None = Field(description="Mean of the scored runs' scores; None when none was scored.")
     min_pass_rate: float
     ok: bool = Field(description="The pass rate meets `min_pass_rate` (or no run was scored, unless required).")
@@ -111,6 +115,9 @@ class InputSummary(BaseModel):
         default_factory=list, description="Why the first skipped spans were unusable, each with its file."
     )
     runs: int
+    base64_id_spans: int = Field(
+        default=0, description="Spans of OTLP/JSON whose ids were base64 (protobuf's JSON mapping), not hex."
+    )
 
 
 class EvalResult(BaseModel):
@@ -124,6 +131,11 @@ class EvalResult(BaseModel):
     expectations: list[ExpectationResult]
     results: list[RunResult] = Field(description="Per run and matched expectation, in run order.")
     unmatched: list[RunRef] = Field(description="Runs no expectation matched.")
+    nothing_scored: list[str] = Field(
+        default_factory=list,
+        description="Per expectation file none of whose expectations scored a run, why: a failure unless "
+        "`allow_empty` (CI must not pass having checked nothing).",
+    )
 
     @property
     def exit_code(self) -> int:

@@ -1,9 +1,9 @@
 """The console summary: read at a glance in a terminal or a CI log.
 
-A table of expectations (runs matched, pass rate, mean score, threshold, verdict), then each failing
-run with its calls beside the expected ones, then the runs no expectation matched (counted; listed
-on request). Colour only when the console is a terminal; text written through `markup=False` so that
-brackets in tool arguments are never read as rich markup.
+A table of expectations (runs matched, pass rate: runs that passed / runs, mean score, threshold,
+verdict), then each failing run with its calls beside the expected ones, then the runs no expectation
+matched (counted; listed on request). Colour only when the console is a terminal; text written through
+`markup=False` so that brackets in tool arguments are never read as rich markup.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ SKIPPED_SHOWN = 3
 def _table(result: EvalResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("Expectation", overflow="fold")  # a narrow terminal wraps the name, never the numbers
-    for name in ("Runs", "Passed", "Failed", "Rate", "Mean", "Needed"):
+    for name in ("Runs", "Passed", "Failed", "Pass rate", "Mean", "Needed"):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("Result", no_wrap=True)
     for exp in result.expectations:
@@ -56,6 +56,8 @@ def _table(result: EvalResult) -> Table:
 def _inputs_line(result: EvalResult) -> str:
     inputs = result.inputs
     skipped = f" ({inputs.skipped_spans} unusable, skipped)" if inputs.skipped_spans else ""
+    if inputs.base64_id_spans:
+        skipped += f" ({inputs.base64_id_spans} with base64 ids, protobuf's JSON mapping, read as hex)"
     judge = "" if result.judge else "; LLM judges not run (use --judge)"
     return (
         f"toolscore eval: {len(inputs.trace_files)} trace file(s), {inputs.spans} spans{skipped}, "
@@ -97,5 +99,7 @@ def print_report(
         if show_unmatched:
             for ref in result.unmatched:
                 console.print(Text(f"  {_run_line(ref)}"), soft_wrap=True)
+    for reason in result.nothing_scored:
+        console.print(Text(f"NOTHING CHECKED {reason} (--allow-empty accepts it)", style="red bold"), soft_wrap=True)
     style = "red bold" if not result.ok else "yellow bold" if unscored(result) else "green bold"
     console.print(Text(f"{'PASS' if result.ok else 'FAIL'}: {headline(result)}", style=style))

@@ -9,6 +9,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from opentelemetry.trace import Tracer
+
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.emit import RunScores, build_enrichment
@@ -20,6 +22,7 @@ from toolscore.collector.pipeline.refused import Refusals
 from toolscore.collector.pipeline.runs import runs_of_trace, runs_under
 from toolscore.collector.pipeline.sink import Sink
 from toolscore.collector.pipeline.timers import Deadlines
+from toolscore.collector.pipeline.verdict import RunVerdicts
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Expectation
 from toolscore.collector.sources.log_events import LogEvent
@@ -54,6 +57,7 @@ class _InFlight(Generic[C]):
 
     scores: RunScores
     held: HeldRun[C] | None
+    verdicts: RunVerdicts
     outstanding: dict[Hashable, Expectation] = field(default_factory=dict)
     released: bool = False
     """Its results so far have been emitted; judge results from now on are late."""
@@ -101,8 +105,11 @@ class Engine(Worker, Generic[C]):
         on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
         hold: Callable[[C], C] | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
+
+        `tracer` traces each LLM-judge request as a GenAI `chat` span (default: the global provider's).
 
         `hold` is what a carrier becomes while it waits for its run's scores, and `size` what a kept span
         counts for against `max_pending_bytes` (see `TraceStore`).
@@ -112,6 +119,7 @@ class Engine(Worker, Generic[C]):
         self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self._held_as, self._size = hold, size
+        self._tracer = tracer
         super().__init__("toolscore-pipeline")
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
@@ -131,6 +139,7 @@ class Engine(Worker, Generic[C]):
             self.telemetry.dedupe_forgotten,
             max_bytes=config.max_pending_bytes,
             size=self._size,
+            max_finished_bytes=config.max_finished_bytes,
         )
         self.stats = CountedStats(self.telemetry, self.store.traces)
         self.refusals = Refusals(config.max_pending_traces)
@@ -139,7 +148,7 @@ class Engine(Worker, Generic[C]):
         self._hold: Deadlines[RunKey] = Deadlines(int(config.max_hold_ms * _MS))
         self._in_flight: dict[RunKey, _InFlight[C]] = {}
         self._judged: deque[tuple[Hashable, ScoreResult]] = deque()
-        self._judges = JudgePool(config.judge, self._deliver)
+        self._judges = JudgePool(config.judge, self._deliver, self._tracer)
 
     def after_fork(self) -> None:
         """A forked child starts empty: the spans pending at the fork are the parent's to score and pass on.
@@ -478,7 +487,7 @@ class Engine(Worker, Generic[C]):
     def _scored(self, run: AgentRun, held: HeldRun[C] | None) -> _InFlight[C]:
         """The run's inline results and its judges started; nothing has left the engine yet."""
         plan = self._plan(run)
-        flight = _InFlight(RunScores(run, plan.expectations), held)
+        flight = _InFlight(RunScores(run, plan.expectations), held, RunVerdicts(plan))
         flight.scores.results.extend((exp, scorer.scorer.score(run)) for exp, scorer in plan.inline)
         for index, (exp, scorer) in enumerate(plan.judged):
             key = (run.trace_id, run.span_id, index)
@@ -504,7 +513,7 @@ class Engine(Worker, Generic[C]):
         outcome = "ok" if error is None else "timeout" if error == "judge_timeout" else "error"
         self.telemetry.judge_outcome("late" if flight.released else outcome)
         if flight.released:
-            self._record(flight.scores.run, exp, result)  # its span has gone on: logs and metrics only
+            self._record(flight, exp, result)  # its span has gone on: logs and metrics only
         else:
             flight.scores.results.append((exp, result))
         if not flight.outstanding:
@@ -528,7 +537,7 @@ class Engine(Worker, Generic[C]):
         run, held = flight.scores.run, flight.held
         flight.released = True
         for exp, result in flight.scores.results:
-            self._record(run, exp, result)
+            self._record(flight, exp, result)
         if held is None:
             return
         self._hold.cancel((run.trace_id, run.span_id))
@@ -540,9 +549,13 @@ class Engine(Worker, Generic[C]):
         self.telemetry.spans_passed(1)
         self.telemetry.score_delay(max(0, now - held.arrived_ns) / 1e9)
 
-    def _record(self, run: AgentRun, exp: Expectation, result: ScoreResult) -> None:
+    def _record(self, flight: _InFlight[C], exp: Expectation, result: ScoreResult) -> None:
+        run = flight.scores.run
         ref = RunSpanRef(run.trace_id, run.span_id)
         self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
+        passed = flight.verdicts.add(exp.name, result)
+        if passed is not None:
+            self.telemetry.run_verdict(exp.name, run.agent_name, passed)
         if self.on_scored is not None:
             try:
                 self.on_scored(run, exp, result)

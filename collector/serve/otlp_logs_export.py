@@ -76,8 +76,8 @@ def logs_from_json(data: bytes, max_records: int | None = None) -> LogBatch:
     """An OTLP/JSON logs export's GenAI events and refused records; raises `BadPayload` naming the field at fault."""
     try:
         document = json_loads(data) if data.strip() else {}
-    except SpanDecodeError as exc:
-        raise BadPayload(exc.message, offset=exc.offset) from None
+    except SpanDecodeError as exc:  # its place once: the byte (BadPayload puts it first), or the line in the message
+        raise BadPayload(exc.message if exc.offset is not None else str(exc), offset=exc.offset) from None
     except RecursionError:
         raise BadPayload("invalid JSON: nested too deeply") from None
     if not isinstance(document, Mapping):

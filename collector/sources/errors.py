@@ -102,6 +102,8 @@ class DecodeStats:
     """Spans skipped, by reason (`bad_trace_id`, `bad_span_id`, `bad_parent_span_id`)."""
     examples: list[str] = field(default_factory=list)
     """Descriptions of the first `MAX_SKIP_EXAMPLES` skipped spans."""
+    base64_ids: int = 0
+    """Spans of OTLP/JSON whose ids were base64 (protobuf's JSON mapping, as `MessageToJson` writes), not hex."""
 
     def skip(self, reason: str, detail: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1

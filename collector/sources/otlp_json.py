@@ -3,8 +3,11 @@
 The encoding is the protobuf JSON mapping with OTLP's exceptions: trace and span ids are hex (not
 base64), and enums are integers. As the OTLP spec allows for receivers, field names are accepted in
 lowerCamelCase and in the proto's snake_case, 64-bit integers as JSON strings or numbers, and enums
-also by name. JSON Lines, one request per line, is what the Collector's file exporter writes with
-`format: json`. Errors name the path of the bad field (`resourceSpans[0].scopeSpans[1].spans[3].traceId`).
+also by name. Ids in base64, as protobuf's own JSON mapping writes them (Python's `MessageToJson`, the
+tools most Python users reach for), are accepted too and counted (`DecodeStats.base64_ids`): the two
+encodings never share a length (hex 32 and 16 characters, base64 22-24 and 11-12). JSON Lines, one
+request per line, is what the Collector's file exporter writes with `format: json`. Errors name the path
+of the bad field (`resourceSpans[0].scopeSpans[1].spans[3].traceId`).
 
 A file's documents (and each JSON Lines line) must be trace exports (`trace_export`); a request body need
 not, since OTLP/JSON receivers ignore fields they do not know.
@@ -154,9 +157,9 @@ def _attributes(key_values: Any, path: str) -> dict[str, Any]:
 
 def _bad_ids(trace_id: Any, span_id: Any, parent_id: Any) -> tuple[str, str] | None:
     if not isinstance(trace_id, str) or not _HEX32(trace_id) or trace_id == _ZERO32:
-        return "bad_trace_id", f"traceId {trace_id!r} is not 32 hex digits, non-zero (OTLP/JSON ids are hex)"
+        return "bad_trace_id", f"traceId {trace_id!r} is not 32 hex digits (or 16 bytes in base64), non-zero"
     if not isinstance(span_id, str) or not _HEX16(span_id) or span_id == _ZERO16:
-        return "bad_span_id", f"spanId {span_id!r} is not 16 hex digits, non-zero (OTLP/JSON ids are hex)"
+        return "bad_span_id", f"spanId {span_id!r} is not 16 hex digits (or 8 bytes in base64), non-zero"
     if parent_id and (not isinstance(parent_id, str) or not _HEX16(parent_id)):
         return "bad_parent_span_id", f"parentSpanId {parent_id!r} is not 16 hex digits or empty"
     return None
@@ -170,11 +173,33 @@ def _event(event: Mapping[str, Any], path: str) -> SpanEvent:
     )
 
 
-def _span(span: Any, path: str, resource: dict[str, Any], scope: str) -> SpanRecord | tuple[str, str]:
+_BASE64_TRACE_ID = (22, 24)
+"""Lengths of 16 bytes in base64, unpadded and padded (a span id's 8 bytes: 11 and 12)."""
+
+
+def _hex(value: Any, size: int) -> Any:
+    """A base64 id (standard or URL-safe, padding optional) as hex; anything else as it was, for `_bad_ids`
+    to name."""
+    if not isinstance(value, str):
+        return value
+    try:
+        raw = base64.b64decode(value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4), validate=True)
+    except ValueError:
+        return value
+    return raw.hex() if len(raw) == size else value
+
+
+def _span(
+    span: Any, path: str, resource: dict[str, Any], scope: str, stats: DecodeStats | None = None
+) -> SpanRecord | tuple[str, str]:
     if not isinstance(span, Mapping):
         raise SpanDecodeError(f"{path}: expected a span object, got {type(span).__name__}")
     trace_id, span_id = _get(span, "traceId", "trace_id"), _get(span, "spanId", "span_id")
     parent_id = _get(span, "parentSpanId", "parent_span_id")
+    if isinstance(trace_id, str) and len(trace_id) in _BASE64_TRACE_ID:  # never a hex id's length: 32 and 16
+        trace_id, span_id, parent_id = _hex(trace_id, 16), _hex(span_id, 8), _hex(parent_id, 8) if parent_id else ""
+        if stats is not None and not isinstance(_bad_ids(trace_id, span_id, parent_id), tuple):
+            stats.base64_ids += 1
     bad = _bad_ids(trace_id, span_id, parent_id)
     if bad is not None:
         return bad
@@ -209,7 +234,7 @@ def _scope_spans(
 ) -> None:
     scope = str(_obj(scope_spans.get("scope"), f"{path}.scope").get("name") or "")
     for i, span in enumerate(_list(scope_spans.get("spans"), f"{path}.spans")):
-        record = _span(span, f"{path}.spans[{i}]", resource, scope)
+        record = _span(span, f"{path}.spans[{i}]", resource, scope, stats)
         if isinstance(record, SpanRecord):
             out.append(record)
         elif stats is not None:

@@ -128,6 +128,11 @@ class PipelineTelemetry(Protocol):
     ) -> None:
         """One scorer's result for one run against one expectation version."""
 
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+        """A run's verdict on one expectation it matched, once all of that expectation's scorers have given
+        their results: passed when every one passed (a scorer that could not score fails it, as in
+        `toolscore eval`)."""
+
     def score_delay(self, seconds: float) -> None:
         """Time from the run span's arrival in the pipeline (this process's clock, not the span's end time,
         which another host's clock may have stamped) to its going on with its scores."""
@@ -206,6 +211,9 @@ class NoopTelemetry:
         agent: str | None,
         run_span: RunSpanRef | None,
     ) -> None:
+        pass
+
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
         pass
 
     def score_delay(self, seconds: float) -> None:

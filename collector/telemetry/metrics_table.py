@@ -100,6 +100,12 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("toolscore.expectation.severity", "The expectation's `severity` label; absent when it has none."),
     AttributeSpec("gen_ai.agent.name", "The agent's name from the run span; absent when the span has none."),
     AttributeSpec("gen_ai.evaluation.score.label", "The scorer's verdict.", ("pass", "fail")),
+    AttributeSpec(
+        "toolscore.run.verdict",
+        "The run's verdict on the expectation: `pass` when every one of its scorers that scored the run passed, "
+        "`fail` when one failed or could not score (as `toolscore eval` counts runs).",
+        ("pass", "fail"),
+    ),
     AttributeSpec("error.type", "Why a scorer could not score (`ScoreFailure.error_type`)."),
     AttributeSpec("toolscore.run.outcome", "How a run left the pipeline.", ("matched", "unmatched", "incomplete")),
     AttributeSpec(
@@ -128,9 +134,10 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec(
         "toolscore.forget.reason",
         "Which bound made the pipeline let go of finished traces' span ids: it remembers the latest "
-        "`max_pending_traces` finished traces (`max_pending_traces`), and the latest `max_spans_per_trace` span "
-        "ids of a trace that opens again and again (`max_spans_per_trace`).",
-        ("max_pending_traces", "max_spans_per_trace"),
+        "`max_pending_traces` finished traces (`max_pending_traces`) within `max_finished_bytes` of memory "
+        "(`max_finished_bytes`), and the latest `max_spans_per_trace` span ids of a trace that opens again and "
+        "again (`max_spans_per_trace`).",
+        ("max_pending_traces", "max_finished_bytes", "max_spans_per_trace"),
     ),
     AttributeSpec(
         "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
@@ -219,7 +226,8 @@ METRICS: tuple[MetricSpec, ...] = (
         "toolscore.evaluations",
         "counter",
         "{evaluation}",
-        "Evaluations, by verdict (`gen_ai.evaluation.score.label`) or by failure (`error.type`).",
+        "Evaluations (one per scorer, run and expectation), by verdict (`gen_ai.evaluation.score.label`) or by "
+        "failure (`error.type`): the scorer pass rate. A run's own verdict is `toolscore.expectation.runs`.",
         (
             "gen_ai.evaluation.name",
             "toolscore.expectation.name",
@@ -228,6 +236,20 @@ METRICS: tuple[MetricSpec, ...] = (
             "error.type",
         ),
         "Mostly `pass`; any `error.type` series means a scorer could not score (judge down, bad input).",
+    ),
+    MetricSpec(
+        "toolscore.expectation.runs",
+        "counter",
+        "{run}",
+        "Runs scored against an expectation, by the run's verdict (`toolscore.run.verdict`): the pass rate "
+        "(passing runs / runs), which `toolscore eval` reports and the dashboard and alerts read. A run is counted "
+        "once per expectation it matched, when the last of that expectation's scorers has given its result (an "
+        "LLM judge's may come after the run span has gone on); a run none of whose scorers scored it (all "
+        "sampled out) is not counted. `toolscore.evaluations` counts each scorer's verdicts: the scorer pass "
+        "rate, which pools verdicts across scorers and is not the pass rate.",
+        ("toolscore.expectation.name", "gen_ai.agent.name", "toolscore.run.verdict"),
+        "Mostly `pass`; a drop after a deploy is a regression (`ToolscoreExpectationPassRateRegression`): the "
+        "scorer pass rate per `gen_ai.evaluation.name` says which scorer fails.",
     ),
     MetricSpec(
         "toolscore.expectation.info",
@@ -326,7 +348,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "is forgotten, such a span is taken as new: a re-sent run span is scored a second time, without its calls.",
         ("toolscore.forget.reason",),
         "`max_pending_traces` follows the finished traces once that many have finished (the memory turns over); it "
-        "matters only if senders re-send spans later than that. `max_spans_per_trace` stays 0 unless traces "
+        "matters only if senders re-send spans later than that. `max_finished_bytes` stays 0 unless finished "
+        "traces average more than ~60 spans (it then turns the memory over instead). `max_spans_per_trace` stays 0 "
+        "unless traces "
         "reopen past that many spans (long sessions with quiet spells over `trace_idle_timeout_s`).",
     ),
     MetricSpec(

@@ -26,6 +26,7 @@ from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
+from toolscore.collector.telemetry.unexported import UnexportedCheck
 from toolscore.collector.utf8 import valid_utf8_values
 from toolscore.scorers.model import Score, ScoreResult
 
@@ -159,6 +160,7 @@ class OTelPipelineTelemetry:
         self._wait = histograms["toolscore.receiver.wait.duration"]
         self._evaluations = counters["toolscore.evaluations"]
         self._runs = counters["toolscore.runs"]
+        self._run_verdicts = counters["toolscore.expectation.runs"]
         self._spans = counters["toolscore.spans"]
         self._late = counters["toolscore.spans.late"]
         self._duplicate = counters["toolscore.spans.duplicate"]
@@ -176,6 +178,12 @@ class OTelPipelineTelemetry:
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
         self._tally = _Tally()
+        self._unexported: UnexportedCheck | None = None
+        if meter_provider is None or logger_provider is None:
+            self._unexported = UnexportedCheck(
+                metrics_global=meter_provider is None, events_global=logger_provider is None
+            )
+        """Checked at the first result recorded, then dropped: a warning if it is exported nowhere."""
 
     def _after_fork(self) -> None:
         """A forked child's lock: the parent's may be held by its metric reader, a thread the child lacks."""
@@ -310,6 +318,16 @@ class OTelPipelineTelemetry:
             attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
         self._tally.add(self._runs, attributes)
 
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+        bound = self._limiter.bound
+        attributes: tuple[tuple[str, AttributeValue], ...] = (
+            ("toolscore.expectation.name", bound("toolscore.expectation.name", expectation)),
+        )
+        if agent:
+            attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
+        attributes += (("toolscore.run.verdict", "pass" if passed else "fail"),)
+        self._tally.add(self._run_verdicts, attributes)  # once per run and expectation
+
     def score_delay(self, seconds: float) -> None:
         self._delay.record(max(seconds, 0.0))
 
@@ -355,6 +373,10 @@ class OTelPipelineTelemetry:
         agent: str | None,
         run_span: RunSpanRef | None,
     ) -> None:
+        if self._unexported is not None:
+            check, self._unexported = self._unexported, None
+            with _never_raise("unexported check"):
+                check.check()
         # try/except rather than `_never_raise`: a generator context manager costs ~1.5 µs, twice per score.
         try:
             self._score_metrics(result, expectation, agent)
