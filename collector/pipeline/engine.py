@@ -435,8 +435,13 @@ class Engine(Worker, Generic[C]):
             self._hold.cancel((trace.trace_id, span_id))
             self._release([held.carrier])
         for run, is_held in ready:
-            self._score(run, held if is_held else None, now)
+            own = run.span_id == span_id
+            self._score(run, held if own else trace.held.pop(run.span_id or "", None) if is_held else None, now)
         trace.scored.add(span_id)
+        steps = self.store.held_steps_under(trace, span_id)  # tool spans held for a run that was not inferred
+        for step in steps:
+            self._hold.cancel((trace.trace_id, step))
+        self._release([trace.held.pop(step).carrier for step in steps])
 
     def _finish_trace(self, trace: PendingTrace[C], complete: bool, now: int) -> None:
         self._cancel(trace)
