@@ -142,7 +142,8 @@ def test_an_otlp_http_url_without_a_path_is_used_as_given_and_the_start_says_so(
     env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": url, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}
     with ServeProcess(serve_config(tmp_path, [], None), tmp_path, env) as process:
         process.wait_ready()
-        assert process.terminate() == 0
+        status = process.terminate()
+        assert status == 0, process.log()
     assert f"forwarding to {url} (http/protobuf)" in process.log()
     assert (
         f"WARNING toolscore.serve.forward: forward.endpoint {url!r} has no path, and OTLP/HTTP sends to the URL as "
