@@ -176,9 +176,9 @@ def test_bad_line_in_json_lines_exits_2_naming_the_line(tmp_path: Path) -> None:
     assert proc.stderr.startswith(f"toolscore eval: {export}: line 2: ")
 
 
-def test_skipped_spans_are_explained_with_their_file(tmp_path: Path) -> None:
-    """Ids in base64, as protobuf's MessageToJson writes them, are not OTLP/JSON: every span is skipped, and
-    with no run matched the evaluation passes, so the summary has to say why there were no runs."""
+def test_base64_ids_as_message_to_json_writes_them_are_read_not_skipped(tmp_path: Path) -> None:
+    """Ids in base64, as protobuf's MessageToJson writes them (the protobuf JSON mapping), name the same spans
+    as OTLP/JSON's hex: nothing is skipped, and the runs are scored."""
     document = (ROOT / TRACES / "pydantic-ai" / "a_single_tool.json").read_text()
     trace_id = json.loads(document)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
     as_base64 = base64.b64encode(bytes.fromhex(trace_id)).decode()
@@ -186,17 +186,9 @@ def test_skipped_spans_are_explained_with_their_file(tmp_path: Path) -> None:
     export.write_text(document.replace(trace_id, as_base64))
     proc = run_eval_cli("-t", export, "-e", EVAL / "pass", "--json", tmp_path / "out.json")
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[0].startswith("toolscore eval: 1 trace file(s), 0 spans (4 unusable, skipped), 0 runs;")
-    assert re.fullmatch(
-        rf"  skipped {re.escape(str(export))}: bad_trace_id: resourceSpans\[0\].scopeSpans\[0\].spans\[0\] .*: "
-        rf"traceId '{re.escape(as_base64)}' is not 32 hex digits, non-zero \(OTLP/JSON ids are hex\)",
-        lines[1],
-    )
-    assert lines[4] == "  ... and 1 more skipped span(s)"
-    examples = json.loads((tmp_path / "out.json").read_text())["inputs"]["skipped_examples"]
-    assert len(examples) == 4
-    assert all(example.startswith(f"{export}: bad_trace_id: ") for example in examples)
+    inputs = json.loads((tmp_path / "out.json").read_text())["inputs"]
+    assert (inputs["spans"], inputs["skipped_spans"]) == (4, 0)
+    assert inputs["runs"] >= 1
 
 
 def test_min_pass_rate_sets_how_many_matched_runs_must_pass() -> None:
