@@ -237,7 +237,8 @@ def test_traces_with_no_usable_span_are_bad_input_naming_why(tmp_path: Path) -> 
     assert lines[0].startswith("toolscore eval: 1 trace file(s), 0 spans (4 unusable, skipped), 0 runs;")
     assert re.fullmatch(
         rf"  skipped {re.escape(str(export))}: bad_trace_id: resourceSpans\[0\].scopeSpans\[0\].spans\[0\] .*: "
-        rf"traceId '{re.escape(trace_id[:30])}' is not 32 hex digits \(or 16 bytes in base64\), non-zero",
+        rf"traceId '{re.escape(trace_id[:30])}' is not 32 hex digits \(OTLP/JSON\) nor 24 base64 characters "
+        r"\(the protobuf JSON mapping\) of a 16-byte id",
         lines[1],
     )
 

@@ -208,7 +208,7 @@ def run_eval(
         skipped_spans=inputs.stats.skipped_total,
         skipped_examples=inputs.stats.examples,
         runs=len(runs),
-        base64_id_spans=inputs.stats.base64_ids,
+        base64_id_spans=inputs.stats.id_encodings.get("base64", 0),
     )
     matched = {result.expectation for result in results}
     nothing = [] if allow_empty else _nothing_scored(expectation_files, matched, runs)
