@@ -136,11 +136,13 @@ def _open_local(db: str, open_: Callable[[], _T], *, create: bool) -> _T:
     try:
         return open_()
     except Exception as exc:
-        from toolscore.collector.registry.errors import InvalidExpectation, NoRegistryTables
+        from toolscore.collector.registry.errors import InvalidExpectation, MissingExtra, NoRegistryTables
         from toolscore.collector.registry.health import describe_error
 
         if isinstance(exc, InvalidExpectation):
             raise
+        if isinstance(exc, MissingExtra):
+            raise click.ClickException(str(exc)) from None
         if isinstance(exc, NoRegistryTables):
             raise click.ClickException(_no_registry(db, exc)) from None
         raise click.ClickException(f"cannot open {_store_name(db)}: {describe_error(exc)}") from None
@@ -178,8 +180,10 @@ def _driver_errors(db: str) -> tuple[type[Exception], ...]:
     the server dropped, a damaged file, a disk that fails. Each is an answer about the store, not a bug of the
     command, so it is told in one line like the failures to open it; anything else keeps its traceback."""
     if db.startswith(_POSTGRES_SCHEMES):
-        import psycopg
-
+        try:
+            import psycopg
+        except ImportError:  # without the extra, opening the store says which one (see `open_store`)
+            return ()
         return (psycopg.Error,)
     import sqlite3
 
