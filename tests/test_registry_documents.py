@@ -120,6 +120,8 @@ def test_a_store_holding_documents_written_before_the_bounds_still_lists(tmp_pat
                 big, fine = client.list()
                 got = client.get("a-big")
                 history = client.history("a-big")
+                with client.watch(since_seq=0) as watch:  # replayed from the change log, the big one first
+                    replayed = next(iter(watch))
             listed = CliRunner().invoke(main, ["expectations", "list", "--server", server.target])
             with grpc.insecure_channel(server.target) as channel:
                 page = pb_grpc.ExpectationRegistryStub(channel).ListExpectations(
@@ -129,6 +131,8 @@ def test_a_store_holding_documents_written_before_the_bounds_still_lists(tmp_pat
     assert "stored before the document bounds, it is " in big.labels[UNREADABLE_LABEL]
     assert got.labels == big.labels
     assert len(history) == 1
+    assert replayed.expectation is not None
+    assert (replayed.expectation.name, replayed.expectation.labels) == ("a-big", big.labels)
     assert listed.exit_code == 0, listed.output
     assert "a-big" in listed.stdout
     assert page.ByteSize() < CLIENT_LIMIT

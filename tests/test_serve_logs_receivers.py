@@ -181,3 +181,17 @@ def test_a_trace_export_sent_to_the_logs_endpoint_is_refused_naming_it() -> None
     assert status.code == code_pb2.INVALID_ARGUMENT
     assert "an OTLP trace export (ExportTraceServiceRequest) sent to the logs endpoint" in status.message
     assert wrong_method.status == 405
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"resourceLogs": [{"x": "\xff"}]}', "byte 25: invalid UTF-8 (invalid start byte): OTLP/JSON must be UTF-8"),
+        (b'{"resourceLogs": []}\n{"b": ]}', "byte 21: invalid JSON: Extra data at line 2 column 1"),
+    ],
+)
+def test_a_logs_body_that_is_not_json_is_400_naming_its_place_once(body: bytes, message: str) -> None:
+    with _serve() as serve:
+        reply = http_call(serve.http.port, body, content_type="application/json", path="/v1/logs")
+    assert reply.status == 400
+    assert reply_status(reply).message == message

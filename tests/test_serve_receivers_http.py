@@ -184,12 +184,69 @@ def test_overload_is_429_with_retry_after_and_retry_info(
     assert len(ingest.requests) == (1 if when == "read" else 0)
 
 
-def test_a_body_refused_unread_closes_the_connection(receiver: HttpReceiver, ingest: RecordingIngest) -> None:
-    """Refused before its body is read (garbage would be a 400), so the connection cannot carry another request."""
+def test_a_body_refused_before_it_is_read_is_dropped_and_the_connection_kept(
+    receiver: HttpReceiver, ingest: RecordingIngest
+) -> None:
+    """Refused before its body is read (as garbage it would be a 400): the body is read and dropped, so the next
+    request on the connection is read from where it starts."""
     ingest.refusals.append(IngestResult(overloaded=True, retry_after_s=1.0))
-    reply = http_call(receiver.port, b"\x0a\xff\xff\xff\xff\x0f garbage")
-    assert (reply.status, reply.headers["connection"]) == (429, "close")
-    assert http_call(receiver.port, _proto("next")).status == 200
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    try:
+        headers = {"Content-Type": "application/x-protobuf"}
+        connection.request("POST", "/v1/traces", body=b"\x0a\xff\xff\xff\xff\x0f garbage", headers=headers)
+        refused = connection.getresponse()
+        assert (refused.status, refused.getheader("Connection")) == (429, None)
+        refused.read()
+        sock = connection.sock
+        connection.request("POST", "/v1/traces", body=_proto("next"), headers=headers)
+        assert connection.getresponse().status == 200
+        assert connection.sock is sock, "the same connection"
+    finally:
+        connection.close()
+    assert ingest.span_names() == ["next"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"Content-Type": "application/x-protobuf"}, 401),
+        ({"Content-Type": "text/plain", "Authorization": f"Bearer {TOKEN}"}, 415),
+        ({"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {TOKEN}"}, 413),
+    ],
+)
+def test_http_client_reads_a_refusal_sent_before_the_body_and_keeps_its_connection(
+    ingest: RecordingIngest, headers: dict[str, str], status: int
+) -> None:
+    """`http.client` writes a whole body before reading: a refusal decided from the headers alone must wait for
+    the body (read and dropped), or the client meets a closed connection instead of the answer."""
+    receiver = _start(ingest, bearer_token=TOKEN)
+    connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=10)
+    try:
+        connection.request("POST", "/v1/traces", body=bytes(16 * LIMIT), headers=headers)
+        refused = connection.getresponse()
+        assert (refused.status, refused.getheader("Connection")) == (status, None), refused.read()
+        refused.read()
+        sock = connection.sock
+        valid = {"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {TOKEN}"}
+        connection.request("POST", "/v1/traces", body=_proto("next"), headers=valid)
+        assert connection.getresponse().status == 200
+        assert connection.sock is sock
+    finally:
+        connection.close()
+        receiver.stop(0)
+    assert ingest.span_names() == ["next"]
+
+
+def test_a_body_refused_unread_past_the_discard_bound_closes_the_connection(ingest: RecordingIngest) -> None:
+    """Past `http_max_discard_bytes` the body is left unread, so the connection cannot carry another request."""
+    receiver = _start(ingest, http_max_discard_bytes=8)
+    try:
+        ingest.refusals.append(IngestResult(overloaded=True, retry_after_s=1.0))
+        reply = http_call(receiver.port, b"\x0a\xff\xff\xff\xff\x0f garbage")
+        assert (reply.status, reply.headers["connection"]) == (429, "close")
+        assert http_call(receiver.port, _proto("next")).status == 200
+    finally:
+        receiver.stop(0)
     assert ingest.span_names() == ["next"]
 
 
@@ -645,21 +702,43 @@ def test_chunked_json_is_read(receiver: HttpReceiver, ingest: RecordingIngest) -
     assert ingest.span_names() == ["as-json"]
 
 
-def test_a_chunked_body_over_the_limit_is_413_before_it_is_sent(
+def test_a_chunked_body_over_the_limit_is_read_dropped_and_answered_413_on_a_kept_connection(
     receiver: HttpReceiver, ingest: RecordingIngest
 ) -> None:
+    """Within `http_max_discard_bytes`, the rest of the body is read and dropped before the 413, so a client that
+    reads nothing before it has sent all (Python's http.client) gets it, and the next request is read whole."""
     with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
-        raw.sendall(_CHUNKED + b"\r\n" + b"%x\r\n" % (LIMIT // 2) + bytes(LIMIT // 2) + b"\r\n")
-        raw.sendall(b"%x\r\n" % (LIMIT // 2 + 1))  # the announced size passes the limit: no need to send it
-        answer = b""
-        while chunk := raw.recv(65536):  # the server answers, then closes
-            answer += chunk
-    assert answer.startswith(b"HTTP/1.1 413 ")
-    assert f"the chunked body is over the {LIMIT}-byte limit".encode() in answer
-    assert b"Connection: close" in answer
+        raw.sendall(_CHUNKED + b"\r\n" + _chunked(bytes(LIMIT // 2), bytes(LIMIT // 2 + 1), bytes(3 * LIMIT)))
+        raw.sendall(_POST + b"Connection: close\r\n" + b"Content-Length: %d\r\n\r\n" % len(_proto("next")))
+        raw.sendall(_proto("next"))
+        answers = b""
+        while chunk := raw.recv(65536):
+            answers += chunk
+    assert answers.startswith(b"HTTP/1.1 413 "), answers
+    first = answers.split(b"HTTP/1.1 ")[1]
+    assert f"the chunked body is over the {LIMIT}-byte limit".encode() in first
+    assert b"Connection: close" not in first
+    assert answers.count(b"HTTP/1.1 200 OK\r\n") == 1
     head = _CHUNKED + b"Content-Encoding: gzip\r\nConnection: close\r\n\r\n"
     gzipped = _raw(receiver.port, head + _chunked(_BOMB))
     assert gzipped.startswith(b"HTTP/1.1 413 ")
+    assert ingest.span_names() == ["next"]
+
+
+def test_a_chunked_body_past_the_discard_bound_is_413_before_it_is_sent(ingest: RecordingIngest) -> None:
+    receiver = _start(ingest, http_max_discard_bytes=2 * LIMIT)
+    try:
+        with socket.create_connection(("127.0.0.1", receiver.port), timeout=5) as raw:
+            raw.sendall(_CHUNKED + b"\r\n" + b"%x\r\n" % (LIMIT // 2) + bytes(LIMIT // 2) + b"\r\n")
+            raw.sendall(b"%x\r\n" % (2 * LIMIT))  # the announced size passes the discard bound: not sent
+            answer = b""
+            while chunk := raw.recv(65536):  # the server answers, then closes
+                answer += chunk
+    finally:
+        receiver.stop(0)
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert f"the chunked body is over the {LIMIT}-byte limit".encode() in answer
+    assert b"Connection: close" in answer
     assert ingest.requests == []
 
 

@@ -85,6 +85,16 @@ class PipelineConfig(BaseModel):
         "(`max_pending_bytes`). Model spans carry whole prompts, so this, not `max_pending_traces`, is what "
         "bounds memory under long or many runs. Default: 134217728 (128 MiB).",
     )
+    max_finished_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description="The memory the span ids of finished traces may take, in bytes, as estimated: ~105 per span "
+        "id and ~350 per trace (docs/security.md, Steady-state memory). They are kept to recognise a span sent "
+        "again, or late, after its trace finished (passed on, not scored twice), for the latest "
+        "`max_pending_traces` finished traces and within this; past it the oldest are forgotten (counted in "
+        "`toolscore.dedupe.forgotten`, `max_finished_bytes`), and a span of one is taken as new. 10,000 traces "
+        "of 60 spans fit. Default: 67108864 (64 MiB).",
+    )
     queue_size: int = Field(
         default=2_048,
         ge=1,

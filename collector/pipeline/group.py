@@ -7,16 +7,23 @@ held (their carrier waits for the scores). So are the spans that may yet stand f
 convention recognises, a graph or chain span): a span a convention claims without a run, tool or model
 role, with no recognised ancestor so far, is a candidate until a recognised ancestor arrives (it is
 released then) or its trace finishes (its run's scores go onto it, or it goes on unchanged). Tool and
-model spans are never candidates, so the spans under a run still go on at once. Inferred runs at the
-trace root or under a tool keep their scores in logs and metrics. Every other carrier is released at
-once and only its `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and
+model spans are never candidates, so the spans under a run still go on at once, but for one: a tool span
+that arrives after a tool or model span right under it stands for a sub-agent's run (CrewAI's delegated
+coworker, whose steps hang from the `Delegate work to coworker` tool span: `rebuild_runs` infers the run at
+the tool span), and is held as well, until the run enclosing it settles (its inferred run's scores go onto
+it; a tool span that stands for no run, one layer of a call, goes on unchanged) or `max_hold_ms`. Spans
+mostly arrive as they end, children first; a tool span that arrives before every such child has gone on
+and its run's scores stay in logs and metrics, as do those of other inferred runs under a tool (a held tool
+span waits until its trace finishes when no run span encloses it). Every other carrier is released at once
+and only its `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and
 scope but not its attributes or events (extraction only walks through it). Three keep their attributes
 (not their events), because a run may be inferred at them and `match.attributes` reads them as
 `toolscore extract` does: the root, a child of a tool span (an uninstrumented sub-agent's root), and,
 until its parent arrives, a span whose parent has not (it may be a tool's child; spans mostly arrive
 as they end, children first, so that is mostly until the parent ends). The store also remembers, for traces it
 has already finished, which span ids it saw, so a re-delivered span or a straggler is passed on and
-counted rather than starting a second score.
+counted rather than starting a second score (`finished`: bounded in traces and in bytes, `max_finished_bytes`;
+a reopened trace's share of it counts against `max_pending_bytes` while the trace is pending).
 
 Bounds: `max_pending_traces` traces, `max_spans_per_trace` spans each, and `max_pending_bytes` of span
 data in all. Counts alone do not bound memory: model spans carry whole prompts, tens of kilobytes each,
@@ -42,13 +49,13 @@ from __future__ import annotations
 
 import enum
 import itertools
-import operator
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
+from toolscore.collector.pipeline.finished import FinishedTraces, Seen, seen_bytes, seen_ids
 from toolscore.collector.sources.log_events import LogEvent, merge_events
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
@@ -194,6 +201,9 @@ class PendingTrace(Generic[C]):
     waits: most traces never have one, and an empty dict per trace would cost each its memory)."""
     early_count: int = 0
     """The events in `early`, bounded by `max_spans_per_trace`."""
+    above_steps: set[str] | None = None
+    """The parents of the tool and model spans kept (None until one has a parent): a tool span among them stands
+    for an inferred run and is held (see the module docstring)."""
 
     @property
     def holds_runs(self) -> bool:
@@ -221,12 +231,9 @@ class Admission(Generic[C]):
 
 # Role and Admit members as module constants: in Python 3.11 every `Role.X` goes through
 # `EnumType.__getattr__`'s lookup hook (about 60 ns, ten times a global), and these are read per span.
-_RUN, _TOOL, _OTHER = Role.RUN, Role.TOOL, Role.OTHER
+_RUN, _TOOL, _LLM, _OTHER = Role.RUN, Role.TOOL, Role.LLM, Role.OTHER
 _STORED, _HELD, _LATE, _DUPLICATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.DUPLICATE
 _OVER_CAP, _CANDIDATE = Admit.OVER_CAP, Admit.CANDIDATE
-
-
-_PARENT_ID = operator.attrgetter("span.parent_id")
 
 
 def _unchanged(carrier: C) -> C:
@@ -278,7 +285,8 @@ class TraceStore(Generic[C]):
     from it what only a span passed on unchanged needs, so that a waiting span holds no more.
     `on_forget(n, reason)` is told of the `n` span ids the memory of finished traces lets go of, and why
     (`max_pending_traces`, `max_spans_per_trace`: see `_remember`), so that the lost dedupe is counted.
-    `size` is what a kept span counts for against `max_bytes` (default `record_bytes`).
+    `size` is what a kept span counts for against `max_bytes` (default `record_bytes`). `max_finished_bytes`
+    bounds the memory of finished traces (`finished`) besides `max_traces`.
     """
 
     def __init__(
@@ -290,6 +298,7 @@ class TraceStore(Generic[C]):
         *,
         max_bytes: int | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
+        max_finished_bytes: int | None = None,
     ) -> None:
         self.max_traces = max_traces
         self.max_spans = max_spans_per_trace
@@ -300,7 +309,7 @@ class TraceStore(Generic[C]):
         self.size = 0
         """The bytes the pending traces' spans count for."""
         self.traces: OrderedDict[str, PendingTrace[C]] = OrderedDict()
-        self._finished: OrderedDict[str, dict[str, str | None]] = OrderedDict()
+        self.finished = FinishedTraces(max_traces, max_finished_bytes, self._on_forget)
 
     def __len__(self) -> int:
         return len(self.traces)
@@ -309,13 +318,11 @@ class TraceStore(Generic[C]):
         node = classify_span(record)  # first, before anything changes: the span's own content is read here
         trace = self.traces.get(record.trace_id)
         if trace is None:
-            seen = self._finished.pop(record.trace_id, None)
+            seen = self.finished.take(record.trace_id)
             if seen is not None and (record.span_id in seen or record.parent_id in seen):
-                self._finished[record.trace_id] = seen
+                self.finished.put(record.trace_id, seen)
                 return Admission(_DUPLICATE if record.span_id in seen else _LATE)
-            trace = PendingTrace(record.trace_id, earlier=seen)
-            evicted = self._make_room()
-            self.traces[record.trace_id] = trace
+            trace, evicted = self._open(record.trace_id, seen)
         else:
             evicted = []
             seen = trace.earlier
@@ -343,8 +350,63 @@ class TraceStore(Generic[C]):
         if role is _RUN:
             trace.held[record.span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns)
             admission.kind = _HELD
+        elif role is _TOOL or role is _LLM:
+            self._step_kept(trace, record, role, carrier, arrived_ns=arrived_ns, admission=admission)
         self._candidates(trace, record, role, carrier=carrier, arrived_ns=arrived_ns, admission=admission)
         return admission
+
+    def _step_kept(
+        self,
+        trace: PendingTrace[C],
+        record: SpanRecord,
+        role: Role,
+        carrier: C,
+        *,
+        arrived_ns: int,
+        admission: Admission[C],
+    ) -> None:
+        """Note a tool or model span's parent, and hold a tool span a tool or model span came under (a run is
+        inferred at it: see the module docstring)."""
+        above = trace.above_steps
+        if record.parent_id is not None:
+            if above is None:
+                above = trace.above_steps = set()
+            above.add(record.parent_id)
+        if role is _TOOL and above is not None and record.span_id in above:
+            trace.held[record.span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns, run=False)
+            admission.kind = _CANDIDATE
+
+    @staticmethod
+    def held_steps_under(trace: PendingTrace[C], run_span_id: str) -> list[str]:
+        """The held tool spans (see `_step_kept`) whose nearest run span above is `run_span_id`."""
+        found: list[str] = []
+        records = trace.records
+        for span_id, held in trace.held.items():
+            node = records.get(span_id)
+            if held.run or node is None or node.role is not _TOOL:
+                continue
+            current = node.span.parent_id
+            for _ in range(len(records) + 1):
+                parent = records.get(current) if current is not None else None
+                if parent is None:
+                    break
+                if parent.role is _RUN:
+                    if current == run_span_id:
+                        found.append(span_id)
+                    break
+                current = parent.span.parent_id if parent.span.parent_id != current else None
+        return found
+
+    def _open(self, trace_id: str, earlier: Seen | None) -> tuple[PendingTrace[C], list[PendingTrace[C]]]:
+        """A new pending trace (a finished one opening again with its `earlier` memory, which then counts against
+        `max_bytes` as the trace's), and the traces pushed out to make room for it."""
+        trace: PendingTrace[C] = PendingTrace(trace_id, earlier=earlier)
+        evicted = self._make_room()
+        self.traces[trace_id] = trace
+        if earlier is not None:
+            trace.size = seen_bytes(earlier)
+            self.size += trace.size
+        return trace, evicted
 
     def _keep(self, trace: PendingTrace[C], node: ClassifiedSpan, carrier: C) -> None:
         """Keep a span for extraction, reduced as the module docstring says, and count its bytes."""
@@ -378,13 +440,11 @@ class TraceStore(Generic[C]):
         trace = self.traces.get(item.trace_id)
         evicted: list[PendingTrace[C]] = []
         if trace is None:
-            seen = self._finished.pop(item.trace_id, None)
+            seen = self.finished.take(item.trace_id)
             if seen is not None and item.span_id in seen:
-                self._finished[item.trace_id] = seen
+                self.finished.put(item.trace_id, seen)
                 return Admission(_LATE)
-            trace = PendingTrace(item.trace_id, earlier=seen)
-            evicted = self._make_room()
-            self.traces[item.trace_id] = trace
+            trace, evicted = self._open(item.trace_id, seen)
         elif trace.earlier is not None and item.span_id in trace.earlier:
             return Admission(_LATE, trace)
         node = trace.records.get(item.span_id)
@@ -560,27 +620,19 @@ class TraceStore(Generic[C]):
         in the middle of a run, an evicted trace) opens it again with this memory, so that a re-sent span
         is still a duplicate and a run whose earlier spans went out without it is flagged incomplete.
 
-        The memory is bounded twice, and what it lets go of is counted (`on_forget`): it keeps the
-        latest `max_traces` finished traces (`max_pending_traces`: a span of an older one is taken as new),
-        and a trace that opens again and again (a long session with quiet spells) keeps its latest
-        `max_spans` ids (`max_spans_per_trace`: the earliest are forgotten first, and a re-sent span that
-        old is taken as new).
+        The memory is bounded three times, and what it lets go of is counted (`on_forget`): it keeps the
+        latest `max_traces` finished traces (`max_pending_traces`: a span of an older one is taken as new)
+        within `max_finished_bytes` (`FinishedTraces`), and a trace that opens again and again (a long session
+        with quiet spells) keeps its latest `max_spans` ids (`max_spans_per_trace`: the earliest are forgotten
+        first, and a re-sent span that old is taken as new).
         """
-        records = trace.records
-        seen = dict(zip(records, map(_PARENT_ID, records.values()), strict=True))
-        if trace.earlier:
-            seen = {**trace.earlier, **seen}
-        seen.update(dict.fromkeys(trace.scored - seen.keys()))
+        seen = seen_ids(trace.records, trace.earlier, trace.scored)
         if len(seen) > self.max_spans:
             over = len(seen) - self.max_spans
             for span_id in list(itertools.islice(seen, over)):
                 del seen[span_id]
             self._on_forget(over, "max_spans_per_trace")
-        self._finished[trace.trace_id] = seen
-        self._finished.move_to_end(trace.trace_id)
-        while len(self._finished) > self.max_traces:
-            _, oldest = self._finished.popitem(last=False)
-            self._on_forget(len(oldest), "max_pending_traces")
+        self.finished.put(trace.trace_id, seen)
 
     def stats(self) -> dict[str, Any]:
         return {"traces": len(self.traces), "spans": sum(len(t.records) for t in self.traces.values())}

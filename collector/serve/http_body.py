@@ -8,6 +8,11 @@ by chunk against the same limit, refused as soon as the announced sizes pass it,
 read and ignored; framing that breaks the grammar is an error, as the rest of the connection is then
 unreadable.
 
+A body over the limit is still read to its end, and dropped, when it is no longer than the discard bound
+(`discard`, and `read_chunked`'s `discard_limit`): a client that sends its whole body before reading the answer
+(Python's `http.client`) would otherwise meet a closed connection, and never see the 413. Dropped data is read
+in 64 KiB pieces, so a discarded body costs time on the connection, never memory.
+
 A gzip body is decompressed incrementally, never more than the cap plus one byte, so a few kilobytes
 that would expand to gigabytes (a gzip bomb) cost no more memory than an honest request at the limit.
 A body that stops before the gzip end marker is an error, not a shorter request: what was cut off is
@@ -16,9 +21,10 @@ unknown, so nothing in it can be trusted.
 
 from __future__ import annotations
 
+import itertools
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Literal, Protocol
 
 from toolscore.collector.serve.otlp_export import BadPayload
@@ -29,6 +35,8 @@ __all__ = [
     "BodyTooLarge",
     "Encoding",
     "content_length",
+    "discard",
+    "discard_chunked",
     "gunzip_bounded",
     "media_format",
     "read_chunked",
@@ -42,12 +50,21 @@ _HEX = re.compile(rb"[0-9A-Fa-f]+").fullmatch
 _LINE_MAX = 4096
 """Longest chunk-size or trailer line read: a size and its extensions are a few bytes in practice."""
 _TRAILERS_MAX = 64 * 1024
+_PIECE = 64 * 1024
+"""Bytes read at a time from a body that is dropped."""
 
 Encoding = Literal["proto", "json"]
 
 
 class BodyTooLarge(ValueError):
-    """The body, or what it decompresses to, is over the configured limit: HTTP 413."""
+    """The body, or what it decompresses to, is over the configured limit: HTTP 413.
+
+    `drained`: the rest of the body was read and dropped, so the connection can carry the next request.
+    """
+
+    def __init__(self, message: str, *, drained: bool = False) -> None:
+        super().__init__(message)
+        self.drained = drained
 
 
 class BodyCut(EOFError):
@@ -113,20 +130,11 @@ def _chunk_size(line: bytes) -> int:
     return int(size, 16)
 
 
-def read_chunked(stream: _Stream, limit: int) -> bytes:
-    """A chunked body of at most `limit` bytes, from just after the headers to the end of its trailers.
-
-    Raises `BodyTooLarge` once the chunk sizes add up past `limit` (before that chunk is read),
-    `BadPayload` for framing that is not RFC 9112 chunked, and `BodyCut` when the stream ends first.
-    """
-    body = bytearray()
+def _chunks(stream: _Stream) -> Iterator[int]:
+    """The size of each chunk of a chunked body, the stream left at its data, which the caller reads (or drops)
+    before asking for the next; after the last chunk, the trailers are read and ignored."""
     while size := _chunk_size(_line(stream, "chunk size")):
-        if len(body) + size > limit:
-            raise BodyTooLarge(f"the chunked body is over the {limit}-byte limit")
-        data = stream.read(size)
-        if len(data) < size:
-            raise BodyCut
-        body += data
+        yield size
         end = stream.read(2)
         if end != b"\r\n":
             if len(end) < 2:
@@ -137,7 +145,55 @@ def read_chunked(stream: _Stream, limit: int) -> bytes:
         trailers += len(trailer) + 2
         if trailers > _TRAILERS_MAX:
             raise BadPayload(f"chunked body: trailers over {_TRAILERS_MAX} bytes")
+
+
+def discard(stream: _Stream, length: int) -> None:
+    """Read and drop `length` bytes, 64 KiB at a time; raises `BodyCut` when the stream ends first."""
+    while length > 0:
+        data = stream.read(min(length, _PIECE))
+        if not data:
+            raise BodyCut
+        length -= len(data)
+
+
+def read_chunked(stream: _Stream, limit: int, discard_limit: int = 0) -> bytes:
+    """A chunked body of at most `limit` bytes, from just after the headers to the end of its trailers.
+
+    Raises `BodyTooLarge` once the chunk sizes add up past `limit`: drained (`BodyTooLarge.drained`) when the
+    whole body, no longer than `discard_limit`, was then read and dropped, else as soon as the announced sizes
+    pass `discard_limit` (before that chunk is read). Raises `BadPayload` for framing that is not RFC 9112
+    chunked, and `BodyCut` when the stream ends first.
+    """
+    body = bytearray()
+    chunks = _chunks(stream)
+    for size in chunks:
+        if len(body) + size > limit:
+            drained = _drop_chunks(stream, itertools.chain((size,), chunks), len(body), discard_limit)
+            raise BodyTooLarge(f"the chunked body is over the {limit}-byte limit", drained=drained)
+        data = stream.read(size)
+        if len(data) < size:
+            raise BodyCut
+        body += data
     return bytes(body)
+
+
+def _drop_chunks(stream: _Stream, sizes: Iterable[int], total: int, discard_limit: int) -> bool:
+    """Drop the chunks of `sizes` (the body so far: `total` bytes); False once they pass `discard_limit`."""
+    for size in sizes:
+        total += size
+        if total > discard_limit:
+            return False
+        discard(stream, size)
+    return True
+
+
+def discard_chunked(stream: _Stream, discard_limit: int) -> bool:
+    """Read and drop a chunked body of at most `discard_limit` bytes; False: it is longer, and left unread."""
+    try:
+        read_chunked(stream, 0, discard_limit)
+    except BodyTooLarge as exc:
+        return exc.drained
+    return True
 
 
 def _member(data: bytes, out: bytearray, limit: int) -> bytes:

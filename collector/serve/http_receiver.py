@@ -14,9 +14,13 @@ bearer token; 404 for other paths and 405 with `Allow` for any other method (HEA
 without Content-Length or `Transfer-Encoding: chunked`; 413 for a body (as sent, chunked or not), or a
 decompressed body, over the limit; 415 for another content type or encoding; 501 for a transfer coding
 other than chunked; 429 with `Retry-After` when the ingest is overloaded (before the body is read, when
-`Ingest.refusal` already says so). A response sent before the body was read closes the connection, since
-the unread body would otherwise be taken for the next request. `Expect: 100-continue` is answered only
-once the request passed those checks, so a sender is never invited to upload a body that is then refused.
+`Ingest.refusal` already says so). A request refused before its body is read (for its size, auth, type or
+overload) still has its body read and dropped before the answer, up to `http_max_discard_bytes` and within
+`http_request_timeout_s`, and its connection is kept: Python's `http.client` sends the whole body before it
+reads a byte of the answer, and an unread body closed under it is a broken pipe, not a 413. A longer body, or
+one whose end is unknown, is answered at once with `Connection: close`, since the unread body would otherwise
+be taken for the next request. `Expect: 100-continue` is answered only once the request passed those checks,
+so a sender is never invited to upload a body that is then refused (one that was not invited is not read).
 
 Every refusal is logged, as the gRPC receiver logs its own, at most one line per refusal reason every 10 s
 (`LimitedLog`), so a sender that keeps sending what cannot be taken cannot flood the log: at INFO the sender's
@@ -47,6 +51,8 @@ from toolscore.collector.serve.http_body import (
     BodyTooLarge,
     Encoding,
     content_length,
+    discard,
+    discard_chunked,
     gunzip_bounded,
     media_format,
     read_chunked,
@@ -127,6 +133,8 @@ class _Handler(BoundedRequestHandler):
     server: _Server
     _continue_pending = False
     """The request asked `Expect: 100-continue` and has not been answered yet."""
+    _dropped: bool | None = None
+    """An unread body was read and dropped (True), or cannot be (False); None: not tried (`_drop_unread`)."""
 
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("OTLP/HTTP %s: " + format, self.client_address[0], *args)
@@ -134,7 +142,7 @@ class _Handler(BoundedRequestHandler):
     def parse_request(self) -> bool:
         """The standard parse, plus: a method without a `do_` handler (anything but GET and POST) is
         answered by `_other_method` (405 with `Allow`, or 404), not with the standard library's 501 page."""
-        self._continue_pending = False
+        self._continue_pending, self._dropped = False, None
         if not super().parse_request():
             return False
         if hasattr(self, f"do_{self.command}"):
@@ -173,9 +181,35 @@ class _Handler(BoundedRequestHandler):
             self.wfile.write(body)
 
     def _refuse(self, reason: str, code: int, rpc_code: int, message: str, *, unread: bool = True) -> None:
-        """Refuse an export: counted and logged under `reason` (a `toolscore.refusal.reason`), then `_fail`."""
+        """Refuse an export: its unread body dropped (`_drop_unread`), counted and logged under `reason` (a
+        `toolscore.refusal.reason`), then `_fail`. A body that does not arrive in time is answered 408 instead."""
+        if unread:
+            self._drop_unread()
         self._refused(reason, code, message)
         self._fail(code, rpc_code, message, unread=unread)
+
+    def _drop_unread(self) -> bool:
+        """Read and drop the body of a request answered before its body was read, so that a client that reads
+        nothing before it has sent all gets the answer; True: done, the connection can carry the next request.
+
+        Only a body whose end is certain (one Content-Length, or chunked alone) and no longer than
+        `http_max_discard_bytes`; never one the sender waits to be invited to send (`Expect: 100-continue`).
+        Its reads keep the request's deadline: a body that comes too slowly raises `TimeoutError` (408).
+        Tried once per request.
+        """
+        if self._dropped is None:
+            self._dropped = False
+            bound = self.server.config.http_max_discard_bytes
+            framing = None if self._continue_pending else _declared_framing(self.headers)
+            try:
+                if framing == "chunked":
+                    self._dropped = discard_chunked(self.rfile, bound)
+                elif framing is not None and framing <= bound:
+                    discard(self.rfile, framing)
+                    self._dropped = True
+            except (BodyCut, BadPayload):
+                pass  # the sender went away, or its framing broke: the connection is closed after the answer
+        return self._dropped
 
     def _refused(self, reason: str, code: int, message: object, spans: int | None = None) -> None:
         """Count a refused export under `reason`, and log it (at most one line per reason every 10 s). A flood of
@@ -199,8 +233,9 @@ class _Handler(BoundedRequestHandler):
         )
 
     def _fail(self, code: int, rpc_code: int, message: str, *, unread: bool = True, **headers: str) -> None:
-        """An error answer; `unread`: the body was not consumed, so the connection cannot be reused."""
-        if unread:
+        """An error answer; `unread`: the body was not read, so it is dropped first (`_drop_unread`), or else
+        the connection closed after the answer, since the rest would be taken for the next request."""
+        if unread and not self._drop_unread():
             self.close_connection = True
         status = status_pb2.Status(code=rpc_code, message=message)
         self._reply(code, status, self._format(), {k.replace("_", "-"): v for k, v in headers.items()})
@@ -373,7 +408,8 @@ class _Handler(BoundedRequestHandler):
     def _receive(self, framing: int | Literal["chunked"]) -> bytes:
         """The body as sent; raises `BodyCut`, `BodyTooLarge` or `BadPayload` (framing) as `read_chunked` does."""
         if framing == "chunked":
-            return read_chunked(self.rfile, self.server.config.max_message_bytes)
+            config = self.server.config
+            return read_chunked(self.rfile, config.max_message_bytes, config.http_max_discard_bytes)
         body = self.rfile.read(framing)
         if len(body) < framing:
             raise BodyCut
@@ -384,6 +420,7 @@ class _Handler(BoundedRequestHandler):
         config, headers = self.server.config, self.headers
         if not self._authorized():
             message = "missing or wrong bearer token"
+            self._drop_unread()
             self._refused("unauthenticated", 401, message)
             self._fail(401, code_pb2.UNAUTHENTICATED, message, WWW_Authenticate="Bearer")
             return None
@@ -402,7 +439,8 @@ class _Handler(BoundedRequestHandler):
             return None
         refusal = early_refusal(self.server.ingest)
         if refusal is not None:
-            self.close_connection = True  # the body is left unread
+            if not self._drop_unread():
+                self.close_connection = True
             self._overloaded(refusal)
             return None
         if self._continue_pending:
@@ -413,10 +451,12 @@ class _Handler(BoundedRequestHandler):
         except BodyCut:
             self.close_connection = True  # the sender went away mid-body: there is no one to answer
             return None
-        except BodyTooLarge as exc:
+        except BodyTooLarge as exc:  # chunked: the rest was dropped, or is left unread past the discard bound
+            self._dropped = exc.drained
             self._refuse("too_large", 413, code_pb2.RESOURCE_EXHAUSTED, str(exc))
             return None
-        except BadPayload as exc:
+        except BadPayload as exc:  # chunked framing broke: the rest of the connection cannot be read
+            self._dropped = False
             self._refuse("invalid", 400, code_pb2.INVALID_ARGUMENT, str(exc))
             return None
         if encoding == "identity":
@@ -432,6 +472,24 @@ class _Handler(BoundedRequestHandler):
 
 
 _QUOTED_CHARS = 80
+
+
+def _declared_framing(headers: Any) -> int | Literal["chunked"] | None:
+    """How a request's body is delimited when that is certain: one Content-Length (or several that agree),
+    or `Transfer-Encoding: chunked` alone; None for anything else (what `_Handler._framing` refuses)."""
+    codings = [c.strip().lower() for v in headers.get_all("Transfer-Encoding") or () for c in v.split(",")]
+    lengths = headers.get_all("Content-Length")
+    if codings:
+        return "chunked" if codings == ["chunked"] and lengths is None else None
+    if lengths is None:
+        return None  # no body, by RFC 9112 §6.3, but a sender refused 411 for it may well send one
+    try:
+        return content_length(lengths, _NO_LIMIT)
+    except ValueError:  # BadPayload or BodyTooLarge: not a number, several that disagree, too many digits
+        return None
+
+
+_NO_LIMIT = 10**18
 
 
 def _quoted(value: str) -> str:

@@ -17,10 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from toolscore.collector.serve.readable_file import ReadableFile
 
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "DEFAULT_MAX_SPANS_PER_REQUEST", "ReceiverConfig", "split_endpoint"]
+__all__ = [
+    "DEFAULT_MAX_DISCARD_BYTES",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_MAX_SPANS_PER_REQUEST",
+    "ReceiverConfig",
+    "split_endpoint",
+]
 
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 """4 MiB: gRPC's own default receive limit, which OTLP senders already batch under."""
+
+DEFAULT_MAX_DISCARD_BYTES = 64 * 1024 * 1024
+"""64 MiB: 16 times the default request limit, an SDK batch (512 spans) of 128 KiB prompts; read and dropped in
+well under a second on a local network, within `http_request_timeout_s` down to ~2.2 MB/s."""
 
 DEFAULT_MAX_SPANS_PER_REQUEST = 65_536
 """Senders batch far fewer (OTel Collector batch processor: 8,192; SDK BatchSpanProcessor: 512), and a
@@ -134,6 +144,16 @@ class ReceiverConfig(BaseModel):
         "first byte, else it gets 408 and its connection is closed: the idle timeout bounds each wait only, so "
         "without this a client sending a byte now and then would hold a connection slot for good. OTLP "
         "exporters give up on an export after 10 s by default, so 30 s cuts off no sender still waiting.",
+    )
+
+    http_max_discard_bytes: int = Field(
+        default=DEFAULT_MAX_DISCARD_BYTES,
+        ge=0,
+        description="An HTTP body refused before it is read (413 for its size, 401, 429, ...) is still read and "
+        "dropped, up to this many bytes and within `http_request_timeout_s`, so that a client that sends its "
+        "whole body before reading the answer (Python's http.client) gets the answer rather than a broken "
+        "connection, and the connection is kept. A longer body is answered at once with `Connection: close`, "
+        "unread. Dropped bodies are read 64 KiB at a time: they cost time on the connection, not memory.",
     )
 
     @field_validator("grpc_endpoint", "http_endpoint")

@@ -134,9 +134,10 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec(
         "toolscore.forget.reason",
         "Which bound made the pipeline let go of finished traces' span ids: it remembers the latest "
-        "`max_pending_traces` finished traces (`max_pending_traces`), and the latest `max_spans_per_trace` span "
-        "ids of a trace that opens again and again (`max_spans_per_trace`).",
-        ("max_pending_traces", "max_spans_per_trace"),
+        "`max_pending_traces` finished traces (`max_pending_traces`) within `max_finished_bytes` of memory "
+        "(`max_finished_bytes`), and the latest `max_spans_per_trace` span ids of a trace that opens again and "
+        "again (`max_spans_per_trace`).",
+        ("max_pending_traces", "max_finished_bytes", "max_spans_per_trace"),
     ),
     AttributeSpec(
         "toolscore.judge.outcome", "How an LLM-judge call ended.", ("ok", "error", "timeout", "over_budget", "late")
@@ -347,7 +348,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "is forgotten, such a span is taken as new: a re-sent run span is scored a second time, without its calls.",
         ("toolscore.forget.reason",),
         "`max_pending_traces` follows the finished traces once that many have finished (the memory turns over); it "
-        "matters only if senders re-send spans later than that. `max_spans_per_trace` stays 0 unless traces "
+        "matters only if senders re-send spans later than that. `max_finished_bytes` stays 0 unless finished "
+        "traces average more than ~60 spans (it then turns the memory over instead). `max_spans_per_trace` stays 0 "
+        "unless traces "
         "reopen past that many spans (long sessions with quiet spells over `trace_idle_timeout_s`).",
     ),
     MetricSpec(
