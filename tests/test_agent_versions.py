@@ -88,6 +88,13 @@ def test_a_thousand_versions_keep_n_plus_one_series_per_agent(
     for agent in ("planner", "booker"):
         versions = {p["toolscore.agent.version"] for p, _ in points if p["gen_ai.agent.name"] == agent}
         assert versions == {"v996", "v997", "v998", "v999", OTHER_VALUE}
+    first_seen = _points(reader, "toolscore.agent.version.first_seen")
+    assert sorted(p["toolscore.agent.version"] for p, _ in first_seen if p["gen_ai.agent.name"] == "planner") == [
+        "v996",
+        "v997",
+        "v998",
+        "v999",
+    ]
     other = {p["gen_ai.agent.name"]: n for p, n in points if p["toolscore.agent.version"] == OTHER_VALUE}
     assert other == {"planner": 1, "booker": 1}
     folds = [

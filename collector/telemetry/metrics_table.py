@@ -273,6 +273,15 @@ METRICS: tuple[MetricSpec, ...] = (
         "(`ToolscoreAgentVersionRegression`); `_other` growing means old versions still run.",
     ),
     MetricSpec(
+        "toolscore.agent.version.first_seen",
+        "observable_gauge",
+        "s",
+        "When this process counted the first run of each kept agent version (Unix time): the release order, "
+        "from which the canary alert tells a version from the one before it (the minimum over replicas).",
+        ("gen_ai.agent.name", "toolscore.agent.version"),
+        "One series per kept version, at most `max_agent_versions` per agent; a new one appears with each deploy.",
+    ),
+    MetricSpec(
         "toolscore.expectation.info",
         "observable_gauge",
         "{expectation}",

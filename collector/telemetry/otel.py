@@ -148,6 +148,7 @@ class OTelPipelineTelemetry:
             "toolscore.pending.bytes.limit": lambda options: self._observe_pending_limit("bytes"),
             "toolscore.expectation.info": self._observe_expectations,
             "toolscore.registry.sync.age": lambda options: self._observe_registry(0),
+            "toolscore.agent.version.first_seen": self._observe_first_seen,
             "toolscore.registry.unreadable": lambda options: self._observe_registry(1),
         }
         counters: dict[str, Counter] = {}
@@ -335,6 +336,10 @@ class OTelPipelineTelemetry:
         self._tally.add(self._run_verdicts, attributes)  # once per run and expectation
         if agent and agent_version:
             self._versions.add(str(attributes[0][1]), str(attributes[1][1]), valid_utf8(agent_version), passed)
+
+    def _observe_first_seen(self, options: CallbackOptions) -> Iterable[Observation]:
+        for (agent, version), seconds in self._versions.first_seen().items():
+            yield Observation(seconds, {"gen_ai.agent.name": agent, "toolscore.agent.version": version})
 
     def _observe_versions(self, options: CallbackOptions) -> Iterable[Observation]:
         for (expectation, agent, version, verdict), n in self._versions.snapshot().items():

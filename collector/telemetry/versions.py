@@ -17,6 +17,7 @@ by the agent-name limiter upstream.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -39,7 +40,8 @@ class _Agent:
     __slots__ = ("kept", "retired")
 
     def __init__(self) -> None:
-        self.kept: OrderedDict[str, None] = OrderedDict()
+        self.kept: OrderedDict[str, float] = OrderedDict()
+        """Version -> when its first run was counted (Unix seconds), oldest first."""
         self.retired: OrderedDict[str, None] = OrderedDict()
 
 
@@ -80,7 +82,7 @@ class VersionRuns:
             return version
         if version in state.retired or version == OTHER_VALUE:
             return OTHER_VALUE
-        state.kept[version] = None
+        state.kept[version] = time.time()
         if len(state.kept) > self._max:
             old, _ = state.kept.popitem(last=False)
             state.retired[old] = None
@@ -94,6 +96,12 @@ class VersionRuns:
         """The cumulative counts of the kept versions and `_other`, as the observable counter reports them."""
         with self._lock:
             return dict(self._counts)
+
+    def first_seen(self) -> dict[tuple[str, str], float]:
+        """(agent, version) -> Unix seconds of its first run here, for the kept versions: the order the canary
+        alert reads to tell a version from the one before it (docs/deploy.md)."""
+        with self._lock:
+            return {(agent, v): t for agent, state in self._agents.items() for v, t in state.kept.items()}
 
     def kept(self, agent: str) -> tuple[str, ...]:
         """The versions of `agent` that have series of their own, oldest first."""
