@@ -235,9 +235,12 @@ def test_pass_rate_by_version_has_deploy_markers_at_each_versions_first_run() ->
     (panel,) = [p for p in _panels() if p["title"] == "Pass rate by agent version"]
     (target,) = panel["targets"]
     assert target["expr"].startswith("agent_expectation_version:toolscore_expectation_version_runs_pass_per_run:")
-    assert '$agent"' in target["expr"] and "{{toolscore_agent_version}}" in target["legendFormat"]
+    assert '$agent"' in target["expr"]
+    assert "{{toolscore_agent_version}}" in target["legendFormat"]
     (marker,) = [a for a in _dashboard()["annotations"]["list"] if a.get("expr")]
-    assert marker["datasource"] == DATASOURCE and marker["useValueForTime"] is True and marker["enable"] is True
+    assert marker["datasource"] == DATASOURCE
+    assert marker["useValueForTime"] is True
+    assert marker["enable"] is True
     assert metric_names(marker["expr"]) == {"agent_version:toolscore_agent_version_first_seen:min7d"}
     assert metric_names(marker["expr"]) <= recorded_names(RULES)
     assert marker["expr"].endswith("* 1000"), "Grafana places a value-as-time annotation at milliseconds"
