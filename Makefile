@@ -11,7 +11,7 @@ TYPEROOT := $(VENV)/typecheck
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,postgres]'
 	mkdir -p $(TYPEROOT)/toolscore
 	ln -sfn $(CURDIR)/scorers $(TYPEROOT)/toolscore/scorers
 	ln -sfn $(CURDIR)/collector $(TYPEROOT)/toolscore/collector

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
-__all__ = ["error_message"]
+__all__ = ["error_message", "fold_misspelt_keys"]
 
 _MAX_LISTED = 12
 """Keys listed when none is close; more than this and the message says how many there are instead."""
@@ -69,6 +69,8 @@ def error_message(error: ErrorDetails, root: Any, skip: int = 0) -> str:
     ctx = error.get("ctx") or {}
     got = _describe(error.get("input"), tuple(error["loc"]))
     if kind == "extra_forbidden":
+        if ctx.get("required"):  # `fold_misspelt_keys` found the required key it stands for
+            return f"unknown key; did you mean `{ctx['required']}`? (a required key, missing)"
         return _unknown_key(loc, root)
     if kind == "missing":
         return "required key missing"
@@ -90,6 +92,28 @@ def error_message(error: ErrorDetails, root: Any, skip: int = 0) -> str:
     if kind in ("string_too_long", "too_long"):
         return _length("at most", ctx.get("max_length"), kind, got)
     return error["msg"].removeprefix("Value error, ")
+
+
+def fold_misspelt_keys(errors: Sequence[ErrorDetails]) -> list[ErrorDetails]:
+    """`nme: x` in place of `name: x` is one mistake, which pydantic reports as two: `name` missing, and `nme`
+    unknown. Report the misspelling, where the author's eye is, and say there which required key it stands for:
+    a missing key is dropped when an unknown key beside it (same mapping) is close to it, and that key's error
+    names it. Other errors are kept as they are, in their order."""
+    out = list(errors)
+    unknown = [i for i, err in enumerate(errors) if err["type"] == "extra_forbidden" and err["loc"]]
+    dropped: set[int] = set()
+    for i, err in enumerate(errors):
+        if err["type"] != "missing" or not err["loc"]:
+            continue
+        parent, key = tuple(err["loc"][:-1]), str(err["loc"][-1])
+        beside = {str(errors[j]["loc"][-1]): j for j in unknown if tuple(errors[j]["loc"][:-1]) == parent}
+        close = difflib.get_close_matches(key, list(beside), n=1, cutoff=0.6)
+        if close:
+            j = beside[close[0]]
+            out[j] = {**errors[j], "ctx": {**(errors[j].get("ctx") or {}), "required": key}}
+            unknown.remove(j)
+            dropped.add(i)
+    return [err for i, err in enumerate(out) if i not in dropped]
 
 
 def _describe(value: Any, loc: Sequence[str | int]) -> str:

@@ -49,6 +49,7 @@ from toolscore.collector.telemetry.setup import (
     build_meter_provider,
     otlp_protocol,
 )
+from toolscore.scorers.llm_judge_trace import JUDGE_SCOPE
 
 __all__ = ["instrument", "span_exporter_from_env"]
 
@@ -221,7 +222,10 @@ def instrument(
             next_processor = _chain(next_processor, _Flushes(owned))
     if config is None:
         config = pipeline_config_from_env()
-    processor = ToolscoreSpanProcessor(registry, next_processor, config=config, telemetry=telemetry)
+    judge_tracer = provider.get_tracer(JUDGE_SCOPE)
+    processor = ToolscoreSpanProcessor(
+        registry, next_processor, config=config, telemetry=telemetry, judge_tracer=judge_tracer
+    )
     if active is not None and behind is not None:
         with active._lock:  # one swap: every span ends through the old processors or through toolscore, once
             moved = active._span_processors

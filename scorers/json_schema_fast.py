@@ -177,23 +177,20 @@ def _property(schema: Any, d6: bool) -> _Property:
 def _object(schema: dict[str, Any], d6: bool, strict: bool) -> Check:
     """`properties`, `required` and `additionalProperties`; with `strict`, `type: object` too.
 
-    Properties are sorted by how they are tested, each kind looked up in its own dict, so the usual
-    parameter (just a type, or an enum of strings) costs a lookup and a set test, no call."""
-    typed: dict[str, frozenset[type]] = {}
-    named: dict[str, frozenset[str]] = {}
-    tested: dict[str, Check] = {}
-    anything: set[str] = set()
+    Each property is looked up once, in one dict, with how it is tested: the usual parameter (just a type, or
+    an enum of strings) costs that lookup and a set test, no call; required keys are one C-level set test."""
+    props: dict[str, tuple[int, Any]] = {}
     for key, sub in (schema.get("properties") or {}).items():
         types, names, rest = _property(sub, d6)
         if rest is not None:
-            tested[key] = rest
+            props[key] = (_TESTED, rest)
         elif names is not None:
-            named[key] = names
+            props[key] = (_NAMED, names)
         elif types is not None:
-            typed[key] = types
+            props[key] = (_TYPED, types)
         else:
-            anything.add(key)
-    required = tuple(schema.get("required") or ())
+            props[key] = (_ANY, None)
+    required = frozenset(schema.get("required") or ())
     extra_schema = schema.get("additionalProperties", True)
     closed = extra_schema is False
     extra = None if extra_schema is True or closed else _node(extra_schema, d6)
@@ -201,29 +198,32 @@ def _object(schema: dict[str, Any], d6: bool, strict: bool) -> Check:
     def check(v: Any) -> bool:
         if type(v) is not dict:
             return not strict
-        for key in required:
-            if key not in v:
-                return False
+        if not v.keys() >= required:
+            return False
+        get = props.get
         for key, value in v.items():
-            types = typed.get(key)
-            if types is not None:
-                if type(value) not in types:
+            prop = get(key)
+            if prop is None:
+                if closed or (extra is not None and not extra(value)):
                     return False
                 continue
-            names = named.get(key)
-            if names is not None:
-                if type(value) is not str or value not in names:
+            kind, test = prop
+            if kind == _TYPED:
+                if type(value) not in test:
                     return False
-                continue
-            test = tested.get(key)
-            if test is not None:
-                if not test(value):
+            elif kind == _NAMED:
+                if type(value) is not str or value not in test:
                     return False
-            elif key not in anything and (closed or (extra is not None and not extra(value))):
+            elif kind == _TESTED and not test(value):
                 return False
         return True
 
     return check
+
+
+_TYPED, _NAMED, _TESTED, _ANY = range(4)
+"""How an object check tests a property (see `_property`): by type, by name among an enum's, by its schema's
+check, or not at all."""
 
 
 def _items(items: Any, d6: bool) -> Check:

@@ -18,17 +18,20 @@ import asyncio
 import functools
 import hashlib
 import json
+import logging
 import os
 import random
 import re
 import sys
 from typing import Any, ClassVar, Literal
 
+from opentelemetry.trace import Span, Tracer
 from pydantic import Field, PrivateAttr
 
 from toolscore.scorers.base import ScorerBase
 from toolscore.scorers.llm_judge_prompt import AvailableTool, MalformedVerdict, Verdict, build_messages, parse_verdict
 from toolscore.scorers.llm_judge_state import SharedState, shared_state
+from toolscore.scorers.llm_judge_trace import judge_span, record_response
 from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult
 
 __all__ = ["AvailableTool", "LLMJudge"]
@@ -64,6 +67,32 @@ def _litellm() -> Any:
             os.environ.pop(name, None)
     litellm.suppress_debug_info = True
     return litellm
+
+
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+"""The loggers litellm gives a handler of its own when it is imported (`litellm._logging`)."""
+
+
+def _log_through_the_application() -> None:
+    """Each litellm log record once, where the application's logging configuration sends it.
+
+    litellm adds its own stream handler to its loggers (INFO and below to stdout) and leaves them propagating,
+    so once the application has configured logging (a handler on the root logger, as `logging.basicConfig` or
+    `toolscore serve` sets), every line of each judge call is written twice: once by litellm, once by the
+    application's handlers, in the application's format. Then litellm's own handler is taken off (only that
+    one: handlers the application added stay, and a logger litellm stopped from propagating, in its JSON mode,
+    keeps its handler), and the application's configuration decides what is shown and where. Checked on each
+    call, since an application may configure logging after the first judge call imported litellm.
+    """
+    if not logging.getLogger().handlers:
+        return
+    for name in _LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        if not logger.propagate:
+            continue
+        for handler in list(logger.handlers):
+            if type(handler).__module__.startswith("litellm."):
+                logger.removeHandler(handler)
 
 
 class _Failed(Exception):
@@ -136,11 +165,12 @@ class LLMJudge(ScorerBase):
             name=self.scorer_name, error_type="judge_running_loop", message="score() called in a running loop"
         )
 
-    async def ascore(self, run: AgentRun) -> ScoreResult:
+    async def ascore(self, run: AgentRun, *, tracer: Tracer | None = None) -> ScoreResult:
         """Judge one run; never raises (cancellation aside).
 
         Runs on any event loop, typically one on a worker thread: it waits on the network, so it
-        must never run on a thread that ends spans.
+        must never run on a thread that ends spans. Each request is a GenAI `chat` span of `tracer`
+        (default: the global provider's), linked to the run's span (see `llm_judge_trace`).
         """
         if not (run.input or "").strip():
             return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
@@ -154,7 +184,7 @@ class LLMJudge(ScorerBase):
             cached = self._state.cache.get(key)
             if cached is not None:
                 return self._to_score(run, cached, attempts=0, cached=True)
-            verdict, attempts = await self._judge(run, messages)
+            verdict, attempts = await self._judge(run, messages, tracer)
             self._state.cache.put(key, verdict)
             return self._to_score(run, verdict, attempts=attempts, cached=False)
         except _Failed as exc:
@@ -162,7 +192,7 @@ class LLMJudge(ScorerBase):
         except Exception as exc:
             return ScoreFailure(name=self.scorer_name, error_type="judge_error", message=f"{type(exc).__name__}: {exc}")
 
-    async def _judge(self, run: AgentRun, messages: list[dict[str, str]]) -> tuple[Verdict, int]:
+    async def _judge(self, run: AgentRun, messages: list[dict[str, str]], tracer: Tracer | None) -> tuple[Verdict, int]:
         prompt, content = list(messages), None
         failure = _Failed("judge_error", "no attempt made")
         for attempt in range(1, self.max_retries + 2):
@@ -170,8 +200,17 @@ class LLMJudge(ScorerBase):
                 await asyncio.sleep(self.backoff_s * 2 ** (attempt - 2) * random.uniform(0.5, 1.0))
             try:
                 async with self._state.limiter:
-                    content = await self._complete(prompt)
-                return parse_verdict(content, run), attempt
+                    with judge_span(
+                        tracer,
+                        model=self.model,
+                        temperature=self.temperature,
+                        api_base=self.api_base,
+                        run=run,
+                        attempt=attempt,
+                        messages=prompt,
+                    ) as span:
+                        content = await self._complete(prompt, span)
+                        return parse_verdict(content, run), attempt
             except MalformedVerdict as exc:
                 failure = _Failed("judge_malformed_output", f"attempt {attempt}: {exc}")
                 prompt = [*messages, *_correction(content, exc)]
@@ -184,8 +223,9 @@ class LLMJudge(ScorerBase):
                     raise failure from None
         raise failure
 
-    async def _complete(self, messages: list[dict[str, str]]) -> str | None:
+    async def _complete(self, messages: list[dict[str, str]], span: Span) -> str | None:
         litellm = _litellm()
+        _log_through_the_application()
         kwargs: dict[str, Any] = {"timeout": self.timeout_s, "max_retries": 0, "num_retries": 0}
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
@@ -196,7 +236,9 @@ class LLMJudge(ScorerBase):
         call = litellm.acompletion(model=self.model, messages=messages, temperature=self.temperature, **kwargs)
         response = await asyncio.wait_for(call, timeout=self.timeout_s + 1.0)
         content = response.choices[0].message.content
-        return content if isinstance(content, str) else None
+        content = content if isinstance(content, str) else None
+        record_response(span, response, content, _cost(litellm, response) if span.is_recording() else None)
+        return content
 
     def _auth_failure(self, exc: Exception, attempt: int) -> _Failed | None:
         """`judge_auth` when `exc` says the key is missing or refused (retrying cannot help), else None."""
@@ -251,6 +293,15 @@ def _correction(content: str | None, exc: MalformedVerdict) -> list[dict[str, st
     echoed = (content or "")[:_MAX_ECHO_CHARS]
     fix = f"That reply is invalid: {exc}. Reply again with only the JSON object, in the shape the system prompt gives."
     return [{"role": "assistant", "content": echoed}, {"role": "user", "content": fix}]
+
+
+def _cost(litellm: Any, response: Any) -> float | None:
+    """What litellm says the request cost in US dollars; None for a model it has no price for."""
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:
+        return None
+    return float(cost) if isinstance(cost, int | float) and cost > 0 else None
 
 
 def _status(exc: Exception) -> int | None:

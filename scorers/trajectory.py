@@ -100,8 +100,8 @@ class Trajectory(ScorerBase):
     Messages in `strict`: when every expected and every actual call states its `message` index
     (`ToolCall.message_index`, given in a spec or a request; not the default), neighbours of one index form one
     model message, and messages compare in order with the calls inside one message in any order (parallel
-    calls), as agentevals' strict mode does. Otherwise calls compare one by one: runs read from traces state no
-    index today, and a default index says nothing about messages.
+    calls), as agentevals' strict mode does. Otherwise calls compare one by one: a default index says nothing
+    about messages. Runs read from traces state the index when the trace records the run's model spans.
 
     Empty inputs (`m` expected calls, `n` actual calls):
 

@@ -75,7 +75,7 @@ def rule_pairing(
 
 def _given_message(call: ToolCall) -> int | None:
     """The call's message index when its source stated one (a spec's or Mastra's `message`); None when it is
-    only the default. Extraction from traces states none today, so a trace's calls compare one by one."""
+    only the default (a run read from a trace without model spans), so such calls compare one by one."""
     return call.message_index if "message_index" in call.__pydantic_fields_set__ else None
 
 

@@ -59,3 +59,14 @@ def registry_closed() -> Iterator[None]:
         if time.monotonic() > deadline:
             pytest.fail(f"the test left a Registry (or its store) open: threads {sorted(t.name for t in left)} run on")
         time.sleep(0.02)
+
+
+_INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus"})
+"""Fixtures that start a process or an outside server (PostgreSQL, `toolscore serve`, Prometheus): a test that
+uses one, directly or through another fixture, is an `integration` test (`pytest -m "not integration"` skips it)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)

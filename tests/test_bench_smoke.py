@@ -27,6 +27,8 @@ from tests.bench import (
 )
 from tests.bench.harness import Bench
 
+pytestmark = pytest.mark.integration
+
 EXPECTED_FIGURES = {
     bench_scorers: [f"scorer.{kind}.{n}calls.evals_per_s" for kind in ("tool_selection", "f1") for n in (5, 50)]
     + [f"scorer.trajectory_{mode}.{n}calls.evals_per_s" for mode in ("exact", "flexible") for n in (5, 50)],

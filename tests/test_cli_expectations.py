@@ -282,6 +282,33 @@ def _cli_process(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_a_misspelt_required_key_is_reported_as_the_misspelling_and_errors_come_in_line_order(db: str) -> None:
+    """`nme:` is one mistake: not "name: required key missing" at the top and the misspelling at the bottom."""
+    path = Path(__file__).parent / "testdata" / "registry" / "invalid" / "misspelt_name.yaml"
+    result = _cli_process("apply", str(path), db=db)
+    assert result.returncode == 1
+    assert result.stderr == (
+        "Error: invalid expectations:\n"
+        f"  {path}:3: nme: unknown key; did you mean `name`? (a required key, missing)\n"
+        f"  {path}:7: scorers[0].mode: expected 'exact', 'flexible', 'strict', 'unordered', 'subset' or 'superset', "
+        "got 'strickt'; did you mean `strict`?\n"
+    )
+
+
+def test_serving_on_a_taken_port_exits_2_naming_the_option_without_a_traceback(db: str) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _cli_process("serve", "--listen", f"127.0.0.1:{port}", db=db)
+    assert result.returncode == 2
+    assert f"Invalid value for --listen: cannot listen on 127.0.0.1:{port}: Address already in use" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "add_port.cc" not in result.stderr
+
+
 def test_a_file_made_with_get_applies_and_its_version_is_said_to_be_ignored(db: str, tmp_path: Path) -> None:
     """`get > f; edit; apply f`: the version `get` printed is not read (the store numbers every write), and apply
     says so naming the file and line, rather than let a stale one look checked."""

@@ -33,6 +33,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from tests.prometheus import Prometheus
 from tests.serve_harness import ServeProcess, serve_config
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "toolscore.rules.yml"
 EXPECTATIONS = Path(__file__).parent / "testdata" / "alerting" / "expectations.yaml"

@@ -4,6 +4,8 @@ README stays a front door, not a manual."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,29 @@ def test_the_readme_stays_a_front_door() -> None:
 def test_the_anchor_rule_matches_githubs_for_code_and_punctuation() -> None:
     page = ROOT / "docs" / "expectations.md"
     assert "the-registry-api-grpc-and-toolscore-expectations" in _anchors(page)
+
+
+FIRST_SCREEN_LINES = 40
+"""What a reader sees of the README before scrolling."""
+
+
+def test_the_readmes_first_screen_installs_with_pip_runs_the_demo_and_attaches_in_process() -> None:
+    first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN_LINES])
+    commands = re.search(r"```sh\n(.*?)```", first_screen, re.S)
+    assert commands is not None
+    steps = [line.split("#")[0].strip() for line in commands.group(1).splitlines()]
+    assert steps[:3] == ["pip install -e .", "toolscore serve", "toolscore demo"]
+    attach = re.search(r"```python\n(.*?)```", first_screen, re.S)
+    assert attach is not None
+    assert "toolscore.instrument(" in attach.group(1)
+
+
+def test_the_readmes_in_process_snippet_runs_as_written() -> None:
+    """Run where a reader runs it, from the clone, in a fresh interpreter."""
+    first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN_LINES])
+    attach = re.search(r"```python\n(.*?)```", first_screen, re.S)
+    assert attach is not None
+    proc = subprocess.run(
+        [sys.executable, "-c", attach.group(1)], capture_output=True, text=True, timeout=120, cwd=ROOT, check=False
+    )
+    assert proc.returncode == 0, proc.stderr

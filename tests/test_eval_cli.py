@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import subprocess
@@ -12,8 +11,12 @@ from pathlib import Path
 
 import pytest
 import xmlschema
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolscore.collector.evaluate.inputs import NOT_TRACES_HINT
+from toolscore.collector.extract import rebuild_runs
+from toolscore.collector.sources import read_trace_file
 
 ROOT = Path(__file__).parent.parent
 TRACES = Path("tests/testdata/traces")
@@ -45,19 +48,33 @@ def test_expectations_every_capture_meets_exit_0() -> None:
     assert "Runs that matched no expectation: 6 (list them with --show-unmatched)" in proc.stdout
 
 
-def test_no_run_matched_exits_0_without_claiming_the_expectations_met(tmp_path: Path) -> None:
+def test_a_file_whose_expectations_matched_no_run_fails_naming_the_agents_seen(tmp_path: Path) -> None:
+    expectations = tmp_path / "typo.yaml"
+    expectations.write_text(
+        "expectations:\n"
+        "  - {name: a, match: {agent: weather-agnet}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
+    )
+    proc = run_eval_cli(*TRACE_ARGS, "--expectations", expectations)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == "FAIL: nothing checked: no run matched the expectations of 1 file(s) (--allow-empty accepts it)"
+    assert lines[-2].startswith(f"NOTHING CHECKED {expectations}: no run matched its expectations; runs seen: agent ")
+    assert "agent 'weather_agent' (1)" in lines[-2] or "'weather-agent' (1)" in lines[-2]
+
+
+def test_no_run_matched_exits_0_with_allow_empty_without_claiming_the_expectations_met(tmp_path: Path) -> None:
     expectations = tmp_path / "nobody.yaml"
     expectations.write_text(
         "expectations:\n"
         "  - {name: a, match: {agent: nobody}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
         "  - {name: b, match: {agent: nobody}, scorers: [{type: tool_selection, expected_tool: x}]}\n"
     )
-    proc = run_eval_cli(*TRACE_ARGS, "--expectations", expectations)
+    proc = run_eval_cli(*TRACE_ARGS, "--expectations", expectations, "--allow-empty")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == (
         "PASS: 0 of 2 expectations had scored runs; none failed (use --require-runs to fail on missing runs)"
     )
-    required = run_eval_cli(*TRACE_ARGS, "--expectations", expectations, "--require-runs")
+    required = run_eval_cli(*TRACE_ARGS, "--expectations", expectations, "--require-runs", "--allow-empty")
     assert required.returncode == 1
     assert required.stdout.splitlines()[-1] == "FAIL: 2 of 2 expectations below threshold"
 
@@ -176,27 +193,69 @@ def test_bad_line_in_json_lines_exits_2_naming_the_line(tmp_path: Path) -> None:
     assert proc.stderr.startswith(f"toolscore eval: {export}: line 2: ")
 
 
-def test_skipped_spans_are_explained_with_their_file(tmp_path: Path) -> None:
-    """Ids in base64, as protobuf's MessageToJson writes them, are not OTLP/JSON: every span is skipped, and
-    with no run matched the evaluation passes, so the summary has to say why there were no runs."""
+def _message_to_json(capture: Path, out: Path) -> Path:
+    """The capture's protobuf export as protobuf's own JSON mapping writes it (`MessageToJson`: base64 ids)."""
+    request = ExportTraceServiceRequest.FromString(capture.read_bytes())
+    out.write_text(json_format.MessageToJson(request))
+    return out
+
+
+def test_base64_ids_as_message_to_json_writes_them_are_read_and_said(tmp_path: Path) -> None:
+    capture = ROOT / TRACES / "pydantic-ai" / "a_single_tool.pb"
+    export = _message_to_json(capture, tmp_path / "message_to_json.json")
+    assert '"traceId": "' in export.read_text()
+    assert not re.search(r'"traceId": "[0-9a-f]{32}"', export.read_text())
+
+    proc = run_eval_cli("-t", export, "-e", EVAL / "pass", "--allow-empty", "--json", tmp_path / "out.json")
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    spans = len(read_trace_file(capture))
+    assert proc.stdout.splitlines()[0].startswith(
+        f"toolscore eval: 1 trace file(s), {spans} spans ({spans} with base64 ids, protobuf's JSON mapping, read "
+        "as hex), 1 runs;"
+    )
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert (data["inputs"]["base64_id_spans"], data["inputs"]["runs"]) == (spans, 1)
+    assert rebuild_runs(read_trace_file(export)) == rebuild_runs(read_trace_file(capture))
+
+
+def test_traces_with_no_usable_span_are_bad_input_naming_why(tmp_path: Path) -> None:
     document = (ROOT / TRACES / "pydantic-ai" / "a_single_tool.json").read_text()
     trace_id = json.loads(document)["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
-    as_base64 = base64.b64encode(bytes.fromhex(trace_id)).decode()
-    export = tmp_path / "message_to_json.json"
-    export.write_text(document.replace(trace_id, as_base64))
-    proc = run_eval_cli("-t", export, "-e", EVAL / "pass", "--json", tmp_path / "out.json")
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    export = tmp_path / "short_ids.json"
+    export.write_text(document.replace(trace_id, trace_id[:30]))
+
+    proc = run_eval_cli("-t", export, "-e", EVAL / "pass")
+
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(
+        "toolscore eval: nothing to evaluate: no usable span in 1 trace file(s): all 4 spans were unusable"
+    )
+    lenient = run_eval_cli("-t", export, "-e", EVAL / "pass", "--allow-empty")
+    assert lenient.returncode == 0, lenient.stdout + lenient.stderr
+    lines = lenient.stdout.splitlines()
     assert lines[0].startswith("toolscore eval: 1 trace file(s), 0 spans (4 unusable, skipped), 0 runs;")
     assert re.fullmatch(
         rf"  skipped {re.escape(str(export))}: bad_trace_id: resourceSpans\[0\].scopeSpans\[0\].spans\[0\] .*: "
-        rf"traceId '{re.escape(as_base64)}' is not 32 hex digits, non-zero \(OTLP/JSON ids are hex\)",
+        rf"traceId '{re.escape(trace_id[:30])}' is not 32 hex digits \(OTLP/JSON\) nor 24 base64 characters "
+        r"\(the protobuf JSON mapping\) of a 16-byte id",
         lines[1],
     )
-    assert lines[4] == "  ... and 1 more skipped span(s)"
-    examples = json.loads((tmp_path / "out.json").read_text())["inputs"]["skipped_examples"]
-    assert len(examples) == 4
-    assert all(example.startswith(f"{export}: bad_trace_id: ") for example in examples)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("notes.txt", b"hello world\nthis is not otlp\n"), ("agent.py", b"import os\nprint(os.getcwd())\n")],
+)
+def test_a_file_that_is_not_otlp_at_all_is_bad_input_saying_so(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+
+    proc = run_eval_cli("-t", path, "-e", EVAL / "pass")
+
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"toolscore eval: {path}: not an OTLP export: text that is not JSON (it starts ")
+    assert "expected an OTLP export: protobuf (ExportTraceServiceRequest" in proc.stderr
 
 
 def test_min_pass_rate_sets_how_many_matched_runs_must_pass() -> None:

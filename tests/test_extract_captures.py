@@ -17,6 +17,7 @@ from toolscore.collector.extract import ExtractStats, rebuild_runs
 from toolscore.collector.sources import LogBatch, join_log_events, read_trace_file
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers import AgentRun
+from toolscore.scorers.trajectory import Trajectory
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
 MCP = Path(__file__).parent / "testdata" / "mcp"
@@ -135,3 +136,53 @@ def test_runs_carry_convention_input_output_and_start() -> None:
     ]
     assert all(r.start_ns and r.attributes.get("gen_ai.operation.name") == "invoke_agent" for r in runs + pyd)
     assert runs[0].resource["service.name"] == "capture-vercel-ai"
+
+
+PARALLEL = ("c_parallel", "i_parallel_random_ids", "j_tool_spans_parallel")
+"""Scenarios whose model issues every tool call in one response (tests/captures/capture_scenarios.py)."""
+SEQUENTIAL = ("b_sequential", "e_tool_error_retry")
+"""Scenarios whose model issues one tool call per response."""
+MESSAGE_CASES = [p for p in TRUTHS if p.name.removesuffix(".truth.json") in PARALLEL + SEQUENTIAL]
+
+
+def _messages(run: AgentRun) -> list[list[str]]:
+    """The run's calls (ids, else names) grouped by model message: neighbours with one `message_index`."""
+    groups: list[list[str]] = []
+    previous: int | None = None
+    for call in run.calls:
+        assert "message_index" in call.model_fields_set, "a run with model spans states each call's message"
+        if not groups or call.message_index != previous:
+            groups.append([])
+        groups[-1].append(call.call_id or call.name)
+        previous = call.message_index
+    return groups
+
+
+@pytest.mark.parametrize("truth_path", MESSAGE_CASES, ids=_case_id)
+def test_calls_of_one_model_response_share_a_message(truth_path: Path) -> None:
+    runs = rebuild_runs(_read(_capture(truth_path, ".pb")))
+    calls = [[c.call_id or c.name for c in run.calls if not c.final] for run in runs]
+    finals = [[c.call_id or c.name for c in run.calls if c.final] for run in runs]
+
+    messages = [_messages(run) for run in runs]
+
+    if truth_path.name.removesuffix(".truth.json") in PARALLEL:
+        expected = [[mine] + [[f] for f in final] for mine, final in zip(calls, finals, strict=True)]
+    else:
+        expected = [[[c] for c in mine] + [[f] for f in final] for mine, final in zip(calls, finals, strict=True)]
+    assert messages == expected
+
+
+@pytest.mark.parametrize("framework", ["pydantic-ai", "openai-agents", "langgraph-openinference", "crewai"])
+def test_strict_trajectory_takes_the_parallel_calls_of_a_trace_in_any_order(framework: str) -> None:
+    run = rebuild_runs(_read(TRACES / framework / "c_parallel.pb"))[0]
+    reordered = [{"name": c.name, "args": c.args} for c in reversed(run.calls)]
+
+    one_message = Trajectory(mode="strict", expected=[{**c, "message": 0} for c in reordered]).score(run)
+    one_per_message = Trajectory(mode="strict", expected=[{**c, "message": i} for i, c in enumerate(reordered)]).score(
+        run
+    )
+
+    assert len(run.calls) == 3
+    assert (one_message.value, one_per_message.value) == (1.0, 0.0)
+    assert one_per_message.details["first_mismatch_message"] == 0

@@ -136,6 +136,10 @@ def test_a_real_kwargs_parameter_is_kept() -> None:
     )
     _tool(t, run, "FunctionTool.acall", {"kwargs": {"a": 1}, "verbose": True}, scope, start=3, **{"tool.name": "u"})
     _tool(t, run, "FunctionTool.acall", {"args": [1], "kwargs": {}}, scope, start=5, **{"tool.name": "v"})
+    flagged = {"args": [], "sanitize_inputs_outputs": True, "kwargs": {"a": 1}}  # smolagents' envelope: unwrapped
+    _tool(t, run, "FunctionTool.acall", flagged, scope, start=7, **{"tool.name": "w"})
+    not_a_flag = {"args": [], "mode": "fast", "kwargs": {"a": 1}}  # an argument beside them that is no flag: kept
+    _tool(t, run, "FunctionTool.acall", not_a_flag, scope, start=9, **{"tool.name": "x"})
 
     (found,) = rebuild_runs(t.records())
 
@@ -143,6 +147,8 @@ def test_a_real_kwargs_parameter_is_kept() -> None:
         {"kwargs": {"a": 1}},
         {"kwargs": {"a": 1}, "verbose": True},
         {"args": [1], "kwargs": {}},
+        {"a": 1},
+        {"args": [], "mode": "fast", "kwargs": {"a": 1}},
     ]
 
 

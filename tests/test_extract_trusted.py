@@ -22,10 +22,10 @@ def _span(start_ns: int = EPOCH_NS, end_ns: int = EPOCH_NS + 5) -> SpanRecord:
     return SpanRecord("ab" * 16, "cd" * 8, None, "execute_tool search", start_ns=start_ns, end_ns=end_ns)
 
 
-def _validated(call: ToolCall) -> ToolCall:
+def _validated(call: ToolCall, message: int | None = None) -> ToolCall:
     """The same call through the validating constructor, with the fields `build_call` passes."""
     fields = ("name", "args", "args_state", "result", "call_id", "error", "error_type", "start_ns", "end_ns", "span_id")
-    fields = (*fields, "final")
+    fields = (*fields, "final") if message is None else (*fields, "final", "message_index")
     return ToolCall(**{name: getattr(call, name) for name in fields})
 
 
@@ -48,11 +48,15 @@ READS: list[tuple[ToolRead, IssuedCall | None, SpanRecord]] = [
 ]
 
 
+@pytest.mark.parametrize("message", [None, 0, 3])
 @pytest.mark.parametrize(("read", "issued", "span"), READS)
-def test_built_calls_equal_validated_calls(read: ToolRead, issued: IssuedCall | None, span: SpanRecord) -> None:
-    call = build_call(read, span, issued, ExtractConfig(), ExtractStats())
+def test_built_calls_equal_validated_calls(
+    read: ToolRead, issued: IssuedCall | None, span: SpanRecord, message: int | None
+) -> None:
+    call = build_call(read, span, issued, ExtractConfig(), ExtractStats(), message=message)
 
-    _assert_same(call, _validated(call))
+    _assert_same(call, _validated(call, message))
+    assert ("message_index" in call.model_fields_set) is (message is not None)
 
 
 def test_built_calls_stay_frozen_and_copyable() -> None:

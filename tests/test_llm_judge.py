@@ -369,3 +369,34 @@ async def test_without_tools_of_its_own_the_judge_is_told_the_runs_catalog(opena
     told = [block(request["messages"][1]["content"], "available_tools") for request in openai_server.requests]
     assert told[0] == [{"name": "get_weather", "description": "Weather now."}, {"name": "t", "description": ""}]
     assert told[1] == TOOLS  # the scorer's own tools win
+
+
+_LOGGING_APP = """
+import asyncio, logging, sys
+logging.basicConfig(level=logging.INFO, format="app %(name)s: %(message)s")
+from toolscore.scorers.llm_judge import LLMJudge
+from toolscore.scorers.model import AgentRun, ToolCall
+judge = LLMJudge(model="openai/judge-test", api_base=sys.argv[1], api_key="test", timeout_s=5.0,
+                 available_tools=[{"name": "get_weather", "description": "Current weather for a city."}])
+for city in ("Paris", "Rome"):  # two questions: the judge's cache would answer the same one itself
+    call = ToolCall(name="get_weather", args={"city": city})
+    print(asyncio.run(judge.ascore(AgentRun(input=f"Weather in {city}?", output="Sunny.", calls=(call,)))).label)
+"""
+
+
+def test_each_judge_call_logs_litellms_lines_once_through_the_applications_logging(
+    openai_server: OpenAIServer,
+) -> None:
+    """litellm's own handler (to stdout) beside the application's root handler printed every line twice."""
+    openai_server.default = Reply.json(verdict(("get_weather", True)))
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOGGING_APP, openai_server.base_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert proc.stdout.splitlines() == ["pass", "pass"]  # nothing of litellm's among the program's output
+    calls = [line for line in proc.stderr.splitlines() if "completion() model= judge-test" in line]
+    assert calls == ["LiteLLM completion() model= judge-test; provider = openai"] * 2, proc.stderr
+    assert "app LiteLLM: " in proc.stderr  # in the application's format: its configuration was left alone

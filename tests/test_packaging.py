@@ -8,6 +8,10 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).parent.parent
 PACKAGE_DIRS = {"toolscore": "proto/toolscore", "toolscore.scorers": "scorers", "toolscore.collector": "collector"}
 

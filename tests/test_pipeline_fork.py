@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
@@ -19,7 +20,7 @@ from tests.pipeline_builders import TRAVEL, agent_run, by_name, registry_with, t
 from tests.test_pipeline_judge import end_run, judged, verdict
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 
-pytestmark = FORK_MARKS
+pytestmark = [*FORK_MARKS, pytest.mark.integration]
 
 
 def _summary(spans: tuple[ReadableSpan, ...]) -> dict[str, dict[str, Any]]:

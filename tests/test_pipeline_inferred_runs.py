@@ -6,7 +6,12 @@ that is neither a run nor a tool, so a run is inferred at the topmost such span 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.pipeline_builders import (
     Recording,
@@ -19,6 +24,7 @@ from tests.pipeline_builders import (
 )
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
+from toolscore.collector.sources import read_trace_file
 from toolscore.collector.spans import SpanRecord
 from toolscore.scorers.model import AgentRun
 
@@ -126,8 +132,8 @@ def test_a_run_inferred_at_an_unrecognised_root_is_selected_by_its_attributes() 
 def test_a_run_inferred_under_an_inferred_run_is_scored_once_at_its_enclosing_run_spans_settle() -> None:
     """Run span > tool > tool > tool, names all different: each tool with a tool right under it stands for a run
     inferred under the one above, the innermost two links below the run span. Both are scored when the run span
-    settles, as `toolscore extract` gives them, though the trace has not finished (its root has not come); the
-    finish scores neither again."""
+    settles, as `toolscore extract` gives them, though the trace has not finished (its root has not come), each
+    with its scores on the span that stands for it; the finish scores neither again."""
     run, delegate, lookup, fetch = "1000000000000000", "1000000000000001", "1000000000000002", "1000000000000003"
     spans = [
         record(fetch, lookup, "execute_tool fetch", tool_attrs("fetch", "c3")),
@@ -162,5 +168,67 @@ def test_a_run_inferred_under_an_inferred_run_is_scored_once_at_its_enclosing_ru
     assert by_span == {r.span_id: r.model_dump() for r in rebuild_runs([*spans, root])}
     assert [call["span_id"] for call in by_span[lookup]["calls"]] == [fetch]
     assert by_span[lookup]["parent_span_id"] == delegate
-    assert [span.span_id for span, _ in sink.enriched] == [run]
+    assert [span.span_id for span, _ in sink.enriched] == [run, delegate, lookup]
     every_span_once(sink, [*spans, root])
+
+
+CREWAI = Path(__file__).parent / "testdata" / "traces" / "crewai"
+CREWAI_TRUTH = Path(__file__).parent / "testdata" / "truth" / "crewai"
+
+
+def crewai_delegation(name: str) -> tuple[list[SpanRecord], list[dict[str, Any]]]:
+    """A CrewAI capture in the order its spans ended (as an exporter sends them), and its truth's runs: the
+    coordinator's (its AGENT span) and the coworker's, whose run span is the `Delegate work to coworker` tool
+    span (no AGENT span of its own)."""
+    spans = sorted(read_trace_file(CREWAI / f"{name}.pb"), key=lambda s: s.end_ns)
+    runs: list[dict[str, Any]] = json.loads((CREWAI_TRUTH / f"{name}.truth.json").read_text())["runs"]
+    return spans, runs
+
+
+@pytest.mark.parametrize("capture", ["f_agent_as_tool", "f_hierarchical"])
+def test_a_run_inferred_at_a_tool_span_gets_its_scores_on_that_span(capture: str) -> None:
+    spans, runs = crewai_delegation(capture)
+    by_id = {s.span_id: s for s in spans}
+    (coworker,) = [run for run in runs if by_id[run["agent_span_id"]].name == "Delegate work to coworker.run"]
+    expectations = [
+        {
+            "name": f"script-{index}",
+            "match": {"agent": run["agent_name"]},
+            "scorers": [{"type": "trajectory", "expected": [{"name": call["name"]} for call in run["calls"]]}],
+        }
+        for index, run in enumerate(runs)
+    ]
+    config = PipelineConfig(settle_ms=30, max_hold_ms=60_000)
+    with recording_engine(config, *expectations) as (pipeline, sink, telemetry):
+        offer(pipeline, spans)
+        assert pipeline.flush(5.0)
+        enriched = {span.span_id: enrichment.attributes for span, enrichment in sink.enriched}
+        assert set(enriched) == {run["agent_span_id"] for run in runs}, "every run's scores are on its span"
+        for index, run in enumerate(runs):
+            on_span = enriched[run["agent_span_id"]]
+            assert on_span["toolscore.tool_calls"] == [call["name"] for call in run["calls"]]
+            labels = {k: v for k, v in on_span.items() if str(k).endswith(".trajectory.label")}
+            assert labels == {f"toolscore.evaluation.script_{index}.trajectory.label": "pass"}
+        assert Counter(agent for *_, agent, _ in telemetry.scores)[coworker["agent_name"]] == 1
+        every_span_once(sink, spans)
+
+
+def test_a_tool_span_over_a_tool_span_is_one_call_and_goes_on_unchanged_at_its_runs_settle() -> None:
+    """A tool span with a tool span right under it and nothing else is one call in two layers (a decorator over
+    the framework's tool): held as it may stand for a run, it goes on unchanged when its run settles."""
+    outer, inner = "2200000000000001", "2200000000000002"
+    spans = [
+        record(inner, outer, "execute_tool search_flights", tool_attrs("search_flights", "c0")),
+        record(outer, GRAPH, "execute_tool search_flights", tool_attrs("search_flights", "c0")),
+        record("2200000000000003", GRAPH, "execute_tool book_flight", tool_attrs("book_flight", "c1")),
+        record(GRAPH, None, "invoke_agent travel", run_attrs()),
+    ]
+    with recording_engine(PipelineConfig(settle_ms=30, max_hold_ms=60_000)) as (pipeline, sink, _):
+        offer(pipeline, spans)
+        assert wait_until(lambda: len(sink.enriched) == 1)
+        ((run_span, enrichment),) = sink.enriched
+        assert run_span.span_id == GRAPH
+        assert enrichment.attributes["toolscore.tool_calls"] == ["search_flights", "book_flight"]
+        assert wait_until(lambda: outer in {r.span_id for r in sink.released})
+        assert pipeline.flush(5.0)
+        every_span_once(sink, spans)

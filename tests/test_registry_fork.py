@@ -22,7 +22,7 @@ from tests.registry_builders import doc, eventually, names
 from toolscore.collector.forks import ForkSafeLock
 from toolscore.collector.registry import PostgresStoreConfig, Registry, RegistryConfig, SqliteStoreConfig
 
-pytestmark = FORK_MARKS
+pytestmark = [*FORK_MARKS, pytest.mark.integration]
 
 
 def _polls() -> int:

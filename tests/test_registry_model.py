@@ -70,6 +70,7 @@ INVALID = {
         "unknown type 'numbr'; did you mean `number`?",
     ),
     "misspelt_mode.yaml": (6, "scorers[0].mode", "got 'strickt'; did you mean `strict`?"),
+    "misspelt_name.yaml": (3, "nme", "unknown key; did you mean `name`? (a required key, missing)"),
     "misspelt_scorer_type.yaml": (5, "scorers[0]", "unknown type 'trajectry'; did you mean `trajectory`?"),
     "not_a_boolean.yaml": (2, "enabled", "expected true or false, got 'maybe'"),
     "not_a_list.yaml": (6, "scorers[0].expected", "expected a list, got 'search_flights'"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,35 @@ def test_print_config_documents_every_key_in_a_comment(tmp_path: Path) -> None:
     keys = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#")]
     assert len(keys) > 60
     assert all(lines[i - 1].lstrip().startswith("#") for i in keys), "every key is preceded by its description"
+
+
+def _printed_key(stdout: str, section: str, key: str) -> tuple[str, str]:
+    """The comment block above `section.key` in `--print-config`'s output, and the key's own line."""
+    lines = stdout.splitlines()
+    start = lines.index(f"{section}:")
+    at = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(f"  {key}:"))
+    above = at
+    while lines[above - 1].lstrip().startswith("#"):
+        above -= 1
+    return " ".join(line.strip().lstrip("# ") for line in lines[above:at]), lines[at]
+
+
+def test_print_config_states_the_default_serve_runs_with_and_where_a_value_came_from(tmp_path: Path) -> None:
+    """`prometheus_enabled: true` beside "Default: false" read as a bug; a value unlike its default says who set it."""
+    comment, line = _printed_key(_serve("--print-config", cwd=tmp_path).stdout, "telemetry", "prometheus_enabled")
+    assert comment.endswith("Default: true.")
+    assert line == "  prometheus_enabled: true"
+    (tmp_path / "serve.yaml").write_text("pipeline:\n  settle_ms: 300\n")
+    env = {"OTEL_METRICS_EXPORTER": "otlp", "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": "0.0.0.0:4317"}
+    result = _serve("--config", "serve.yaml", "--print-config", cwd=tmp_path, env=env)
+    comment, line = _printed_key(result.stdout, "telemetry", "prometheus_enabled")
+    assert comment.endswith("Default: true.")
+    assert line == "  prometheus_enabled: false  # set by environment variable OTEL_METRICS_EXPORTER"
+    assert _printed_key(result.stdout, "pipeline", "settle_ms")[1] == "  settle_ms: 300.0  # set by serve.yaml:2"
+    grpc = "  grpc_endpoint: '0.0.0.0:4317'  # set by environment variable TOOLSCORE_RECEIVER__GRPC_ENDPOINT"
+    assert _printed_key(result.stdout, "receiver", "grpc_endpoint")[1] == grpc
+    assert _printed_key(result.stdout, "receiver", "http_endpoint")[1] == "  http_endpoint: '127.0.0.1:4318'"
+    assert _printed(result)["telemetry"]["prometheus_enabled"] is False  # still YAML that reads back
 
 
 def test_without_deploy_directory_no_expectation_files_are_loaded(tmp_path: Path) -> None:
@@ -402,7 +432,8 @@ def test_forwarding_to_the_same_port_elsewhere_is_fine(tmp_path: Path) -> None:
         (
             "http://collector:4318/v1/traces",
             "grpc",
-            "has a path, which gRPC has no use for: for OTLP/HTTP set protocol",
+            "but the protocol is grpc, which sends to host:port only: for an OTLP/HTTP endpoint set "
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf",
         ),
         ("collector:4318", "http/protobuf", "an OTLP/HTTP endpoint is a URL"),
     ],
@@ -428,27 +459,53 @@ def test_missing_config_file_exits_2(tmp_path: Path) -> None:
     assert f"{tmp_path / 'nope.yaml'}: <root>: cannot read: No such file or directory" in result.stderr
 
 
-@pytest.mark.parametrize(("taken", "free", "receiver"), [("HTTP", "GRPC", "OTLP/HTTP"), ("GRPC", "HTTP", "OTLP/gRPC")])
-def test_taken_port_exits_1_naming_the_receiver_its_key_and_the_reason(
-    tmp_path: Path, taken: str, free: str, receiver: str
-) -> None:
-    """grpc itself says only "Failed to bind"; either receiver says why and which key sets the address."""
-    import socket
+def _listening_socket() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        port = sock.getsockname()[1]
+
+def test_taken_ports_are_all_reported_at_once_with_their_keys_and_variables_exit_2(tmp_path: Path) -> None:
+    """Checked before anything starts: every taken address in one message, none of grpc's own log lines."""
+    with _listening_socket() as grpc_sock, _listening_socket() as metrics_sock:
+        grpc_port, metrics_port = grpc_sock.getsockname()[1], metrics_sock.getsockname()[1]
         env = {
-            f"TOOLSCORE_RECEIVER__{taken}_ENDPOINT": f"127.0.0.1:{port}",
-            f"TOOLSCORE_RECEIVER__{free}_ENDPOINT": "127.0.0.1:0",
-            "TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false",
+            "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": f"127.0.0.1:{grpc_port}",
+            "TOOLSCORE_RECEIVER__HTTP_ENDPOINT": "127.0.0.1:0",
+            "TOOLSCORE_TELEMETRY__PROMETHEUS_PORT": str(metrics_port),
         }
         result = _serve(cwd=tmp_path, env=env)
-    assert result.returncode == 1
-    where = f"{receiver} receiver (127.0.0.1:{port}, receiver.{taken.lower()}_endpoint)"
-    assert f"cannot start: {where}: [Errno 98] Address already in use\n" in result.stderr
-    assert "GRPC_VERBOSITY" not in result.stderr.split("cannot start:")[1]
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("toolscore serve: cannot start: 2 listening addresses unavailable"), result.stderr
+    lines = result.stderr.splitlines()
+    assert (
+        f"  receiver.grpc_endpoint 127.0.0.1:{grpc_port} (TOOLSCORE_RECEIVER__GRPC_ENDPOINT; OTLP/gRPC receiver): "
+        "Address already in use" in lines
+    )
+    assert (
+        f"  telemetry.prometheus_port 127.0.0.1:{metrics_port} (TOOLSCORE_TELEMETRY__PROMETHEUS_PORT, "
+        "OTEL_EXPORTER_PROMETHEUS_PORT; Prometheus metrics endpoint): Address already in use" in lines
+    )
+    assert "add_port.cc" not in result.stderr
+    assert "Failed to add port" not in result.stderr
+    assert len(lines) == 3, result.stderr
+
+
+def test_two_of_its_own_listeners_on_one_port_are_reported_before_either_starts(tmp_path: Path) -> None:
+    with _listening_socket() as sock:  # a port free once this closes: nothing else holds it
+        port = sock.getsockname()[1]
+    env = {
+        "TOOLSCORE_RECEIVER__GRPC_ENDPOINT": f"0.0.0.0:{port}",
+        "TOOLSCORE_RECEIVER__HTTP_ENDPOINT": f"127.0.0.1:{port}",
+        "TOOLSCORE_TELEMETRY__PROMETHEUS_ENABLED": "false",
+    }
+    result = _serve(cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    assert (
+        f"  receiver.http_endpoint 127.0.0.1:{port} (TOOLSCORE_RECEIVER__HTTP_ENDPOINT; OTLP/HTTP receiver and "
+        f"health endpoints): the same port as receiver.grpc_endpoint (0.0.0.0:{port})\n" in result.stderr
+    )
 
 
 @pytest.mark.parametrize("args", [("--print-config",), ()], ids=["print_config", "start"])

@@ -38,6 +38,8 @@ from toolscore.collector.cli.demo_runs import make_demo_spans
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.sources import read_trace_file
 
+pytestmark = pytest.mark.integration
+
 CAPTURES = Path(__file__).parent / "testdata" / "traces"
 TRUTH = Path(__file__).parent / "testdata" / "truth"
 INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"

@@ -42,6 +42,8 @@ from tests.serve_harness import Downstream, ServeProcess, serve_config
 from tests.serve_receiver_support import Reply, http_bad_cases, http_call, json_request, json_span, reply_status
 from toolscore.collector.cli.demo_runs import DEMO_RUNS, make_demo_spans
 
+pytestmark = pytest.mark.integration
+
 LIMIT = 64 * 1024
 """`receiver.max_message_bytes`: small, so that the oversized requests and the gzip bombs are small too."""
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

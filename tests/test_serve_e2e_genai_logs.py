@@ -26,6 +26,8 @@ from tests.openai_v2_events import MODEL_ORDER
 from tests.serve_demo_checks import attrs, key, sdk_key
 from tests.serve_harness import Downstream, ServeProcess, serve_config
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, Downstream]]:

@@ -21,6 +21,8 @@ from tests.serve_demo_checks import DEMO_EXPECTATIONS, EVENT, SpanKey, check_run
 from tests.serve_harness import Downstream, ServeProcess, serve_config
 from toolscore.collector.cli.demo_runs import make_demo_spans
 
+pytestmark = pytest.mark.integration
+
 
 def _value(value: AnyValue) -> Any:
     return getattr(value, value.WhichOneof("value") or "string_value")

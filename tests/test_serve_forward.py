@@ -320,7 +320,7 @@ def test_a_refused_otlp_variable_is_logged_by_name_with_the_key_and_the_reason(
         config = ForwardConfig.from_env()
     assert (config.endpoint, config.compression) == (None, "none")
     assert "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ignored, forward.endpoint keeps its default: endpoint " in caplog.text
-    assert "has a path, which gRPC has no use for" in caplog.text
+    assert "has a path (/v1/traces), but the protocol is grpc" in caplog.text
     expected = "OTEL_EXPORTER_OTLP_COMPRESSION ignored, forward.compression keeps its default: expected 'none' or "
     assert expected + "'gzip', got 'deflate'" in caplog.text
     assert "validation error" not in caplog.text

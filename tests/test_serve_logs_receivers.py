@@ -186,8 +186,8 @@ def test_a_trace_export_sent_to_the_logs_endpoint_is_refused_naming_it() -> None
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b'{"resourceLogs": [{"x": "\xff"}]}', "byte 25: invalid UTF-8 (invalid start byte)"),
-        (b'{"resourceLogs": []}\n{"b": ]}', "line 2: invalid JSON: Extra data at column 1"),
+        (b'{"resourceLogs": [{"x": "\xff"}]}', "byte 25: invalid UTF-8 (invalid start byte): OTLP/JSON must be UTF-8"),
+        (b'{"resourceLogs": []}\n{"b": ]}', "byte 21: invalid JSON: Extra data at line 2 column 1"),
     ],
 )
 def test_a_logs_body_that_is_not_json_is_400_naming_its_place_once(body: bytes, message: str) -> None:

@@ -20,6 +20,8 @@ from toolscore.collector.cli.demo_runs import make_demo_spans
 from toolscore.collector.evaluate import run_eval
 from toolscore.export import OTLPFileSpanExporter
 
+pytestmark = pytest.mark.integration
+
 DEMO_EXPECTATIONS = Path(__file__).parent.parent / "deploy" / "expectations" / "demo.yaml"
 F1_BUCKETS = 'sum by (le) (toolscore_evaluation_score_bucket{toolscore_expectation_name="demo.weather.two-cities", gen_ai_evaluation_name="f1"})'  # noqa: E501
 

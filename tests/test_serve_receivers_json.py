@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -32,6 +33,18 @@ def test_ids_are_hex_in_any_case_and_links_are_converted() -> None:
     assert (span.links[0].trace_id.hex(), span.links[0].span_id.hex()) == (TRACE_ID, "00f067aa0ba902b7")
     assert result.rejected_spans == 0
     assert result.error_message == ""
+
+
+def test_base64_ids_as_the_protobuf_json_mapping_writes_them_are_read_as_hex_ids_are() -> None:
+    """`MessageToJson` writes ids in base64 (24 and 12 characters); OTLP/JSON in hex: the same span either way."""
+    link = {"traceId": TRACE_ID, "spanId": "00f067aa0ba902b7"}
+    hex_span = json_span("a", span_id="fbff19b7ec3c1b17", parentSpanId="00f067aa0ba902b7", links=[link])
+    as_base64 = {key: base64.b64encode(bytes.fromhex(hex_span[key])).decode() for key in ("traceId", "spanId")}
+    base64_span = hex_span | as_base64 | {"parentSpanId": "APBnqgupArc", "links": [link | {"spanId": "APBnqgupArc="}]}
+    assert as_base64["spanId"] == "+/8Zt+w8Gxc="
+    (from_hex,), (from_base64,) = _spans(_decode(json_request(hex_span))), _spans(_decode(json_request(base64_span)))
+    assert from_base64 == from_hex
+    assert from_base64.parent_span_id.hex() == "00f067aa0ba902b7"
 
 
 def test_resource_scope_events_status_and_values_are_kept() -> None:
@@ -84,7 +97,7 @@ def test_snake_case_names_enum_names_and_unknown_fields_are_accepted() -> None:
     [
         ({"traceId": "abc"}, "traceId 'abc' is not 32 hex digits (OTLP"),
         ({"traceId": "0" * 32}, f"traceId '{'0' * 32}' is all zeros, which is not a valid id"),
-        ({"spanId": "W47/bCZ2PQU="}, "spanId 'W47/bCZ2PQU=' is not 16 hex digits (OTLP/JSON ids are hex"),
+        ({"spanId": "W47/bCZ2PQ=="}, "spanId 'W47/bCZ2PQ==' is not 16 hex digits (OTLP/JSON) nor 12 base64"),
         ({"spanId": None}, "spanId None"),
         ({"parentSpanId": "123"}, "parentSpanId '123' is not 16 hex digits"),
         ({"spanId": "ab" * 100_000}, "'… (200000 characters) is not 16 hex digits"),
@@ -119,16 +132,16 @@ def test_links_to_an_invalid_span_context_are_kept_as_the_protobuf_path_keeps_th
 
 
 def test_a_link_whose_id_is_not_hex_is_dropped_and_its_span_kept() -> None:
-    links = [{"traceId": TRACE_ID, "spanId": "W47/bCZ2PQU="}, {"traceId": TRACE_ID, "spanId": "00f067aa0ba902b7"}]
+    links = [{"traceId": TRACE_ID, "spanId": "W47/bCZ2PQ"}, {"traceId": TRACE_ID, "spanId": "00f067aa0ba902b7"}]
     result = _decode(json_request(json_span("linked", links=links), json_span("bad", span_id="xyz")))
     (span,) = _spans(result)
     assert [link.span_id.hex() for link in span.links] == ["00f067aa0ba902b7"]
     assert (result.rejected_spans, result.dropped_links) == (1, 1)
     assert result.error_message == (
         "1 span(s) rejected: resourceSpans[0].scopeSpans[0].spans[1] 'bad': spanId 'xyz' is not 16 hex digits "
-        "(OTLP/JSON ids are hex, not base64); 1 link(s) dropped, their spans kept: "
-        "resourceSpans[0].scopeSpans[0].spans[0] 'linked': links[0].spanId 'W47/bCZ2PQU=' is not hex "
-        "(OTLP/JSON ids are hex, not base64)"
+        "(OTLP/JSON) nor 12 base64 characters (the protobuf JSON mapping) of a 8-byte id; 1 link(s) dropped, "
+        "their spans kept: resourceSpans[0].scopeSpans[0].spans[0] 'linked': links[0].spanId 'W47/bCZ2PQ' is not "
+        "16 hex digits (OTLP/JSON) nor 12 base64 characters (the protobuf JSON mapping) of a 8-byte id"
     )
 
 
@@ -137,7 +150,7 @@ def test_a_rejected_span_without_a_name_is_named_by_its_place_only() -> None:
     result = _decode(json_request(nameless))
     assert result.error_message == (
         "1 span(s) rejected: resourceSpans[0].scopeSpans[0].spans[0]: traceId 'zz' is not 32 hex digits "
-        "(OTLP/JSON ids are hex, not base64)"
+        "(OTLP/JSON) nor 24 base64 characters (the protobuf JSON mapping) of a 16-byte id"
     )
 
 

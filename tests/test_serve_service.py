@@ -71,7 +71,7 @@ def test_ready_line_says_how_many_expectations_are_enabled_and_where_from(
     )
     records = _start_log(_config(tmp_path, [file]), caplog)
     (ready,) = [r.getMessage() for r in records if "serve ready" in r.getMessage()]
-    assert ready.endswith(f"; 2 enabled expectation(s) in {tmp_path / 'registry.db'}, applied from {file}")
+    assert f"; 2 enabled expectation(s) in {tmp_path / 'registry.db'}, applied from {file}; next: " in ready
     assert not [r for r in records if r.levelno >= logging.WARNING]
 
 

@@ -344,11 +344,27 @@ def test_spans_with_wrong_length_ids_are_skipped_and_counted() -> None:
     assert "short span id" in stats.examples[0]
 
     doc = otlp_json(request_with([]))
-    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = base64.b64encode(b"\x02" * 8).decode()
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = base64.b64encode(b"\x02" * 6).decode()
     json_stats = DecodeStats()
     assert spans_from_json(doc, json_stats) == []
     assert json_stats.skipped == {"bad_span_id": 1}
-    assert "hex" in json_stats.examples[0]
+    assert "is not 16 hex digits (OTLP/JSON) nor 12 base64 characters" in json_stats.examples[0]
+
+
+def test_otlp_json_ids_are_read_as_hex_or_as_the_protobuf_json_mappings_base64() -> None:
+    """`MessageToJson` (the protobuf JSON mapping) writes ids as base64; the OTLP/JSON spec as hex. Both name
+    the same span, told apart by length: 32/16 hex digits, 24/12 base64 characters (22/11 unpadded)."""
+    req = request_with([], trace_id=bytes.fromhex("fbff" * 8), span_id=bytes.fromhex("5b8efff798038103"))
+    hex_doc = otlp_json(req)
+    mapping_doc = MessageToDict(req)
+    span = mapping_doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert (len(span["traceId"]), len(span["spanId"])) == (24, 12)
+    hex_stats, mapping_stats = DecodeStats(), DecodeStats()
+    assert spans_from_json(mapping_doc, mapping_stats) == spans_from_json(hex_doc, hex_stats) != []
+    assert (hex_stats.id_encodings, mapping_stats.id_encodings) == ({"hex": 1}, {"base64": 1})
+    assert "+" in span["traceId"]
+    span["traceId"] = span["traceId"].rstrip("=").replace("+", "-").replace("/", "_")  # URL-safe, unpadded
+    assert spans_from_json(mapping_doc) == spans_from_json(hex_doc)
 
 
 def test_malformed_protobuf_names_the_offset_and_field() -> None:
@@ -561,7 +577,7 @@ def test_all_zero_ids_are_skipped_and_counted() -> None:
 def test_invalid_utf8_in_a_json_body_names_its_byte_once() -> None:
     with pytest.raises(SpanDecodeError) as caught:
         spans_from_json_bytes(b'{"resourceSpans": [{"x": "\xc3\x28"}]}')
-    assert str(caught.value) == "byte 26: invalid UTF-8 (invalid continuation byte)"
+    assert str(caught.value) == "byte 26: invalid UTF-8 (invalid continuation byte): OTLP/JSON must be UTF-8"
 
 
 @pytest.mark.parametrize("data", [b"[" * 3000 + b"]" * 3000, b'{"resourceSpans": ' + b"[" * 3000])

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.json_format import MessageToJson
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue, KeyValueList
 
 from tests.genai_log_exports import otlp_json
 from toolscore.collector.sources import BODY_KEY, LogRefusals
 from toolscore.collector.sources.log_events import merge_events
-from toolscore.collector.sources.otlp_json import json_loads
+from toolscore.collector.sources.otlp_json_values import json_loads
 from toolscore.collector.sources.otlp_logs import events_from_logs_json, events_from_logs_request
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
@@ -83,15 +84,22 @@ def test_records_not_read_are_counted_by_reason() -> None:
         assert refused == {"not_genai_event": 1, "no_span_context": 2, "evaluation_result": 1}
 
 
-def test_an_otlp_json_id_that_is_not_hex_is_invalid() -> None:
+def test_an_otlp_json_id_that_is_neither_hex_nor_base64_of_its_size_is_invalid() -> None:
     document = json_loads(
         otlp_json(_request({"event_name": "gen_ai.choice", "trace_id": TRACE_ID, "span_id": SPAN_ID}))
     )
-    document["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["spanId"] = "7uGbfsPBsXQ="  # base64, not hex
+    document["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]["spanId"] = "7uGbfsPBsX"  # 10 characters
     refusals = LogRefusals()
     assert events_from_logs_json(document, refusals) == []
     assert refusals.counts == {"invalid": 1}
-    assert "1 ids that are not hex" in refusals.message
+    assert "1 ids that are neither hex (OTLP/JSON) nor base64" in refusals.message
+
+
+def test_otlp_json_log_ids_in_base64_as_message_to_json_writes_them_are_read() -> None:
+    request = _request({"event_name": "gen_ai.choice", "trace_id": TRACE_ID, "span_id": SPAN_ID})
+    refusals = LogRefusals()
+    (event,) = events_from_logs_json(json_loads(MessageToJson(request)), refusals)
+    assert (event.trace_id, event.span_id, refusals.counts) == (TRACE_ID.hex(), SPAN_ID.hex(), {})
 
 
 def test_merging_keeps_time_order_and_leaves_out_what_the_span_has() -> None:

@@ -91,6 +91,8 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
 @click.option("--min-pass-rate", type=click.FloatRange(0, 1), default=1.0, show_default=True,
               help="Share of each expectation's runs that must pass (1 = every matched run).")  # fmt: skip
 @click.option("--require-runs", is_flag=True, help="Fail an expectation that matched no run.")
+@click.option("--allow-empty", is_flag=True,
+              help="Pass when nothing was checked: no usable span, or no run matched an expectation file.")  # fmt: skip
 @click.option("--judge", is_flag=True, help="Run LLM-judge scorers (they call the model; skipped otherwise).")
 @click.option("--judge-max-concurrency", type=click.IntRange(min=1), default=4, show_default=True,
               help="Judge evaluations in flight at once.")  # fmt: skip
@@ -125,6 +127,7 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     expectations: tuple[str, ...],
     min_pass_rate: float,
     require_runs: bool,
+    allow_empty: bool,
     judge: bool,
     judge_max_concurrency: int,
     judge_calls_per_minute: float,
@@ -141,7 +144,7 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
 
     Traces: OTLP protobuf, OTLP/JSON or the JSON Lines of a Collector file exporter (gzip too);
     directories are searched for *.json, *.jsonl, *.pb, ... files. Exit status: 0 every expectation
-    met its threshold, 1 one did not, 2 bad input.
+    met its threshold, 1 one did not (or an expectation file matched no run), 2 bad input (or no usable span).
     """
     from toolscore.collector.evaluate import EvalInputError
     from toolscore.collector.evaluate.report_text import print_report
@@ -157,6 +160,7 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
         "judge": budget if judge else None,
         "min_pass_rate": min_pass_rate,
         "require_runs": require_runs,
+        "allow_empty": allow_empty,
     }
     try:
         result = _evaluate(all_traces, expectations, options)

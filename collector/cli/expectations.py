@@ -136,11 +136,13 @@ def _open_local(db: str, open_: Callable[[], _T], *, create: bool) -> _T:
     try:
         return open_()
     except Exception as exc:
-        from toolscore.collector.registry.errors import InvalidExpectation, NoRegistryTables
+        from toolscore.collector.registry.errors import InvalidExpectation, MissingExtra, NoRegistryTables
         from toolscore.collector.registry.health import describe_error
 
         if isinstance(exc, InvalidExpectation):
             raise
+        if isinstance(exc, MissingExtra):
+            raise click.ClickException(str(exc)) from None
         if isinstance(exc, NoRegistryTables):
             raise click.ClickException(_no_registry(db, exc)) from None
         raise click.ClickException(f"cannot open {_store_name(db)}: {describe_error(exc)}") from None
@@ -178,8 +180,10 @@ def _driver_errors(db: str) -> tuple[type[Exception], ...]:
     the server dropped, a damaged file, a disk that fails. Each is an answer about the store, not a bug of the
     command, so it is told in one line like the failures to open it; anything else keeps its traceback."""
     if db.startswith(_POSTGRES_SCHEMES):
-        import psycopg
-
+        try:
+            import psycopg
+        except ImportError:  # without the extra, opening the store says which one (see `open_store`)
+            return ()
         return (psycopg.Error,)
     import sqlite3
 
@@ -463,6 +467,10 @@ def serve_command(
         hint = "--token" if error["loc"] == ("token",) else "--listen"
         raise click.BadParameter(error_message(error, RegistryServerConfig), param_hint=hint) from None
 
+    from toolscore.collector.serve.bind_probe import bind_error
+
+    if config.port and (unbound := bind_error(config.host, config.port)) is not None:  # before grpc logs its own line
+        raise click.BadParameter(f"cannot listen on {config.host}:{config.port}: {unbound[0]}", param_hint="--listen")
     if token:
         access = f"{'reads and writes' if auth_reads else 'writes'} need the token"
     else:

@@ -1,8 +1,9 @@
 """`toolscore serve`: run the standalone OTLP collector until SIGTERM/SIGINT.
 
 Exit statuses: 0 after a graceful shutdown, 2 when the configuration is invalid (every problem is
-printed with the file and line, or the environment variable, it came from), 1 when a component
-cannot start (a port already taken, an unreadable expectations file).
+printed with the file and line, or the environment variable, it came from) or names addresses it cannot
+listen on (every one taken is listed, with its key and variable), 1 when a component cannot start
+(an unreachable database, an unreadable forward certificate).
 """
 
 from __future__ import annotations
@@ -46,18 +47,18 @@ def serve_command(config_path: Path | None, print_config: bool, log_level: str) 
     an environment variable named after its path, e.g. TOOLSCORE_RECEIVER__GRPC_ENDPOINT=0.0.0.0:4317.
     """
     # loaded here, not at import, so that `toolscore --help` stays fast
-    from toolscore.collector.serve.config import ConfigError, load_config
+    from toolscore.collector.serve.config import ConfigError, load_config_sources
     from toolscore.collector.serve.config_yaml import render_yaml
 
     try:
-        config = load_config(config_path)
+        config, source = load_config_sources(config_path)
     except ConfigError as exc:
         click.echo("toolscore serve: invalid configuration:", err=True)
         for problem in exc.problems:
             click.echo(f"  {problem}", err=True)
         sys.exit(EXIT_BAD_CONFIG)
     if print_config:
-        click.echo(render_yaml(config), nl=False)
+        click.echo(render_yaml(config, source=source), nl=False)
         return
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from toolscore.collector.serve.service import ServiceStartError, run_service

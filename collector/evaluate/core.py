@@ -11,12 +11,19 @@ rebuilt, so a trace split across files still yields whole runs.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from toolscore.collector.evaluate.diff import diff_for_scorer
-from toolscore.collector.evaluate.inputs import read_expectations, read_traces, trace_files
+from toolscore.collector.evaluate.inputs import (
+    EvalInputError,
+    names_by_file,
+    read_expectations,
+    read_traces,
+    trace_files,
+)
 from toolscore.collector.evaluate.model import (
     EvalResult,
     ExpectationResult,
@@ -163,6 +170,7 @@ def run_eval(
     judge: JudgeBudgetConfig | None = None,
     min_pass_rate: float = 1.0,
     require_runs: bool = False,
+    allow_empty: bool = False,
     extract: ExtractConfig | None = None,
     progress: Progress | None = None,
 ) -> EvalResult:
@@ -171,6 +179,10 @@ def run_eval(
     `judge`: run LLM-judge scorers under this budget (None: they are skipped). `min_pass_rate`: the
     share of an expectation's scored runs that must pass (1.0: every one). `require_runs`: an
     expectation that matched no run fails instead of passing. Disabled expectations are left out.
+
+    An evaluation that checked nothing does not pass: traces of which no span was usable are bad input
+    (`EvalInputError`), and an expectation file none of whose expectations scored a run fails, naming the
+    agents of the runs that were seen (a typo in a selector, or the wrong traces). `allow_empty` accepts both.
     """
     if not 0.0 <= min_pass_rate <= 1.0:
         raise ValueError(f"min_pass_rate must be within 0..1, got {min_pass_rate}")
@@ -180,6 +192,8 @@ def run_eval(
     files = trace_files(traces)
     progress.phase("reading traces", len(files))
     inputs = read_traces(files, on_file=lambda _: progress.advance())
+    if not inputs.spans and not allow_empty:
+        raise EvalInputError([_no_usable_span(len(inputs.files), inputs.stats.skipped_total)])
     runs = sorted(rebuild_runs(inputs.spans, extract), key=_run_order)
     progress.phase("scoring runs", len(runs))
     results, unmatched = _score_all(runs, ExpectationIndex(enabled), inputs.source_of, judge, progress)
@@ -194,12 +208,32 @@ def run_eval(
         skipped_spans=inputs.stats.skipped_total,
         skipped_examples=inputs.stats.examples,
         runs=len(runs),
+        base64_id_spans=inputs.stats.id_encodings.get("base64", 0),
     )
+    matched = {result.expectation for result in results}
+    nothing = [] if allow_empty else _nothing_scored(expectation_files, matched, runs)
     return EvalResult(
-        ok=all(s.ok for s in summaries),
+        ok=all(s.ok for s in summaries) and not nothing,
+        nothing_scored=nothing,
         inputs=summary,
         judge=judge is not None,
         expectations=summaries,
         results=results,
         unmatched=unmatched,
     )
+
+
+def _no_usable_span(files: int, skipped: int) -> str:
+    why = f"all {skipped} spans were unusable (see why below)" if skipped else "they hold no span"
+    return f"nothing to evaluate: no usable span in {files} trace file(s): {why} (--allow-empty accepts it)"
+
+
+def _nothing_scored(files: list[Path], matched: set[str], runs: list[AgentRun]) -> list[str]:
+    """Why each expectation file that scored no run checked nothing: the agents of the runs seen."""
+    agents = Counter(run.agent_name or "(unnamed)" for run in runs)
+    seen = ", ".join(f"agent {name!r} ({n})" for name, n in agents.most_common()) or "none"
+    return [
+        f"{path}: no run matched its expectations; runs seen: {seen}"
+        for path, names in names_by_file(files).items()
+        if names and not names & matched
+    ]

@@ -118,6 +118,11 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
     return out
 
 
+def names_by_file(files: Sequence[Path]) -> dict[Path, set[str]]:
+    """The names of the expectations each file holds (files `read_expectations` already read and checked)."""
+    return {path: {exp.name for exp in load_paths([path])} for path in files}
+
+
 def read_expectations(paths: Sequence[str | Path]) -> tuple[list[Path], list[Expectation]]:
     """The expectation files and every expectation in them; raises `EvalInputError` (file:line: field: what)."""
     files = expand_paths(paths)

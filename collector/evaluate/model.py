@@ -115,6 +115,9 @@ class InputSummary(BaseModel):
         default_factory=list, description="Why the first skipped spans were unusable, each with its file."
     )
     runs: int
+    base64_id_spans: int = Field(
+        default=0, description="Spans of OTLP/JSON whose ids were base64 (protobuf's JSON mapping), not hex."
+    )
 
 
 class EvalResult(BaseModel):
@@ -128,6 +131,11 @@ class EvalResult(BaseModel):
     expectations: list[ExpectationResult]
     results: list[RunResult] = Field(description="Per run and matched expectation, in run order.")
     unmatched: list[RunRef] = Field(description="Runs no expectation matched.")
+    nothing_scored: list[str] = Field(
+        default_factory=list,
+        description="Per expectation file none of whose expectations scored a run, why: a failure unless "
+        "`allow_empty` (CI must not pass having checked nothing).",
+    )
 
     @property
     def exit_code(self) -> int:

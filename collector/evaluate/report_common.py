@@ -50,6 +50,9 @@ def headline(result: EvalResult) -> str:
     if below:
         more = f"; {empty} had no scored runs ({NO_RUNS_HINT})" if empty else ""
         return f"{below} of {total} expectations below threshold{more}"
+    if result.nothing_scored:
+        files = len(result.nothing_scored)
+        return f"nothing checked: no run matched the expectations of {files} file(s) (--allow-empty accepts it)"
     if empty:
         return f"{total - empty} of {total} expectations had scored runs; none failed ({NO_RUNS_HINT})"
     return f"all {total} expectations met"

@@ -56,6 +56,8 @@ def _table(result: EvalResult) -> Table:
 def _inputs_line(result: EvalResult) -> str:
     inputs = result.inputs
     skipped = f" ({inputs.skipped_spans} unusable, skipped)" if inputs.skipped_spans else ""
+    if inputs.base64_id_spans:
+        skipped += f" ({inputs.base64_id_spans} with base64 ids, protobuf's JSON mapping, read as hex)"
     judge = "" if result.judge else "; LLM judges not run (use --judge)"
     return (
         f"toolscore eval: {len(inputs.trace_files)} trace file(s), {inputs.spans} spans{skipped}, "
@@ -97,5 +99,7 @@ def print_report(
         if show_unmatched:
             for ref in result.unmatched:
                 console.print(Text(f"  {_run_line(ref)}"), soft_wrap=True)
+    for reason in result.nothing_scored:
+        console.print(Text(f"NOTHING CHECKED {reason} (--allow-empty accepts it)", style="red bold"), soft_wrap=True)
     style = "red bold" if not result.ok else "yellow bold" if unscored(result) else "green bold"
     console.print(Text(f"{'PASS' if result.ok else 'FAIL'}: {headline(result)}", style=style))

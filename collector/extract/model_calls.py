@@ -139,8 +139,11 @@ def model_only_calls(
     return found
 
 
-def build_model_call(call: PendingCall, config: ExtractConfig, stats: ExtractStats) -> ToolCall:
-    """The `ToolCall` of a model-only call: the response's name, id and arguments, nothing a tool span gives."""
+def build_model_call(
+    call: PendingCall, config: ExtractConfig, stats: ExtractStats, *, message: int | None = None
+) -> ToolCall:
+    """The `ToolCall` of a model-only call: the response's name, id and arguments, nothing a tool span gives; in
+    model message `message` (`order.message_indices`, always known: the call comes from a model span)."""
     read = call.read
     args, state, cut = normalize_args(read.args, config)
     stats.args_truncated += cut
@@ -157,17 +160,18 @@ def build_model_call(call: PendingCall, config: ExtractConfig, stats: ExtractSta
         "end_ns": None,
         "span_id": None,
         "state": None,
-        "message_index": 0,
+        "message_index": 0 if message is None else message,
         "final": False,
         "model_only": True,
     }
     if type(name) is str and (call_id is None or type(call_id) is str):  # as `build_call`: see there
-        return ToolCall.trusted(fields, _MODEL_FIELDS)
-    return ToolCall(**{key: fields[key] for key in _MODEL_FIELDS})
+        return ToolCall.trusted(fields, _MODEL_FIELDS if message is None else _MODEL_FIELDS_IN_MESSAGE)
+    return ToolCall(**{key: fields[key] for key in (_MODEL_FIELDS if message is None else _MODEL_FIELDS_IN_MESSAGE)})
 
 
 _MODEL_FIELDS = frozenset(("name", "args", "args_state", "call_id", "model_only"))
 """The fields `build_model_call` gives; the others keep their defaults, unset as validation leaves them."""
+_MODEL_FIELDS_IN_MESSAGE = _MODEL_FIELDS | {"message_index"}
 
 
 def with_outcomes(

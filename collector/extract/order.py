@@ -18,6 +18,13 @@ before it and lists that id, since ids can repeat across responses); a tool span
 and lists an unclaimed call with the same name and equal arguments, else the same name; a handoff
 span (no tool name) takes the first unclaimed call of that response.
 
+Each call also gets the model message that issued it (`ToolCall.message_index`, see `message_indices`):
+the number of the run's model responses that started at or before its response (the one it is tied to)
+or, untied, before the call itself. An agent loop runs a response's calls before it asks the model again,
+so the calls between two responses are the earlier one's, whether they ran in parallel or one by one;
+no response has to be read for it. Parallel calls of one response then share a message, as agentevals'
+strict mode needs (the calls inside one message are a set). A run with no model span states no message.
+
 Model responses are read for the order only when they can change it (they are read anyway, once,
 for the calls no tool span recorded: see `model_calls`): when two of the run's calls
 overlap in time or start together, or a call lacks its call id, its name (handoffs) or JSON
@@ -29,6 +36,7 @@ so their start times already give rule 1-3.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +49,7 @@ __all__ = [
     "PendingCall",
     "batch_order",
     "in_start_order",
+    "message_indices",
     "needs_model_responses",
     "order_calls",
     "same_tool_name",
@@ -224,3 +233,18 @@ def order_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> list[
         return in_start_order(pending)
     tie_calls(pending, sorted(batches, key=batch_order))
     return sort_tied(pending)
+
+
+def message_indices(ordered: list[PendingCall], models: list[SpanRecord]) -> list[int]:
+    """The model message of each of `ordered` (the run's calls in issue order), given the run's model spans
+    (see the module docstring); never decreasing along `ordered`, so reading the calls by message keeps
+    their issue order."""
+    starts = sorted(span.start_ns for span in models)
+    response_start = {span.span_id: span.start_ns for span in models}
+    indices: list[int] = []
+    previous = 0
+    for call in ordered:
+        anchor = response_start.get(call.batch, call.span.start_ns) if call.batch else call.span.start_ns
+        previous = max(previous, bisect_right(starts, anchor))
+        indices.append(previous)
+    return indices

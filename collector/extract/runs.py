@@ -63,6 +63,7 @@ from toolscore.collector.extract.order import (
     PendingCall,
     batch_order,
     in_start_order,
+    message_indices,
     needs_model_responses,
     sort_tied,
     tie_calls,
@@ -561,12 +562,14 @@ class _TraceRuns:
         if len(ordered) > config.max_calls_per_run:
             stats.calls_dropped("calls_over_limit", len(ordered) - config.max_calls_per_run, span.span_id)
             ordered = ordered[: config.max_calls_per_run]
+        models = self._models(run) if self.llm_nodes else _NO_MODELS
+        messages = message_indices(ordered, [node.span for node in models]) if models else [None] * len(ordered)
         calls = tuple(
             [
-                build_model_call(c, config, stats)
+                build_model_call(c, config, stats, message=message)
                 if c.model_only
-                else build_call(c.read, c.span, c.issued if tied else None, config, stats)
-                for c in ordered
+                else build_call(c.read, c.span, c.issued if tied else None, config, stats, message=message)
+                for c, message in zip(ordered, messages, strict=True)
             ]
         )
         info = self._inferred_info(run.node) if run.inferred else self._read(run.node)
@@ -577,7 +580,6 @@ class _TraceRuns:
         extractor = run.node.extractor
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
-        models = self._models(run) if self.llm_nodes else _NO_MODELS
         called = zip(calls, ordered, strict=True)
         tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
         if any(c.model_only for c in ordered):

@@ -97,9 +97,17 @@ def _result(value: Any, config: ExtractConfig, stats: ExtractStats) -> Any:
 
 
 def build_call(
-    read: ToolRead, span: SpanRecord, issued: IssuedCall | None, config: ExtractConfig, stats: ExtractStats
+    read: ToolRead,
+    span: SpanRecord,
+    issued: IssuedCall | None,
+    config: ExtractConfig,
+    stats: ExtractStats,
+    *,
+    message: int | None = None,
 ) -> ToolCall:
-    """The `ToolCall` for a tool span, completed from the model response that issued it when known.
+    """The `ToolCall` for a tool span, completed from the model response that issued it when known, in model
+    message `message` (`order.message_indices`; None when the run records no model message: the field keeps
+    its default, unset).
 
     The response supplies what the tool span lacks: a call id (OpenInference records none on tool
     spans), a handoff's tool name, and arguments when the span recorded none or a bare value. Its name for the
@@ -132,7 +140,7 @@ def build_call(
         "end_ns": end_ns or None,
         "span_id": span_id,
         "state": None,
-        "message_index": 0,
+        "message_index": 0 if message is None else message,
         "final": read.final,
         "model_only": False,
     }
@@ -152,8 +160,10 @@ def build_call(
         and type(start_ns) is int
         and type(end_ns) is int
     ):
-        return ToolCall.trusted(fields, _BUILT_FIELDS)
-    return ToolCall(**{key: fields[key] for key in _BUILT_FIELDS})
+        given = _BUILT_FIELDS if message is None else _BUILT_FIELDS_IN_MESSAGE
+        return ToolCall.trusted(fields, given)
+    given = _BUILT_FIELDS if message is None else _BUILT_FIELDS_IN_MESSAGE
+    return ToolCall(**{key: fields[key] for key in given})
 
 
 _BUILT_FIELDS = frozenset(
@@ -161,6 +171,8 @@ _BUILT_FIELDS = frozenset(
 )
 """The fields `build_call` sets; `state`, `message_index` and `model_only` keep their defaults, unset as validation
 leaves them."""
+_BUILT_FIELDS_IN_MESSAGE = _BUILT_FIELDS | {"message_index"}
+"""The same when the run's model messages are known."""
 
 
 def _str_or_none(value: object) -> bool:

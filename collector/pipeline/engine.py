@@ -9,6 +9,8 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from opentelemetry.trace import Tracer
+
 from toolscore.collector.pipeline.agent_version import agent_version
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
@@ -104,8 +106,11 @@ class Engine(Worker, Generic[C]):
         on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
         hold: Callable[[C], C] | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
+
+        `tracer` traces each LLM-judge request as a GenAI `chat` span (default: the global provider's).
 
         `hold` is what a carrier becomes while it waits for its run's scores, and `size` what a kept span
         counts for against `max_pending_bytes` (see `TraceStore`).
@@ -115,6 +120,7 @@ class Engine(Worker, Generic[C]):
         self.on_scored = on_scored
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self._held_as, self._size = hold, size
+        self._tracer = tracer
         super().__init__("toolscore-pipeline")
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
@@ -143,7 +149,7 @@ class Engine(Worker, Generic[C]):
         self._hold: Deadlines[RunKey] = Deadlines(int(config.max_hold_ms * _MS))
         self._in_flight: dict[RunKey, _InFlight[C]] = {}
         self._judged: deque[tuple[Hashable, ScoreResult]] = deque()
-        self._judges = JudgePool(config.judge, self._deliver)
+        self._judges = JudgePool(config.judge, self._deliver, self._tracer)
 
     def after_fork(self) -> None:
         """A forked child starts empty: the spans pending at the fork are the parent's to score and pass on.
@@ -430,8 +436,13 @@ class Engine(Worker, Generic[C]):
             self._hold.cancel((trace.trace_id, span_id))
             self._release([held.carrier])
         for run, is_held in ready:
-            self._score(run, held if is_held else None, now)
+            own = run.span_id == span_id
+            self._score(run, held if own else trace.held.pop(run.span_id or "", None) if is_held else None, now)
         trace.scored.add(span_id)
+        steps = self.store.held_steps_under(trace, span_id)  # tool spans held for a run that was not inferred
+        for step in steps:
+            self._hold.cancel((trace.trace_id, step))
+        self._release([trace.held.pop(step).carrier for step in steps])
 
     def _finish_trace(self, trace: PendingTrace[C], complete: bool, now: int) -> None:
         self._cancel(trace)

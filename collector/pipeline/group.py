@@ -7,9 +7,15 @@ held (their carrier waits for the scores). So are the spans that may yet stand f
 convention recognises, a graph or chain span): a span a convention claims without a run, tool or model
 role, with no recognised ancestor so far, is a candidate until a recognised ancestor arrives (it is
 released then) or its trace finishes (its run's scores go onto it, or it goes on unchanged). Tool and
-model spans are never candidates, so the spans under a run still go on at once. Inferred runs at the
-trace root or under a tool keep their scores in logs and metrics. Every other carrier is released at
-once and only its `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and
+model spans are never candidates, so the spans under a run still go on at once, but for one: a tool span
+that arrives after a tool or model span right under it stands for a sub-agent's run (CrewAI's delegated
+coworker, whose steps hang from the `Delegate work to coworker` tool span: `rebuild_runs` infers the run at
+the tool span), and is held as well, until the run enclosing it settles (its inferred run's scores go onto
+it; a tool span that stands for no run, one layer of a call, goes on unchanged) or `max_hold_ms`. Spans
+mostly arrive as they end, children first; a tool span that arrives before every such child has gone on
+and its run's scores stay in logs and metrics, as do those of other inferred runs under a tool (a held tool
+span waits until its trace finishes when no run span encloses it). Every other carrier is released at once
+and only its `SpanRecord` stays, slimmed: a span no convention recognises keeps its ids, name and
 scope but not its attributes or events (extraction only walks through it). Three keep their attributes
 (not their events), because a run may be inferred at them and `match.attributes` reads them as
 `toolscore extract` does: the root, a child of a tool span (an uninstrumented sub-agent's root), and,
@@ -195,6 +201,9 @@ class PendingTrace(Generic[C]):
     waits: most traces never have one, and an empty dict per trace would cost each its memory)."""
     early_count: int = 0
     """The events in `early`, bounded by `max_spans_per_trace`."""
+    above_steps: set[str] | None = None
+    """The parents of the tool and model spans kept (None until one has a parent): a tool span among them stands
+    for an inferred run and is held (see the module docstring)."""
 
     @property
     def holds_runs(self) -> bool:
@@ -222,7 +231,7 @@ class Admission(Generic[C]):
 
 # Role and Admit members as module constants: in Python 3.11 every `Role.X` goes through
 # `EnumType.__getattr__`'s lookup hook (about 60 ns, ten times a global), and these are read per span.
-_RUN, _TOOL, _OTHER = Role.RUN, Role.TOOL, Role.OTHER
+_RUN, _TOOL, _LLM, _OTHER = Role.RUN, Role.TOOL, Role.LLM, Role.OTHER
 _STORED, _HELD, _LATE, _DUPLICATE = Admit.STORED, Admit.HELD, Admit.LATE, Admit.DUPLICATE
 _OVER_CAP, _CANDIDATE = Admit.OVER_CAP, Admit.CANDIDATE
 
@@ -341,8 +350,52 @@ class TraceStore(Generic[C]):
         if role is _RUN:
             trace.held[record.span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns)
             admission.kind = _HELD
+        elif role is _TOOL or role is _LLM:
+            self._step_kept(trace, record, role, carrier, arrived_ns=arrived_ns, admission=admission)
         self._candidates(trace, record, role, carrier=carrier, arrived_ns=arrived_ns, admission=admission)
         return admission
+
+    def _step_kept(
+        self,
+        trace: PendingTrace[C],
+        record: SpanRecord,
+        role: Role,
+        carrier: C,
+        *,
+        arrived_ns: int,
+        admission: Admission[C],
+    ) -> None:
+        """Note a tool or model span's parent, and hold a tool span a tool or model span came under (a run is
+        inferred at it: see the module docstring)."""
+        above = trace.above_steps
+        if record.parent_id is not None:
+            if above is None:
+                above = trace.above_steps = set()
+            above.add(record.parent_id)
+        if role is _TOOL and above is not None and record.span_id in above:
+            trace.held[record.span_id] = HeldRun(self._hold(carrier), arrived_ns, record.end_ns, run=False)
+            admission.kind = _CANDIDATE
+
+    @staticmethod
+    def held_steps_under(trace: PendingTrace[C], run_span_id: str) -> list[str]:
+        """The held tool spans (see `_step_kept`) whose nearest run span above is `run_span_id`."""
+        found: list[str] = []
+        records = trace.records
+        for span_id, held in trace.held.items():
+            node = records.get(span_id)
+            if held.run or node is None or node.role is not _TOOL:
+                continue
+            current = node.span.parent_id
+            for _ in range(len(records) + 1):
+                parent = records.get(current) if current is not None else None
+                if parent is None:
+                    break
+                if parent.role is _RUN:
+                    if current == run_span_id:
+                        found.append(span_id)
+                    break
+                current = parent.span.parent_id if parent.span.parent_id != current else None
+        return found
 
     def _open(self, trace_id: str, earlier: Seen | None) -> tuple[PendingTrace[C], list[PendingTrace[C]]]:
         """A new pending trace (a finished one opening again with its `earlier` memory, which then counts against

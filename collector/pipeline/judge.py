@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Hashable
 from typing import Protocol
 
+from opentelemetry.trace import Tracer
+
 from toolscore.collector.pipeline.config import JudgeBudgetConfig
 from toolscore.scorers.model import AgentRun, ScoreFailure, ScoreResult
 
@@ -26,7 +28,7 @@ __all__ = ["AsyncScorer", "JudgePool", "TokenBucket"]
 class AsyncScorer(Protocol):
     scorer_name: str
 
-    async def ascore(self, run: AgentRun) -> ScoreResult: ...
+    async def ascore(self, run: AgentRun, *, tracer: Tracer | None = None) -> ScoreResult: ...
 
 
 class TokenBucket:
@@ -52,8 +54,15 @@ class TokenBucket:
 class JudgePool:
     """Runs `ascore` of judge scorers off the worker thread; `deliver(key, result)` gets every result once."""
 
-    def __init__(self, config: JudgeBudgetConfig, deliver: Callable[[Hashable, ScoreResult], None]) -> None:
+    def __init__(
+        self,
+        config: JudgeBudgetConfig,
+        deliver: Callable[[Hashable, ScoreResult], None],
+        tracer: Tracer | None = None,
+    ) -> None:
+        """`tracer`: where each judge request's `chat` span goes (default: the global provider's)."""
         self.config = config
+        self._tracer = tracer
         self._deliver = deliver
         self._bucket = TokenBucket(config.calls_per_minute)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -108,7 +117,7 @@ class JudgePool:
     async def _limited(self, scorer: AsyncScorer, run: AgentRun) -> ScoreResult:
         assert self._slots is not None
         async with self._slots:
-            return await scorer.ascore(run)
+            return await scorer.ascore(run, tracer=self._tracer)
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import Tracer
 
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
@@ -26,6 +27,7 @@ from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
+from toolscore.scorers.llm_judge_trace import JUDGE_SCOPE
 
 __all__ = ["ToolscoreSpanProcessor", "enriched_span"]
 
@@ -123,11 +125,21 @@ class ToolscoreSpanProcessor(SpanProcessor):
         next: SpanProcessor,
         config: PipelineConfig | None = None,
         telemetry: PipelineTelemetry | None = None,
+        *,
+        judge_tracer: Tracer | None = None,
     ) -> None:
+        """`judge_tracer` traces each LLM-judge request as a GenAI `chat` span (`toolscore.instrument()` passes the
+        instrumented provider's, so judge spans go where the application's spans go; default: the global
+        provider's). Spans of its scope (`JUDGE_SCOPE`) pass straight on: toolscore never scores its own."""
         self.next = next
         self.config = config or PipelineConfig()
         self.engine: Engine[ReadableSpan] = Engine(
-            registry, _NextSink(next), record_from_readable, self.config, telemetry or _default_telemetry()
+            registry,
+            _NextSink(next),
+            record_from_readable,
+            self.config,
+            telemetry or _default_telemetry(),
+            tracer=judge_tracer,
         )
         self._shut_down = False
         self._logs: ToolscoreLogProcessor | None = None
@@ -156,7 +168,8 @@ class ToolscoreSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         """Never blocks, never raises: queue the span, or pass it straight on when that is impossible."""
         try:
-            if self._shut_down:
+            scope = span.instrumentation_scope
+            if self._shut_down or (scope is not None and scope.name == JUDGE_SCOPE):
                 self.next.on_end(span)
             elif not self.engine.offer(span):
                 self._refused(span)

@@ -140,7 +140,8 @@ def _settled(
         if run.span_id == run_span_id:
             ready.append((_mark(run, incomplete or _refused_under(run, missing), trace), True))
         elif run.inferred and enclosing.get(run.span_id or "") == run_span_id and run.span_id not in trace.scored:
-            nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), False))
+            held = run.span_id in trace.held  # a tool span that stands for it (see `group`)
+            nested.append((_mark(run, incomplete or _refused_under(run, missing), trace), held))
     return ready + nested
 
 

@@ -14,6 +14,7 @@ __all__ = [
     "AlreadyExists",
     "ChangesCompacted",
     "InvalidExpectation",
+    "MissingExtra",
     "NoRegistryTables",
     "NotFound",
     "Problem",
@@ -46,6 +47,15 @@ class StoreTimeout(StoreUnavailable):
         self.store = store
         self.timeout_s = timeout_s
         self.setting = setting
+
+
+class MissingExtra(RuntimeError):
+    """The configuration names a part whose optional dependency is not installed (e.g. the PostgreSQL store
+    without psycopg): one line naming the extra that brings it, instead of an ImportError's traceback."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        super().__init__(f"{what} needs the {extra!r} extra: pip install 'toolscore[{extra}]'")
+        self.extra = extra
 
 
 class NoRegistryTables(RuntimeError):

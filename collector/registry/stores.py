@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from toolscore.collector.registry.config import MemoryStoreConfig, PostgresStoreConfig, SqliteStoreConfig
+from toolscore.collector.registry.errors import MissingExtra
 from toolscore.collector.registry.store import ExpectationStore
 
 __all__ = ["open_store"]
@@ -21,7 +22,12 @@ def open_store(
 
         return SqliteStore(config.path, busy_timeout_ms=config.busy_timeout_ms, read_only=read_only)
     if isinstance(config, PostgresStoreConfig):
-        from toolscore.collector.registry.postgres_store import PostgresStore
+        try:
+            from toolscore.collector.registry.postgres_store import PostgresStore
+        except ImportError as exc:
+            if (exc.name or "").partition(".")[0] != "psycopg":
+                raise
+            raise MissingExtra("the PostgreSQL store", "postgres") from None
 
         return PostgresStore(
             config.dsn,

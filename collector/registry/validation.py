@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from toolscore.collector.error_text import error_message
+from toolscore.collector.error_text import error_message, fold_misspelt_keys
 from toolscore.collector.registry.errors import InvalidExpectation, Problem
 from toolscore.collector.registry.limits import STORED, document_problem
 from toolscore.collector.registry.model import Expectation, MatchSpec
@@ -82,12 +82,26 @@ def drop_tags(loc: Sequence[str | int], data: Any) -> tuple[str | int, ...]:
 def problems_from(
     exc: ValidationError, data: Any, *, file: str | None = None, locate: Locate | None = None
 ) -> list[Problem]:
-    problems = []
-    for err in exc.errors(include_url=False):
+    """Every error of `exc` as the author reads it, in the order of the lines they are on, then those about keys
+    missing (which have no line of their own: their mapping's is given); a misspelt required key is reported as the
+    misspelling (`fold_misspelt_keys`)."""
+    located: list[tuple[bool, int, Problem]] = []
+    for err in fold_misspelt_keys(exc.errors(include_url=False)):
         loc = drop_tags(err["loc"], data)
-        message = _message(err)
-        problems.append(Problem(field_path(loc), message, file, locate(loc) if locate else None))
-    return problems
+        line = locate(loc) if locate else None
+        problem = Problem(field_path(loc), _message(err), file, line)
+        located.append((line is None or not _present(data, loc), line or 0, problem))
+    return [problem for *_, problem in sorted(located, key=lambda entry: entry[:2])]
+
+
+def _present(data: Any, loc: Sequence[str | int]) -> bool:
+    """Whether the document holds a value at `loc` (an error about a key it lacks is located at its mapping)."""
+    for part in loc:
+        in_list = isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        if not in_list and not (isinstance(data, dict) and part in data):
+            return False
+        data = data[part]
+    return True
 
 
 def _message(err: ErrorDetails) -> str:

@@ -14,7 +14,9 @@ Precedence, highest first:
 
 A service refuses to start on a bad setting rather than run with a surprise: unlike the in-process
 instrumentation (which logs and falls back), a bad `TOOLSCORE_*` value or file key is a `ConfigError`
-naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the variable's name.
+naming where it came from: `serve.yaml:12: receiver.grpc_endpoint: ...` or the variable's name. So is a bad
+`OTEL_EXPORTER_OTLP_*` value for the downstream (an OTLP/HTTP URL left with the gRPC protocol): a collector
+that fell back to forwarding nowhere would discard every span it receives.
 """
 
 from __future__ import annotations
@@ -33,16 +35,22 @@ from pydantic_settings import EnvSettingsSource
 from pydantic_settings.exceptions import SettingsError
 
 from toolscore.collector import env
-from toolscore.collector.error_text import error_message
+from toolscore.collector.error_text import error_message, fold_misspelt_keys
 from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry.config import RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry.errors import Problem
 from toolscore.collector.registry.validation import drop_tags, field_path
-from toolscore.collector.serve.forward_config import ForwardConfig, standard_variable
+from toolscore.collector.serve.forward_config import (
+    ForwardConfig,
+    environment_endpoint,
+    environment_values,
+    standard_variable,
+)
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.receiver_config import ReceiverConfig, split_endpoint
 from toolscore.collector.serve.score_store import ScoreStoreConfig
 from toolscore.collector.telemetry.setup import TelemetryConfig
+from toolscore.collector.telemetry.setup import standard_variable as telemetry_variable
 from toolscore.collector.yaml_lines import line_of
 
 __all__ = [
@@ -52,7 +60,9 @@ __all__ = [
     "ConfigError",
     "ServeConfig",
     "ServeTelemetryConfig",
+    "Source",
     "load_config",
+    "load_config_sources",
 ]
 
 ENV_PREFIX = "TOOLSCORE_"
@@ -74,7 +84,10 @@ error is located at its own field, which may be a default the user never touched
 
 _FORWARD_RULES = {"grpc_endpoint": "forward_to_own_grpc_receiver", "http_endpoint": "forward_to_own_http_receiver"}
 
-_STANDARD_VARIABLES: dict[str, Callable[[str], str | None]] = {"forward": standard_variable}
+_STANDARD_VARIABLES: dict[str, Callable[[str], str | None]] = {
+    "forward": standard_variable,
+    "telemetry": telemetry_variable,
+}
 """Per section, the standard `OTEL_*` variable its defaults took a key's value from, if any."""
 
 
@@ -232,26 +245,60 @@ class ConfigError(ValueError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+Source = Callable[[Sequence[str]], "str | None"]
+"""Where the value at a key path was set (`environment variable NAME`, `serve.yaml:12`); None for a default."""
+
+
 def load_config(path: str | Path | None = None) -> ServeConfig:
     """The effective configuration: defaults, then the file at `path`, then `TOOLSCORE_*` variables."""
+    return load_config_sources(path)[0]
+
+
+def load_config_sources(path: str | Path | None = None) -> tuple[ServeConfig, Source]:
+    """`load_config`, and where each value was set: `--print-config` says so beside every value not a default,
+    since a value that differs from the "Default:" its comment states would otherwise look like a bug."""
     file = Path(path) if path is not None else None
     file_data, node = _read_file(file) if file is not None else ({}, None)
     env_data = _env_overrides()
     merged = _merge(_merge(_defaults(), file_data), env_data)
+    _forward_endpoint_for_protocol(merged, file_data, env_data)
+    origins = _Origins(file, file_data, node, env_data)
     try:
-        return ServeConfig.model_validate(merged)
+        config = ServeConfig.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_problems(exc, merged, _Origins(file, file_data, node, env_data))) from None
+        raise ConfigError(_problems(exc, merged, origins)) from None
+    return config, origins.source
 
 
 def _defaults() -> dict[str, Any]:
     """Each section's defaults (some read `OTEL_*`), unchecked as a whole: the checks that span sections
-    run once, on the merged configuration, so they see the file and variables too."""
+    run once, on the merged configuration, so they see the file and variables too.
+
+    The forward section takes the `OTEL_EXPORTER_OTLP_*` values as written, unchecked: a bad one is then a
+    configuration error naming its variable, where `ForwardConfig.from_env` would log it and forward nowhere,
+    dropping every span the collector receives.
+    """
     out: dict[str, Any] = {}
     for name, field in ServeConfig.model_fields.items():
+        if name == "forward":
+            out[name] = {**ForwardConfig().model_dump(), **environment_values()}
+            continue
         value = field.get_default(call_default_factory=True)
         out[name] = value.model_dump() if isinstance(value, BaseModel) else value
     return out
+
+
+def _forward_endpoint_for_protocol(
+    merged: dict[str, Any], file_data: Mapping[str, Any], env_data: Mapping[str, Any]
+) -> None:
+    """`OTEL_EXPORTER_OTLP_ENDPOINT` is a base whose URL depends on the protocol (OTLP/HTTP appends `v1/traces`):
+    when the file or a `TOOLSCORE_*` variable chose the protocol and left the endpoint to the environment,
+    build the endpoint for the protocol chosen."""
+    forward = merged.get("forward")
+    if not isinstance(forward, dict) or any(_has(data, ("forward", "endpoint")) for data in (file_data, env_data)):
+        return
+    if any(_has(data, ("forward", "protocol")) for data in (file_data, env_data)):
+        forward["endpoint"] = environment_endpoint(str(forward.get("protocol")))
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
@@ -387,8 +434,13 @@ class _Origins:
             return _Origin(str(self.file), line_of(self.node, loc), 0)
         standard = _STANDARD_VARIABLES.get(str(loc[0])) if len(loc) == 2 else None
         if standard is not None and (name := standard(str(loc[1]))) is not None:
-            return _Origin(f"environment variable {name}", None, 1)
+            return _Origin(f"environment variable{'s' if ',' in name else ''} {name}", None, 1)
         return _Origin("default", None, 2)
+
+    def source(self, loc: Sequence[str]) -> str | None:
+        """Where the value at `loc` was set, None when it is a default."""
+        origin = self.value_origin(tuple(loc))
+        return None if origin.rank == 2 else str(origin)
 
     def _env_set(self, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
         """Where in `loc` the variables set the value holding it: `loc` itself (a value, or a section whose keys
@@ -421,7 +473,13 @@ class _Origins:
             names = ", ".join(dict.fromkeys(_set_variable(leaf) for leaf in _leaves(self.env_data, env_loc)))
             plural = "s" if "," in names else ""
             return Problem(field_path(loc), message, f"environment variable{plural} {names}")
-        if self.file is not None and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
+        in_file = self.file is not None and self.node is not None
+        if in_file and self.node is not None and _has(self.file_data, loc):
+            return Problem(field_path(loc), message, str(self.file), line_of(self.node, loc))
+        origin = self.value_origin(loc)
+        if origin.rank == 1:  # a standard `OTEL_*` variable the section's defaults read
+            return Problem(field_path(loc), message, origin.where)
+        if in_file and self.node is not None and (not loc or _has(self.file_data, loc[:1])):
             return Problem(field_path(loc), message, str(self.file), line_of(self.node, loc))
         return Problem(field_path(loc), message, "default")
 
@@ -431,5 +489,5 @@ def _problems(exc: ValidationError, merged: dict[str, Any], origins: _Origins) -
         origins.clash(_CROSS_KEY_RULES[err["type"]], error_message(err, ServeConfig))
         if err["type"] in _CROSS_KEY_RULES
         else origins.problem(drop_tags(err["loc"], merged), error_message(err, ServeConfig))
-        for err in exc.errors(include_url=False)
+        for err in fold_misspelt_keys(exc.errors(include_url=False))
     ]

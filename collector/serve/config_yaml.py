@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import textwrap
 import typing
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
@@ -36,9 +37,16 @@ def redact_connection_string(dsn: str) -> str:
     return _KEYWORD_PASSWORD.sub(rf"\1{REDACTED}", dsn)
 
 
-def render_yaml(config: BaseModel, *, width: int = 100) -> str:
-    """`config` as YAML, each key preceded by its description as a comment (secrets redacted)."""
-    return "\n".join(_render(config, (), 0, width, ())) + "\n"
+Source = Callable[[Sequence[str]], "str | None"]
+
+
+def render_yaml(config: BaseModel, *, width: int = 100, source: Source | None = None) -> str:
+    """`config` as YAML, each key preceded by its description as a comment (secrets redacted).
+
+    `source` says where a value was set (None: a default); a value set is followed by `# set by ...`, so that
+    one unlike the default its description states reads as chosen, and the reader finds where.
+    """
+    return "\n".join(_render(config, (), 0, width, (), source=source)) + "\n"
 
 
 def _kinds(annotation: Any) -> tuple[str, ...]:
@@ -56,7 +64,9 @@ def _comment(text: str, pad: str, width: int) -> list[str]:
     return [f"{pad}# {line}" for line in textwrap.wrap(text, max(40, width - len(pad) - 2))]
 
 
-def _render(model: BaseModel, path: tuple[str, ...], indent: int, width: int, kinds: tuple[str, ...]) -> list[str]:
+def _render(
+    model: BaseModel, path: tuple[str, ...], indent: int, width: int, kinds: tuple[str, ...], *, source: Source | None
+) -> list[str]:
     pad = "  " * indent
     lines: list[str] = []
     for name, info in type(model).model_fields.items():
@@ -67,7 +77,7 @@ def _render(model: BaseModel, path: tuple[str, ...], indent: int, width: int, ki
         lines.extend(_comment(description or name, pad, width))
         if isinstance(value, BaseModel):
             lines.append(f"{pad}{name}:")
-            lines.extend(_render(value, (*path, name), indent + 1, width, _kinds(info.annotation)))
+            lines.extend(_render(value, (*path, name), indent + 1, width, _kinds(info.annotation), source=source))
             continue
         plain = _plain(value)
         if (*path, name) in SECRETS and plain:
@@ -75,7 +85,8 @@ def _render(model: BaseModel, path: tuple[str, ...], indent: int, width: int, ki
         elif (*path, name) in CONNECTION_STRINGS and isinstance(plain, str):
             plain = redact_connection_string(plain)
         dumped = yaml.safe_dump({name: plain}, default_flow_style=True, sort_keys=False, width=10_000).strip()
-        lines.append(pad + dumped.removeprefix("{").removesuffix("}"))
+        where = source((*path, name)) if source is not None else None
+        lines.append(pad + dumped.removeprefix("{").removesuffix("}") + (f"  # set by {where}" if where else ""))
     return lines
 
 

@@ -20,7 +20,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Protocol
 
-from toolscore.collector.serve.forward_config import ForwardConfig, parse_headers
+from toolscore.collector.serve.forward_config import ForwardConfig, endpoint_doubt, parse_headers
 from toolscore.collector.serve.forward_transport import Attempt, Transport, make_transport
 from toolscore.collector.serve.limited_log import LimitedLog
 from toolscore.collector.telemetry.base import NoopTelemetry
@@ -67,6 +67,8 @@ class Forwarder:
         if not config.enabled and transport is None:
             raise ValueError("ForwardConfig.endpoint is unset: there is nothing to forward to")
         self.config = config
+        if config.endpoint and (doubt := endpoint_doubt(config.endpoint, config.protocol)) is not None:
+            _log.warning("%s", doubt)
         self.telemetry: ForwardTelemetry = telemetry or NoopTelemetry()
         self._transport = transport or make_transport(config)
         self._queue: deque[_Item] = deque()

@@ -15,9 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from toolscore.collector import env
 from toolscore.collector.serve.receiver_config import split_endpoint
-from toolscore.collector.telemetry.setup import otlp_protocol
 
-__all__ = ["ForwardConfig", "check_endpoint", "parse_headers", "standard_variable"]
+__all__ = [
+    "ForwardConfig",
+    "check_endpoint",
+    "endpoint_doubt",
+    "environment_endpoint",
+    "environment_values",
+    "parse_headers",
+    "standard_variable",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -31,7 +38,8 @@ class ForwardConfig(BaseModel):
 
     protocol: OtlpProtocol = Field(
         default="grpc",
-        description="`grpc` or `http/protobuf`. Env: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "
+        description="`grpc` or `http/protobuf` (spans are forwarded as protobuf: `http/json` is refused, and "
+        "every OTLP/HTTP receiver takes protobuf at the same URL). Env: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, "
         "OTEL_EXPORTER_OTLP_PROTOCOL. Default: grpc.",
     )
     endpoint: str | None = Field(
@@ -121,6 +129,16 @@ class ForwardConfig(BaseModel):
         description="Longest a released span waits in the buffer for others before its request is sent. Default: 50.",
     )
 
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _protobuf_only(cls, protocol: Any) -> Any:
+        if protocol == "http/json":
+            raise ValueError(
+                "http/json is not supported for forwarding: spans are forwarded as they were received, in protobuf; "
+                "use http/protobuf, which every OTLP/HTTP receiver accepts at the same URL"
+            )
+        return protocol
+
     @field_validator("endpoint")
     @classmethod
     def _endpoint_fits_protocol(cls, endpoint: str | None, info: ValidationInfo) -> str | None:
@@ -137,19 +155,23 @@ class ForwardConfig(BaseModel):
         """Explicit values, then the OTEL_EXPORTER_OTLP_* variables, then the defaults.
 
         A bad explicit value raises (pydantic `ValidationError`); a bad environment value is logged and
-        its default used, so a typo in a deployment cannot stop the collector.
+        its default used, so a typo in an application's environment cannot stop it. `toolscore serve` does
+        not come here: it validates `environment_values()` with the rest of its configuration and refuses
+        to start on a bad one, since a collector that forwards nowhere would drop every span it receives.
         """
-        merged = {**_from_environment(), **explicit}
-        try:
-            return cls(**merged)
-        except ValidationError as exc:
-            bad_env = {
-                str(error["loc"][0]) for error in exc.errors() if error["loc"] and error["loc"][0] not in explicit
-            }
-            if not bad_env:
-                raise
-            env.log_ignored(exc, cls, "forward", bad_env, _variable_of)
-            return cls(**{k: v for k, v in merged.items() if k not in bad_env})
+        merged = {**environment_values(), **explicit}
+        for _ in range(len(_SETTINGS) + 1):  # dropping a bad protocol can make the endpoint wrong in turn
+            try:
+                return cls(**merged)
+            except ValidationError as exc:
+                bad_env = {
+                    str(error["loc"][0]) for error in exc.errors() if error["loc"] and error["loc"][0] not in explicit
+                }
+                if not bad_env:
+                    raise
+                env.log_ignored(exc, cls, "forward", bad_env, _variable_of)
+                merged = {k: v for k, v in merged.items() if k not in bad_env}
+        return cls(**explicit)
 
 
 _SETTINGS = {
@@ -190,7 +212,13 @@ def _traces_env(setting: str) -> str | None:
     return env.env_str(f"OTEL_EXPORTER_OTLP_TRACES_{setting}") or env.env_str(f"OTEL_EXPORTER_OTLP_{setting}")
 
 
-def _endpoint(protocol: OtlpProtocol) -> str | None:
+def environment_endpoint(protocol: str) -> str | None:
+    """The endpoint the standard variables give for `protocol`, as the OTLP exporter specification builds it.
+
+    `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is used as it is. `OTEL_EXPORTER_OTLP_ENDPOINT` is a base: OTLP/HTTP
+    appends `v1/traces` to its path (`http://host:4318` and `http://host:4318/` both give
+    `http://host:4318/v1/traces`), gRPC uses it as it is.
+    """
     specific = env.env_str(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
     if specific is not None:
         return specific
@@ -213,20 +241,24 @@ def parse_headers(text: str) -> dict[str, str]:
     return headers
 
 
-def _from_environment() -> dict[str, Any]:
-    protocol = otlp_protocol("traces")
-    out: dict[str, Any] = {"protocol": protocol, "endpoint": _endpoint(protocol)}
+def environment_values() -> dict[str, Any]:
+    """The fields the `OTEL_EXPORTER_OTLP_[TRACES_]*` variables set, as written, not yet validated: the caller
+    decides what a bad one does (`from_env` logs it and keeps the default; `toolscore serve` refuses to start)."""
+    protocol = (_traces_env("PROTOCOL") or "grpc").strip().lower()
+    out: dict[str, Any] = {"endpoint": environment_endpoint(protocol)}
+    if _traces_env("PROTOCOL") is not None:
+        out["protocol"] = protocol
     if (headers := _traces_env("HEADERS")) is not None:
         out["headers"] = parse_headers(headers)
     if (insecure := _traces_env("INSECURE")) is not None:
-        out["insecure"] = insecure.lower() in ("true", "1", "yes", "on")
+        out["insecure"] = insecure.strip().lower()  # pydantic reads true/false, 1/0, yes/no, on/off
     if (timeout := _traces_env("TIMEOUT")) is not None:
         try:
             out["timeout_s"] = float(timeout) / 1000
         except ValueError:
-            _log.warning("OTLP timeout %r is not a number of milliseconds; using the default", timeout)
+            out["timeout_s"] = timeout  # refused by validation, naming the variable
     if (compression := _traces_env("COMPRESSION")) is not None:
-        out["compression"] = compression.lower()
+        out["compression"] = compression.strip().lower()
     for field, setting in (
         ("certificate_file", "CERTIFICATE"),
         ("client_certificate_file", "CLIENT_CERTIFICATE"),
@@ -253,8 +285,9 @@ def check_endpoint(endpoint: str, protocol: OtlpProtocol) -> None:
         raise ValueError(f"endpoint {endpoint!r} must be an http:// or https:// URL (or host:port for gRPC)")
     if protocol == "grpc" and parts.path.strip("/"):
         raise ValueError(
-            f"endpoint {endpoint!r} has a path, which gRPC has no use for: for OTLP/HTTP set protocol "
-            "http/protobuf (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf), for gRPC give http(s)://host:port"
+            f"endpoint {endpoint!r} has a path ({parts.path}), but the protocol is grpc, which sends to host:port "
+            "only: for an OTLP/HTTP endpoint set OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf (or "
+            "forward.protocol: http/protobuf); for gRPC give http(s)://host:port"
         )
 
 
@@ -264,3 +297,19 @@ def grpc_target(endpoint: str, insecure: bool) -> tuple[str, bool]:
         return endpoint.rstrip("/"), not insecure
     parts = urlsplit(endpoint)
     return parts.netloc, parts.scheme == "https"
+
+
+def endpoint_doubt(endpoint: str, protocol: str) -> str | None:
+    """What is likely wrong with an endpoint that is valid, said once at start; None when nothing is.
+
+    An OTLP/HTTP URL without a path is sent to as given, as the specification says of the signal's own variable
+    (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): the receiver answers 404 and every span is dropped, unless it really
+    takes traces at `/`. Refusing it would refuse such a receiver; saying it names the likely fix.
+    """
+    if protocol == "grpc" or "://" not in endpoint or urlsplit(endpoint).path.strip("/"):
+        return None
+    return (
+        f"forward.endpoint {endpoint!r} has no path, and OTLP/HTTP sends to the URL as given: most receivers take "
+        "traces at /v1/traces. Give the full URL, or set OTEL_EXPORTER_OTLP_ENDPOINT (a base, to which /v1/traces "
+        "is appended) instead of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    )

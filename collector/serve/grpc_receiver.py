@@ -34,7 +34,6 @@ WARNING with the queues' state (`overload_log`), since sustained overload needs 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +49,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from toolscore.collector.serve.bind_probe import bind_error
 from toolscore.collector.serve.grpc_gate import (
     EXPORT_METHOD,
     LOGS_SERVICE,
@@ -330,18 +330,9 @@ def start_grpc_receiver(
 
 
 def _why_unbound(endpoint: str) -> str:
-    """Why grpc could not listen on `endpoint`, in the operating system's words.
-
-    grpc says only "Failed to bind ... set GRPC_VERBOSITY=debug"; binding a plain socket to the same
-    address gives the reason a user acts on (`[Errno 98] Address already in use`), as the HTTP
-    receiver's own bind does.
-    """
+    """Why grpc could not listen on `endpoint`, in the operating system's words (grpc says only "Failed to bind");
+    `toolscore serve` checks its addresses before starting, so this is for a port taken in between, and for
+    callers of `start_grpc_receiver`."""
     host, port = split_endpoint(endpoint)
-    try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        for family, kind, proto, _, address in addresses:
-            with socket.socket(family, kind, proto) as probe:
-                probe.bind(address)
-    except OSError as exc:
-        return str(exc)
-    return "grpc could not listen there (GRPC_VERBOSITY=debug makes grpc log why)"
+    error = bind_error(host, port)
+    return error[0] if error is not None else "grpc could not listen there (GRPC_VERBOSITY=debug makes grpc log why)"

@@ -1,25 +1,23 @@
 """OTLP/JSON body → `ExportTraceServiceRequest`, because the forwarder sends protobuf messages on.
 
-`google.protobuf.json_format` alone cannot read OTLP/JSON: OTLP writes trace and span ids as hex, where
-the protobuf JSON mapping expects base64. So the ids are taken out and converted here, and the rest of
-each resource, scope, span and link is handed to `json_format` (which accepts lowerCamelCase and
-snake_case names, 64-bit integers as strings or numbers, enums as integers or names, and, with
-`ignore_unknown_fields`, skips fields it does not know, as the OTLP spec requires of receivers).
-Messages are parsed one at a time so that an error names where it is
-(`resourceSpans[0].scopeSpans[1].spans[3]: Failed to parse name field ...`).
+The document is read by the one OTLP/JSON trace reader (`sources.otlp_json.read_trace_json`), as a trace
+file is: the same walk, the same id rule (hex, or the protobuf JSON mapping's base64: `otlp_json_ids`),
+the same spans left out, the same errors naming the field. This module is its sink that builds the
+protobuf request: each resource, scope, span and link, without its ids, is handed to `json_format`
+(which accepts lowerCamelCase and snake_case names, 64-bit integers as strings or numbers, enums as
+integers or names, and, with `ignore_unknown_fields`, skips fields it does not know, as the OTLP spec
+requires of receivers), so that every field is forwarded, not only those toolscore reads.
 
 A malformed document (not JSON, not UTF-8, a field of the wrong type) fails as a whole, like a protobuf
 request that does not decode. A span whose ids cannot identify it is left out and counted instead, so
 the sender gets a partial success and the other spans of the batch are kept. Link ids are not checked
-beyond being hex, as the protobuf path forwards them unchecked: the OTel API records links to an invalid
-(all-zero) span context when they carry attributes, and JSON exporters write those ids as zeros. A link
-whose id is not hex at all cannot be converted, so that link alone is dropped and said in the answer.
+beyond being ids at all, as the protobuf path forwards them unchecked: the OTel API records links to an
+invalid (all-zero) span context when they carry attributes, and JSON exporters write those ids as zeros.
+A link whose id is not one at all cannot be converted, so that link alone is dropped and said in the answer.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,14 +26,14 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolscore.collector.serve.otlp_export import BadPayload, check_span_limit
-from toolscore.collector.sources.errors import echo
+from toolscore.collector.sources.errors import SpanDecodeError, echo
+from toolscore.collector.sources.otlp_json import SPAN_BLOCKS, SpanIds, read_trace_json
+from toolscore.collector.sources.otlp_json_ids import id_problem, json_link_id
+from toolscore.collector.sources.otlp_json_values import json_counts, json_field, json_list, json_loads, json_obj
 from toolscore.collector.sources.wire import MAX_NESTING
 
 __all__ = ["JsonDecodeResult", "request_from_json"]
 
-_HEX32 = re.compile(r"[0-9a-fA-F]{32}").fullmatch
-_HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
-_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*").fullmatch
 _MAX_EXAMPLES = 3
 _TOO_DEEP = "Message too deep."  # json_format, once the runtime's depth limit is passed
 _ID_KEYS = ("traceId", "trace_id", "spanId", "span_id", "parentSpanId", "parent_span_id", "links")
@@ -54,7 +52,7 @@ class JsonDecodeResult:
     rejected_spans: int = 0
     examples: list[str] = field(default_factory=list)
     dropped_links: int = 0
-    """Links left out of kept spans (their ids are not hex): a warning in the answer, not a rejected span."""
+    """Links left out of kept spans (their ids are no ids): a warning in the answer, not a rejected span."""
     link_examples: list[str] = field(default_factory=list)
 
     def reject(self, detail: str) -> None:
@@ -77,27 +75,6 @@ class JsonDecodeResult:
         return "; ".join(parts)
 
 
-def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
-    value = obj.get(camel)
-    return obj.get(snake) if value is None else value
-
-
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise BadPayload(f"expected a list, got {type(value).__name__}", field=path)
-    return value
-
-
-def _obj(value: Any, path: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise BadPayload(f"expected an object, got {type(value).__name__}", field=path)
-    return value
-
-
 def _merge(obj: Mapping[str, Any], message: Any, path: str) -> None:
     try:
         json_format.ParseDict(obj, message, ignore_unknown_fields=True)
@@ -106,104 +83,63 @@ def _merge(obj: Mapping[str, Any], message: Any, path: str) -> None:
         if _TOO_DEEP in reason:  # one "Failed to parse ... field:" per level before it: say it once
             first = reason.split(": ", 1)[0]
             reason = f"{first}: messages nested more than {MAX_NESTING} deep, the protobuf runtime's limit"
-        raise BadPayload(reason, field=path) from None
+        raise SpanDecodeError(reason, field=path) from None
 
 
 def _schema_url(obj: Mapping[str, Any], out: Any, path: str) -> None:
     """Set through `json_format` like the other fields, so that a value that is not a string, or holds a
     lone surrogate (which a protobuf string cannot), is refused naming the field rather than converted."""
-    value = _get(obj, "schemaUrl", "schema_url")
+    value = json_field(obj, "schemaUrl", "schema_url")
     if value is not None:
         _merge({"schemaUrl": value}, out, path)
 
 
-def _id(value: Any, name: str, *, hex_len: int, optional: bool = False) -> bytes | str:
-    """The id's bytes, or why it cannot identify a span (OTLP/JSON ids are hex, not base64)."""
-    if optional and not value:
-        return b""
-    match = _HEX32 if hex_len == 32 else _HEX16
-    if not isinstance(value, str) or not match(value):
-        return f"{name} {echo(value)} is not {hex_len} hex digits (OTLP/JSON ids are hex, not base64)"
-    if not optional and value.strip("0") == "":
-        return f"{name} {echo(value)} is all zeros, which is not a valid id"
-    return bytes.fromhex(value)
-
-
-def _link_id(value: Any, name: str) -> bytes | str:
-    """The bytes of a link's id, unchecked as the protobuf path leaves them, or why it has none (not hex)."""
-    if not value:
-        return b""
-    if isinstance(value, str) and _HEX(value):
-        return bytes.fromhex(value)
-    return f"{name} {echo(value)} is not hex (OTLP/JSON ids are hex, not base64)"
-
-
 def _named(path: str, name: Any) -> str:
-    """A span's place, and its name when it has one (a span without one is not called `None`)."""
     return path if name is None else f"{path} {echo(name)}"
 
 
-def _span(span: Any, path: str, out: Any, result: JsonDecodeResult) -> str | None:
-    """Fill `out` from one OTLP/JSON span; the reason it is rejected, or None."""
-    span = _obj(span, path)
-    trace_id = _id(_get(span, "traceId", "trace_id"), "traceId", hex_len=32)
-    span_id = _id(_get(span, "spanId", "span_id"), "spanId", hex_len=16)
-    parent_id = _id(_get(span, "parentSpanId", "parent_span_id"), "parentSpanId", hex_len=16, optional=True)
-    for value in (trace_id, span_id, parent_id):
-        if isinstance(value, str):
-            return value
-    _merge({k: v for k, v in span.items() if k not in _ID_KEYS}, out, path)
-    out.trace_id, out.span_id, out.parent_span_id = trace_id, span_id, parent_id
-    for i, item in enumerate(_list(span.get("links"), f"{path}.links")):
-        link = _obj(item, f"{path}.links[{i}]")
-        link_trace = _link_id(_get(link, "traceId", "trace_id"), f"links[{i}].traceId")
-        link_span = _link_id(_get(link, "spanId", "span_id"), f"links[{i}].spanId")
-        problem = next((value for value in (link_trace, link_span) if isinstance(value, str)), None)
-        if problem is not None:
-            result.drop_link(f"{_named(path, span.get('name'))}: {problem}")
-            continue
-        out_link = out.links.add()
-        _merge({k: v for k, v in link.items() if k not in _ID_KEYS}, out_link, f"{path}.links[{i}]")
-        out_link.trace_id, out_link.span_id = link_trace, link_span
-    return None
+class _RequestSink:
+    """Builds the request from what `read_trace_json` accepts; the left-out spans and links go to `result`."""
 
+    def __init__(self) -> None:
+        self.result = JsonDecodeResult(ExportTraceServiceRequest())
+        self._resource: Any = None
+        self._scope: Any = None
 
-def _scope_spans(scope_spans: Any, path: str, out: Any, result: JsonDecodeResult) -> None:
-    scope_spans = _obj(scope_spans, path)
-    _merge(_obj(scope_spans.get("scope"), f"{path}.scope"), out.scope, f"{path}.scope")
-    _schema_url(scope_spans, out, path)
-    for i, span in enumerate(_list(scope_spans.get("spans"), f"{path}.spans")):
-        out_span = out.spans.add()
-        reason = _span(span, f"{path}.spans[{i}]", out_span, result)
-        if reason is not None:
-            del out.spans[-1]
-            name = span.get("name") if isinstance(span, Mapping) else None
-            result.reject(f"{_named(f'{path}.spans[{i}]', name)}: {reason}")
+    def resource(self, block: Mapping[str, Any], path: str) -> None:
+        self._resource = self.result.request.resource_spans.add()
+        _merge(json_obj(block.get("resource"), f"{path}.resource"), self._resource.resource, f"{path}.resource")
+        _schema_url(block, self._resource, path)
 
+    def scope(self, block: Mapping[str, Any], path: str) -> None:
+        self._scope = self._resource.scope_spans.add()
+        _merge(json_obj(block.get("scope"), f"{path}.scope"), self._scope.scope, f"{path}.scope")
+        _schema_url(block, self._scope, path)
 
-def _document(data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except UnicodeDecodeError as exc:  # BadPayload puts the offset first: the message does not repeat it
-        raise BadPayload(f"invalid UTF-8 ({exc.reason}): OTLP/JSON must be UTF-8", offset=exc.start) from None
-    except json.JSONDecodeError as exc:
-        at = f" at line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else ""  # line 1: the offset says it
-        raise BadPayload(f"invalid JSON: {exc.msg}{at}", offset=exc.pos) from None
-    except RecursionError:
-        raise BadPayload("invalid JSON: nested too deeply") from None
+    def span(self, span: Mapping[str, Any], ids: SpanIds, path: str) -> None:
+        out = self._scope.spans.add()
+        _merge({k: v for k, v in span.items() if k not in _ID_KEYS}, out, path)
+        out.trace_id, out.span_id = bytes.fromhex(ids.trace), bytes.fromhex(ids.span)
+        out.parent_span_id = bytes.fromhex(ids.parent)
+        for i, item in enumerate(json_list(span.get("links"), f"{path}.links")):
+            link = json_obj(item, f"{path}.links[{i}]")
+            problem = None
+            link_ids = []
+            for name, snake, size in (("traceId", "trace_id", 16), ("spanId", "span_id", 8)):
+                value = json_field(link, name, snake)
+                read = json_link_id(value, size) if value else b""
+                if read is None:
+                    problem = problem or id_problem(f"links[{i}].{name}", echo(value))
+                link_ids.append(read)
+            if problem is not None:
+                self.result.drop_link(f"{_named(path, span.get('name'))}: {problem}")
+                continue
+            out_link = out.links.add()
+            _merge({k: v for k, v in link.items() if k not in _ID_KEYS}, out_link, f"{path}.links[{i}]")
+            out_link.trace_id, out_link.span_id = link_ids
 
-
-def _counts(document: Mapping[str, Any]) -> tuple[int, int]:
-    """(spans, resource and scope blocks) of a parsed document, skipping what is malformed (named later)."""
-    spans = blocks = 0
-    resources = _get(document, "resourceSpans", "resource_spans")
-    for resource_spans in resources if isinstance(resources, list) else ():
-        scopes = _get(resource_spans, "scopeSpans", "scope_spans") if isinstance(resource_spans, Mapping) else None
-        for scope_spans in scopes if isinstance(scopes, list) else ():
-            found = scope_spans.get("spans") if isinstance(scope_spans, Mapping) else None
-            spans += len(found) if isinstance(found, list) else 0
-        blocks += 1 + (len(scopes) if isinstance(scopes, list) else 0)
-    return spans, blocks
+    def reject(self, reason: str, detail: str) -> None:
+        self.result.reject(detail)
 
 
 def request_from_json(data: bytes, max_spans: int | None = None) -> JsonDecodeResult:
@@ -211,17 +147,12 @@ def request_from_json(data: bytes, max_spans: int | None = None) -> JsonDecodeRe
 
     `max_spans`: refuse a document of more spans (or blocks) before a message is built for any of them.
     """
-    document = _obj(_document(data) if data.strip() else {}, "(document)")
-    if max_spans is not None:
-        check_span_limit(*_counts(document), max_spans)
-    result = JsonDecodeResult(ExportTraceServiceRequest())
-    for r, item in enumerate(_list(_get(document, "resourceSpans", "resource_spans"), "resourceSpans")):
-        path = f"resourceSpans[{r}]"
-        resource_spans = _obj(item, path)
-        out = result.request.resource_spans.add()
-        _merge(_obj(resource_spans.get("resource"), f"{path}.resource"), out.resource, f"{path}.resource")
-        _schema_url(resource_spans, out, path)
-        scopes = _list(_get(resource_spans, "scopeSpans", "scope_spans"), f"{path}.scopeSpans")
-        for s, scope_spans in enumerate(scopes):
-            _scope_spans(scope_spans, f"{path}.scopeSpans[{s}]", out.scope_spans.add(), result)
-    return result
+    try:
+        document = json_obj(json_loads(data, locate="byte") if data.strip() else {}, "(document)")
+        if max_spans is not None:
+            check_span_limit(*json_counts(document, *SPAN_BLOCKS), max_spans)
+        sink = _RequestSink()
+        read_trace_json(document, sink)
+    except SpanDecodeError as exc:
+        raise BadPayload(exc.reason, field=exc.field, offset=exc.offset) from None
+    return sink.result

@@ -22,7 +22,7 @@ from toolscore.collector.serve.ingest import Ingest, IngestResult
 from toolscore.collector.serve.otlp_export import BadPayload, check_span_limit
 from toolscore.collector.sources.errors import SpanDecodeError, capped
 from toolscore.collector.sources.log_events import LogBatch
-from toolscore.collector.sources.otlp_json import json_field, json_loads
+from toolscore.collector.sources.otlp_json_values import json_counts, json_field, json_loads
 from toolscore.collector.sources.otlp_logs import (
     events_from_logs_json,
     events_from_logs_request,
@@ -35,6 +35,7 @@ __all__ = ["accept_logs_safely", "logs_from_json", "logs_from_proto", "logs_resp
 
 _log = logging.getLogger(__name__)
 _RECORDS = "log records"
+_LOG_BLOCKS = (("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"), ("logRecords", "log_records"))
 _TRACES_HERE = "an OTLP trace export (ExportTraceServiceRequest) sent to the logs endpoint: send it to /v1/traces"
 
 
@@ -75,36 +76,21 @@ def _refuse_trace_export(data: bytes) -> None:
 def logs_from_json(data: bytes, max_records: int | None = None) -> LogBatch:
     """An OTLP/JSON logs export's GenAI events and refused records; raises `BadPayload` naming the field at fault."""
     try:
-        document = json_loads(data) if data.strip() else {}
-    except SpanDecodeError as exc:  # its place once: the byte (BadPayload puts it first), or the line in the message
-        raise BadPayload(exc.message if exc.offset is not None else str(exc), offset=exc.offset) from None
-    except RecursionError:
-        raise BadPayload("invalid JSON: nested too deeply") from None
+        document = json_loads(data, locate="byte") if data.strip() else {}
+    except SpanDecodeError as exc:
+        raise BadPayload(exc.reason, offset=exc.offset) from None
     if not isinstance(document, Mapping):
         raise BadPayload(f"expected an OTLP/JSON object with resourceLogs, got {type(document).__name__}")
     if json_field(document, "resourceSpans", "resource_spans") is not None:
         raise BadPayload(_TRACES_HERE.replace("(ExportTraceServiceRequest)", "(resourceSpans)"))
     if max_records is not None:
-        check_span_limit(*_counts(document), max_records, items=_RECORDS)
+        check_span_limit(*json_counts(document, *_LOG_BLOCKS), max_records, items=_RECORDS)
     batch = LogBatch()
     try:
         batch.events = events_from_logs_json(document, batch.refusals)
     except SpanDecodeError as exc:
-        raise BadPayload(exc.message) from None
+        raise BadPayload(exc.reason, field=exc.field) from None
     return batch
-
-
-def _counts(document: Mapping[str, Any]) -> tuple[int, int]:
-    """(log records, resource and scope blocks) of a parsed document, skipping what is malformed (named later)."""
-    records = blocks = 0
-    resources = json_field(document, "resourceLogs", "resource_logs")
-    for resource in resources if isinstance(resources, list) else ():
-        scopes = json_field(resource, "scopeLogs", "scope_logs") if isinstance(resource, Mapping) else None
-        for scope in scopes if isinstance(scopes, list) else ():
-            found = json_field(scope, "logRecords", "log_records") if isinstance(scope, Mapping) else None
-            records += len(found) if isinstance(found, list) else 0
-        blocks += 1 + (len(scopes) if isinstance(scopes, list) else 0)
-    return records, blocks
 
 
 def accept_logs_safely(ingest: Ingest, batch: LogBatch) -> IngestResult | None:

@@ -51,6 +51,7 @@ from toolscore.collector.serve.carrier import (
 from toolscore.collector.serve.encode import span_entries
 from toolscore.collector.serve.forward import Forwarder
 from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.judge_spans import judge_tracer
 from toolscore.collector.serve.otlp_export import span_count
 from toolscore.collector.serve.pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.regroup import RequestSink
@@ -109,6 +110,7 @@ class CollectorPipeline:
             )
         else:
             self.sink = RequestSink(_discard, batch_max_spans=1)
+        self._judge_spans = judge_tracer(forwarder.submit) if forwarder is not None else None
         self.engine: Engine[Carrier] = Engine(
             registry,
             self.sink,
@@ -118,6 +120,7 @@ class CollectorPipeline:
             on_scored=store.record if store is not None else None,
             hold=held_carrier,
             size=carrier_bytes,
+            tracer=self._judge_spans[0] if self._judge_spans is not None else None,
         )
         self._closed = False
         self._admit = threading.Lock()
@@ -292,6 +295,8 @@ class CollectorPipeline:
             self._closed = True
         deadline = time.monotonic() + timeout_s
         ok = self.engine.shutdown(timeout_s / 2)
+        if self._judge_spans is not None:
+            self._judge_spans[1].shutdown()
         self.sink.close()
         if self.forwarder is not None:
             ok = self.forwarder.shutdown(max(0.0, deadline - time.monotonic())) and ok

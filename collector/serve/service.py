@@ -31,6 +31,8 @@ from toolscore.collector.serve.forward import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
 from toolscore.collector.serve.health import HealthState
 from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
+from toolscore.collector.serve.listen_check import listen_conflicts
+from toolscore.collector.serve.next_steps import next_steps
 from toolscore.collector.serve.otlp_export import decode_slots
 from toolscore.collector.serve.pipeline import CollectorPipeline
 from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreTelemetry
@@ -125,6 +127,15 @@ def _step(what: str, build: Callable[[], Any]) -> Any:
 
 def start_service(config: ServeConfig) -> Service:
     """Start every component and mark the service ready; on failure stop what was started and raise."""
+    conflicts = listen_conflicts(config)
+    if conflicts:  # all at once, before any part starts (and before grpc logs its own bind failure)
+        lines = "".join(f"\n  {line}" for line in conflicts)
+        raise ServiceStartError(
+            f"{len(conflicts)} listening address{'es' if len(conflicts) > 1 else ''} unavailable; free "
+            f"{'them' if len(conflicts) > 1 else 'it'}, or set another in the configuration file or the variable "
+            f"named:{lines}",
+            bad_config=True,
+        )
     service = Service(config, HealthState())
     try:
         service.tune_gc()
@@ -137,7 +148,12 @@ def start_service(config: ServeConfig) -> Service:
     if waiting:
         _log.warning("toolscore serve started, not ready (%s): %s", waiting, _describe(service))
     else:
-        _log.info("toolscore serve ready: %s; %s", _describe(service), _expectations(service.registry, config))
+        _log.info(
+            "toolscore serve ready: %s; %s; %s",
+            _describe(service),
+            _expectations(service.registry, config),
+            next_steps(config, service.grpc_port, service.http_port, service.registry),
+        )
         _warn_if_nothing_to_score(service.registry, config)
     service.health.ready = True
     return service

@@ -71,14 +71,20 @@ class SpanDecodeError(ValueError):
     """A document that cannot be decoded; the message names the field or position that is wrong.
 
     `offset` is a byte offset into the decoded payload, `line` a 1-based line number (JSON Lines,
-    JSON syntax errors); either may be None when it does not apply.
+    JSON syntax errors); either may be None when it does not apply. `field` is the path of the field at
+    fault (`resourceSpans[0].scopeSpans[1].spans[3].kind`), which `message` begins with; `reason` is the
+    message without it, for a caller that places the field itself (the receivers' `BadPayload`).
     """
 
-    def __init__(self, message: str, *, offset: int | None = None, line: int | None = None) -> None:
-        super().__init__(_located(message, offset, line))
-        self.message = message
+    def __init__(
+        self, message: str, *, offset: int | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
+        self.reason = message
+        self.message = f"{field}: {message}" if field else message
+        super().__init__(_located(self.message, offset, line))
         self.offset = offset
         self.line = line
+        self.field = field
 
 
 class TraceFileError(ValueError):
@@ -102,6 +108,12 @@ class DecodeStats:
     """Spans skipped, by reason (`bad_trace_id`, `bad_span_id`, `bad_parent_span_id`)."""
     examples: list[str] = field(default_factory=list)
     """Descriptions of the first `MAX_SKIP_EXAMPLES` skipped spans."""
+    id_encodings: dict[str, int] = field(default_factory=dict)
+    """OTLP/JSON spans read, by how their ids were written: `hex` (the OTLP/JSON spec) or `base64` (the
+    protobuf JSON mapping, as `MessageToJson` writes it). Protobuf input counts in neither."""
+
+    def read_ids(self, encoding: str) -> None:
+        self.id_encodings[encoding] = self.id_encodings.get(encoding, 0) + 1
 
     def skip(self, reason: str, detail: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1

@@ -9,6 +9,11 @@ Detected from the content, not the name:
 - `0x00` first: length-prefixed messages (4-byte big-endian size, then the message), as the file
   exporter writes with `format: proto`; each message may be protobuf or JSON.
 
+Anything else that does not parse as protobuf is said to be no OTLP export at all, rather than given the
+protobuf walk's complaint about its first bytes: text that is not JSON (a log, source code), or binary whose
+first byte is not the `0x0a` every OTLP export starts with. A protobuf export that starts right and breaks
+later keeps the walk's message, with its byte offset: that is a damaged export.
+
 A JSON document (or line, or frame) that is not an OTLP trace export (`trace_export`: no `resourceSpans`,
 and not the empty `{}`) is an error rather than a trace of no spans; so is protobuf that holds an OTLP metrics
 or logs export (`other_signal`), which would otherwise parse as spans without ids. Except that, given a
@@ -166,7 +171,35 @@ def decode_trace_bytes(
         return spans
     if data[:1] == b"\x00":
         return _frames(data, stats, logs)
-    return _proto(data, stats, logs)
+    try:
+        return _proto(data, stats, logs)
+    except SpanDecodeError as exc:
+        raise _not_otlp(data) or exc from None
+
+
+_EXPECTED = (
+    "expected an OTLP export: protobuf (ExportTraceServiceRequest, as an http/protobuf exporter sends it), "
+    "OTLP/JSON, or the JSON Lines or length-prefixed protobuf of a Collector file exporter"
+)
+
+
+def _not_otlp(data: bytes) -> SpanDecodeError | None:
+    """Why `data`, which did not parse as protobuf, is no OTLP export at all; None when it may be a damaged one."""
+    head = data[:_SNIFF_BYTES]
+    text: str | None
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        text = head[: exc.start].decode("utf-8") if exc.start > len(head) - 4 else None  # a character cut at the end
+    if text is not None and text.strip() and not _CONTROL_BYTE.search(head):
+        start = " ".join(text.split())[:40]
+        return SpanDecodeError(f"not an OTLP export: text that is not JSON (it starts {start!r}); {_EXPECTED}")
+    if data[:1] != b"\x0a":
+        return SpanDecodeError(
+            f"not an OTLP export: neither OTLP/JSON nor OTLP protobuf (which starts with byte 0x0a; this starts "
+            f"with 0x{data[0]:02x}); {_EXPECTED}"
+        )
+    return None
 
 
 def read_trace_file(

@@ -64,7 +64,7 @@ REFUSAL_TEXT: Final = {
     "inference events; send other logs to your logs store)",
     "no_span_context": "a GenAI event without a valid trace and span id: there is no span to join it to",
     "evaluation_result": "toolscore's own gen_ai.evaluation.result events are not read back",
-    "invalid": "ids that are not hex (OTLP/JSON ids are hex)",
+    "invalid": "ids that are neither hex (OTLP/JSON) nor base64 (the protobuf JSON mapping) of an id's size",
 }
 """What the partial-success answer says for each refusal reason."""
 

@@ -1,36 +1,44 @@
-"""OTLP/JSON (`ExportTraceServiceRequest` / `TracesData`) → `SpanRecord`, one document or JSON Lines.
+"""The OTLP/JSON trace reader (`ExportTraceServiceRequest` / `TracesData`), for files and request bodies alike.
 
-The encoding is the protobuf JSON mapping with OTLP's exceptions: trace and span ids are hex (not
-base64), and enums are integers. As the OTLP spec allows for receivers, field names are accepted in
-lowerCamelCase and in the proto's snake_case, 64-bit integers as JSON strings or numbers, and enums
-also by name. JSON Lines, one request per line, is what the Collector's file exporter writes with
-`format: json`. Errors name the path of the bad field (`resourceSpans[0].scopeSpans[1].spans[3].traceId`).
+`read_trace_json` walks a document's resource, scope and span blocks once, checks every span's ids
+(`otlp_json_ids`: hex, or the protobuf JSON mapping's base64) and hands each block to a `TraceJsonSink`.
+Two sinks: this module's, which turns spans into `SpanRecord`s directly (trace files, `extract` and
+`eval`), and the receivers', which builds the protobuf request they forward (`serve.otlp_json_request`).
+So a document is accepted, refused and partly skipped by the same rules whichever way it comes in: a
+malformed document (not JSON, a field of the wrong type) raises `SpanDecodeError` naming the path of
+the bad field (`resourceSpans[0].scopeSpans[1].spans[3].kind`); a span whose ids cannot identify it is
+skipped and handed to the sink's `reject`, with its reason, place and name, and the others are read.
 
-A file's documents (and each JSON Lines line) must be trace exports (`trace_export`); a request body need
+JSON Lines, one request per line, is what the Collector's file exporter writes with `format: json`. A
+file's documents (and each JSON Lines line) must be trace exports (`trace_export`); a request body need
 not, since OTLP/JSON receivers ignore fields they do not know.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple, Protocol
 
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, echo
+from toolscore.collector.sources.otlp_json_ids import HEX, IdEncoding, id_problem, json_id
+from toolscore.collector.sources.otlp_json_values import (
+    json_attributes,
+    json_field,
+    json_int,
+    json_list,
+    json_loads,
+    json_obj,
+)
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
 __all__ = [
     "NOT_A_TRACE_EXPORT",
-    "decode_json_any_value",
-    "json_attributes",
-    "json_field",
-    "json_int",
-    "json_list",
-    "json_loads",
-    "json_obj",
+    "SPAN_BLOCKS",
+    "SpanIds",
+    "TraceJsonSink",
+    "read_trace_json",
+    "span_ids",
     "spans_from_json",
     "spans_from_json_bytes",
     "spans_from_json_lines",
@@ -40,9 +48,12 @@ __all__ = [
 NOT_A_TRACE_EXPORT = "not an OTLP trace export"
 """How `trace_export`'s errors begin, so a caller can tell them from a broken export."""
 
+SPAN_BLOCKS = (("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"), ("spans", "spans"))
+"""The (camel, snake) names of a trace export's resource blocks, scope blocks and spans (`json_counts`)."""
+
+_ZERO32, _ZERO16 = "0" * 32, "0" * 16
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}").fullmatch
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}").fullmatch
-_ZERO32, _ZERO16 = "0" * 32, "0" * 16
 _KINDS = {
     f"SPAN_KIND_{n}": i for i, n in enumerate(("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER"))
 }
@@ -57,163 +68,150 @@ _OTHER_SIGNALS = {
 }
 
 
-def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
-    value = obj.get(camel)
-    return obj.get(snake) if value is None else value
+class SpanIds(NamedTuple):
+    """A span's checked ids, as lowercase hex; `parent` as written ("" for none, zeros kept), `encoding` that
+    of its trace id."""
+
+    trace: str
+    span: str
+    parent: str
+    encoding: IdEncoding
 
 
-def _int(value: Any, path: str, enums: Mapping[str, int] | None = None) -> int:
-    if type(value) is int:
-        return value
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        if enums is not None and value in enums:
-            return enums[value]
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    elif isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise SpanDecodeError(f"{path}: expected an integer, got {value!r}")
+class TraceJsonSink(Protocol):
+    """What `read_trace_json` hands each block to, in document order. Raise `SpanDecodeError` (with the
+    `path` as its field) for a block that cannot be read: the whole document is refused."""
+
+    def resource(self, block: Mapping[str, Any], path: str) -> None:
+        """A `ResourceSpans` begins; its scope blocks follow."""
+
+    def scope(self, block: Mapping[str, Any], path: str) -> None:
+        """A `ScopeSpans` of the last resource begins; its spans follow."""
+
+    def span(self, span: Mapping[str, Any], ids: SpanIds, path: str) -> None:
+        """A span of the last scope, with usable ids."""
+
+    def reject(self, reason: str, detail: str) -> None:
+        """A span left out: `reason` is `bad_trace_id`, `bad_span_id` or `bad_parent_span_id`; `detail` its
+        place, name and what is wrong (`resourceSpans[0].scopeSpans[0].spans[1] 'x': spanId 'ab' is not ...`)."""
 
 
-def _obj(value: Any, path: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise SpanDecodeError(f"{path}: expected an object, got {type(value).__name__}")
-    return value
+def span_ids(span: Mapping[str, Any]) -> SpanIds | tuple[str, str]:
+    """The span's ids, or (reason, why) when they cannot identify it: not hex or base64 of the id's size, or
+    all zeros. An all-zero parent is a root, as some SDKs send it."""
+    trace = json_field(span, "traceId", "trace_id")
+    span_id = json_field(span, "spanId", "span_id")
+    parent = json_field(span, "parentSpanId", "parent_span_id")
+    if (  # the common case first: the spec's hex, read at the cost of three regular expressions
+        type(trace) is str
+        and type(span_id) is str
+        and _HEX32(trace)
+        and _HEX16(span_id)
+        and (not parent or (type(parent) is str and _HEX16(parent)))
+        and trace != _ZERO32
+        and span_id != _ZERO16
+    ):
+        return SpanIds(trace.lower(), span_id.lower(), parent.lower() if parent else "", HEX)
+    return _any_span_ids(trace, span_id, parent)
 
 
-def _list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise SpanDecodeError(f"{path}: expected a list, got {type(value).__name__}")
-    return value
+def _any_span_ids(raw_trace: Any, raw_span: Any, raw_parent: Any) -> SpanIds | tuple[str, str]:
+    trace = json_id(raw_trace, 16)
+    if trace is None:
+        return "bad_trace_id", id_problem("traceId", echo(raw_trace))
+    if trace[0] == _ZERO32:
+        return "bad_trace_id", f"traceId {echo(raw_trace)} is all zeros, which is not a valid id"
+    span_id = json_id(raw_span, 8)
+    if span_id is None:
+        return "bad_span_id", id_problem("spanId", echo(raw_span))
+    if span_id[0] == _ZERO16:
+        return "bad_span_id", f"spanId {echo(raw_span)} is all zeros, which is not a valid id"
+    parent = json_id(raw_parent, 8) if raw_parent else ("", trace[1])
+    if parent is None:
+        return "bad_parent_span_id", id_problem("parentSpanId", echo(raw_parent)) + ", or empty"
+    return SpanIds(trace[0], span_id[0], parent[0], trace[1])
 
 
-def _bytes(value: Any, path: str) -> bytes:
-    """Proto JSON bytes: standard or URL-safe base64, padding optional."""
-    if not isinstance(value, str):
-        raise SpanDecodeError(f"{path}: expected a base64 string, got {type(value).__name__}")
-    text = value.replace("-", "+").replace("_", "/")
-    try:
-        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except binascii.Error:
-        raise SpanDecodeError(f"{path}: not valid base64: {value[:40]!r}") from None
+def _named(path: str, name: Any) -> str:
+    """A span's place, and its name when it has one (a span without one is not called `None`)."""
+    return path if name is None else f"{path} {echo(name)}"
 
 
-def decode_json_any_value(value: Any, path: str = "value") -> Any:
-    """An OTLP/JSON `AnyValue` as a plain Python value; an empty or unknown value decodes to None."""
-    if not isinstance(value, Mapping):
-        raise SpanDecodeError(f"{path}: expected an AnyValue object, got {type(value).__name__}")
-    for key, inner in value.items():
-        if key in ("stringValue", "string_value"):
-            if not isinstance(inner, str):
-                raise SpanDecodeError(f"{path}.{key}: expected a string, got {type(inner).__name__}")
-            return inner
-        if key in ("intValue", "int_value"):
-            return _int(inner, f"{path}.{key}")
-        if key in ("boolValue", "bool_value"):
-            if type(inner) is not bool:
-                raise SpanDecodeError(f"{path}.{key}: expected true or false, got {inner!r}")
-            return inner
-        if key in ("doubleValue", "double_value"):
-            try:
-                return float(inner)
-            except (TypeError, ValueError):
-                raise SpanDecodeError(f"{path}.{key}: expected a number, got {inner!r}") from None
-        if key in ("bytesValue", "bytes_value"):
-            return _bytes(inner, f"{path}.{key}")
-        if key in ("arrayValue", "array_value"):
-            items = _list(inner.get("values") if isinstance(inner, Mapping) else inner, f"{path}.{key}.values")
-            return [decode_json_any_value(item, f"{path}.{key}.values[{i}]") for i, item in enumerate(items)]
-        if key in ("kvlistValue", "kvlist_value"):
-            pairs = _list(inner.get("values") if isinstance(inner, Mapping) else inner, f"{path}.{key}.values")
-            return _attributes(pairs, f"{path}.{key}.values")
-    return None
+def read_trace_json(document: Any, sink: TraceJsonSink) -> None:
+    """Walk an OTLP/JSON trace export (parsed), handing every block and span to `sink` in document order."""
+    document = json_obj(document, "(document)")
+    resources = json_list(json_field(document, "resourceSpans", "resource_spans"), "resourceSpans")
+    for r, item in enumerate(resources):
+        path = f"resourceSpans[{r}]"
+        block = json_obj(item, path)
+        sink.resource(block, path)
+        for s, scope_item in enumerate(json_list(json_field(block, "scopeSpans", "scope_spans"), f"{path}.scopeSpans")):
+            scope_path = f"{path}.scopeSpans[{s}]"
+            scope = json_obj(scope_item, scope_path)
+            sink.scope(scope, scope_path)
+            for i, span_item in enumerate(json_list(scope.get("spans"), f"{scope_path}.spans")):
+                span_path = f"{scope_path}.spans[{i}]"
+                span = json_obj(span_item, span_path)
+                ids = span_ids(span)
+                if isinstance(ids, SpanIds):
+                    sink.span(span, ids, span_path)
+                else:
+                    sink.reject(ids[0], f"{_named(span_path, span.get('name'))}: {ids[1]}")
 
 
-def _attributes(key_values: Any, path: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for i, kv in enumerate(_list(key_values, path)):
-        if not isinstance(kv, Mapping) or not isinstance(kv.get("key"), str):
-            raise SpanDecodeError(f"{path}[{i}]: expected a {{key, value}} object with a string key")
-        value = kv.get("value")
-        if type(value) is dict:
-            text = value.get("stringValue")
-            if type(text) is str:
-                out[kv["key"]] = text
-                continue
-        out[kv["key"]] = None if value is None else decode_json_any_value(value, f"{path}[{i}].value")
-    return out
+class _Records:
+    """The sink that reads spans into `SpanRecord`s, counting skipped spans and id encodings in `stats`."""
 
+    def __init__(self, stats: DecodeStats | None) -> None:
+        self.out: list[SpanRecord] = []
+        self.stats = stats
+        self._resource: dict[str, Any] = {}
+        self._scope = ""
 
-def _bad_ids(trace_id: Any, span_id: Any, parent_id: Any) -> tuple[str, str] | None:
-    if not isinstance(trace_id, str) or not _HEX32(trace_id) or trace_id == _ZERO32:
-        return "bad_trace_id", f"traceId {trace_id!r} is not 32 hex digits, non-zero (OTLP/JSON ids are hex)"
-    if not isinstance(span_id, str) or not _HEX16(span_id) or span_id == _ZERO16:
-        return "bad_span_id", f"spanId {span_id!r} is not 16 hex digits, non-zero (OTLP/JSON ids are hex)"
-    if parent_id and (not isinstance(parent_id, str) or not _HEX16(parent_id)):
-        return "bad_parent_span_id", f"parentSpanId {parent_id!r} is not 16 hex digits or empty"
-    return None
+    def resource(self, block: Mapping[str, Any], path: str) -> None:
+        attributes = json_obj(block.get("resource"), f"{path}.resource").get("attributes")
+        self._resource = json_attributes(attributes, f"{path}.resource.attributes", depth=3)
+
+    def scope(self, block: Mapping[str, Any], path: str) -> None:
+        self._scope = str(json_obj(block.get("scope"), f"{path}.scope").get("name") or "")
+
+    def span(self, span: Mapping[str, Any], ids: SpanIds, path: str) -> None:
+        status = json_obj(span.get("status"), f"{path}.status")
+        events = tuple(
+            _event(json_obj(event, f"{path}.events[{i}]"), f"{path}.events[{i}]")
+            for i, event in enumerate(json_list(span.get("events"), f"{path}.events"))
+        )
+        self.out.append(
+            SpanRecord(
+                ids.trace,
+                ids.span,
+                ids.parent if ids.parent and ids.parent != _ZERO16 else None,
+                str(span.get("name", "")),
+                json_int(span.get("kind"), f"{path}.kind", _KINDS),
+                json_int(json_field(span, "startTimeUnixNano", "start_time_unix_nano"), f"{path}.startTimeUnixNano"),
+                json_int(json_field(span, "endTimeUnixNano", "end_time_unix_nano"), f"{path}.endTimeUnixNano"),
+                json_int(status.get("code"), f"{path}.status.code", _STATUS_CODES),
+                str(status.get("message") or ""),
+                json_attributes(span.get("attributes"), f"{path}.attributes"),
+                events,
+                self._resource,
+                self._scope,
+            )
+        )
+        if self.stats is not None:
+            self.stats.read_ids(ids.encoding)
+
+    def reject(self, reason: str, detail: str) -> None:
+        if self.stats is not None:
+            self.stats.skip(reason, detail)
 
 
 def _event(event: Mapping[str, Any], path: str) -> SpanEvent:
     return SpanEvent(
         str(event.get("name") or ""),
-        _int(_get(event, "timeUnixNano", "time_unix_nano"), f"{path}.timeUnixNano"),
-        _attributes(event.get("attributes"), f"{path}.attributes"),
+        json_int(json_field(event, "timeUnixNano", "time_unix_nano"), f"{path}.timeUnixNano"),
+        json_attributes(event.get("attributes"), f"{path}.attributes", depth=4),
     )
-
-
-def _span(span: Any, path: str, resource: dict[str, Any], scope: str) -> SpanRecord | tuple[str, str]:
-    if not isinstance(span, Mapping):
-        raise SpanDecodeError(f"{path}: expected a span object, got {type(span).__name__}")
-    trace_id, span_id = _get(span, "traceId", "trace_id"), _get(span, "spanId", "span_id")
-    parent_id = _get(span, "parentSpanId", "parent_span_id")
-    bad = _bad_ids(trace_id, span_id, parent_id)
-    if bad is not None:
-        return bad
-    status = _obj(span.get("status"), f"{path}.status")
-    events = tuple(
-        _event(_obj(event, f"{path}.events[{i}]"), f"{path}.events[{i}]")
-        for i, event in enumerate(_list(span.get("events"), f"{path}.events"))
-    )
-    return SpanRecord(
-        trace_id.lower(),
-        span_id.lower(),
-        parent_id.lower() if parent_id and parent_id != _ZERO16 else None,  # zeros: a root, as some SDKs send it
-        str(span.get("name", "")),
-        _int(span.get("kind"), f"{path}.kind", _KINDS),
-        _int(_get(span, "startTimeUnixNano", "start_time_unix_nano"), f"{path}.startTimeUnixNano"),
-        _int(_get(span, "endTimeUnixNano", "end_time_unix_nano"), f"{path}.endTimeUnixNano"),
-        _int(status.get("code"), f"{path}.status.code", _STATUS_CODES),
-        str(status.get("message") or ""),
-        _attributes(span.get("attributes"), f"{path}.attributes"),
-        events,
-        resource,
-        scope,
-    )
-
-
-def _scope_spans(
-    scope_spans: Mapping[str, Any],
-    path: str,
-    resource: dict[str, Any],
-    out: list[SpanRecord],
-    stats: DecodeStats | None,
-) -> None:
-    scope = str(_obj(scope_spans.get("scope"), f"{path}.scope").get("name") or "")
-    for i, span in enumerate(_list(scope_spans.get("spans"), f"{path}.spans")):
-        record = _span(span, f"{path}.spans[{i}]", resource, scope)
-        if isinstance(record, SpanRecord):
-            out.append(record)
-        elif stats is not None:
-            stats.skip(record[0], f"{path}.spans[{i}] {span.get('name')!r}: {record[1]}")
 
 
 def trace_export(obj: Any) -> Mapping[str, Any]:
@@ -239,33 +237,16 @@ def spans_from_json(obj: Mapping[str, Any], stats: DecodeStats | None = None) ->
     """Every span of a decoded OTLP/JSON request, in document order; bad ids are skipped and counted."""
     if not isinstance(obj, Mapping):
         raise SpanDecodeError(f"expected an OTLP/JSON object with resourceSpans, got {type(obj).__name__}")
-    out: list[SpanRecord] = []
-    for r, item in enumerate(_list(_get(obj, "resourceSpans", "resource_spans"), "resourceSpans")):
-        path = f"resourceSpans[{r}]"
-        resource_spans = _obj(item, path)
-        resource_attrs = _obj(resource_spans.get("resource"), f"{path}.resource").get("attributes")
-        resource = _attributes(resource_attrs, f"{path}.resource.attributes")
-        for s, scope_spans in enumerate(_list(_get(resource_spans, "scopeSpans", "scope_spans"), f"{path}.scopeSpans")):
-            _scope_spans(_obj(scope_spans, f"{path}.scopeSpans[{s}]"), f"{path}.scopeSpans[{s}]", resource, out, stats)
+    sink = _Records(stats)
+    read_trace_json(obj, sink)
     if stats is not None:
-        stats.spans += len(out)
-    return out
-
-
-def _loads(data: bytes | str) -> Any:
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise SpanDecodeError(f"invalid JSON: {exc.msg} at column {exc.colno}", line=exc.lineno) from None
-    except UnicodeDecodeError as exc:
-        raise SpanDecodeError(f"invalid UTF-8 ({exc.reason})", offset=exc.start) from None  # offset: said once
-    except RecursionError:
-        raise SpanDecodeError("invalid JSON: nested too deeply") from None
+        stats.spans += len(sink.out)
+    return sink.out
 
 
 def spans_from_json_bytes(data: bytes | str, stats: DecodeStats | None = None) -> list[SpanRecord]:
     """Decode an OTLP/HTTP `application/json` body (or one `.json` document) into span records."""
-    return spans_from_json(_loads(data), stats)
+    return spans_from_json(json_loads(data), stats)
 
 
 def spans_from_json_lines(
@@ -286,7 +267,7 @@ def spans_from_json_lines(
         if not line.strip():
             continue
         try:
-            document = _loads(line)
+            document = json_loads(line)
             out.extend(read(document) if read is not None else spans_from_json(trace_export(document), stats))
         except SpanDecodeError as exc:
             error = SpanDecodeError(exc.message, line=line_no)
@@ -294,12 +275,3 @@ def spans_from_json_lines(
                 raise error from None
             errors.append(error)
     return out
-
-
-# The field rules of every OTLP/JSON document, shared with the logs reader (`otlp_logs`) rather than copied.
-json_field = _get
-json_int = _int
-json_obj = _obj
-json_list = _list
-json_attributes = _attributes
-json_loads = _loads

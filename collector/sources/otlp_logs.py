@@ -1,8 +1,9 @@
 """OTLP logs exports (`ExportLogsServiceRequest`: protobuf, or OTLP/JSON `resourceLogs`) → GenAI `LogEvent`s.
 
 The records `log_events.refusal` accepts become events of their spans, their attributes and body decoded
-as the span readers decode attribute values (`otlp_proto`, `otlp_json`); the others are counted in the
-`LogRefusals` given, by reason. Resource and scope are not read: an event joins a span that has its own.
+as the span readers decode attribute values (`otlp_proto`, `otlp_json_values`), their OTLP/JSON ids read as
+a span's (`otlp_json_ids`: hex, or base64); the others are counted in the `LogRefusals` given, by reason.
+Resource and scope are not read: an event joins a span that has its own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 
 from toolscore.collector.sources.errors import SpanDecodeError
 from toolscore.collector.sources.log_events import LogEvent, LogRefusals, event_name, event_of, refusal
-from toolscore.collector.sources.otlp_json import (
+from toolscore.collector.sources.otlp_json_ids import json_id
+from toolscore.collector.sources.otlp_json_values import (
     decode_json_any_value,
     json_attributes,
     json_field,
@@ -29,7 +31,6 @@ from toolscore.collector.sources.wire import locate_decode_error
 __all__ = ["events_from_logs_json", "events_from_logs_request", "is_logs_json", "parse_logs_export", "record_count"]
 
 _TRACE_ID_BYTES, _SPAN_ID_BYTES = 16, 8
-_HEX = "0123456789abcdef"
 
 
 def parse_logs_export(data: bytes) -> ExportLogsServiceRequest:
@@ -77,17 +78,15 @@ def is_logs_json(obj: Any) -> bool:
     return isinstance(obj, Mapping) and ("resourceLogs" in obj or "resource_logs" in obj)
 
 
-def _json_id(value: Any, digits: int) -> str | None:
-    """A lowercase hex id of `digits` digits; "" for an absent, empty or all-zero one (no span context); None
-    for one that is not hex of that length (OTLP/JSON ids are hex, not base64)."""
+def _json_id(value: Any, size: int) -> str | None:
+    """A lowercase hex id of `size` bytes; "" for an absent, empty or all-zero one (no span context); None
+    for one that is neither hex nor base64 of that size (`otlp_json_ids`)."""
     if not value:
         return ""
-    if not isinstance(value, str) or len(value) != digits:
+    read = json_id(value, size)
+    if read is None:
         return None
-    hex_id: str = value.lower()
-    if hex_id.strip(_HEX):
-        return None
-    return hex_id if hex_id.strip("0") else ""
+    return read[0] if read[0].strip("0") else ""
 
 
 def events_from_logs_json(obj: Mapping[str, Any], refusals: LogRefusals) -> list[LogEvent]:
@@ -112,10 +111,10 @@ def _json_record(record: Mapping[str, Any], path: str) -> LogEvent | tuple[str, 
     """One OTLP/JSON log record as its event, or (why it is refused, its event name)."""
     attributes = json_attributes(record.get("attributes"), f"{path}.attributes")
     name = event_name(str(json_field(record, "eventName", "event_name") or ""), attributes)
-    trace_id = _json_id(json_field(record, "traceId", "trace_id"), 32)
-    span_id = _json_id(json_field(record, "spanId", "span_id"), 16)
+    trace_id = _json_id(json_field(record, "traceId", "trace_id"), _TRACE_ID_BYTES)
+    span_id = _json_id(json_field(record, "spanId", "span_id"), _SPAN_ID_BYTES)
     reason: str | None
-    if trace_id is None or span_id is None:  # not hex: `invalid`, if it is a GenAI event at all
+    if trace_id is None or span_id is None:  # no id: `invalid`, if it is a GenAI event at all
         reason = refusal(name, True) or "invalid"
     else:
         reason = refusal(name, bool(trace_id and span_id))

@@ -34,6 +34,7 @@ __all__ = [
     "build_meter_provider",
     "otlp_protocol",
     "setup_telemetry",
+    "standard_variable",
 ]
 
 _log = logging.getLogger(__name__)
@@ -123,6 +124,29 @@ _VARIABLES = {
     "max_attribute_values": env.TOOLSCORE_MAX_ATTRIBUTE_VALUES,
 }
 """The variable each field is read from, to name it when its value is refused."""
+
+_READ_FROM = {
+    "enabled": (env.TOOLSCORE_TELEMETRY_ENABLED, env.OTEL_SDK_DISABLED),
+    "prometheus_enabled": (env.OTEL_METRICS_EXPORTER,),
+    "prometheus_host": (env.OTEL_EXPORTER_PROMETHEUS_HOST,),
+    "prometheus_port": (env.OTEL_EXPORTER_PROMETHEUS_PORT,),
+    "otlp_metrics": (
+        env.OTEL_METRICS_EXPORTER,
+        env.OTEL_EXPORTER_OTLP_ENDPOINT,
+        env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+    ),
+    "otlp_logs": (env.OTEL_LOGS_EXPORTER, env.OTEL_EXPORTER_OTLP_ENDPOINT, env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT),
+    "export_interval_ms": (env.OTEL_METRIC_EXPORT_INTERVAL,),
+    "max_attribute_values": (env.TOOLSCORE_MAX_ATTRIBUTE_VALUES,),
+}
+"""Every variable `from_env` reads each field from."""
+
+
+def standard_variable(field: str) -> str | None:
+    """The variables set in the environment that `from_env` read `field` from (`A, B` for more than one), None
+    when none is: said beside the value `toolscore serve --print-config` prints, as where it came from."""
+    names = [name for name in _READ_FROM.get(field, ()) if env.env_str(name) is not None]
+    return ", ".join(names) or None
 
 
 def _otlp_wanted(selector: str, signal_endpoint: str) -> bool:
