@@ -123,6 +123,7 @@ def _telemetry(
         logger_provider or built_logger,
         enabled=True,
         max_attribute_values=config.max_attribute_values,
+        max_agent_versions=config.max_agent_versions,
     )
     if built_meter is None and built_logger is None:
         return telemetry, None

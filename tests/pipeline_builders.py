@@ -160,6 +160,7 @@ class Recording:
         self.counts: Counter[str] = Counter()
         self.scores: list[tuple[ScoreResult, str, int, str | None, RunSpanRef | None]] = []
         self.verdicts: list[tuple[str, str | None, bool]] = []
+        self.versions: list[str | None] = []
         self.delays: list[float] = []
         self.waits: list[tuple[str, float]] = []
         self.judge: Counter[str] = Counter()
@@ -223,9 +224,10 @@ class Recording:
         with self.lock:
             self.outcomes[outcome] += 1
 
-    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool, agent_version: str | None = None) -> None:
         with self.lock:
             self.verdicts.append((expectation, agent, passed))
+            self.versions.append(agent_version)
 
     def score_recorded(
         self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None

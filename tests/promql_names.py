@@ -68,7 +68,7 @@ def _exported_series() -> dict[str, set[str]]:
         suffix = _UNIT_SUFFIXES.get(spec.unit, "")
         base += "" if base.endswith(suffix) else suffix
         labels = {attribute.replace(".", "_") for attribute in spec.attributes} | _SCRAPE_LABELS
-        if spec.kind == "counter":
+        if spec.kind in ("counter", "observable_counter"):
             series[f"{base}_total"] = labels
         elif spec.kind == "histogram":
             series.update({f"{base}_sum": labels, f"{base}_count": labels, f"{base}_bucket": labels | {"le"}})
@@ -93,7 +93,11 @@ def recorded_names(rules_file: Path) -> set[str]:
     return {rule["record"] for group in document["groups"] for rule in group["rules"] if "record" in rule}
 
 
-_LEVEL_LABELS = {"agent": "gen_ai_agent_name", "expectation": "toolscore_expectation_name"}
+_LEVEL_LABELS = {
+    "agent": "gen_ai_agent_name",
+    "expectation": "toolscore_expectation_name",
+    "version": "toolscore_agent_version",
+}
 """The labels a recording rule's level names: `agent_expectation:...` keeps both (an unknown one is a KeyError)."""
 
 

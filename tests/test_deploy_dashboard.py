@@ -195,10 +195,10 @@ def test_dashboard_covers_quality_traffic_judge_and_pipeline_health() -> None:
 def test_pass_rate_panels_count_runs_and_the_scorer_panel_says_it_is_the_scorer_pass_rate() -> None:
     """ "Pass rate" is runs that passed / runs (what `toolscore eval` reports), never verdicts pooled over scorers."""
     pass_rate = [p for p in _panels() if "pass rate" in p["title"].lower() and "scorer" not in p["title"].lower()]
-    assert len(pass_rate) == 3
+    assert len(pass_rate) == 4
     for panel in pass_rate:
         for target in panel["targets"]:
-            assert "agent_expectation:toolscore_expectation_runs_pass_per_run:" in target["expr"], panel["title"]
+            assert "_runs_pass_per_run:" in target["expr"], panel["title"]
     pooled = [p for p in _panels() if any('gen_ai_evaluation_score_label="pass"' in t["expr"] for t in p["targets"])]
     assert [p["title"] for p in pooled] == ["Scorer pass rate by scorer"]
 
@@ -228,3 +228,20 @@ def test_every_query_parses_as_promql(tmp_path: Path) -> None:
 def _grafana_to_promql(expr: str) -> str:
     """Grafana's variables as Prometheus would see them once Grafana has interpolated them."""
     return expr.replace("$__rate_interval", "1m").replace("$agent", ".*").replace("$expectation", ".*")
+
+
+def test_pass_rate_by_version_has_deploy_markers_at_each_versions_first_run() -> None:
+    """Releases: one panel of pass rate per agent version, and an annotation where a version's first run appears."""
+    (panel,) = [p for p in _panels() if p["title"] == "Pass rate by agent version"]
+    (target,) = panel["targets"]
+    assert target["expr"].startswith("agent_expectation_version:toolscore_expectation_version_runs_pass_per_run:")
+    assert '$agent"' in target["expr"]
+    assert "{{toolscore_agent_version}}" in target["legendFormat"]
+    (marker,) = [a for a in _dashboard()["annotations"]["list"] if a.get("expr")]
+    assert marker["datasource"] == DATASOURCE
+    assert marker["useValueForTime"] is True
+    assert marker["enable"] is True
+    assert metric_names(marker["expr"]) == {"agent_version:toolscore_agent_version_first_seen:min7d"}
+    assert metric_names(marker["expr"]) <= recorded_names(RULES)
+    assert marker["expr"].endswith("* 1000"), "Grafana places a value-as-time annotation at milliseconds"
+    assert _labels_used(marker["expr"]) <= exported_labels()

@@ -123,6 +123,7 @@ def test_expectation_alerts_take_their_severity_from_the_expectation() -> None:
     per_expectation = [alert for alert in _alerts() if "toolscore_expectation_name" in alert["expr"]]
     assert {alert["alert"] for alert in per_expectation} == {
         "ToolscoreExpectationPassRateRegression",
+        "ToolscoreAgentVersionRegression",
         "ToolscoreExpectationNoRuns",
     }
     for alert in per_expectation:

@@ -121,10 +121,11 @@ def _documented(text: str) -> dict[str, str]:
 
 
 def _same_default(written: str, default: object) -> bool:
-    """`250` for 250.0, `true` for True, `ExtractConfig()` for a nested model's defaults."""
+    """`250` for 250.0, `true` for True, `[a, b]` for a tuple, `ExtractConfig()` for a nested model's defaults."""
     if isinstance(default, BaseModel):
         return written == f"{type(default).__name__}()"
-    return bool(yaml.safe_load(written) == default)
+    value = yaml.safe_load(written)
+    return bool(value == default or (isinstance(default, tuple) and value == list(default)))
 
 
 def _wrong_defaults(written: dict[str, str], defaults: dict[str, object]) -> dict[str, tuple[str, object]]:

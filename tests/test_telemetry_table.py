@@ -110,6 +110,7 @@ def _emit_every_metric(telemetry: Any) -> None:
     telemetry.score_recorded(ScoreFailure(name="judge", error_type="judge_timeout"), "book-flight", 2, None, None)
     telemetry.run_verdict("book-flight", "planner", False)
     telemetry.run_verdict("book-flight", None, True)
+    telemetry.run_verdict("book-flight", "planner", True, "1.2.0")
     telemetry.score_delay(0.25)
     telemetry.observe_pending(lambda: 3, 500)
     telemetry.observe_pending_bytes(lambda: 4096, 1 << 20)
@@ -127,7 +128,8 @@ def test_every_emitted_metric_and_attribute_is_in_the_table(meters: tuple[MeterP
     assert set(emitted) == {spec.name for spec in METRICS}
     for name, m in emitted.items():
         spec = metric(name)
-        assert (m.unit, _kind(m), m.description) == (spec.unit, spec.kind, spec.description)
+        kind = "counter" if spec.kind == "observable_counter" else spec.kind  # exported as a monotonic sum
+        assert (m.unit, _kind(m), m.description) == (spec.unit, kind, spec.description)
         for point in m.data.data_points:
             if spec.buckets is not None:
                 assert tuple(point.explicit_bounds) == spec.buckets  # type: ignore[union-attr]

@@ -104,6 +104,21 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
 @click.option("--markdown", "markdown", type=click.Path(dir_okay=False), help="Write a Markdown summary to PATH.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the full results as JSON to PATH.")
 @click.option("--show-unmatched", is_flag=True, help="List the runs that matched no expectation.")
+@click.option(
+    "--baseline",
+    "baseline",
+    multiple=True,
+    metavar="PATH",
+    help="Traces of the version to compare against (repeatable): prints each expectation's pass rate "
+    "in both sets and the difference, and exits 1 when one is lower by more than --margin.",
+)
+@click.option(
+    "--margin",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="How much lower than the baseline's a pass rate may be (with --baseline).",
+)
 @click.option("--max-failures", type=click.IntRange(min=0), default=20, show_default=True,
               help="Failing runs shown in full in the summary.")  # fmt: skip
 def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
@@ -122,6 +137,8 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     json_path: str | None,
     show_unmatched: bool,
     max_failures: int,
+    baseline: tuple[str, ...],
+    margin: float,
 ) -> None:
     """Score the agent runs in OTLP trace files against expectations, as the live pipeline would.
 
@@ -147,6 +164,7 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     }
     try:
         result = _evaluate(all_traces, expectations, options)
+        before = _evaluate(baseline, expectations, options) if baseline else None
     except EvalInputError as exc:
         for problem in exc.problems:
             click.echo(f"toolscore eval: {problem}", err=True)
@@ -156,4 +174,12 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
 
     console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
     print_report(result, console, show_unmatched=show_unmatched, max_failures=max_failures)
-    sys.exit(result.exit_code)
+    worse = False
+    if before is not None:
+        from toolscore.collector.evaluate.baseline import compare, regressions
+        from toolscore.collector.evaluate.report_baseline import print_baseline
+
+        rows = compare(result, before)
+        worse = bool(regressions(rows, margin))
+        print_baseline(rows, margin, console)
+    sys.exit(1 if worse else result.exit_code)

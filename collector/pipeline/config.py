@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from toolscore.collector.extract import ExtractConfig
+from toolscore.collector.pipeline.agent_version import AgentVersionConfig
 
 __all__ = ["JudgeBudgetConfig", "PipelineConfig"]
 
@@ -109,6 +110,10 @@ class PipelineConfig(BaseModel):
     )
     judge: JudgeBudgetConfig = Field(default_factory=JudgeBudgetConfig, description="LLM-judge budget.")
     extract: ExtractConfig = Field(default_factory=ExtractConfig, description="How runs and calls are rebuilt.")
+    agent_version: AgentVersionConfig = Field(
+        default_factory=AgentVersionConfig,
+        description="Where a run's agent version is read from (the `toolscore.agent.version` of its verdicts).",
+    )
 
     @model_validator(mode="after")
     def _hold_covers_settle(self) -> PipelineConfig:

@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 
 from opentelemetry.trace import Tracer
 
+from toolscore.collector.pipeline.agent_version import agent_version
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.emit import RunScores, build_enrichment
@@ -555,7 +556,8 @@ class Engine(Worker, Generic[C]):
         self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
         passed = flight.verdicts.add(exp.name, result)
         if passed is not None:
-            self.telemetry.run_verdict(exp.name, run.agent_name, passed)
+            version = agent_version(run, self.config.agent_version)
+            self.telemetry.run_verdict(exp.name, run.agent_name, passed, version)
         if self.on_scored is not None:
             try:
                 self.on_scored(run, exp, result)

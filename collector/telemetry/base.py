@@ -128,10 +128,10 @@ class PipelineTelemetry(Protocol):
     ) -> None:
         """One scorer's result for one run against one expectation version."""
 
-    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool, agent_version: str | None = None) -> None:
         """A run's verdict on one expectation it matched, once all of that expectation's scorers have given
         their results: passed when every one passed (a scorer that could not score fails it, as in
-        `toolscore eval`)."""
+        `toolscore eval`). `agent_version` is the run's version (`AgentVersionConfig`), None when unknown."""
 
     def score_delay(self, seconds: float) -> None:
         """Time from the run span's arrival in the pipeline (this process's clock, not the span's end time,
@@ -213,7 +213,7 @@ class NoopTelemetry:
     ) -> None:
         pass
 
-    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool, agent_version: str | None = None) -> None:
         pass
 
     def score_delay(self, seconds: float) -> None:
@@ -252,6 +252,7 @@ def create_telemetry(
     logger_provider: LoggerProvider | None = None,
     enabled: bool = True,
     max_attribute_values: int | None = None,
+    max_agent_versions: int | None = None,
 ) -> PipelineTelemetry:
     """The one factory: the OTel implementation, or `NoopTelemetry` when `enabled` is false.
 
@@ -263,5 +264,8 @@ def create_telemetry(
     from toolscore.collector.telemetry.otel import OTelPipelineTelemetry
 
     return OTelPipelineTelemetry(
-        meter_provider=meter_provider, logger_provider=logger_provider, max_attribute_values=max_attribute_values
+        meter_provider=meter_provider,
+        logger_provider=logger_provider,
+        max_attribute_values=max_attribute_values,
+        max_agent_versions=max_agent_versions,
     )

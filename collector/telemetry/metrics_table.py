@@ -31,7 +31,7 @@ __all__ = [
 OTHER_VALUE = "_other"
 """The value a capped attribute takes once its distinct-value budget is spent."""
 
-InstrumentKind = Literal["counter", "histogram", "observable_gauge"]
+InstrumentKind = Literal["counter", "histogram", "observable_gauge", "observable_counter"]
 
 SCORE_BUCKETS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """Explicit boundaries on 0..1: the built-in scorers' range, one bucket per tenth."""
@@ -52,6 +52,8 @@ class AttributeSpec:
     description: str
     values: tuple[str, ...] | None = None
     """The allowed values; ``None`` means names from the registry or the spans, capped (see module doc)."""
+    values_note: str | None = None
+    """How docs/metrics.md describes the values, when not by the rule above."""
 
     @property
     def capped(self) -> bool:
@@ -99,6 +101,12 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec("toolscore.expectation.name", "The expectation the run was scored against."),
     AttributeSpec("toolscore.expectation.severity", "The expectation's `severity` label; absent when it has none."),
     AttributeSpec("gen_ai.agent.name", "The agent's name from the run span; absent when the span has none."),
+    AttributeSpec(
+        "toolscore.agent.version",
+        "The agent's version, read from the run (`pipeline.agent_version`): its `max_agent_versions` most recent "
+        "versions per agent have series of their own, older ones count as `_other`.",
+        values_note="versions, the latest `max_agent_versions` (default 5) per agent; then `_other`",
+    ),
     AttributeSpec("gen_ai.evaluation.score.label", "The scorer's verdict.", ("pass", "fail")),
     AttributeSpec(
         "toolscore.run.verdict",
@@ -250,6 +258,28 @@ METRICS: tuple[MetricSpec, ...] = (
         ("toolscore.expectation.name", "gen_ai.agent.name", "toolscore.run.verdict"),
         "Mostly `pass`; a drop after a deploy is a regression (`ToolscoreExpectationPassRateRegression`): the "
         "scorer pass rate per `gen_ai.evaluation.name` says which scorer fails.",
+    ),
+    MetricSpec(
+        "toolscore.expectation.version.runs",
+        "observable_counter",
+        "{run}",
+        "`toolscore.expectation.runs` per agent version (`toolscore.agent.version`), for runs whose version is "
+        "known: the pass rate of each version, which the canary alert compares with the previous version's. "
+        "Each agent keeps the series of its `max_agent_versions` most recently seen versions; when a newer one "
+        "comes, the oldest's series ends (Prometheus keeps its last samples) and its later runs count as "
+        "`_other` (counted in `toolscore.attribute.overflow`).",
+        ("toolscore.expectation.name", "gen_ai.agent.name", "toolscore.agent.version", "toolscore.run.verdict"),
+        "Mostly `pass` for every version; a version below the one before it is a release regression "
+        "(`ToolscoreAgentVersionRegression`); `_other` growing means old versions still run.",
+    ),
+    MetricSpec(
+        "toolscore.agent.version.first_seen",
+        "observable_gauge",
+        "s",
+        "When this process counted the first run of each kept agent version (Unix time): the release order, "
+        "from which the canary alert tells a version from the one before it (the minimum over replicas).",
+        ("gen_ai.agent.name", "toolscore.agent.version"),
+        "One series per kept version, at most `max_agent_versions` per agent; a new one appears with each deploy.",
     ),
     MetricSpec(
         "toolscore.expectation.info",

@@ -27,7 +27,8 @@ from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, R
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
 from toolscore.collector.telemetry.unexported import UnexportedCheck
-from toolscore.collector.utf8 import valid_utf8_values
+from toolscore.collector.telemetry.versions import DEFAULT_MAX_AGENT_VERSIONS, VersionRuns
+from toolscore.collector.utf8 import valid_utf8, valid_utf8_values
 from toolscore.scorers.model import Score, ScoreResult
 
 __all__ = ["EVALUATION_EVENT", "SCOPE_NAME", "OTelPipelineTelemetry", "run_span_context"]
@@ -125,8 +126,11 @@ class OTelPipelineTelemetry:
         meter_provider: MeterProvider | None = None,
         logger_provider: LoggerProvider | None = None,
         max_attribute_values: int | None = None,
+        max_agent_versions: int | None = None,
     ) -> None:
         version = _version()
+        versions = DEFAULT_MAX_AGENT_VERSIONS if max_agent_versions is None else max_agent_versions
+        self._versions = VersionRuns(versions, lambda: self._count_overflow("toolscore.agent.version"))
         meter = metrics.get_meter(SCOPE_NAME, version or "", meter_provider=meter_provider)
         self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
         # Given the no-op provider (`toolscore serve` without a logs exporter), skip building each event.
@@ -144,6 +148,7 @@ class OTelPipelineTelemetry:
             "toolscore.pending.bytes.limit": lambda options: self._observe_pending_limit("bytes"),
             "toolscore.expectation.info": self._observe_expectations,
             "toolscore.registry.sync.age": lambda options: self._observe_registry(0),
+            "toolscore.agent.version.first_seen": self._observe_first_seen,
             "toolscore.registry.unreadable": lambda options: self._observe_registry(1),
         }
         counters: dict[str, Counter] = {}
@@ -153,6 +158,8 @@ class OTelPipelineTelemetry:
                 counters[spec.name] = meter.create_counter(spec.name, spec.unit, spec.description)
             elif spec.kind == "histogram":
                 histograms[spec.name] = self._histogram(meter, spec)
+            elif spec.kind == "observable_counter":
+                meter.create_observable_counter(spec.name, [self._observe_versions], spec.unit, spec.description)
             else:
                 meter.create_observable_gauge(spec.name, [gauges[spec.name]], spec.unit, spec.description)
         self._score = histograms["toolscore.evaluation.score"]
@@ -318,7 +325,7 @@ class OTelPipelineTelemetry:
             attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
         self._tally.add(self._runs, attributes)
 
-    def run_verdict(self, expectation: str, agent: str | None, passed: bool) -> None:
+    def run_verdict(self, expectation: str, agent: str | None, passed: bool, agent_version: str | None = None) -> None:
         bound = self._limiter.bound
         attributes: tuple[tuple[str, AttributeValue], ...] = (
             ("toolscore.expectation.name", bound("toolscore.expectation.name", expectation)),
@@ -327,6 +334,24 @@ class OTelPipelineTelemetry:
             attributes += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
         attributes += (("toolscore.run.verdict", "pass" if passed else "fail"),)
         self._tally.add(self._run_verdicts, attributes)  # once per run and expectation
+        if agent and agent_version:
+            self._versions.add(str(attributes[0][1]), str(attributes[1][1]), valid_utf8(agent_version), passed)
+
+    def _observe_first_seen(self, options: CallbackOptions) -> Iterable[Observation]:
+        for (agent, version), seconds in self._versions.first_seen().items():
+            yield Observation(seconds, {"gen_ai.agent.name": agent, "toolscore.agent.version": version})
+
+    def _observe_versions(self, options: CallbackOptions) -> Iterable[Observation]:
+        for (expectation, agent, version, verdict), n in self._versions.snapshot().items():
+            yield Observation(
+                n,
+                {
+                    "toolscore.expectation.name": expectation,
+                    "gen_ai.agent.name": agent,
+                    "toolscore.agent.version": version,
+                    "toolscore.run.verdict": verdict,
+                },
+            )
 
     def score_delay(self, seconds: float) -> None:
         self._delay.record(max(seconds, 0.0))

@@ -60,7 +60,7 @@ def render_metrics() -> str:
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     lines += ["", "| Attribute | Meaning | Values |", "|---|---|---|"]
     for attribute in ATTRIBUTES.values():
-        values = CAPPED_NOTE if attribute.values is None else _code_list(attribute.values)
+        values = attribute.values_note or (CAPPED_NOTE if attribute.values is None else _code_list(attribute.values))
         lines.append(f"| `{attribute.name}` | {_cell(attribute.description)} | {_cell(values)} |")
     return "\n".join(lines)
 

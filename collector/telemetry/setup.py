@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolscore.collector import env
 from toolscore.collector.telemetry.base import PipelineTelemetry, create_telemetry
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES
+from toolscore.collector.telemetry.versions import DEFAULT_MAX_AGENT_VERSIONS
 
 __all__ = [
     "TelemetryConfig",
@@ -88,6 +89,12 @@ class TelemetryConfig(BaseModel):
         ge=1,
         description="Distinct values per name-valued metric attribute (scorer, expectation, agent, error type) "
         "before further ones are reported as `_other`. Env: TOOLSCORE_MAX_ATTRIBUTE_VALUES. Default: 100.",
+    )
+    max_agent_versions: int = Field(
+        default=DEFAULT_MAX_AGENT_VERSIONS,
+        ge=1,
+        description="Versions per agent with series of their own in `toolscore.expectation.version.runs` (the "
+        "most recently seen); an older version's series ends and its later runs count as `_other`. Default: 5.",
     )
 
     @classmethod
@@ -297,5 +304,6 @@ def setup_telemetry(config: TelemetryConfig | None = None, resource: Resource | 
         logger_provider or NoOpLoggerProvider(),  # not the global one: this process's events go nowhere else
         enabled=True,
         max_attribute_values=config.max_attribute_values,
+        max_agent_versions=config.max_agent_versions,
     )
     return TelemetrySetup(telemetry, meter_provider, logger_provider, server)

@@ -1,0 +1,132 @@
+"""Runs carry their agent's version: read from the run span or its resource, bounded per agent in the metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from tests.pipeline_builders import TRAVEL, Recording, registry_with, run_attrs, tool_attrs, wait_until
+from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline.agent_version import AgentVersionConfig, agent_version
+from toolscore.collector.telemetry import create_telemetry
+from toolscore.collector.telemetry.metrics_table import OTHER_VALUE
+from toolscore.scorers.model import AgentRun
+
+VERSION_RUNS = "toolscore.expectation.version.runs"
+
+
+@pytest.fixture
+def meters() -> Iterator[tuple[MeterProvider, InMemoryMetricReader]]:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    yield provider, reader
+    provider.shutdown()
+
+
+def _points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, Any], Any]]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    metrics: dict[str, Metric] = {
+        m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    }
+    if name not in metrics:
+        return []
+    return [(dict(p.attributes or {}), p.value) for p in metrics[name].data.data_points]  # type: ignore[union-attr]
+
+
+def test_span_version_wins_over_the_resource_version() -> None:
+    run = AgentRun(attributes={"gen_ai.agent.version": "2.0"}, resource={"service.version": "1.9"})
+    assert agent_version(run) == "2.0"
+    assert agent_version(AgentRun(resource={"service.version": "1.9"})) == "1.9"
+    assert agent_version(AgentRun(attributes={"gen_ai.agent.version": "  "})) is None
+
+
+def test_openinference_prompt_version_and_a_configured_baggage_key_are_read() -> None:
+    assert agent_version(AgentRun(attributes={"llm.prompt_template.version": "v7"})) == "v7"
+    config = AgentVersionConfig(span_attributes=("prompt.version",), resource_attributes=())
+    run = AgentRun(attributes={"prompt.version": 3, "gen_ai.agent.version": "x"}, resource={"service.version": "1"})
+    assert agent_version(run, config) == "3"
+
+
+def test_verdicts_are_counted_per_version(meters: tuple[MeterProvider, InMemoryMetricReader]) -> None:
+    provider, reader = meters
+    telemetry = create_telemetry(meter_provider=provider)
+    telemetry.run_verdict("book", "planner", True, "1.0")
+    telemetry.run_verdict("book", "planner", True, "1.0")
+    telemetry.run_verdict("book", "planner", False, "1.1")
+    telemetry.run_verdict("book", "planner", True, None)  # no version: not in the per-version metric
+    points = sorted(_points(reader, VERSION_RUNS), key=lambda p: p[0]["toolscore.agent.version"])
+    base = {"toolscore.expectation.name": "book", "gen_ai.agent.name": "planner"}
+    assert points == [
+        ({**base, "toolscore.agent.version": "1.0", "toolscore.run.verdict": "pass"}, 2),
+        ({**base, "toolscore.agent.version": "1.1", "toolscore.run.verdict": "fail"}, 1),
+    ]
+
+
+def test_a_thousand_versions_keep_n_plus_one_series_per_agent(
+    meters: tuple[MeterProvider, InMemoryMetricReader],
+) -> None:
+    provider, reader = meters
+    telemetry = create_telemetry(meter_provider=provider, max_agent_versions=4)
+    for i in range(1000):
+        for agent in ("planner", "booker"):
+            telemetry.run_verdict("book", agent, True, f"v{i}")
+        if i % 100 == 0:
+            reader.get_metrics_data()  # collections along the way must not keep retired versions' series
+    for agent in ("planner", "booker"):
+        telemetry.run_verdict("book", agent, False, "v3")  # a straggler of a retired version
+    points = _points(reader, VERSION_RUNS)
+    for agent in ("planner", "booker"):
+        versions = {p["toolscore.agent.version"] for p, _ in points if p["gen_ai.agent.name"] == agent}
+        assert versions == {"v996", "v997", "v998", "v999", OTHER_VALUE}
+    first_seen = _points(reader, "toolscore.agent.version.first_seen")
+    assert sorted(p["toolscore.agent.version"] for p, _ in first_seen if p["gen_ai.agent.name"] == "planner") == [
+        "v996",
+        "v997",
+        "v998",
+        "v999",
+    ]
+    other = {p["gen_ai.agent.name"]: n for p, n in points if p["toolscore.agent.version"] == OTHER_VALUE}
+    assert other == {"planner": 1, "booker": 1}
+    folds = [
+        n
+        for p, n in _points(reader, "toolscore.attribute.overflow")
+        if p == {"toolscore.attribute.name": "toolscore.agent.version"}
+    ]
+    assert folds == [2]
+
+
+def _verdict_versions(resource: dict[str, Any], config: PipelineConfig, **run_extra: Any) -> list[str | None]:
+    telemetry = Recording()
+    provider = TracerProvider(resource=Resource.create(resource))
+    with registry_with(TRAVEL) as registry:
+        provider.add_span_processor(
+            ToolscoreSpanProcessor(registry, SimpleSpanProcessor(InMemorySpanExporter()), config, telemetry)
+        )
+        tracer = provider.get_tracer("toolscore-tests")
+        run = tracer.start_span("invoke_agent travel", attributes=run_attrs(**run_extra))
+        with trace_api.use_span(run, end_on_exit=True):
+            for i, name in enumerate(("search_flights", "book_flight")):
+                tracer.start_span(f"execute_tool {name}", attributes=tool_attrs(name, f"call_{i}")).end()
+        assert wait_until(lambda: bool(telemetry.verdicts))
+        provider.shutdown()
+    return telemetry.versions
+
+
+def test_the_pipeline_gives_each_verdict_the_runs_service_version() -> None:
+    assert _verdict_versions({"service.version": "2.1.0"}, PipelineConfig(settle_ms=20)) == ["2.1.0"]
+
+
+def test_the_pipeline_reads_the_configured_attribute_first() -> None:
+    config = PipelineConfig(settle_ms=20, agent_version=AgentVersionConfig(span_attributes=("prompt.version",)))
+    versions = _verdict_versions({"service.version": "2.1.0"}, config, **{"prompt.version": "p9"})
+    assert versions == ["p9"]

@@ -1,0 +1,122 @@
+"""The canary alert fires end to end: two versions of an agent over OTLP → `toolscore serve` → Prometheus → the rules.
+
+A real Prometheus (tests/prometheus.py) scrapes a real `toolscore serve` every second and evaluates the shipped
+rules with their windows shrunk as tests/test_deploy_alert_e2e.py does (`shrink_durations`: 1 hour → 10 s,
+7 days → 5 min, `for:` → 2 s). Version 1.0 of the `travel` agent (its resource's `service.version`) passes its
+expectation on every run; then version 1.1 runs beside it and fails every run (it never books the flight).
+`ToolscoreAgentVersionRegression` must stay quiet while only 1.0 runs, then fire for 1.1 through `/api/v1/alerts`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from tests.prometheus import Prometheus
+from tests.serve_harness import ServeProcess, serve_config
+from tests.test_deploy_alert_e2e import EXPECTATIONS, RULES, shrink_durations
+
+ALERT = "ToolscoreAgentVersionRegression"
+RUNS_PER_SECOND = 4
+"""Per version: 40 runs in the shrunk 1-hour window (10 s), above the alert's 20 on each version."""
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[ServeProcess]:
+    config = serve_config(tmp_path, [EXPECTATIONS], None, pipeline={"settle_ms": 50})
+    process = ServeProcess(config, tmp_path)
+    with process:
+        process.wait_ready()
+        yield process
+        assert process.terminate() == 0, process.log()
+
+
+@pytest.fixture
+def prometheus(serve: ServeProcess, tmp_path: Path) -> Iterator[Prometheus]:
+    rules = tmp_path / "toolscore.rules.yml"
+    rules.write_text(shrink_durations(RULES.read_text(encoding="utf-8")))
+    server = Prometheus(tmp_path, [f"127.0.0.1:{serve.metrics_port}"], rule_files=[rules], interval="1s")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+class Version:
+    """One version of the `travel` agent (its `service.version`), sending runs over OTLP/gRPC."""
+
+    def __init__(self, endpoint: str, version: str) -> None:
+        resource = Resource.create({"service.name": "travel-agent", "service.version": version})
+        self.provider = TracerProvider(resource=resource)
+        self.provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True), schedule_delay_millis=100)
+        )
+        self.tracer = self.provider.get_tracer("version-alert-e2e")
+
+    def run(self, passes: bool) -> None:
+        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel"}
+        with self.tracer.start_as_current_span("invoke_agent travel", attributes=attributes):
+            for i, tool in enumerate(("search_flights", "book_flight") if passes else ("search_flights",)):
+                tool_attributes = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool,
+                    "gen_ai.tool.call.id": f"call_{i}",
+                }
+                with self.tracer.start_as_current_span(f"execute_tool {tool}", attributes=tool_attributes):
+                    pass
+
+
+def _second(runs: list[tuple[Version, bool]]) -> None:
+    for _ in range(RUNS_PER_SECOND):
+        for version, passes in runs:
+            version.run(passes)
+        time.sleep(1 / RUNS_PER_SECOND)
+
+
+def _alerts(prometheus: Prometheus) -> list[dict[str, Any]]:
+    return [alert for alert in prometheus.alerts() if alert["labels"]["alertname"] == ALERT]
+
+
+def test_a_worse_new_version_fires_the_version_alert_through_prometheus(
+    serve: ServeProcess, prometheus: Prometheus
+) -> None:
+    old, new = Version(serve.grpc_endpoint, "1.0"), Version(serve.grpc_endpoint, "1.1")
+    try:
+        for _ in range(12):  # 1.0 alone, passing: one version never fires
+            _second([(old, True)])
+        old.provider.force_flush()
+        assert _alerts(prometheus) == [], "a single version has no version before it"
+        deadline = time.monotonic() + 45
+        firing: list[dict[str, Any]] = []
+        while not firing and time.monotonic() < deadline:  # the canary: 1.1 beside 1.0, failing every run
+            _second([(old, True), (new, False)])
+            firing = [alert for alert in _alerts(prometheus) if alert["state"] == "firing"]
+    finally:
+        old.provider.shutdown()
+        new.provider.shutdown()
+    versions = {
+        s["metric"]["toolscore_agent_version"] for s in prometheus.query("toolscore_expectation_version_runs_total")
+    }
+    assert versions == {"1.0", "1.1"}
+    assert firing, f"{ALERT} did not fire within 45 s; rules: {prometheus.rule_groups()}"
+    (alert,) = firing
+    assert alert["labels"] == {
+        "alertname": ALERT,
+        "severity": "page",
+        "toolscore_expectation_name": "e2e.travel.book-flight",
+        "toolscore_expectation_severity": "page",
+        "gen_ai_agent_name": "travel",
+        "toolscore_agent_version": "1.1",
+    }
+    assert float(alert["value"]) == pytest.approx(1.0), "1.0 passes every run, 1.1 none"
+    previous = prometheus.query("agent_version:toolscore_agent_version:previous")
+    assert [s["metric"]["toolscore_agent_version"] for s in previous] == ["1.0"]
