@@ -34,12 +34,12 @@ class AgentVersionConfig(BaseModel):
     span_attributes: tuple[str, ...] = Field(
         default=("gen_ai.agent.version", "langfuse.version", "llm.prompt_template.version"),
         description="Run span attributes read for the version, first non-empty wins (a baggage key copied "
-        "onto spans by the BaggageSpanProcessor works too). Default: gen_ai.agent.version, langfuse.version, "
-        "llm.prompt_template.version.",
+        "onto spans by the BaggageSpanProcessor works too). "
+        "Default: [gen_ai.agent.version,langfuse.version,llm.prompt_template.version].",
     )
     resource_attributes: tuple[str, ...] = Field(
         default=("service.version",),
-        description="Resource attributes read when no span attribute holds a version. Default: service.version.",
+        description="Resource attributes read when no span attribute holds a version. Default: [service.version].",
     )
 
 
