@@ -49,7 +49,7 @@ from toolscore.collector.telemetry.setup import (
     build_meter_provider,
     otlp_protocol,
 )
-from toolscore.scorers.llm_judge_trace import JUDGE_SCOPE
+from toolscore.scorers._llm_judge_trace import JUDGE_SCOPE
 
 __all__ = ["instrument", "span_exporter_from_env"]
 

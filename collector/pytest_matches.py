@@ -16,8 +16,10 @@ import threading
 from dataclasses import dataclass
 
 from toolscore.collector.pipeline.match import is_judge
-from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer, should_sample
-from toolscore.scorers.model import AgentRun
+from toolscore.collector.registry import Expectation, ExpectationScorer
+from toolscore.collector.registry._matching import ExpectationIndex
+from toolscore.collector.registry._sampling import should_sample
+from toolscore.scorers._model import AgentRun
 
 __all__ = ["JUDGE_OPT_IN", "MatchRecorder", "NotScored"]
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from toolscore.collector.pytest_matches import NotScored
     from toolscore.collector.registry import Expectation
-    from toolscore.scorers.model import AgentRun, Score, ScoreResult
+    from toolscore.scorers._model import AgentRun, Score, ScoreResult
 
 __all__ = ["ToolscoreRuns", "toolscore_expectations", "toolscore_runs"]
 
@@ -109,7 +109,7 @@ class ToolscoreRuns:
 
         from toolscore.collector.pipeline import ToolscoreSpanProcessor
         from toolscore.collector.pytest_matches import MatchRecorder
-        from toolscore.collector.registry import ExpectationIndex
+        from toolscore.collector.registry._matching import ExpectationIndex
         from toolscore.collector.telemetry import NoopTelemetry
 
         self.expectations = list(expectations)
@@ -180,8 +180,8 @@ class ToolscoreRuns:
         """
         __tracebackhide__ = True
         from toolscore.collector.evaluate import diff_for_scorer, render_diff
-        from toolscore.scorers.model import Score
-        from toolscore.scorers.trajectory import Trajectory
+        from toolscore.scorers._model import Score
+        from toolscore.scorers._trajectory import Trajectory
 
         calls = [{"name": item} if isinstance(item, str) else dict(item) for item in expected]
         spec: dict[str, Any] = {"expected": calls, "mode": mode}

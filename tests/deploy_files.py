@@ -21,7 +21,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from toolscore.collector.serve.config import ENV_NESTED_DELIMITER, ENV_PREFIX, ServeConfig, load_config
+from toolscore.collector.serve import ServeConfig, load_config
+from toolscore.collector.serve._config import ENV_NESTED_DELIMITER, ENV_PREFIX
 
 __all__ = [
     "COMPONENTS",

@@ -15,10 +15,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Span, Tracer
 
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
-from toolscore.collector.registry import Expectation, MemoryStore, Registry
+from toolscore.collector.registry import Expectation, Registry
+from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import RunSpanRef
-from toolscore.scorers.model import AgentRun, ScoreResult
+from toolscore.scorers import AgentRun, ScoreResult
 
 EPOCH_NS = 1_767_225_600_000_000_000
 TRACE = "0af7651916cd43dd8448eb211c80319c"

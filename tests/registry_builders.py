@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.pipeline_builders import wait_until
-from toolscore.collector.registry import Change, Registry, SqliteStore
-from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
+from toolscore.collector.registry import Registry
+from toolscore.collector.registry.api import RegistryServer, RegistryServerConfig, start_registry_server
+from toolscore.collector.registry.stores import Change, SqliteStore
 from toolscore.scorers import AgentRun
 
 

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from toolscore.collector.serve.ingest import IngestResult
+from toolscore.collector.serve.receivers._ingest import IngestResult
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"
 TOKEN = "s3cret-token"

@@ -19,7 +19,7 @@ from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.agent_version import AgentVersionConfig, agent_version
 from toolscore.collector.telemetry import create_telemetry
 from toolscore.collector.telemetry.metrics_table import OTHER_VALUE
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 VERSION_RUNS = "toolscore.expectation.version.runs"
 

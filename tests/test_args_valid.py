@@ -9,10 +9,9 @@ import pytest
 from jsonschema import validators
 from pydantic import ValidationError
 
-from toolscore.scorers.json_schema import MAX_SCHEMA_CHARS, compiled_schema
-from toolscore.scorers.json_schema_fast import compile_fast
-from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall, ToolSpec
-from toolscore.scorers.spec import parse_scorer
+from toolscore.scorers import AgentRun, Score, ScoreFailure, ToolCall, ToolSpec, parse_scorer
+from toolscore.scorers._json_schema import MAX_SCHEMA_CHARS, compiled_schema
+from toolscore.scorers._json_schema_fast import compile_fast
 
 WEATHER = {
     "type": "object",

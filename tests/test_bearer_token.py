@@ -17,11 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from tests.registry_builders import ServerThread
 from tests.serve_receiver_support import RecordingIngest, http_call, sdk_spans
 from toolscore.collector.registry import Registry, RegistryConfig, SqliteStoreConfig
-from toolscore.collector.registry.service import RegistryServerConfig
-from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
-from toolscore.collector.serve.health import HealthState
-from toolscore.collector.serve.http_receiver import start_http_receiver
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.registry.api import RegistryServerConfig
+from toolscore.collector.serve._health import HealthState
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_receiver import start_grpc_receiver
+from toolscore.collector.serve.receivers._http_receiver import start_http_receiver
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 

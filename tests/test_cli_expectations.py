@@ -30,10 +30,10 @@ from toolscore.collector.registry import (
     SqliteStoreConfig,
     load_paths,
 )
-from toolscore.collector.registry.client import RegistryClient
-from toolscore.collector.registry.service import RegistryServer, RegistryServerConfig, start_registry_server
-from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
-from toolscore.scorers.model import AgentRun, Score
+from toolscore.collector.registry.api import RegistryClient, RegistryServer, RegistryServerConfig, start_registry_server
+from toolscore.collector.serve.scores import ScoreStoreConfig
+from toolscore.collector.serve.scores._store import ScoreStore
+from toolscore.scorers import AgentRun, Score
 
 DATA = Path(__file__).parent / "testdata" / "cli_expectations"
 TOKEN = "cli-token"

@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from tests.registry_builders import doc
 from toolscore.collector.cli import main
 from toolscore.collector.registry import Expectation, Registry, RegistryConfig, SqliteStoreConfig
-from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
-from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
+from toolscore.collector.serve.scores import ScoreStoreConfig
+from toolscore.collector.serve.scores._store import ScoreStore
+from toolscore.scorers import AgentRun, Score, ScoreFailure, ToolCall
 
 TRAVEL = Expectation.model_validate({**doc("travel"), "version": 2})
 REFUND = Expectation.model_validate({**doc("refund"), "version": 1})

@@ -22,8 +22,8 @@ from pydantic import BaseModel
 import toolscore.collector
 import toolscore.scorers
 from tests.docs_text import ROOT, page
-from toolscore.collector.registry.service import RegistryServerConfig
-from toolscore.collector.serve.config import ServeConfig, load_config
+from toolscore.collector.registry.api import RegistryServerConfig
+from toolscore.collector.serve import ServeConfig, load_config
 
 _DEFAULT = re.compile(r"\bDefault: (\S+?)[.,;]?(?=\s|$)")
 """`Default: 250.`, `Default: 134217728 (128 MiB).`, `Default: unset.`: the value is the first word."""

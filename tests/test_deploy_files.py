@@ -43,7 +43,7 @@ from tests.deploy_files import (
     toolscore_container,
 )
 from tests.promql_names import exported_metrics
-from toolscore.collector.serve.config import load_config
+from toolscore.collector.serve import load_config
 from toolscore.collector.telemetry.metrics_table import ATTRIBUTES
 
 

@@ -25,7 +25,7 @@ from tests.deploy_files import (
     port_of,
     toolscore_container,
 )
-from toolscore.collector.registry.files import load_paths
+from toolscore.collector.registry import load_paths
 
 
 @pytest.fixture(autouse=True)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from toolscore.collector.cli.demo_runs import DEMO_RUNS, DemoCall, DemoRun, make_demo_spans
 from toolscore.collector.extract import rebuild_runs
-from toolscore.collector.registry import ExpectationIndex
-from toolscore.collector.registry.files import load_file
+from toolscore.collector.registry._files import load_file
+from toolscore.collector.registry._matching import ExpectationIndex
 from toolscore.collector.sources.sdk import spans_from_readable
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import Score, ToolSpec
+from toolscore.scorers import Score, ToolSpec
 
 PRODUCTION = Path(__file__).parent.parent / "deploy" / "expectations" / "production.yaml"
 FOUR = ["tool_policy", "args_valid", "efficiency", "tool_errors"]

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolscore.scorers.model import AgentRun, Score, ToolCall
-from toolscore.scorers.spec import parse_scorer
+from toolscore.scorers import AgentRun, Score, ToolCall, parse_scorer
 
 
 def score(spec: dict[str, Any], *calls: ToolCall) -> Score:

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from tests.registry_builders import doc
 from toolscore.collector.error_text import error_message
 from toolscore.collector.registry import InvalidExpectation, parse_expectation
-from toolscore.collector.serve.config import ServeConfig
+from toolscore.collector.serve import ServeConfig
 
 
 def _message(document: dict[str, Any]) -> str:

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from toolscore.collector.evaluate import KeyDiff, diff_calls, diff_for_scorer, render_diff
-from toolscore.scorers.model import AgentRun, Score, ToolCall, ToolSpec
-from toolscore.scorers.spec import parse_scorer
+from toolscore.scorers import AgentRun, Score, ToolCall, ToolSpec, parse_scorer
 
 
 def call(name: str, **args: Any) -> ToolCall:
@@ -346,7 +345,7 @@ def test_an_args_valid_diff_reads_the_catalog_of_the_run_it_is_given() -> None:
 
 def test_key_diffs_follow_the_direction_and_dotted_paths() -> None:
     from toolscore.collector.evaluate.diff import key_diffs
-    from toolscore.scorers.matching import ArgsMatch
+    from toolscore.scorers._matching import ArgsMatch
 
     want = call("s", q="otel", limit=5, time={"start": 1, "end": 2})
     got = call("s", q="otel", page=2, time={"start": 9, "end": 3})

@@ -10,9 +10,9 @@ from pathlib import Path
 from tests.pipeline_builders import recording_engine, wait_until
 from toolscore.collector.evaluate import run_eval
 from toolscore.collector.pipeline import PipelineConfig
-from toolscore.collector.registry.files import load_file
+from toolscore.collector.registry._files import load_file
 from toolscore.collector.sources import read_trace_file
-from toolscore.scorers.model import Score
+from toolscore.scorers import Score
 
 ROOT = Path(__file__).parent.parent
 TRACES = ROOT / "tests" / "testdata" / "traces"

@@ -16,8 +16,7 @@ import pytest
 from toolscore.collector.extract import ExtractStats, rebuild_runs
 from toolscore.collector.sources import LogBatch, join_log_events, read_trace_file
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers import AgentRun
-from toolscore.scorers.trajectory import Trajectory
+from toolscore.scorers import AgentRun, Trajectory
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
 MCP = Path(__file__).parent / "testdata" / "mcp"

@@ -27,7 +27,7 @@ from toolscore.collector.extract import (
     rebuild_under,
 )
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 TRACE = "5e55101" + "0" * 25
 _OI = {"tool.name": "lookup", "input.value": "{}"}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from toolscore.scorers.f1 import F1, js_round_3, js_to_fixed_1
-from toolscore.scorers.model import AgentRun, Score, ToolCall
+from toolscore.scorers import F1, AgentRun, Score, ToolCall
+from toolscore.scorers._f1 import js_round_3, js_to_fixed_1
 
 
 def call(name: str, *args: Any, **fields: Any) -> dict[str, Any]:

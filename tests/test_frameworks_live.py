@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.frameworks import FRAMEWORKS, SCENARIOS, ScriptedRun, apply_hermetic_env, run_openai_agents_handoff
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.sources import spans_from_proto_bytes, spans_from_readable
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 RUN_SPAN_FRAMEWORKS = {"pydantic-ai", "openai-agents"}
 """Frameworks that mark the run with a span of its own; LangGraph's graph roots carry no agent marker,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolscore.collector.extract.json_text import MAX_DEPTH, decode_json
-from toolscore.scorers.json_text import compact_json, walked_json
+from toolscore.scorers._json_text import compact_json, walked_json
 
 
 def _same(a: Any, b: Any) -> bool:

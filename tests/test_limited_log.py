@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from toolscore.collector.serve.limited_log import LimitedLog
+from toolscore.collector.serve._limited_log import LimitedLog
 
 _LOGGER = "toolscore.tests.limited_log"
 

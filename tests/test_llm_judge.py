@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from tests.openai_server import OpenAIServer, Reply
-from toolscore.scorers.llm_judge import LLMJudge
-from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ScoreResult, ToolCall
+from toolscore.scorers import AgentRun, LLMJudge, Score, ScoreFailure, ScoreResult, ToolCall
 
 TOOLS = [
     {"name": "get_weather", "description": "Current weather for a city."},
@@ -322,7 +321,7 @@ def test_scorers_with_equal_parameters_are_equal_and_hide_the_key(openai_server:
 
 def test_the_json_mode_memo_holds_at_most_256_models() -> None:
     """Model strings are input (a `toolscore score` line may name any): the memo of what they support is bounded."""
-    from toolscore.scorers.llm_judge import _supports_json_mode
+    from toolscore.scorers._llm_judge import _supports_json_mode
 
     for i in range(300):
         _supports_json_mode(f"openai/unknown-model-{i}")
@@ -335,10 +334,10 @@ def test_the_judge_leaves_the_host_applications_environment_as_it_was() -> None:
     probe = (
         "import os, sys, json\n"
         "before = dict(os.environ)\n"
-        "from toolscore.scorers.spec import parse_scorer\n"
+        "from toolscore.scorers._spec import parse_scorer\n"
         "judge = parse_scorer({'type': 'llm_judge', 'model': 'openai/judge'})\n"
         "after_import = dict(os.environ)\n"
-        "from toolscore.scorers.llm_judge import _litellm\n"
+        "from toolscore.scorers._llm_judge import _litellm\n"
         "_litellm()\n"
         "print(json.dumps([after_import == before, dict(os.environ) == before, 'litellm' in sys.modules]))\n"
     )
@@ -353,7 +352,7 @@ def test_the_judge_leaves_the_host_applications_environment_as_it_was() -> None:
 
 
 async def test_without_tools_of_its_own_the_judge_is_told_the_runs_catalog(openai_server: OpenAIServer) -> None:
-    from toolscore.scorers.model import ToolSpec
+    from toolscore.scorers import ToolSpec
 
     catalog = (
         ToolSpec(name="get_weather", description="Weather now.", parameters={"type": "object"}),
@@ -374,8 +373,8 @@ async def test_without_tools_of_its_own_the_judge_is_told_the_runs_catalog(opena
 _LOGGING_APP = """
 import asyncio, logging, sys
 logging.basicConfig(level=logging.INFO, format="app %(name)s: %(message)s")
-from toolscore.scorers.llm_judge import LLMJudge
-from toolscore.scorers.model import AgentRun, ToolCall
+from toolscore.scorers._llm_judge import LLMJudge
+from toolscore.scorers._model import AgentRun, ToolCall
 judge = LLMJudge(model="openai/judge-test", api_base=sys.argv[1], api_key="test", timeout_s=5.0,
                  available_tools=[{"name": "get_weather", "description": "Current weather for a city."}])
 for city in ("Paris", "Rome"):  # two questions: the judge's cache would answer the same one itself

@@ -24,9 +24,8 @@ from tests.serve_harness import Downstream, ServeProcess, serve_config
 from tests.test_pipeline_judge import end_run, judged, verdict
 from toolscore.collector import instrument
 from toolscore.collector.pipeline import PipelineConfig
-from toolscore.scorers.llm_judge import LLMJudge
-from toolscore.scorers.llm_judge_trace import CAPTURE_CONTENT_ENV, JUDGE_SCOPE
-from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
+from toolscore.scorers import AgentRun, LLMJudge, Score, ScoreFailure, ToolCall
+from toolscore.scorers._llm_judge_trace import CAPTURE_CONTENT_ENV, JUDGE_SCOPE
 
 TRACE_ID, SPAN_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 RUN = AgentRun(

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from toolscore.scorers.matching import (
+from toolscore.scorers import ToolCall
+from toolscore.scorers._matching import (
     ArgsMatch,
     ExpectedCall,
     equality_test,
     json_equal,
     resolve_args_match,
 )
-from toolscore.scorers.model import ToolCall
 
 EQUAL_PAIRS = [
     ({"a": 1, "b": 2}, {"b": 2, "a": 1}),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from google.protobuf.json_format import MessageToDict
 
-from toolscore.collector.serve.otlp_json_request import request_from_json
+from toolscore.collector.serve.receivers._otlp_json_request import request_from_json
 from toolscore.collector.sources.otlp_json import spans_from_json_bytes
 from toolscore.collector.sources.otlp_proto import spans_from_request
 

@@ -216,7 +216,7 @@ def test_pending_bytes_estimate_the_memory_the_kept_spans_take(
     import gc
     import tracemalloc
 
-    from toolscore.collector.serve.carrier import carrier_bytes
+    from toolscore.collector.serve._carrier import carrier_bytes
     from toolscore.collector.sources.otlp_proto import span_record
 
     spans = [_otlp_span(n + 1, attributes, events, tool, alone=alone) for n in range(count)]

@@ -24,8 +24,7 @@ from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.pipeline.group import Admit, TraceStore
 from toolscore.collector.registry import Expectation, ExpectationScorer, Registry
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.base import ScorerBase
-from toolscore.scorers.model import AgentRun, ScoreResult
+from toolscore.scorers import AgentRun, ScorerBase, ScoreResult
 
 RUN = "1000000000000000"
 INNER = "2000000000000000"

@@ -9,7 +9,8 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from toolscore.collector.instrumentation import instrument
 from toolscore.collector.pipeline import PipelineConfig, pipeline_config_from_env
-from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.registry import Registry
+from toolscore.collector.registry.stores import MemoryStore
 
 
 def test_variables_override_the_defaults_at_every_level(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.sources import read_trace_file
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 ROOT = "9000000000000000"
 GRAPH = "1000000000000000"

@@ -34,7 +34,7 @@ from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
 from toolscore.collector.registry import Expectation, Registry
 from toolscore.collector.sources import read_trace_file
 from toolscore.collector.spans import SpanEvent, SpanRecord
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 AGENT_SERVICE, MCP_SERVICE = "travel-agent", "flights-mcp"
 SERVER, CLIENT = 2, 3

@@ -25,7 +25,7 @@ from tests.pipeline_builders import (
 )
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor, attribute_key
 from toolscore.collector.pipeline.emit import RunScores, build_enrichment
-from toolscore.scorers.model import AgentRun, ToolCall
+from toolscore.scorers import AgentRun, ToolCall
 
 
 def test_scored_run_span_carries_expectations_calls_and_scores() -> None:

@@ -45,12 +45,12 @@ from tests.pipeline_builders import (
 )
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
-from toolscore.collector.serve.ingest import IngestResult
-from toolscore.collector.serve.pipeline import CollectorPipeline
+from toolscore.collector.serve._pipeline import CollectorPipeline
+from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.sources import spans_from_readable
 from toolscore.collector.sources.otlp_proto import spans_from_proto_bytes
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 TRACES = 12
 CONFIG = PipelineConfig(settle_ms=20)

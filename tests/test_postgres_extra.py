@@ -31,8 +31,8 @@ def test_the_cli_names_the_postgres_extra_when_psycopg_is_missing() -> None:
 
 def test_opening_a_postgres_store_without_psycopg_raises_missing_extra() -> None:
     result = _run(
-        "from toolscore.collector.registry.config import PostgresStoreConfig\n"
-        "from toolscore.collector.registry.errors import MissingExtra\n"
+        "from toolscore.collector.registry._config import PostgresStoreConfig\n"
+        "from toolscore.collector.registry._errors import MissingExtra\n"
         "from toolscore.collector.registry.stores import open_store\n"
         "try:\n"
         "    open_store(PostgresStoreConfig(dsn='postgresql://toolscore@127.0.0.1:1/registry'))\n"

@@ -21,9 +21,9 @@ from pydantic import BaseModel
 from tests.docs_text import ROOT, all_text, blocks, page
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry import PostgresStoreConfig
-from toolscore.collector.registry.files import load_file
-from toolscore.collector.registry.service import RegistryServerConfig
-from toolscore.scorers.spec import parse_scorer
+from toolscore.collector.registry._files import load_file
+from toolscore.collector.registry.api import RegistryServerConfig
+from toolscore.scorers import parse_scorer
 
 TEXT = all_text()
 

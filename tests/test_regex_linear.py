@@ -14,21 +14,21 @@ from click.testing import CliRunner
 from tests.registry_builders import serve, store_raw
 from toolscore.collector.cli import main
 from toolscore.collector.registry import (
-    Condition,
     InvalidExpectation,
-    MemoryStore,
     Registry,
     RegistryConfig,
     SqliteStoreConfig,
-    load_file,
     parse_expectation,
 )
-from toolscore.collector.registry.validation import unreadable_problem
+from toolscore.collector.registry._conditions import Condition
+from toolscore.collector.registry._files import load_file
+from toolscore.collector.registry._validation import unreadable_problem
+from toolscore.collector.registry.stores import MemoryStore
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 from toolscore.scorers import AgentRun, ToolCall
-from toolscore.scorers.matching import ArgsMatch
-from toolscore.scorers.regex import RegexError, compile_pattern
+from toolscore.scorers._matching import ArgsMatch
+from toolscore.scorers._regex import RegexError, compile_pattern
 
 PROBE_PATTERN = "^(a+)+$"
 PROBE_INPUT = "a" * 27 + "!"  # 6.6 s on Python's `re`, doubling with each extra `a`

@@ -12,19 +12,17 @@ import pytest
 
 from tests.registry_builders import doc, eventually, names
 from toolscore.collector.registry import (
-    FILE_SOURCE_LABEL,
-    Change,
     Expectation,
     InvalidExpectation,
-    MemoryStore,
     NotFound,
     PostgresStoreConfig,
     Registry,
     RegistryConfig,
-    SqliteStore,
     SqliteStoreConfig,
     VersionConflict,
 )
+from toolscore.collector.registry._file_sync import FILE_SOURCE_LABEL
+from toolscore.collector.registry.stores import Change, MemoryStore, SqliteStore
 from toolscore.scorers import AgentRun
 
 EXAMPLE = Path(__file__).parent.parent / "deploy" / "expectations" / "example.yaml"

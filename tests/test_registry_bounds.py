@@ -16,17 +16,15 @@ import pytest
 
 from tests.registry_builders import collect_changes, doc, eventually, names, serve
 from toolscore.collector.registry import (
-    Change,
     ChangesCompacted,
     Registry,
     RegistryConfig,
-    SqliteStore,
     SqliteStoreConfig,
-    Write,
     parse_expectation,
 )
-from toolscore.collector.registry.client import RegistryCallError, RegistryClient
-from toolscore.collector.registry.sql_base import Cursor
+from toolscore.collector.registry.api import RegistryCallError, RegistryClient
+from toolscore.collector.registry.stores import Change, SqliteStore, Write
+from toolscore.collector.registry.stores._sql_base import Cursor
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 
@@ -49,8 +47,8 @@ class RecordingReads(SqliteStore):
 
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolscore.collector.registry.watch.CHANGE_PAGE_SIZE", PAGE)
-    monkeypatch.setattr("toolscore.collector.registry.snapshot.CHANGE_PAGE_SIZE", PAGE)
+    monkeypatch.setattr("toolscore.collector.registry.api._watch.CHANGE_PAGE_SIZE", PAGE)
+    monkeypatch.setattr("toolscore.collector.registry._snapshot.CHANGE_PAGE_SIZE", PAGE)
 
 
 def test_a_watch_replayed_from_the_start_reads_the_log_a_page_at_a_time(small_pages: None, tmp_path: Path) -> None:
@@ -219,7 +217,7 @@ def _registry(path: Path, changes_kept: int, poll_interval_s: float = 0.05) -> R
 
 
 def test_the_poll_compacts_the_log_to_changes_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolscore.collector.registry.compaction.COMPACT_EVERY_S", 0.05)
+    monkeypatch.setattr("toolscore.collector.registry._compaction.COMPACT_EVERY_S", 0.05)
     with _registry(tmp_path / "registry.db", changes_kept=3) as registry:
         for n in range(10):
             registry.put(doc("a", tool=f"v{n}"))
@@ -285,7 +283,7 @@ class ReadOnly(SqliteStore):
 def test_a_compaction_the_database_refuses_is_logged_once_and_scoring_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("toolscore.collector.registry.compaction.COMPACT_EVERY_S", 0.02)
+    monkeypatch.setattr("toolscore.collector.registry._compaction.COMPACT_EVERY_S", 0.02)
     store = ReadOnly(tmp_path / "registry.db")
     with caplog.at_level(logging.DEBUG, "toolscore.registry"), Registry(store, poll_interval_s=0.02) as registry:
         registry.put(doc("a"))

@@ -15,12 +15,18 @@ from click.testing import CliRunner
 from tests.docs_text import page
 from tests.registry_builders import serve, store_raw
 from toolscore.collector.cli import main
-from toolscore.collector.registry import InvalidExpectation, Registry, RegistryConfig, SqliteStoreConfig
-from toolscore.collector.registry.client import RegistryClient
-from toolscore.collector.registry.convert import MAX_REPLY_EXPECTATION_BYTES
-from toolscore.collector.registry.limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_VALUES
-from toolscore.collector.registry.pages import MAX_PAGE_BYTES
-from toolscore.collector.registry.validation import UNREADABLE_LABEL, parse_expectation
+from toolscore.collector.registry import (
+    InvalidExpectation,
+    Registry,
+    RegistryConfig,
+    SqliteStoreConfig,
+    parse_expectation,
+)
+from toolscore.collector.registry._limits import MAX_DOCUMENT_BYTES, MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_VALUES
+from toolscore.collector.registry._validation import UNREADABLE_LABEL
+from toolscore.collector.registry.api import RegistryClient
+from toolscore.collector.registry.api._convert import MAX_REPLY_EXPECTATION_BYTES
+from toolscore.collector.registry.api._pages import MAX_PAGE_BYTES
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 

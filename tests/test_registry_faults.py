@@ -23,19 +23,17 @@ import yaml
 from tests.postgres import PostgresServer
 from tests.registry_builders import FlakyReads, doc, eventually, names
 from toolscore.collector.registry import (
-    Change,
     InvalidExpectation,
     PostgresStoreConfig,
     Registry,
     RegistryConfig,
-    SqliteStore,
     SqliteStoreConfig,
     StoreConfig,
     StoreUnavailable,
-    Write,
 )
-from toolscore.collector.registry.postgres_store import PostgresStore
-from toolscore.collector.registry.validation import UNREADABLE_LABEL
+from toolscore.collector.registry._validation import UNREADABLE_LABEL
+from toolscore.collector.registry.stores import Change, SqliteStore, Write
+from toolscore.collector.registry.stores._postgres_store import PostgresStore
 
 
 class Database:

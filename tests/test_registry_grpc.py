@@ -19,7 +19,6 @@ from tests.certs import self_signed_certificate
 from tests.registry_builders import FlakyReads, ServerThread, collect_changes, serve, store_raw
 from toolscore.collector.registry import (
     AlreadyExists,
-    Change,
     NotFound,
     Registry,
     RegistryConfig,
@@ -27,12 +26,13 @@ from toolscore.collector.registry import (
     VersionConflict,
     parse_expectation,
 )
-from toolscore.collector.registry.client import RegistryCallError, RegistryClient
-from toolscore.collector.registry.convert import expectation_to_proto, score_to_proto
-from toolscore.collector.registry.service import WATCH_SEQ_KEY, RegistryServerConfig
+from toolscore.collector.registry.api import RegistryCallError, RegistryClient, RegistryServerConfig
+from toolscore.collector.registry.api._convert import expectation_to_proto, score_to_proto
+from toolscore.collector.registry.api._service import WATCH_SEQ_KEY
+from toolscore.collector.registry.stores import Change
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
-from toolscore.scorers.model import AgentRun, ScoreFailure, ToolCall
+from toolscore.scorers import AgentRun, ScoreFailure, ToolCall
 
 TOKEN = "s3cret-token"
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from tests.registry_builders import eventually, names
 from toolscore.collector.cli import main
-from toolscore.collector.registry import InvalidExpectation, Registry, load_file
+from toolscore.collector.registry import InvalidExpectation, Registry
+from toolscore.collector.registry._files import load_file
 
 PICK = "scorers: [{type: tool_selection, expected_tool: x}]"
 HOSTILE = {

@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-from toolscore.collector.registry import (
-    MAX_KEYS_PER_EXPECTATION,
-    Expectation,
-    ExpectationIndex,
-    MemoryStore,
-    Registry,
-    matches,
-    sampled_scorers,
-    should_sample,
-)
+from toolscore.collector.registry import Expectation, Registry
+from toolscore.collector.registry._matching import MAX_KEYS_PER_EXPECTATION, ExpectationIndex, matches
+from toolscore.collector.registry._sampling import sampled_scorers, should_sample
+from toolscore.collector.registry.stores import MemoryStore
 from toolscore.scorers import AgentRun
 
 SCORER = {"type": "tool_selection", "expected_tool": "x"}

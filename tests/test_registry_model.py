@@ -9,20 +9,11 @@ from typing import Any
 import pytest
 
 from tests.registry_builders import store_raw
-from toolscore.collector.registry import (
-    Condition,
-    Expectation,
-    InvalidExpectation,
-    MemoryStore,
-    Registry,
-    SqliteStore,
-    load_file,
-    load_paths,
-    parse_expectation,
-)
-from toolscore.scorers import AgentRun
-from toolscore.scorers.spec import SCORER_TYPES
-from toolscore.scorers.trajectory import Trajectory
+from toolscore.collector.registry import Expectation, InvalidExpectation, Registry, load_paths, parse_expectation
+from toolscore.collector.registry._conditions import Condition
+from toolscore.collector.registry._files import load_file
+from toolscore.collector.registry.stores import MemoryStore, SqliteStore
+from toolscore.scorers import SCORER_TYPES, AgentRun, Trajectory
 
 DATA = Path(__file__).parent / "testdata" / "registry"
 EXAMPLE = Path(__file__).parent.parent / "deploy" / "expectations" / "example.yaml"

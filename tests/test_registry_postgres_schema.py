@@ -8,7 +8,7 @@ import time
 
 import psycopg
 
-from toolscore.collector.registry.postgres_store import PostgresStore
+from toolscore.collector.registry.stores._postgres_store import PostgresStore
 
 INDEXES = {"toolscore_changes_by_name", "toolscore_expectations_live"}
 

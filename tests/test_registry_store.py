@@ -15,19 +15,15 @@ from toolscore.collector.registry import (
     AlreadyExists,
     ChangesCompacted,
     Expectation,
-    ExpectationStore,
-    MemoryStore,
     NoRegistryTables,
     NotFound,
     PostgresStoreConfig,
-    SqliteStore,
     SqliteStoreConfig,
     VersionConflict,
-    Write,
-    open_store,
 )
-from toolscore.collector.registry.postgres_store import PostgresStore
-from toolscore.collector.registry.sql_base import prefix_end
+from toolscore.collector.registry.stores import ExpectationStore, MemoryStore, SqliteStore, Write, open_store
+from toolscore.collector.registry.stores._postgres_store import PostgresStore
+from toolscore.collector.registry.stores._sql_base import prefix_end
 
 Opener = Callable[[], ExpectationStore]
 

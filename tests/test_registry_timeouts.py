@@ -33,12 +33,12 @@ from toolscore.collector.registry import (
     Registry,
     RegistryConfig,
     SqliteStoreConfig,
+    StoreTimeout,
     StoreUnavailable,
     parse_expectation,
 )
-from toolscore.collector.registry.client import RegistryClient
-from toolscore.collector.registry.convert import expectation_to_proto
-from toolscore.collector.registry.errors import StoreTimeout
+from toolscore.collector.registry.api import RegistryClient
+from toolscore.collector.registry.api._convert import expectation_to_proto
 from toolscore.registry.v1 import registry_pb2 as pb
 from toolscore.registry.v1 import registry_pb2_grpc as pb_grpc
 

@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.metric_reader import Meters
 from toolscore.collector.instrumentation import instrument
 from toolscore.collector.pipeline import PipelineConfig
-from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.registry import Registry
+from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.telemetry.otel import OTelPipelineTelemetry
 
 BOOKING = {

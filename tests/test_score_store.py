@@ -11,9 +11,9 @@ import pytest
 from tests.metric_reader import Meters
 from tests.registry_builders import doc
 from toolscore.collector.registry import Expectation
-from toolscore.collector.serve.score_query import parse_since, query_runs
-from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
-from toolscore.scorers.model import AgentRun, Score, ScoreFailure, ToolCall
+from toolscore.collector.serve.scores import ScoreStoreConfig, parse_since, query_runs
+from toolscore.collector.serve.scores._store import ScoreStore
+from toolscore.scorers import AgentRun, Score, ScoreFailure, ToolCall
 
 TRAVEL = Expectation.model_validate({**doc("travel"), "version": 3})
 REFUND = Expectation.model_validate({**doc("refund"), "version": 1})

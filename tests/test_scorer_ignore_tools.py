@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from toolscore.collector.evaluate import diff_for_scorer
-from toolscore.scorers.model import AgentRun, Score, ToolCall
-from toolscore.scorers.spec import parse_scorer
+from toolscore.scorers import AgentRun, Score, ToolCall, parse_scorer
 
 
 def _run(*names: str) -> AgentRun:

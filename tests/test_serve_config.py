@@ -14,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from toolscore.collector.error_text import error_message
-from toolscore.collector.serve.config import ServeConfig
+from toolscore.collector.serve import ServeConfig
 
 INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
 
@@ -151,7 +151,7 @@ def test_print_config_redacts_the_password_of_a_connection_string(tmp_path: Path
     ],
 )
 def test_connection_string_passwords_are_redacted_in_every_form(dsn: str, shown: str) -> None:
-    from toolscore.collector.serve.config_yaml import redact_connection_string
+    from toolscore.collector.serve._config_yaml import redact_connection_string
 
     assert redact_connection_string(dsn) == shown
 

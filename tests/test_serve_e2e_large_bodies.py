@@ -25,7 +25,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from tests.serve_demo_checks import DEMO_EXPECTATIONS, sdk_key
 from tests.serve_harness import Downstream, ServeProcess, serve_config
 from tests.serve_receiver_support import sdk_spans
-from toolscore.collector.serve.receiver_config import DEFAULT_MAX_DISCARD_BYTES, DEFAULT_MAX_MESSAGE_BYTES
+from toolscore.collector.serve.receivers._config import DEFAULT_MAX_DISCARD_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 
 MIB = 1024 * 1024
 PROTOBUF = {"Content-Type": "application/x-protobuf"}

@@ -8,9 +8,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from toolscore.collector.serve.carrier import ResourceBlock, ScopeBlock
-from toolscore.collector.serve.encode import Encoded, count_spans, encode_request, encode_span, span_entries
-from toolscore.collector.serve.otlp_export import BadPayload, parse_proto_request
+from toolscore.collector.serve._carrier import ResourceBlock, ScopeBlock
+from toolscore.collector.serve._encode import Encoded, count_spans, encode_request, encode_span, span_entries
+from toolscore.collector.serve.receivers._otlp_export import BadPayload, parse_proto_request
 
 
 def _span(n: int, text: str = "") -> Span:

@@ -9,9 +9,9 @@ import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolscore.collector.pipeline.sink import EventSpec, RunEnrichment
-from toolscore.collector.serve.encode import encode_span, span_message
-from toolscore.collector.serve.enrich_bytes import appended_entry
-from toolscore.collector.serve.regroup import enrich_span
+from toolscore.collector.serve._encode import encode_span, span_message
+from toolscore.collector.serve._enrich_bytes import appended_entry
+from toolscore.collector.serve._regroup import enrich_span
 
 
 def run_span() -> Span:

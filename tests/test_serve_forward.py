@@ -21,7 +21,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.otlp_downstream import GrpcDownstream, HttpDownstream, spans_of
 from tests.pipeline_builders import wait_until
-from toolscore.collector.serve.forward import ForwardConfig, Forwarder, parse_headers
+from toolscore.collector.serve.forward import ForwardConfig
+from toolscore.collector.serve.forward._config import parse_headers
+from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.telemetry import create_telemetry
 
 FAST = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "max_retry_s": 10.0, "timeout_s": 2.0}

@@ -25,11 +25,11 @@ from tests.genai_log_exports import Captured, capture, otlp_json
 from tests.pipeline_builders import TRAVEL, Recording, registry_with, wait_until
 from tests.serve_receiver_support import TOKEN, http_call, reply_status, sdk_spans
 from toolscore.collector.pipeline import PipelineConfig
-from toolscore.collector.serve.grpc_receiver import GrpcReceiver, start_grpc_receiver
-from toolscore.collector.serve.health import HealthState
-from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
-from toolscore.collector.serve.pipeline import CollectorPipeline
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve._health import HealthState
+from toolscore.collector.serve._pipeline import CollectorPipeline
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_receiver import GrpcReceiver, start_grpc_receiver
+from toolscore.collector.serve.receivers._http_receiver import HttpReceiver, start_http_receiver
 
 PROTOBUF, JSON = "application/x-protobuf", "application/json"
 

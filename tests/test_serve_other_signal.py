@@ -18,10 +18,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from tests.metric_reader import Meters
 from tests.serve_receiver_support import RecordingIngest, http_call, reply_status, sdk_spans
 from tests.signal_exports import logs_export, metrics_export
-from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
-from toolscore.collector.serve.health import HealthState
-from toolscore.collector.serve.http_receiver import start_http_receiver
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve._health import HealthState
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_receiver import start_grpc_receiver
+from toolscore.collector.serve.receivers._http_receiver import start_http_receiver
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 

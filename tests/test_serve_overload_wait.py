@@ -23,12 +23,13 @@ from tests.otlp_downstream import GrpcDownstream, spans_of
 from tests.pipeline_builders import TRAVEL, Recording, registry_with
 from tests.test_serve_pipeline import Gate, sdk_spans
 from toolscore.collector.registry import Registry
-from toolscore.collector.serve.forward import ForwardConfig, Forwarder
-from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
-from toolscore.collector.serve.ingest import IngestResult
-from toolscore.collector.serve.pipeline import CollectorPipeline
-from toolscore.collector.serve.pipeline_config import ServePipelineConfig
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve._pipeline import CollectorPipeline
+from toolscore.collector.serve._pipeline_config import ServePipelineConfig
+from toolscore.collector.serve.forward import ForwardConfig
+from toolscore.collector.serve.forward._forwarder import Forwarder
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_receiver import start_grpc_receiver
+from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.telemetry import PipelineTelemetry
 
 FORWARD = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "batch_timeout_ms": 5.0}

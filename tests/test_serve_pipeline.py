@@ -38,19 +38,20 @@ from tests.serve_receiver_support import http_call
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.pipeline.group import item_bytes
 from toolscore.collector.registry import Registry
-from toolscore.collector.serve.encode import span_message
-from toolscore.collector.serve.forward import ForwardConfig, Forwarder
-from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
-from toolscore.collector.serve.health import HealthState
-from toolscore.collector.serve.http_receiver import start_http_receiver
-from toolscore.collector.serve.ingest import Ingest, IngestResult
-from toolscore.collector.serve.pipeline import CollectorPipeline
-from toolscore.collector.serve.pipeline_config import ServePipelineConfig
-from toolscore.collector.serve.receiver_config import ReceiverConfig
-from toolscore.collector.serve.score_query import query_runs
-from toolscore.collector.serve.score_store import ScoreStore, ScoreStoreConfig
+from toolscore.collector.serve._encode import span_message
+from toolscore.collector.serve._health import HealthState
+from toolscore.collector.serve._pipeline import CollectorPipeline
+from toolscore.collector.serve._pipeline_config import ServePipelineConfig
+from toolscore.collector.serve.forward import ForwardConfig
+from toolscore.collector.serve.forward._forwarder import Forwarder
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_receiver import start_grpc_receiver
+from toolscore.collector.serve.receivers._http_receiver import start_http_receiver
+from toolscore.collector.serve.receivers._ingest import Ingest, IngestResult
+from toolscore.collector.serve.scores import ScoreStoreConfig, query_runs
+from toolscore.collector.serve.scores._store import ScoreStore
 from toolscore.collector.sources.otlp_proto import decode_any_value
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers import AgentRun
 
 CONFIG = PipelineConfig(settle_ms=20)
 FORWARD = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "batch_timeout_ms": 5.0}
@@ -445,7 +446,7 @@ def test_an_overload_refusal_is_logged_with_the_queues_that_decided_it(
         assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
         assert gate.entered.wait(5)  # the worker is now stuck scoring the run
         assert not pipeline.accept(encode_spans(sdk_spans(loose=5))).overloaded
-        with caplog.at_level(logging.WARNING, logger="toolscore.collector.serve.http_receiver"):
+        with caplog.at_level(logging.WARNING, logger="toolscore.collector.serve.receivers._http_receiver"):
             refused = http_call(receiver.port, encode_spans(sdk_spans(loose=5)).SerializeToString())
         assert refused.status == 429
     finally:

@@ -25,12 +25,12 @@ from tests.certs import self_signed_certificate
 from tests.metric_reader import Meters
 from tests.pipeline_builders import wait_until
 from tests.serve_receiver_support import TOKEN, RecordingIngest, nested_attribute_request, sdk_spans
-from toolscore.collector.serve.grpc_gate import BearerAuth, CallSlots, refusal_pool
-from toolscore.collector.serve.grpc_receiver import GrpcReceiver, TraceServiceReceiver, start_grpc_receiver
-from toolscore.collector.serve.ingest import IngestResult
-from toolscore.collector.serve.limited_log import LimitedLog
-from toolscore.collector.serve.otlp_export import ReceiverTelemetry, decode_slots
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve._limited_log import LimitedLog
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_gate import BearerAuth, CallSlots, refusal_pool
+from toolscore.collector.serve.receivers._grpc_receiver import GrpcReceiver, TraceServiceReceiver, start_grpc_receiver
+from toolscore.collector.serve.receivers._ingest import IngestResult
+from toolscore.collector.serve.receivers._otlp_export import ReceiverTelemetry, decode_slots
 from toolscore.collector.telemetry.base import NoopTelemetry
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -472,7 +472,7 @@ def test_refusals_are_logged_once_per_reason_naming_the_peer_and_counted_every_t
     auth = (("authorization", f"Bearer {TOKEN}"),)
     try:
         with (
-            caplog.at_level(logging.INFO, logger="toolscore.collector.serve.grpc_receiver"),
+            caplog.at_level(logging.INFO, logger="toolscore.collector.serve.receivers._grpc_receiver"),
             grpc.insecure_channel(f"127.0.0.1:{receiver.port}") as channel,
         ):
             garbage = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
@@ -498,7 +498,7 @@ def test_refusals_are_logged_once_per_reason_naming_the_peer_and_counted_every_t
     assert meters.refused() == {"unauthenticated": 5, "invalid": 5, "unsupported": 5}
 
 
-_LOGGER = "toolscore.collector.serve.grpc_receiver"
+_LOGGER = "toolscore.collector.serve.receivers._grpc_receiver"
 
 
 def _logged(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:

@@ -47,12 +47,12 @@ from tests.serve_receiver_support import (
     reply_status,
     sdk_spans,
 )
-from toolscore.collector.serve.grpc_receiver import start_grpc_receiver
-from toolscore.collector.serve.health import HealthState
-from toolscore.collector.serve.http_receiver import HttpReceiver, start_http_receiver
-from toolscore.collector.serve.ingest import IngestResult
-from toolscore.collector.serve.otlp_export import decode_slots
-from toolscore.collector.serve.receiver_config import ReceiverConfig
+from toolscore.collector.serve._health import HealthState
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._grpc_receiver import start_grpc_receiver
+from toolscore.collector.serve.receivers._http_receiver import HttpReceiver, start_http_receiver
+from toolscore.collector.serve.receivers._ingest import IngestResult
+from toolscore.collector.serve.receivers._otlp_export import decode_slots
 
 LIMIT = 64 * 1024
 
@@ -316,7 +316,7 @@ def test_every_refused_request_is_counted_by_reason(receiver: HttpReceiver, mete
     assert meters.refused_spans() == {}, "none of them was counted before it was refused"
 
 
-_LOGGER = "toolscore.collector.serve.http_receiver"
+_LOGGER = "toolscore.collector.serve.receivers._http_receiver"
 
 
 def _refusal_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -905,7 +905,7 @@ def test_a_flood_of_connections_beyond_the_bound_is_one_warning(
     receiver = _start(ingest, meters=meters, http_max_connections=1)
     try:
         with (
-            caplog.at_level(logging.WARNING, logger="toolscore.collector.serve.http_server"),
+            caplog.at_level(logging.WARNING, logger="toolscore.collector.serve.receivers._http_server"),
             socket.create_connection(("127.0.0.1", receiver.port), timeout=5),
         ):
             time.sleep(0.2)

@@ -10,10 +10,11 @@ import pytest
 from pydantic import ValidationError
 
 from tests.serve_receiver_support import TRACE_ID, json_request, json_span
-from toolscore.collector.serve.http_body import BodyTooLarge, gunzip_bounded, media_format
-from toolscore.collector.serve.otlp_export import BadPayload
-from toolscore.collector.serve.otlp_json_request import request_from_json
-from toolscore.collector.serve.receiver_config import DEFAULT_MAX_MESSAGE_BYTES, ReceiverConfig, split_endpoint
+from toolscore.collector.serve.receivers import ReceiverConfig
+from toolscore.collector.serve.receivers._config import DEFAULT_MAX_MESSAGE_BYTES, split_endpoint
+from toolscore.collector.serve.receivers._http_body import BodyTooLarge, gunzip_bounded, media_format
+from toolscore.collector.serve.receivers._otlp_export import BadPayload
+from toolscore.collector.serve.receivers._otlp_json_request import request_from_json
 from toolscore.collector.sources.errors import MAX_MESSAGE_CHARS
 
 
@@ -317,7 +318,7 @@ def test_mutated_payloads_only_ever_raise_bad_payload() -> None:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     from tests.serve_receiver_support import sdk_spans
-    from toolscore.collector.serve.otlp_export import parse_proto_request
+    from toolscore.collector.serve.receivers._otlp_export import parse_proto_request
 
     rng = random.Random(6)
     proto = encode_spans(sdk_spans("a", "b")).SerializeToString()

@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from tests.serve_harness import serve_config
-from toolscore.collector.serve.config import ServeConfig
-from toolscore.collector.serve.service import start_service
+from toolscore.collector.serve import ServeConfig, start_service
 
 PICK = "scorers: [{type: tool_selection, expected_tool: x}]"
 """A scorer for the documents of these tests, which are about starting the service, not scoring."""

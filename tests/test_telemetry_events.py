@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry, RunSpanRef, create_telemetry
 from toolscore.collector.telemetry.otel import EVALUATION_EVENT, OTelPipelineTelemetry
-from toolscore.scorers.model import Score, ScoreFailure
+from toolscore.scorers import Score, ScoreFailure
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 SPAN_ID = "b7ad6b7169203331"

@@ -24,7 +24,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.otlp_downstream import TelemetryReceiver
 from toolscore.collector.instrumentation import instrument, span_exporter_from_env
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
-from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.registry import Registry
+from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.telemetry import NoopTelemetry
 
 EXPECTATION = {
@@ -168,7 +169,7 @@ def test_without_a_provider_a_global_sdk_provider_is_installed() -> None:
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from toolscore.collector.instrumentation import instrument
-        from toolscore.collector.registry import MemoryStore, Registry
+        from toolscore.collector.registry.stores import MemoryStore; from toolscore.collector.registry import Registry
 
         assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
         with Registry(MemoryStore()) as registry:
@@ -303,7 +304,7 @@ def test_without_global_providers_metrics_and_events_follow_the_otel_variables(
         from tests.test_telemetry_instrument import EXPECTATION, _agent_run
         from toolscore.collector.instrumentation import instrument
         from toolscore.collector.pipeline import PipelineConfig
-        from toolscore.collector.registry import MemoryStore, Registry
+        from toolscore.collector.registry.stores import MemoryStore; from toolscore.collector.registry import Registry
 
         provider = TracerProvider()
         spans = InMemorySpanExporter()

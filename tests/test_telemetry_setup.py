@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from tests.otlp_downstream import TelemetryReceiver
 from toolscore.collector.telemetry import RunSpanRef
 from toolscore.collector.telemetry.setup import TelemetryConfig, otlp_protocol, setup_telemetry
-from toolscore.scorers.model import Score
+from toolscore.scorers import Score
 
 _VARIABLES = (
     "TOOLSCORE_TELEMETRY_ENABLED",

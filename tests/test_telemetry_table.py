@@ -28,7 +28,7 @@ from toolscore.collector.telemetry.readme import (
     render_metrics,
     replace_block,
 )
-from toolscore.scorers.model import Score, ScoreFailure
+from toolscore.scorers import Score, ScoreFailure
 
 METRICS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 BASE = Path(__file__).resolve().parent.parent / "collector" / "telemetry" / "base.py"

@@ -27,7 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.test_telemetry_instrument import EXPECTATION, _agent_run
 from toolscore.collector.instrumentation import instrument
 from toolscore.collector.pipeline import PipelineConfig
-from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.registry.stores import MemoryStore; from toolscore.collector.registry import Registry
 
 {setup}
 provider = TracerProvider()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolscore.scorers.model import AgentRun, Score, ToolCall
-from toolscore.scorers.spec import parse_scorer
+from toolscore.scorers import AgentRun, Score, ToolCall, parse_scorer
 
 
 def score(spec: dict[str, Any], *calls: ToolCall) -> Score:

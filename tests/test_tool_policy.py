@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from toolscore.scorers.model import AgentRun, Score, ToolCall
-from toolscore.scorers.spec import parse_scorer
+from toolscore.scorers import AgentRun, Score, ToolCall, parse_scorer
 
 
 def run(*names: str) -> AgentRun:

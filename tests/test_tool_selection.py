@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from toolscore.scorers.model import AgentRun, Score, ToolCall
-from toolscore.scorers.tool_selection import ToolSelection, check_order
+from toolscore.scorers import AgentRun, Score, ToolCall, ToolSelection
+from toolscore.scorers._tool_selection import check_order
 
 
 def run_of(*calls: str | dict[str, Any]) -> AgentRun:

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from toolscore.scorers.model import AgentRun, Score, ToolCall
-from toolscore.scorers.trajectory import Trajectory
+from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
 
 ORDER_MODES = ("strict", "unordered", "subset", "superset")
 

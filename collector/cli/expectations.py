@@ -26,12 +26,12 @@ import click
 import yaml
 
 if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
-    from toolscore.collector.registry.client import RegistryClient
-    from toolscore.collector.registry.config import PostgresStoreConfig, SqliteStoreConfig
-    from toolscore.collector.registry.errors import NoRegistryTables, Problem
-    from toolscore.collector.registry.model import Expectation
-    from toolscore.collector.registry.registry import ApplyAction, Registry
-    from toolscore.collector.registry.store import Change, ExpectationStore
+    from toolscore.collector.registry._config import PostgresStoreConfig, SqliteStoreConfig
+    from toolscore.collector.registry._errors import NoRegistryTables, Problem
+    from toolscore.collector.registry._model import Expectation
+    from toolscore.collector.registry._registry import ApplyAction, Registry
+    from toolscore.collector.registry.api._client import RegistryClient
+    from toolscore.collector.registry.stores._store import Change, ExpectationStore
 
 __all__ = ["expectations_group"]
 
@@ -106,7 +106,7 @@ def _target_options(command: Callable[..., None]) -> Callable[..., None]:
 
 def _store_config(db: str, *, listen: bool = True) -> SqliteStoreConfig | PostgresStoreConfig:
     """The store `--db` names: a PostgreSQL URL, or else a SQLite file."""
-    from toolscore.collector.registry.config import PostgresStoreConfig, SqliteStoreConfig
+    from toolscore.collector.registry._config import PostgresStoreConfig, SqliteStoreConfig
 
     if db.startswith(_POSTGRES_SCHEMES):
         return PostgresStoreConfig(dsn=db, listen=listen)
@@ -136,8 +136,8 @@ def _open_local(db: str, open_: Callable[[], _T], *, create: bool) -> _T:
     try:
         return open_()
     except Exception as exc:
-        from toolscore.collector.registry.errors import InvalidExpectation, MissingExtra, NoRegistryTables
-        from toolscore.collector.registry.health import describe_error
+        from toolscore.collector.registry._errors import InvalidExpectation, MissingExtra, NoRegistryTables
+        from toolscore.collector.registry._health import describe_error
 
         if isinstance(exc, InvalidExpectation):
             raise
@@ -153,7 +153,7 @@ def _no_registry(db: str, exc: NoRegistryTables) -> str:
     about the probe query. Says what was looked for (another `table_prefix` is a collector's own setting) and
     how a registry comes to be there."""
     if db.startswith(_POSTGRES_SCHEMES):
-        from toolscore.collector.serve.config_yaml import redact_connection_string
+        from toolscore.collector.serve._config_yaml import redact_connection_string
 
         where = f"the PostgreSQL database {redact_connection_string(db)}"
     else:
@@ -169,7 +169,7 @@ def _store_name(db: str) -> str:
     """The store `--db` names, as its errors name it: the file, or the URL with any password redacted (these
     messages are pasted into tickets and CI logs)."""
     if db.startswith(_POSTGRES_SCHEMES):
-        from toolscore.collector.serve.config_yaml import redact_connection_string
+        from toolscore.collector.serve._config_yaml import redact_connection_string
 
         return f"the PostgreSQL registry {redact_connection_string(db)}"
     return f"the registry store {db}"
@@ -192,8 +192,8 @@ def _driver_errors(db: str) -> tuple[type[Exception], ...]:
 
 def _open_store_registry(db: str, *, create: bool = True) -> Registry:
     """A registry over the store `--db` names, for the commands that write it (see `_open_local`)."""
-    from toolscore.collector.registry.config import RegistryConfig
-    from toolscore.collector.registry.registry import Registry
+    from toolscore.collector.registry._config import RegistryConfig
+    from toolscore.collector.registry._registry import Registry
 
     return _open_local(db, lambda: Registry(config=RegistryConfig(store=_store_config(db))), create=create)
 
@@ -215,9 +215,9 @@ def _open_store_read_only(db: str) -> ExpectationStore:
 def _refusals(target: _Target) -> Iterator[None]:
     """Every refusal of the block, the registry's or the server's, and every failure of a local store's driver,
     as one `click.ClickException` (exit code 1)."""
-    from toolscore.collector.registry.client import RegistryCallError
-    from toolscore.collector.registry.errors import InvalidExpectation, RegistryError, StoreUnavailable
-    from toolscore.collector.registry.health import describe_error
+    from toolscore.collector.registry._errors import InvalidExpectation, RegistryError, StoreUnavailable
+    from toolscore.collector.registry._health import describe_error
+    from toolscore.collector.registry.api._client import RegistryCallError
 
     server = target.server
     driver_errors = () if server else _driver_errors(target.db)
@@ -243,7 +243,7 @@ def _refusals(target: _Target) -> Iterator[None]:
 
 
 def _client(server: str, target: _Target) -> RegistryClient:
-    from toolscore.collector.registry.client import RegistryClient
+    from toolscore.collector.registry.api._client import RegistryClient
 
     return RegistryClient(server, token=target.token, tls_ca=target.tls_ca)
 
@@ -343,8 +343,8 @@ class _UnreadableFiles(click.ClickException):
 
 def _load(paths: tuple[str, ...]) -> builtins.list[Expectation]:
     """The expectations in `paths`; a file that cannot be read at all is named, one line per problem."""
-    from toolscore.collector.registry.errors import UnreadableFiles
-    from toolscore.collector.registry.files import load_paths
+    from toolscore.collector.registry._errors import UnreadableFiles
+    from toolscore.collector.registry._files import load_paths
 
     try:
         return load_paths(paths)
@@ -442,7 +442,7 @@ def serve_command(
     from pydantic import ValidationError
 
     from toolscore.collector.error_text import error_message
-    from toolscore.collector.registry.service import RegistryServerConfig, serve_registry
+    from toolscore.collector.registry.api._service import RegistryServerConfig, serve_registry
 
     # checked here, in the options' names: the config model words them as its own keys
     host, _, port = listen.rpartition(":")
@@ -467,7 +467,7 @@ def serve_command(
         hint = "--token" if error["loc"] == ("token",) else "--listen"
         raise click.BadParameter(error_message(error, RegistryServerConfig), param_hint=hint) from None
 
-    from toolscore.collector.serve.bind_probe import bind_error
+    from toolscore.collector.serve._bind_probe import bind_error
 
     if config.port and (unbound := bind_error(config.host, config.port)) is not None:  # before grpc logs its own line
         raise click.BadParameter(f"cannot listen on {config.host}:{config.port}: {unbound[0]}", param_hint="--listen")

@@ -21,7 +21,7 @@ import click
 
 if TYPE_CHECKING:
     from toolscore.collector.spans import SpanRecord
-    from toolscore.scorers.model import AgentRun
+    from toolscore.scorers._model import AgentRun
 
 __all__ = ["extract_command", "run_line", "sorted_runs"]
 

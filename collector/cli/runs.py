@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 if TYPE_CHECKING:  # imported when the command runs, so `toolscore --help` stays fast
-    from toolscore.collector.serve.score_query import StoredRun
+    from toolscore.collector.serve.scores._query import StoredRun
 
 __all__ = ["runs_command"]
 
@@ -102,7 +102,7 @@ def runs_command(
     output: str,
 ) -> None:
     """List recent scored runs, newest first, with their tool calls and scores."""
-    from toolscore.collector.serve.score_query import parse_since, query_runs
+    from toolscore.collector.serve.scores._query import parse_since, query_runs
 
     try:
         since_ns = parse_since(since) if since else None

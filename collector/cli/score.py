@@ -20,11 +20,11 @@ import click
 from pydantic import ValidationError
 
 from toolscore.collector.error_text import error_message
-from toolscore.collector.registry.validation import drop_tags, field_path
+from toolscore.collector.registry._validation import drop_tags, field_path
 from toolscore.scorers import AgentRun, ScoreFailure, ScoreResult, ToolCall
-from toolscore.scorers.base import ScorerBase
-from toolscore.scorers.llm_judge import LLMJudge
-from toolscore.scorers.spec import ScorerSpec, check_threshold, parse_scorer
+from toolscore.scorers._base import ScorerBase
+from toolscore.scorers._llm_judge import LLMJudge
+from toolscore.scorers._spec import ScorerSpec, check_threshold, parse_scorer
 
 __all__ = ["score_command", "score_lines"]
 

@@ -47,8 +47,8 @@ def serve_command(config_path: Path | None, print_config: bool, log_level: str) 
     an environment variable named after its path, e.g. TOOLSCORE_RECEIVER__GRPC_ENDPOINT=0.0.0.0:4317.
     """
     # loaded here, not at import, so that `toolscore --help` stays fast
-    from toolscore.collector.serve.config import ConfigError, load_config_sources
-    from toolscore.collector.serve.config_yaml import render_yaml
+    from toolscore.collector.serve._config import ConfigError, load_config_sources
+    from toolscore.collector.serve._config_yaml import render_yaml
 
     try:
         config, source = load_config_sources(config_path)
@@ -61,7 +61,7 @@ def serve_command(config_path: Path | None, print_config: bool, log_level: str) 
         click.echo(render_yaml(config, source=source), nl=False)
         return
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from toolscore.collector.serve.service import ServiceStartError, run_service
+    from toolscore.collector.serve._service import ServiceStartError, run_service
 
     try:
         sys.exit(run_service(config))

@@ -25,8 +25,8 @@ def store_kind(path: str) -> StoreKind | None:
     None when it holds neither, both (one file configured for both stores, which `serve` now refuses, by an older
     version), or is no SQLite file at all.
     """
-    from toolscore.collector.registry.sqlite_store import TABLES as REGISTRY_TABLES
-    from toolscore.collector.serve.score_store import TABLES as SCORE_TABLES
+    from toolscore.collector.registry.stores._sqlite_store import TABLES as REGISTRY_TABLES
+    from toolscore.collector.serve.scores._store import TABLES as SCORE_TABLES
 
     tables = _tables(path)
     registry = tables.issuperset(REGISTRY_TABLES)

@@ -37,8 +37,9 @@ from toolscore.collector.extract import ExtractConfig, rebuild_runs
 from toolscore.collector.pipeline.config import JudgeBudgetConfig
 from toolscore.collector.pipeline.match import plan_scores
 from toolscore.collector.pipeline.score_run import PlannedScore, RunScorer
-from toolscore.collector.registry import Expectation, ExpectationIndex
-from toolscore.scorers.model import AgentRun, Score
+from toolscore.collector.registry import Expectation
+from toolscore.collector.registry._matching import ExpectationIndex
+from toolscore.scorers._model import AgentRun, Score
 
 __all__ = ["Progress", "run_eval"]
 

@@ -5,7 +5,7 @@ which call was not asked for, which came out of order, which had the right name 
 arguments (naming the keys that differ), and which stood where another was expected. The expected
 calls are read from the scorer's own parameters (`expected` of trajectory and f1, `expected_order` /
 `expected_tool` of tool_selection), and arguments are compared by the rule the scorer resolves for
-each call (`toolscore.scorers.matching`). The rows are the pairs the score counted (`Trajectory.pairs`,
+each call (`toolscore.scorers._matching`). The rows are the pairs the score counted (`Trajectory.pairs`,
 `F1.pairs`, `ToolSelection.pairs`: by position in trajectory's exact and strict modes and under a strict
 `expected_order`), so a row is `ok` exactly when the score counted that call as a match: the diff explains
 the score rather than judging anew. Calls the score left unpaired are then paired by name alone, as wrong
@@ -26,14 +26,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolscore.scorers.base import ScorerBase
-from toolscore.scorers.f1 import F1
-from toolscore.scorers.key_paths import MISSING, drop_path, lookup_path
-from toolscore.scorers.matching import ArgsMatch, json_equal, resolve_args_match
-from toolscore.scorers.model import AgentRun, ToolCall
-from toolscore.scorers.tool_selection import ToolSelection
-from toolscore.scorers.trajectory import Trajectory
-from toolscore.scorers.violations import RuleScorer
+from toolscore.scorers._base import ScorerBase
+from toolscore.scorers._f1 import F1
+from toolscore.scorers._key_paths import MISSING, drop_path, lookup_path
+from toolscore.scorers._matching import ArgsMatch, json_equal, resolve_args_match
+from toolscore.scorers._model import AgentRun, ToolCall
+from toolscore.scorers._tool_selection import ToolSelection
+from toolscore.scorers._trajectory import Trajectory
+from toolscore.scorers._violations import RuleScorer
 
 __all__ = ["CallDiff", "DiffRow", "KeyDiff", "diff_calls", "diff_for_scorer"]
 

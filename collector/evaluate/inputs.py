@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolscore.collector.registry import Expectation, InvalidExpectation, load_paths
-from toolscore.collector.registry.files import expand_paths
+from toolscore.collector.registry._files import expand_paths
 from toolscore.collector.sources import (
     NOT_A_TRACE_EXPORT,
     DecodeStats,

@@ -38,7 +38,7 @@ from toolscore.collector.extract.conventions.common import MAX_DEFINITIONS_CHARS
 from toolscore.collector.extract.order import PendingCall
 from toolscore.collector.extract.values import cap_text
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import ToolCall, ToolSpec
+from toolscore.scorers._model import ToolCall, ToolSpec
 
 __all__ = ["Catalog", "defines_tools", "definition_fields", "run_tools", "schema_of"]
 

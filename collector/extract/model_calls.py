@@ -48,7 +48,7 @@ from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
 from toolscore.collector.sources.log_events import BODY_KEY
 from toolscore.collector.spans import SpanRecord, StatusCode
-from toolscore.scorers.model import ToolCall
+from toolscore.scorers._model import ToolCall
 
 __all__ = [
     "all_claimed",

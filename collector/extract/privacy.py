@@ -7,7 +7,7 @@ value becomes a fixed marker and a short keyed hash (`«masked:3f2a9c1b»`, HMAC
 hex digits): equal values still compare equal in scoring, while the value cannot be read back, and a
 guess cannot be checked without the key.
 
-Patterns run on RE2 (`toolscore.scorers.regex`) because they meet sender-controlled text, as an
+Patterns run on RE2 (`toolscore.scorers._regex`) because they meet sender-controlled text, as an
 expectation's patterns do. A string value any pattern finds a match in is masked whole: masking only the
 matched part would keep the rest of a secret readable when the pattern catches a prefix.
 """
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from toolscore.scorers.regex import Pattern, RegexError, compile_pattern
+from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
 
 if TYPE_CHECKING:
-    from toolscore.scorers.model import AgentRun
+    from toolscore.scorers._model import AgentRun
 
 __all__ = [
     "DEFAULT_PATTERNS",

@@ -71,7 +71,7 @@ from toolscore.collector.extract.order import (
 from toolscore.collector.extract.privacy import mask_run
 from toolscore.collector.extract.values import agent_run, build_call, capped_attributes, capped_info, unwrapped
 from toolscore.collector.spans import SpanRecord, StatusCode
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers._model import AgentRun
 
 __all__ = ["ClassifiedSpan", "classify_span", "rebuild_classified", "rebuild_runs", "rebuild_under"]
 

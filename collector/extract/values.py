@@ -18,7 +18,7 @@ from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import NOT_CAPTURED, IssuedCall, RunInfo, ToolRead
 from toolscore.collector.extract.json_text import decode_json
 from toolscore.collector.spans import SpanRecord
-from toolscore.scorers.model import AgentRun, ArgsState, ToolCall
+from toolscore.scorers._model import AgentRun, ArgsState, ToolCall
 
 __all__ = ["agent_run", "build_call", "cap_text", "capped_attributes", "normalize_args", "unwrapped"]
 

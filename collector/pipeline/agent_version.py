@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers._model import AgentRun
 
 __all__ = ["AgentVersionConfig", "agent_version"]
 

@@ -26,7 +26,7 @@ from toolscore.collector.extract import (
 )
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import PipelineTelemetry
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers._model import AgentRun
 
 __all__ = ["CountedStats", "Dropped"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from toolscore.collector.pipeline.sink import EventSpec, RunEnrichment
 from toolscore.collector.registry import Expectation
-from toolscore.scorers.model import AgentRun, Score, ScoreResult
+from toolscore.scorers._model import AgentRun, Score, ScoreResult
 
 __all__ = ["EVENT_NAME", "RunScores", "attribute_key", "build_enrichment", "evaluation_prefixes", "event_attributes"]
 

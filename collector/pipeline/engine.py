@@ -29,7 +29,7 @@ from toolscore.collector.registry import Expectation
 from toolscore.collector.sources.log_events import LogEvent
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry, RunSpanRef
-from toolscore.scorers.model import AgentRun, Score, ScoreResult
+from toolscore.scorers._model import AgentRun, Score, ScoreResult
 
 __all__ = ["Engine"]
 

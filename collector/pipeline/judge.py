@@ -20,7 +20,7 @@ from typing import Protocol
 from opentelemetry.trace import Tracer
 
 from toolscore.collector.pipeline.config import JudgeBudgetConfig
-from toolscore.scorers.model import AgentRun, ScoreFailure, ScoreResult
+from toolscore.scorers._model import AgentRun, ScoreFailure, ScoreResult
 
 __all__ = ["AsyncScorer", "JudgePool", "TokenBucket"]
 

@@ -11,8 +11,10 @@ import functools
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from toolscore.collector.registry import Expectation, ExpectationIndex, ExpectationScorer, Registry, sampled_scorers
-from toolscore.scorers.model import AgentRun
+from toolscore.collector.registry import Expectation, ExpectationScorer, Registry
+from toolscore.collector.registry._matching import ExpectationIndex
+from toolscore.collector.registry._sampling import sampled_scorers
+from toolscore.scorers._model import AgentRun
 
 __all__ = ["Matcher", "ScorePlan", "expectation_infos", "plan_scores", "registry_state"]
 

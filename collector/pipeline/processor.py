@@ -27,7 +27,7 @@ from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
-from toolscore.scorers.llm_judge_trace import JUDGE_SCOPE
+from toolscore.scorers._llm_judge_trace import JUDGE_SCOPE
 
 __all__ = ["ToolscoreSpanProcessor", "enriched_span"]
 

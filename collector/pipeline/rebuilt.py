@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.extract import ExtractConfig
 from toolscore.collector.pipeline.counted_stats import CountedStats, Dropped
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers._model import AgentRun
 
 if TYPE_CHECKING:
     from toolscore.collector.pipeline.group import HeldRun, PendingTrace

@@ -33,7 +33,7 @@ from toolscore.collector.pipeline.counted_stats import CountedStats
 from toolscore.collector.pipeline.group import PendingTrace, cut_under
 from toolscore.collector.pipeline.rebuilt import enclosing_runs, kept_for_settles, rebuilt
 from toolscore.collector.pipeline.refused import RefusedSpans, runs_missing_spans
-from toolscore.scorers.model import AgentRun
+from toolscore.scorers._model import AgentRun
 
 __all__ = ["ReadyRun", "runs_of_trace", "runs_under"]
 

@@ -18,7 +18,7 @@ from toolscore.collector.pipeline.config import JudgeBudgetConfig
 from toolscore.collector.pipeline.judge import AsyncScorer, JudgePool
 from toolscore.collector.pipeline.match import ScorePlan
 from toolscore.collector.registry import Expectation, ExpectationScorer
-from toolscore.scorers.model import AgentRun, ScoreResult
+from toolscore.scorers._model import AgentRun, ScoreResult
 
 __all__ = ["PlannedScore", "RunScorer"]
 

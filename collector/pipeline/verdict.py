@@ -12,7 +12,7 @@ the run span has gone on with the inline scorers' results.
 from __future__ import annotations
 
 from toolscore.collector.pipeline.match import ScorePlan
-from toolscore.scorers.model import Score, ScoreResult
+from toolscore.scorers._model import Score, ScoreResult
 
 __all__ = ["RunVerdicts", "is_pass"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
-from toolscore.scorers.model import ScoreResult
+from toolscore.scorers._model import ScoreResult
 
 if TYPE_CHECKING:
     from opentelemetry._logs import LoggerProvider

@@ -29,7 +29,7 @@ from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
 from toolscore.collector.telemetry.unexported import UnexportedCheck
 from toolscore.collector.telemetry.versions import DEFAULT_MAX_AGENT_VERSIONS, VersionRuns
 from toolscore.collector.utf8 import valid_utf8, valid_utf8_values
-from toolscore.scorers.model import Score, ScoreResult
+from toolscore.scorers._model import Score, ScoreResult
 
 __all__ = ["EVALUATION_EVENT", "SCOPE_NAME", "OTelPipelineTelemetry", "run_span_context"]
 

@@ -35,7 +35,8 @@ from tests.bench.bench_extract import _run as agent_run
 from tests.bench.harness import Bench
 from tests.pipeline_builders import Recording
 from toolscore.collector.pipeline import Engine, PipelineConfig, RunEnrichment, ToolscoreSpanProcessor
-from toolscore.collector.registry import MemoryStore, Registry
+from toolscore.collector.registry import Registry
+from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.sources import spans_from_readable
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import create_telemetry

@@ -36,10 +36,7 @@ from tests.bench.bench_scorers import _perturbed
 from tests.bench.harness import Bench
 from tests.bench.peers.peer_server import ENV
 from tests.bench.workload import make_calls
-from toolscore.scorers import AgentRun, ToolCall
-from toolscore.scorers.base import ScorerBase
-from toolscore.scorers.tool_selection import ToolSelection
-from toolscore.scorers.trajectory import Trajectory
+from toolscore.scorers import AgentRun, ScorerBase, ToolCall, ToolSelection, Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH_PYTHON = ROOT / ".venv-bench" / "bin" / "python"

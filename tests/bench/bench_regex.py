@@ -1,4 +1,4 @@
-"""Match cost of expectation patterns on 4 KB of sender-controlled text, on RE2 (`toolscore.scorers.regex`).
+"""Match cost of expectation patterns on 4 KB of sender-controlled text, on RE2 (`toolscore.scorers._regex`).
 
 Three figures, each over 4 KB inputs (`max_attribute_bytes`-sized values, a run's input text):
 - `regex.re2.4kb.benign.matches_per_s`: a typical selector, `(?i)order [0-9]+\\b`, that does not match (so
@@ -16,7 +16,7 @@ import re
 import string
 
 from tests.bench.harness import Bench
-from toolscore.scorers.regex import compile_pattern
+from toolscore.scorers._regex import compile_pattern
 
 _SIZE = 4096
 

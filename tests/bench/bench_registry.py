@@ -19,9 +19,9 @@ from typing import Any
 
 from tests.bench.harness import Bench
 from tests.bench.workload import make_calls
-from toolscore.collector.registry import Expectation, ExpectationIndex
-from toolscore.scorers import AgentRun
-from toolscore.scorers.trajectory import Trajectory
+from toolscore.collector.registry import Expectation
+from toolscore.collector.registry._matching import ExpectationIndex
+from toolscore.scorers import AgentRun, Trajectory
 
 _SCORER = [{"type": "tool_selection", "expected_tool": "search_flights"}]
 _AGENTS = 200

@@ -36,8 +36,9 @@ from tests.bench.bench_inprocess import EXPECTATION, RESOURCE
 from tests.bench.harness import Bench
 from tests.bench.workload import TOOLS, make_args
 from toolscore.collector.pipeline import Engine, PipelineConfig, RunEnrichment
-from toolscore.collector.registry import MemoryStore, Registry
-from toolscore.collector.serve.carrier import Carrier, ResourceBlock, ScopeBlock, decode_carrier
+from toolscore.collector.registry import Registry
+from toolscore.collector.registry.stores import MemoryStore
+from toolscore.collector.serve._carrier import Carrier, ResourceBlock, ScopeBlock, decode_carrier
 
 __all__ = ["LEVELS", "measure_levels"]
 

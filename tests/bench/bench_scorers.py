@@ -6,15 +6,19 @@ import random
 
 from tests.bench.harness import Bench
 from tests.bench.workload import TOOLS, make_calls
-from toolscore.scorers import AgentRun, ToolCall, ToolSpec
-from toolscore.scorers.args_valid import ArgsValid
-from toolscore.scorers.base import ScorerBase
-from toolscore.scorers.efficiency import Efficiency
-from toolscore.scorers.f1 import F1
-from toolscore.scorers.tool_errors import ToolErrors
-from toolscore.scorers.tool_policy import ToolPolicy
-from toolscore.scorers.tool_selection import ToolSelection
-from toolscore.scorers.trajectory import Trajectory
+from toolscore.scorers import (
+    F1,
+    AgentRun,
+    ArgsValid,
+    Efficiency,
+    ScorerBase,
+    ToolCall,
+    ToolErrors,
+    ToolPolicy,
+    ToolSelection,
+    ToolSpec,
+    Trajectory,
+)
 
 _STRING = {"type": "string"}
 ARGS_SCHEMA = {

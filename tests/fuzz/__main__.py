@@ -23,9 +23,9 @@ def _one(name: str, argv: list[str]) -> None:
 
     with atheris.instrument_imports(include=["toolscore"]):
         import toolscore.collector.registry
-        import toolscore.collector.serve.encode
-        import toolscore.collector.serve.otlp_export
-        import toolscore.collector.serve.otlp_json_request
+        import toolscore.collector.serve._encode
+        import toolscore.collector.serve.receivers._otlp_export
+        import toolscore.collector.serve.receivers._otlp_json_request
         import toolscore.collector.sources.otlp_json  # noqa: F401
     atheris.Setup([sys.argv[0], *argv], TARGETS[name].run)
     atheris.Fuzz()

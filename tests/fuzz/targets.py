@@ -27,8 +27,8 @@ _MAX_SPANS = 65536  # receiver.max_spans_per_request's default
 def otlp_protobuf(data: bytes) -> None:
     """The OTLP/protobuf body as the receivers read it: the span count on the wire, the parse, the wire walk
     that locates a parse error, and the span entries the forwarder re-frames."""
-    from toolscore.collector.serve.encode import span_entries
-    from toolscore.collector.serve.otlp_export import BadPayload, parse_proto_request
+    from toolscore.collector.serve._encode import span_entries
+    from toolscore.collector.serve.receivers._otlp_export import BadPayload, parse_proto_request
 
     try:
         request = parse_proto_request(data, _MAX_SPANS)
@@ -41,8 +41,8 @@ def otlp_protobuf(data: bytes) -> None:
 
 def otlp_json(data: bytes) -> None:
     """The OTLP/JSON body as the HTTP receiver reads it, and as a trace file's JSON is read."""
-    from toolscore.collector.serve.otlp_export import BadPayload
-    from toolscore.collector.serve.otlp_json_request import request_from_json
+    from toolscore.collector.serve.receivers._otlp_export import BadPayload
+    from toolscore.collector.serve.receivers._otlp_json_request import request_from_json
     from toolscore.collector.sources.errors import SpanDecodeError
     from toolscore.collector.sources.otlp_json import spans_from_json_bytes
 
@@ -62,7 +62,8 @@ def _files() -> Path:
 
 def expectation_file(data: bytes) -> None:
     """An expectation file (YAML or JSON) as `toolscore expectations apply` and `registry.files` read it."""
-    from toolscore.collector.registry import InvalidExpectation, load_file
+    from toolscore.collector.registry import InvalidExpectation
+    from toolscore.collector.registry._files import load_file
 
     path = _files() / f"{os.getpid()}.yaml"
     path.write_bytes(data)

@@ -1,0 +1,333 @@
+"""`CollectorPipeline`: the `Ingest` behind the OTLP receivers, scoring runs and forwarding every span.
+
+    receiver ─accept(request)─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
+        ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
+                                                   └─ run spans, scored ─→ RequestSink.release_run (in place)
+        RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
+        Engine.on_scored ─→ ScoreStore.record (SQLite, written off the worker thread)
+
+Overload: the engine's queue is bounded per request. A request does not fit when the queue already
+holds spans and it would not fit beside them, or the forwarder's queue is full; an accepted request is
+queued whole, and an empty queue takes any one request (however large: `max_message_bytes` bounds it),
+so every run of an accepted request is scored. A request that does not fit waits for room, up to
+`overload_wait_ms`, with at most `max_waiting_requests` waiting at once (each on its receiver's thread,
+polling without the GIL): the sender's call simply takes longer, rather than being refused and sent
+again and again while the queue is full. Past the wait, or with every waiting place taken, `accept`
+refuses the whole request (RESOURCE_EXHAUSTED / 429, so the sender retries it). The last check and the
+queueing happen under one lock, so receivers racing each other never overshoot. `refusal` gives the
+same answer before a request is read, when every waiting place is taken and one of the size of the
+recent ones (a running average of their span counts) would not fit: the receivers then refuse it
+unread, and a sender retrying against a full queue costs a check rather than a parse. A request that
+waited is timed, by how it ended (`request_waited`: `toolscore.receiver.wait.duration`), so operators see
+the pushback the senders feel before it turns into refusals; one that fit at once is not.
+
+A logs export's GenAI events (`accept_logs`) go to the engine's queue of events (`Engine.offer_events`),
+bounded, waited for and refused the same way (`queue_size`; the forwarder does not count: logs are not
+forwarded). Its other records are not read and not forwarded either: toolscore is not a logs pipeline
+(`sources.log_events`); the sender is told how many and why in OTLP's partial success, and they are
+counted (`toolscore.log_records`, outcome `refused`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from toolscore.collector.pipeline.config import PipelineConfig
+from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.match import Matcher
+from toolscore.collector.serve._carrier import (
+    Carrier,
+    ResourceBlock,
+    ScopeBlock,
+    carrier_bytes,
+    decode_carrier,
+    held_carrier,
+)
+from toolscore.collector.serve._encode import span_entries
+from toolscore.collector.serve._pipeline_config import ServePipelineConfig
+from toolscore.collector.serve._regroup import RequestSink
+from toolscore.collector.serve.forward._forwarder import Forwarder
+from toolscore.collector.serve.forward._judge_spans import judge_tracer
+from toolscore.collector.serve.receivers._ingest import IngestResult
+from toolscore.collector.serve.receivers._otlp_export import span_count
+from toolscore.collector.sources.errors import DecodeStats
+from toolscore.collector.sources.otlp_proto import count_skipped, ids_ok
+from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
+from toolscore.collector.telemetry.base import RefusalReason, WaitOutcome
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from toolscore.collector.serve.scores._store import ScoreStore
+    from toolscore.collector.sources.log_events import LogBatch
+
+__all__ = ["CollectorPipeline"]
+
+_log = logging.getLogger("toolscore.serve")
+
+_WAIT_POLL_S = 0.01
+"""How often a waiting request looks for room. The queue holds about half a second of the worker's
+work when a typical request first fits again, so a late look never leaves the worker idle, and eight
+waiting requests wake the interpreter 800 times a second at most."""
+
+
+def _discard(request: bytes, spans: int) -> bool:
+    """No downstream configured: the spans were counted as passed by the engine and go nowhere."""
+    return True
+
+
+class CollectorPipeline:
+    """Implements `Ingest`; owns the engine and the sink, and shuts down the forwarder and store it is given.
+
+    `forwarder=None` means no downstream: spans are scored and discarded. `telemetry` should be the
+    same object the forwarder reports through (`OTelPipelineTelemetry` implements both protocols).
+    """
+
+    def __init__(
+        self,
+        registry: Matcher,
+        forwarder: Forwarder | None = None,
+        config: PipelineConfig | None = None,
+        telemetry: PipelineTelemetry | None = None,
+        store: ScoreStore | None = None,
+        *,
+        retry_after_s: float = 1.0,
+    ) -> None:
+        self.config = config if isinstance(config, ServePipelineConfig) else _serve_config(config)
+        self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
+        self.forwarder = forwarder
+        self.store = store
+        self.retry_after_s = retry_after_s
+        if forwarder is not None:
+            batch = forwarder.config
+            self.sink = RequestSink(
+                forwarder.submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes
+            )
+        else:
+            self.sink = RequestSink(_discard, batch_max_spans=1)
+        self._judge_spans = judge_tracer(forwarder.submit) if forwarder is not None else None
+        self.engine: Engine[Carrier] = Engine(
+            registry,
+            self.sink,
+            decode_carrier,
+            self.config,
+            self.telemetry,
+            on_scored=store.record if store is not None else None,
+            hold=held_carrier,
+            size=carrier_bytes,
+            tracer=self._judge_spans[0] if self._judge_spans is not None else None,
+        )
+        self._closed = False
+        self._admit = threading.Lock()
+        """Held from a request's overload check to its spans being queued, and while closing."""
+        self._typical_spans = 0.0
+        """Running average of the accepted requests' span counts (updated without a lock: a lost update is harmless)."""
+        self._waiting = 0
+        """Requests waiting for room now (`_room`), changed under `_waiting_lock`."""
+        self._waiting_lock = threading.Lock()
+
+    def refusal(self) -> IngestResult | None:
+        """Overloaded when a request of the typical size would be refused now (see the module docstring)."""
+        if not self._closed and self.config.overload_wait_ms and self._waiting < self.config.max_waiting_requests:
+            return None  # it may wait for room: read it
+        reason = self._overload(self._typical_spans)
+        return None if reason is None else self._refuse(reason)  # unread: its spans are not counted
+
+    def accept(self, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult:
+        """Queue the spans of `request` that have usable ids for the engine, waiting for room if need be,
+        or refuse it whole (see the module docstring)."""
+        try:
+            total = span_count(request)
+            start = time.monotonic()
+            deadline = start + self.config.overload_wait_ms / 1000
+            # before the walk too, so that a request refused at once is not walked
+            reason, waited = self._room(total, deadline, self._overload)
+            if reason is not None:
+                return self._refuse(reason, total, start if waited else None)
+            carriers, stats = _carriers(request, data, total)
+            while True:
+                with self._admit:
+                    reason = self._overload(len(carriers))
+                    if reason is None:
+                        self.engine.offer_all(carriers)
+                        break
+                # another request took the room first
+                reason, again = self._room(len(carriers), deadline, self._overload)
+                waited = waited or again
+                if reason is not None:
+                    return self._refuse(reason, total, start if waited else None)
+            if waited:
+                self.telemetry.request_waited(time.monotonic() - start, "accepted")
+            typical = self._typical_spans
+            self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
+        except Exception as error:  # never raise into a receiver; say what happened instead
+            _log.exception("ingesting an export request failed")
+            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+        if stats is None:
+            return IngestResult()
+        self.telemetry.spans_refused(stats.skipped_total, "invalid")
+        shown = "; ".join(stats.examples[:3])
+        more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
+        return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
+
+    def accept_logs(self, batch: LogBatch) -> IngestResult:
+        """Queue the GenAI events of a logs export for the engine, waiting for room if need be, or refuse it
+        whole; answer for the records not read (see the module docstring)."""
+        try:
+            events = batch.events
+            start = time.monotonic()
+            deadline = start + self.config.overload_wait_ms / 1000
+            waited = False
+            while events:
+                reason, again = self._room(len(events), deadline, self._events_overload)
+                waited = waited or again
+                if reason is not None:
+                    return self._refuse(reason, None, start if waited else None)
+                with self._admit:
+                    if self._events_overload(len(events)) is None:
+                        self.engine.offer_events(events)
+                        break
+            if waited:
+                self.telemetry.request_waited(time.monotonic() - start, "accepted")
+        except Exception as error:  # never raise into a receiver; say what happened instead
+            _log.exception("ingesting a logs export failed")
+            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+        refusals = batch.refusals
+        for reason, n in refusals.counts.items():
+            self.telemetry.log_records(n, "refused", reason)
+        return IngestResult(rejected_spans=refusals.total, error_message=refusals.message)
+
+    def _room(
+        self, spans: int, deadline: float, overload: Callable[[float], RefusalReason | None]
+    ) -> tuple[RefusalReason | None, bool]:
+        """(None once `spans` more spans (or events) fit, as `overload` says, else why they do not; whether it
+        waited for them).
+
+        It waits until `deadline` when they do not fit at once and there is a place to wait."""
+        reason = overload(spans)
+        if reason is None or reason == "shutdown" or time.monotonic() >= deadline:
+            return reason, False
+        with self._waiting_lock:
+            if self._waiting >= self.config.max_waiting_requests:
+                return reason, False
+            self._waiting += 1
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                time.sleep(min(_WAIT_POLL_S, left))
+                reason = overload(spans)
+                if reason is None or reason == "shutdown":
+                    break
+            return reason, True
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
+    def _refuse(
+        self, reason: RefusalReason, counted: int | None = None, waited_since: float | None = None
+    ) -> IngestResult:
+        """The overloaded answer, counted (with the request's `counted` spans when it was read, and the
+        time since `waited_since` when it waited for room)."""
+        if waited_since is not None:
+            outcome: WaitOutcome = "shutdown" if reason == "shutdown" else "refused"
+            self.telemetry.request_waited(time.monotonic() - waited_since, outcome)
+        self.telemetry.request_refused(reason, counted)
+        return IngestResult(overloaded=True, retry_after_s=self.retry_after_s, reason=reason)
+
+    def load(self) -> str:
+        """The queues `_overload` reads and the places to wait for room, as they are now (unlocked reads)."""
+        config = self.config
+        text = (
+            f"spans queued for scoring {len(self.engine.intake)}/{config.queue_size}, "
+            f"requests waiting for room {self._waiting}/{config.max_waiting_requests}"
+        )
+        forwarder = self.forwarder
+        if forwarder is None:
+            return text
+        limits = forwarder.config
+        return (
+            f"{text}, forward queue {forwarder.queued_requests}/{limits.queue_max_requests} requests "
+            f"({forwarder.queued_spans}/{limits.queue_max_spans} spans)"
+        )
+
+    def _overload(self, spans: float) -> RefusalReason | None:
+        if self._closed:
+            return "shutdown"
+        queued = len(self.engine.intake)
+        if queued and queued + spans > self.config.queue_size:
+            return "queue_full"
+        if self.forwarder is not None and not self.forwarder.has_room(spans):
+            return "forward_queue_full"
+        return None
+
+    def _events_overload(self, events: float) -> RefusalReason | None:
+        """`_overload` for a logs export's events: the engine's queue of events, no forwarder."""
+        if self._closed:
+            return "shutdown"
+        queued = len(self.engine.events)
+        if queued and queued + events > self.config.queue_size:
+            return "queue_full"
+        return None
+
+    def flush(self, timeout_s: float) -> bool:
+        """Score or release everything pending and deliver it downstream; True when all done in time."""
+        deadline = time.monotonic() + timeout_s
+        ok = self.engine.flush(timeout_s)
+        self.sink.flush()
+        if self.forwarder is not None:
+            ok = self.forwarder.flush(max(0.0, deadline - time.monotonic())) and ok
+        if self.store is not None:
+            ok = self.store.flush(max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Refuse new requests, score or release every pending run, forward it all, close the store. Idempotent.
+
+        The engine gets up to half of `timeout_s` (judges in flight are cut off there), the forwarder the rest.
+        """
+        with self._admit:  # a request checked before this is queued before the engine drains for the last time
+            if self._closed:
+                return True
+            self._closed = True
+        deadline = time.monotonic() + timeout_s
+        ok = self.engine.shutdown(timeout_s / 2)
+        if self._judge_spans is not None:
+            self._judge_spans[1].shutdown()
+        self.sink.close()
+        if self.forwarder is not None:
+            ok = self.forwarder.shutdown(max(0.0, deadline - time.monotonic())) and ok
+        if self.store is not None:
+            ok = self.store.close(max(0.5, deadline - time.monotonic())) and ok
+        return ok
+
+
+def _serve_config(config: PipelineConfig | None) -> ServePipelineConfig:
+    """Serve's settings from the shared ones: every shared key as given, serve's own keys at their defaults."""
+    return ServePipelineConfig() if config is None else ServePipelineConfig(**config.model_dump())
+
+
+def _carriers(
+    request: ExportTraceServiceRequest, data: bytes | None, total: int
+) -> tuple[list[Carrier], DecodeStats | None]:
+    """The request's `total` spans with usable ids, each with its blocks and received bytes; the others counted."""
+    carriers: list[Carrier] = []
+    append = carriers.append
+    stats: DecodeStats | None = None
+    entries = span_entries(data) if data is not None else None
+    received = iter(entries if entries is not None and len(entries) == total else itertools.repeat(None))
+    for resource_spans in request.resource_spans:
+        resource = ResourceBlock(resource_spans)
+        for scope_spans in resource_spans.scope_spans:
+            block = ScopeBlock(resource, scope_spans)
+            for span in scope_spans.spans:
+                entry = next(received)
+                if ids_ok(span):
+                    append((span, block, entry))
+                else:
+                    stats = stats or DecodeStats()
+                    count_skipped(span, stats)
+    return carriers, stats

@@ -1,0 +1,244 @@
+"""Evalite's `toolCallAccuracy` arithmetic (1.0.0-beta.16), exact and flexible modes.
+
+Kept apart from the `Trajectory` scorer so the peer's rules read in one place, in the peer's
+order of operations: the float arithmetic below is written exactly as Evalite writes it, so
+scores agree to the last bit, not merely to a tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from toolscore.scorers._json_equality import equality_plan, equality_test, same_bools
+from toolscore.scorers._matching import ArgsMatch
+from toolscore.scorers._model import JsonValue, ToolCall
+
+__all__ = [
+    "PairTest",
+    "Taken",
+    "Verdict",
+    "args_key",
+    "name_only_pairs",
+    "neutral",
+    "peer_exact_test",
+    "peer_flexible_test",
+    "pop_pairing",
+    "rule_test",
+    "score_exact",
+    "score_flexible",
+]
+
+PairTest = Callable[[ToolCall], bool]
+"""Do an actual call's arguments satisfy one expected call's? (Names are compared separately.)"""
+
+Verdict = tuple[float, str, dict[str, Any]]
+"""A score value, its explanation and its details."""
+
+_ABSENT = object()
+_TRUE = ("true",)
+_FALSE = ("false",)
+_HAS_ARGS = ("value", "raw")
+
+
+def _always(actual: ToolCall) -> bool:
+    return True
+
+
+def _freeze(value: JsonValue) -> Any:
+    """A hashable form equal exactly when `JSON.stringify(stableSerialize(value))` is.
+
+    Numbers become doubles (`1 == 1.0`, `-0.0 == 0`); NaN and infinities read as `null`, as
+    `JSON.stringify` writes them; booleans are tagged so `true` never meets `1`.
+    """
+    kind = type(value)
+    if kind is dict:
+        return ("{", tuple(sorted((key, _freeze(item)) for key, item in value.items())))
+    if kind is list or kind is tuple:
+        return ("[", tuple(_freeze(item) for item in value))
+    if kind is bool:
+        return _TRUE if value else _FALSE
+    if kind is int or kind is float:
+        try:
+            number = float(value)
+        except OverflowError:
+            return None
+        return number if math.isfinite(number) else None
+    return value
+
+
+def args_key(call: ToolCall) -> Any:
+    """Evalite's flexible-mode view of a call's arguments; no arguments is its own value."""
+    return _freeze(call.args) if call.args_state in _HAS_ARGS else _ABSENT
+
+
+def neutral(call: ToolCall) -> dict[str, Any]:
+    """A call as `{name, args?}`, the JSON form details use (`args` absent when the call had none)."""
+    if call.args_state in _HAS_ARGS:
+        return {"name": call.name, "args": call.args}
+    return {"name": call.name}
+
+
+def peer_exact_test(expected: ToolCall) -> PairTest:
+    """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else.
+
+    One closure per expected call, with `equality_test`'s checks inlined: this runs once per pair.
+    """
+    if expected.args_state not in _HAS_ARGS:
+        return _always
+    want = expected.args
+    full_walk, over = equality_plan(want)
+    if full_walk or want is None:
+        same = equality_test(want)
+        return lambda actual: actual.args_state in _HAS_ARGS and same(actual.args)
+    if over:
+        return lambda actual: want == actual.args and same_bools(actual.args, over)
+    return lambda actual: bool(want == actual.args)  # absent args are None, never equal to `want`
+
+
+def peer_flexible_test(expected: ToolCall) -> PairTest:
+    """Evalite's serialized-key comparison, for calls without a rule when other calls have one."""
+    want = args_key(expected)
+    return lambda actual: args_key(actual) == want
+
+
+def rule_test(expected: ToolCall, rule: ArgsMatch) -> PairTest:
+    return rule.compile(expected)
+
+
+def _clamp01(value: float) -> float:
+    return max(0.0, min(1.0, value))
+
+
+_MEMO_LIMIT = 1024
+"""Most (value, explanation) pairs a scorer keeps; they depend only on the counts."""
+
+
+def _exact_text(
+    counts: tuple[int, int, int], m: int, name_only_w: float, wrong_w: float, memo: dict[Any, tuple[float, str]]
+) -> tuple[float, str]:
+    """Score and explanation for the counts, in Evalite's operation order (memoized: the float
+    formatting costs more than the counting)."""
+    cached = memo.get(counts)
+    if cached is not None:
+        return cached
+    exact, name_only, wrong = counts
+    denom = max(m, 1)
+    raw = (exact + name_only_w * name_only) / denom - wrong_w * (wrong / denom)
+    value = _clamp01(raw)
+    explanation = (
+        f"exact mode: exact={exact}, name_only={name_only}, wrong_or_missing={wrong}, d=max(expected={m}, 1): "
+        f"({exact} + {name_only_w:g}*{name_only})/{denom} - {wrong_w:g}*({wrong}/{denom}) = {raw:.6g}, "
+        f"clamped to [0, 1]: {value:.3f}"
+    )
+    if len(memo) < _MEMO_LIMIT:
+        memo[counts] = (value, explanation)
+    return value, explanation
+
+
+def score_exact(
+    names: Sequence[str],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+    weights: tuple[float, float],
+    memo: dict[Any, tuple[float, str]],
+) -> Verdict:
+    """`zip(output, reference)`: one pair per actual call; every extra call is wrong twice.
+
+    `weights` is `(name_only, wrong_penalty)`; `memo` is the scorer's own cache of explanations.
+    """
+    m, n = len(names), len(actual)
+    exact = name_only = wrong = 0
+    for call, name, test in zip(actual, names, tests, strict=False):  # stops at the shorter list
+        if call.name != name:
+            wrong += 1
+        elif test(call):
+            exact += 1
+        else:
+            name_only += 1
+    if n > m:
+        wrong += 2 * (n - m)  # unpaired, then again as extras
+    value, explanation = _exact_text((exact, name_only, wrong), m, weights[0], weights[1], memo)
+    details = {
+        "mode": "exact",
+        "exact_matches": exact,
+        "name_only_matches": name_only,
+        "wrong_or_missing": wrong,
+        "totals": {"reference": m, "output": n},
+    }
+    return value, explanation, details
+
+
+Taken = tuple[list[int], list[int]]
+"""Exact matches: for each actual call the expected call (index) it took, -1 for none; then the
+expected calls no actual call took."""
+
+
+def pop_pairing(keys: Sequence[Any], actual: Sequence[ToolCall]) -> Taken:
+    """Evalite's exact matches: expected calls grouped by key, each actual call takes its group's
+    *last* remaining call."""
+    groups: dict[Any, list[int]] = {}
+    for j, key in enumerate(keys):
+        groups.setdefault(key, []).append(j)
+    taken: list[int] = []
+    for call in actual:
+        group = groups.get((call.name, args_key(call)))
+        taken.append(group.pop() if group else -1)
+    return taken, [j for group in groups.values() for j in group]
+
+
+def name_only_pairs(expected: Sequence[ToolCall], actual: Sequence[ToolCall], taken: Taken) -> dict[int, int]:
+    """Evalite's name-only matches, actual index -> expected index: a call no expected call took counts
+    name-only while an expected call of its name is still missing. Evalite only counts them; each is
+    paired here with the earliest such expected call, so a diff can show the pair."""
+    took, missing_idx = taken
+    waiting: dict[str, list[int]] = {}
+    for i in sorted(missing_idx, reverse=True):  # pop() then gives the earliest
+        waiting.setdefault(expected[i].name, []).append(i)
+    out: dict[int, int] = {}
+    for j, call in enumerate(actual):
+        if took[j] < 0:
+            queue = waiting.get(call.name)
+            if queue:
+                out[j] = queue.pop()
+    return out
+
+
+def score_flexible(
+    expected: Sequence[ToolCall], actual: Sequence[ToolCall], name_only_w: float, extra_w: float, taken: Taken
+) -> Verdict:
+    """Exact matches first (`taken`: by Evalite's serialized key, `pop_pairing`, or by a matching under
+    argument rules), then leftovers are name-only while expected calls of their name are still missing,
+    else extras."""
+    took, missing_idx = taken
+    named = name_only_pairs(expected, actual, taken)
+    matches = [call for call, i in zip(actual, took, strict=True) if i >= 0]
+    name_only = [actual[j] for j in named]
+    extras = [call for j, (call, i) in enumerate(zip(actual, took, strict=True)) if i < 0 and j not in named]
+    missing_calls = [expected[j] for j in missing_idx]
+    missing = len(missing_idx) - len(named)
+    m, n, exact = len(expected), len(actual), len(matches)
+    denom = max(m, 1)
+    raw = (exact + name_only_w * len(name_only)) / denom - extra_w * (len(extras) / denom)
+    value = _clamp01(raw)
+    explanation = (
+        f"flexible mode: exact={exact}, name_only={len(name_only)}, extras={len(extras)}, missing={missing}, "
+        f"d=max(expected={m}, 1): ({exact} + {name_only_w:g}*{len(name_only)})/{denom} - "
+        f"{extra_w:g}*({len(extras)}/{denom}) = {raw:.6g}, clamped to [0, 1]: {value:.3f}"
+    )
+    details = {
+        "mode": "flexible",
+        "exact_matches": exact,
+        "name_only_matches": len(name_only),
+        "extras": len(extras),
+        "missing": missing,
+        "totals": {"reference": m, "output": n},
+        "details": {
+            "matches": [neutral(call) for call in matches],
+            "name_only_matches": [neutral(call) for call in name_only],
+            "extras": [neutral(call) for call in extras],
+            "missing_tool_calls": [neutral(call) for call in missing_calls],
+        },
+    }
+    return value, explanation, details
