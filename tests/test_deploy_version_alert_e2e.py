@@ -10,8 +10,6 @@ expectation on every run; then version 1.1 runs beside it and fails every run (i
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,35 +18,18 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from tests import test_deploy_alert_e2e as alert_e2e
 from tests.prometheus import Prometheus
-from tests.serve_harness import ServeProcess, serve_config
-from tests.test_deploy_alert_e2e import EXPECTATIONS, RULES, shrink_durations
+from tests.serve_harness import ServeProcess
+
+serve = alert_e2e.serve
+"""The collector the time-baseline alert test scrapes, on the same expectations."""
+prometheus = alert_e2e.prometheus
+"""Its Prometheus, evaluating the shipped rules with their durations shrunk."""
 
 ALERT = "ToolscoreAgentVersionRegression"
 RUNS_PER_SECOND = 4
 """Per version: 40 runs in the shrunk 1-hour window (10 s), above the alert's 20 on each version."""
-
-
-@pytest.fixture
-def serve(tmp_path: Path) -> Iterator[ServeProcess]:
-    config = serve_config(tmp_path, [EXPECTATIONS], None, pipeline={"settle_ms": 50})
-    process = ServeProcess(config, tmp_path)
-    with process:
-        process.wait_ready()
-        yield process
-        assert process.terminate() == 0, process.log()
-
-
-@pytest.fixture
-def prometheus(serve: ServeProcess, tmp_path: Path) -> Iterator[Prometheus]:
-    rules = tmp_path / "toolscore.rules.yml"
-    rules.write_text(shrink_durations(RULES.read_text(encoding="utf-8")))
-    server = Prometheus(tmp_path, [f"127.0.0.1:{serve.metrics_port}"], rule_files=[rules], interval="1s")
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        server.stop()
 
 
 class Version:
