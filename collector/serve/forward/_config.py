@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from toolscore.collector import env
 from toolscore.collector.serve.receivers._config import split_endpoint
+from toolscore.collector.telemetry.setup import OtlpProtocol
 
 __all__ = [
     "ForwardConfig",
@@ -27,8 +28,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-
-OtlpProtocol = Literal["grpc", "http/protobuf"]
 
 
 class ForwardConfig(BaseModel):
