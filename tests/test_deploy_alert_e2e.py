@@ -84,10 +84,12 @@ def prometheus(serve: ServeProcess, tmp_path: Path) -> Iterator[Prometheus]:
 
 
 class Agent:
-    """Sends `invoke_agent travel` runs over OTLP/gRPC: a passing run books the flight, a failing one does not."""
+    """Sends `invoke_agent travel` runs over OTLP/gRPC: a passing run books the flight, a failing one does not.
+    `version`: the agent's `service.version`, when it has one."""
 
-    def __init__(self, endpoint: str) -> None:
-        self.provider = TracerProvider(resource=Resource.create({"service.name": "travel-agent"}))
+    def __init__(self, endpoint: str, version: str | None = None) -> None:
+        resource = {"service.name": "travel-agent"} | ({"service.version": version} if version else {})
+        self.provider = TracerProvider(resource=Resource.create(resource))
         self.provider.add_span_processor(
             BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True), schedule_delay_millis=100)
         )

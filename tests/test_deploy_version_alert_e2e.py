@@ -13,14 +13,11 @@ import time
 from typing import Any
 
 import pytest
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests import test_deploy_alert_e2e as alert_e2e
 from tests.prometheus import Prometheus
 from tests.serve_harness import ServeProcess
+from tests.test_deploy_alert_e2e import Agent
 
 serve = alert_e2e.serve
 """The collector the time-baseline alert test scrapes, on the same expectations."""
@@ -32,31 +29,7 @@ RUNS_PER_SECOND = 4
 """Per version: 40 runs in the shrunk 1-hour window (10 s), above the alert's 20 on each version."""
 
 
-class Version:
-    """One version of the `travel` agent (its `service.version`), sending runs over OTLP/gRPC."""
-
-    def __init__(self, endpoint: str, version: str) -> None:
-        resource = Resource.create({"service.name": "travel-agent", "service.version": version})
-        self.provider = TracerProvider(resource=resource)
-        self.provider.add_span_processor(
-            BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, insecure=True), schedule_delay_millis=100)
-        )
-        self.tracer = self.provider.get_tracer("version-alert-e2e")
-
-    def run(self, passes: bool) -> None:
-        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "travel"}
-        with self.tracer.start_as_current_span("invoke_agent travel", attributes=attributes):
-            for i, tool in enumerate(("search_flights", "book_flight") if passes else ("search_flights",)):
-                tool_attributes = {
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": tool,
-                    "gen_ai.tool.call.id": f"call_{i}",
-                }
-                with self.tracer.start_as_current_span(f"execute_tool {tool}", attributes=tool_attributes):
-                    pass
-
-
-def _second(runs: list[tuple[Version, bool]]) -> None:
+def _second(runs: list[tuple[Agent, bool]]) -> None:
     for _ in range(RUNS_PER_SECOND):
         for version, passes in runs:
             version.run(passes)
@@ -70,7 +43,7 @@ def _alerts(prometheus: Prometheus) -> list[dict[str, Any]]:
 def test_a_worse_new_version_fires_the_version_alert_through_prometheus(
     serve: ServeProcess, prometheus: Prometheus
 ) -> None:
-    old, new = Version(serve.grpc_endpoint, "1.0"), Version(serve.grpc_endpoint, "1.1")
+    old, new = Agent(serve.grpc_endpoint, "1.0"), Agent(serve.grpc_endpoint, "1.1")
     try:
         for _ in range(12):  # 1.0 alone, passing: one version never fires
             _second([(old, True)])
