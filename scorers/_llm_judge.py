@@ -32,6 +32,7 @@ from toolscore.scorers._base import ScorerBase
 from toolscore.scorers._llm_judge_prompt import AvailableTool, MalformedVerdict, Verdict, build_messages, parse_verdict
 from toolscore.scorers._llm_judge_state import SharedState, shared_state
 from toolscore.scorers._llm_judge_trace import judge_span, record_response
+from toolscore.scorers._masked import names_only
 from toolscore.scorers._model import AgentRun, Score, ScoreFailure, ScoreResult
 
 __all__ = ["AvailableTool", "LLMJudge"]
@@ -135,6 +136,7 @@ class LLMJudge(ScorerBase):
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the judge.")
 
     default_threshold: ClassVar[float] = 0.5
+    values_needed: ClassVar[str] = "the judge reads the user's request and the calls' arguments"
 
     _state: SharedState = PrivateAttr()
 
@@ -172,6 +174,8 @@ class LLMJudge(ScorerBase):
         must never run on a thread that ends spans. Each request is a GenAI `chat` span of `tracer`
         (default: the global provider's), linked to the run's span (see `llm_judge_trace`).
         """
+        if names_only(run):
+            return self.values_not_kept()
         if not (run.input or "").strip():
             return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
         try:

@@ -34,6 +34,7 @@ from toolscore.collector.evaluate.model import (
     ScorerResult,
 )
 from toolscore.collector.extract import ExtractConfig, rebuild_runs
+from toolscore.collector.extract.privacy import PrivacyConfig
 from toolscore.collector.pipeline.config import JudgeBudgetConfig
 from toolscore.collector.pipeline.match import plan_scores
 from toolscore.collector.pipeline.score_run import PlannedScore, RunScorer
@@ -142,13 +143,15 @@ def _score_all(
     source_of: dict[str, str],
     judge: JudgeBudgetConfig | None,
     progress: Progress,
+    *,
+    privacy: PrivacyConfig | None = None,
 ) -> tuple[list[RunResult], list[RunRef]]:
     """Every run planned and scored (judges in flight together), then turned into results."""
     unmatched: list[RunRef] = []
     scored: list[tuple[AgentRun, RunRef, list[Expectation], list[PlannedScore]]] = []
     with RunScorer(judge) as scorer:
         for run in runs:
-            plan = plan_scores(run, index)
+            plan = plan_scores(run, index, privacy)
             ref = run_ref(run, source_of.get(run.trace_id))
             if plan.expectations:
                 scored.append((run, ref, plan.expectations, scorer.score(run, plan)))
@@ -188,7 +191,8 @@ def run_eval(
     if not 0.0 <= min_pass_rate <= 1.0:
         raise ValueError(f"min_pass_rate must be within 0..1, got {min_pass_rate}")
     progress = progress or _NoProgress()
-    expectation_files, loaded = read_expectations(expectations)
+    privacy = (extract or ExtractConfig()).privacy
+    expectation_files, loaded = read_expectations(expectations, privacy)
     enabled = sorted((exp for exp in loaded if exp.enabled), key=lambda exp: exp.name)
     files = trace_files(traces)
     progress.phase("reading traces", len(files))
@@ -197,7 +201,7 @@ def run_eval(
         raise EvalInputError([_no_usable_span(len(inputs.files), inputs.stats.skipped_total)])
     runs = sorted(rebuild_runs(inputs.spans, extract), key=_run_order)
     progress.phase("scoring runs", len(runs))
-    results, unmatched = _score_all(runs, ExpectationIndex(enabled), inputs.source_of, judge, progress)
+    results, unmatched = _score_all(runs, ExpectationIndex(enabled), inputs.source_of, judge, progress, privacy=privacy)
     summaries = [
         _aggregate(exp, [r for r in results if r.expectation == exp.name], min_pass_rate, require_runs)
         for exp in enabled

@@ -460,7 +460,7 @@ class Engine(Worker, Generic[C]):
 
     def _plan(self, run: AgentRun) -> ScorePlan:
         try:
-            return plan_scores(run, self.registry)
+            return plan_scores(run, self.registry, self.config.extract.privacy)
         except Exception:
             _log.exception("matching expectations failed for run %s", run.run_id)
             return ScorePlan()
