@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolscore.collector.cli.privacy_options import privacy_from_options, privacy_options
+
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
@@ -121,6 +123,7 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
 )
 @click.option("--max-failures", type=click.IntRange(min=0), default=20, show_default=True,
               help="Failing runs shown in full in the summary.")  # fmt: skip
+@privacy_options
 def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     traces: tuple[str, ...],
     more_traces: tuple[str, ...],
@@ -139,15 +142,18 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     max_failures: int,
     baseline: tuple[str, ...],
     margin: float,
+    **privacy: Any,
 ) -> None:
     """Score the agent runs in OTLP trace files against expectations, as the live pipeline would.
 
     Traces: OTLP protobuf, OTLP/JSON or the JSON Lines of a Collector file exporter (gzip too);
     directories are searched for *.json, *.jsonl, *.pb, ... files. Exit status: 0 every expectation
     met its threshold, 1 one did not (or an expectation file matched no run), 2 bad input (or no usable span).
+    The privacy options mask runs and expected values as `toolscore serve` does, so reports hold markers.
     """
     from toolscore.collector.evaluate import EvalInputError
     from toolscore.collector.evaluate.report_text import print_report
+    from toolscore.collector.extract import ExtractConfig
     from toolscore.collector.pipeline.config import JudgeBudgetConfig
 
     all_traces = traces + more_traces
@@ -161,6 +167,7 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
         "min_pass_rate": min_pass_rate,
         "require_runs": require_runs,
         "allow_empty": allow_empty,
+        "extract": ExtractConfig(privacy=privacy_from_options(**privacy)),
     }
     try:
         result = _evaluate(all_traces, expectations, options)

@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
+from toolscore.collector.cli.privacy_options import privacy_from_options, privacy_options
+
 if TYPE_CHECKING:  # imported when the command runs, so `toolscore --help` stays fast
+    from toolscore.collector.extract.privacy import Masker
     from toolscore.collector.serve.scores._query import StoredRun
 
 __all__ = ["runs_command"]
@@ -91,6 +94,7 @@ def _json(runs: list[StoredRun]) -> str:
 @click.option("--since", help="Only runs scored since: a duration back (30s, 10m, 2h, 1d) or an ISO time.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Most runs to list.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@privacy_options
 def runs_command(
     *,
     db: str,
@@ -100,8 +104,12 @@ def runs_command(
     since: str | None,
     limit: int,
     output: str,
+    **privacy: Any,
 ) -> None:
-    """List recent scored runs, newest first, with their tool calls and scores."""
+    """List recent scored runs, newest first, with their tool calls and scores.
+
+    The store holds what `toolscore serve` kept (masked by its privacy settings); the privacy options mask
+    what is shown here too, for a store written without them (docs/security.md)."""
     from toolscore.collector.serve.scores._query import parse_since, query_runs
 
     try:
@@ -130,9 +138,58 @@ def runs_command(
                 f"store: give the collector's score_store.path with --db (`toolscore serve` keeps it in {DEFAULT_DB})"
             ) from None
         raise click.ClickException(f"{db} is not a toolscore score store: {error}") from None
+    settings = privacy_from_options(**privacy)
+    if settings.active:
+        from toolscore.collector.extract.privacy import masker_for
+
+        masker = masker_for(settings)
+        runs = [_masked(run, masker) for run in runs]
     if output == "json":
         click.echo(_json(runs))
     elif runs:
         click.echo(_table(runs))
     else:
         click.echo("no scored runs match", err=True)
+
+
+def _masked(run: StoredRun, masker: Masker) -> StoredRun:
+    """A stored run as the privacy settings would have kept it: arguments masked, and each masked value's text
+    replaced by its marker in the explanations (which quote arguments); under `names_only`, no explanation."""
+    import dataclasses
+
+    replaced: dict[str, str] = {}
+    calls = []
+    for call in run.calls:
+        if "args" not in call:
+            calls.append(call)
+            continue
+        args = call["args"]
+        masked = masker.arguments(args) if not isinstance(args, str) else masker.text(args)
+        _collect(args, masked, replaced)
+        calls.append({**call, "args": masked})
+    scores = tuple(
+        dataclasses.replace(score, explanation=_replaced(score.explanation, replaced, masker)) for score in run.scores
+    )
+    return dataclasses.replace(run, calls=calls, scores=scores)
+
+
+def _collect(raw: Any, masked: Any, out: dict[str, str]) -> None:
+    """The text of each value `masked` masked in `raw`, with its marker."""
+    if isinstance(raw, dict) and isinstance(masked, dict):
+        for key, value in raw.items():
+            _collect(value, masked.get(key), out)
+    elif isinstance(raw, list) and isinstance(masked, list):
+        for item, masked_item in zip(raw, masked, strict=False):
+            _collect(item, masked_item, out)
+    elif raw is not None and masked != raw and isinstance(masked, str):
+        text = raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True, separators=(",", ":"))
+        if text:
+            out[text] = masked
+
+
+def _replaced(text: str, replaced: dict[str, str], masker: Masker) -> str:
+    if masker.names_only:
+        return "(not shown: privacy.content is names_only)" if text else text
+    for raw in sorted(replaced, key=len, reverse=True):
+        text = text.replace(raw, replaced[raw]).replace(json.dumps(raw)[1:-1], replaced[raw])
+    return masker.text(text) or ""
