@@ -46,18 +46,19 @@ def privacy_problems(scorer: ScorerBase, config: PrivacyConfig) -> list[tuple[Lo
         for key, matcher in rule.matchers.items():
             kind = matcher.type
             if names_only and kind != "any":
-                why = "privacy.content is names_only, which keeps no argument value"
+                why = (
+                    "privacy.content is names_only, which keeps no argument value: drop the rule (argument keys "
+                    "are still compared), or keep content (`full`) and mask the key instead"
+                )
             elif kind in RAW_VALUE_RULES and (mask := key_rule(config.mask_keys, key)) is not None:
-                why = f"privacy.mask_keys masks {key!r} (by {mask!r})"
+                why = (
+                    f"privacy.mask_keys masks {key!r} (by {mask!r}): compare it by equality (the expected args, or "
+                    "`one_of`), which works on masked values, or leave the key unmasked"
+                )
             else:
                 continue
-            found.append(
-                (
-                    (*loc, "matchers", key),
-                    f"a `{kind}` rule needs the raw value of argument {key!r}, but {why}: compare it by equality "
-                    "(the expected args, or `one_of`), which works on masked values, or leave the key unmasked",
-                )
-            )
+            message = f"a `{kind}` rule needs the value of argument {key!r}, but {why}"
+            found.append(((*loc, "matchers", key), message))
     return found
 
 
