@@ -137,7 +137,8 @@ def test_masking_keeps_every_secret_out_of_serves_outputs_and_scores_as_without_
     assert b"\xc2\xabmasked:" in masked.places["forwarded spans"]
     assert b"\xc2\xabmasked:" in masked.places["score store"]
     prompts = openai_server.prompts()[asked:]
-    assert prompts and all("Masked values:" in prompt and "call 1 argument auth.token" in prompt for prompt in prompts)
+    assert prompts
+    assert all("Masked values:" in prompt and "call 1 argument auth.token" in prompt for prompt in prompts)
 
 
 def test_masking_keeps_every_secret_out_of_evals_reports_and_scores_as_without_it(
@@ -173,7 +174,8 @@ def test_names_only_leaves_no_argument_value_or_request_text_in_any_output(
 
     assert Outputs(places).holding(VALUES) == {}
     assert openai_server.requests == []  # the judge needs the request: it is not asked
-    assert '"charge"' in extracted.output and '"holder": null' in extracted.output  # names and keys are kept
+    assert '"charge"' in extracted.output
+    assert '"holder": null' in extracted.output
     judged = {key: value for key, value in served.scores.items() if key[1] == "llm_judge"}
     assert set(judged.values()) == {None}  # a values_not_kept failure, not a score
     assert b"values_not_kept" in served.places["score store"]
