@@ -38,10 +38,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PATTERNS",
     "HASH_KEY_ENV",
-    "MARKER_PREFIX",
     "Masker",
     "PrivacyConfig",
-    "is_masked",
     "key_rule",
     "luhn_valid",
     "mask_call",
