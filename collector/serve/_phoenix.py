@@ -160,7 +160,9 @@ class PhoenixAnnotations:
         self._cut_off = 0
         """Annotations dropped because close's deadline came first."""
         self._idle = threading.Event()
+        """Set while nothing is pending or waiting: what `flush` waits for."""
         self._idle.set()
+        self._idle_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="toolscore-phoenix", daemon=True)
         self._thread.start()
 
@@ -169,8 +171,10 @@ class PhoenixAnnotations:
         if self._stopping or len(self._pending) + len(self._waiting) >= self.config.queue_size:
             self._count(1, "shutdown" if self._stopping else "queue_full")
             return
-        self._idle.clear()
-        self._pending.append(_Item(annotation(run, expectation, result)))
+        item = _Item(annotation(run, expectation, result))
+        with self._idle_lock:  # so the thread never marks idle between this append and the clear
+            self._pending.append(item)
+            self._idle.clear()
         self._wake.set()
 
     def flush(self, timeout_s: float) -> bool:
@@ -217,8 +221,10 @@ class PhoenixAnnotations:
             self._send(batch, now)
             return True
         if not self._waiting:
-            self._idle.set()
-            if self._stopping:
+            with self._idle_lock:
+                if not self._pending:
+                    self._idle.set()
+            if self._stopping and not self._pending:
                 return False
         wait = min((item.due for item in self._waiting), default=now + 1.0) - now
         if self._deadline is not None:
