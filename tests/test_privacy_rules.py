@@ -191,3 +191,25 @@ def test_runs_masks_what_a_store_written_without_masking_holds(tmp_path: Path) -
     for secret in ("sk-live", "ada.lovelace", "4111"):
         assert secret not in masked
     assert "Augusta" in masked  # what no rule masks is shown
+
+
+def test_the_registry_api_refuses_such_a_rule_over_grpc() -> None:
+    from tests.registry_builders import serve
+    from toolscore.collector.registry.api import RegistryClient
+
+    doc = parse_expectation(_doc(("auth.token", {"type": "regex", "pattern": "sk-.*"})))
+    with Registry(MemoryStore(), privacy=PRIVACY) as registry:
+        for server in serve(registry):
+            with RegistryClient(server.target) as client, pytest.raises(InvalidExpectation, match=r"by '\*\.token'"):
+                client.put(doc)
+        assert registry.list() == []
+
+
+def test_expectations_apply_refuses_such_a_rule_with_the_privacy_options(tmp_path: Path) -> None:
+    path = tmp_path / "pay.yaml"
+    path.write_text(yaml.safe_dump(_doc(("auth.token", {"type": "regex", "pattern": "sk-.*"}))))
+    db = str(tmp_path / "registry.db")
+    refused = CliRunner().invoke(main, ["expectations", "apply", str(path), "--db", db, "--mask-key", "*.token"])
+    assert refused.exit_code != 0
+    assert "masks 'auth.token' (by '*.token')" in refused.output
+    assert CliRunner().invoke(main, ["expectations", "apply", str(path), "--db", db]).exit_code == 0
