@@ -112,7 +112,7 @@ def expectation_file(tmp_path: Path, judge_base: str | None = None, *, one_of: b
                 "api_base": judge_base,
                 "api_key": "test",
                 "max_retries": 0,
-                "timeout_s": 10.0,
+                "timeout_s": 60.0,  # a loaded machine imports litellm in seconds, in each process
             }
         )
     doc = {"name": "payments", "match": {"agent": {"equals": "payer"}}, "scorers": scorers}

@@ -49,6 +49,7 @@ class Outputs:
 
     places: dict[str, bytes] = field(default_factory=dict)
     scores: dict[tuple[str, str], float | None] = field(default_factory=dict)
+    errors: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def holding(self, values: tuple[str, ...]) -> dict[str, list[str]]:
         """The places that hold any of `values`, with the ones they hold."""
@@ -60,9 +61,12 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
     tmp_path.mkdir()
     logs, downstream = TelemetryReceiver(), Downstream()
     env = {"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": logs.endpoint, "OTEL_BLRP_SCHEDULE_DELAY": "50"}
-    sections: dict[str, Any] = {"pipeline": {"settle_ms": 100, "extract": {"privacy": privacy}}} if privacy else {}
+    pipeline: dict[str, Any] = {"settle_ms": 100, "judge": {"timeout_s": 90}}
+    if privacy:
+        pipeline["extract"] = {"privacy": privacy}
     one_of = (privacy or {}).get("content") != "names_only"
-    config = serve_config(tmp_path, [expectation_file(tmp_path, judge.base_url, one_of=one_of)], downstream, **sections)
+    expectations = [expectation_file(tmp_path, judge.base_url, one_of=one_of)]
+    config = serve_config(tmp_path, expectations, downstream, pipeline=pipeline)
     store = tmp_path / "scores.db"
     try:
         with ServeProcess(config, tmp_path, env=env) as process:
@@ -72,7 +76,7 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
             exporter.shutdown()
             keys = {(format(s.context.trace_id, "032x"), format(s.context.span_id, "016x")) for s in spans}
             downstream.wait_for(keys)
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 120  # the judge's scores come last
             while time.monotonic() < deadline and (len(logs.log_records()) < SCORES or not store.exists()):
                 time.sleep(0.1)
             assert process.terminate() == 0, process.log()
@@ -87,6 +91,7 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
     for run in query_runs(store, limit=10):
         for score in run.scores:
             out.scores[run.trace_id, score.scorer] = score.value
+            out.errors[run.trace_id, score.scorer] = f"{score.error_type}: {score.explanation}"
     assert len(out.scores) == SCORES, (out.scores, process.log())
     assert len(logs.log_records()) == SCORES
     return out
@@ -101,7 +106,7 @@ def _eval(
     one_of = (privacy or {}).get("content") != "names_only"
     args = ["eval", "-t", str(traces), "-e", str(expectation_file(tmp_path, judge.base_url, one_of=one_of)), "--judge"]
     args += ["--junit", str(reports["report.xml"]), "--markdown", str(reports["report.md"])]
-    args += ["--json", str(reports["report.json"]), "--max-failures", "5"]
+    args += ["--json", str(reports["report.json"]), "--max-failures", "5", "--judge-timeout-s", "90"]
     if privacy is not None:
         settings = tmp_path / "serve.yaml"
         settings.write_text(yaml.safe_dump({"pipeline": {"extract": {"privacy": privacy}}}))
@@ -132,7 +137,8 @@ def test_masking_keeps_every_secret_out_of_serves_outputs_and_scores_as_without_
 
     assert set(plain.holding(SECRETS)) >= {"forwarded spans", "score store", "judge requests"}, "the control"
     assert masked.holding(SECRETS) == {}
-    assert masked.scores == plain.scores
+    assert masked.scores == plain.scores, (masked.errors, plain.errors)
+    assert None not in masked.scores.values(), masked.errors
     assert sorted(masked.scores.values()) == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]  # the other card fails equality
     assert b"\xc2\xabmasked:" in masked.places["forwarded spans"]
     assert b"\xc2\xabmasked:" in masked.places["score store"]
