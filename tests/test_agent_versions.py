@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace as trace_api
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -130,3 +132,49 @@ def test_the_pipeline_reads_the_configured_attribute_first() -> None:
     config = PipelineConfig(settle_ms=20, agent_version=AgentVersionConfig(span_attributes=("prompt.version",)))
     versions = _verdict_versions({"service.version": "2.1.0"}, config, **{"prompt.version": "p9"})
     assert versions == ["p9"]
+
+
+def _scored_run(resource: dict[str, Any]) -> tuple[ReadableSpan, list[dict[str, Any]]]:
+    """One travel run through the span processor with the real telemetry: its exported run span, and the
+    attributes of its `gen_ai.evaluation.result` log records."""
+    exporter, log_exporter = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    provider = TracerProvider(resource=Resource.create(resource))
+    with registry_with(TRAVEL) as registry:
+        telemetry = create_telemetry(logger_provider=logs)
+        config = PipelineConfig(settle_ms=20)
+        provider.add_span_processor(ToolscoreSpanProcessor(registry, SimpleSpanProcessor(exporter), config, telemetry))
+        tracer = provider.get_tracer("toolscore-tests")
+        run = tracer.start_span("invoke_agent travel", attributes=run_attrs())
+        with trace_api.use_span(run, end_on_exit=True):
+            for i, name in enumerate(("search_flights", "book_flight")):
+                tracer.start_span(f"execute_tool {name}", attributes=tool_attrs(name, f"call_{i}")).end()
+
+        def scored() -> bool:
+            return any(s.name.startswith("invoke_agent") for s in exporter.get_finished_spans())
+
+        assert wait_until(scored)
+        provider.shutdown()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    records = [dict(data.log_record.attributes or {}) for data in log_exporter.get_finished_logs()]
+    logs.shutdown()
+    return span, records
+
+
+def test_a_runs_version_is_on_its_span_its_score_events_and_its_evaluation_records() -> None:
+    span, records = _scored_run({"service.version": "2.1.0"})
+    assert (span.attributes or {})["toolscore.agent.version"] == "2.1.0"
+    events = [dict(e.attributes or {}) for e in span.events if e.name == "gen_ai.evaluation.result"]
+    assert sorted(e["gen_ai.evaluation.name"] for e in events) == ["tool_selection", "trajectory"]
+    assert [e["toolscore.agent.version"] for e in events] == ["2.1.0", "2.1.0"]
+    assert sorted(r["gen_ai.evaluation.name"] for r in records) == ["tool_selection", "trajectory"]
+    assert [r["toolscore.agent.version"] for r in records] == ["2.1.0", "2.1.0"]
+
+
+def test_a_run_without_a_version_carries_no_version_attribute() -> None:
+    span, records = _scored_run({})
+    assert "toolscore.agent.version" not in (span.attributes or {})
+    events = [dict(e.attributes or {}) for e in span.events if e.name == "gen_ai.evaluation.result"]
+    assert len(events) == len(records) == 2
+    assert not any("toolscore.agent.version" in attributes for attributes in (*events, *records))
