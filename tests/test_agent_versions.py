@@ -19,9 +19,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.pipeline_builders import TRAVEL, Recording, registry_with, run_attrs, tool_attrs, wait_until
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.agent_version import AgentVersionConfig, agent_version
+from toolscore.collector.registry import Expectation
+from toolscore.collector.serve._phoenix import annotation
 from toolscore.collector.telemetry import create_telemetry
 from toolscore.collector.telemetry.metrics_table import OTHER_VALUE
-from toolscore.scorers import AgentRun
+from toolscore.scorers import AgentRun, Score
 
 VERSION_RUNS = "toolscore.expectation.version.runs"
 
@@ -178,3 +180,11 @@ def test_a_run_without_a_version_carries_no_version_attribute() -> None:
     events = [dict(e.attributes or {}) for e in span.events if e.name == "gen_ai.evaluation.result"]
     assert len(events) == len(records) == 2
     assert not any("toolscore.agent.version" in attributes for attributes in (*events, *records))
+
+
+def test_a_phoenix_annotation_names_the_runs_version_in_its_metadata() -> None:
+    expectation = Expectation.model_validate(TRAVEL)
+    score = Score(name="tool_selection", value=1.0, label="pass", explanation="ok")
+    run = AgentRun(trace_id="a" * 32, span_id="b" * 16, agent_name="travel")
+    assert annotation(run, expectation, score, "1.1")["metadata"]["toolscore.agent.version"] == "1.1"
+    assert "toolscore.agent.version" not in annotation(run, expectation, score)["metadata"]
