@@ -51,6 +51,10 @@ class StoredRun:
     incomplete: bool
     scored_ns: int
     scores: tuple[StoredScore, ...]
+    request: str | None = None
+    """The user's request as extracted for the `input` selector (None when unknown, or stored before it was kept)."""
+    row_id: int = 0
+    """The store's id of the run: a later run has a higher one (the page pages and polls by it)."""
 
 
 _NS_RANGE = (-(2**63), 2**63 - 1)
@@ -90,24 +94,37 @@ def query_runs(
     """
     if not Path(path).is_file():
         raise FileNotFoundError(f"no score store at {path}")
-    where, params = _filters(agent, expectation, label, since_ns)
+    where, params = filters(agent, expectation, label, since_ns)
     db = connect_read_only(path)
     try:
-        rows = db.execute(
-            "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs"
-            f" {where} ORDER BY scored_ns DESC, id DESC LIMIT ?",
-            (*params, limit),
-        ).fetchall()
-        scores = _scores(db, [row[0] for row in rows])
+        return read_runs(db, where, params, "ORDER BY scored_ns DESC, id DESC LIMIT ?", limit)
     finally:
         db.close()
+
+
+def read_runs(db: sqlite3.Connection, where: str, params: list[Any], tail: str, *more: Any) -> list[StoredRun]:
+    """The runs `where` selects (`tail`: order and limit, with `more` parameters), each with its scores."""
+    request = "request" if has_column(db, "runs", "request") else "NULL"
+    rows = db.execute(
+        f"SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, {request} FROM runs"
+        f" {where} {tail}",
+        (*params, *more),
+    ).fetchall()
+    scores = _scores(db, [row[0] for row in rows])
     return [
-        StoredRun(trace, span, name, json.loads(calls), total, bool(incomplete), scored, tuple(scores.get(rid, ())))
-        for rid, trace, span, name, calls, total, incomplete, scored in rows
+        StoredRun(
+            trace, span, name, json.loads(calls), total, bool(incomplete), scored, tuple(scores.get(rid, ())), text, rid
+        )
+        for rid, trace, span, name, calls, total, incomplete, scored, text in rows
     ]
 
 
-def _filters(
+def has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
+    """Whether a store (maybe written by an older toolscore) has `column`: added columns are read as NULL without."""
+    return any(row[1] == column for row in db.execute(f"PRAGMA table_info({table})"))
+
+
+def filters(
     agent: str | None, expectation: str | None, label: str | None, since_ns: int | None
 ) -> tuple[str, list[Any]]:
     clauses: list[str] = []
