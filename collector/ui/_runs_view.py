@@ -49,7 +49,8 @@ def _row(run: StoredRun) -> str:
     href = f"/run/{run.row_id}"
     bad = any(verdict(score) != "pass" for score in run.scores)
     return (
-        f'<tr data-id="{run.row_id}"{" class=bad" if bad else ""}><td class=when><a{attr("href", href)}>{esc(when(run.scored_ns))}'
+        f'<tr data-id="{run.row_id}"{" class=bad" if bad else ""}>'
+        f"<td class=when><a{attr('href', href)}>{esc(when(run.scored_ns))}"
         f"</a></td><td>{esc(run.agent or '-')}{flags}</td>"
         f"<td>{esc(first_line(run.request)) or '<span class=muted>-</span>'}"
         f'</td><td class="calls">{calls or "<span class=muted>none</span>"}</td>'
