@@ -23,6 +23,7 @@ import json
 import logging
 import re
 import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ _log = logging.getLogger("toolscore.ui")
 _COOKIE = "toolscore_ui"
 _RUN = re.compile(r"^/run/(\d{1,18})(/expect)?$")
 _MAX_FORM_BYTES = 64 * 1024
+_CHOICES_TTL_S = 5.0
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(LIVE_JS.encode()).digest()).decode()
 _CSP = (
     f"default-src 'none'; script-src 'sha256-{_SCRIPT_HASH}'; style-src 'unsafe-inline'; connect-src 'self'; "
@@ -75,6 +77,12 @@ class _Context:
 class _Handler(BoundedRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # the head and the body leave in two writes: without this, Nagle's algorithm holds the body back
+        # until the client's delayed ACK of the head, 40 ms on every page a browser keeps a connection for
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
         _log.debug("ui: " + format, *args)
@@ -184,11 +192,11 @@ class _Handler(BoundedRequestHandler):
         if params.get("partial") == "rows":
             self._send(200, render_rows(page))
             return
-        names = expectation_names(context.store_path)
+        agent_names, names = self.server.choices()
         html = render_runs(
             page,
             params,
-            agents(context.store_path),
+            agent_names,
             names,
             page_size=context.config.page_size,
             poll_ms=context.config.poll_interval_ms,
@@ -300,6 +308,18 @@ class _Server(BoundedHTTPServer):
     def __init__(self, host: str, port: int, context: _Context) -> None:
         super().__init__(host, port, _Handler, max_connections=32, idle_timeout_s=30.0, request_timeout_s=10.0)
         self.context = context
+        self._choices: tuple[float, list[str], list[str]] | None = None
+        self._choices_lock = threading.Lock()
+
+    def choices(self) -> tuple[list[str], list[str]]:
+        """The filter's agents and expectations, read at most every `_CHOICES_TTL_S`: each read walks the
+        whole store, which a page that polls or pages need not repeat."""
+        with self._choices_lock:
+            cached = self._choices
+            if cached is None or time.monotonic() - cached[0] > _CHOICES_TTL_S:
+                path = self.context.store_path
+                cached = self._choices = (time.monotonic(), agents(path), expectation_names(path))
+            return cached[1], cached[2]
 
 
 @dataclass

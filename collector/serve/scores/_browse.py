@@ -136,29 +136,37 @@ class ExpectationTrend:
 
 
 def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: int = 24) -> list[ExpectationTrend]:
-    """Every expectation scored since `start_ns`, with `buckets` equal slices of [start_ns, end_ns)."""
+    """Every expectation scored since `start_ns`, with `buckets` equal slices of [start_ns, end_ns).
+
+    One pass over the window's scores, grouped by expectation and slice; the totals are the slices' sums
+    (a run's scores are recorded together, so a run falls in one slice), and the last failure is the
+    newest failing run in the window.
+    """
     width = max(1, (end_ns - start_ns) // buckets)
     out: dict[str, ExpectationTrend] = {}
+    sums: dict[str, float] = {}
+    valued: dict[str, int] = {}
     with _reading(path) as db:
         rows = db.execute(
-            "SELECT expectation, min(?, max(0, (scored_ns - ?) / ?)) AS b, count(*), sum(label = 'pass'), avg(value),"
-            " count(DISTINCT run_id) FROM scores WHERE scored_ns >= ? GROUP BY expectation, b",
+            "SELECT expectation, min(?, max(0, (scored_ns - ?) / ?)) AS b, count(*), sum(label = 'pass'),"
+            " sum(value), count(value), count(DISTINCT run_id),"
+            " max(CASE WHEN label = 'fail' OR error_type IS NOT NULL THEN run_id END)"
+            " FROM scores WHERE scored_ns >= ? GROUP BY expectation, b",
             (buckets - 1, start_ns, width, start_ns),
         ).fetchall()
-        for name, index, count, passed, mean, _ in rows:
-            trend = out.setdefault(name, ExpectationTrend(name, buckets=[Bucket(0, 0, None)] * buckets))
-            trend.buckets[int(index)] = Bucket(int(count), int(passed or 0), mean)
-        for name, runs, count, passed, mean in db.execute(
-            "SELECT expectation, count(DISTINCT run_id), count(*), sum(label = 'pass'), avg(value) FROM scores"
-            " WHERE scored_ns >= ? GROUP BY expectation",
-            (start_ns,),
-        ):
-            trend = out[name]
-            trend.runs, trend.scores, trend.passed, trend.mean = int(runs), int(count), int(passed or 0), mean
-        for name, run_id in db.execute(
-            "SELECT expectation, max(run_id) FROM scores WHERE label = 'fail' OR error_type IS NOT NULL"
-            " GROUP BY expectation"
-        ):
-            if name in out:
-                out[name].last_failure = int(run_id)
+    for name, index, count, passed, total, n_valued, runs, failed in rows:
+        trend = out.get(name)
+        if trend is None:
+            trend = out[name] = ExpectationTrend(name, buckets=[Bucket(0, 0, None)] * buckets)
+        mean = total / n_valued if n_valued else None
+        trend.buckets[int(index)] = Bucket(int(count), int(passed or 0), mean)
+        trend.runs += int(runs)
+        trend.scores += int(count)
+        trend.passed += int(passed or 0)
+        sums[name] = sums.get(name, 0.0) + (total or 0.0)
+        valued[name] = valued.get(name, 0) + int(n_valued)
+        if failed is not None and (trend.last_failure is None or failed > trend.last_failure):
+            trend.last_failure = int(failed)
+    for name, trend in out.items():
+        trend.mean = sums[name] / valued[name] if valued[name] else None
     return sorted(out.values(), key=lambda t: t.expectation)
