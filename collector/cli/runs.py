@@ -32,25 +32,39 @@ def _call_text(call: dict[str, Any]) -> str:
     return text if len(text) <= _CALL_CHARS else text[: _CALL_CHARS - 1] + "…"
 
 
+_REQUEST_CHARS = 40
+"""Longest a request's first line is shown in the table; `-o json` has it whole."""
+_WHY_CHARS = 80
+"""Longest a failing score's explanation is shown in the table."""
+
+
+def _cut(text: str, width: int) -> str:
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def _time(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _table(runs: list[StoredRun]) -> str:
-    rows = [["SCORED", "AGENT", "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE", "LABEL"]]
+    rows = [["SCORED", "AGENT", "REQUEST", "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE", "LABEL", "WHY (failing)"]]
     for run in runs:
         calls = ", ".join(_call_text(call) for call in run.calls) or "-"
         if run.calls_total > len(run.calls):
             calls += f" (+{run.calls_total - len(run.calls)} more)"
-        head = [_time(run.scored_ns), run.agent or "-", f"{run.trace_id[:8]}/{run.span_id[:8]}", calls]
+        request = _cut(run.request, _REQUEST_CHARS) if run.request else "-"
+        head = [_time(run.scored_ns), run.agent or "-", request, f"{run.trace_id[:8]}/{run.span_id[:8]}", calls]
         for index, score in enumerate(run.scores or (None,)):
             cells = head if index == 0 else [""] * len(head)
             if score is None:
-                rows.append([*cells, "-", "-", "-", "-"])
+                rows.append([*cells, "-", "-", "-", "-", ""])
             elif score.error_type is not None:
-                rows.append([*cells, score.expectation, score.scorer, "-", f"error: {score.error_type}"])
+                why = _cut(score.explanation, _WHY_CHARS)
+                rows.append([*cells, score.expectation, score.scorer, "-", f"error: {score.error_type}", why])
             else:
-                rows.append([*cells, score.expectation, score.scorer, f"{score.value:.3f}", score.label or "-"])
+                why = _cut(score.explanation, _WHY_CHARS) if score.label != "pass" else ""
+                rows.append([*cells, score.expectation, score.scorer, f"{score.value:.3f}", score.label or "-", why])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
@@ -62,6 +76,7 @@ def _json(runs: list[StoredRun]) -> str:
             "trace_id": run.trace_id,
             "span_id": run.span_id,
             "agent": run.agent,
+            "request": run.request,
             "scored_at": datetime.fromtimestamp(run.scored_ns / 1e9).astimezone().isoformat(),
             "incomplete": run.incomplete,
             "calls": run.calls,
