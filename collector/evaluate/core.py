@@ -77,6 +77,7 @@ def run_ref(run: AgentRun, source: str | None) -> RunRef:
         convention=run.convention,
         source=source,
         calls=calls,
+        request=run.input,
     )
 
 
