@@ -103,7 +103,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
         "    scorers: [{type: tool_selection, expected_tool: lookup}]\n"
     )
     config = serve_config(
-        tmp, [DEMO, hostile], None, telemetry={"enabled": False}, ui={"endpoint": f"127.0.0.1:{ui_port}"}
+        tmp,
+        [DEMO, hostile],
+        None,
+        telemetry={"enabled": False},
+        ui={"endpoint": f"127.0.0.1:{ui_port}", "poll_interval_ms": 300},
     )
     with ServeProcess(config, tmp) as serve:
         serve.wait_ready()
@@ -212,14 +216,15 @@ def test_hostile_tool_names_arguments_and_requests_render_as_text(site: Page, tm
     hostile = DemoRun(
         "hostile", HOSTILE_AGENT, HOSTILE_REQUEST, ((DemoCall(HOSTILE_TOOL, {"q": HOSTILE_ARG, HOSTILE_ARG: 1}),),)
     )
-    before = _stored_runs(site.db)
-    _send(site.serve, (hostile,))
-    _wait_for_runs(site.db, before + 1)
     page = site.new()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    page.goto(site.url)
+    page.goto(site.url)  # open before the run is sent: the live list shows it without a reload
+    assert page.locator("#rows tr[data-id]", has_text="please").count() == 0
+    _send(site.serve, (hostile,))
     row = page.locator("#rows tr[data-id]", has_text="please").first
+    row.wait_for(timeout=20_000)
+    assert "live: updated" in page.locator("#live").inner_text()  # the script ran, under the page's CSP
     assert HOSTILE_REQUEST.split("\n", maxsplit=1)[0] in row.inner_text()
     assert HOSTILE_TOOL in row.inner_text()
     assert HOSTILE_AGENT in row.inner_text()
