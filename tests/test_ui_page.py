@@ -158,6 +158,7 @@ def test_with_a_token_the_page_answers_only_to_it_or_its_cookie(scored: Path) ->
         assert "HttpOnly" in headers["set-cookie"]
         assert _get(server, "/api/latest", {"cookie": cookie})[0] == 200
         assert _get(server, "/?token=nope")[0] == 401
+        assert _get(server, "/", {"cookie": "$Version=1; a@b=c"})[0] == 401  # unreadable: refused, answered
     finally:
         server.stop()
 

@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -121,7 +121,10 @@ class _Handler(BoundedRequestHandler):
             return True
         if bearer_matches(self.headers.get("authorization"), token):
             return True
-        cookie = SimpleCookie(self.headers.get("cookie") or "").get(_COOKIE)
+        try:
+            cookie = SimpleCookie(self.headers.get("cookie") or "").get(_COOKIE)
+        except CookieError:  # a header it cannot read is no token
+            cookie = None
         if cookie is not None and bearer_matches("Bearer " + cookie.value, token):
             return True
         given = params.get("token")
