@@ -6,6 +6,8 @@ from __future__ import annotations
 import http.client
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
@@ -14,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.serve_harness import free_port
 from toolscore.collector.cli import main
 from toolscore.collector.registry import Expectation, Registry, RegistryConfig, SqliteStoreConfig, parse_expectation
 from toolscore.collector.serve.scores import ScoreStoreConfig, query_runs, run_by_span, runs_page
@@ -242,3 +245,30 @@ def test_hostile_values_are_escaped_in_every_view(tmp_path: Path, registry: Regi
         assert "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages[2]
     assert pages[1].count("&lt;script&gt;alert(1)") >= 2  # the filtered list holds the run, the form its agent
+
+
+def test_toolscore_ui_serves_the_page_on_a_store_alone(scored: Path, tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "toolscore.collector.cli", "ui", "--db", str(scored)]
+    with subprocess.Popen(
+        [*command, "--endpoint", f"127.0.0.1:{port}", "--registry", str(tmp_path / "registry.db")],
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            line = proc.stderr.readline()
+            assert f"the runs page on http://127.0.0.1:{port}/" in line, line
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            conn.request("GET", "/run/2")
+            response = conn.getresponse()
+            page = response.read().decode()
+            conn.close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    assert response.status == 200
+    assert "wrong args" in page  # the diff, from the registry given
+    missing = CliRunner().invoke(main, ["ui", "--db", str(tmp_path / "none.db")])
+    assert missing.exit_code == 1
+    assert "no score store at" in missing.output
