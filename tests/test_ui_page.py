@@ -107,7 +107,10 @@ def test_a_store_written_before_requests_were_kept_is_read_and_upgraded(tmp_path
     store.close()
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE runs DROP COLUMN request")
-    conn.execute("INSERT INTO runs VALUES (1, 'ab', 'cd', 'travel', '[]', 0, 0, 1)")
+    conn.execute(
+        "INSERT INTO runs (id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns)"
+        " VALUES (1, 'ab', 'cd', 'travel', '[]', 0, 0, 1)"
+    )
     conn.commit()
     conn.close()
     assert [run.request for run in query_runs(db)] == [None]  # read as it is, without writing

@@ -82,14 +82,14 @@ waiting requests wake the interpreter 800 times a second at most."""
 
 def _on_scored(
     store: ScoreStore | None, annotations: PhoenixAnnotations | None
-) -> Callable[[AgentRun, Expectation, ScoreResult], None] | None:
+) -> Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None:
     """What sees every result: the store, Phoenix, both (the engine takes one callback) or none."""
     if store is None or annotations is None:
         return store.record if store is not None else annotations.record if annotations is not None else None
 
-    def both(run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
-        store.record(run, expectation, result)
-        annotations.record(run, expectation, result)
+    def both(run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None) -> None:
+        store.record(run, expectation, result, agent_version)
+        annotations.record(run, expectation, result, agent_version)
 
     return both
 
