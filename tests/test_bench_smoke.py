@@ -24,6 +24,7 @@ from tests.bench import (
     bench_registry,
     bench_scale,
     bench_scorers,
+    bench_ui,
 )
 from tests.bench.harness import Bench
 
@@ -50,6 +51,7 @@ EXPECTED_FIGURES = {
     ],
     bench_collector: ["collector.ingest.spans_per_s", "collector.ingest.baseline.spans_per_s"],
     bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
+    bench_ui: [f"ui.{page}_ms.200" for page in ("runs_page", "runs_page_failing", "run_page", "expectations_page")],
 }
 
 

@@ -349,7 +349,7 @@ def test_a_store_of_schema_1_opens_upgraded_and_keeps_its_runs(tmp_path: Path) -
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (2,)
         columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
-        assert columns[-1] == "agent_version"
+        assert columns[-2:] == ["agent_version", "request"]  # the request column is added after the migrations
         assert db.execute("SELECT id, agent_version FROM runs ORDER BY id").fetchall() == [
             (1, None),
             (2, None),

@@ -34,6 +34,7 @@ def run_line(run: AgentRun) -> dict[str, Any]:
         "trace_id": run.trace_id,
         "run_span_id": run.span_id,
         "agent_name": run.agent_name,
+        "request": run.input,
         "convention": run.convention,
         "inferred": run.inferred,
         "calls": [call.to_json() for call in run.calls],

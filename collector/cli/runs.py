@@ -36,6 +36,17 @@ def _call_text(call: dict[str, Any]) -> str:
     return text if len(text) <= _CALL_CHARS else text[: _CALL_CHARS - 1] + "…"
 
 
+_REQUEST_CHARS = 40
+"""Longest a request's first line is shown in the table; `-o json` has it whole."""
+_WHY_CHARS = 80
+"""Longest a failing score's explanation is shown in the table."""
+
+
+def _cut(text: str, width: int) -> str:
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def _time(ns: int) -> str:
     return datetime.fromtimestamp(ns / 1e9).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
@@ -43,22 +54,26 @@ def _time(ns: int) -> str:
 def _table(runs: list[StoredRun]) -> str:
     """The runs, a VERSION column after AGENT when any of them has an agent version."""
     versions = any(run.agent_version is not None for run in runs)
-    rows = [["SCORED", "AGENT", *(["VERSION"] if versions else []), "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE"]]
-    rows[0].append("LABEL")
+    rows = [["SCORED", "AGENT", *(["VERSION"] if versions else []), "REQUEST", "RUN", "CALLS", "EXPECTATION", "SCORER"]]
+    rows[0] += ["SCORE", "LABEL", "WHY (failing)"]
     for run in runs:
         calls = ", ".join(_call_text(call) for call in run.calls) or "-"
         if run.calls_total > len(run.calls):
             calls += f" (+{run.calls_total - len(run.calls)} more)"
         version = [run.agent_version or "-"] if versions else []
-        head = [_time(run.scored_ns), run.agent or "-", *version, f"{run.trace_id[:8]}/{run.span_id[:8]}", calls]
+        request = _cut(run.request, _REQUEST_CHARS) if run.request else "-"
+        head = [_time(run.scored_ns), run.agent or "-", *version, request, f"{run.trace_id[:8]}/{run.span_id[:8]}"]
+        head.append(calls)
         for index, score in enumerate(run.scores or (None,)):
             cells = head if index == 0 else [""] * len(head)
             if score is None:
-                rows.append([*cells, "-", "-", "-", "-"])
+                rows.append([*cells, "-", "-", "-", "-", ""])
             elif score.error_type is not None:
-                rows.append([*cells, score.expectation, score.scorer, "-", f"error: {score.error_type}"])
+                why = _cut(score.explanation, _WHY_CHARS)
+                rows.append([*cells, score.expectation, score.scorer, "-", f"error: {score.error_type}", why])
             else:
-                rows.append([*cells, score.expectation, score.scorer, f"{score.value:.3f}", score.label or "-"])
+                why = _cut(score.explanation, _WHY_CHARS) if score.label != "pass" else ""
+                rows.append([*cells, score.expectation, score.scorer, f"{score.value:.3f}", score.label or "-", why])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
@@ -71,6 +86,7 @@ def _json(runs: list[StoredRun]) -> str:
             "span_id": run.span_id,
             "agent": run.agent,
             "agent_version": run.agent_version,
+            "request": run.request,
             "scored_at": datetime.fromtimestamp(run.scored_ns / 1e9).astimezone().isoformat(),
             "incomplete": run.incomplete,
             "calls": run.calls,

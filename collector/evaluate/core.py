@@ -80,6 +80,7 @@ def run_ref(run: AgentRun, source: str | None, version: str | None = None) -> Ru
         source=source,
         calls=calls,
         agent_version=version,
+        request=run.input,
     )
 
 

@@ -32,7 +32,8 @@ __all__ = ["junit_xml", "write_junit"]
 
 def _case_name(run: RunResult) -> str:
     ref = run.run
-    return f"{ref.agent_name or '<unnamed run>'} trace={ref.trace_id} span={ref.span_id}"
+    asked = f" {ref.asked}" if ref.asked else ""
+    return f"{ref.agent_name or '<unnamed run>'}{asked} trace={ref.trace_id} span={ref.span_id}"
 
 
 def _failure_text(run: RunResult) -> str:

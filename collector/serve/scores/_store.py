@@ -4,7 +4,7 @@
 owns the connection and writes what gathered in one transaction every `write_interval_ms`, then
 applies the retention. WAL mode lets `toolscore runs` (`score_query`) read while the collector writes.
 
-    runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, agent_version)   one per run
+    runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, agent_version, request)
     scores(run_id → runs.id, expectation, version, scorer, value, label, error_type, explanation, scored_ns)
 
 Every index grows at one end: run ids are given by the writer in the order runs are recorded, and
@@ -97,9 +97,16 @@ COMMIT;
 _MIGRATIONS = {0: _MIGRATE_FROM_0, 1: _MIGRATE_FROM_1}
 """Each step takes a store from its schema version to the next, in order, each in its own transaction."""
 
-_RunRow = tuple[str, str, str | None, str, int, int, int, str | None]
+_ADDED_COLUMNS = (("runs", "request", "TEXT"),)
+"""Columns added apart from the numbered migrations, each with its table and type: added where missing (a store
+written before them), whatever `user_version` says, so additions made apart from each other merge without
+renumbering. Readers treat them as NULL in the rows written before."""
+_MAX_REQUEST_CHARS = 2_000
+"""Longest user request kept per run (the page and `runs` show its first line); longer is cut and marked `…`."""
+
+_RunRow = tuple[str, str, str | None, str, int, int, int, str | None, str | None]
 """A run's row without its id: trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,
-agent_version."""
+agent_version, request."""
 _Pending = tuple[_RunRow, tuple[Any, ...]]
 """A run's row and one score's row without its run id."""
 _RETAIN_EVERY_S = 10.0
@@ -168,6 +175,7 @@ class ScoreStore:
             self._migrate()
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(SCHEMA)
+            _add_columns(self._db)
         except BaseException:
             self._db.close()
             raise
@@ -208,7 +216,10 @@ class ScoreStore:
             calls = calls_json(run, config.max_calls, config.max_args_chars)
             agent = None if run.agent_name is None else valid_utf8(run.agent_name)
             version = None if agent_version is None else valid_utf8(agent_version)
-            run_row = (run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now, version)
+            request = _request_text(run.input)
+            run_row = (
+                run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now, version, request
+            )  # fmt: skip
             self._last = (run, run_row)
         self._pending.append((run_row, _score_row(expectation, result, now)))
         self._enqueued += 1
@@ -334,11 +345,7 @@ class ScoreStore:
                         next_id += 1
                         runs.append((run_id, *run_row))
                     scores.append((run_id, *score_row))
-                db.executemany(
-                    "INSERT INTO runs (id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,"
-                    " agent_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    runs,
-                )
+                db.executemany(_INSERT_RUN, runs)
                 db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
         except BaseException:
             for row in runs:
@@ -379,6 +386,28 @@ class ScoreStore:
         if cut:
             self._db.execute("DELETE FROM scores WHERE run_id <= ?", (cut,))
             self._db.execute("DELETE FROM runs WHERE id <= ?", (cut,))
+
+
+_INSERT_RUN = (
+    "INSERT INTO runs (id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,"
+    " agent_version, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Add each of `_ADDED_COLUMNS` its table lacks (see there)."""
+    for table, column, kind in _ADDED_COLUMNS:
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
+def _request_text(text: str | None) -> str | None:
+    """The user's request as kept: valid UTF-8, at most `_MAX_REQUEST_CHARS` (cut with `…`)."""
+    if text is None:
+        return None
+    text = valid_utf8(text)
+    return text if len(text) <= _MAX_REQUEST_CHARS else text[: _MAX_REQUEST_CHARS - 1] + "…"
 
 
 @contextlib.contextmanager
