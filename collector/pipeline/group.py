@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -181,6 +182,8 @@ class PendingTrace(Generic[C]):
     """Run spans not yet scored, by span id."""
     scored: set[str] = field(default_factory=set)
     """Runs (run span ids, inferred ones too) whose scores went out."""
+    opened_ns: int = field(default_factory=time.monotonic_ns)
+    """When this trace's first span (or event) arrived here (`time.monotonic_ns`)."""
     late: set[str] = field(default_factory=set)
     """Spans passed on late (under a run already scored), so that a copy sent again is a duplicate, not passed
     on twice (an at-least-once sender's retry: the Collector's loadbalancing exporter sends a batch again
