@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.otelcol import Otelcol, gateway_config
+from tests.resize import resize
 from tests.scaleout import AgentLoad, Replica, every_run_expectation, forwarded, start_replica
 
 pytestmark = pytest.mark.integration
@@ -79,3 +80,13 @@ def test_three_replicas_score_every_run_once_each_trace_on_one_replica_every_spa
         assert short == {}, "every run with all its calls"
         for replica in replicas:
             assert replica.stop() == 0, replica.process.log()
+
+
+def test_a_replica_leaving_and_one_joining_under_load_lose_and_double_nothing(tmp_path: Path) -> None:
+    """The `dns` resolver over a name the test controls (tests/resize.py): replica 2 leaves as a pod does, its
+    address out of the hosts file 2 s before SIGTERM (the deploy's preStop, longer than the resolver's 1 s
+    interval), and it flushes before it exits; replica 4 joins. Every span reaches a downstream once, every run
+    is scored, and each trace split by the change is scored flagged incomplete on at least one side."""
+    outcome = resize(tmp_path, settle_ms=250, trace_idle_timeout_s=3, interval_s=1, prestop_s=2, copies=1)
+    assert (outcome.spans_lost, outcome.spans_doubled, outcome.missing_runs) == (0, 0, 0), outcome
+    assert outcome.incomplete >= outcome.fragments, outcome
