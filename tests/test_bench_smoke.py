@@ -23,6 +23,7 @@ from tests.bench import (
     bench_regex,
     bench_registry,
     bench_scale,
+    bench_scaleout,
     bench_scorers,
 )
 from tests.bench.harness import Bench
@@ -50,6 +51,7 @@ EXPECTED_FIGURES = {
     ],
     bench_collector: ["collector.ingest.spans_per_s", "collector.ingest.baseline.spans_per_s"],
     bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
+    bench_scaleout: ["scaleout.collector.spans_per_s"] + [f"scaleout.spans_per_s.{n}" for n in (1, 2, 3)],
 }
 
 
