@@ -94,7 +94,7 @@ def bench(b: Bench, *, quick: bool = False) -> None:
             gateway, endpoint = _gateway(root, f"gateway-{n}", [replica.grpc_endpoint for replica in replicas[:n]])
             b.rate(
                 f"scaleout.spans_per_s.{n}",
-                lambda endpoint=endpoint: rounds.run(endpoint),  # type: ignore[misc]
+                lambda endpoint=endpoint: rounds.run(endpoint),
                 spans_per_round,
                 unit="spans/s",
                 baseline="scaleout.collector.spans_per_s",
