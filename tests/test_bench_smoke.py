@@ -23,6 +23,7 @@ from tests.bench import (
     bench_regex,
     bench_registry,
     bench_scale,
+    bench_scaleout,
     bench_scorers,
     bench_ui,
 )
@@ -52,6 +53,7 @@ EXPECTED_FIGURES = {
     bench_collector: ["collector.ingest.spans_per_s", "collector.ingest.baseline.spans_per_s"],
     bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
     bench_ui: [f"ui.{page}_ms.200" for page in ("runs_page", "runs_page_failing", "run_page", "expectations_page")],
+    bench_scaleout: ["scaleout.collector.spans_per_s"] + [f"scaleout.spans_per_s.{n}" for n in (1, 2, 3)],
 }
 
 

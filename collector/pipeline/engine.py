@@ -64,6 +64,11 @@ class _InFlight(Generic[C]):
     """Its results so far have been emitted; judge results from now on are late."""
 
 
+_IN_FLIGHT_NS = 3600 * 10**9
+"""How long before the engine started a run may have started and still be taken as in flight then (see
+`flag_runs_begun_elsewhere`): an agent run lasts minutes; traces older than this are a replay."""
+
+
 class Engine(Worker, Generic[C]):
     """Receives spans from any source, scores the agent runs in them, and hands every span on.
 
@@ -107,9 +112,17 @@ class Engine(Worker, Generic[C]):
         hold: Callable[[C], C] | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
         tracer: Tracer | None = None,
+        flag_runs_begun_elsewhere: bool = False,
     ) -> None:
         """`on_scored` sees every result (late judge results too) with the run's agent version (None when it
         has none) on the worker thread; it must not block.
+
+        `flag_runs_begun_elsewhere` (`toolscore serve`): a run whose run span started in the hour before this
+        engine did, in a trace whose first span came within `trace_idle_timeout_s` of that, is flagged
+        incomplete. Such a
+        run was in flight when this replica started or joined the gateway's ring, so spans of it that ended
+        before may have gone to the replica that had its trace before (which scores them as a fragment,
+        flagged incomplete too): its calls here may be short, and a score that looks whole would mislead.
 
         `tracer` traces each LLM-judge request as a GenAI `chat` span (default: the global provider's).
 
@@ -122,6 +135,10 @@ class Engine(Worker, Generic[C]):
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self._held_as, self._size = hold, size
         self._tracer = tracer
+        self._begun: tuple[int, int] | None = None
+        """(wall clock, monotonic clock) when this engine started, with `flag_runs_begun_elsewhere`."""
+        if flag_runs_begun_elsewhere:
+            self._begun = (time.time_ns(), time.monotonic_ns())
         super().__init__("toolscore-pipeline")
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
@@ -471,6 +488,8 @@ class Engine(Worker, Generic[C]):
         trace = self.store.traces.get(run.trace_id)
         if trace is not None:
             trace.scored.add(run.span_id)
+            if self._begun_elsewhere(run, trace):
+                run = run.model_copy(update={"incomplete": True})
         try:
             flight = self._scored(run, held)
         except Exception:
@@ -485,6 +504,14 @@ class Engine(Worker, Generic[C]):
             self._in_flight[(run.trace_id, run.span_id)] = flight
         else:
             self._emit(flight, now)
+
+    def _begun_elsewhere(self, run: AgentRun, trace: PendingTrace[C]) -> bool:
+        """Whether the run was in flight when this engine started (see `flag_runs_begun_elsewhere`)."""
+        if self._begun is None or run.incomplete or run.start_ns is None:
+            return False
+        wall, mono = self._begun
+        in_flight = wall - _IN_FLIGHT_NS <= run.start_ns < wall  # older: a replay, not a run cut by the start
+        return in_flight and trace.opened_ns - mono < self.config.trace_idle_timeout_s * 1e9
 
     def _scored(self, run: AgentRun, held: HeldRun[C] | None) -> _InFlight[C]:
         """The run's inline results and its judges started; nothing has left the engine yet."""

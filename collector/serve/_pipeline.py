@@ -143,6 +143,7 @@ class CollectorPipeline:
             hold=held_carrier,
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
+            flag_runs_begun_elsewhere=True,  # behind a gateway, what started before may be elsewhere in part
         )
         self._closed = False
         self._admit = threading.Lock()

@@ -88,10 +88,11 @@ def _send_round(stub: Any, requests: list[bytes]) -> int:
     return retries
 
 
-def _generator(conn: Connection, rounds: int, quick: bool) -> None:
-    """The load generator process: prepare every round's requests, then send a round per command."""
+def _generator(conn: Connection, rounds: int, quick: bool, copies: int | None = None) -> None:
+    """The load generator process: prepare every round's requests (`copies` of the batches each, by default
+    `COPIES_PER_ROUND`), then send a round per command."""
     batches, _ = _batches(quick)
-    copies = 1 if quick else COPIES_PER_ROUND
+    copies = copies or (1 if quick else COPIES_PER_ROUND)
     prepared = [
         [_renumbered(data, r * copies + c + 1) for c in range(copies) for data in batches] for r in range(rounds)
     ]
