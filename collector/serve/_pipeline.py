@@ -122,6 +122,7 @@ class CollectorPipeline:
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
         )
+        self.engine.start()
         self._closed = False
         self._admit = threading.Lock()
         """Held from a request's overload check to its spans being queued, and while closing."""
