@@ -17,8 +17,8 @@ import pytest
 
 __all__ = ["INTEGRATION_FIXTURES", "mark_integration", "unmarked_tests_start_no_process"]
 
-INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus"})
-"""Fixtures that start a process or an outside server (PostgreSQL, `toolscore serve`, Prometheus): a test that
+INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus", "phoenix"})
+"""Fixtures that start a process or an outside server (PostgreSQL, `toolscore serve`, Prometheus, Phoenix): a test that
 uses one, directly or through another fixture, is an `integration` test."""
 
 _STARTS_A_PROCESS = frozenset(
