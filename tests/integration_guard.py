@@ -17,7 +17,9 @@ import pytest
 
 __all__ = ["INTEGRATION_FIXTURES", "mark_integration", "unmarked_tests_start_no_process"]
 
-INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus", "phoenix"})
+INTEGRATION_FIXTURES = frozenset(
+    {"postgres_server", "own_postgres", "served", "collector", "serve", "prometheus", "phoenix"}
+)
 """Fixtures that start a process or an outside server (PostgreSQL, `toolscore serve`, Prometheus, Phoenix): a test that
 uses one, directly or through another fixture, is an `integration` test."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -11,6 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from tests.pipeline_builders import agent_run
 from tests.test_eval_cli import run_eval_cli
 from toolscore.collector.export.otlp_file import OTLPFileSpanExporter
+
+pytestmark = pytest.mark.integration  # every test here runs `toolscore eval` as a subprocess
 
 EXPECTATIONS = """\
 expectations:

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 import yaml
 
-from tests.postgres import PostgresServer
+from tests.postgres import POSTGRES_PARAM, PostgresServer
 from tests.registry_builders import FlakyReads, doc, eventually, names
 from toolscore.collector.registry import (
     InvalidExpectation,
@@ -57,7 +57,7 @@ class Database:
         )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", POSTGRES_PARAM])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     if request.param == "sqlite":
         path = tmp_path / "registry.db"
