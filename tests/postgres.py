@@ -22,7 +22,15 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["POSTGRES_PARAM", "PostgresServer", "own_postgres", "postgres_dsn", "postgres_icu_dsn", "postgres_server", "postgres_url"]
+__all__ = [
+    "POSTGRES_PARAM",
+    "PostgresServer",
+    "own_postgres",
+    "postgres_dsn",
+    "postgres_icu_dsn",
+    "postgres_server",
+    "postgres_url",
+]
 
 
 def _bin_dir() -> Path | None:
