@@ -28,6 +28,10 @@ _STARTS_A_PROCESS = frozenset(
 )
 """The audit events (https://docs.python.org/3/library/audit_events.html) of every way to start a process."""
 
+_PROBES = frozenset({"uname"})
+"""Not a process a test starts: `platform.processor()` runs `uname -p` once per interpreter, wherever a library
+first asks which machine it runs on (litellm does, at import)."""
+
 _watched: list[list[str]] = []
 """What the running unmarked test started (one list, empty while no unmarked test runs)."""
 
@@ -35,6 +39,8 @@ _watched: list[list[str]] = []
 def _audit(event: str, args: tuple[object, ...]) -> None:
     if _watched and event in _STARTS_A_PROCESS:
         what = args[1] if event == "subprocess.Popen" and len(args) > 1 else args[:1]
+        if isinstance(what, list | tuple) and what and str(what[0]) in _PROBES:
+            return
         _watched[-1].append(f"{event} {what!r}"[:200])
 
 
