@@ -22,7 +22,7 @@ from toolscore.collector.telemetry import RunSpanRef
 from toolscore.scorers import AgentRun, ScoreResult
 
 EPOCH_NS = 1_767_225_600_000_000_000
-OnScored = Callable[[AgentRun, Expectation, ScoreResult], None]
+OnScored = Callable[[AgentRun, Expectation, ScoreResult, str | None], None]
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
 TRAVEL = {
@@ -163,6 +163,7 @@ class Recording:
         self.scores: list[tuple[ScoreResult, str, int, str | None, RunSpanRef | None]] = []
         self.verdicts: list[tuple[str, str | None, bool]] = []
         self.versions: list[str | None] = []
+        self.score_versions: list[str | None] = []
         self.delays: list[float] = []
         self.waits: list[tuple[str, float]] = []
         self.judge: Counter[str] = Counter()
@@ -232,10 +233,18 @@ class Recording:
             self.versions.append(agent_version)
 
     def score_recorded(
-        self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None = None,
     ) -> None:
         with self.lock:
             self.scores.append((result, expectation, version, agent, run_span))
+            self.score_versions.append(agent_version)
 
     def score_delay(self, seconds: float) -> None:
         with self.lock:

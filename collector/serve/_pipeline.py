@@ -3,7 +3,8 @@
     receiver ─accept(request)─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
         ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
-        RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
+        RequestSink ─(regroup by resource/scope, batch)─→ [redacting: masked, when privacy masks] ─→ Forwarder.submit
+            ─→ downstream OTLP
         Engine.on_scored ─┬→ ScoreStore.record (SQLite, written off the worker thread)
                           └→ PhoenixAnnotations.record (Phoenix span annotations, posted off it)
 
@@ -54,6 +55,7 @@ from toolscore.collector.serve._pipeline_config import ServePipelineConfig
 from toolscore.collector.serve._regroup import RequestSink
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.forward._judge_spans import judge_tracer
+from toolscore.collector.serve.forward._redact import redacting
 from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.serve.receivers._otlp_export import span_count
 from toolscore.collector.sources.errors import DecodeStats
@@ -82,14 +84,14 @@ waiting requests wake the interpreter 800 times a second at most."""
 
 def _on_scored(
     store: ScoreStore | None, annotations: PhoenixAnnotations | None
-) -> Callable[[AgentRun, Expectation, ScoreResult], None] | None:
+) -> Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None:
     """What sees every result: the store, Phoenix, both (the engine takes one callback) or none."""
     if store is None or annotations is None:
         return store.record if store is not None else annotations.record if annotations is not None else None
 
-    def both(run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
-        store.record(run, expectation, result)
-        annotations.record(run, expectation, result)
+    def both(run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None) -> None:
+        store.record(run, expectation, result, agent_version)
+        annotations.record(run, expectation, result, agent_version)
 
     return both
 
@@ -125,12 +127,12 @@ class CollectorPipeline:
         self.retry_after_s = retry_after_s
         if forwarder is not None:
             batch = forwarder.config
-            self.sink = RequestSink(
-                forwarder.submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes
-            )
+            # masked as the runs are when the privacy settings mask anything; the received bytes otherwise
+            submit = redacting(forwarder.submit, self.config.extract.privacy)
+            self.sink = RequestSink(submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes)
         else:
             self.sink = RequestSink(_discard, batch_max_spans=1)
-        self._judge_spans = judge_tracer(forwarder.submit) if forwarder is not None else None
+        self._judge_spans = judge_tracer(submit) if forwarder is not None else None
         self.engine: Engine[Carrier] = Engine(
             registry,
             self.sink,

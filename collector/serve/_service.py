@@ -170,7 +170,8 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     # files, fail the start.
     wait = isinstance(store_config, PostgresStoreConfig)
     registry = _step(
-        f"expectations registry{registry_where}", lambda: Registry(config=config.registry, wait_for_store=wait)
+        f"expectations registry{registry_where}",
+        lambda: Registry(config=config.registry, wait_for_store=wait, privacy=config.pipeline.extract.privacy),
     )
     service.registry = registry
     service.health.waiting_for = lambda: (
