@@ -12,6 +12,7 @@ import pytest
 # Tests never reach the internet: litellm would otherwise fetch its model price list when imported.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from tests.integration_guard import mark_integration, unmarked_tests_start_no_process  # noqa: F401 (fixture)
 from tests.metric_reader import Meters
 from tests.metric_reader import meters as open_meters
 from tests.openai_server import OpenAIServer
@@ -61,12 +62,5 @@ def registry_closed() -> Iterator[None]:
         time.sleep(0.02)
 
 
-_INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus", "phoenix"})
-"""Fixtures that start a process or an outside server (PostgreSQL, `toolscore serve`, Prometheus): a test that
-uses one, directly or through another fixture, is an `integration` test (`pytest -m "not integration"` skips it)."""
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if _INTEGRATION_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.integration)
+    mark_integration(items)

@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, Tracer
 
-from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline import Engine, ListSink, Matcher, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.registry import Expectation, Registry
 from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.spans import SpanRecord
@@ -22,6 +22,7 @@ from toolscore.collector.telemetry import RunSpanRef
 from toolscore.scorers import AgentRun, ScoreResult
 
 EPOCH_NS = 1_767_225_600_000_000_000
+OnScored = Callable[[AgentRun, Expectation, ScoreResult, str | None], None]
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
 TRAVEL = {
@@ -290,10 +291,63 @@ def recording_engine(
     sink: ListSink[SpanRecord] = ListSink()
     with registry_with(*(expectations or (TRAVEL,))) as registry:
         pipeline: Engine[SpanRecord] = Engine(registry, sink, decode or (lambda r: r), config, telemetry)
+        pipeline.start()
         try:
             yield pipeline, sink, telemetry
         finally:
             pipeline.shutdown(5.0)
+
+
+class HandDriven:
+    """An engine built without its thread, stepped by the test at times of its choosing (`at`).
+
+    Nothing happens between two steps: a settle, idle or hold deadline is served by the first step at or
+    past it, so a test states "held at 249 ms, scored at 250 ms" exactly, and waits for nothing. Spans
+    `offer`ed arrive and are taken at the clock's current time (the last `at`), as the thread takes them
+    within a millisecond of their arrival.
+    """
+
+    START_NS = 1_000_000_000_000
+
+    def __init__(self, registry: Matcher, config: PipelineConfig, on_scored: OnScored | None = None) -> None:
+        self.now_ns = self.START_NS
+        self.sink: ListSink[SpanRecord] = ListSink()
+        self.telemetry = Recording()
+        self.engine: Engine[SpanRecord] = Engine(
+            registry, self.sink, lambda r: r, config, self.telemetry, on_scored=on_scored, clock=self.clock
+        )
+
+    def clock(self) -> int:
+        return self.now_ns
+
+    def offer(self, records: Sequence[SpanRecord]) -> None:
+        for item in records:
+            assert self.engine.offer(item)
+        self.engine.step(self.now_ns)
+
+    def at(self, ms: float) -> None:
+        """Step the engine `ms` milliseconds after the test's start (time only moves forward)."""
+        now = self.START_NS + round(ms * 1_000_000)
+        assert now >= self.now_ns, "time only moves forward"
+        self.now_ns = now
+        self.engine.step(now)
+
+
+@contextmanager
+def hand_driven(
+    config: PipelineConfig,
+    *expectations: dict[str, Any],
+    registry: Callable[[Registry], Matcher] = lambda r: r,
+    on_scored: OnScored | None = None,
+) -> Iterator[HandDriven]:
+    """`recording_engine`, without the thread: the test steps it (`HandDriven.at`); `registry` may wrap the
+    registry (as `NotingRegistry` does)."""
+    with registry_with(*(expectations or (TRAVEL,))) as store:
+        driven = HandDriven(registry(store), config, on_scored)
+        try:
+            yield driven
+        finally:
+            driven.engine.shutdown(5.0)
 
 
 class NotingRegistry:

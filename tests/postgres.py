@@ -22,7 +22,15 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PostgresServer", "own_postgres", "postgres_dsn", "postgres_icu_dsn", "postgres_server", "postgres_url"]
+__all__ = [
+    "POSTGRES_PARAM",
+    "PostgresServer",
+    "own_postgres",
+    "postgres_dsn",
+    "postgres_icu_dsn",
+    "postgres_server",
+    "postgres_url",
+]
 
 
 def _bin_dir() -> Path | None:
@@ -172,3 +180,7 @@ def postgres_url(dsn: str) -> str:
     parts = conninfo_to_dict(dsn)
     query = "options=" + urllib.parse.quote(parts["options"], safe="") if "options" in parts else ""
     return f"postgresql://{parts['user']}@{parts['host']}:{parts['port']}/{parts['dbname']}?{query}"
+
+
+POSTGRES_PARAM = pytest.param("postgres", marks=pytest.mark.integration, id="postgres")
+"""The `postgres` case of a test parametrized over stores: it needs the PostgreSQL server, so it is `integration`."""

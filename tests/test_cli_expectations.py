@@ -206,6 +206,7 @@ def _read_only(folder: Path) -> Iterator[None]:
             path.chmod(0o644)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", READS, ids=READ_IDS)
 def test_a_read_leaves_the_store_its_log_and_its_directory_as_it_found_them(db: str, command: list[str]) -> None:
     """A store opened writable would checkpoint a dead writer's log into the file and remove the log; a closed
@@ -282,6 +283,7 @@ def _cli_process(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration
 def test_a_misspelt_required_key_is_reported_as_the_misspelling_and_errors_come_in_line_order(db: str) -> None:
     """`nme:` is one mistake: not "name: required key missing" at the top and the misspelling at the bottom."""
     path = Path(__file__).parent / "testdata" / "registry" / "invalid" / "misspelt_name.yaml"
@@ -295,6 +297,7 @@ def test_a_misspelt_required_key_is_reported_as_the_misspelling_and_errors_come_
     )
 
 
+@pytest.mark.integration
 def test_serving_on_a_taken_port_exits_2_naming_the_option_without_a_traceback(db: str) -> None:
     import socket
 
@@ -309,6 +312,7 @@ def test_serving_on_a_taken_port_exits_2_naming_the_option_without_a_traceback(d
     assert "add_port.cc" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_file_made_with_get_applies_and_its_version_is_said_to_be_ignored(db: str, tmp_path: Path) -> None:
     """`get > f; edit; apply f`: the version `get` printed is not read (the store numbers every write), and apply
     says so naming the file and line, rather than let a stale one look checked."""
@@ -328,6 +332,7 @@ def test_a_file_made_with_get_applies_and_its_version_is_said_to_be_ignored(db: 
     assert (stored["version"], stored["enabled"]) == (3, False)
 
 
+@pytest.mark.integration
 def test_a_file_without_version_applies_without_a_word_about_it(db: str) -> None:
     result = _cli_process("apply", str(DATA / "v1"), db=db)
     assert result.returncode == 0, result.stderr
@@ -345,6 +350,7 @@ def _damage_page(path: Path, index: str) -> None:
         file.write(b"\xff" * page_size)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("command", "index"),
     [
@@ -400,6 +406,7 @@ async def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | Non
     return proc.returncode or 0, out.decode(), err.decode()
 
 
+@pytest.mark.integration
 async def test_apply_and_read_back_through_the_server(server: RegistryServer, tmp_path: Path) -> None:
     target = ["--server", f"127.0.0.1:{server.port}", "--token", TOKEN]
     code, out, err = await run_cli("apply", str(DATA / "v1"), *target)
@@ -421,6 +428,7 @@ async def test_apply_and_read_back_through_the_server(server: RegistryServer, tm
     assert not (tmp_path / ".toolscore").exists(), "the local store was opened"
 
 
+@pytest.mark.integration
 async def test_server_refusals_exit_1_with_the_reason(server: RegistryServer) -> None:
     target = f"127.0.0.1:{server.port}"
     code, _, err = await run_cli("apply", str(DATA / "v1"), "--server", target, "--token", "wrong")
@@ -441,6 +449,7 @@ async def test_server_refusals_exit_1_with_the_reason(server: RegistryServer) ->
     assert listed == "NAME  VERSION  ENABLED  SCORERS  MATCH\n"
 
 
+@pytest.mark.integration
 async def test_an_unreachable_server_exits_1() -> None:
     code, _, err = await run_cli("list", "--server", "127.0.0.1:1")
     assert code == 1
@@ -469,6 +478,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
     proc.stderr.close()
 
 
+@pytest.mark.integration
 def test_serve_answers_and_stops_gracefully_on_sigterm(served: tuple[subprocess.Popen[str], int]) -> None:
     proc, port = served
     with RegistryClient(f"127.0.0.1:{port}", token=TOKEN) as client:
@@ -594,6 +604,7 @@ def _terminated_mid_command(dsn: str, args: list[str], url: str, waiting: str) -
 _TERMINATED = "AdminShutdown: terminating connection due to administrator command"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", [["apply", str(DATA / "v2")], ["delete", "weather"]], ids=["apply", "delete"])
 def test_a_write_whose_backend_is_terminated_exits_1_in_one_line_without_the_password(
     postgres_dsn: str, command: list[str]
@@ -616,6 +627,7 @@ def test_a_write_whose_backend_is_terminated_exits_1_in_one_line_without_the_pas
     assert _weather_versions(cli("list", "-o", "json", db=url).stdout) == [1]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", READS, ids=READ_IDS)
 def test_a_read_whose_backend_is_terminated_exits_1_in_one_line(postgres_dsn: str, command: list[str]) -> None:
     """The stored tables behind views that take a minute a row, so that the read is under way (the opening's check

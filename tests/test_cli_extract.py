@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import use_span
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 TRACES = Path(__file__).parent / "testdata" / "traces"
 TRUTH = Path(__file__).parent / "testdata" / "truth"

@@ -8,6 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 EXAMPLES = Path(__file__).parent.parent / "deploy" / "examples" / "score-requests.jsonl"
 
 

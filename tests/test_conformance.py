@@ -43,6 +43,7 @@ def _assert_same_view(got: dict[str, Any], want: dict[str, Any]) -> None:
     assert {k: v for k, v in got.items() if k != "score"} == {k: v for k, v in want.items() if k != "score"}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("case_id", list(BY_ID))
 def test_case_matches_peer(case_id: str, results: dict[str, dict[str, Any]]) -> None:
     case, result = BY_ID[case_id], results[case_id]
@@ -63,6 +64,7 @@ def test_case_matches_peer(case_id: str, results: dict[str, dict[str, Any]]) -> 
         assert (view["score"], view["has_tool_calls"], view["actual_tools"]) == (0.0, False, [])
 
 
+@pytest.mark.integration
 def test_peer_construction_errors_name_the_missing_options(results: dict[str, dict[str, Any]]) -> None:
     construct = [case for case in CASES if case["peer"] == "mastra" and outcome(case) is Outcome.ERROR]
     assert construct, "the corpus should hold Mastra construction errors"
@@ -70,6 +72,7 @@ def test_peer_construction_errors_name_the_missing_options(results: dict[str, di
         assert "expected_tool or expected_order" in results[case["id"]]["error"]["message"]
 
 
+@pytest.mark.integration
 def test_invalid_evalite_mode_is_rejected_even_where_evalite_never_looks(results: dict[str, dict[str, Any]]) -> None:
     bogus = [case for case in CASES if outcome(case) is Outcome.INVALID_MODE]
     assert {case["output"].get("error") is None for case in bogus} == {True, False}
@@ -83,6 +86,7 @@ def test_deviation_table_lists_exactly_the_cases_that_reach_tpmjs_bugs() -> None
     assert set().union(*flagged.values()) == {"null_or_absent", "array_vs_object", "non_object"}
 
 
+@pytest.mark.integration
 def test_where_tpmjs_threw_toolscore_scores_every_time(results: dict[str, dict[str, Any]]) -> None:
     threw = [case for case in CASES if case["peer"] == "tpmjs" and "error" in case["output"]]
     assert threw

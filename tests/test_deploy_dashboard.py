@@ -211,6 +211,7 @@ def test_every_query_groups_filters_and_labels_by_labels_the_series_carry() -> N
             assert _labels_used(text) - known == set(), f"{panel['title']}: {text}"
 
 
+@pytest.mark.integration
 def test_every_query_parses_as_promql(tmp_path: Path) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:

@@ -41,12 +41,14 @@ def _alerts() -> list[dict[str, Any]]:
     return [rule for rule in _rules() if "alert" in rule]
 
 
+@pytest.mark.integration
 def test_promtool_check_rules_accepts_the_rules_file() -> None:
     result = _promtool("check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(_rules())} rules found" in result.stdout
 
 
+@pytest.mark.integration
 def test_promtool_unit_tests_pass_for_every_alert() -> None:
     assert len(RULE_TESTS) >= 4
     result = _promtool("test", "rules", *(str(path) for path in RULE_TESTS))

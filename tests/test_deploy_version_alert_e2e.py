@@ -22,6 +22,8 @@ from tests.serve_harness import ServeProcess
 from tests.test_deploy_alert_e2e import Agent
 from toolscore.collector.cli import main
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 serve = alert_e2e.serve
 """The collector the time-baseline alert test scrapes, on the same expectations."""
 prometheus = alert_e2e.prometheus

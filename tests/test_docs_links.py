@@ -86,6 +86,7 @@ def test_the_readmes_first_screen_installs_with_pip_runs_the_demo_and_attaches_i
     assert "toolscore.instrument(" in attach.group(1)
 
 
+@pytest.mark.integration
 def test_the_readmes_in_process_snippet_runs_as_written() -> None:
     """Run where a reader runs it, from the clone, in a fresh interpreter."""
     first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:FIRST_SCREEN_LINES])

@@ -15,6 +15,8 @@ from tests.pipeline_builders import agent_run
 from tests.test_eval_cli import run_eval_cli
 from toolscore.collector.export.otlp_file import OTLPFileSpanExporter
 
+pytestmark = pytest.mark.integration  # every test here runs `toolscore eval` as a subprocess
+
 EXPECTATIONS = """\
 expectations:
   - name: books-flight

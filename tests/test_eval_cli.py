@@ -18,6 +18,8 @@ from toolscore.collector.evaluate.inputs import NOT_TRACES_HINT
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.sources import read_trace_file
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 ROOT = Path(__file__).parent.parent
 TRACES = Path("tests/testdata/traces")
 EVAL_FRAMEWORKS = ("openai-agents", "pydantic-ai", "vercel-ai")

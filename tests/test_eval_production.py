@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.pipeline_builders import recording_engine, wait_until
 from toolscore.collector.evaluate import run_eval
 from toolscore.collector.pipeline import PipelineConfig
@@ -20,6 +22,7 @@ FRAMEWORKS = ("openai-agents", "pydantic-ai", "vercel-ai")
 PRODUCTION = ROOT / "tests" / "testdata" / "eval" / "production" / "production.yaml"
 
 
+@pytest.mark.integration
 def test_eval_names_the_broken_rule_and_the_call_that_broke_it() -> None:
     args = [arg for framework in FRAMEWORKS for arg in ("-t", str(TRACES / framework))]
     proc = subprocess.run(

@@ -224,6 +224,7 @@ def test_llm_judge_is_skipped_without_judge(tmp_path: Path, openai_server: OpenA
     assert case.find("skipped") is not None
 
 
+@pytest.mark.integration
 def test_llm_judge_runs_with_a_judge_budget(tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.push(verdict("get_weather"))
     result = run_eval([CAPTURE], [judge_expectations(tmp_path, openai_server)], judge=JudgeBudgetConfig())

@@ -55,6 +55,7 @@ def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("file_format", "name"), [("json", "agent.jsonl"), ("proto", "agent.pb")])
 def test_eval_and_extract_read_back_what_the_exporter_wrote(tmp_path: Path, file_format: str, name: str) -> None:
     path = tmp_path / "traces" / name  # the directory does not exist yet

@@ -329,6 +329,7 @@ def test_the_json_mode_memo_holds_at_most_256_models() -> None:
     assert _supports_json_mode("openai/gpt-4o-mini") is True
 
 
+@pytest.mark.integration
 def test_the_judge_leaves_the_host_applications_environment_as_it_was() -> None:
     """litellm is told to stay offline for its import only: the host app's `os.environ` keeps no trace of it."""
     probe = (
@@ -383,6 +384,7 @@ for city in ("Paris", "Rome"):  # two questions: the judge's cache would answer 
 """
 
 
+@pytest.mark.integration
 def test_each_judge_call_logs_litellms_lines_once_through_the_applications_logging(
     openai_server: OpenAIServer,
 ) -> None:

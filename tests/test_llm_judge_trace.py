@@ -204,6 +204,7 @@ def test_in_process_the_judge_span_goes_where_the_applications_spans_go_and_is_n
     assert attrs(run)["toolscore.evaluation.travel.llm_judge.score"] == 1.0
 
 
+@pytest.mark.integration
 def test_serve_forwards_each_judge_span_downstream_beside_the_run(openai_server: OpenAIServer, tmp_path: Path) -> None:
     openai_server.push(verdict("search_flights", "book_flight"))
     expectations = tmp_path / "judged.yaml"

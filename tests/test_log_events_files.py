@@ -101,6 +101,7 @@ def test_eval_reads_logs_files_beside_traces(captured: Captured, tmp_path: Path)
     assert "PASS" in result.output
 
 
+@pytest.mark.integration
 def test_the_latest_forms_operation_details_event_gives_the_models_order(tmp_path: Path) -> None:
     """openai-v2 in the latest experimental conventions with content on events only: the chat span carries no
     messages, its `gen_ai.client.inference.operation.details` log record has `gen_ai.output.messages`."""

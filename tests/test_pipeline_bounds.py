@@ -78,6 +78,7 @@ def engine(config: PipelineConfig) -> Iterator[tuple[Engine[SpanRecord], ListSin
     sink: ListSink[SpanRecord] = ListSink()
     with registry_with(TRAVEL) as registry:
         pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, config, telemetry)
+        pipeline.start()
         try:
             yield pipeline, sink, reader
         finally:
@@ -675,6 +676,7 @@ def test_a_backlog_is_worked_through_in_bounded_steps() -> None:
     spans = [SpanRecord(f"{i + 1:032x}", f"{i + 1:016x}", None, f"GET /{i}") for i in range(3_000)]
     with registry_with(TRAVEL) as registry:
         pipeline: Engine[SpanRecord] = Engine(registry, Batches(), decode, PipelineConfig(queue_size=5_000))
+        pipeline.start()
         try:
             assert pipeline.offer(spans[0])
             assert wait_until(lambda: len(pipeline.intake) == 0)  # taken: the worker waits in `decode`
@@ -739,6 +741,7 @@ def test_spans_queued_behind_a_worker_stuck_past_the_shutdown_timeout_go_on_and_
     behind = [record(f"20000000000000{i:02x}", None, f"GET /{i}", {}, trace_id=f"{i + 2:032x}") for i in range(5)]
     with registry_with(TRAVEL) as registry:
         pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, PipelineConfig(), telemetry)
+        pipeline.start()
         assert pipeline.offer(first)
         assert sink.stuck.wait(5)
         for span in behind:

@@ -9,15 +9,12 @@ import pytest
 
 from tests.pipeline_builders import (
     TRACE,
-    TRAVEL,
-    Recording,
     genai_run,
+    hand_driven,
     record,
     recording_engine,
-    registry_with,
     run_attrs,
     tool_attrs,
-    wait_until,
 )
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
@@ -46,12 +43,13 @@ SLOW = PipelineConfig(settle_ms=60_000, max_hold_ms=60_000)
 
 
 def test_run_span_is_held_until_it_settles_children_go_on_at_once() -> None:
-    with recording_engine(SLOW) as (pipeline, sink, _):
-        offer(pipeline, genai_run(RUN, ["search_flights", "book_flight"]))
-        assert wait_until(lambda: len(sink.released) == 2)
-        assert sink.enriched == []
-        assert pipeline.flush(5.0)
-        assert scores(sink)["toolscore.tool_calls"] == ["search_flights", "book_flight"]
+    with hand_driven(PipelineConfig(settle_ms=250, max_hold_ms=60_000, trace_idle_timeout_s=60)) as driven:
+        driven.offer(genai_run(RUN, ["search_flights", "book_flight"]))
+        assert len(driven.sink.released) == 2
+        driven.at(249)
+        assert driven.sink.enriched == []
+        driven.at(250)
+        assert scores(driven.sink)["toolscore.tool_calls"] == ["search_flights", "book_flight"]
 
 
 def test_a_span_arriving_under_the_ended_run_before_it_settles_is_part_of_the_run() -> None:
@@ -110,21 +108,26 @@ def test_redelivered_spans_do_not_change_the_score_and_go_out_once() -> None:
 
 def test_trace_without_run_span_is_scored_after_idle_timeout_as_incomplete() -> None:
     tool = record("3000000000000001", "3000000000000000", "execute_tool book_flight", tool_attrs("book_flight", "c1"))
-    with recording_engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.05)) as (pipeline, sink, telemetry):
-        offer(pipeline, [tool])
-        assert wait_until(lambda: telemetry.outcomes["incomplete"] == 1)
-        assert sink.released == [tool]
-        assert sink.enriched == []
+    with hand_driven(PipelineConfig(settle_ms=20, trace_idle_timeout_s=30)) as driven:
+        driven.offer([tool])
+        driven.at(29_999)
+        assert driven.telemetry.outcomes == {}
+        driven.at(30_000)
+        assert driven.telemetry.outcomes == {"incomplete": 1}
+        assert driven.sink.released == [tool]
+        assert driven.sink.enriched == []
 
 
 def test_trace_without_run_span_is_complete_once_its_root_has_ended() -> None:
     tool = record("3000000000000001", ROOT, "execute_tool book_flight", tool_attrs("book_flight", "c1"))
     root = record(ROOT, None, "POST /chat", {})
-    with recording_engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=60)) as (pipeline, _, telemetry):
-        offer(pipeline, [tool, root])
-        assert wait_until(lambda: sum(telemetry.outcomes.values()) == 1)
-        assert telemetry.outcomes == {"unmatched": 1}
-        assert len(pipeline.store) == 0
+    with hand_driven(PipelineConfig(settle_ms=20, trace_idle_timeout_s=60)) as driven:
+        driven.offer([tool, root])
+        driven.at(19)
+        assert driven.telemetry.outcomes == {}
+        driven.at(20)  # the root's settle, long before the idle timeout
+        assert driven.telemetry.outcomes == {"unmatched": 1}
+        assert len(driven.engine.store) == 0
 
 
 def test_nested_runs_are_scored_each_on_its_own_span() -> None:
@@ -140,29 +143,30 @@ def test_nested_runs_are_scored_each_on_its_own_span() -> None:
 def test_two_runs_in_one_trace_settle_independently() -> None:
     first = genai_run(RUN, ["search_flights"], parent=ROOT)
     second = genai_run(INNER, ["book_flight"], parent=ROOT)
-    with recording_engine(PipelineConfig(settle_ms=20, max_hold_ms=60_000, trace_idle_timeout_s=60)) as (
-        pipeline,
-        sink,
-        _,
-    ):
-        offer(pipeline, first)
-        assert wait_until(lambda: len(sink.enriched) == 1)  # the second run has not even started
-        offer(pipeline, second)
-        assert wait_until(lambda: len(sink.enriched) == 2)
-        assert [r.span_id for r, _ in sink.enriched] == [RUN, INNER]
-        assert TRACE in pipeline.store.traces  # the root is still open
+    with hand_driven(PipelineConfig(settle_ms=20, max_hold_ms=60_000, trace_idle_timeout_s=60)) as driven:
+        driven.offer(first)
+        driven.at(20)
+        assert len(driven.sink.enriched) == 1  # the second run has not even started
+        driven.offer(second)
+        driven.at(39)
+        assert len(driven.sink.enriched) == 1
+        driven.at(40)
+        assert [r.span_id for r, _ in driven.sink.enriched] == [RUN, INNER]
+        assert TRACE in driven.engine.store.traces  # the root is still open
 
 
 def test_a_run_cut_by_the_idle_timeout_is_flagged_incomplete_when_its_span_comes() -> None:
     """A run that goes quiet past `trace_idle_timeout_s` (a slow model call) has its earlier calls finished
     without it; when its later spans and run span come, its score must say that calls are missing."""
     first, second, run_span = genai_run(RUN, ["search_flights", "book_flight"])
-    config = PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.05)
-    with recording_engine(config) as (pipeline, sink, telemetry):
-        offer(pipeline, [first])
-        assert wait_until(lambda: telemetry.outcomes["incomplete"] == 1)  # the tool alone, as an inferred run
-        offer(pipeline, [second, run_span])
-        assert pipeline.flush(5.0)
+    config = PipelineConfig(settle_ms=20, trace_idle_timeout_s=30)
+    with hand_driven(config) as driven:
+        sink, telemetry = driven.sink, driven.telemetry
+        driven.offer([first])
+        driven.at(30_000)
+        assert telemetry.outcomes == {"incomplete": 1}  # the tool alone, as an inferred run
+        driven.offer([second, run_span])
+        driven.at(30_020)
         assert scores(sink)["toolscore.tool_calls"] == ["book_flight"]
         assert scores(sink)["toolscore.run.incomplete"] is True
         assert telemetry.outcomes["incomplete"] == 2
@@ -182,17 +186,16 @@ def test_a_flush_in_the_middle_of_a_run_leaves_its_later_score_flagged_incomplet
 def test_a_run_whose_trace_was_evicted_is_flagged_incomplete_when_its_span_comes() -> None:
     first, run_span = genai_run(RUN, ["search_flights"])
     other = genai_run("5000000000000000", ["get_weather"], trace_id="f" * 32)
-    with recording_engine(PipelineConfig(settle_ms=60_000, max_hold_ms=60_000, max_pending_traces=1)) as (
-        pipeline,
-        sink,
-        telemetry,
-    ):
-        offer(pipeline, [first, other[0]])  # the second trace pushes the first out
-        assert wait_until(lambda: telemetry.counts["dropped:max_pending_traces"] >= 1)
-        offer(pipeline, [run_span])
-        assert pipeline.flush(5.0)
-        assert scores(sink)["toolscore.tool_calls"] == []
-        assert scores(sink)["toolscore.run.incomplete"] is True
+    config = PipelineConfig(settle_ms=60_000, max_hold_ms=60_000, trace_idle_timeout_s=120, max_pending_traces=1)
+    with hand_driven(config) as driven:
+        driven.offer([first, other[0]])  # the second trace pushes the first out
+        assert driven.telemetry.counts["dropped:max_pending_traces"] == 1
+        driven.offer([run_span])
+        driven.at(59_999)
+        assert driven.sink.enriched == []
+        driven.at(60_000)
+        assert scores(driven.sink)["toolscore.tool_calls"] == []
+        assert scores(driven.sink)["toolscore.run.incomplete"] is True
 
 
 def test_a_complete_second_run_in_a_reopened_trace_is_not_flagged() -> None:
@@ -274,23 +277,11 @@ def test_a_subtree_whose_parent_never_comes_is_scored_as_offline_and_flagged_inc
         RUN, None, "invoke_agent travel" if root_is_run else "handle_request", run_attrs() if root_is_run else {}
     )
     scored: list[AgentRun] = []
-    sink: ListSink[SpanRecord] = ListSink()
-    telemetry = Recording()
-    with registry_with(ANY_AGENT) as registry:
-        pipeline: Engine[SpanRecord] = Engine(
-            registry,
-            sink,
-            lambda r: r,
-            PipelineConfig(settle_ms=20),
-            telemetry,
-            on_scored=lambda run, *_: scored.append(run),
-        )
-        try:
-            offer(pipeline, [own, orphan, root])
-            assert wait_until(lambda: len(scored) == 2)  # settled, not flushed
-            assert pipeline.flush(5.0)
-        finally:
-            pipeline.shutdown(5.0)
+    with hand_driven(PipelineConfig(settle_ms=20), ANY_AGENT, on_scored=lambda run, *_: scored.append(run)) as driven:
+        driven.offer([own, orphan, root])
+        driven.at(20)
+        assert len(scored) == 2  # settled, not flushed
+    sink, telemetry = driven.sink, driven.telemetry
     offline = rebuild_runs([own, orphan, root])
     assert [(r.span_id, [c.name for c in r.calls]) for r in scored] == [
         (r.span_id, [c.name for c in r.calls]) for r in offline
@@ -330,19 +321,15 @@ def test_a_run_whose_scoring_raises_goes_on_unscored_and_costs_no_other_trace() 
         record(RUN, None, "invoke_agent boom", run_attrs("boom"), boom_trace),
     ]
     others = [genai_run(RUN, ["search_flights", "book_flight"], trace_id=f"{i:032x}") for i in range(1, 6)]
-    telemetry = Recording()
-    sink: ListSink[SpanRecord] = ListSink()
     config = PipelineConfig(settle_ms=20, max_hold_ms=60_000, trace_idle_timeout_s=60)
-    with registry_with(TRAVEL) as registry:
-        pipeline: Engine[SpanRecord] = Engine(_BrokenForBoom(registry), sink, lambda r: r, config, telemetry)
-        try:
-            pipeline.offer_all([*boom, *(span for spans in others for span in spans)])
-            assert wait_until(lambda: len(sink.enriched) == 5)  # not after max_hold_ms: no deadline was lost
-            assert [r.trace_id for r, _ in sink.enriched] == [f"{i:032x}" for i in range(1, 6)]
-            assert boom_trace not in pipeline.store.traces
-            assert pipeline.flush(5.0)
-        finally:
-            pipeline.shutdown(5.0)
+    with hand_driven(config, registry=_BrokenForBoom) as driven:
+        driven.engine.offer_all([*boom, *(span for spans in others for span in spans)])
+        driven.at(0)
+        driven.at(20)
+        assert len(driven.sink.enriched) == 5  # at their settle, not after max_hold_ms: no deadline was lost
+        assert [r.trace_id for r, _ in driven.sink.enriched] == [f"{i:032x}" for i in range(1, 6)]
+        assert boom_trace not in driven.engine.store.traces
+    sink, telemetry = driven.sink, driven.telemetry
     passed_on = Counter((r.trace_id, r.span_id) for r in [*sink.released, *(r for r, _ in sink.enriched)])
     assert passed_on == Counter((r.trace_id, r.span_id) for r in [*boom, *(span for spans in others for span in spans)])
     assert [r for r in sink.released if r.trace_id == boom_trace] == boom  # unscored, once each

@@ -154,6 +154,7 @@ def test_a_run_inferred_under_an_inferred_run_is_scored_once_at_its_enclosing_ru
         pipeline: Engine[SpanRecord] = Engine(
             registry, sink, lambda r: r, config, Recording(), on_scored=lambda r, *_: scored.append(r)
         )
+        pipeline.start()
         try:
             offer(pipeline, spans)
             assert wait_until(lambda: len(scored) == 3)

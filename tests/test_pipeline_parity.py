@@ -287,6 +287,7 @@ def fed() -> Iterator[Fed]:
     with registry_with(BY_TEST_CASE, EVERY_AGENT, IN_MCP_SERVICE) as registry:
         noting = NotingRegistry(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, ListSink(), lambda r: r, config, Recording())
+        pipeline.start()
         try:
             for spans in offered.values():
                 for record in spans:

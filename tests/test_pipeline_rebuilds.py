@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,13 +37,14 @@ from tests.pipeline_builders import (
     NotingRegistry,
     Recording,
     genai_run,
+    hand_driven,
     record,
     registry_with,
     tool_attrs,
     wait_until,
 )
 from toolscore.collector.extract import rebuild_runs
-from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig, ToolscoreSpanProcessor
+from toolscore.collector.pipeline import Engine, PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.serve._pipeline import CollectorPipeline
 from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.sources import spans_from_readable
@@ -322,11 +322,11 @@ def test_what_changes_after_a_rebuild_is_in_the_next_run_scored_from_it(change: 
     """Two runs held at once: the first settles (the trace is rebuilt), then something changes, then the second.
 
     The second run's span has a span under it arrive half a settle later, so it settles after the first,
-    with the change between. A span kept (`span`) changes the trace's spans: the second run's calls hold
-    its call, as rebuilding gives. The rest change no span: the rebuild is reused, and what is read after
-    it still applies to the second run: the trace cut by `max_spans_per_trace` (`over_cap`) or a span a
-    full queue refused under it (`refused`) flag it incomplete; an expectation written since (`registry`)
-    is matched.
+    with the change between (the engine is stepped by hand at those times). A span kept (`span`) changes
+    the trace's spans: the second run's calls hold its call, as rebuilding gives. The rest change no span:
+    the rebuild is reused, and what is read after it still applies to the second run: the trace cut by
+    `max_spans_per_trace` (`over_cap`) or a span a full queue refused under it (`refused`) flag it
+    incomplete; an expectation written since (`registry`) is matched.
     """
     root = record(ROOT, None, "POST /chat", {})
     first = genai_run(FIRST, ["search_flights"], parent=ROOT)
@@ -334,29 +334,25 @@ def test_what_changes_after_a_rebuild_is_in_the_next_run_scored_from_it(change: 
     tools = [_tool_record(f"20000000000000{i:02x}", name) for i, name in enumerate(["search_flights", "book_flight"])]
     late = _tool_record("20000000000000ff", "get_weather")
     config = PipelineConfig(settle_ms=SETTLE_MS, max_spans_per_trace=5 if change == "over_cap" else 2_000)
-    sink: ListSink[SpanRecord] = ListSink()
-    with registry_with(TRAVEL) as registry:
-        noting = NotingRegistry(registry)
-        pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, config, Recording())
-        try:
-            for span in (root, *first, second_run, tools[0]):  # the root first: a span under a missing one
-                assert pipeline.offer(span)  # would hold every run of the trace back (`TraceStore._under`)
-            assert wait_until(lambda: len(pipeline.store) == 1)
-            time.sleep(SETTLE_MS / 2000)  # half a settle: the span below moves the second run's settle past the first's
-            assert pipeline.offer(tools[1])
-            assert wait_until(lambda: [r.span_id for r in noting.runs] == [FIRST])
-            if change in ("span", "over_cap"):
-                assert pipeline.offer(late)
-            elif change == "refused":
-                pipeline.note_refused(root.trace_id, late.span_id, SECOND)
-            else:
-                registry.put({**TRAVEL, "name": "travel-too"})
-            assert wait_until(lambda: len(noting.runs) == 2 and len(pipeline.store) == 0)
-            assert pipeline.flush(5.0)
-            stats = pipeline.stats
-        finally:
-            pipeline.shutdown(5.0)
-    scored = {carrier.span_id: enrichment.attributes for carrier, enrichment in sink.enriched}
+    with hand_driven(config, registry=NotingRegistry) as driven:
+        pipeline, noting = driven.engine, driven.engine.registry
+        assert isinstance(noting, NotingRegistry)
+        driven.offer([root, *first, second_run, tools[0]])  # the root first: a span under a missing one would
+        driven.at(SETTLE_MS / 2)  # hold every run of the trace back (`TraceStore._under`)
+        driven.offer([tools[1]])  # half a settle later: the second run now settles half a settle after the first
+        driven.at(SETTLE_MS)
+        assert [r.span_id for r in noting.runs] == [FIRST]
+        if change in ("span", "over_cap"):
+            driven.offer([late])
+        elif change == "refused":
+            pipeline.note_refused(root.trace_id, late.span_id, SECOND)
+        else:
+            noting.registry.put({**TRAVEL, "name": "travel-too"})
+        driven.at(2 * SETTLE_MS)
+        assert len(noting.runs) == 2
+        assert len(pipeline.store) == 0
+        stats = pipeline.stats
+    scored = {carrier.span_id: enrichment.attributes for carrier, enrichment in driven.sink.enriched}
     assert sorted(scored) == [FIRST, SECOND], "each run scored once"
     second = scored[SECOND]
     kept = [*first, second_run, *tools, *([late] if change == "span" else []), root]
@@ -374,17 +370,13 @@ def test_a_rebuild_that_leaves_a_run_for_the_trace_finish_alone_is_not_kept() ->
     run = genai_run(FIRST, ["search_flights"], parent=ROOT)
     orphan = record("30000000000000a1", ROOT, "execute_tool get_weather", tool_attrs("get_weather", "w1"))
     spans = [*run, orphan, root]
-    sink: ListSink[SpanRecord] = ListSink()
-    with registry_with(TRAVEL) as registry:
-        noting = NotingRegistry(registry)
-        pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, PipelineConfig(settle_ms=20), Recording())
-        try:
-            for span in spans:
-                assert pipeline.offer(span)
-            assert wait_until(lambda: len(noting.runs) == 2 and len(pipeline.store) == 0)
-            stats = pipeline.stats
-        finally:
-            pipeline.shutdown(5.0)
+    with hand_driven(PipelineConfig(settle_ms=20), registry=NotingRegistry) as driven:
+        noting = driven.engine.registry
+        assert isinstance(noting, NotingRegistry)
+        driven.offer(spans)
+        driven.at(20)  # the run's settle and the trace's, its root having ended
+        assert len(driven.engine.store) == 0
+        stats = driven.engine.stats
     assert [r.span_id for r in noting.runs] == [FIRST, ROOT], "the run at its settle, the one inferred at the finish"
     assert stats.traces == 2, "rebuilt at the settle and again at the finish"
     assert _dump(noting.runs) == _dump(rebuild_runs(spans))
@@ -404,22 +396,18 @@ def test_a_rebuild_leaving_runs_inferred_under_inferred_runs_in_a_held_run_is_ke
         record(lookup, delegate, "execute_tool lookup", tool_attrs("lookup", "l1")),
         record(fetch, lookup, "execute_tool fetch", tool_attrs("fetch", "f1")),
     ]
-    sink: ListSink[SpanRecord] = ListSink()
-    config = PipelineConfig(settle_ms=SETTLE_MS)
-    with registry_with(TRAVEL) as registry:
-        noting = NotingRegistry(registry)
-        pipeline: Engine[SpanRecord] = Engine(noting, sink, lambda r: r, config, Recording())
-        try:
-            for span in (root, *first, second_run, *chain[:2]):  # the root first, as above
-                assert pipeline.offer(span)
-            assert wait_until(lambda: len(pipeline.store) == 1)
-            time.sleep(SETTLE_MS / 2000)  # half a settle: the span below moves the second run's settle past the first's
-            assert pipeline.offer(chain[2])
-            assert wait_until(lambda: len(noting.runs) == 4 and len(pipeline.store) == 0)
-            stats = pipeline.stats
-        finally:
-            pipeline.shutdown(5.0)
+    with hand_driven(PipelineConfig(settle_ms=SETTLE_MS), registry=NotingRegistry) as driven:
+        noting = driven.engine.registry
+        assert isinstance(noting, NotingRegistry)
+        driven.offer([root, *first, second_run, *chain[:2]])  # the root first, as above
+        driven.at(SETTLE_MS / 2)
+        driven.offer([chain[2]])  # half a settle later: the second run now settles half a settle after the first
+        driven.at(SETTLE_MS)
+        assert [r.span_id for r in noting.runs] == [FIRST]
+        driven.at(SETTLE_MS * 3 / 2)
+        assert len(driven.engine.store) == 0
+        stats = driven.engine.stats
     assert [r.span_id for r in noting.runs] == [FIRST, SECOND, delegate, lookup], "the first, then the second's 3"
     assert _dump(noting.runs) == _dump(rebuild_runs([root, *first, second_run, *chain]))
-    assert sorted(carrier.span_id for carrier, _ in sink.enriched) == [FIRST, SECOND]
+    assert sorted(carrier.span_id for carrier, _ in driven.sink.enriched) == [FIRST, SECOND]
     assert stats.traces == 1, "rebuilt at the first settle only: the second and the finish reuse it"

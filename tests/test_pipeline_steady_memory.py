@@ -228,6 +228,7 @@ def test_under_steady_traffic_past_every_bound_the_engines_memory_stops_growing(
 
     with registry_with(TRAVEL) as registry:
         pipeline: Engine[SpanRecord] = Engine(registry, sink, lambda r: r, config, telemetry)
+        pipeline.start()
         try:
             _phase(pipeline, reader, burst())  # fills every bound, before anything is traced
             tracemalloc.start()

@@ -42,6 +42,7 @@ def test_there_is_a_proto_to_check() -> None:
     assert PROTO_ROOT / "toolscore" / "registry" / "v1" / "registry.proto" in _protos()
 
 
+@pytest.mark.integration
 def test_checked_in_stubs_match_a_fresh_generation(tmp_path: Path) -> None:
     _generate(tmp_path)
     fresh = _generated_files(tmp_path)

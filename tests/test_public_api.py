@@ -106,6 +106,7 @@ def test_public_modules_export_only_what_they_define() -> None:
     assert leaks == []
 
 
+@pytest.mark.integration
 def test_scorers_import_nothing_from_the_collector() -> None:
     for file in (ROOT / "scorers").rglob("*.py"):
         for node in ast.walk(ast.parse(file.read_text())):
@@ -123,6 +124,7 @@ def test_scorers_import_nothing_from_the_collector() -> None:
     assert [m for m in loaded if m.startswith(("toolscore.collector", "opentelemetry.sdk", "grpc"))] == []
 
 
+@pytest.mark.integration
 def test_importing_the_score_reader_does_not_load_the_receivers() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys, toolscore.collector.serve.scores; print(' '.join(sorted(sys.modules)))"],

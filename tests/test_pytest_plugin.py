@@ -356,6 +356,7 @@ def test_a_run_only_llm_judges_would_score_is_a_skipped_test_while_judges_are_of
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("ini", "args"), [("toolscore_judge = true\n", ()), ("", ("--toolscore-judge",))])
 def test_llm_judges_run_with_the_ini_option_or_the_command_line_flag(
     suite: pytest.Pytester, openai_server: OpenAIServer, ini: str, args: tuple[str, ...]
@@ -389,6 +390,7 @@ def test_plugin_is_declared_as_a_pytest11_entry_point() -> None:
     assert config["project"]["entry-points"]["pytest11"] == {"toolscore": PLUGIN}
 
 
+@pytest.mark.integration
 def test_loading_the_plugin_does_not_load_the_pipeline_and_toolscore_never_loads_pytest() -> None:
     code = (
         "import sys; import toolscore.collector, toolscore.collector.cli, toolscore.scorers;"
@@ -418,6 +420,7 @@ def run_isolated(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", PLUGIN, "-p", "no:cacheprovider", *args)
 
 
+@pytest.mark.integration
 def test_runs_on_the_applications_global_sdk_provider_are_recorded(suite: pytest.Pytester) -> None:
     suite.makeconftest(GLOBAL_PROVIDER_CONFTEST)
     suite.makepyfile(
@@ -442,6 +445,7 @@ def test_runs_on_the_applications_global_sdk_provider_are_recorded(suite: pytest
     result.assert_outcomes(passed=2)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("conftest", "before_run", "hint"),
     [

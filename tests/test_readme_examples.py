@@ -32,6 +32,7 @@ def _blocks(lang: str) -> list[str]:
     return [block for _, block in blocks(lang)]
 
 
+@pytest.mark.integration
 def test_score_console_examples_print_what_they_show() -> None:
     examples = [b for b in _blocks("console") if "| toolscore score" in b]
     assert examples
@@ -61,6 +62,7 @@ def test_python_examples_print_the_commented_values() -> None:
         assert out.getvalue().split() == claimed
 
 
+@pytest.mark.integration
 def test_extract_console_examples_print_what_they_show() -> None:
     examples = [b for b in _blocks("console") if b.startswith("$ toolscore extract")]
     assert examples
@@ -80,6 +82,7 @@ def test_extract_console_examples_print_what_they_show() -> None:
         assert [json.loads(line) for line in proc.stdout.splitlines()] == [json.loads(line) for line in shown]
 
 
+@pytest.mark.integration
 def test_docs_show_the_default_serve_configuration() -> None:
     block = r"<!-- serve-config:start -->\n```yaml\n(.*?)```\n<!-- serve-config:end -->"
     shown = re.search(block, page("serve.md"), re.S)
@@ -198,6 +201,7 @@ def test_eval_console_example_is_the_golden_summary() -> None:
         assert missing == [], "docs/ci.md's eval example differs from tests/testdata/eval/golden/fail_summary.txt"
 
 
+@pytest.mark.integration
 def test_file_exporter_recipe_writes_traces_eval_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The three lines the README's CI section and docs/ci.md show, run on a provider, then `toolscore eval`."""
     from opentelemetry.sdk.trace import TracerProvider

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 import yaml
 
-from tests.postgres import PostgresServer
+from tests.postgres import POSTGRES_PARAM, PostgresServer
 from tests.registry_builders import FlakyReads, doc, eventually, names
 from toolscore.collector.registry import (
     InvalidExpectation,
@@ -57,7 +57,7 @@ class Database:
         )
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", POSTGRES_PARAM])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     if request.param == "sqlite":
         path = tmp_path / "registry.db"
@@ -217,6 +217,7 @@ def _postgres(server: PostgresServer, **extra: Any) -> RegistryConfig:
     return RegistryConfig(store=store, poll_interval_s=0.05, **extra)
 
 
+@pytest.mark.integration
 def test_a_postgres_outage_is_logged_once_matching_goes_on_and_the_registry_catches_up(
     own_postgres: PostgresServer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -242,6 +243,7 @@ def test_a_postgres_outage_is_logged_once_matching_goes_on_and_the_registry_catc
         assert eventually(lambda: names(replica) == ["a", "b"])
 
 
+@pytest.mark.integration
 def test_a_file_change_during_an_outage_is_applied_when_the_store_returns(
     own_postgres: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -272,6 +274,7 @@ def test_a_committed_write_is_reported_as_written_when_reading_it_back_fails(tmp
 # -- starting while the store is down --------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_without_wait_for_store_an_unreachable_store_fails_the_start(own_postgres: PostgresServer) -> None:
     """The CLI's and the library's default: a command against a database that is down says so."""
     own_postgres.stop()
@@ -279,6 +282,7 @@ def test_without_wait_for_store_an_unreachable_store_fails_the_start(own_postgre
         Registry.from_config(_postgres(own_postgres))
 
 
+@pytest.mark.integration
 def test_a_registry_waiting_for_its_store_starts_empty_and_loads_when_it_is_back(
     own_postgres: PostgresServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -300,6 +304,7 @@ def test_a_registry_waiting_for_its_store_starts_empty_and_loads_when_it_is_back
         assert late.health.error is None
 
 
+@pytest.mark.integration
 def test_a_registry_waiting_for_its_store_still_refuses_bad_files(own_postgres: PostgresServer, tmp_path: Path) -> None:
     files = tmp_path / "files"
     files.mkdir()

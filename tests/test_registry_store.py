@@ -11,6 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.postgres import POSTGRES_PARAM
 from toolscore.collector.registry import (
     AlreadyExists,
     ChangesCompacted,
@@ -42,7 +43,7 @@ def exp(name: str = "travel", agent: str = "travel-agent", tool: str = "book_fli
     )
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "sqlite", POSTGRES_PARAM])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Opens a new store on the same underlying data each call (for the memory store: the same object)."""
     opened: list[ExpectationStore] = []
@@ -412,7 +413,7 @@ def test_compaction_goes_a_batch_at_a_time(store: ExpectationStore) -> None:
     assert [c.seq for c in store.changes_since(5)] == [6]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", POSTGRES_PARAM])
 def test_a_store_opened_read_only_reads_and_every_write_fails(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -440,7 +441,7 @@ def test_a_store_opened_read_only_reads_and_every_write_fails(
         assert [(c.seq, c.kind) for c in writer.changes_since(0)] == [(1, "created"), (2, "updated")]
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", POSTGRES_PARAM])
 def test_a_store_opened_read_only_names_the_registry_tables_it_lacks(
     kind: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -187,6 +187,7 @@ def _within(timeout_s: float, call: Callable[[], object]) -> tuple[float, BaseEx
     return outcomes[0]
 
 
+@pytest.mark.integration
 def test_a_frozen_postgres_server_fails_calls_in_bounded_time_and_they_work_once_it_thaws(
     own_postgres: PostgresServer,
 ) -> None:

@@ -39,6 +39,7 @@ def _printed(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.integration
 def test_print_config_without_a_file_shows_the_embedded_defaults(tmp_path: Path) -> None:
     (tmp_path / "deploy" / "expectations").mkdir(parents=True)
     config = _printed(_serve("--print-config", cwd=tmp_path))
@@ -54,6 +55,7 @@ def test_print_config_without_a_file_shows_the_embedded_defaults(tmp_path: Path)
     assert config["shutdown_grace_s"] == 10.0
 
 
+@pytest.mark.integration
 def test_print_config_documents_every_key_in_a_comment(tmp_path: Path) -> None:
     result = _serve("--print-config", cwd=tmp_path)
     lines = result.stdout.splitlines()
@@ -73,6 +75,7 @@ def _printed_key(stdout: str, section: str, key: str) -> tuple[str, str]:
     return " ".join(line.strip().lstrip("# ") for line in lines[above:at]), lines[at]
 
 
+@pytest.mark.integration
 def test_print_config_states_the_default_serve_runs_with_and_where_a_value_came_from(tmp_path: Path) -> None:
     """`prometheus_enabled: true` beside "Default: false" read as a bug; a value unlike its default says who set it."""
     comment, line = _printed_key(_serve("--print-config", cwd=tmp_path).stdout, "telemetry", "prometheus_enabled")
@@ -91,10 +94,12 @@ def test_print_config_states_the_default_serve_runs_with_and_where_a_value_came_
     assert _printed(result)["telemetry"]["prometheus_enabled"] is False  # still YAML that reads back
 
 
+@pytest.mark.integration
 def test_without_deploy_directory_no_expectation_files_are_loaded(tmp_path: Path) -> None:
     assert _printed(_serve("--print-config", cwd=tmp_path))["registry"]["files"] == []
 
 
+@pytest.mark.integration
 def test_file_values_env_overrides_and_otel_variables_combine_by_precedence(tmp_path: Path) -> None:
     path = tmp_path / "serve.yaml"
     path.write_text(
@@ -123,6 +128,7 @@ def test_file_values_env_overrides_and_otel_variables_combine_by_precedence(tmp_
     assert config["forward"]["queue_max_requests"] == 10, "a file key keeps the OTEL_* values of its section"
 
 
+@pytest.mark.integration
 def test_print_config_redacts_secrets(tmp_path: Path) -> None:
     env = {"TOOLSCORE_RECEIVER__BEARER_TOKEN": "s3cret", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y"}
     result = _serve("--print-config", cwd=tmp_path, env=env)
@@ -133,6 +139,7 @@ def test_print_config_redacts_secrets(tmp_path: Path) -> None:
     assert "k3y" not in result.stdout
 
 
+@pytest.mark.integration
 def test_print_config_redacts_the_password_of_a_connection_string(tmp_path: Path) -> None:
     env = {"TOOLSCORE_REGISTRY__STORE__TYPE": "postgres", "TOOLSCORE_REGISTRY__STORE__DSN": "postgresql://u:pw9@db/ts"}
     result = _serve("--print-config", cwd=tmp_path, env=env)
@@ -162,6 +169,7 @@ def _expected_error(path: Path) -> tuple[int, str, str]:
     return int(line), field, message
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", sorted(INVALID.glob("*.yaml")), ids=lambda p: p.stem)
 def test_invalid_config_file_exits_2_naming_file_line_and_field(path: Path, tmp_path: Path) -> None:
     line, field, message = _expected_error(path)
@@ -171,6 +179,7 @@ def test_invalid_config_file_exits_2_naming_file_line_and_field(path: Path, tmp_
     assert f"{path}:{line}: {field}: {message}" in result.stderr
 
 
+@pytest.mark.integration
 def test_a_secret_written_as_a_number_is_not_repeated_on_stderr(tmp_path: Path) -> None:
     result = _serve("--config", str(INVALID / "secret_not_repeated.yaml"), cwd=tmp_path)
     assert result.returncode == 2
@@ -178,6 +187,7 @@ def test_a_secret_written_as_a_number_is_not_repeated_on_stderr(tmp_path: Path) 
     assert "8675309" not in result.stderr
 
 
+@pytest.mark.integration
 def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -> None:
     env = {"TOOLSCORE_PIPELINE__SETTLE_MS": "soon", "TOOLSCORE_RECEIVER__GRPC_ENDPONT": "127.0.0.1:1"}
     result = _serve("--print-config", cwd=tmp_path, env=env)
@@ -188,6 +198,7 @@ def test_invalid_environment_value_exits_2_naming_the_variable(tmp_path: Path) -
     assert f"environment variable {misspelt}" in result.stderr
 
 
+@pytest.mark.integration
 def test_a_section_given_whole_as_json_is_named_by_the_variable_that_was_set(tmp_path: Path) -> None:
     result = _serve(
         "--print-config", cwd=tmp_path, env={"TOOLSCORE_PIPELINE": '{"settle_ms": "soon", "queue_size": 5}'}
@@ -199,6 +210,7 @@ def test_a_section_given_whole_as_json_is_named_by_the_variable_that_was_set(tmp
     assert "TOOLSCORE_PIPELINE__" not in result.stderr
 
 
+@pytest.mark.integration
 def test_a_bad_file_value_is_named_by_its_line_though_a_variable_set_another_key_of_its_section(
     tmp_path: Path,
 ) -> None:
@@ -214,6 +226,7 @@ def test_a_bad_file_value_is_named_by_its_line_though_a_variable_set_another_key
     )
 
 
+@pytest.mark.integration
 def test_misspelt_section_variable_exits_2_rather_than_being_ignored(tmp_path: Path) -> None:
     result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_RECIEVER__GRPC_ENDPOINT": "127.0.0.1:1"})
     assert result.returncode == 2
@@ -222,6 +235,7 @@ def test_misspelt_section_variable_exits_2_rather_than_being_ignored(tmp_path: P
     )
 
 
+@pytest.mark.integration
 def test_list_variable_that_is_not_json_names_the_variable_and_the_form(tmp_path: Path) -> None:
     result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_REGISTRY__FILES": "deploy/expectations"})
     assert result.returncode == 2
@@ -230,6 +244,7 @@ def test_list_variable_that_is_not_json_names_the_variable_and_the_form(tmp_path
     )
 
 
+@pytest.mark.integration
 def test_rule_across_keys_names_the_variable_that_broke_it(tmp_path: Path) -> None:
     result = _serve("--print-config", cwd=tmp_path, env={"TOOLSCORE_PIPELINE__SETTLE_MS": "20000"})
     assert result.returncode == 2
@@ -238,6 +253,7 @@ def test_rule_across_keys_names_the_variable_that_broke_it(tmp_path: Path) -> No
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("registry", "scores"),
     [("x.db", "./x.db"), ("data/../x.db", "x.db"), (".toolscore/scores.db", "{tmp}/.toolscore/scores.db")],
@@ -273,6 +289,7 @@ def _the_one_problem(tmp_path: Path, config: Path, yaml_text: str | None, env: d
     return problems[0]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("env", "yaml_text", "reported", "told"),
     [
@@ -315,6 +332,7 @@ def test_store_file_clash_is_reported_where_the_user_set_a_path_naming_where_eac
     assert problem.endswith(f"each need their own SQLite file {told.format(config=config)}")
 
 
+@pytest.mark.integration
 def test_score_store_beside_the_registry_or_disabled_is_fine(tmp_path: Path) -> None:
     env = {"TOOLSCORE_REGISTRY__STORE__PATH": "x.db", "TOOLSCORE_SCORE_STORE__PATH": "y.db"}
     assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["score_store"]["path"] == "y.db"
@@ -325,6 +343,7 @@ def test_score_store_beside_the_registry_or_disabled_is_fine(tmp_path: Path) -> 
     assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["registry"]["store"] == {"type": "memory"}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("env", "receiver"),
     [
@@ -351,6 +370,7 @@ _OWN_GRPC = "forward.endpoint {forward!r} is this collector's own receiver (rece
 _OWN_HTTP = "forward.endpoint {forward!r} is this collector's own receiver (receiver.http_endpoint {listen}): "
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("env", "yaml_text", "reported", "told"),
     [
@@ -417,6 +437,7 @@ def test_forwarding_to_its_own_receiver_is_reported_where_the_user_set_a_key_nam
     assert problem.endswith(f"(they are for the agents that send to it) {told.format(config=config)}")
 
 
+@pytest.mark.integration
 def test_forwarding_to_the_same_port_elsewhere_is_fine(tmp_path: Path) -> None:
     env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317"}
     assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["forward"]["endpoint"] == "http://collector:4317"
@@ -424,6 +445,7 @@ def test_forwarding_to_the_same_port_elsewhere_is_fine(tmp_path: Path) -> None:
     assert _printed(_serve("--print-config", cwd=tmp_path, env=env))["forward"]["endpoint"] == "http://127.0.0.1:4317"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("endpoint", "protocol", "message"),
     [
@@ -446,6 +468,7 @@ def test_forward_endpoint_that_cannot_work_exits_2(tmp_path: Path, endpoint: str
     assert message in result.stderr
 
 
+@pytest.mark.integration
 def test_unknown_log_level_exits_2_listing_the_levels(tmp_path: Path) -> None:
     result = _serve("--log-level", "verbose", "--print-config", cwd=tmp_path)
     assert result.returncode == 2
@@ -453,6 +476,7 @@ def test_unknown_log_level_exits_2_listing_the_levels(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_missing_config_file_exits_2(tmp_path: Path) -> None:
     result = _serve("--config", str(tmp_path / "nope.yaml"), cwd=tmp_path)
     assert result.returncode == 2
@@ -466,6 +490,7 @@ def _listening_socket() -> socket.socket:
     return sock
 
 
+@pytest.mark.integration
 def test_taken_ports_are_all_reported_at_once_with_their_keys_and_variables_exit_2(tmp_path: Path) -> None:
     """Checked before anything starts: every taken address in one message, none of grpc's own log lines."""
     with _listening_socket() as grpc_sock, _listening_socket() as metrics_sock:
@@ -492,6 +517,7 @@ def test_taken_ports_are_all_reported_at_once_with_their_keys_and_variables_exit
     assert len(lines) == 3, result.stderr
 
 
+@pytest.mark.integration
 def test_two_of_its_own_listeners_on_one_port_are_reported_before_either_starts(tmp_path: Path) -> None:
     with _listening_socket() as sock:  # a port free once this closes: nothing else holds it
         port = sock.getsockname()[1]
@@ -508,6 +534,7 @@ def test_two_of_its_own_listeners_on_one_port_are_reported_before_either_starts(
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("args", [("--print-config",), ()], ids=["print_config", "start"])
 def test_a_tls_file_that_cannot_be_read_exits_2_naming_its_key_and_line(tmp_path: Path, args: tuple[str, ...]) -> None:
     """Not blamed on the receiver that would have opened it first (`receiver.grpc_endpoint`)."""
@@ -531,6 +558,7 @@ def test_a_tls_file_that_cannot_be_read_exits_2_naming_its_key_and_line(tmp_path
     assert f"  environment variable {told}\n" in result.stderr
 
 
+@pytest.mark.integration
 def test_readable_tls_files_are_printed_as_given(tmp_path: Path) -> None:
     from tests.certs import self_signed_certificate
 
@@ -540,6 +568,7 @@ def test_readable_tls_files_are_printed_as_given(tmp_path: Path) -> None:
     assert (receiver["tls_cert_file"], receiver["tls_key_file"]) == (str(cert), str(key))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("protocol", "endpoint"), [("grpc", "127.0.0.1:1"), ("http/protobuf", "https://127.0.0.1:1/v1/traces")]
 )
@@ -556,6 +585,7 @@ def test_a_forward_tls_file_that_cannot_be_read_exits_1_naming_its_key(
     assert result.stderr.endswith(f"toolscore serve: cannot start: forwarder: {told}\n")
 
 
+@pytest.mark.integration
 def test_invalid_expectation_files_exit_2_listing_each_problem_under_registry_files(tmp_path: Path) -> None:
     """One problem per line, as the configuration's own are, blamed on the files rather than the store; and
     status 2, as for every other configuration error."""
@@ -573,6 +603,7 @@ def test_invalid_expectation_files_exit_2_listing_each_problem_under_registry_fi
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("content", "line", "told"),
     [
@@ -597,6 +628,7 @@ def test_an_unreadable_expectation_file_exits_2_naming_the_file(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.integration
 def test_unusable_store_files_exit_1_naming_the_file_and_its_key(tmp_path: Path) -> None:
     (tmp_path / "scores.db").write_text("not a database, though long enough to be read as one\n" * 20)
     (tmp_path / ".toolscore").write_text("a file where the directory should be")

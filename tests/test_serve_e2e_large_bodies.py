@@ -27,6 +27,8 @@ from tests.serve_harness import Downstream, ServeProcess, serve_config
 from tests.serve_receiver_support import sdk_spans
 from toolscore.collector.serve.receivers._config import DEFAULT_MAX_DISCARD_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 MIB = 1024 * 1024
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 REQUEST_TIMEOUT_S = 6.0

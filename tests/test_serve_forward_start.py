@@ -18,6 +18,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tests.otlp_downstream import HttpDownstream, spans_of
 from tests.serve_harness import ServeProcess, serve_config
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 _TRACE_ID = bytes.fromhex("5b8efff798038103d269b633813fc60c")
 _SPAN_ID = bytes.fromhex("eee19b7ec3c1b174")
 

@@ -6,8 +6,12 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.serve_demo_checks import DEMO_EXPECTATIONS
 from tests.serve_harness import ServeProcess, serve_config
+
+pytestmark = pytest.mark.integration  # every test here starts a process
 
 _READY = "toolscore serve ready:"
 

@@ -66,6 +66,7 @@ def test_a_look_beside_a_writer_sees_its_commits_and_leaves_its_files(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db"]
 
 
+@pytest.mark.integration
 def test_the_log_of_a_writer_that_died_is_read_and_left_unapplied(tmp_path: Path) -> None:
     """A checkpoint would write the database: the look leaves that to the next writer."""
     path = tmp_path / "store.db"

@@ -162,6 +162,7 @@ def test_span_exporter_follows_the_otel_variables(
         exporter.shutdown()
 
 
+@pytest.mark.integration
 def test_without_a_provider_a_global_sdk_provider_is_installed() -> None:
     """Run in a fresh interpreter: the global tracer provider can be set only once per process."""
     script = textwrap.dedent(
@@ -289,6 +290,7 @@ def test_a_processor_wired_by_hand_is_not_put_behind_a_second(
     ]
 
 
+@pytest.mark.integration
 def test_without_global_providers_metrics_and_events_follow_the_otel_variables(
     otlp_collector: tuple[str, TelemetryReceiver],
 ) -> None:

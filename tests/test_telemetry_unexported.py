@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # every test here starts a process
+
 ROOT = Path(__file__).resolve().parent.parent
 WARNING = "toolscore: {lost} are not exported: no provider is set for them and no OTEL_* variable names an export"
 METRICS = "metrics (toolscore.*)"

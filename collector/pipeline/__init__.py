@@ -2,7 +2,10 @@
 
 `Engine` is the source-agnostic core (the OTLP collector feeds it protobuf spans); the in-process
 `ToolscoreSpanProcessor` feeds it SDK spans, and its `ToolscoreLogProcessor` the GenAI events the SDK's
-logger provider emits. `PipelineConfig` holds every setting.
+logger provider emits. The span processor and `serve` start the engine's worker thread; an `Engine`
+built and never `start`ed is stepped by hand (`step(now_ns)`, at times of the caller's choosing), which
+is how the tests of settle, idle and hold run exactly, without waiting on the wall clock
+(docs/testing.md). `PipelineConfig` holds every setting.
 """
 
 from __future__ import annotations

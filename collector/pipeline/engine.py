@@ -84,6 +84,9 @@ class Engine(Worker, Generic[C]):
     starts its run's settle time again as a span does, and is counted (`log_records`) when it is late, a
     duplicate, or dropped with its trace or because its span never came.
 
+    Time: the worker thread (`start`) steps when woken and at the next deadline; an engine built without
+    it is stepped by hand (`step(now)`), which is how the tests of settle, idle and hold choose the time.
+
     Consistency: one worker thread owns every structure here (store, deadlines, in-flight runs);
     the span-ending threads touch only the intake deque, and the judge thread only appends results
     to `_judged` — both then set `_wake`; a span the full queue refused is noted in the intake
@@ -113,8 +116,16 @@ class Engine(Worker, Generic[C]):
         size: Callable[[C, SpanRecord], int] | None = None,
         tracer: Tracer | None = None,
         flag_runs_begun_elsewhere: bool = False,
+        clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
-        """`on_scored` sees every result (late judge results too) with the run's agent version (None when it
+        """Builds the engine without starting its thread: `start()` it, or drive it by hand with `step(now)`.
+
+        Both entry points (`ToolscoreSpanProcessor`, `serve`) start it at once. Without the thread nothing
+        happens between calls to `step(now_ns)`: settle, idle and hold deadlines are served when `now_ns`
+        passes them, so a test chooses the times; `clock` (monotonic ns) stamps the spans' arrival for
+        such an engine (max_hold_ms counts from it). `flush` and `shutdown` work either way.
+
+        `on_scored` sees every result (late judge results too) with the run's agent version (None when it
         has none) on the worker thread; it must not block.
 
         `flag_runs_begun_elsewhere` (`toolscore serve`): a run whose run span started in the hour before this
@@ -138,19 +149,18 @@ class Engine(Worker, Generic[C]):
         self._begun: tuple[int, int] | None = None
         """(wall clock, monotonic clock) when this engine started, with `flag_runs_begun_elsewhere`."""
         if flag_runs_begun_elsewhere:
-            self._begun = (time.time_ns(), time.monotonic_ns())
-        super().__init__("toolscore-pipeline")
+            self._begun = (time.time_ns(), clock())
+        super().__init__("toolscore-pipeline", clock)
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
         self.telemetry.observe_pending_bytes(lambda: self.store.size, config.max_pending_bytes)
         self.telemetry.observe_expectations(lambda: expectation_infos(registry))
         self.telemetry.observe_registry(lambda: registry_state(registry))
-        self.start()
 
     def _fresh_state(self) -> None:
         config = self.config
-        self.intake: Intake[C] = Intake(config.queue_size, self._wake)
-        self.events: Intake[LogEvent] = Intake(config.queue_size, self._wake)
+        self.intake: Intake[C] = Intake(config.queue_size, self._wake, self._clock)
+        self.events: Intake[LogEvent] = Intake(config.queue_size, self._wake, self._clock)
         self.store: TraceStore[C] = TraceStore(
             config.max_pending_traces,
             config.max_spans_per_trace,

@@ -141,6 +141,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
             telemetry or _default_telemetry(),
             tracer=judge_tracer,
         )
+        self.engine.start()
         self._shut_down = False
         self._logs: ToolscoreLogProcessor | None = None
         self._next_on_ending: Callable[[Span], None] = getattr(next, "_on_ending", _no_hook)  # SDKs < 1.31: none

@@ -17,7 +17,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 __all__ = ["Intake", "RefusedNote"]
@@ -31,8 +31,9 @@ RefusedNote = tuple[str, str, str | None]
 class Intake(Generic[C]):
     """A bounded multi-producer, single-consumer queue of (carrier, arrival time in monotonic ns)."""
 
-    def __init__(self, size: int, wake: threading.Event) -> None:
+    def __init__(self, size: int, wake: threading.Event, clock: Callable[[], int] = time.monotonic_ns) -> None:
         self._size = size
+        self._clock = clock
         self._items: deque[tuple[C, int]] = deque()
         self._wake = wake
         self._offered = itertools.count()
@@ -50,7 +51,7 @@ class Intake(Generic[C]):
         if len(self._items) >= self._size:
             next(self._dropped)
             return False
-        self._items.append((carrier, time.monotonic_ns()))
+        self._items.append((carrier, self._clock()))
         if not self._wake.is_set():  # set() takes a lock and may wake a thread: once per drain is enough
             self._wake.set()
         return True
@@ -75,7 +76,7 @@ class Intake(Generic[C]):
         batches were against a 2,048-span queue.
         """
         deque(itertools.islice(self._offered, len(carriers)), maxlen=0)  # counted: a count has no `+= n`
-        arrived = time.monotonic_ns()
+        arrived = self._clock()
         self._items.extend([(carrier, arrived) for carrier in carriers])
         if not self._wake.is_set():
             self._wake.set()

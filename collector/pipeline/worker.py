@@ -4,6 +4,12 @@ Kept apart from the data flow (`engine`) because the hard part here is time: a f
 return within its timeout whatever the work does, be safe to call from any thread and any number of
 times, and never leave the caller waiting on a thread that has stopped.
 
+Starting the thread is the builder's choice (`start`), so that a test can leave it out and drive time by
+hand: feed spans, then call `step(now_ns)` with chosen monotonic times; deadlines are served exactly when
+`now_ns` passes them, and nothing happens between calls. Without a thread, `flush` and `stop` do their
+work on the caller's thread (`_flush_here`), so a hand-driven engine still finishes and shuts down as a
+threaded one does.
+
 A forked child (see `toolscore.collector.forks`) gets a worker of its own. The worker's step holds an
 outer `ForkSafeLock`, so the forking thread waits for the step to end (within the forks' one bound,
 `FORK_LOCK_WAIT_S`) and the child inherits no lock the worker held; the child starts a fresh thread on
@@ -16,6 +22,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolscore.collector.forks import ForkSafeLock, on_fork
@@ -37,7 +44,7 @@ class _Flush:
 
 
 class Worker:
-    """One daemon thread running `step(now_ns)` whenever woken or when `next_deadline_ns` passes.
+    """One daemon thread running `step(now_ns)` whenever woken or when `next_deadline_ns` passes, once `start`ed.
 
     Subclasses implement `step`, `next_deadline_ns`, `flush_begin` (finish everything pending now)
     and `flush_waiting` (whether a flush still waits on work in flight; at its deadline
@@ -45,8 +52,12 @@ class Worker:
     its own resets it in `after_fork`.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, clock: Callable[[], int] = time.monotonic_ns) -> None:
+        """`clock` is the monotonic time in ns the steps run at; a test driving `step` by hand may give its own
+        (a thread steps at the real time: `start` refuses another clock)."""
         self._name = name
+        self._clock = clock
+        self._started = False
         self._stopping = False
         self._busy = ForkSafeLock(outer=True)
         """Held while the thread works; what a fork waits for."""
@@ -62,7 +73,21 @@ class Worker:
         self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
 
     def start(self) -> None:
+        """Start the thread that steps on its own; without it, the builder calls `step(now_ns)` by hand.
+
+        Once only, and not after `stop`; a forked child starts its own thread when the parent had one.
+        """
+        if self._started or self._stopping:
+            raise RuntimeError(f"{self._name}: start() is called once, before stop()")
+        if self._clock is not time.monotonic_ns:
+            raise RuntimeError(f"{self._name}: a worker on a clock of its own is stepped by hand, not started")
+        self._started = True
         self._thread.start()
+
+    @property
+    def started(self) -> bool:
+        """Whether the thread was started (False: the builder drives `step` by hand)."""
+        return self._started
 
     def after_fork(self) -> None:
         """In a forked child, before its thread starts: drop the parent's pending work (the parent does it)."""
@@ -154,6 +179,8 @@ class Worker:
         """Finish everything pending; True when all of it was done within `timeout_s`."""
         if self._stopped.is_set():
             return True
+        if not self._started:
+            return self._flush_here(timeout_s)
         deadline = time.monotonic_ns() + int(max(timeout_s, 0.0) * 1e9)
         flush = _Flush(deadline)
         with self._flush_lock:
@@ -170,6 +197,28 @@ class Worker:
             return self._stopped.is_set()
         flushed = self.flush(timeout_s)
         self._stopping = True
+        if not self._started:
+            self._stopped.set()
+            return flushed
         self._wake.set()
         self._thread.join(max(0.0, timeout_s - (time.monotonic() - start)) + 0.05)
         return flushed and not self._thread.is_alive()
+
+    def _flush_here(self, timeout_s: float) -> bool:
+        """`flush` without a thread: finish everything on the caller's thread, stepping as judge results come.
+
+        Steps run at the worker's clock; `timeout_s` is real time (judges answer in real time).
+        """
+        deadline = time.monotonic_ns() + int(max(timeout_s, 0.0) * 1e9)
+        with self._busy:
+            self.flush_begin(self._clock())
+        while True:
+            self._wake.clear()
+            with self._busy:
+                self.step(self._clock())
+                if not self.flush_waiting():
+                    return True
+                if time.monotonic_ns() >= deadline:
+                    self.flush_give_up(self._clock())
+                    return False
+            self._wake.wait(max(0.0, (deadline - time.monotonic_ns()) / 1e9))

@@ -145,6 +145,7 @@ class CollectorPipeline:
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
             flag_runs_begun_elsewhere=True,  # behind a gateway, what started before may be elsewhere in part
         )
+        self.engine.start()
         self._closed = False
         self._admit = threading.Lock()
         """Held from a request's overload check to its spans being queued, and while closing."""

@@ -183,6 +183,7 @@ def _pending_memory(b: Bench, registry: Registry, runs: int = 10_000) -> None:
 
     tracemalloc.start()
     engine: Engine[ReadableSpan] = Engine(registry, _DiscardSink(), decode, config, Recording())
+    engine.start()
     before = tracemalloc.get_traced_memory()[0]
     for span in spans:
         engine.offer(span)

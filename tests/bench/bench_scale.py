@@ -148,6 +148,7 @@ class _Scale:
             queue_size=max(levels.values()) + 10_000,
         )
         self.engine: Engine[Carrier] = Engine(registry, self.sink, decode_carrier, config)
+        self.engine.start()
         self.spans = _Spans()
         self.offered = 0
 
