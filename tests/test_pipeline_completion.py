@@ -15,6 +15,7 @@ from tests.pipeline_builders import (
     recording_engine,
     run_attrs,
     tool_attrs,
+    wait_until,
 )
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
