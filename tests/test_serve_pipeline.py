@@ -473,7 +473,9 @@ def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(
     """An OpenTelemetry Collector sends 8,192-span batches: cut at the queue's size, half their runs went unscored."""
     telemetry = Recording()
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    pipeline = CollectorPipeline(registry, forwarder, PipelineConfig(settle_ms=20, queue_size=4, prefilter=False), telemetry)
+    pipeline = CollectorPipeline(
+        registry, forwarder, PipelineConfig(settle_ms=20, queue_size=4, prefilter=False), telemetry
+    )
     request = encode_spans(sdk_spans(*[("travel", ("search_flights", "book_flight"))] * 5))  # 15 spans
     assert pipeline.accept(request) == IngestResult()
     assert pipeline.flush(5)

@@ -110,9 +110,11 @@ class PipelineConfig(BaseModel):
     )
     prefilter: bool = Field(
         default=True,
-        description="Pass the spans of a trace that has shown no agent marker yet (the scopes and attribute "
-        "keys the span conventions recognise spans by) straight on, unread: HTTP, database and other spans "
-        "no convention reads cost next to nothing. Off: every span goes through the pipeline. Default: true.",
+        description="Pass the spans of a trace that has shown no agent marker yet (an attribute key or "
+        "instrumentation scope a span convention recognises spans by) straight on, unread: in process from "
+        "the thread that ends them, in `toolscore serve` forwarded as received (a request of such spans "
+        "whole). HTTP, database and other spans no convention reads then cost next to nothing "
+        "(docs/performance.md). Off: every span goes through the pipeline. Default: true.",
     )
     judge: JudgeBudgetConfig = Field(default_factory=JudgeBudgetConfig, description="LLM-judge budget.")
     extract: ExtractConfig = Field(default_factory=ExtractConfig, description="How runs and calls are rebuilt.")

@@ -13,9 +13,10 @@ the request's bytes finds every marker at C speed, and a request without one is 
 A match is a superset test: the same bytes inside a value, an event's attribute or a resource attribute
 also match (a span then goes to the pipeline for nothing, which costs time, never a score). A span whose
 trace has shown no marker is forwarded as received and unread (a request holding a trace id that is not
-16 bytes, or zeros, goes the pipeline's way, which rejects and reports those spans). The traces that showed a marker are remembered
-(`AgentTraces`, twice `max_pending_traces`) so that their later spans (a root that ends last, a logs
-export's GenAI events: `note_events`) go to the pipeline too.
+16 bytes, or zeros, goes the pipeline's way, which rejects and reports those spans). The traces that
+showed a marker are remembered (`AgentTraces`, twice `max_pending_traces`) so that their later spans (a
+root that ends last) go to the pipeline too, as do those of a trace a logs export's GenAI events named
+(`note_events`).
 """
 
 from __future__ import annotations
