@@ -1,10 +1,12 @@
 """`CollectorPipeline`: the `Ingest` behind the OTLP receivers, scoring runs and forwarding every span.
 
-    receiver ─accept(request)─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
+    receiver ─accept(request)─→ pre-filter (`_prefilter`): spans of no agent trace ─→ Forwarder / RequestSink, unread
+        ─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
         ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
         RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
-        Engine.on_scored ─→ ScoreStore.record (SQLite, written off the worker thread)
+        Engine.on_scored ─┬→ ScoreStore.record (SQLite, written off the worker thread)
+                          └→ PhoenixAnnotations.record (Phoenix span annotations, posted off it)
 
 Overload: the engine's queue is bounded per request. A request does not fit when the queue already
 holds spans and it would not fit beside them, or the forwarder's queue is full; an accepted request is
@@ -65,8 +67,11 @@ from toolscore.collector.telemetry.base import RefusalReason, WaitOutcome
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    from toolscore.collector.registry import Expectation
+    from toolscore.collector.serve._phoenix import PhoenixAnnotations
     from toolscore.collector.serve.scores._store import ScoreStore
     from toolscore.collector.sources.log_events import LogBatch
+    from toolscore.scorers import AgentRun, ScoreResult
 
 __all__ = ["CollectorPipeline"]
 
@@ -76,6 +81,20 @@ _WAIT_POLL_S = 0.01
 """How often a waiting request looks for room. The queue holds about half a second of the worker's
 work when a typical request first fits again, so a late look never leaves the worker idle, and eight
 waiting requests wake the interpreter 800 times a second at most."""
+
+
+def _on_scored(
+    store: ScoreStore | None, annotations: PhoenixAnnotations | None
+) -> Callable[[AgentRun, Expectation, ScoreResult], None] | None:
+    """What sees every result: the store, Phoenix, both (the engine takes one callback) or none."""
+    if store is None or annotations is None:
+        return store.record if store is not None else annotations.record if annotations is not None else None
+
+    def both(run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
+        store.record(run, expectation, result)
+        annotations.record(run, expectation, result)
+
+    return both
 
 
 def _discard(request: bytes, spans: int) -> bool:
@@ -98,12 +117,14 @@ class CollectorPipeline:
         telemetry: PipelineTelemetry | None = None,
         store: ScoreStore | None = None,
         *,
+        annotations: PhoenixAnnotations | None = None,
         retry_after_s: float = 1.0,
     ) -> None:
         self.config = config if isinstance(config, ServePipelineConfig) else _serve_config(config)
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.forwarder = forwarder
         self.store = store
+        self.annotations = annotations
         self.retry_after_s = retry_after_s
         if forwarder is not None:
             batch = forwarder.config
@@ -119,7 +140,7 @@ class CollectorPipeline:
             decode_carrier,
             self.config,
             self.telemetry,
-            on_scored=store.record if store is not None else None,
+            on_scored=_on_scored(store, annotations),
             hold=held_carrier,
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
@@ -150,7 +171,6 @@ class CollectorPipeline:
             total = span_count(request)
             start = time.monotonic()
             deadline = start + self.config.overload_wait_ms / 1000
-            # before the walk too, so that a request refused at once is not walked
             agent: list[bool] | None = None
             offsets: list[tuple[int, int]] | None = None
             if self.prefilter is not None and total:
@@ -160,14 +180,11 @@ class CollectorPipeline:
                     return self._forward_whole(wire, total, start, deadline)
                 agent, offsets = plan
                 offsets = offsets if data is not None else None
+            # before the walk too, so that a request refused at once is not walked
             reason, waited = self._room(total, deadline, self._overload)
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
             carriers, passing, stats = _carriers(request, data, total, agent, offsets)
-            if passing:
-                self.telemetry.spans_received(len(passing))
-                self.sink.release(passing)
-                self.telemetry.spans_passed(len(passing))
             while True:
                 with self._admit:
                     reason = self._overload(len(carriers))
@@ -179,6 +196,10 @@ class CollectorPipeline:
                 waited = waited or again
                 if reason is not None:
                     return self._refuse(reason, total, start if waited else None)
+            if passing:  # once the request is taken: a refused one comes again whole
+                self.telemetry.spans_received(len(passing))
+                self.sink.release(passing)
+                self.telemetry.spans_passed(len(passing))
             if waited:
                 self.telemetry.request_waited(time.monotonic() - start, "accepted")
             typical = self._typical_spans
@@ -323,10 +344,13 @@ class CollectorPipeline:
             ok = self.forwarder.flush(max(0.0, deadline - time.monotonic())) and ok
         if self.store is not None:
             ok = self.store.flush(max(0.0, deadline - time.monotonic())) and ok
+        if self.annotations is not None:
+            ok = self.annotations.flush(max(0.0, deadline - time.monotonic())) and ok
         return ok
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Refuse new requests, score or release every pending run, forward it all, close the store. Idempotent.
+        """Refuse new requests, score or release every pending run, forward it all, close the store and the
+        Phoenix sink. Idempotent.
 
         The engine gets up to half of `timeout_s` (judges in flight are cut off there), the forwarder the rest.
         """
@@ -343,6 +367,8 @@ class CollectorPipeline:
             ok = self.forwarder.shutdown(max(0.0, deadline - time.monotonic())) and ok
         if self.store is not None:
             ok = self.store.close(max(0.5, deadline - time.monotonic())) and ok
+        if self.annotations is not None:  # after the forwarder: the run spans went to Phoenix first
+            ok = self.annotations.close(max(0.5, deadline - time.monotonic())) and ok
         return ok
 
 

@@ -246,6 +246,9 @@ class NoopTelemetry:
     def score_results_dropped(self, n: int, reason: str) -> None:
         pass
 
+    def annotations(self, n: int, outcome: str) -> None:
+        pass
+
 
 def create_telemetry(
     meter_provider: MeterProvider | None = None,

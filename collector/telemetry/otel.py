@@ -180,7 +180,10 @@ class OTelPipelineTelemetry:
         self._forward = counters["toolscore.forward.spans"]
         self._retries = counters["toolscore.forward.retries"]
         self._refused = counters["toolscore.receiver.refused"]
-        self._store_dropped = counters["toolscore.score_store.dropped"]
+        self._store_dropped, self._annotations = (
+            counters["toolscore.score_store.dropped"],
+            counters["toolscore.phoenix.annotations"],
+        )
         self._log_records = counters["toolscore.log_records"]
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
@@ -373,6 +376,9 @@ class OTelPipelineTelemetry:
     def score_results_dropped(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.score_store.drop.reason", reason)
         self._tally.add(self._store_dropped, (("toolscore.score_store.drop.reason", reason),), n)  # once per result
+
+    def annotations(self, n: int, outcome: str) -> None:
+        self._annotations.add(n, {"toolscore.phoenix.outcome": outcome})  # once per batch
 
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         with self._callbacks_lock:
