@@ -658,3 +658,28 @@ def test_forwarded_requests_stay_under_the_span_and_byte_limits(registry: Regist
     assert all(spans <= 7 and (size <= 2_000 or spans == 1) for spans, size in sizes), sizes
     assert len(sizes) > len(expected) / 7  # some batches were split by size
     pipeline.shutdown(2)
+
+
+def test_with_the_prefilter_a_plain_request_is_forwarded_as_received_and_a_refused_mixed_one_not_at_all(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """A request of no agent trace goes downstream as the very bytes received, never queued; a mixed request refused
+    for overload forwards none of its plain spans either, since its sender sends it again whole."""
+    gate = Gate(registry)
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=4, overload_wait_ms=0)
+    pipeline = CollectorPipeline(gate, forwarder, at_once, Recording())
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
+    assert gate.entered.wait(5)  # the worker is held scoring: what is accepted now stays queued
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("search_flights", "book_flight"))))) == IngestResult()
+    plain = encode_spans(sdk_spans(loose=6))  # more than the queue holds: never queued
+    assert pipeline.accept(plain, plain.SerializeToString()) == IngestResult()
+    mixed = encode_spans(sdk_spans(("travel", ("get_weather", "book_flight")), loose=2))
+    assert pipeline.accept(mixed, mixed.SerializeToString()).overloaded
+    gate.opened.set()
+    assert pipeline.flush(5)
+    forwarded = set(downstream.span_ids)
+    assert {span.span_id for _, _, span in spans_of([plain])} <= forwarded
+    assert forwarded.isdisjoint(span.span_id for _, _, span in spans_of([mixed]))
+    assert any(request == plain for request in downstream.requests)  # whole, as received
+    pipeline.shutdown(2)
