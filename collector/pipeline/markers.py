@@ -22,6 +22,7 @@ trace) is inferred at the topmost ancestor that was read, as when a trace's root
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -59,18 +60,17 @@ def convention_markers(extractors: tuple[Extractor, ...] = EXTRACTORS) -> Marker
 
 
 class AgentTraces(Generic[K]):
-    """The ids of the latest `capacity` traces that showed a marker; safe for concurrent use, without a lock.
+    """The ids of the latest `capacity` traces that showed a marker; safe for concurrent use.
 
-    Membership is one dict lookup, so that the thread ending a span pays next to nothing; adding is a dict
-    store, and past `capacity` the trace marked longest ago is forgotten (a later span of it is then passed on
-    unread, as a straggler of a finished trace would be). No lock: each dict operation is atomic, two threads
-    evicting at once at worst evict one id too many, and a process forked while a thread adds inherits no
-    held lock (the application's threads end spans while it forks).
+    Membership is one dict lookup, without a lock, so that the thread ending a span pays next to nothing.
+    Adding takes a lock; past `capacity` the trace marked longest ago is forgotten (a later span of it is
+    then passed on unread, as a straggler of a finished trace would be).
     """
 
     def __init__(self, capacity: int) -> None:
         self._capacity = max(1, capacity)
         self._ids: dict[K, None] = {}
+        self._lock = threading.Lock()
 
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._ids
@@ -79,14 +79,18 @@ class AgentTraces(Generic[K]):
         return len(self._ids)
 
     def add(self, trace_id: K) -> None:
-        ids = self._ids
-        ids[trace_id] = None
-        while len(ids) > self._capacity:
-            try:
+        if trace_id in self._ids:
+            return
+        with self._lock:
+            ids = self._ids
+            ids[trace_id] = None
+            while len(ids) > self._capacity:
                 del ids[next(iter(ids))]
-            except (KeyError, RuntimeError, StopIteration):  # another thread evicted it first
-                continue
 
     def add_all(self, trace_ids: Iterable[K]) -> None:
-        for trace_id in trace_ids:
-            self.add(trace_id)
+        with self._lock:
+            ids = self._ids
+            for trace_id in trace_ids:
+                ids[trace_id] = None
+            while len(ids) > self._capacity:
+                del ids[next(iter(ids))]
