@@ -9,11 +9,12 @@ runs whose traces do not record the catalog.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from toolscore.scorers._json_schema import CompiledSchema, SchemaProblem, TooComplex, compiled_schema
+from toolscore.scorers._masked import is_masked
 from toolscore.scorers._model import AgentRun, ScoreFailure, ScoreResult, ToolCall
 from toolscore.scorers._violations import RuleScorer, Violation, calls_explanation, violation
 
@@ -38,9 +39,14 @@ class ArgsValid(RuleScorer):
     no `schemas`; `not_checked` when there were calls and none could be checked; `invalid_schema` or
     `schema_too_large` naming the tool whose catalog schema is unusable (a scorer's own `schemas` are
     checked when it is built).
+
+    Masked values (`toolscore.scorers._masked`) are markers, not the values the schema is about: an error at
+    one is not counted (a call whose only errors are there is valid); a run that kept names only gets a
+    `values_not_kept` failure.
     """
 
     type: Literal["args_valid"] = "args_valid"
+    values_needed: ClassVar[str] = "args_valid checks argument values against their schemas"
     schemas: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Per tool name, the JSON Schema of its arguments; wins over the run's catalog. Default: {}.",
@@ -137,6 +143,12 @@ def _check(i: int, call: ToolCall, schema: CompiledSchema | None, known: bool) -
         raise
     except Exception as exc:  # a `$ref` that does not resolve within the schema, say
         raise SchemaProblem("invalid_schema", f"the schema cannot be applied: {exc}") from None
+    kept = [e for e in errors if not is_masked(_at_pointer(args, e["pointer"]))]
+    if len(kept) < len(errors):  # a masked value is a marker, not the value its schema is about
+        if not kept:
+            return [] if total == len(errors) else "masked"
+        total -= len(errors) - len(kept)
+        errors = kept
     out = [
         violation(i, call.name, e["keyword"], f"{e['pointer'] or '(arguments)'}: {e['message']}", pointer=e["pointer"])
         for e in errors
@@ -144,3 +156,17 @@ def _check(i: int, call: ToolCall, schema: CompiledSchema | None, known: bool) -
     if total > len(errors):
         out[-1]["more_errors"] = total - len(errors)
     return out
+
+
+def _at_pointer(args: Any, pointer: str) -> Any:
+    """The value at a JSON pointer (`/card/number`) in the arguments, None when there is none."""
+    value = args
+    for part in pointer.split("/")[1:] if pointer else ():
+        key = part.replace("~1", "/").replace("~0", "~")
+        if type(value) is dict:
+            value = value.get(key)
+        elif type(value) in (list, tuple) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return None
+    return value

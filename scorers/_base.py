@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from toolscore.scorers._masked import NAMES_ONLY_NOTE, MaskedValueError, names_only
 from toolscore.scorers._model import AgentRun, Label, Score, ScoreFailure, ScoreResult, ToolCall
 
 __all__ = ["ScorerBase"]
@@ -32,6 +33,11 @@ class ScorerBase(BaseModel):
     )
 
     default_threshold: ClassVar[float] = 1.0
+    values_needed: ClassVar[str] = ""
+    """Why the scorer cannot score a run that kept names only (`AgentRun.content`), empty when it can: such a
+    run then gets a `values_not_kept` failure rather than a score computed on values that are not there."""
+    keys_only_note: ClassVar[bool] = False
+    """The scorer compares argument values: on a run that kept names only it compares keys, and says so."""
 
     # Resolved once: `_result` runs on every evaluation, and pydantic attribute access is not free.
     _scorer_name: str = PrivateAttr(default="")
@@ -47,11 +53,25 @@ class ScorerBase(BaseModel):
 
     def score(self, run: AgentRun) -> ScoreResult:
         try:
+            if names_only(run) and self.values_needed:
+                return self.values_not_kept()
             if self.ignore_tools:
                 run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
-            return self._score(run)
+            result = self._score(run)
+            if self.keys_only_note and names_only(run) and isinstance(result, Score):
+                note = f"arguments compared by keys only ({NAMES_ONLY_NOTE}); "
+                details = {**result.details, "privacy": "names_only"}
+                return result.model_copy(update={"explanation": note + result.explanation, "details": details})
+            return result
+        except MaskedValueError as exc:
+            return ScoreFailure(name=self.scorer_name, error_type="masked_value", message=str(exc))
         except Exception as exc:
             return ScoreFailure(name=self.scorer_name, error_type=type(exc).__name__, message=str(exc))
+
+    def values_not_kept(self) -> ScoreFailure:
+        """The failure a run that kept names only gets from a scorer that needs values (`values_needed`)."""
+        message = f"{self.values_needed}, and {NAMES_ONLY_NOTE}"
+        return ScoreFailure(name=self.scorer_name, error_type="values_not_kept", message=message)
 
     def scored_calls(self, calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
         """The calls the score reads: `calls` without those of `ignore_tools` (the same tuple when none is).

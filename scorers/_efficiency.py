@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from toolscore.scorers._masked import NAMES_ONLY_NOTE, names_only
 from toolscore.scorers._model import AgentRun, Score, ToolCall
 from toolscore.scorers._violations import RuleScorer, Violation, calls_explanation, violation
 
@@ -51,6 +52,8 @@ class Efficiency(RuleScorer):
     - `max_calls`: the (`max_calls`+1)-th or later call of the run.
 
     A run with no calls scores 1. A retry after a failed call counts as a repeat (`max_repeats` 1 allows one).
+    A run that kept names only (`AgentRun.content`) cannot tell identical calls from others: repeats are not
+    checked then, and the explanation says so.
     """
 
     type: Literal["efficiency"] = "efficiency"
@@ -64,20 +67,27 @@ class Efficiency(RuleScorer):
 
     def _score(self, run: AgentRun) -> Score:
         calls = run.calls
-        found = self._wasted(calls)
+        keys_only = names_only(run)
+        found = self._wasted(calls, check_repeats=not keys_only)
         wasted = len({v["index"] for v in found})
         n = len(calls)
         value = (n - wasted) / n if n else 1.0
         details = {"calls": n, "wasted_calls": wasted, "violations": found}
-        return self._result(value, calls_explanation(n - wasted, n, "were needed", found, value), details)
+        explanation = calls_explanation(n - wasted, n, "were needed", found, value)
+        if keys_only:
+            details["privacy"] = "names_only"
+            explanation = f"repeats not checked ({NAMES_ONLY_NOTE}); {explanation}"
+        return self._result(value, explanation, details)
 
-    def _wasted(self, calls: tuple[ToolCall, ...]) -> list[Violation]:
+    def _wasted(self, calls: tuple[ToolCall, ...], check_repeats: bool = True) -> list[Violation]:
         found: list[Violation] = []
         seen: dict[tuple[str, str], list[int]] = {}
         max_repeats = self.max_repeats
         # Only a tool called more than max_repeats times can repeat a call too often: the others' arguments are
         # never serialized (most runs call each tool once or twice).
         often = {name for name, count in Counter(call.name for call in calls).items() if count > max_repeats}
+        if not check_repeats:
+            often = set()
         run_name, run_length = None, 0
         for i, call in enumerate(calls):
             key = call_key(call) if call.name in often else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
@@ -168,6 +168,7 @@ class F1(ScorerBase):
     """
 
     type: Literal["f1"] = "f1"
+    keys_only_note: ClassVar[bool] = True
     expected: list[ExpectedCall] = Field(description="The calls that should be made; any `ToolCall` spelling.")
     pairing: Pairing = Field(
         default="greedy", description="`greedy` (tpmjs, expected order) or `optimal` (most correct pairs)."

@@ -22,7 +22,7 @@ import logging
 import os
 import random
 import re
-import sys
+import threading
 from typing import Any, ClassVar, Literal
 
 from opentelemetry.trace import Span, Tracer
@@ -32,6 +32,7 @@ from toolscore.scorers._base import ScorerBase
 from toolscore.scorers._llm_judge_prompt import AvailableTool, MalformedVerdict, Verdict, build_messages, parse_verdict
 from toolscore.scorers._llm_judge_state import SharedState, shared_state
 from toolscore.scorers._llm_judge_trace import judge_span, record_response
+from toolscore.scorers._masked import names_only
 from toolscore.scorers._model import AgentRun, Score, ScoreFailure, ScoreResult
 
 __all__ = ["AvailableTool", "LLMJudge"]
@@ -54,18 +55,28 @@ def _catalog(run: AgentRun) -> tuple[AvailableTool, ...]:
     return tuple(AvailableTool(name=tool.name, description=tool.description or "") for tool in run.available_tools)
 
 
+_IMPORTED: list[Any] = []
+"""litellm once its import has finished (`sys.modules` holds it from the import's start: a judge on another
+thread reading it there meanwhile got a partially initialized module, `AttributeError: ... AuthenticationError`)."""
+_IMPORT_LOCK = threading.Lock()
+
+
 def _litellm() -> Any:
     """litellm, imported on first use; its "Give Feedback" banner would land in the CLI's stdout."""
-    if "litellm" in sys.modules:
-        return sys.modules["litellm"]
-    added = [name for name in _OFFLINE_AT_IMPORT if name not in os.environ]
-    os.environ.update(dict.fromkeys(added, "True"))
-    try:
-        import litellm
-    finally:
-        for name in added:
-            os.environ.pop(name, None)
-    litellm.suppress_debug_info = True
+    if _IMPORTED:
+        return _IMPORTED[0]
+    with _IMPORT_LOCK:  # one import at a time; the others wait for it to finish
+        if _IMPORTED:
+            return _IMPORTED[0]
+        added = [name for name in _OFFLINE_AT_IMPORT if name not in os.environ]
+        os.environ.update(dict.fromkeys(added, "True"))
+        try:
+            import litellm
+        finally:
+            for name in added:
+                os.environ.pop(name, None)
+        litellm.suppress_debug_info = True
+        _IMPORTED.append(litellm)
     return litellm
 
 
@@ -135,6 +146,7 @@ class LLMJudge(ScorerBase):
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature of the judge.")
 
     default_threshold: ClassVar[float] = 0.5
+    values_needed: ClassVar[str] = "the judge reads the user's request and the calls' arguments"
 
     _state: SharedState = PrivateAttr()
 
@@ -172,12 +184,14 @@ class LLMJudge(ScorerBase):
         must never run on a thread that ends spans. Each request is a GenAI `chat` span of `tracer`
         (default: the global provider's), linked to the run's span (see `llm_judge_trace`).
         """
+        if names_only(run):
+            return self.values_not_kept()
         if not (run.input or "").strip():
             return ScoreFailure(name=self.scorer_name, error_type="judge_missing_input", message="run.input is empty")
         try:
             if self.ignore_tools:
                 run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
-            if "litellm" not in sys.modules:  # the first import takes seconds: keep it off the loop
+            if not _IMPORTED:  # the first import takes seconds: keep it (and the wait for it) off the loop
                 await asyncio.to_thread(_litellm)
             messages = build_messages(run, self.available_tools or _catalog(run))
             key = self._cache_key(messages)

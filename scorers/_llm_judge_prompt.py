@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from toolscore.scorers._json_text import walked_json
+from toolscore.scorers._masked import MARKER_PREFIX, is_masked, masked_paths
 from toolscore.scorers._model import AgentRun
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "MalformedVerdict",
     "Verdict",
     "build_messages",
+    "masked_note",
     "parse_verdict",
 ]
 
@@ -93,6 +95,7 @@ def build_messages(run: AgentRun, tools: tuple[AvailableTool, ...]) -> list[dict
     user = "\n\n".join(
         [
             "Evaluate whether the agent made appropriate tool choices for this user request.",
+            *masked_note(run),
             _block("user_request", run.input),
             _block("assistant_response", run.output),
             f"{called}:",
@@ -104,6 +107,28 @@ def build_messages(run: AgentRun, tools: tuple[AvailableTool, ...]) -> list[dict
         ]
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def masked_note(run: AgentRun) -> list[str]:
+    """The paragraph telling the judge which values the operator's privacy settings masked (none: no paragraph).
+
+    The judge never sees a masked value, only its marker; told which ones are markers, it judges the choice of
+    tool on what is left rather than reading a marker as what the user or the agent wrote."""
+    where: list[str] = []
+    if is_masked(run.input):
+        where.append("the user request")
+    if is_masked(run.output):
+        where.append("the assistant response")
+    for i, call in enumerate(run.calls, start=1):
+        if call.has_args:
+            where += [f"call {i} argument {path}" for path in masked_paths(call.args)]
+    if not where:
+        return []
+    return [
+        f"Masked values: the operator's privacy settings replaced these values with a {MARKER_PREFIX}...» marker "
+        f"(a keyed hash: equal markers stand for equal values): {'; '.join(where)}. Do not judge a call "
+        "inappropriate because a value is masked; judge the choice of tool on what is shown."
+    ]
 
 
 class Evaluation(BaseModel):

@@ -19,10 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from toolscore.scorers._json_equality import ArgsTest, equality_test, json_equal
 from toolscore.scorers._key_paths import MISSING, drop_path, lookup_path
+from toolscore.scorers._masked import MaskedValueError, is_masked
 from toolscore.scorers._model import JsonValue, ToolCall
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
 
 __all__ = [
+    "RAW_VALUE_RULES",
     "AnyMatcher",
     "ArgMatcher",
     "ArgsMatch",
@@ -137,6 +139,10 @@ ArgMatcher = Annotated[
     AnyMatcher | RegexMatcher | NumberMatcher | OneOfMatcher | TypeMatcher, Field(discriminator="type")
 ]
 """A rule for one top-level argument, chosen by `type`."""
+
+RAW_VALUE_RULES = frozenset(("regex", "number", "type"))
+"""Matcher types that read the value itself, which a masked value (a marker) no longer is: refused on a masked
+key when an expectation is written, and a `masked_value` failure when they meet a value a pattern masked."""
 
 _NO_ARGS: dict[str, Any] = {}
 _UNSTATED = ("absent", "not_captured")
@@ -282,6 +288,11 @@ class ArgsMatch(BaseModel):
                 if not optional:
                     return False
             elif not matcher.test(value):
+                if matcher.type in RAW_VALUE_RULES and is_masked(value):
+                    raise MaskedValueError(
+                        f"argument {key!r} is masked ({value}) by the privacy settings: its `{matcher.type}` rule "
+                        "needs the raw value; compare it by equality, or leave it unmasked"
+                    )
                 return False
         return True
 

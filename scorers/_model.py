@@ -235,6 +235,11 @@ class AgentRun(BaseModel):
         description="The tools the model was offered in this run, in the order the trace first lists them "
         "(read from the run's spans; empty when the trace does not record them).",
     )
+    content: Literal["full", "names_only"] = Field(
+        default="full",
+        description="What toolscore's privacy settings kept of the run's content: `names_only` when every "
+        "argument value, result and text was dropped (scorers that need values then say so).",
+    )
 
     @classmethod
     def trusted(cls, fields: dict[str, Any]) -> AgentRun:

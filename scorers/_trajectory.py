@@ -8,7 +8,7 @@ double, quirks included. `strict`, `unordered`, `subset` and `superset` are agen
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -122,6 +122,7 @@ class Trajectory(ScorerBase):
     """
 
     type: Literal["trajectory"] = "trajectory"
+    keys_only_note: ClassVar[bool] = True
     expected: list[ExpectedCall] = Field(
         default_factory=list, description="The calls the agent should make, in order. Default: [] (no calls)."
     )

@@ -85,6 +85,7 @@ def serve_config(tmp_path: Path, expectations: list[Path], downstream: Downstrea
             "files": [str(p) for p in expectations],
         },
         "score_store": {"path": str(tmp_path / "scores.db")},
+        "ui": {"endpoint": f"127.0.0.1:{free_port()}"},
         "telemetry": {"prometheus_enabled": True, "prometheus_port": free_port()},
         "shutdown_grace_s": 10,
     }

@@ -23,7 +23,9 @@ from tests.bench import (
     bench_regex,
     bench_registry,
     bench_scale,
+    bench_scaleout,
     bench_scorers,
+    bench_ui,
 )
 from tests.bench.harness import Bench
 
@@ -58,6 +60,8 @@ EXPECTED_FIGURES = {
         "collector.ingest.mixed1_separate.no_prefilter.cpu_spans_per_s",
     ],
     bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
+    bench_ui: [f"ui.{page}_ms.200" for page in ("runs_page", "runs_page_failing", "run_page", "expectations_page")],
+    bench_scaleout: ["scaleout.collector.spans_per_s"] + [f"scaleout.spans_per_s.{n}" for n in (1, 2, 3)],
 }
 
 

@@ -24,7 +24,8 @@ HOUR_NS = 3600 * 10**9
 
 
 def run(n: int, agent: str, *calls: ToolCall) -> AgentRun:
-    return AgentRun(trace_id=f"{n:032x}", span_id=f"{n:016x}", agent_name=agent, calls=calls)
+    request = f"Request {n}\nsecond line" if agent == "support" else None
+    return AgentRun(trace_id=f"{n:032x}", span_id=f"{n:016x}", agent_name=agent, input=request, calls=calls)
 
 
 def call(name: str, **args: object) -> ToolCall:
@@ -62,12 +63,19 @@ def test_table_lists_runs_newest_first_with_calls_and_scores(db: str) -> None:
     code, out, _ = invoke("--db", db)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["SCORED", "AGENT", "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE", "LABEL"]
+    assert lines[0].split() == [
+        "SCORED", "AGENT", "REQUEST", "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE", "LABEL", "WHY", "(failing)"
+    ]  # fmt: skip
     assert [line.split()[2] for line in lines[1:]] == ["travel", "support", "travel"]  # after date and time
     assert "error: judge_timeout" in lines[1]
     assert "refund(" in lines[2]
     assert "…" in lines[2]  # long arguments cut in the table
     assert "0.000  fail" in lines[2]
+    assert "Request 2" in lines[2]
+    assert "second line" not in out  # the request's first line
+    assert lines[2].rstrip().endswith("v=0.0")  # why it failed
+    assert lines[1].rstrip().endswith("20 s")  # why the scorer erred
+    assert not lines[3].rstrip().endswith("v=1.0")  # a pass needs no why
     assert 'search_flights({"to":"LIS"}), book_flight({})' in lines[3]
     assert "1.000  pass" in lines[3]
 
@@ -77,6 +85,7 @@ def test_json_output_holds_calls_and_scores_whole(db: str) -> None:
     assert code == 0
     (item,) = json.loads(out)
     assert item["calls"][0]["args"] == {"order": "A1" * 40}
+    assert item["request"] == "Request 2\nsecond line"  # whole
     assert item["scores"] == [
         {
             "expectation": "refund",

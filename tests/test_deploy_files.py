@@ -134,7 +134,7 @@ def test_toolscore_defaults_are_the_ports_the_deploy_files_use() -> None:
     assert exposed == {grpc, http, metrics}
     otelcol = collector_configs()
     assert otelcol["compose"]["exporters"]["otlp/toolscore"]["endpoint"] == f"toolscore:{grpc}"
-    assert otelcol["kubernetes"]["exporters"]["loadbalancing"]["resolver"]["dns"]["port"] == grpc
+    assert otelcol["kubernetes"]["exporters"]["loadbalancing"]["resolver"]["dns"]["port"] == str(grpc)
     prometheus = load_yaml(COMPOSE_DIR / "prometheus" / "prometheus.yml")
     targets = [
         t for job in prometheus["scrape_configs"] if job["job_name"] == "toolscore" for t in job["static_configs"]

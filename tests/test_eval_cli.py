@@ -103,7 +103,7 @@ def test_shell_glob_after_traces_is_read_as_more_trace_files() -> None:
 def test_show_unmatched_lists_each_run_with_its_file_and_calls() -> None:
     proc = run_eval_cli("-t", TRACES / "vercel-ai", "-e", EVAL / "pass", "--show-unmatched")
     assert proc.returncode == 0
-    assert "triage-agent (trace cde65d6f…" in proc.stdout
+    assert 'triage-agent "Where is order A-1?" (trace cde65d6f…' in proc.stdout  # named by what was asked
     assert "g_two_runs_one_trace.json: lookup_order" in proc.stdout
 
 

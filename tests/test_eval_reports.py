@@ -90,7 +90,9 @@ def test_junit_has_a_suite_per_expectation_and_the_diff_in_each_failure(failing:
     case = research.find("testcase")
     assert case is not None
     assert case.get("classname") == "toolscore.research.sequence"
-    assert case.get("name") == "research_agent trace=5bb584929dafe6bead21914625ee8c4c span=8dee318d2b7087bd"
+    assert case.get("name") == (
+        'research_agent "Research OTel tool spans" trace=5bb584929dafe6bead21914625ee8c4c span=8dee318d2b7087bd'
+    )  # what was asked names the case
     failure = case.find("failure")
     assert failure is not None
     assert failure.get("type") == "trajectory"

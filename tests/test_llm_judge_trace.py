@@ -207,16 +207,18 @@ def test_in_process_the_judge_span_goes_where_the_applications_spans_go_and_is_n
 def test_serve_forwards_each_judge_span_downstream_beside_the_run(openai_server: OpenAIServer, tmp_path: Path) -> None:
     openai_server.push(verdict("search_flights", "book_flight"))
     expectations = tmp_path / "judged.yaml"
-    expectations.write_text(yaml.safe_dump({"expectations": [judged(openai_server)]}))
+    expectations.write_text(yaml.safe_dump({"expectations": [judged(openai_server, timeout_s=60.0)]}))
     downstream = Downstream()
     try:
-        with ServeProcess(serve_config(tmp_path, [expectations], downstream), tmp_path) as serve:
+        # a cold serve imports litellm on its first judge: on a loaded machine that alone can take seconds
+        held = {"settle_ms": 100, "max_hold_ms": 90_000, "judge": {"timeout_s": 90.0}}
+        with ServeProcess(serve_config(tmp_path, [expectations], downstream, pipeline=held), tmp_path) as serve:
             serve.wait_ready()
             provider = TracerProvider()
             provider.add_span_processor(SimpleSpanProcessor(GrpcExporter(endpoint=serve.grpc_endpoint, insecure=True)))
             end_run(provider.get_tracer("app"))
             provider.shutdown()
-            deadline = time.monotonic() + 60  # the serve process imports litellm on the first judge: seconds
+            deadline = time.monotonic() + 120
             wanted = {"chat judge-test", "invoke_agent travel"}
             while time.monotonic() < deadline and not wanted <= {s.name for _, s in downstream.spans()}:
                 time.sleep(0.05)

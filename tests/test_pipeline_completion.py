@@ -75,6 +75,21 @@ def test_late_span_of_a_scored_run_passes_on_and_is_counted_without_a_new_score(
         assert scores(sink)["toolscore.tool_calls"] == ["search_flights", "book_flight"]
 
 
+@pytest.mark.parametrize("parent", [None, ROOT], ids=["trace finished", "trace pending"])
+def test_a_late_span_sent_again_goes_out_once(parent: str | None) -> None:
+    """The Collector's loadbalancing exporter sends a failed batch again whole: a span that came late (under a
+    run already scored) and comes again is a duplicate, not passed on twice."""
+    with recording_engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, telemetry):
+        offer(pipeline, genai_run(RUN, ["search_flights"], parent=parent))
+        assert pipeline.flush(5.0) if parent is None else wait_until(lambda: len(sink.enriched) == 1)
+        late = record("1000000000000009", RUN, "execute_tool cancel", tool_attrs("cancel", "c9"))
+        offer(pipeline, [late])
+        offer(pipeline, [late])
+        assert wait_until(lambda: telemetry.counts["duplicate"] == 1)
+        assert [s.span_id for s in sink.released].count(late.span_id) == 1
+        assert telemetry.counts["late"] == 1
+
+
 def test_redelivered_spans_do_not_change_the_score_and_go_out_once() -> None:
     """An at-least-once sender re-sends: each span goes out once, the run span scored; an unscored copy of
     it, before or after the scored one, would stand in a backend that keeps the first or the last."""

@@ -7,7 +7,8 @@ import logging
 import pytest
 from pydantic import ValidationError
 
-from toolscore.collector.extract.privacy import Masker, PrivacyConfig, is_masked, luhn_valid
+from toolscore.collector.extract.privacy import Masker, PrivacyConfig, luhn_valid
+from toolscore.scorers._masked import is_masked
 
 ARGS = {
     "to": "ada@example.com",

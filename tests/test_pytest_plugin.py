@@ -282,7 +282,7 @@ def judged_expectations(server: OpenAIServer) -> str:
     """`EXPECTATIONS` with an LLM judge on the scripted server next to the trajectory scorer."""
     judge = (
         f"      - {{type: llm_judge, model: openai/judge-test, api_base: '{server.base_url}', api_key: test,"
-        " max_retries: 0, timeout_s: 5}\n"
+        " max_retries: 0, timeout_s: 60}\n"
     )
     return EXPECTATIONS + judge
 

@@ -6,8 +6,6 @@ import base64
 import gzip
 import http.client
 import json
-import random
-import re
 import subprocess
 import sys
 import time
@@ -20,85 +18,35 @@ from typing import Any
 
 import grpc
 import pytest
-import yaml
 from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from tests.capture_replay import CAPTURES, capture_requests, captures_expectations, check_capture_scores
 from tests.postgres import PostgresServer
-from tests.serve_demo_checks import DEMO_EXPECTATIONS, SpanKey, attrs, check_run_span, demo_verdicts, key, sdk_key
+from tests.serve_demo_checks import DEMO_EXPECTATIONS, attrs, check_run_span, demo_verdicts, key, sdk_key
 from tests.serve_harness import Downstream, ServeProcess, free_port, serve_config
 from toolscore.collector.cli.demo_runs import make_demo_spans
-from toolscore.collector.extract import rebuild_runs
-from toolscore.collector.sources import read_trace_file
 
 pytestmark = pytest.mark.integration
 
-CAPTURES = Path(__file__).parent / "testdata" / "traces"
-TRUTH = Path(__file__).parent / "testdata" / "truth"
 INVALID = Path(__file__).parent / "testdata" / "serve" / "invalid"
 
 
-def _expectation_name(service: str, agent: str) -> str:
-    """`captures.<service>.<agent>`, made a valid expectation name (CrewAI's `Crew Manager`, `unknown_service:...`)."""
-    return re.sub(r"[^A-Za-z0-9_.\-]", "_", f"captures.{service}.{agent}")
-
-
-def _service_of(truth_file: Path, span_id: str) -> str:
-    """The `service.name` of the run span `span_id` in the capture `truth_file` describes."""
-    capture = CAPTURES / truth_file.parent.name / truth_file.name.replace(".truth.json", ".pb")
-    if capture not in _SERVICES:
-        _SERVICES[capture] = {span.span_id: span.service_name or "" for span in read_trace_file(capture)}
-    return _SERVICES[capture][span_id]
-
-
-_SERVICES: dict[Path, dict[str, str]] = {}
-
-
-def _captures_expectations(path: Path) -> list[dict[str, Any]]:
-    """One expectation per (service, agent) of the captures: exactly the calls the truth files list, in order.
-
-    A (service, agent) whose runs make different calls across scenarios (one `triage_agent` per capture) gets
-    none: no one expectation fits all its runs; `_EXPECTED` names those that have one."""
-    runs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-    for truth_file in sorted(TRUTH.glob("*/*.truth.json")):
-        if not (CAPTURES / truth_file.parent.name).is_dir():
-            continue  # a capture kept outside testdata/traces (the MCP one), not replayed here
-        for run in json.loads(truth_file.read_text())["runs"]:
-            service = _service_of(truth_file, run["agent_span_id"])
-            runs.setdefault(_expectation_name(service, run["agent_name"]), []).append((service, run))
-    expectations = []
-    for name, found in runs.items():
-        sequences = {tuple(call["name"] for call in run["calls"]) for _, run in found}
-        if len(sequences) > 1:
-            continue
-        (service, run), *_ = found
-        expected = [{"name": call["name"]} for call in run["calls"]]
-        expectations.append(
-            {
-                "name": name,
-                "match": {"agent": run["agent_name"], "service": service},
-                "scorers": [{"type": "trajectory", "mode": "strict", "expected": expected}],
-            }
-        )
-        _EXPECTED.add(name)
-    path.write_text(yaml.safe_dump({"expectations": expectations}, sort_keys=False))
-    return expectations
-
-
 _EXPECTED: set[str] = set()
+"""The expectations the captures got (`captures_expectations`), filled by the `collector` fixture."""
 
 
 @pytest.fixture(scope="module")
 def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, Downstream]]:
     tmp = tmp_path_factory.mktemp("serve")
-    _captures_expectations(tmp / "captures.yaml")
+    _EXPECTED.update(captures_expectations(tmp / "captures.yaml"))
     downstream = Downstream()
     # a settle of 1 s: spans of one capture are sent together, but a loaded machine can hold them apart past 100 ms
     config = serve_config(tmp, [DEMO_EXPECTATIONS, tmp / "captures.yaml"], downstream, pipeline={"settle_ms": 1000})
@@ -188,40 +136,11 @@ def test_sdk_exporters_over_grpc_http_json_and_chunked_http_get_scored_and_every
             check_run_span(got, original, demo_verdicts(i, readable))
 
 
-def _capture_requests(seed: int) -> tuple[list[trace_service_pb2.ExportTraceServiceRequest], set[SpanKey]]:
-    """Every capture's spans, shuffled within the capture, in requests of 1-7 spans (resource and scope kept), one
-    capture after another: a trace's spans arrive out of order and split, within a settle of each other (a span
-    that comes later than that is a late span by design, and the replay of all the captures takes seconds)."""
-    rng = random.Random(seed)
-    requests, keys = [], set()
-    for path in sorted(p for p in CAPTURES.glob("*/*.pb") if not p.name.endswith(".logs.pb")):
-        items = []
-        request = trace_service_pb2.ExportTraceServiceRequest.FromString(path.read_bytes())
-        for resource_spans in request.resource_spans:
-            for scope_spans in resource_spans.scope_spans:
-                items.extend((resource_spans.resource, scope_spans.scope, span) for span in scope_spans.spans)
-        rng.shuffle(items)
-        keys.update(key(span) for _, _, span in items)
-        i = 0
-        while i < len(items):
-            size = rng.randint(1, 7)
-            request = trace_service_pb2.ExportTraceServiceRequest()
-            for resource, scope, span in items[i : i + size]:
-                resource_spans = request.resource_spans.add()
-                resource_spans.resource.CopyFrom(resource)
-                scope_spans = resource_spans.scope_spans.add()
-                scope_spans.scope.CopyFrom(scope)
-                scope_spans.spans.append(span)
-            requests.append(request)
-            i += size
-    return requests, keys
-
-
 def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
     collector: tuple[ServeProcess, Downstream],
 ) -> None:
     process, downstream = collector
-    requests, keys = _capture_requests(seed=7)
+    requests, keys = capture_requests(seed=7)
     with grpc.insecure_channel(process.grpc_endpoint) as channel:
         export_logs = logs_service_pb2_grpc.LogsServiceStub(channel).Export
         for path in sorted(CAPTURES.glob("*/*.logs.pb")):  # GenAI events first: they wait for their spans
@@ -234,27 +153,7 @@ def test_captures_replayed_shuffled_and_split_are_scored_and_forwarded_once(
     counts = Counter(key(span) for span in received)
     assert set(counts) == keys, process.log()
     assert set(counts.values()) == {1}, "every span arrives exactly once"
-    by_key = {key(span): span for span in received}
-    files = [path for path in CAPTURES.glob("*/*.pb") if ".logs." not in path.name]
-    offline = rebuild_runs(span for path in files for span in read_trace_file(path))
-    inferred = {run.span_id for run in offline if run.inferred}
-    checked = 0
-    for truth_file in sorted(TRUTH.glob("*/*.truth.json")):
-        if not (CAPTURES / truth_file.parent.name).is_dir():
-            continue  # a capture kept outside testdata/traces (the MCP one), not replayed here
-        for run in json.loads(truth_file.read_text())["runs"]:
-            found = attrs(by_key[(run["trace_id"], run["agent_span_id"])])
-            name = _expectation_name(_service_of(truth_file, run["agent_span_id"]), run["agent_name"])
-            if name not in _EXPECTED or run["agent_span_id"] in inferred:
-                continue  # no expectation of its own, or no run span to carry its scores
-            checked += 1
-            assert found["toolscore.expectations"].get("arrayValue", {}).get("values") == [{"stringValue": name}], (
-                truth_file,
-                name,
-                found["toolscore.expectations"],
-            )
-            prefix = name.replace(".", "_").replace("-", "_").lower()  # the run span's key for an expectation name
-            assert found[f"toolscore.evaluation.{prefix}.trajectory.score"] == {"doubleValue": 1.0}, truth_file
+    checked = check_capture_scores({key(span): span for span in received}, _EXPECTED)
     assert checked >= 100, f"only {checked} runs had an expectation of their own"
 
 

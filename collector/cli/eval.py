@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from toolscore.collector.cli.privacy_options import privacy_from_options, privacy_options
+
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from toolscore.collector.evaluate import EvalResult
+    from toolscore.collector.evaluate.baseline import BaselineComparison
 
 __all__ = ["eval_command"]
 
@@ -68,7 +71,13 @@ def _evaluate(traces: tuple[str, ...], expectations: tuple[str, ...], options: d
         return run_eval(traces, expectations, progress=_Bar(progress), **options)
 
 
-def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, json_path: str | None) -> None:
+def _write_reports(
+    result: EvalResult,
+    baseline: BaselineComparison | None,
+    junit: str | None,
+    markdown: str | None,
+    json_path: str | None,
+) -> None:
     from toolscore.collector.evaluate.report_json import write_json
     from toolscore.collector.evaluate.report_junit import write_junit
     from toolscore.collector.evaluate.report_markdown import write_markdown
@@ -77,7 +86,7 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
         if path is None:
             continue
         try:
-            write(result, path)
+            write(result, path, baseline)
         except OSError as exc:
             click.echo(f"toolscore eval: {path}: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(2)
@@ -121,6 +130,7 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
 )
 @click.option("--max-failures", type=click.IntRange(min=0), default=20, show_default=True,
               help="Failing runs shown in full in the summary.")  # fmt: skip
+@privacy_options
 def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     traces: tuple[str, ...],
     more_traces: tuple[str, ...],
@@ -139,15 +149,18 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
     max_failures: int,
     baseline: tuple[str, ...],
     margin: float,
+    **privacy: Any,
 ) -> None:
     """Score the agent runs in OTLP trace files against expectations, as the live pipeline would.
 
     Traces: OTLP protobuf, OTLP/JSON or the JSON Lines of a Collector file exporter (gzip too);
     directories are searched for *.json, *.jsonl, *.pb, ... files. Exit status: 0 every expectation
     met its threshold, 1 one did not (or an expectation file matched no run), 2 bad input (or no usable span).
+    The privacy options mask runs and expected values as `toolscore serve` does, so reports hold markers.
     """
     from toolscore.collector.evaluate import EvalInputError
     from toolscore.collector.evaluate.report_text import print_report
+    from toolscore.collector.extract import ExtractConfig
     from toolscore.collector.pipeline.config import JudgeBudgetConfig
 
     all_traces = traces + more_traces
@@ -161,6 +174,7 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
         "min_pass_rate": min_pass_rate,
         "require_runs": require_runs,
         "allow_empty": allow_empty,
+        "extract": ExtractConfig(privacy=privacy_from_options(**privacy)),
     }
     try:
         result = _evaluate(all_traces, expectations, options)
@@ -169,17 +183,16 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
         for problem in exc.problems:
             click.echo(f"toolscore eval: {problem}", err=True)
         sys.exit(2)
-    _write_reports(result, junit, markdown, json_path)
+    from toolscore.collector.evaluate.baseline import comparison, exit_code
+
+    against = comparison(result, before, margin) if before is not None else None
+    _write_reports(result, against, junit, markdown, json_path)
     from rich.console import Console
 
     console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
     print_report(result, console, show_unmatched=show_unmatched, max_failures=max_failures)
-    worse = False
-    if before is not None:
-        from toolscore.collector.evaluate.baseline import compare, regressions
+    if against is not None:
         from toolscore.collector.evaluate.report_baseline import print_baseline
 
-        rows = compare(result, before)
-        worse = bool(regressions(rows, margin))
-        print_baseline(rows, margin, console)
-    sys.exit(1 if worse else result.exit_code)
+        print_baseline(against, console)
+    sys.exit(exit_code(result, against))

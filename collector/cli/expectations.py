@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import click
 import yaml
 
+from toolscore.collector.cli.privacy_options import privacy_from_options, privacy_options
+
 if TYPE_CHECKING:  # the registry and grpc are imported when a subcommand runs, so `toolscore --help` stays fast
+    from toolscore.collector.extract.privacy import PrivacyConfig
     from toolscore.collector.registry._config import PostgresStoreConfig, SqliteStoreConfig
     from toolscore.collector.registry._errors import NoRegistryTables, Problem
     from toolscore.collector.registry._model import Expectation
@@ -190,12 +193,13 @@ def _driver_errors(db: str) -> tuple[type[Exception], ...]:
     return (sqlite3.Error,)
 
 
-def _open_store_registry(db: str, *, create: bool = True) -> Registry:
+def _open_store_registry(db: str, *, create: bool = True, privacy: PrivacyConfig | None = None) -> Registry:
     """A registry over the store `--db` names, for the commands that write it (see `_open_local`)."""
     from toolscore.collector.registry._config import RegistryConfig
     from toolscore.collector.registry._registry import Registry
 
-    return _open_local(db, lambda: Registry(config=RegistryConfig(store=_store_config(db))), create=create)
+    config = RegistryConfig(store=_store_config(db))
+    return _open_local(db, lambda: Registry(config=config, privacy=privacy), create=create)
 
 
 def _open_store_read_only(db: str) -> ExpectationStore:
@@ -341,13 +345,15 @@ class _UnreadableFiles(click.ClickException):
     exit_code = 2
 
 
-def _load(paths: tuple[str, ...]) -> builtins.list[Expectation]:
-    """The expectations in `paths`; a file that cannot be read at all is named, one line per problem."""
+def _load(paths: tuple[str, ...], privacy: PrivacyConfig | None = None) -> builtins.list[Expectation]:
+    """The expectations in `paths`; a file that cannot be read at all is named, one line per problem.
+
+    `privacy`: the settings runs are masked with; an argument rule they make uncheckable is refused."""
     from toolscore.collector.registry._errors import UnreadableFiles
     from toolscore.collector.registry._files import load_paths
 
     try:
-        return load_paths(paths)
+        return load_paths(paths, privacy=privacy)
     except UnreadableFiles as exc:
         raise _UnreadableFiles("\n".join(map(_file_problem, exc.problems))) from None
 
@@ -362,13 +368,16 @@ def _file_problem(problem: Problem) -> str:
 @expectations_group.command("apply")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @_target_options
-def apply_command(paths: tuple[str, ...], target: _Target) -> None:
+@privacy_options
+def apply_command(paths: tuple[str, ...], target: _Target, **privacy: Any) -> None:
     """Create or update the expectations in PATHS (YAML/JSON files or directories).
 
-    Everything is validated before anything is written; prints what changed.
+    Everything is validated before anything is written; prints what changed. With the privacy options (the
+    settings `serve` masks runs with), a rule that needs the raw value of a masked argument is refused.
     """
+    settings = privacy_from_options(**privacy)
     with _backend(target, create=True) as backend:
-        results = backend.apply(_load(paths))
+        results = backend.apply(_load(paths, settings))
     for name, action in results:
         click.echo(f"{name} {action}")
     counts = {a: sum(1 for _, b in results if b == a) for a in ("created", "updated", "unchanged")}
@@ -428,6 +437,7 @@ def history_command(name: str, output: str, target: _Target) -> None:
 @click.option(
     "--max-watches", type=click.IntRange(min=1), default=100, show_default=True, help="Watch streams served at once."
 )
+@privacy_options
 def serve_command(
     *,
     listen: str,
@@ -437,8 +447,12 @@ def serve_command(
     tls_cert: str | None,
     tls_key: str | None,
     max_watches: int,
+    **privacy: Any,
 ) -> None:
-    """Serve the registry API over the local store until interrupted."""
+    """Serve the registry API over the local store until interrupted.
+
+    With the privacy options (the settings `serve` masks runs with), a write whose rule needs the raw value of
+    a masked argument is refused."""
     from pydantic import ValidationError
 
     from toolscore.collector.error_text import error_message
@@ -466,6 +480,7 @@ def serve_command(
         error = exc.errors(include_url=False)[0]
         hint = "--token" if error["loc"] == ("token",) else "--listen"
         raise click.BadParameter(error_message(error, RegistryServerConfig), param_hint=hint) from None
+    settings = privacy_from_options(**privacy)
 
     from toolscore.collector.serve._bind_probe import bind_error
 
@@ -480,7 +495,7 @@ def serve_command(
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)
-        with _open_store_registry(db) as registry:
+        with _open_store_registry(db, privacy=settings) as registry:
             await serve_registry(
                 registry,
                 config,

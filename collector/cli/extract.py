@@ -19,6 +19,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from toolscore.collector.cli.privacy_options import privacy_from_options, privacy_options
+
 if TYPE_CHECKING:
     from toolscore.collector.spans import SpanRecord
     from toolscore.scorers._model import AgentRun
@@ -32,6 +34,7 @@ def run_line(run: AgentRun) -> dict[str, Any]:
         "trace_id": run.trace_id,
         "run_span_id": run.span_id,
         "agent_name": run.agent_name,
+        "request": run.input,
         "convention": run.convention,
         "inferred": run.inferred,
         "calls": [call.to_json() for call in run.calls],
@@ -82,21 +85,24 @@ def _read_all(paths: Iterable[str]) -> tuple[list[SpanRecord], int]:
 @click.command("extract")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--output", "-o", "output_path", type=click.Path(dir_okay=False, writable=True), help="Write to FILE.")
-def extract_command(files: tuple[str, ...], output_path: str | None) -> None:
+@privacy_options
+def extract_command(files: tuple[str, ...], output_path: str | None, **privacy: Any) -> None:
     """Rebuild agent runs from OTLP trace FILES and write one JSON line per run.
 
     FILES may be OTLP protobuf (an http/protobuf export body), OTLP/JSON (one document, or JSON Lines
     as the Collector's file exporter writes them), length-prefixed protobuf, any of them gzipped. OTLP
     logs exports among them (e.g. `run.logs.pb` beside `run.pb`) add their GenAI events to their spans.
     Each line: {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls": [...]}.
-    Exit status 1 when any file, or any line of one, could not be read.
+    Exit status 1 when any file, or any line of one, could not be read. The privacy options mask the
+    arguments as `toolscore serve` does (docs/security.md).
     """
     # Imported here so that `toolscore --help` and the other commands do not load protobuf and the SDK.
-    from toolscore.collector.extract import ExtractStats, rebuild_runs
+    from toolscore.collector.extract import ExtractConfig, ExtractStats, rebuild_runs
 
+    config = ExtractConfig(privacy=privacy_from_options(**privacy))
     spans, failed = _read_all(files)
     stats = ExtractStats()
-    runs = sorted_runs(rebuild_runs(spans, stats=stats), spans)
+    runs = sorted_runs(rebuild_runs(spans, config, stats=stats), spans)
     sink: IO[str] = open(output_path, "w", encoding="utf-8") if output_path else sys.stdout  # noqa: SIM115
     try:
         for run in runs:

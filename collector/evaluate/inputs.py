@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolscore.collector.extract.privacy import PrivacyConfig
 from toolscore.collector.registry import Expectation, InvalidExpectation, load_paths
 from toolscore.collector.registry._files import expand_paths
 from toolscore.collector.sources import (
@@ -123,14 +124,18 @@ def names_by_file(files: Sequence[Path]) -> dict[Path, set[str]]:
     return {path: {exp.name for exp in load_paths([path])} for path in files}
 
 
-def read_expectations(paths: Sequence[str | Path]) -> tuple[list[Path], list[Expectation]]:
-    """The expectation files and every expectation in them; raises `EvalInputError` (file:line: field: what)."""
+def read_expectations(
+    paths: Sequence[str | Path], privacy: PrivacyConfig | None = None
+) -> tuple[list[Path], list[Expectation]]:
+    """The expectation files and every expectation in them; raises `EvalInputError` (file:line: field: what).
+
+    `privacy`: the settings runs are masked with; an argument rule they make uncheckable is refused."""
     files = expand_paths(paths)
     missing = [f"{path}: no such file or directory" for path in map(Path, paths) if not path.exists()]
     if missing:
         raise EvalInputError(missing)
     try:
-        expectations = load_paths(files)
+        expectations = load_paths(files, privacy=privacy)
     except InvalidExpectation as exc:
         raise EvalInputError([str(problem) for problem in exc.problems]) from None
     if not expectations:

@@ -51,6 +51,10 @@ class ScorerResult(BaseModel):
     diff: CallDiff | None = Field(default=None, description="Expected against actual calls, when not a pass.")
 
 
+REQUEST_CHARS = 48
+"""Longest a request is shown in a report's run label (console, Markdown, JUnit test case names)."""
+
+
 class RunRef(BaseModel):
     """Which run, where it was read from, and the calls it made (`{name, args?, error?}`)."""
 
@@ -62,11 +66,27 @@ class RunRef(BaseModel):
     convention: str | None = None
     source: str | None = Field(default=None, description="The first trace file holding the trace.")
     calls: list[dict[str, Any]] = Field(default_factory=list)
+    agent_version: str | None = Field(
+        default=None,
+        description="The run's agent version (`toolscore.agent.version`, read as `pipeline.agent_version` says); "
+        "None when it has none.",
+    )
+    request: str | None = Field(default=None, description="The user's request (the `input` selector's text).")
+
+    @property
+    def asked(self) -> str:
+        """The request's first line, cut to `REQUEST_CHARS` (`…`), quoted; empty when unknown."""
+        line = next((line.strip() for line in (self.request or "").splitlines() if line.strip()), "")
+        if not line:
+            return ""
+        return '"' + (line if len(line) <= REQUEST_CHARS else line[: REQUEST_CHARS - 1] + "…") + '"'
 
     @property
     def label(self) -> str:
-        """`weather_agent (trace 6b9bb2f6…, span 1a2b3c4d…)`: short, and enough to find the trace."""
-        return f"{self.agent_name or '<unnamed run>'} (trace {self.trace_id[:8]}…, span {self.span_id[:8]}…)"
+        """`weather_agent "Weather in Paris?" (trace 6b9bb2f6…, span 1a2b3c4d…)`: short, what was asked, and
+        enough to find the trace."""
+        asked = f" {self.asked}" if self.asked else ""
+        return f"{self.agent_name or '<unnamed run>'}{asked} (trace {self.trace_id[:8]}…, span {self.span_id[:8]}…)"
 
 
 class RunResult(BaseModel):

@@ -23,23 +23,26 @@ import os
 import secrets
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolscore.scorers._masked import MARKER_PREFIX, is_masked
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
 
 if TYPE_CHECKING:
-    from toolscore.scorers._model import AgentRun
+    from toolscore.scorers._model import AgentRun, ToolCall
+
+    _Call = TypeVar("_Call", bound=ToolCall)
 
 __all__ = [
     "DEFAULT_PATTERNS",
     "HASH_KEY_ENV",
-    "MARKER_PREFIX",
     "Masker",
     "PrivacyConfig",
-    "is_masked",
+    "key_rule",
     "luhn_valid",
+    "mask_call",
     "mask_run",
     "masker_for",
 ]
@@ -48,9 +51,6 @@ _log = logging.getLogger(__name__)
 
 HASH_KEY_ENV = "TOOLSCORE_PRIVACY_HASH_KEY"
 """The environment variable read for the hash key when the configuration sets none."""
-
-MARKER_PREFIX = "«masked:"
-"""What every masked value starts with; the rest is 8 hex digits of the keyed hash and `»`."""
 
 DEFAULT_PATTERNS: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
@@ -110,6 +110,15 @@ class PrivacyConfig(BaseModel):
         return bool(self.mask_keys or self.mask_patterns or self.default_patterns or self.content != "full")
 
 
+def key_rule(rules: tuple[str, ...], path: str) -> str | None:
+    """The first of `mask_keys` that masks the argument at dot path `path`: its last key, the path, or a glob."""
+    leaf = path.rsplit(".", 1)[-1]
+    for rule in rules:
+        if rule in (leaf, path) or fnmatch.fnmatchcase(path, rule):
+            return rule
+    return None
+
+
 def luhn_valid(text: str) -> bool:
     """Whether the digits of `text` pass the Luhn check card numbers carry."""
     digits = [int(c) for c in text if c.isdigit()]
@@ -120,11 +129,6 @@ def luhn_valid(text: str) -> bool:
         doubled = digit * 2 if i % 2 else digit
         total += doubled - 9 if doubled > 9 else doubled
     return total % 10 == 0
-
-
-def is_masked(value: object) -> bool:
-    """Whether `value` is a mask marker."""
-    return isinstance(value, str) and value.startswith(MARKER_PREFIX) and value.endswith("»")
 
 
 def _key_bytes(config: PrivacyConfig) -> bytes:
@@ -162,8 +166,7 @@ class Masker:
 
     def key_masked(self, path: str) -> bool:
         """Whether the argument at dot path `path` is masked by a key rule (its last key or a glob on the path)."""
-        leaf = path.rsplit(".", 1)[-1]
-        return any(rule in (leaf, path) or fnmatch.fnmatchcase(path, rule) for rule in self._keys)
+        return key_rule(self._keys, path) is not None
 
     def _pattern_hit(self, text: str) -> bool:
         if is_masked(text):
@@ -223,15 +226,7 @@ def mask_run(run: AgentRun, config: PrivacyConfig) -> AgentRun:
     if not config.active:
         return run
     masker = masker_for(config)
-    calls = tuple(
-        call.model_copy(
-            update={
-                "args": masker.arguments(call.args) if call.args_state == "value" else _raw(masker, call.args),
-                "result": None if masker.names_only else masker.arguments(call.result),
-            }
-        )
-        for call in run.calls
-    )
+    calls = tuple(mask_call(call, masker) for call in run.calls)
     attributes: dict[str, Any] = {}
     for key, value in run.attributes.items():
         if masker.names_only and any(word in key.lower() for word in _CONTENT_WORDS):
@@ -239,12 +234,20 @@ def mask_run(run: AgentRun, config: PrivacyConfig) -> AgentRun:
         attributes[key] = masker.text(value) if isinstance(value, str) and not masker.names_only else value
     return run.model_copy(
         update={
+            "content": masker.config.content,
             "input": masker.text(run.input),
             "output": masker.text(run.output),
             "calls": calls,
             "attributes": attributes,
         }
     )
+
+
+def mask_call(call: _Call, masker: Masker) -> _Call:
+    """A tool call (recorded or expected) with its arguments and result masked."""
+    args = masker.arguments(call.args) if call.args_state == "value" else _raw(masker, call.args)
+    result = None if masker.names_only else masker.arguments(call.result)
+    return call.model_copy(update={"args": args, "result": result})
 
 
 def _raw(masker: Masker, args: Any) -> Any:

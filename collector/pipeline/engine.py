@@ -64,6 +64,11 @@ class _InFlight(Generic[C]):
     """Its results so far have been emitted; judge results from now on are late."""
 
 
+_IN_FLIGHT_NS = 3600 * 10**9
+"""How long before the engine started a run may have started and still be taken as in flight then (see
+`flag_runs_begun_elsewhere`): an agent run lasts minutes; traces older than this are a replay."""
+
+
 class Engine(Worker, Generic[C]):
     """Receives spans from any source, scores the agent runs in them, and hands every span on.
 
@@ -103,12 +108,21 @@ class Engine(Worker, Generic[C]):
         config: PipelineConfig | None = None,
         telemetry: PipelineTelemetry | None = None,
         *,
-        on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
+        on_scored: Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None = None,
         hold: Callable[[C], C] | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
         tracer: Tracer | None = None,
+        flag_runs_begun_elsewhere: bool = False,
     ) -> None:
-        """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
+        """`on_scored` sees every result (late judge results too) with the run's agent version (None when it
+        has none) on the worker thread; it must not block.
+
+        `flag_runs_begun_elsewhere` (`toolscore serve`): a run whose run span started in the hour before this
+        engine did, in a trace whose first span came within `trace_idle_timeout_s` of that, is flagged
+        incomplete. Such a
+        run was in flight when this replica started or joined the gateway's ring, so spans of it that ended
+        before may have gone to the replica that had its trace before (which scores them as a fragment,
+        flagged incomplete too): its calls here may be short, and a score that looks whole would mislead.
 
         `tracer` traces each LLM-judge request as a GenAI `chat` span (default: the global provider's).
 
@@ -121,6 +135,10 @@ class Engine(Worker, Generic[C]):
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self._held_as, self._size = hold, size
         self._tracer = tracer
+        self._begun: tuple[int, int] | None = None
+        """(wall clock, monotonic clock) when this engine started, with `flag_runs_begun_elsewhere`."""
+        if flag_runs_begun_elsewhere:
+            self._begun = (time.time_ns(), time.monotonic_ns())
         super().__init__("toolscore-pipeline")
         self._fresh_state()
         self.telemetry.observe_pending(lambda: len(self.store), config.max_pending_traces)
@@ -464,7 +482,7 @@ class Engine(Worker, Generic[C]):
 
     def _plan(self, run: AgentRun) -> ScorePlan:
         try:
-            return plan_scores(run, self.registry)
+            return plan_scores(run, self.registry, self.config.extract.privacy)
         except Exception:
             _log.exception("matching expectations failed for run %s", run.run_id)
             return ScorePlan()
@@ -474,6 +492,8 @@ class Engine(Worker, Generic[C]):
         trace = self.store.traces.get(run.trace_id)
         if trace is not None:
             trace.scored.add(run.span_id)
+            if self._begun_elsewhere(run, trace):
+                run = run.model_copy(update={"incomplete": True})
         try:
             flight = self._scored(run, held)
         except Exception:
@@ -489,10 +509,19 @@ class Engine(Worker, Generic[C]):
         else:
             self._emit(flight, now)
 
+    def _begun_elsewhere(self, run: AgentRun, trace: PendingTrace[C]) -> bool:
+        """Whether the run was in flight when this engine started (see `flag_runs_begun_elsewhere`)."""
+        if self._begun is None or run.incomplete or run.start_ns is None:
+            return False
+        wall, mono = self._begun
+        in_flight = wall - _IN_FLIGHT_NS <= run.start_ns < wall  # older: a replay, not a run cut by the start
+        return in_flight and trace.opened_ns - mono < self.config.trace_idle_timeout_s * 1e9
+
     def _scored(self, run: AgentRun, held: HeldRun[C] | None) -> _InFlight[C]:
         """The run's inline results and its judges started; nothing has left the engine yet."""
         plan = self._plan(run)
-        flight = _InFlight(RunScores(run, plan.expectations), held, RunVerdicts(plan))
+        version = agent_version(run, self.config.agent_version)
+        flight = _InFlight(RunScores(run, plan.expectations, agent_version=version), held, RunVerdicts(plan))
         flight.scores.results.extend((exp, scorer.scorer.score(run)) for exp, scorer in plan.inline)
         for index, (exp, scorer) in enumerate(plan.judged):
             key = (run.trace_id, run.span_id, index)
@@ -557,14 +586,14 @@ class Engine(Worker, Generic[C]):
     def _record(self, flight: _InFlight[C], exp: Expectation, result: ScoreResult) -> None:
         run = flight.scores.run
         ref = RunSpanRef(run.trace_id, run.span_id)
-        self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
+        version = flight.scores.agent_version
+        self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref, agent_version=version)
         passed = flight.verdicts.add(exp.name, result)
         if passed is not None:
-            version = agent_version(run, self.config.agent_version)
             self.telemetry.run_verdict(exp.name, run.agent_name, passed, version)
         if self.on_scored is not None:
             try:
-                self.on_scored(run, exp, result)
+                self.on_scored(run, exp, result, version)
             except Exception:
                 _log.exception("on_scored callback failed for run %s", run.run_id)
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -181,6 +182,12 @@ class PendingTrace(Generic[C]):
     """Run spans not yet scored, by span id."""
     scored: set[str] = field(default_factory=set)
     """Runs (run span ids, inferred ones too) whose scores went out."""
+    opened_ns: int = field(default_factory=time.monotonic_ns)
+    """When this trace's first span (or event) arrived here (`time.monotonic_ns`)."""
+    late: set[str] = field(default_factory=set)
+    """Spans passed on late (under a run already scored), so that a copy sent again is a duplicate, not passed
+    on twice (an at-least-once sender's retry: the Collector's loadbalancing exporter sends a batch again
+    whole); at most `max_spans_per_trace` of them."""
     root_id: str | None = None
     """The local root (a span without parent), once it has arrived."""
     truncated: bool = False
@@ -320,18 +327,24 @@ class TraceStore(Generic[C]):
         if trace is None:
             seen = self.finished.take(record.trace_id)
             if seen is not None and (record.span_id in seen or record.parent_id in seen):
+                duplicate = record.span_id in seen
+                seen.setdefault(record.span_id, record.parent_id)  # passed on now: a copy of it is a duplicate
                 self.finished.put(record.trace_id, seen)
-                return Admission(_DUPLICATE if record.span_id in seen else _LATE)
+                return Admission(_DUPLICATE if duplicate else _LATE)
             trace, evicted = self._open(record.trace_id, seen)
         else:
             evicted = []
             seen = trace.earlier
             if seen is not None and (record.span_id in seen or record.parent_id in seen):
-                return Admission(_DUPLICATE if record.span_id in seen else _LATE, trace)
-        if record.span_id in trace.records or record.span_id in trace.scored:
+                duplicate = record.span_id in seen
+                seen.setdefault(record.span_id, record.parent_id)  # passed on now: a copy of it is a duplicate
+                return Admission(_DUPLICATE if duplicate else _LATE, trace)
+        if record.span_id in trace.records or record.span_id in trace.scored or record.span_id in trace.late:
             return Admission(_DUPLICATE, trace)
         touched, late = self._under(trace, record.parent_id)
         if late:
+            if len(trace.late) < self.max_spans:
+                trace.late.add(record.span_id)
             return Admission(_LATE, trace)
         role = node.role
         if len(trace.held if role is _RUN else trace.records) >= self.max_spans:
@@ -626,7 +639,7 @@ class TraceStore(Generic[C]):
         with quiet spells) keeps its latest `max_spans` ids (`max_spans_per_trace`: the earliest are forgotten
         first, and a re-sent span that old is taken as new).
         """
-        seen = seen_ids(trace.records, trace.earlier, trace.scored)
+        seen = seen_ids(trace.records, trace.earlier, trace.scored | trace.late if trace.late else trace.scored)
         if len(seen) > self.max_spans:
             over = len(seen) - self.max_spans
             for span_id in list(itertools.islice(seen, over)):

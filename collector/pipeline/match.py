@@ -8,9 +8,13 @@ wait on the network and are run off the worker thread, under the judge budget.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from toolscore.collector.extract.privacy import PrivacyConfig, masker_for
+from toolscore.collector.extract.privacy_rules import masked_scorer
 from toolscore.collector.registry import Expectation, ExpectationScorer, Registry
 from toolscore.collector.registry._matching import ExpectationIndex
 from toolscore.collector.registry._sampling import sampled_scorers
@@ -45,13 +49,46 @@ def _has_ascore(kind: type) -> bool:
     return callable(getattr(kind, "ascore", None))
 
 
-def plan_scores(run: AgentRun, registry: Matcher) -> ScorePlan:
-    """Never raises: a registry that fails to match counts as no match (the error is the caller's to log)."""
+def plan_scores(run: AgentRun, registry: Matcher, privacy: PrivacyConfig | None = None) -> ScorePlan:
+    """Never raises: a registry that fails to match counts as no match (the error is the caller's to log).
+
+    With `privacy` (the settings the run was masked with), each scorer's expected values are masked the same
+    way (`privacy_rules.masked_scorer`), so equality rules compare markers with markers."""
     plan = ScorePlan(expectations=registry.match(run))
+    masking = privacy is not None and privacy.active
     for expectation in plan.expectations:
-        for scorer in sampled_scorers(expectation, run.trace_id):
+        for sampled in sampled_scorers(expectation, run.trace_id):
+            scorer = _MASKED.get(sampled, privacy) if masking else sampled  # type: ignore[arg-type]
             (plan.judged if is_judge(scorer) else plan.inline).append((expectation, scorer))
     return plan
+
+
+class _MaskedScorers:
+    """Each expectation scorer masked once per privacy setting; bounded, oldest first out, safe across threads.
+
+    Keyed by the scorer object (an expectation's scorers live as long as its version is current), which the
+    entry holds, so its id is not reused while the entry is there."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[int, PrivacyConfig], tuple[ExpectationScorer, ExpectationScorer]] = OrderedDict()
+
+    def get(self, scorer: ExpectationScorer, privacy: PrivacyConfig) -> ExpectationScorer:
+        key = (id(scorer), privacy)
+        with self._lock:
+            found = self._cache.get(key)
+        if found is not None and found[0] is scorer:
+            return found[1]
+        masked = scorer.model_copy(update={"scorer": masked_scorer(scorer.scorer, masker_for(privacy))})
+        with self._lock:
+            self._cache[key] = (scorer, masked)
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return masked
+
+
+_MASKED = _MaskedScorers()
 
 
 def expectation_infos(registry: Matcher) -> list[tuple[str, str | None]]:

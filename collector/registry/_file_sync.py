@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from toolscore.collector.forks import ForkSafeLock
 from toolscore.collector.registry._errors import AlreadyExists, InvalidExpectation, NotFound, VersionConflict
@@ -19,6 +20,9 @@ from toolscore.collector.registry._files import load_paths
 from toolscore.collector.registry._health import describe_error
 from toolscore.collector.registry._model import Expectation
 from toolscore.collector.registry._planning import Applied
+
+if TYPE_CHECKING:
+    from toolscore.collector.extract.privacy import PrivacyConfig
 
 __all__ = ["APPLY_ATTEMPTS", "FILE_SOURCE_LABEL", "FileSync"]
 
@@ -38,8 +42,15 @@ Apply = Callable[[list[Expectation], set[str]], Applied]
 class FileSync:
     """Loads `paths` and applies them through `apply`; `owned_in_store()` lists the names labelled as theirs."""
 
-    def __init__(self, paths: list[str], apply: Apply, owned_in_store: Callable[[], set[str]]) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        apply: Apply,
+        owned_in_store: Callable[[], set[str]],
+        privacy: PrivacyConfig | None = None,
+    ) -> None:
         self._paths = paths
+        self._privacy = privacy
         self._apply = apply
         self._owned_in_store = owned_in_store
         self._names: set[str] = set()
@@ -53,7 +64,7 @@ class FileSync:
         """Load and apply; a bad set raises `InvalidExpectation` and leaves the store as it was."""
         with self._lock:
             try:
-                expectations = load_paths(self._paths)
+                expectations = load_paths(self._paths, privacy=self._privacy)
             except InvalidExpectation as exc:
                 self.last_error = exc
                 raise

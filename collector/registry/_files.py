@@ -17,7 +17,7 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -27,6 +27,9 @@ from toolscore.collector.registry._model import Expectation
 from toolscore.collector.registry._poll import Loop
 from toolscore.collector.registry._validation import parse_expectation, warn_if_unmatchable
 from toolscore.collector.yaml_lines import line_of as _line
+
+if TYPE_CHECKING:
+    from toolscore.collector.extract.privacy import PrivacyConfig
 
 __all__ = ["EXTENSIONS", "FileWatcher", "expand_paths", "load_file", "load_paths"]
 
@@ -127,8 +130,10 @@ def load_file(path: str | Path) -> list[Expectation]:
     return load_paths([path])
 
 
-def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
+def load_paths(paths: Iterable[str | Path], *, privacy: PrivacyConfig | None = None) -> list[Expectation]:
     """Every expectation in the files and directories, validated together: names must be unique.
+
+    `privacy`: the settings runs are masked with; an argument rule they make uncheckable is refused.
 
     Raises `InvalidExpectation` listing every problem, `UnreadableFiles` when a file could not be read at all.
     """
@@ -146,7 +151,8 @@ def load_paths(paths: Iterable[str | Path]) -> list[Expectation]:
         for node, data in documents:
             version = data.pop("version", _ABSENT) if isinstance(data, dict) else _ABSENT
             try:
-                exp = parse_expectation(data, file=str(path), locate=functools.partial(_line, node))
+                locate = functools.partial(_line, node)
+                exp = parse_expectation(data, file=str(path), locate=locate, privacy=privacy)
             except InvalidExpectation as exc:
                 problems.extend(exc.problems)
                 continue

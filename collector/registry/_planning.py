@@ -7,12 +7,15 @@ one transaction whose version checks make a concurrent edit fail it whole.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from toolscore.collector.registry._errors import InvalidExpectation, Problem
 from toolscore.collector.registry._model import Expectation
 from toolscore.collector.registry._validation import parse_expectation
 from toolscore.collector.registry.stores._store import Write
+
+if TYPE_CHECKING:
+    from toolscore.collector.extract.privacy import PrivacyConfig
 
 __all__ = ["Applied", "ApplyAction", "plan_apply", "validate_all"]
 
@@ -21,14 +24,18 @@ Applied = list[tuple[str, ApplyAction]]
 """What `apply` did, per name: `[("checkout-canary", "created"), ...]`."""
 
 
-def validate_all(expectations: Iterable[Expectation | Mapping[str, Any]]) -> list[Expectation]:
-    """Parse every document; raises one `InvalidExpectation` with every problem (`[i].field`), names unique."""
+def validate_all(
+    expectations: Iterable[Expectation | Mapping[str, Any]], privacy: PrivacyConfig | None = None
+) -> list[Expectation]:
+    """Parse every document; raises one `InvalidExpectation` with every problem (`[i].field`), names unique.
+
+    `privacy`: the settings runs are masked with; an argument rule they make uncheckable is refused."""
     parsed: list[Expectation] = []
     problems: list[Problem] = []
     seen: set[str] = set()
     for i, item in enumerate(expectations):
         try:
-            exp = parse_expectation(dict(item) if isinstance(item, Mapping) else item)
+            exp = parse_expectation(dict(item) if isinstance(item, Mapping) else item, privacy=privacy)
         except InvalidExpectation as exc:
             problems.extend(Problem(f"[{i}].{p.field}".rstrip("."), p.message, p.file, p.line) for p in exc.problems)
             continue

@@ -21,7 +21,7 @@ import builtins
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolscore.collector.forks import ForkSafeLock, on_fork
 from toolscore.collector.registry._compaction import Compaction
@@ -40,6 +40,9 @@ from toolscore.collector.registry.stores import open_store
 from toolscore.collector.registry.stores._store import Change, ExpectationStore
 from toolscore.scorers._model import AgentRun
 
+if TYPE_CHECKING:
+    from toolscore.collector.extract.privacy import PrivacyConfig
+
 __all__ = ["FILE_SOURCE_LABEL", "Applied", "ApplyAction", "Registry"]
 
 _log = logging.getLogger("toolscore.registry")
@@ -55,21 +58,26 @@ class Registry:
         config: RegistryConfig | None = None,
         poll_interval_s: float | None = None,
         wait_for_store: bool = False,
+        privacy: PrivacyConfig | None = None,
     ) -> None:
         """Open (unless given) and read the store, then apply the configured files.
+
+        `privacy`: the settings the runs it scores are masked with; a write (put, apply, files) whose argument
+        rule they make uncheckable (a regex on a masked key) is refused (`check_privacy`).
 
         An unreachable store raises, unless `wait_for_store`: then the registry starts empty (`loaded`
         is False, reads and writes raise `StoreUnavailable`) and its poll reads the store, and applies
         the files, once it can. Invalid files raise `InvalidExpectation` either way.
         """
         self.config = config or RegistryConfig()
+        self.privacy = privacy
         self._owns_store = store is None
         self._store = store
         self._lock = ForkSafeLock(reentrant=True)
         self._view = Snapshot()
         self._loaded = False
         self._compaction = Compaction(lambda: self.store, self.config.changes_kept)
-        self._files = FileSync(self.config.files, self._apply, self._owned_by_files)
+        self._files = FileSync(self.config.files, self._apply, self._owned_by_files, privacy)
         self.health = StoreHealth()
         """Whether the poll can read the store; what the `toolscore.registry.sync.age` metric reports."""
         self._watcher: FileWatcher | None = None
@@ -209,7 +217,9 @@ class Registry:
 
     def put(self, expectation: Expectation | Mapping[str, Any], expected_version: int | None = None) -> Expectation:
         """Validate and save; returns the stored expectation with its new version. See `ExpectationStore.put`."""
-        exp = parse_expectation(dict(expectation) if isinstance(expectation, Mapping) else expectation)
+        exp = parse_expectation(
+            dict(expectation) if isinstance(expectation, Mapping) else expectation, privacy=self.privacy
+        )
         warn_if_unmatchable(exp)
         stored, _ = self.store.put(exp, expected_version)
         self.refresh_after_write()
@@ -228,7 +238,7 @@ class Registry:
         version read, so a concurrent edit raises `VersionConflict` and nothing is written.
         """
         given = list(expectations)
-        parsed = validate_all(given)
+        parsed = validate_all(given, self.privacy)
         for raw, exp in zip(given, parsed, strict=True):
             if not isinstance(raw, Expectation):  # parsed ones come from files, which warned with file and line
                 warn_if_unmatchable(exp)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -20,9 +20,13 @@ from toolscore.collector.registry._errors import InvalidExpectation, Problem
 from toolscore.collector.registry._limits import STORED, document_problem
 from toolscore.collector.registry._model import Expectation, MatchSpec
 
+if TYPE_CHECKING:
+    from toolscore.collector.extract.privacy import PrivacyConfig
+
 __all__ = [
     "UNREADABLE_LABEL",
     "Locate",
+    "check_privacy",
     "drop_tags",
     "field_path",
     "parse_expectation",
@@ -114,13 +118,21 @@ def _message(err: ErrorDetails) -> str:
 
 
 def parse_expectation(
-    data: Any, *, file: str | None = None, locate: Locate | None = None, stored: bool = False
+    data: Any,
+    *,
+    file: str | None = None,
+    locate: Locate | None = None,
+    stored: bool = False,
+    privacy: PrivacyConfig | None = None,
 ) -> Expectation:
     """Validate one expectation document; raises `InvalidExpectation` listing every problem.
 
     `stored`: the document was read back from a store, and is not held to the size limits (`limits.py`).
+    `privacy`: the settings runs are masked with; an argument rule they make uncheckable is refused
+    (`check_privacy`).
     """
     if isinstance(data, Expectation):
+        check_privacy(data, privacy, file=file, locate=locate)
         return data
     if not isinstance(data, dict):
         raise InvalidExpectation.single("", "an expectation is a mapping", file, locate(()) if locate else None)
@@ -128,9 +140,30 @@ def parse_expectation(
         loc, message = problem
         raise InvalidExpectation.single(field_path(loc), message, file, locate(loc) if locate else None)
     try:
-        return Expectation.model_validate(data, context={STORED: True} if stored else None)
+        exp = Expectation.model_validate(data, context={STORED: True} if stored else None)
     except ValidationError as exc:
         raise InvalidExpectation(problems_from(exc, data, file=file, locate=locate)) from None
+    if not stored:
+        check_privacy(exp, privacy, file=file, locate=locate)
+    return exp
+
+
+def check_privacy(
+    exp: Expectation, privacy: PrivacyConfig | None, *, file: str | None = None, locate: Locate | None = None
+) -> None:
+    """Refuse an argument rule that needs a raw value the privacy settings mask (`privacy_rules`), naming the
+    rule's field, the key and the mask; nothing to check without settings that mask."""
+    if privacy is None or not privacy.active:
+        return
+    from toolscore.collector.extract.privacy_rules import privacy_problems  # the extraction package: on first use
+
+    problems = [
+        Problem(field_path(loc), message, file, locate(loc) if locate else None)
+        for i, scorer in enumerate(exp.scorers)
+        for loc, message in (((("scorers", i, *sub), text) for sub, text in privacy_problems(scorer.scorer, privacy)))
+    ]
+    if problems:
+        raise InvalidExpectation(problems)
 
 
 def warn_if_unmatchable(expectation: Expectation, where: str = "") -> bool:

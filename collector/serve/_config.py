@@ -42,6 +42,7 @@ from toolscore.collector.registry._errors import Problem
 from toolscore.collector.registry._validation import drop_tags, field_path
 from toolscore.collector.serve._phoenix import PhoenixConfig
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
+from toolscore.collector.serve._ui_config import UiConfig
 from toolscore.collector.serve.forward._config import (
     ForwardConfig,
     environment_endpoint,
@@ -144,6 +145,10 @@ class ServeConfig(BaseModel):
     score_store: ScoreStoreConfig = Field(
         default_factory=ScoreStoreConfig,
         description="The embedded SQLite store of scored runs that `toolscore runs` and `toolscore demo` read.",
+    )
+    ui: UiConfig = Field(
+        default_factory=UiConfig,
+        description="The runs page (on its own port, 127.0.0.1 only by default), read from the score store.",
     )
     phoenix: PhoenixConfig = Field(
         default_factory=PhoenixConfig,

@@ -76,13 +76,19 @@ def listeners(config: ServeConfig) -> Iterator[Listener]:
         )
 
 
+def _ui_listener(config: ServeConfig) -> Iterator[Listener]:
+    if config.ui.enabled and config.score_store.enabled:
+        host, port = split_endpoint(config.ui.endpoint)
+        yield Listener("runs page", "ui.endpoint", (_variable("ui.endpoint"),), host, port)
+
+
 def listen_conflicts(config: ServeConfig) -> list[str]:
     """One line per address `config` cannot listen on (taken by another process, or by another of its own
     listeners), each naming the key and the variables that set it; empty when all are free. Port 0 (any free
     port) is never a conflict."""
     problems: list[str] = []
     claimed: list[Listener] = []
-    for listener in listeners(config):
+    for listener in (*listeners(config), *_ui_listener(config)):
         if listener.port == 0:
             continue
         other = next((earlier for earlier in claimed if _overlap(earlier, listener)), None)

@@ -94,8 +94,11 @@ class PhoenixConfig(BaseModel):
     timeout_s: float = Field(default=5.0, gt=0, description="Per-request timeout. Default: 5.")
 
 
-def annotation(run: AgentRun, expectation: Expectation, result: ScoreResult) -> dict[str, Any]:
-    """One result as Phoenix's `SpanAnnotationData`: named `<expectation>.<scorer>`, on the run span."""
+def annotation(
+    run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None = None
+) -> dict[str, Any]:
+    """One result as Phoenix's `SpanAnnotationData`: named `<expectation>.<scorer>`, on the run span; the run's
+    agent version, when it has one, in the metadata (`toolscore.agent.version`)."""
     kind = "CODE"
     for scorer in expectation.scorers:
         if scorer.name == result.name and scorer.spec.get("type") == "llm_judge":
@@ -116,6 +119,8 @@ def annotation(run: AgentRun, expectation: Expectation, result: ScoreResult) -> 
         metadata["error.type"] = result.error_type
     if run.incomplete:
         metadata["toolscore.run.incomplete"] = True
+    if agent_version:
+        metadata["toolscore.agent.version"] = agent_version
     return {
         "span_id": run.span_id,
         "name": f"{expectation.name}.{result.name}",
@@ -166,12 +171,15 @@ class PhoenixAnnotations:
         self._thread = threading.Thread(target=self._run, name="toolscore-phoenix", daemon=True)
         self._thread.start()
 
-    def record(self, run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
-        """Queue one result; drops it (counted) when the queue is full or the sink is closed."""
+    def record(
+        self, run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None = None
+    ) -> None:
+        """Queue one result (the `Engine.on_scored` callback); drops it (counted) when the queue is full or the
+        sink is closed."""
         if self._stopping or len(self._pending) + len(self._waiting) >= self.config.queue_size:
             self._count(1, "shutdown" if self._stopping else "queue_full")
             return
-        item = _Item(annotation(run, expectation, result))
+        item = _Item(annotation(run, expectation, result, agent_version))
         with self._idle_lock:  # so the thread never marks idle between this append and the clear
             self._pending.append(item)
             self._idle.clear()

@@ -4,7 +4,8 @@
         ─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
         ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
-        RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
+        RequestSink ─(regroup by resource/scope, batch)─→ [redacting: masked, when privacy masks] ─→ Forwarder.submit
+            ─→ downstream OTLP
         Engine.on_scored ─┬→ ScoreStore.record (SQLite, written off the worker thread)
                           └→ PhoenixAnnotations.record (Phoenix span annotations, posted off it)
 
@@ -57,6 +58,7 @@ from toolscore.collector.serve._prefilter import WirePrefilter
 from toolscore.collector.serve._regroup import RequestSink
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.forward._judge_spans import judge_tracer
+from toolscore.collector.serve.forward._redact import redacting
 from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.serve.receivers._otlp_export import span_count
 from toolscore.collector.sources.errors import DecodeStats
@@ -85,14 +87,14 @@ waiting requests wake the interpreter 800 times a second at most."""
 
 def _on_scored(
     store: ScoreStore | None, annotations: PhoenixAnnotations | None
-) -> Callable[[AgentRun, Expectation, ScoreResult], None] | None:
+) -> Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None:
     """What sees every result: the store, Phoenix, both (the engine takes one callback) or none."""
     if store is None or annotations is None:
         return store.record if store is not None else annotations.record if annotations is not None else None
 
-    def both(run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
-        store.record(run, expectation, result)
-        annotations.record(run, expectation, result)
+    def both(run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None) -> None:
+        store.record(run, expectation, result, agent_version)
+        annotations.record(run, expectation, result, agent_version)
 
     return both
 
@@ -128,12 +130,12 @@ class CollectorPipeline:
         self.retry_after_s = retry_after_s
         if forwarder is not None:
             batch = forwarder.config
-            self.sink = RequestSink(
-                forwarder.submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes
-            )
+            # masked as the runs are when the privacy settings mask anything; the received bytes otherwise
+            submit = redacting(forwarder.submit, self.config.extract.privacy)
+            self.sink = RequestSink(submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes)
         else:
             self.sink = RequestSink(_discard, batch_max_spans=1)
-        self._judge_spans = judge_tracer(forwarder.submit) if forwarder is not None else None
+        self._judge_spans = judge_tracer(submit) if forwarder is not None else None
         self.engine: Engine[Carrier] = Engine(
             registry,
             self.sink,
@@ -144,6 +146,7 @@ class CollectorPipeline:
             hold=held_carrier,
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
+            flag_runs_begun_elsewhere=True,  # behind a gateway, what started before may be elsewhere in part
         )
         markers = convention_markers() if self.config.prefilter else None
         self.prefilter = WirePrefilter(markers, 2 * self.config.max_pending_traces) if markers is not None else None

@@ -38,6 +38,7 @@ from toolscore.collector.serve.receivers._http_receiver import HttpReceiver, sta
 from toolscore.collector.serve.receivers._otlp_export import decode_slots
 from toolscore.collector.serve.scores._store import ScoreStore, ScoreStoreTelemetry
 from toolscore.collector.telemetry.setup import TelemetrySetup, setup_telemetry
+from toolscore.collector.ui import UiServer, start_ui
 
 __all__ = ["Service", "ServiceStartError", "run_service", "start_service"]
 
@@ -71,6 +72,7 @@ class Service:
     pipeline: CollectorPipeline | None = None
     grpc: GrpcReceiver | None = None
     http: HttpReceiver | None = None
+    ui: UiServer | None = None
     _stopped: bool = field(default=False, repr=False)
     _gc_threshold: tuple[int, int, int] | None = field(default=None, repr=False)
 
@@ -82,6 +84,8 @@ class Service:
         grace = self.config.shutdown_grace_s if grace_s is None else grace_s
         deadline = time.monotonic() + grace
         self.health.ready = False
+        if self.ui is not None:
+            self.ui.stop(min(1.0, grace * _RECEIVER_SHARE))
         receivers = [r for r in (self.grpc, self.http) if r is not None]
         for receiver in receivers:
             receiver.stop(grace * _RECEIVER_SHARE / len(receivers))
@@ -170,7 +174,8 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     # files, fail the start.
     wait = isinstance(store_config, PostgresStoreConfig)
     registry = _step(
-        f"expectations registry{registry_where}", lambda: Registry(config=config.registry, wait_for_store=wait)
+        f"expectations registry{registry_where}",
+        lambda: Registry(config=config.registry, wait_for_store=wait, privacy=config.pipeline.extract.privacy),
     )
     service.registry = registry
     service.health.waiting_for = lambda: (
@@ -209,6 +214,9 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
     if receiver.http_enabled:
         where = f"OTLP/HTTP receiver ({receiver.http_endpoint}, receiver.http_endpoint)"
         service.http = _step(where, lambda: start_http_receiver(ingest, receiver, service.health, decodes, telemetry))
+    if config.ui.enabled and service.store is not None:
+        where = f"runs page ({config.ui.endpoint}, ui.endpoint)"
+        service.ui = _step(where, lambda: start_ui(config.ui, config.score_store.path, registry))
 
 
 def _describe(service: Service) -> str:
@@ -219,6 +227,8 @@ def _describe(service: Service) -> str:
         parts.append(f"OTLP/HTTP on port {service.http.port}")
     if service.telemetry is not None and service.telemetry.prometheus_address is not None:
         parts.append("metrics on http://{}:{}/metrics".format(*service.telemetry.prometheus_address))
+    if service.ui is not None:
+        parts.append(f"the runs page on {service.ui.url}")
     forward = service.config.forward
     parts.append(f"forwarding to {forward.endpoint} ({forward.protocol})" if forward.enabled else "no downstream")
     return ", ".join(parts)

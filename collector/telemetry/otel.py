@@ -403,6 +403,8 @@ class OTelPipelineTelemetry:
         version: int,
         agent: str | None,
         run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None = None,
     ) -> None:
         if self._unexported is not None:
             check, self._unexported = self._unexported, None
@@ -415,7 +417,7 @@ class OTelPipelineTelemetry:
             _log.debug("toolscore telemetry: score metrics failed", exc_info=True)
         if self._events:
             try:
-                self._emit_event(result, expectation, version, agent, run_span)
+                self._emit_event(result, expectation, version, agent, run_span, agent_version=agent_version)
             except Exception:
                 _log.debug("toolscore telemetry: evaluation event failed", exc_info=True)
 
@@ -435,7 +437,14 @@ class OTelPipelineTelemetry:
         self._tally.add(self._evaluations, (*names.items(), outcome))
 
     def _emit_event(
-        self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None,
     ) -> None:
         context = run_span_context(run_span)
         if not self._logger.enabled(context=context, event_name=EVALUATION_EVENT):
@@ -447,6 +456,8 @@ class OTelPipelineTelemetry:
         }
         if agent:
             attributes["gen_ai.agent.name"] = agent
+        if agent_version:
+            attributes["toolscore.agent.version"] = agent_version
         if isinstance(result, Score):
             attributes["gen_ai.evaluation.score.value"] = float(result.value)
             attributes["gen_ai.evaluation.score.label"] = result.label

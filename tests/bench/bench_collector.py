@@ -106,10 +106,11 @@ def _send_round(stub: Any, requests: list[bytes]) -> int:
     return retries
 
 
-def _generator(conn: Connection, rounds: int, quick: bool) -> None:
-    """The load generator process: on `("load", name)` prepare that load's rounds (untimed), then send one round
-    per `(endpoint, round)` command; None ends it."""
-    prepared: list[list[bytes]] = []
+def _generator(conn: Connection, rounds: int, quick: bool, copies: int | None = None) -> None:
+    """The load generator process: prepare the all-agent load's rounds (`copies` of its batches each, by default
+    `COPIES_PER_ROUND`); on `("load", name, index)` prepare that load's rounds instead (untimed), then send one
+    round per `(endpoint, round)` command; None ends it."""
+    prepared = _prepare("all_agent", 0, rounds, quick, copies)
     conn.send("ready")
     stubs: dict[str, Any] = {}
     while (command := conn.recv()) is not None:
@@ -125,10 +126,10 @@ def _generator(conn: Connection, rounds: int, quick: bool) -> None:
         conn.send(_send_round(stubs[endpoint], prepared[r]))
 
 
-def _prepare(name: str, index: int, rounds: int, quick: bool) -> list[list[bytes]]:
+def _prepare(name: str, index: int, rounds: int, quick: bool, copies: int | None = None) -> list[list[bytes]]:
     """Every round of load `name` (the `index`-th load), each with trace ids of its own."""
     batches, _ = _load_batches(name, quick)
-    copies = 1 if quick or name != "all_agent" else COPIES_PER_ROUND
+    copies = copies or (1 if quick or name != "all_agent" else COPIES_PER_ROUND)
     base = index * 10_000
     return [
         [_renumbered(data, base + r * copies + c + 1) for c in range(copies) for data in batches] for r in range(rounds)
@@ -218,6 +219,7 @@ def _serve_config(root: Path, sink_port: int, *, prefilter: bool = True) -> Path
         "forward": {"endpoint": f"http://127.0.0.1:{sink_port}"},
         "score_store": {"path": str(root / "scores.db")},
         "telemetry": {"prometheus_port": free_port()},
+        "ui": {"enabled": False},  # two collectors run side by side here
     }
     path = root / "serve.yaml"
     path.write_text(yaml.safe_dump(config))

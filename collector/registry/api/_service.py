@@ -32,6 +32,7 @@ from toolscore.collector.registry._errors import (
 )
 from toolscore.collector.registry._model import Expectation
 from toolscore.collector.registry._registry import Applied, Registry
+from toolscore.collector.registry._validation import check_privacy
 from toolscore.collector.registry.api._convert import (
     expectation_from_proto,
     expectation_to_proto,
@@ -87,6 +88,7 @@ class RegistryServicer:
 
     def _put(self, msg: pb.PutExpectationRequest) -> tuple[Expectation, bool]:
         exp = expectation_from_proto(msg.expectation)
+        check_privacy(exp, self._registry.privacy)
         expected = msg.expected_version if msg.HasField("expected_version") else None
         if expected is not None and expected < 0:
             raise InvalidExpectation.single("expected_version", "must be 0 (create) or a version >= 1")

@@ -17,7 +17,16 @@ from typing import Any, Literal
 
 from toolscore.collector.sqlite_read import connect_read_only
 
-__all__ = ["StoredRun", "StoredScore", "parse_since", "query_runs"]
+__all__ = [
+    "StoredRun",
+    "StoredScore",
+    "filters",
+    "has_column",
+    "parse_since",
+    "query_runs",
+    "read_runs",
+    "version_column",
+]
 
 LabelFilter = Literal["pass", "fail", "error"]
 
@@ -51,6 +60,13 @@ class StoredRun:
     incomplete: bool
     scored_ns: int
     scores: tuple[StoredScore, ...]
+    agent_version: str | None = None
+    """The run's agent version (`pipeline.agent_version`); None when it had none, or was stored before
+    the store kept versions."""
+    request: str | None = None
+    """The user's request as extracted for the `input` selector (None when unknown, or stored before it was kept)."""
+    row_id: int = 0
+    """The store's id of the run: a later run has a higher one (the page pages and polls by it)."""
 
 
 _NS_RANGE = (-(2**63), 2**63 - 1)
@@ -82,6 +98,7 @@ def query_runs(
     label: LabelFilter | None = None,
     since_ns: int | None = None,
     limit: int = 50,
+    agent_version: str | None = None,
 ) -> list[StoredRun]:
     """The most recent runs first; `expectation`/`label` keep runs with at least one matching score.
 
@@ -90,24 +107,56 @@ def query_runs(
     """
     if not Path(path).is_file():
         raise FileNotFoundError(f"no score store at {path}")
-    where, params = _filters(agent, expectation, label, since_ns)
     db = connect_read_only(path)
     try:
-        rows = db.execute(
-            "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs"
-            f" {where} ORDER BY scored_ns DESC, id DESC LIMIT ?",
-            (*params, limit),
-        ).fetchall()
-        scores = _scores(db, [row[0] for row in rows])
+        where, params = filters(agent, expectation, label, since_ns)
+        if agent_version is not None:
+            where += (" AND " if where else "WHERE ") + f"{version_column(db)} = ?"
+            params.append(agent_version)
+        return read_runs(db, where, params, "ORDER BY scored_ns DESC, id DESC LIMIT ?", limit)
     finally:
         db.close()
+
+
+def read_runs(db: sqlite3.Connection, where: str, params: list[Any], tail: str, *more: Any) -> list[StoredRun]:
+    """The runs `where` selects (`tail`: order and limit, with `more` parameters), each with its scores."""
+    version = version_column(db)
+    request = "request" if has_column(db, "runs", "request") else "NULL"
+    rows = db.execute(
+        "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,"
+        f" {version}, {request} FROM runs {where} {tail}",
+        (*params, *more),
+    ).fetchall()
+    scores = _scores(db, [row[0] for row in rows])
     return [
-        StoredRun(trace, span, name, json.loads(calls), total, bool(incomplete), scored, tuple(scores.get(rid, ())))
-        for rid, trace, span, name, calls, total, incomplete, scored in rows
+        StoredRun(
+            trace,
+            span,
+            name,
+            json.loads(calls),
+            total,
+            bool(incomplete),
+            scored,
+            tuple(scores.get(rid, ())),
+            agent_v,
+            text,
+            rid,
+        )
+        for rid, trace, span, name, calls, total, incomplete, scored, agent_v, text in rows
     ]
 
 
-def _filters(
+def version_column(db: sqlite3.Connection) -> str:
+    """`agent_version`, or `NULL` in a store of schema 1 that no `serve` has upgraded yet (reads never write)."""
+    return "agent_version" if has_column(db, "runs", "agent_version") else "NULL"
+
+
+def has_column(db: sqlite3.Connection, table: str, column: str) -> bool:
+    """Whether a store (maybe written by an older toolscore) has `column`: added columns are read as NULL without."""
+    return any(row[1] == column for row in db.execute(f"PRAGMA table_info({table})"))
+
+
+def filters(
     agent: str | None, expectation: str | None, label: str | None, since_ns: int | None
 ) -> tuple[str, list[Any]]:
     clauses: list[str] = []
