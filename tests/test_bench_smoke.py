@@ -45,12 +45,20 @@ EXPECTED_FIGURES = {
     bench_inprocess: [
         "inprocess.us_per_span",
         "inprocess.baseline.us_per_span",
+        "inprocess.mixed10.us_per_span",
+        "inprocess.mixed10.no_prefilter.us_per_span",
+        "inprocess.mixed1.app_thread.us_per_span",
         "pipeline.score_delay_ms.p50",
         "pipeline.score_delay_ms.p99",
         "memory.bytes_per_pending_span",
         "memory.bytes_per_pending_run",
     ],
-    bench_collector: ["collector.ingest.spans_per_s", "collector.ingest.baseline.spans_per_s"],
+    bench_collector: [
+        "collector.ingest.spans_per_s",
+        "collector.ingest.baseline.spans_per_s",
+        "collector.ingest.mixed10_same.spans_per_s",
+        "collector.ingest.mixed1_separate.no_prefilter.cpu_spans_per_s",
+    ],
     bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
     bench_ui: [f"ui.{page}_ms.200" for page in ("runs_page", "runs_page_failing", "run_page", "expectations_page")],
     bench_scaleout: ["scaleout.collector.spans_per_s"] + [f"scaleout.spans_per_s.{n}" for n in (1, 2, 3)],
@@ -65,7 +73,7 @@ def test_benchmark_runs_and_writes_its_figures(module: object, tmp_path: Path) -
     written = json.loads((tmp_path / "bench-results.json").read_text())
     for name in EXPECTED_FIGURES[module]:  # type: ignore[index]
         figure = written[name]
-        assert set(figure) == {"value", "unit", "baseline", "ratio", "runs", "min", "max"}
+        assert set(figure) == {"value", "unit", "baseline", "ratio", "runs", "min", "max", "target"}
         assert figure["value"] > 0, name
         assert figure["min"] <= figure["value"] <= figure["max"], name
     assert "figure" in b.table().splitlines()[0]

@@ -499,7 +499,7 @@ def _stuck(
     provider = TracerProvider()
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("t")
-    tracer.start_span("first").end()
+    tracer.start_span("first", attributes={"gen_ai.operation.name": "chat"}).end()  # an agent's: not pre-filtered
     assert gate.entered.wait(5)  # the worker is now stuck in `next`
     return processor, provider, tracer
 

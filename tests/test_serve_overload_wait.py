@@ -60,7 +60,8 @@ def held(
     gate = Gate(registry)
     recording = Recording()
     forwarder = None if downstream is None else Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    serve_config = ServePipelineConfig(settle_ms=20, queue_size=8, **config)
+    # loose spans fill the queue: they are read (prefilter off), not forwarded unread
+    serve_config = ServePipelineConfig(settle_ms=20, queue_size=8, prefilter=False, **config)
     pipeline = CollectorPipeline(gate, forwarder, serve_config, telemetry or recording)
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
     assert gate.entered.wait(5)

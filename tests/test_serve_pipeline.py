@@ -54,6 +54,8 @@ from toolscore.collector.sources.otlp_proto import decode_any_value
 from toolscore.scorers import AgentRun
 
 CONFIG = PipelineConfig(settle_ms=20)
+# The tests of the queue's bounds fill it with loose spans (no agent marker), so they read every span: with the
+# pre-filter on, those would be forwarded unread, never queued (see test_serve_prefilter).
 FORWARD = {"backoff_initial_s": 0.02, "backoff_max_s": 0.1, "batch_timeout_ms": 5.0}
 BAD_ARGS = '{"city": "\\ud800"}'
 
@@ -136,7 +138,9 @@ def test_a_request_sent_again_reaches_downstream_once_with_its_run_span_scored(
     registry: Registry, downstream: GrpcDownstream
 ) -> None:
     """An exporter whose call timed out re-sends the request that toolscore had taken: once while the run span
-    is held for its scores, once after. Each span goes downstream once, the run span scored, never unscored."""
+    is held for its scores, once after. Each span of the agent's trace goes downstream once, the run span scored,
+    never unscored; the loose span, of a trace with no agent marker, is forwarded unread each time it comes, as a
+    pass-through collector forwards it (the pre-filter)."""
     spans = sdk_spans(("travel", ("search_flights", "book_flight")), loose=1)
     request = encode_spans(spans)
     recording = Recording()
@@ -149,10 +153,13 @@ def test_a_request_sent_again_reaches_downstream_once_with_its_run_span_scored(
     assert pipeline.flush(5)
 
     received = [span for _, _, span in spans_of(downstream.requests)]
-    assert Counter(span.span_id for span in received) == Counter(span.span_id for _, _, span in spans_of([request]))
+    sent = Counter(span.span_id for _, _, span in spans_of([request]))
+    (loose,) = [span for span in spans if span.name.startswith("GET /health")]
+    sent[loose.context.span_id.to_bytes(8, "big")] = 3
+    assert Counter(span.span_id for span in received) == sent
     (run,) = [span for span in received if span.name == "invoke_agent travel"]
     assert attributes(run)["toolscore.evaluation.travel.tool_selection.label"] == "pass"
-    assert recording.counts["duplicate"] == 2 * len(spans)
+    assert recording.counts["duplicate"] == 2 * (len(spans) - 1)
     assert pipeline.shutdown(2)
 
 
@@ -412,7 +419,7 @@ def test_a_request_that_does_not_fit_the_queue_is_refused_for_retry(
     gate = Gate(registry)
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
     telemetry = Recording()
-    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0)
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0, prefilter=False)
     pipeline = CollectorPipeline(gate, forwarder, at_once, telemetry)
     run = encode_spans(sdk_spans(("travel", ("book_flight",))))
     first, second = encode_spans(sdk_spans(loose=5)), encode_spans(sdk_spans(loose=5))
@@ -439,7 +446,7 @@ def test_an_overload_refusal_is_logged_with_the_queues_that_decided_it(
     state of its queues, the numbers an operator sizes `queue_size` and the forward queue by."""
     gate = Gate(registry)
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0)
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0, prefilter=False)
     pipeline = CollectorPipeline(gate, forwarder, at_once, Recording())
     receiver = start_http_receiver(pipeline, ReceiverConfig(http_endpoint="127.0.0.1:0"), HealthState())
     try:
@@ -466,7 +473,9 @@ def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(
     """An OpenTelemetry Collector sends 8,192-span batches: cut at the queue's size, half their runs went unscored."""
     telemetry = Recording()
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    pipeline = CollectorPipeline(registry, forwarder, PipelineConfig(settle_ms=20, queue_size=4), telemetry)
+    pipeline = CollectorPipeline(
+        registry, forwarder, PipelineConfig(settle_ms=20, queue_size=4, prefilter=False), telemetry
+    )
     request = encode_spans(sdk_spans(*[("travel", ("search_flights", "book_flight"))] * 5))  # 15 spans
     assert pipeline.accept(request) == IngestResult()
     assert pipeline.flush(5)
@@ -481,7 +490,7 @@ def test_a_request_larger_than_the_queue_is_queued_and_scored_whole(
 def test_receivers_racing_for_the_queue_never_overshoot_it(registry: Registry) -> None:
     """The overload check and the queueing are one step: of requests that each fit alone, only one gets in."""
     gate = Gate(registry)
-    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0)
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=8, overload_wait_ms=0, prefilter=False)
     pipeline = CollectorPipeline(gate, None, at_once, Recording())
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
     assert gate.entered.wait(5)  # the worker is held with an empty queue
@@ -507,7 +516,7 @@ def test_receivers_racing_for_the_queue_never_overshoot_it(registry: Registry) -
 
 def test_a_full_forward_queue_pushes_back_on_the_sender(registry: Registry, downstream: GrpcDownstream) -> None:
     downstream.stop()
-    at_once = ServePipelineConfig(settle_ms=20, overload_wait_ms=0)
+    at_once = ServePipelineConfig(settle_ms=20, overload_wait_ms=0, prefilter=False)
     pipeline = make_pipeline(registry, downstream, at_once, queue_max_requests=1, senders=1, batch_max_spans=1)
     accepted = 0
     for _ in range(5):
@@ -612,7 +621,7 @@ def test_refusal_before_reading_judges_by_the_typical_request(registry: Registry
     """Unread requests are refused only while one of the recent requests' size would not fit the queue
     (and no request may wait for room: see test_serve_overload_wait)."""
     gate = Gate(registry)
-    at_once = ServePipelineConfig(settle_ms=20, queue_size=12, overload_wait_ms=0)
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=12, overload_wait_ms=0, prefilter=False)
     pipeline = CollectorPipeline(gate, None, at_once, Recording())
     assert pipeline.refusal() is None  # nothing seen yet, nothing queued
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
@@ -648,4 +657,29 @@ def test_forwarded_requests_stay_under_the_span_and_byte_limits(registry: Regist
     sizes = [(len(list(spans_of([r]))), r.ByteSize()) for r in downstream.requests]
     assert all(spans <= 7 and (size <= 2_000 or spans == 1) for spans, size in sizes), sizes
     assert len(sizes) > len(expected) / 7  # some batches were split by size
+    pipeline.shutdown(2)
+
+
+def test_with_the_prefilter_a_plain_request_is_forwarded_as_received_and_a_refused_mixed_one_not_at_all(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """A request of no agent trace goes downstream as the very bytes received, never queued; a mixed request refused
+    for overload forwards none of its plain spans either, since its sender sends it again whole."""
+    gate = Gate(registry)
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=4, overload_wait_ms=0)
+    pipeline = CollectorPipeline(gate, forwarder, at_once, Recording())
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
+    assert gate.entered.wait(5)  # the worker is held scoring: what is accepted now stays queued
+    assert pipeline.accept(encode_spans(sdk_spans(("travel", ("search_flights", "book_flight"))))) == IngestResult()
+    plain = encode_spans(sdk_spans(loose=6))  # more than the queue holds: never queued
+    assert pipeline.accept(plain, plain.SerializeToString()) == IngestResult()
+    mixed = encode_spans(sdk_spans(("travel", ("get_weather", "book_flight")), loose=2))
+    assert pipeline.accept(mixed, mixed.SerializeToString()).overloaded
+    gate.opened.set()
+    assert pipeline.flush(5)
+    forwarded = set(downstream.span_ids)
+    assert {span.span_id for _, _, span in spans_of([plain])} <= forwarded
+    assert forwarded.isdisjoint(span.span_id for _, _, span in spans_of([mixed]))
+    assert any(request == plain for request in downstream.requests)  # whole, as received
     pipeline.shutdown(2)

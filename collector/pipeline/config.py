@@ -108,6 +108,14 @@ class PipelineConfig(BaseModel):
         description="Add one `gen_ai.evaluation.result` event per score to the run span (the scores are "
         "always emitted as attributes and as log records). Default: true.",
     )
+    prefilter: bool = Field(
+        default=True,
+        description="Pass the spans of a trace that has shown no agent marker yet (an attribute key or "
+        "instrumentation scope a span convention recognises spans by) straight on, unread: in process from "
+        "the thread that ends them, in `toolscore serve` forwarded as received (a request of such spans "
+        "whole). HTTP, database and other spans no convention reads then cost next to nothing "
+        "(docs/performance.md). Off: every span goes through the pipeline. Default: true.",
+    )
     judge: JudgeBudgetConfig = Field(default_factory=JudgeBudgetConfig, description="LLM-judge budget.")
     extract: ExtractConfig = Field(default_factory=ExtractConfig, description="How runs and calls are rebuilt.")
     agent_version: AgentVersionConfig = Field(

@@ -292,6 +292,10 @@ class Engine(Worker, Generic[C]):
 
     def _receive(self, items: list[tuple[C, int]], now: int) -> None:
         offered, dropped = self.intake.counts_since_last()
+        skipped = self.intake.skipped_since_last()
+        if skipped:  # passed on unread by the pre-filter: received and passed, never queued
+            self.telemetry.spans_received(skipped)
+            self.telemetry.spans_passed(skipped)
         if offered:
             self.telemetry.spans_received(offered)
         if dropped:

@@ -2,7 +2,9 @@
 
     provider.add_span_processor(ToolscoreSpanProcessor(registry=registry, next=BatchSpanProcessor(exporter)))
 
-Every span reaches `next` exactly once. Spans that are no agent run's span go on at once (from the
+Every span reaches `next` exactly once. A span of a trace that has shown no agent marker yet (see
+`markers`: HTTP, database and other spans no convention could read) goes on at once, on the thread that
+ends it, unread; the pipeline never holds it. Spans that are no agent run's span go on at once (from the
 pipeline's worker thread); a run span goes on when its run is scored, as a new `ReadableSpan` with
 the score attributes and `gen_ai.evaluation.result` events added. `on_end` only queues the span; when
 the queue is full, or after shutdown, the span goes straight to `next`, unscored, and a run that a
@@ -18,11 +20,13 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Tracer
 
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.log_processor import ToolscoreLogProcessor
+from toolscore.collector.pipeline.markers import AgentTraces, convention_markers
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
@@ -141,6 +145,8 @@ class ToolscoreSpanProcessor(SpanProcessor):
             telemetry or _default_telemetry(),
             tracer=judge_tracer,
         )
+        self._markers = convention_markers() if self.config.prefilter else None
+        self._agent_traces: AgentTraces[int] = AgentTraces(2 * self.config.max_pending_traces)
         self.engine.start()
         self._shut_down = False
         self._logs: ToolscoreLogProcessor | None = None
@@ -172,6 +178,9 @@ class ToolscoreSpanProcessor(SpanProcessor):
             scope = span.instrumentation_scope
             if self._shut_down or (scope is not None and scope.name == JUDGE_SCOPE):
                 self.next.on_end(span)
+            elif self._markers is not None and not self._of_agent_trace(span, scope):
+                self.engine.intake.skip()
+                self.next.on_end(span)
             elif not self.engine.offer(span):
                 self._refused(span)
             elif self._shut_down:  # shutdown began meanwhile: its last drain may have come before our offer
@@ -179,6 +188,24 @@ class ToolscoreSpanProcessor(SpanProcessor):
                     self.next.on_end(stranded)
         except Exception:  # a processor must not break the application that ends the span
             _log.exception("toolscore span processor failed on span end")
+
+    def _of_agent_trace(self, span: ReadableSpan, scope: InstrumentationScope | None) -> bool:
+        """Whether the span's trace has shown an agent marker, this span's own included (`markers`)."""
+        context = span.context
+        if context is None:
+            return True  # the engine counts it and passes it on
+        trace_id = context.trace_id
+        if trace_id in self._agent_traces:
+            return True
+        markers = self._markers
+        assert markers is not None
+        attributes = frozen_attributes(span)
+        if markers.marks(
+            scope.name if scope is not None else None, span.attributes or () if attributes is None else attributes
+        ):
+            self._agent_traces.add(trace_id)
+            return True
+        return False
 
     def _refused(self, span: ReadableSpan) -> None:
         """The queue is full: note the span, so that its run is scored flagged incomplete, and pass it on."""

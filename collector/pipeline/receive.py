@@ -38,6 +38,8 @@ class Intake(Generic[C]):
         self._wake = wake
         self._offered = itertools.count()
         self._dropped = itertools.count()
+        self._skipped = itertools.count()
+        self._reported_skipped = 0
         self._reported_offered = 0
         self._reported_dropped = 0
         self._closed = False
@@ -55,6 +57,16 @@ class Intake(Generic[C]):
         if not self._wake.is_set():  # set() takes a lock and may wake a thread: once per drain is enough
             self._wake.set()
         return True
+
+    def skip(self) -> None:
+        """Count a span its caller passed on unread (the pre-filter, `markers`); reported by the worker in batches."""
+        next(self._skipped)
+
+    def skipped_since_last(self) -> int:
+        """Spans counted by `skip` since the previous call (worker thread only)."""
+        skipped = _peek(self._skipped)
+        delta, self._reported_skipped = skipped - self._reported_skipped, skipped
+        return delta
 
     def note_refused(self, trace_id: str, span_id: str, parent_id: str | None) -> None:
         """Remember the ids of a span `offer` refused, for the worker (`refused_since_last`); never blocks.

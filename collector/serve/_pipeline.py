@@ -1,6 +1,7 @@
 """`CollectorPipeline`: the `Ingest` behind the OTLP receivers, scoring runs and forwarding every span.
 
-    receiver ─accept(request)─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
+    receiver ─accept(request)─→ pre-filter (`_prefilter`): spans of no agent trace ─→ Forwarder / RequestSink, unread
+        ─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
         ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
         RequestSink ─(regroup by resource/scope, batch)─→ [redacting: masked, when privacy masks] ─→ Forwarder.submit
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
+from toolscore.collector.pipeline.markers import convention_markers
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.serve._carrier import (
     Carrier,
@@ -52,6 +54,7 @@ from toolscore.collector.serve._carrier import (
 )
 from toolscore.collector.serve._encode import span_entries
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
+from toolscore.collector.serve._prefilter import WirePrefilter
 from toolscore.collector.serve._regroup import RequestSink
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.forward._judge_spans import judge_tracer
@@ -129,8 +132,10 @@ class CollectorPipeline:
             batch = forwarder.config
             # masked as the runs are when the privacy settings mask anything; the received bytes otherwise
             submit = redacting(forwarder.submit, self.config.extract.privacy)
+            self._submit = submit
             self.sink = RequestSink(submit, batch.batch_max_spans, batch.batch_timeout_ms, batch.batch_max_bytes)
         else:
+            self._submit = _discard
             self.sink = RequestSink(_discard, batch_max_spans=1)
         self._judge_spans = judge_tracer(submit) if forwarder is not None else None
         self.engine: Engine[Carrier] = Engine(
@@ -145,6 +150,9 @@ class CollectorPipeline:
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
             flag_runs_begun_elsewhere=True,  # behind a gateway, what started before may be elsewhere in part
         )
+        markers = convention_markers() if self.config.prefilter else None
+        self.prefilter = WirePrefilter(markers, 2 * self.config.max_pending_traces) if markers is not None else None
+        """Forwards the spans of traces that showed no agent marker as received, unread (`_prefilter`)."""
         self.engine.start()
         self._closed = False
         self._admit = threading.Lock()
@@ -169,11 +177,20 @@ class CollectorPipeline:
             total = span_count(request)
             start = time.monotonic()
             deadline = start + self.config.overload_wait_ms / 1000
+            agent: list[bool] | None = None
+            offsets: list[tuple[int, int]] | None = None
+            if self.prefilter is not None and total:
+                wire = request.SerializeToString() if data is None else data  # OTLP/JSON: its protobuf bytes
+                plan = self.prefilter.agent_spans(request, wire)
+                if plan is None:
+                    return self._forward_whole(wire, total, start, deadline)
+                agent, offsets = plan
+                offsets = offsets if data is not None else None
             # before the walk too, so that a request refused at once is not walked
             reason, waited = self._room(total, deadline, self._overload)
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
-            carriers, stats = _carriers(request, data, total)
+            carriers, passing, stats = _carriers(request, data, total, agent, offsets)
             while True:
                 with self._admit:
                     reason = self._overload(len(carriers))
@@ -185,6 +202,10 @@ class CollectorPipeline:
                 waited = waited or again
                 if reason is not None:
                     return self._refuse(reason, total, start if waited else None)
+            if passing:  # once the request is taken: a refused one comes again whole
+                self.telemetry.spans_received(len(passing))
+                self.sink.release(passing)
+                self.telemetry.spans_passed(len(passing))
             if waited:
                 self.telemetry.request_waited(time.monotonic() - start, "accepted")
             typical = self._typical_spans
@@ -199,11 +220,25 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
+    def _forward_whole(self, data: bytes, total: int, start: float, deadline: float) -> IngestResult:
+        """A request with no span of an agent trace: forwarded as received, once the forwarder has room."""
+        reason, waited = self._room(total, deadline, self._forward_overload)
+        if reason is not None:
+            return self._refuse(reason, total, start if waited else None)
+        if waited:
+            self.telemetry.request_waited(time.monotonic() - start, "accepted")
+        self.telemetry.spans_received(total)
+        self._submit(data, total)  # masked too, when the privacy settings mask anything
+        self.telemetry.spans_passed(total)
+        return IngestResult()
+
     def accept_logs(self, batch: LogBatch) -> IngestResult:
         """Queue the GenAI events of a logs export for the engine, waiting for room if need be, or refuse it
         whole; answer for the records not read (see the module docstring)."""
         try:
             events = batch.events
+            if self.prefilter is not None and events:
+                self.prefilter.note_events({event.trace_id for event in events})
             start = time.monotonic()
             deadline = start + self.config.overload_wait_ms / 1000
             waited = False
@@ -288,6 +323,14 @@ class CollectorPipeline:
             return "forward_queue_full"
         return None
 
+    def _forward_overload(self, spans: float) -> RefusalReason | None:
+        """`_overload` for a request forwarded whole: the forwarder's queue only."""
+        if self._closed:
+            return "shutdown"
+        if self.forwarder is not None and not self.forwarder.has_room(spans):
+            return "forward_queue_full"
+        return None
+
     def _events_overload(self, events: float) -> RefusalReason | None:
         """`_overload` for a logs export's events: the engine's queue of events, no forwarder."""
         if self._closed:
@@ -340,23 +383,37 @@ def _serve_config(config: PipelineConfig | None) -> ServePipelineConfig:
 
 
 def _carriers(
-    request: ExportTraceServiceRequest, data: bytes | None, total: int
-) -> tuple[list[Carrier], DecodeStats | None]:
-    """The request's `total` spans with usable ids, each with its blocks and received bytes; the others counted."""
+    request: ExportTraceServiceRequest,
+    data: bytes | None,
+    total: int,
+    agent: list[bool] | None = None,
+    offsets: list[tuple[int, int]] | None = None,
+) -> tuple[list[Carrier], list[Carrier], DecodeStats | None]:
+    """The request's `total` spans with usable ids, each with its blocks and received bytes: for the engine, and
+    (those `agent` says are of no agent trace) for the sink as received; the others counted."""
     carriers: list[Carrier] = []
+    passing: list[Carrier] = []
     append = carriers.append
     stats: DecodeStats | None = None
-    entries = span_entries(data) if data is not None else None
+    if offsets is not None and data is not None:
+        view = memoryview(data)
+        entries: list[memoryview] | None = [view[at:stop] for at, stop in offsets]
+    else:
+        entries = span_entries(data) if data is not None else None
     received = iter(entries if entries is not None and len(entries) == total else itertools.repeat(None))
+    wanted = iter(agent) if agent is not None else itertools.repeat(True)
     for resource_spans in request.resource_spans:
         resource = ResourceBlock(resource_spans)
         for scope_spans in resource_spans.scope_spans:
             block = ScopeBlock(resource, scope_spans)
             for span in scope_spans.spans:
                 entry = next(received)
-                if ids_ok(span):
-                    append((span, block, entry))
-                else:
+                of_agent = next(wanted)
+                if not ids_ok(span):
                     stats = stats or DecodeStats()
                     count_skipped(span, stats)
-    return carriers, stats
+                elif of_agent:
+                    append((span, block, entry))
+                else:
+                    passing.append((span, block, entry))
+    return carriers, passing, stats

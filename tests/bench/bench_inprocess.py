@@ -33,6 +33,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.bench.bench_extract import EPOCH_NS
 from tests.bench.bench_extract import _run as agent_run
 from tests.bench.harness import Bench
+from tests.bench.mixed import Tracers, generated_spans, play_mixed
 from tests.pipeline_builders import Recording
 from toolscore.collector.pipeline import Engine, PipelineConfig, RunEnrichment, ToolscoreSpanProcessor
 from toolscore.collector.registry import Registry
@@ -44,6 +45,8 @@ from toolscore.collector.telemetry import create_telemetry
 RUNS = 300
 COST_RUNS = 1500
 """Runs per timed pass of the cost figures (~15,600 spans): each side meets several full collections."""
+MIXED_SPANS = 16_000
+"""Spans per timed pass of the mixed loads, about as many as the all-agent load's `COST_RUNS` runs."""
 RESOURCE = Resource.create({"service.name": "travel-agent", "deployment.environment": "prod"})
 EXPECTATION = {
     "name": "travel",
@@ -86,7 +89,9 @@ def _span_count(workload: int) -> int:
     return len(exporter.get_finished_spans())
 
 
-def _cost(make: Callable[[], SpanProcessor], spans: int, workload: int) -> tuple[float, float]:
+def _cost(
+    make: Callable[[], SpanProcessor], spans: int, play: Callable[[TracerProvider], object]
+) -> tuple[float, float]:
     """(process CPU µs per span, app-thread CPU µs per span) for one pass of the workload.
 
     Each pass starts from a full collection, untimed, and is long enough (`COST_RUNS`) to trigger the
@@ -98,7 +103,7 @@ def _cost(make: Callable[[], SpanProcessor], spans: int, workload: int) -> tuple
     provider = TracerProvider(resource=RESOURCE)
     provider.add_span_processor(make())
     cpu, thread = time.process_time(), time.thread_time()
-    _play(provider, workload)
+    play(provider)
     thread = time.thread_time() - thread
     provider.force_flush(60_000)
     cpu = time.process_time() - cpu
@@ -107,26 +112,62 @@ def _cost(make: Callable[[], SpanProcessor], spans: int, workload: int) -> tuple
 
 
 def _costs(b: Bench, registry: Registry, workload: int, runs: int = 7) -> None:
+    """The all-agent load: bench_extract's runs alone, every span an agent's."""
     spans = _span_count(workload)
+    samples = _alternated(registry, spans, lambda provider: _play(provider, workload), runs, variants=False)
+    base, ours = samples["baseline"], samples["toolscore"]
+    for which, prefix in ((0, "inprocess"), (1, "inprocess.app_thread")):
+        _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
+    b.target("inprocess.us_per_span", "<=", 1.6)
+    b.target("inprocess.app_thread.us_per_span", "<=", 1.05)
+
+
+def _mixed_costs(b: Bench, registry: Registry, spans: int, runs: int = 7) -> None:
+    """The mixed loads (`mixed`): 10% and 1% agent spans among the service's HTTP and database spans.
+
+    Each pass of toolscore with its pre-filter follows a pass of toolscore without it
+    (`PipelineConfig.prefilter`), which follows a baseline pass, so the pre-filter's effect is in the same run.
+    """
+    for share, name in ((0.10, "mixed10"), (0.01, "mixed1")):
+        ended, _ = generated_spans(share, spans)
+        total = len(ended)
+        del ended
+        samples = _alternated(registry, total, lambda provider, s=share: play_mixed(Tracers(provider), s, spans), runs)
+        base, ours, unfiltered = samples["baseline"], samples["toolscore"], samples["no_prefilter"]
+        for which, prefix in ((0, f"inprocess.{name}"), (1, f"inprocess.{name}.app_thread")):
+            _paired(b, f"{prefix}.no_prefilter", [s[which] for s in base], [s[which] for s in unfiltered])
+            _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
+        b.target(f"inprocess.{name}.us_per_span", "<=", 1.25 if share == 0.10 else 1.05)
+        b.target(f"inprocess.{name}.app_thread.us_per_span", "<=", 1.05)
+
+
+def _alternated(
+    registry: Registry, spans: int, play: Callable[[TracerProvider], object], runs: int, *, variants: bool = True
+) -> dict[str, list[tuple[float, float]]]:
+    """Each variant's (all threads, app thread) µs per span, passes interleaved, the first (warm-up) left out."""
 
     def baseline() -> SpanProcessor:
         return BatchSpanProcessor(_Discard())
 
     meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
 
-    def toolscore() -> SpanProcessor:
+    def toolscore(prefilter: bool = True) -> SpanProcessor:
         return ToolscoreSpanProcessor(
-            registry, BatchSpanProcessor(_Discard()), telemetry=create_telemetry(meter_provider=meters)
+            registry,
+            BatchSpanProcessor(_Discard()),
+            PipelineConfig(prefilter=prefilter),
+            telemetry=create_telemetry(meter_provider=meters),
         )
 
-    samples: dict[str, list[tuple[float, float]]] = {"baseline": [], "toolscore": []}
+    makers: dict[str, Callable[[], SpanProcessor]] = {"baseline": baseline, "toolscore": toolscore}
+    if variants:
+        makers = {"baseline": baseline, "no_prefilter": lambda: toolscore(False), "toolscore": toolscore}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
     for _ in range(runs + 1):  # interleaved, so drift on a shared machine hits both alike; the first is warm-up
-        for name, make in (("baseline", baseline), ("toolscore", toolscore)):
-            samples[name].append(_cost(make, spans, workload))
+        for name, make in makers.items():
+            samples[name].append(_cost(make, spans, play))
     meters.shutdown()
-    base, ours = samples["baseline"][1:], samples["toolscore"][1:]
-    for which, prefix in ((0, "inprocess"), (1, "inprocess.app_thread")):
-        _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
+    return {name: values[1:] for name, values in samples.items()}
 
 
 def _paired(b: Bench, prefix: str, base: list[float], ours: list[float]) -> None:
@@ -204,10 +245,12 @@ def bench(b: Bench, *, quick: bool = False) -> None:
         registry.put(EXPECTATION)
         if quick:
             _costs(b, registry, workload=10, runs=1)
+            _mixed_costs(b, registry, spans=2_000, runs=1)
             _delays(b, registry, runs=10)
             _pending_memory(b, registry, runs=50)
         else:
             _costs(b, registry, workload=COST_RUNS)
+            _mixed_costs(b, registry, spans=MIXED_SPANS)
             _delays(b, registry)
             _pending_memory(b, registry)
     finally:

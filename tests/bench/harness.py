@@ -25,6 +25,8 @@ class Figure:
     runs: int
     min: float
     max: float
+    target: str = ""
+    """The issue's target for the ratio and whether this run met it (`Bench.target`); empty when it has none."""
 
 
 class Bench:
@@ -147,13 +149,23 @@ class Bench:
         )
         return median
 
+    def target(self, name: str, op: str, bound: float) -> bool:
+        """Note whether figure `name`'s ratio meets a target (`op` is ">=" or "<="), print and keep the verdict."""
+        figure = self.figures[name]
+        ratio = figure.ratio
+        met = ratio is not None and (ratio >= bound if op == ">=" else ratio <= bound)
+        figure.target = f"{op} {bound}x: {'met' if met else 'NOT met'}"
+        shown = "?" if ratio is None else f"{ratio:.2f}x"
+        print(f"target {name:<48} {shown} {figure.target}", flush=True)
+        return met
+
     def table(self) -> str:
         """Every figure as one aligned row: name, value, unit, baseline, ratio, spread (min-max over runs)."""
-        rows = [("figure", "value", "unit", "baseline", "ratio", "spread")]
+        rows = [("figure", "value", "unit", "baseline", "ratio", "spread", "target")]
         for name, f in self.figures.items():
             ratio = "" if f.ratio is None else f"{f.ratio:.2f}x"
             spread = f"{_num(f.min)}-{_num(f.max)} (n={f.runs})" if f.runs > 1 else ""
-            rows.append((name, _num(f.value), f.unit, f.baseline or "", ratio, spread))
+            rows.append((name, _num(f.value), f.unit, f.baseline or "", ratio, spread, f.target))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = [
             "  ".join(
