@@ -34,7 +34,9 @@ from tests.pipeline_builders import (
     run_attrs,
     tool_attrs,
 )
+from tests.privacy_runs import EMAIL, MASKING
 from tests.serve_receiver_support import http_call
+from toolscore.collector.extract.privacy import MARKER_PREFIX
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.pipeline.group import item_bytes
 from toolscore.collector.registry import Registry
@@ -683,3 +685,29 @@ def test_with_the_prefilter_a_plain_request_is_forwarded_as_received_and_a_refus
     assert forwarded.isdisjoint(span.span_id for _, _, span in spans_of([mixed]))
     assert any(request == plain for request in downstream.requests)  # whole, as received
     pipeline.shutdown(2)
+
+
+def test_with_masking_on_a_plain_request_the_prefilter_forwards_unread_is_masked_too(
+    registry: Registry, downstream: GrpcDownstream
+) -> None:
+    """The pre-filter's whole-request path goes through the same redaction as the sink's: a secret in a span of
+    no agent trace never reaches downstream either."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.get_tracer("web").start_span("POST /signup", attributes={"user.email": EMAIL}).end()
+    provider.shutdown()
+    plain = encode_spans(exporter.get_finished_spans())
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
+    config = ServePipelineConfig(settle_ms=20, extract={"privacy": MASKING})
+    pipeline = CollectorPipeline(registry, forwarder, config, Recording())
+    try:
+        assert pipeline.prefilter is not None
+        assert pipeline.accept(plain, plain.SerializeToString()) == IngestResult()
+        assert pipeline.flush(5)
+    finally:
+        pipeline.shutdown(2)
+    ((_, _, span),) = list(spans_of(downstream.requests))
+    assert span.name == "POST /signup"
+    assert EMAIL.encode() not in b"".join(r.SerializeToString() for r in downstream.requests)
+    assert attributes(span)["user.email"].startswith(MARKER_PREFIX)
