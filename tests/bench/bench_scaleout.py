@@ -41,6 +41,7 @@ def _replica(root: Path, sink_port: int) -> ServeProcess:
         "forward": {"endpoint": f"http://127.0.0.1:{sink_port}"},
         "score_store": {"path": str(root / "scores.db")},
         "telemetry": {"prometheus_port": free_port()},
+        "ui": {"enabled": False},  # three replicas at once: the page's default port is one
     }
     (root / "serve.yaml").write_text(yaml.safe_dump(config))
     return ServeProcess(root / "serve.yaml", root)
