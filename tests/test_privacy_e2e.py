@@ -4,13 +4,15 @@ A real `toolscore serve` (subprocess) forwards to a real downstream OTLP receive
 records to a real OTLP logs receiver, writes its score store, and asks a scripted OpenAI-compatible judge on
 127.0.0.1; `toolscore eval` writes JUnit, Markdown and JSON. Every output is searched byte for byte. The same
 runs without masking are the control: the secrets are there, so the search can fail, and the scores are the
-ones masking must keep. (The page, issue #30, is not built yet: it is not searched here.)
+ones masking must keep. The page (`ui`) is searched too: the runs list, each run's view and the YAML preview
+of the expectation made from it.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,7 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
             deadline = time.monotonic() + 120  # the judge's scores come last
             while time.monotonic() < deadline and (len(logs.log_records()) < SCORES or not store.exists()):
                 time.sleep(0.1)
+            page = _page(process)
             assert process.terminate() == 0, process.log()
     finally:
         logs.stop()
@@ -88,6 +91,7 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
     out.places["evaluation log records"] = b"".join(r.SerializeToString() for r in logs.log_records())
     out.places["score store"] = b"".join(p.read_bytes() for p in sorted(tmp_path.glob("scores.db*")))
     out.places["serve log"] = (tmp_path / "serve.log").read_bytes()
+    out.places["page"] = page
     for run in query_runs(store, limit=10):
         for score in run.scores:
             out.scores[run.trace_id, score.scorer] = score.value
@@ -95,6 +99,18 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
     assert len(out.scores) == SCORES, (out.scores, process.log())
     assert len(logs.log_records()) == SCORES
     return out
+
+
+def _page(process: ServeProcess) -> bytes:
+    """The runs list, every run's view and its "make this run an expectation" preview, as served."""
+    base = f"http://{process.config['ui']['endpoint']}"
+    pages = [urllib.request.urlopen(f"{base}/", timeout=10).read()]
+    for run_id in (1, 2):
+        for path in (f"/run/{run_id}", f"/run/{run_id}/expect"):
+            with urllib.request.urlopen(base + path, timeout=10) as response:
+                assert response.status == 200
+                pages.append(response.read())
+    return b"".join(pages)
 
 
 def _eval(
@@ -135,7 +151,7 @@ def test_masking_keeps_every_secret_out_of_serves_outputs_and_scores_as_without_
     masked = _serve(tmp_path / "masked", MASKING, openai_server, spans)
     masked.places["judge requests"] = _judge_requests(openai_server, asked)
 
-    assert set(plain.holding(SECRETS)) >= {"forwarded spans", "score store", "judge requests"}, "the control"
+    assert set(plain.holding(SECRETS)) >= {"forwarded spans", "score store", "judge requests", "page"}, "the control"
     assert masked.holding(SECRETS) == {}
     assert masked.scores == plain.scores, (masked.errors, plain.errors)
     assert None not in masked.scores.values(), masked.errors

@@ -10,9 +10,11 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import click
 
+from toolscore.collector.cli.privacy_options import privacy_from_options, privacy_options
 from toolscore.collector.cli.runs import DEFAULT_DB
 
 __all__ = ["ui_command"]
@@ -28,8 +30,15 @@ DEFAULT_REGISTRY = ".toolscore/registry.db"
 @click.option("--endpoint", default="127.0.0.1:4330", show_default=True, help="host:port to listen on (port 0: any).")
 @click.option("--token", envvar="TOOLSCORE_UI__BEARER_TOKEN", help="Bearer token every request must carry.")
 @click.option("--trace-url", envvar="TOOLSCORE_UI__TRACE_URL", help="Trace link template, {trace_id} and {span_id}.")
-def ui_command(db: str, registry: str | None, endpoint: str, token: str | None, trace_url: str | None) -> None:
-    """Serve the runs page for a score store: runs, one run with its diffs, expectations over time."""
+@privacy_options
+def ui_command(
+    db: str, registry: str | None, endpoint: str, token: str | None, trace_url: str | None, **privacy: Any
+) -> None:
+    """Serve the runs page for a score store: runs, one run with its diffs, expectations over time.
+
+    The privacy options are the settings the collector masked the store's runs with (`--privacy-config` takes
+    its configuration file): the expected values in the diffs are masked alike, so they compare and show as
+    the runs do."""
     from pydantic import ValidationError
 
     from toolscore.collector.cli.expectations import _open_store_registry
@@ -45,7 +54,7 @@ def ui_command(db: str, registry: str | None, endpoint: str, token: str | None, 
     registry_db = registry or (DEFAULT_REGISTRY if Path(DEFAULT_REGISTRY).is_file() else None)
     reg = _open_store_registry(registry_db, create=False) if registry_db else None
     try:
-        server = start_ui(config, db, reg)
+        server = start_ui(config, db, reg, privacy_from_options(**privacy))
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {endpoint}: {exc}") from None
     click.echo(

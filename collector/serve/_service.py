@@ -216,7 +216,8 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
         service.http = _step(where, lambda: start_http_receiver(ingest, receiver, service.health, decodes, telemetry))
     if config.ui.enabled and service.store is not None:
         where = f"runs page ({config.ui.endpoint}, ui.endpoint)"
-        service.ui = _step(where, lambda: start_ui(config.ui, config.score_store.path, registry))
+        privacy = config.pipeline.extract.privacy
+        service.ui = _step(where, lambda: start_ui(config.ui, config.score_store.path, registry, privacy))
 
 
 def _describe(service: Service) -> str:

@@ -13,12 +13,14 @@ from typing import Any
 
 from toolscore.collector.evaluate.diff import CallDiff, diff_for_scorer
 from toolscore.collector.evaluate.diff_text import cells, order_text
+from toolscore.collector.extract.privacy import PrivacyConfig, masker_for
+from toolscore.collector.extract.privacy_rules import masked_scorer
 from toolscore.collector.registry import Expectation, Registry
 from toolscore.collector.serve.scores import StoredRun
 from toolscore.collector.ui._html import esc
 from toolscore.scorers._model import AgentRun, ToolCall
 
-__all__ = ["expectation_version", "render_diff_html", "run_diff", "stored_calls"]
+__all__ = ["expectation_version", "masked_expectation", "render_diff_html", "run_diff", "stored_calls"]
 
 
 def stored_calls(calls: Sequence[dict[str, Any]]) -> tuple[ToolCall, ...]:
@@ -53,6 +55,16 @@ def expectation_version(registry: Registry | None, name: str, version: int) -> E
         return next((e for e in registry.history(name) if e.version == version), None)
     except Exception:  # not found, or the store unreachable: the page shows the score without its diff
         return None
+
+
+def masked_expectation(expectation: Expectation | None, privacy: PrivacyConfig | None) -> Expectation | None:
+    """The expectation with its expected values masked as the stored runs were (`privacy`), as the pipeline
+    scored them: the diff then compares markers with markers, and the page shows no value the masks hide."""
+    if expectation is None or privacy is None or not privacy.active:
+        return expectation
+    masker = masker_for(privacy)
+    scorers = [s.model_copy(update={"scorer": masked_scorer(s.scorer, masker)}) for s in expectation.scorers]
+    return expectation.model_copy(update={"scorers": scorers})
 
 
 def run_diff(run: StoredRun, expectation: Expectation, scorer_name: str) -> CallDiff | None:

@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from toolscore.collector.bearer import bearer_matches
+from toolscore.collector.extract.privacy import PrivacyConfig
 from toolscore.collector.registry import Expectation, InvalidExpectation, Registry
 from toolscore.collector.serve._ui_config import UiConfig
 from toolscore.collector.serve.receivers._config import split_endpoint
@@ -45,7 +46,7 @@ from toolscore.collector.serve.scores import (
     run_by_id,
     runs_page,
 )
-from toolscore.collector.ui._diff import expectation_version
+from toolscore.collector.ui._diff import expectation_version, masked_expectation
 from toolscore.collector.ui._expectations_view import WINDOWS, render_expectations, render_history
 from toolscore.collector.ui._from_run import FromRun, expectation_from_run
 from toolscore.collector.ui._html import esc, layout
@@ -72,6 +73,8 @@ class _Context:
     store_path: str
     registry: Registry | None
     csrf: str
+    privacy: PrivacyConfig | None = None
+    """What the stored runs were masked with: the expected values of a diff are masked alike."""
 
 
 class _Handler(BoundedRequestHandler):
@@ -221,7 +224,9 @@ class _Handler(BoundedRequestHandler):
                 message = str(exc)
         html = render_run(
             run,
-            lambda name, version: expectation_version(context.registry, name, version),
+            lambda name, version: masked_expectation(
+                expectation_version(context.registry, name, version), context.privacy
+            ),
             trace_url=context.config.trace_url,
             csrf=context.csrf,
             can_write=context.registry is not None,
@@ -342,10 +347,12 @@ class UiServer:
             self._thread.join(grace_s)
 
 
-def start_ui(config: UiConfig, store_path: str, registry: Registry | None = None) -> UiServer:
+def start_ui(
+    config: UiConfig, store_path: str, registry: Registry | None = None, privacy: PrivacyConfig | None = None
+) -> UiServer:
     """Serve the page for the score store at `store_path`; `registry` gives diffs, history and the write."""
     host, port = split_endpoint(config.endpoint)
-    server = _Server(host, port, _Context(config, store_path, registry, secrets.token_urlsafe(24)))
+    server = _Server(host, port, _Context(config, store_path, registry, secrets.token_urlsafe(24), privacy))
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.1}, name="toolscore-ui", daemon=True
     )
