@@ -83,7 +83,7 @@ def start_replica(
         expectations,
         downstream,
         receiver={"grpc_endpoint": address, "http_endpoint": f"{host}:{free_port()}"},
-        pipeline={"settle_ms": 500, "trace_idle_timeout_s": 5, **pipeline},
+        pipeline={"settle_ms": 500, "trace_idle_timeout_s": 5, "flag_runs_begun_before_start": True, **pipeline},
         shutdown_grace_s=20,
     )
     return Replica(name, ServeProcess(config, folder), downstream, address)

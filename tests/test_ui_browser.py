@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 from tests.serve_harness import ServeProcess, free_port, serve_config
 from toolscore.collector.cli.demo import send_demo_runs
 from toolscore.collector.cli.demo_runs import DEMO_RUNS, DemoCall, DemoRun, make_demo_spans
 from toolscore.collector.sqlite_read import connect_read_only
 
-playwright_sync = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.integration  # a toolscore serve and a Chromium per test
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -113,7 +114,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
         serve.wait_ready()
         sent = send_demo_runs(serve.grpc_endpoint)
         _wait_for_runs(tmp / "scores.db", len(sent))
-        with playwright_sync.sync_playwright() as pw:
+        with sync_playwright() as pw:
             browser = pw.chromium.launch(
                 executable_path=CHROMIUM, args=ARGS, headless=True, chromium_sandbox=False, timeout=60_000
             )

@@ -250,6 +250,7 @@ def test_hostile_values_are_escaped_in_every_view(tmp_path: Path, registry: Regi
     assert pages[1].count("&lt;script&gt;alert(1)") >= 2  # the filtered list holds the run, the form its agent
 
 
+@pytest.mark.integration
 def test_toolscore_ui_serves_the_page_on_a_store_alone(scored: Path, tmp_path: Path) -> None:
     port = free_port()
     command = [sys.executable, "-m", "toolscore.collector.cli", "ui", "--db", str(scored)]

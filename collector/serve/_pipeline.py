@@ -148,7 +148,7 @@ class CollectorPipeline:
             hold=held_carrier,
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
-            flag_runs_begun_elsewhere=True,  # behind a gateway, what started before may be elsewhere in part
+            flag_runs_begun_elsewhere=self.config.flag_runs_begun_before_start,
         )
         markers = convention_markers() if self.config.prefilter else None
         self.prefilter = WirePrefilter(markers, 2 * self.config.max_pending_traces) if markers is not None else None

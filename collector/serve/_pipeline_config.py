@@ -41,6 +41,14 @@ class ServePipelineConfig(PipelineConfig):
         "answer instead of sending the request again. Keep it well under the senders' export timeout (10 s "
         "for OTLP exporters). 0 refuses at once. Default: 1000.",
     )
+    flag_runs_begun_before_start: bool = Field(
+        default=False,
+        description="Behind a gateway that balances by trace id (several replicas): flag incomplete a run "
+        "whose run span began in the hour before this replica started, in a trace that reached it within "
+        "`trace_idle_timeout_s` of its start. Such a run was in flight when the replica joined, so spans of "
+        "it that ended before went to another replica. Off for one process alone, where runs sent just "
+        "after a (re)start, such as `toolscore demo`'s, are whole. Default: false.",
+    )
     max_waiting_requests: int = Field(
         default=8,
         ge=0,
