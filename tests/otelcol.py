@@ -48,6 +48,7 @@ __all__ = [
 ROOT = Path(__file__).parent.parent
 MANIFEST = ROOT / ".ci" / "otelcol-builder.yaml"
 COMPOSE_CONFIG = ROOT / "deploy" / "compose" / "otelcol" / "config.yaml"
+COMPOSE_FILE = ROOT / "deploy" / "compose" / "docker-compose.yml"
 GATEWAY_CONFIG = ROOT / "deploy" / "kubernetes" / "otelcol" / "config.yaml"
 DEPLOY_CONFIGS = sorted(
     path for path in (ROOT / "deploy").rglob("*.yaml") if path.parent.name == "otelcol" and path.name == "config.yaml"
@@ -102,16 +103,33 @@ def _file_backend(config: dict[str, Any], backend: str, out: Path) -> None:
         pipeline["exporters"] = ["file/backend" if name == backend else name for name in pipeline["exporters"]]
 
 
-def compose_config(toolscore_grpc: str, out: Path) -> tuple[dict[str, Any], dict[str, str]]:
+def compose_config(
+    toolscore_grpc: str, out: Path | None = None, backend: str | None = None
+) -> tuple[dict[str, Any], dict[str, str]]:
     """The compose stack's Collector config (`deploy/compose/otelcol/config.yaml`) on free loopback ports,
-    exporting to `toolscore serve` at `toolscore_grpc` and to `out` in place of Jaeger.
+    exporting to `toolscore serve` at `toolscore_grpc`, and to `out` (a `file` exporter) in place of Jaeger, or
+    to the real trace backend at `backend` (host:port, OTLP/gRPC) through the config's own Jaeger exporter.
 
     Returns the config and its listen addresses by the address the file names (`0.0.0.0:4317`...)."""
     config = yaml.safe_load(COMPOSE_CONFIG.read_text())
     listeners = _loopback_listeners(config)
-    config = rewrite_endpoints(config, {**listeners, "toolscore:4317": toolscore_grpc})
-    _file_backend(config, "otlp/jaeger", out)
+    moved = {**listeners, "toolscore:4317": toolscore_grpc}
+    if backend is not None:
+        moved["jaeger:4317"] = backend
+    config = rewrite_endpoints(config, moved)
+    if out is not None:
+        _file_backend(config, "otlp/jaeger", out)
     return config, listeners
+
+
+def compose_env(scored_endpoint: str) -> dict[str, str]:
+    """toolscore's environment in the compose file, its forward endpoint (`otel-collector:4319`) on loopback;
+    the registry's files and the store paths come from the test's config file instead."""
+    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    env = {k: str(v) for k, v in services["toolscore"]["environment"].items() if k != "TOOLSCORE_REGISTRY__FILES"}
+    assert env["TOOLSCORE_FORWARD__ENDPOINT"] == "http://otel-collector:4319"
+    env["TOOLSCORE_FORWARD__ENDPOINT"] = f"http://{scored_endpoint}"
+    return env
 
 
 def gateway_config(out: Path, resolver: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

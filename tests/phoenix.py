@@ -77,12 +77,19 @@ class Phoenix:
 
     def annotations(self, span_ids: list[str], project: str = "default") -> list[dict[str, Any]]:
         """The span annotations Phoenix holds for these spans (its REST API)."""
-        try:
-            return list(self.get(f"/v1/projects/{project}/span_annotations", span_ids=span_ids)["data"])
-        except urllib.error.HTTPError as error:  # Phoenix answers 404 for spans it does not have
-            if error.code == 404:
-                return []
-            raise
+        found: list[dict[str, Any]] = []
+        query: dict[str, Any] = {"span_ids": span_ids, "limit": 1000}  # Phoenix's default page is 10
+        while True:
+            try:
+                page = self.get(f"/v1/projects/{project}/span_annotations", **query)
+            except urllib.error.HTTPError as error:  # Phoenix answers 404 for spans it does not have
+                if error.code == 404:
+                    return found
+                raise
+            found += page["data"]
+            if not page.get("next_cursor"):
+                return found
+            query["cursor"] = page["next_cursor"]
 
     def span_ids(self, project: str = "default") -> set[str]:
         """Every span id Phoenix has received into `project`."""

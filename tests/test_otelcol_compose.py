@@ -38,15 +38,21 @@ from tests.capture_replay import (
     check_capture_scores,
     inferred_run_ids,
 )
-from tests.otelcol import DEPLOY_CONFIGS, FileSpans, Otelcol, compose_config, otelcol_binary, prometheus_sum
+from tests.otelcol import (
+    DEPLOY_CONFIGS,
+    FileSpans,
+    Otelcol,
+    compose_config,
+    compose_env,
+    otelcol_binary,
+    prometheus_sum,
+)
 from tests.scaleout import AgentLoad
 from tests.serve_demo_checks import DEMO_EXPECTATIONS, attrs, check_run_span, demo_verdicts, key, sdk_key
 from tests.serve_harness import ServeProcess, serve_config
 from toolscore.collector.cli.demo_runs import make_demo_spans
 
 pytestmark = pytest.mark.integration
-
-COMPOSE_FILE = Path(__file__).parent.parent / "deploy" / "compose" / "docker-compose.yml"
 
 
 @pytest.mark.parametrize("config", DEPLOY_CONFIGS, ids=lambda path: str(path.parent.parent.name))
@@ -64,16 +70,6 @@ def test_every_collector_config_under_deploy_passes_otelcol_validate(config: Pat
 
 def test_the_deploy_folder_has_the_compose_and_the_gateway_collector_configs() -> None:
     assert {path.parent.parent.name for path in DEPLOY_CONFIGS} == {"compose", "kubernetes"}
-
-
-def _compose_env(scored_endpoint: str) -> dict[str, str]:
-    """toolscore's environment in the compose file, its forward endpoint (`otel-collector:4319`) on loopback;
-    the registry's files and the store paths come from the test's config file instead."""
-    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
-    env = {k: str(v) for k, v in services["toolscore"]["environment"].items() if k != "TOOLSCORE_REGISTRY__FILES"}
-    assert env["TOOLSCORE_FORWARD__ENDPOINT"] == "http://otel-collector:4319"
-    env["TOOLSCORE_FORWARD__ENDPOINT"] = f"http://{scored_endpoint}"
-    return env
 
 
 @dataclass
@@ -99,7 +95,7 @@ def _start(tmp: Path, settle_ms: float = 1000, **pipeline: Any) -> Stack:
     )
     grpc_endpoint = yaml.safe_load(config.read_text())["receiver"]["grpc_endpoint"]
     collector, listeners = compose_config(grpc_endpoint, tmp / "backend.pb")
-    env = _compose_env(listeners["0.0.0.0:4319"])
+    env = compose_env(listeners["0.0.0.0:4319"])
     serve = ServeProcess(config, tmp, env=env)
     otelcol = Otelcol(tmp, collector)
     backend = FileSpans(tmp / "backend.pb")

@@ -19,14 +19,19 @@ from typing import ClassVar
 import pytest
 import yaml
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
 from tests.openai_server import OpenAIServer
+from tests.otelcol import Otelcol, compose_config, compose_env
 from tests.phoenix import Phoenix
 from tests.pipeline_builders import TRAVEL
+from tests.serve_demo_checks import DEMO_EXPECTATIONS, sdk_key
 from tests.serve_harness import ServeProcess, free_port, serve_config
 from tests.test_pipeline_judge import end_run, judged, verdict
+from toolscore.collector.cli.demo_runs import make_demo_spans
+from toolscore.collector.pipeline.emit import attribute_key
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve import PhoenixAnnotations, PhoenixConfig
 from toolscore.scorers import AgentRun, Score, ScoreFailure, ToolCall
@@ -236,3 +241,52 @@ def test_the_api_key_is_the_configured_one_else_phoenix_api_key(
         server.shutdown()
         server.server_close()
     assert _Recorder.seen == [expected]
+
+
+def test_through_the_compose_collector_phoenix_holds_the_scored_runs_and_their_annotations(
+    phoenix: Phoenix, tmp_path: Path
+) -> None:
+    """The compose path with Phoenix as its trace backend: agents → Collector (the compose stack's config) →
+    `toolscore serve` → Collector → Phoenix; each run span arrives with its scores as attributes, and the same
+    scores as Phoenix annotations on it."""
+    config = serve_config(tmp_path, [DEMO_EXPECTATIONS], None, phoenix={"enabled": True, "endpoint": phoenix.url})
+    grpc_endpoint = yaml.safe_load(config.read_text())["receiver"]["grpc_endpoint"]
+    collector, listeners = compose_config(grpc_endpoint, backend=f"127.0.0.1:{phoenix.grpc_port}")
+    with (
+        ServeProcess(config, tmp_path, env=compose_env(listeners["0.0.0.0:4319"])) as serve,
+        Otelcol(tmp_path, collector) as otelcol,
+    ):
+        serve.wait_ready()
+        otelcol.wait_ready()
+        demo = make_demo_spans()
+        runs = {sdk_key(s)[1] for spans in demo for s in spans if s.name.startswith("invoke_agent")}
+        exporter = HttpExporter(endpoint=f"http://{listeners['0.0.0.0:4318']}/v1/traces", timeout=10)
+        for spans in demo:
+            assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len({a["span_id"] for a in phoenix.annotations(sorted(runs))}) < len(
+            runs
+        ):
+            time.sleep(0.2)
+        assert serve.terminate() == 0, serve.log()
+
+    spans = {s["context"]["span_id"]: s for s in phoenix.get("/v1/projects/default/spans", limit=1000)["data"]}
+    annotations = phoenix.annotations(sorted(runs))
+    scored = {span_id for span_id in runs if attributes_scores(spans.get(span_id, {}).get("attributes", {}))}
+    assert scored == runs, {span_id: spans.get(span_id, {}).get("name") for span_id in runs - scored}
+    assert {a["span_id"] for a in annotations} == runs
+    for annotation in annotations:
+        expectation = annotation["metadata"]["toolscore.expectation.name"]
+        scorer = annotation["metadata"]["gen_ai.evaluation.name"]
+        assert annotation["name"] == f"{expectation}.{scorer}"
+        attributes = spans[annotation["span_id"]]["attributes"]
+        key = f"toolscore.evaluation.{attribute_key(expectation)}.{attribute_key(scorer)}.score"
+        assert annotation["result"]["score"] == attributes[key], (annotation, sorted(attributes))
+    assert Counter(a["span_id"] for a in annotations) == Counter(  # one per expectation and scorer, none doubled
+        {span_id: len(attributes_scores(spans[span_id]["attributes"])) for span_id in runs}
+    )
+
+
+def attributes_scores(attributes: dict[str, object]) -> list[str]:
+    return [key for key in attributes if key.startswith("toolscore.evaluation.") and key.endswith(".score")]
