@@ -23,6 +23,7 @@ def engine(flag: bool, idle_s: float = 30.0) -> Iterator[tuple[Engine[SpanRecord
         pipeline: Engine[SpanRecord] = Engine(
             registry, ListSink(), lambda r: r, config, telemetry, flag_runs_begun_elsewhere=flag
         )
+        pipeline.start()  # on its thread, as serve runs it: the flag reads the wall clock at the start
         try:
             yield pipeline, telemetry
         finally:

@@ -669,7 +669,7 @@ def test_with_the_prefilter_a_plain_request_is_forwarded_as_received_and_a_refus
     for overload forwards none of its plain spans either, since its sender sends it again whole."""
     gate = Gate(registry)
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    at_once = ServePipelineConfig(settle_ms=20, queue_size=4, overload_wait_ms=0)
+    at_once = ServePipelineConfig(settle_ms=20, queue_size=4, overload_wait_ms=0, prefilter=True)
     pipeline = CollectorPipeline(gate, forwarder, at_once, Recording())
     assert pipeline.accept(encode_spans(sdk_spans(("travel", ("book_flight",))))) == IngestResult()
     assert gate.entered.wait(5)  # the worker is held scoring: what is accepted now stays queued
@@ -699,7 +699,7 @@ def test_with_masking_on_a_plain_request_the_prefilter_forwards_unread_is_masked
     provider.shutdown()
     plain = encode_spans(exporter.get_finished_spans())
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, **FORWARD))
-    config = ServePipelineConfig(settle_ms=20, extract={"privacy": MASKING})
+    config = ServePipelineConfig(settle_ms=20, extract={"privacy": MASKING}, prefilter=True)
     pipeline = CollectorPipeline(registry, forwarder, config, Recording())
     try:
         assert pipeline.prefilter is not None

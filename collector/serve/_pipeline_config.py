@@ -41,6 +41,15 @@ class ServePipelineConfig(PipelineConfig):
         "answer instead of sending the request again. Keep it well under the senders' export timeout (10 s "
         "for OTLP exporters). 0 refuses at once. Default: 1000.",
     )
+    prefilter: bool = Field(
+        default=False,
+        description="Forward the spans of a trace that has shown no agent marker yet (an attribute key or "
+        "instrumentation scope a span convention recognises spans by) as received, unread (a request of such "
+        "spans whole). It assumes a trace's spans arrive as they end, children first: behind a Collector's "
+        "batches, retries and several services' exporters a plain ancestor can come before the first marked "
+        "span and be missed, misreading the run (an agent called as a tool lost its caller). Turn it on "
+        "where one process exports each trace straight here. Default: false.",
+    )
     flag_runs_begun_before_start: bool = Field(
         default=False,
         description="Behind a gateway that balances by trace id (several replicas): flag incomplete a run "
