@@ -371,7 +371,8 @@ class _TraceRuns:
         built = [self._finish(run) for run in self.runs.values()]
         if self.config.privacy.active:  # the one masking step: before any run is scored, stored or written
             built = [mask_run(run, self.config.privacy) for run in built]
-        built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
+        if len(built) > 1:
+            built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
 
     def _models(self, run: _Run) -> list[ClassifiedSpan]:
@@ -587,7 +588,7 @@ class _TraceRuns:
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
         called = zip(calls, ordered, strict=True)
         tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
-        if any(c.model_only for c in ordered):
+        if tied and any(c.model_only for c in ordered):  # model-only calls come with the model's order only
             step_errors = [self._step_error(c.span) if c.model_only else None for c in ordered]
             calls = with_outcomes(calls, {tool.name for tool in tools}, [node.span for node in models], step_errors)
         stats.runs += 1
