@@ -29,7 +29,7 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.sources.log_events import BODY_KEY
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.spans import SpanRecord, StatusCode
 
 __all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "read_genai_tools", "tool_args"]
 
@@ -100,7 +100,10 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
     call_id = attrs.get(TOOL_CALL_ID)
     if not (call_id.__class__ is str or isinstance(call_id, str)) or not call_id:
         call_id = None
-    error, error_type = error_of(span)
+    # `error_of`'s answer for a span that neither failed nor says how, without the call: most tool spans
+    error, error_type = (
+        (False, None) if span.status_code != StatusCode.ERROR and "error.type" not in attrs else error_of(span)
+    )
     return ToolRead(
         name=name or span.name,
         args=tool_args(attrs),
