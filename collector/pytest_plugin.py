@@ -140,7 +140,7 @@ class ToolscoreRuns:
         runs.sort(key=lambda run: (run.start_ns or 0, run.trace_id, run.span_id))
         return [run for run in runs if agent is None or run.agent_name == agent]
 
-    def _record(self, run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
+    def _record(self, run: AgentRun, expectation: Expectation, result: ScoreResult, version: str | None) -> None:
         """Every result the processor gives, as its `gen_ai.evaluation.result` event's attributes.
 
         Read here rather than from the run spans' events: a run inferred at a span no convention
@@ -149,7 +149,7 @@ class ToolscoreRuns:
         """
         from toolscore.collector.pipeline.emit import event_attributes
 
-        self._scored.append((run.span_id, event_attributes(expectation, result)))
+        self._scored.append((run.span_id, event_attributes(expectation, result, version)))
 
     def _events(self) -> list[tuple[str, dict[str, Any]]]:
         self.spans()  # scores what is pending

@@ -61,7 +61,7 @@ def registry_closed() -> Iterator[None]:
         time.sleep(0.02)
 
 
-_INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus"})
+_INTEGRATION_FIXTURES = frozenset({"postgres_server", "served", "collector", "serve", "prometheus", "phoenix"})
 """Fixtures that start a process or an outside server (PostgreSQL, `toolscore serve`, Prometheus): a test that
 uses one, directly or through another fixture, is an `integration` test (`pytest -m "not integration"` skips it)."""
 

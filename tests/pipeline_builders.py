@@ -162,6 +162,7 @@ class Recording:
         self.scores: list[tuple[ScoreResult, str, int, str | None, RunSpanRef | None]] = []
         self.verdicts: list[tuple[str, str | None, bool]] = []
         self.versions: list[str | None] = []
+        self.score_versions: list[str | None] = []
         self.delays: list[float] = []
         self.waits: list[tuple[str, float]] = []
         self.judge: Counter[str] = Counter()
@@ -231,10 +232,18 @@ class Recording:
             self.versions.append(agent_version)
 
     def score_recorded(
-        self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None = None,
     ) -> None:
         with self.lock:
             self.scores.append((result, expectation, version, agent, run_span))
+            self.score_versions.append(agent_version)
 
     def score_delay(self, seconds: float) -> None:
         with self.lock:

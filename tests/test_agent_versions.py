@@ -6,20 +6,26 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import baggage, context
 from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.pipeline_builders import TRAVEL, Recording, registry_with, run_attrs, tool_attrs, wait_until
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.agent_version import AgentVersionConfig, agent_version
+from toolscore.collector.registry import Expectation
+from toolscore.collector.serve._phoenix import annotation
 from toolscore.collector.telemetry import create_telemetry
 from toolscore.collector.telemetry.metrics_table import OTHER_VALUE
-from toolscore.scorers import AgentRun
+from toolscore.scorers import AgentRun, Score
 
 VERSION_RUNS = "toolscore.expectation.version.runs"
 
@@ -130,3 +136,88 @@ def test_the_pipeline_reads_the_configured_attribute_first() -> None:
     config = PipelineConfig(settle_ms=20, agent_version=AgentVersionConfig(span_attributes=("prompt.version",)))
     versions = _verdict_versions({"service.version": "2.1.0"}, config, **{"prompt.version": "p9"})
     assert versions == ["p9"]
+
+
+def _scored_run(resource: dict[str, Any]) -> tuple[ReadableSpan, list[dict[str, Any]]]:
+    """One travel run through the span processor with the real telemetry: its exported run span, and the
+    attributes of its `gen_ai.evaluation.result` log records."""
+    exporter, log_exporter = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    logs = LoggerProvider()
+    logs.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    provider = TracerProvider(resource=Resource.create(resource))
+    with registry_with(TRAVEL) as registry:
+        telemetry = create_telemetry(logger_provider=logs)
+        config = PipelineConfig(settle_ms=20)
+        provider.add_span_processor(ToolscoreSpanProcessor(registry, SimpleSpanProcessor(exporter), config, telemetry))
+        tracer = provider.get_tracer("toolscore-tests")
+        run = tracer.start_span("invoke_agent travel", attributes=run_attrs())
+        with trace_api.use_span(run, end_on_exit=True):
+            for i, name in enumerate(("search_flights", "book_flight")):
+                tracer.start_span(f"execute_tool {name}", attributes=tool_attrs(name, f"call_{i}")).end()
+
+        def scored() -> bool:
+            return any(s.name.startswith("invoke_agent") for s in exporter.get_finished_spans())
+
+        assert wait_until(scored)
+        provider.shutdown()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    records = [dict(data.log_record.attributes or {}) for data in log_exporter.get_finished_logs()]
+    logs.shutdown()
+    return span, records
+
+
+def test_a_runs_version_is_on_its_span_its_score_events_and_its_evaluation_records() -> None:
+    span, records = _scored_run({"service.version": "2.1.0"})
+    assert (span.attributes or {})["toolscore.agent.version"] == "2.1.0"
+    events = [dict(e.attributes or {}) for e in span.events if e.name == "gen_ai.evaluation.result"]
+    assert sorted(e["gen_ai.evaluation.name"] for e in events) == ["tool_selection", "trajectory"]
+    assert [e["toolscore.agent.version"] for e in events] == ["2.1.0", "2.1.0"]
+    assert sorted(r["gen_ai.evaluation.name"] for r in records) == ["tool_selection", "trajectory"]
+    assert [r["toolscore.agent.version"] for r in records] == ["2.1.0", "2.1.0"]
+
+
+def test_a_run_without_a_version_carries_no_version_attribute() -> None:
+    span, records = _scored_run({})
+    assert "toolscore.agent.version" not in (span.attributes or {})
+    events = [dict(e.attributes or {}) for e in span.events if e.name == "gen_ai.evaluation.result"]
+    assert len(events) == len(records) == 2
+    assert not any("toolscore.agent.version" in attributes for attributes in (*events, *records))
+
+
+def test_a_phoenix_annotation_names_the_runs_version_in_its_metadata() -> None:
+    expectation = Expectation.model_validate(TRAVEL)
+    score = Score(name="tool_selection", value=1.0, label="pass", explanation="ok")
+    run = AgentRun(trace_id="a" * 32, span_id="b" * 16, agent_name="travel")
+    assert annotation(run, expectation, score, "1.1")["metadata"]["toolscore.agent.version"] == "1.1"
+    assert "toolscore.agent.version" not in annotation(run, expectation, score)["metadata"]
+
+
+class _BaggageOntoSpans(SpanProcessor):
+    """What opentelemetry-processor-baggage's `BaggageSpanProcessor` does (docs/in-process.md): each baggage entry
+    of the parent context onto the starting span, as an attribute of the same key."""
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        for key, value in baggage.get_all(parent_context).items():
+            span.set_attribute(key, str(value))
+
+
+def test_a_prompt_version_carried_in_baggage_is_the_runs_version() -> None:
+    exporter, telemetry = InMemorySpanExporter(), Recording()
+    provider = TracerProvider(resource=Resource.create({"service.version": "2.1.0"}))
+    config = PipelineConfig(settle_ms=20, agent_version=AgentVersionConfig(span_attributes=("app.prompt.version",)))
+    with registry_with(TRAVEL) as registry:
+        provider.add_span_processor(_BaggageOntoSpans())
+        provider.add_span_processor(ToolscoreSpanProcessor(registry, SimpleSpanProcessor(exporter), config, telemetry))
+        tracer = provider.get_tracer("toolscore-tests")
+        token = context.attach(baggage.set_baggage("app.prompt.version", "checkout-prompt@7"))
+        try:
+            with tracer.start_as_current_span("invoke_agent travel", attributes=run_attrs()):
+                for i, name in enumerate(("search_flights", "book_flight")):
+                    tracer.start_span(f"execute_tool {name}", attributes=tool_attrs(name, f"call_{i}")).end()
+        finally:
+            context.detach(token)
+        assert wait_until(lambda: bool(telemetry.verdicts))
+        provider.shutdown()
+    assert telemetry.versions == ["checkout-prompt@7"]
+    (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert (run.attributes or {})["toolscore.agent.version"] == "checkout-prompt@7"

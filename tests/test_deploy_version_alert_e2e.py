@@ -9,15 +9,18 @@ expectation on every run; then version 1.1 runs beside it and fails every run (i
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from tests import test_deploy_alert_e2e as alert_e2e
 from tests.prometheus import Prometheus
 from tests.serve_harness import ServeProcess
 from tests.test_deploy_alert_e2e import Agent
+from toolscore.collector.cli import main
 
 serve = alert_e2e.serve
 """The collector the time-baseline alert test scrapes, on the same expectations."""
@@ -74,3 +77,10 @@ def test_a_worse_new_version_fires_the_version_alert_through_prometheus(
     assert float(alert["value"]) == pytest.approx(1.0), "1.0 passes every run, 1.1 none"
     previous = prometheus.query("agent_version:toolscore_agent_version:previous")
     assert [s["metric"]["toolscore_agent_version"] for s in previous] == ["1.0"]
+    by_version = CliRunner().invoke(
+        main, ["runs", "--db", serve.config["score_store"]["path"], "--by-version", "--agent", "travel", "-o", "json"]
+    )
+    assert by_version.exit_code == 1, "the score store says what the alert says: 1.1 is worse than 1.0"
+    rows = {row["agent_version"]: row for row in json.loads(by_version.stdout)}
+    assert (rows["1.0"]["pass_rate"], rows["1.1"]["pass_rate"]) == (1.0, 0.0)
+    assert (rows["1.1"]["previous_version"], rows["1.1"]["worse"]) == ("1.0", True)

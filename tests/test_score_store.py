@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from tests.metric_reader import Meters
 from tests.registry_builders import doc
 from toolscore.collector.registry import Expectation
-from toolscore.collector.serve.scores import ScoreStoreConfig, parse_since, query_runs
+from toolscore.collector.serve.scores import ScoreStoreConfig, parse_since, query_runs, query_versions
 from toolscore.collector.serve.scores._store import ScoreStore
 from toolscore.scorers import AgentRun, Score, ScoreFailure, ToolCall
 
@@ -271,7 +272,7 @@ def test_a_store_of_schema_0_is_upgraded_with_its_runs_and_scores(tmp_path: Path
     (kept,) = query_runs(path)  # the old run was the oldest of two: retention deleted it, scores and all
     assert (kept.span_id, [s.scorer for s in kept.scores]) == (f"{1:016x}", ["tool_selection"])
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
         assert db.execute("SELECT id FROM runs").fetchall() == [(8,)]  # ids go on after the old ones
         assert db.execute("SELECT count(*) FROM scores").fetchone() == (1,)
         indexes = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
@@ -297,7 +298,7 @@ def test_a_store_written_by_a_newer_toolscore_is_refused(tmp_path: Path) -> None
     with sqlite3.connect(tmp_path / "scores.db") as db:
         db.execute("PRAGMA user_version = 9")
     db.close()
-    with pytest.raises(ValueError, match=r"schema version 9 was written by a newer toolscore \(this one knows 1\)"):
+    with pytest.raises(ValueError, match=r"schema version 9 was written by a newer toolscore \(this one knows 2\)"):
         store_at(tmp_path)
 
 
@@ -315,3 +316,61 @@ def test_runs_deleted_by_retention_are_forgotten_by_the_writer(tmp_path: Path) -
         f"{1:016x}",
         [("refund", "judge")],
     )
+
+
+SCHEMA_1_STORE = Path(__file__).parent / "testdata" / "score_store" / "schema1.db"
+"""A store as toolscore wrote it before runs had an agent version (schema 1): two runs of agent `travel`
+against expectation `travel` v3, span ids 1 (pass) and 2 (fail), written by that version's `ScoreStore`."""
+
+
+def _schema_1_copy(tmp_path: Path) -> Path:
+    path = tmp_path / "scores.db"
+    path.write_bytes(SCHEMA_1_STORE.read_bytes())
+    return path
+
+
+def test_a_version_is_stored_with_its_run_and_read_back(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    store.record(run(1), TRAVEL, passed(), "1.4.0")
+    store.record(run(1), REFUND, passed("judge"), "1.4.0")
+    store.record(run(2), TRAVEL, passed())
+    assert store.close()
+    stored = {r.span_id[-1]: r.agent_version for r in query_runs(tmp_path / "scores.db")}
+    assert stored == {"1": "1.4.0", "2": None}
+    only = query_runs(tmp_path / "scores.db", agent_version="1.4.0")
+    assert [(r.span_id[-1], len(r.scores)) for r in only] == [("1", 2)]
+
+
+def test_a_store_of_schema_1_opens_upgraded_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = _schema_1_copy(tmp_path)
+    store = store_at(tmp_path, max_age_s=1e12)  # its runs are of the day it was written: not expired here
+    store.record(run(3), TRAVEL, passed(), "2.0")
+    assert store.close()
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
+        assert columns[-1] == "agent_version"
+        assert db.execute("SELECT id, agent_version FROM runs ORDER BY id").fetchall() == [
+            (1, None),
+            (2, None),
+            (3, "2.0"),
+        ]
+    runs = query_runs(path)
+    assert [(r.span_id[-1], r.agent_version, [s.label for s in r.scores]) for r in runs] == [
+        ("3", "2.0", ["pass"]),
+        ("2", None, ["fail"]),
+        ("1", None, ["pass"]),
+    ]
+
+
+def test_a_store_of_schema_1_is_read_as_it_is_without_upgrading_it(tmp_path: Path) -> None:
+    """`toolscore runs` may read a store no `serve` of this version has opened yet: its runs have no version."""
+    path = _schema_1_copy(tmp_path)
+    runs = query_runs(path)
+    assert [(r.span_id[-1], r.agent_version) for r in runs] == [("2", None), ("1", None)]
+    assert query_runs(path, agent_version="1.0") == []
+    (row,) = query_versions(path)
+    assert (row.agent, row.expectation, row.version, row.runs, row.passed) == ("travel", "travel", None, 2, 1)
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+    assert path.read_bytes() == SCHEMA_1_STORE.read_bytes()

@@ -96,6 +96,8 @@ def _emit_every_metric(telemetry: Any) -> None:
     forward.forward_retried()
     for reason in ATTRIBUTES["toolscore.score_store.drop.reason"].values or ():
         forward.score_results_dropped(2, reason)
+    for outcome in ATTRIBUTES["toolscore.phoenix.outcome"].values or ():
+        forward.annotations(2, outcome)
     for reason in ATTRIBUTES["toolscore.refusal.reason"].values or ():
         telemetry.request_refused(reason, spans=3)
     telemetry.spans_refused(2, "invalid")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from toolscore.collector.evaluate import EvalResult
+    from toolscore.collector.evaluate.baseline import BaselineComparison
 
 __all__ = ["eval_command"]
 
@@ -68,7 +69,13 @@ def _evaluate(traces: tuple[str, ...], expectations: tuple[str, ...], options: d
         return run_eval(traces, expectations, progress=_Bar(progress), **options)
 
 
-def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, json_path: str | None) -> None:
+def _write_reports(
+    result: EvalResult,
+    baseline: BaselineComparison | None,
+    junit: str | None,
+    markdown: str | None,
+    json_path: str | None,
+) -> None:
     from toolscore.collector.evaluate.report_json import write_json
     from toolscore.collector.evaluate.report_junit import write_junit
     from toolscore.collector.evaluate.report_markdown import write_markdown
@@ -77,7 +84,7 @@ def _write_reports(result: EvalResult, junit: str | None, markdown: str | None, 
         if path is None:
             continue
         try:
-            write(result, path)
+            write(result, path, baseline)
         except OSError as exc:
             click.echo(f"toolscore eval: {path}: cannot write: {exc.strerror or exc}", err=True)
             sys.exit(2)
@@ -169,17 +176,16 @@ def eval_command(  # noqa: PLR0917  (click passes every option as a parameter)
         for problem in exc.problems:
             click.echo(f"toolscore eval: {problem}", err=True)
         sys.exit(2)
-    _write_reports(result, junit, markdown, json_path)
+    from toolscore.collector.evaluate.baseline import comparison, exit_code
+
+    against = comparison(result, before, margin) if before is not None else None
+    _write_reports(result, against, junit, markdown, json_path)
     from rich.console import Console
 
     console = Console(width=None if sys.stdout.isatty() else LOG_WIDTH)
     print_report(result, console, show_unmatched=show_unmatched, max_failures=max_failures)
-    worse = False
-    if before is not None:
-        from toolscore.collector.evaluate.baseline import compare, regressions
+    if against is not None:
         from toolscore.collector.evaluate.report_baseline import print_baseline
 
-        rows = compare(result, before)
-        worse = bool(regressions(rows, margin))
-        print_baseline(rows, margin, console)
-    sys.exit(1 if worse else result.exit_code)
+        print_baseline(against, console)
+    sys.exit(exit_code(result, against))

@@ -2,7 +2,9 @@
 
 Reads the store's SQLite file directly (read-only, safe while the collector writes). Exit status 0 with
 the runs found (possibly none), 1 when there is no store at `--db` (or the file there is not one: a
-registry given for it is named as such), 2 when a filter is malformed.
+registry given for it is named as such), 2 when a filter is malformed. `--by-version` lists each agent
+version's pass rate per expectation instead (`runs_versions`), and exits 1 when one is worse than the
+version before it.
 """
 
 from __future__ import annotations
@@ -37,12 +39,16 @@ def _time(ns: int) -> str:
 
 
 def _table(runs: list[StoredRun]) -> str:
-    rows = [["SCORED", "AGENT", "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE", "LABEL"]]
+    """The runs, a VERSION column after AGENT when any of them has an agent version."""
+    versions = any(run.agent_version is not None for run in runs)
+    rows = [["SCORED", "AGENT", *(["VERSION"] if versions else []), "RUN", "CALLS", "EXPECTATION", "SCORER", "SCORE"]]
+    rows[0].append("LABEL")
     for run in runs:
         calls = ", ".join(_call_text(call) for call in run.calls) or "-"
         if run.calls_total > len(run.calls):
             calls += f" (+{run.calls_total - len(run.calls)} more)"
-        head = [_time(run.scored_ns), run.agent or "-", f"{run.trace_id[:8]}/{run.span_id[:8]}", calls]
+        version = [run.agent_version or "-"] if versions else []
+        head = [_time(run.scored_ns), run.agent or "-", *version, f"{run.trace_id[:8]}/{run.span_id[:8]}", calls]
         for index, score in enumerate(run.scores or (None,)):
             cells = head if index == 0 else [""] * len(head)
             if score is None:
@@ -62,6 +68,7 @@ def _json(runs: list[StoredRun]) -> str:
             "trace_id": run.trace_id,
             "span_id": run.span_id,
             "agent": run.agent,
+            "agent_version": run.agent_version,
             "scored_at": datetime.fromtimestamp(run.scored_ns / 1e9).astimezone().isoformat(),
             "incomplete": run.incomplete,
             "calls": run.calls,
@@ -87,36 +94,57 @@ def _json(runs: list[StoredRun]) -> str:
 @click.option("--db", default=DEFAULT_DB, show_default=True, help="The score store `toolscore serve` writes.")
 @click.option("--agent", help="Only runs of this agent (gen_ai.agent.name).")
 @click.option("--expectation", help="Only runs scored against this expectation.")
+@click.option("--agent-version", help="Only runs of this agent version (toolscore.agent.version).")
 @click.option("--label", type=click.Choice(["pass", "fail", "error"]), help="Only runs with a score of this verdict.")
 @click.option("--since", help="Only runs scored since: a duration back (30s, 10m, 2h, 1d) or an ISO time.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Most runs to list.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--by-version",
+    is_flag=True,
+    help="Per agent, expectation and agent version: runs, pass rate, mean score, first and last run, and the "
+    "difference from the version before it (exit 1 when one is lower by more than --margin).",
+)
+@click.option("--margin", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+              help="With --by-version: how much lower than the previous version's a pass rate may be.")  # fmt: skip
+@click.option("--min-runs", type=click.IntRange(min=1), default=20, show_default=True,
+              help="With --by-version: runs both versions need before a drop counts.")  # fmt: skip
+@click.pass_context
 def runs_command(
+    ctx: click.Context,
     *,
     db: str,
     agent: str | None,
+    agent_version: str | None,
     expectation: str | None,
     label: Literal["pass", "fail", "error"] | None,
     since: str | None,
     limit: int,
     output: str,
+    by_version: bool,
+    margin: float,
+    min_runs: int,
 ) -> None:
-    """List recent scored runs, newest first, with their tool calls and scores."""
-    from toolscore.collector.serve.scores._query import parse_since, query_runs
+    """List recent scored runs, newest first, with their tool calls and scores (or, with --by-version, each
+    agent version's pass rate per expectation against the version before it)."""
+    from toolscore.collector.serve.scores import parse_since, query_runs
 
+    _check_modes(ctx, by_version)
     try:
         since_ns = parse_since(since) if since else None
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--since") from None
+    filters: dict[str, Any] = {
+        "agent": agent,
+        "agent_version": agent_version,
+        "expectation": expectation,
+        "since_ns": since_ns,
+    }
     try:
-        runs = query_runs(
-            db,
-            agent=agent,
-            expectation=expectation,
-            label=label,
-            since_ns=since_ns,
-            limit=limit,
-        )
+        if by_version:
+            _by_version(db, filters, output, margin, min_runs)
+            return
+        runs = query_runs(db, label=label, limit=limit, **filters)
     except FileNotFoundError:
         raise click.ClickException(
             f"no score store at {db} (is `toolscore serve` writing elsewhere? see --db)"
@@ -130,9 +158,44 @@ def runs_command(
                 f"store: give the collector's score_store.path with --db (`toolscore serve` keeps it in {DEFAULT_DB})"
             ) from None
         raise click.ClickException(f"{db} is not a toolscore score store: {error}") from None
+    _print_runs(runs, output)
+
+
+def _print_runs(runs: list[StoredRun], output: str) -> None:
     if output == "json":
         click.echo(_json(runs))
     elif runs:
         click.echo(_table(runs))
     else:
         click.echo("no scored runs match", err=True)
+
+
+_RUNS_ONLY = ("label", "limit")
+_VERSIONS_ONLY = ("margin", "min_runs")
+
+
+def _check_modes(ctx: click.Context, by_version: bool) -> None:
+    """An option of the other mode, given explicitly, is a usage error rather than silently ignored."""
+    from click.core import ParameterSource
+
+    wrong = _RUNS_ONLY if by_version else _VERSIONS_ONLY
+    given = [name for name in wrong if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise click.UsageError(f"{flags}: {'not' if by_version else 'only'} with --by-version")
+
+
+def _by_version(db: str, filters: dict[str, Any], output: str, margin: float, min_runs: int) -> None:
+    from toolscore.collector.cli.runs_versions import versions_json, versions_summary, versions_table
+    from toolscore.collector.serve.scores import compare_versions, query_versions
+
+    rows = compare_versions(query_versions(db, **filters), margin, min_runs)
+    if output == "json":
+        click.echo(versions_json(rows))
+    elif rows:
+        click.echo(versions_table(rows))
+        click.echo(versions_summary(rows, margin, min_runs))
+    else:
+        click.echo("no scored runs match", err=True)
+    if any(row.worse for row in rows):
+        raise SystemExit(1)

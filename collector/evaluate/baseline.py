@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolscore.collector.evaluate.model import EvalResult
+from toolscore.collector.evaluate.model import EXIT_FAILED, EvalResult
 
-__all__ = ["BaselineRow", "compare", "regressions"]
+__all__ = [
+    "BaselineComparison",
+    "BaselineRow",
+    "agent_versions",
+    "compare",
+    "comparison",
+    "exit_code",
+    "regressions",
+]
 
 
 class BaselineRow(BaseModel):
@@ -53,3 +61,43 @@ def compare(new: EvalResult, baseline: EvalResult) -> list[BaselineRow]:
 def regressions(rows: list[BaselineRow], margin: float) -> list[BaselineRow]:
     """The rows whose new pass rate is below the baseline's by more than `margin`."""
     return [row for row in rows if row.delta is not None and -row.delta > margin + 1e-12]
+
+
+class BaselineComparison(BaseModel):
+    """The whole comparison, as the reports write it (`--json`'s `baseline`, Markdown, JUnit)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    margin: float
+    expectations: list[BaselineRow]
+    worse: list[str] = Field(description="The expectations below the baseline by more than `margin`.")
+    agent_versions: dict[str, int] = Field(description="Runs scored in the new set per agent version.")
+    baseline_agent_versions: dict[str, int] = Field(description="Runs scored in the baseline per agent version.")
+
+
+def agent_versions(result: EvalResult) -> dict[str, int]:
+    """Runs that matched an expectation, per agent version (runs without one left out), in first-seen order."""
+    runs: dict[tuple[str, str], str] = {}
+    for run in result.results:
+        if run.run.agent_version:
+            runs.setdefault((run.run.trace_id, run.run.span_id), run.run.agent_version)
+    counts: dict[str, int] = {}
+    for version in runs.values():
+        counts[version] = counts.get(version, 0) + 1
+    return counts
+
+
+def comparison(new: EvalResult, baseline: EvalResult, margin: float) -> BaselineComparison:
+    rows = compare(new, baseline)
+    return BaselineComparison(
+        margin=margin,
+        expectations=rows,
+        worse=[row.name for row in regressions(rows, margin)],
+        agent_versions=agent_versions(new),
+        baseline_agent_versions=agent_versions(baseline),
+    )
+
+
+def exit_code(result: EvalResult, baseline: BaselineComparison | None) -> int:
+    """What `toolscore eval` exits with: 1 when an expectation is below the baseline, else the result's."""
+    return EXIT_FAILED if baseline is not None and baseline.worse else result.exit_code

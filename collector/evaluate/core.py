@@ -34,6 +34,7 @@ from toolscore.collector.evaluate.model import (
     ScorerResult,
 )
 from toolscore.collector.extract import ExtractConfig, rebuild_runs
+from toolscore.collector.pipeline.agent_version import AgentVersionConfig, agent_version
 from toolscore.collector.pipeline.config import JudgeBudgetConfig
 from toolscore.collector.pipeline.match import plan_scores
 from toolscore.collector.pipeline.score_run import PlannedScore, RunScorer
@@ -62,7 +63,7 @@ class _NoProgress:
         pass
 
 
-def run_ref(run: AgentRun, source: str | None) -> RunRef:
+def run_ref(run: AgentRun, source: str | None, version: str | None = None) -> RunRef:
     calls = []
     for call in run.calls:
         view = call.to_json()
@@ -77,6 +78,7 @@ def run_ref(run: AgentRun, source: str | None) -> RunRef:
         convention=run.convention,
         source=source,
         calls=calls,
+        agent_version=version,
     )
 
 
@@ -142,6 +144,8 @@ def _score_all(
     source_of: dict[str, str],
     judge: JudgeBudgetConfig | None,
     progress: Progress,
+    *,
+    versions: AgentVersionConfig,
 ) -> tuple[list[RunResult], list[RunRef]]:
     """Every run planned and scored (judges in flight together), then turned into results."""
     unmatched: list[RunRef] = []
@@ -149,7 +153,7 @@ def _score_all(
     with RunScorer(judge) as scorer:
         for run in runs:
             plan = plan_scores(run, index)
-            ref = run_ref(run, source_of.get(run.trace_id))
+            ref = run_ref(run, source_of.get(run.trace_id), agent_version(run, versions))
             if plan.expectations:
                 scored.append((run, ref, plan.expectations, scorer.score(run, plan)))
             else:
@@ -174,12 +178,14 @@ def run_eval(
     allow_empty: bool = False,
     extract: ExtractConfig | None = None,
     progress: Progress | None = None,
+    versions: AgentVersionConfig | None = None,
 ) -> EvalResult:
     """Evaluate; raises `EvalInputError` for unreadable or no traces, or invalid expectations.
 
     `judge`: run LLM-judge scorers under this budget (None: they are skipped). `min_pass_rate`: the
     share of an expectation's scored runs that must pass (1.0: every one). `require_runs`: an
-    expectation that matched no run fails instead of passing. Disabled expectations are left out.
+    expectation that matched no run fails instead of passing. Disabled expectations are left out. `versions`:
+    where each run's agent version is read from (`RunRef.agent_version`; default: as the live pipeline's).
 
     An evaluation that checked nothing does not pass: traces of which no span was usable are bad input
     (`EvalInputError`), and an expectation file none of whose expectations scored a run fails, naming the
@@ -197,7 +203,10 @@ def run_eval(
         raise EvalInputError([_no_usable_span(len(inputs.files), inputs.stats.skipped_total)])
     runs = sorted(rebuild_runs(inputs.spans, extract), key=_run_order)
     progress.phase("scoring runs", len(runs))
-    results, unmatched = _score_all(runs, ExpectationIndex(enabled), inputs.source_of, judge, progress)
+    index = ExpectationIndex(enabled)
+    results, unmatched = _score_all(
+        runs, index, inputs.source_of, judge, progress, versions=versions or AgentVersionConfig()
+    )
     summaries = [
         _aggregate(exp, [r for r in results if r.expectation == exp.name], min_pass_rate, require_runs)
         for exp in enabled

@@ -62,6 +62,11 @@ class RunRef(BaseModel):
     convention: str | None = None
     source: str | None = Field(default=None, description="The first trace file holding the trace.")
     calls: list[dict[str, Any]] = Field(default_factory=list)
+    agent_version: str | None = Field(
+        default=None,
+        description="The run's agent version (`toolscore.agent.version`, read as `pipeline.agent_version` says); "
+        "None when it has none.",
+    )
 
     @property
     def label(self) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from toolscore.collector.evaluate.baseline import BaselineRow, regressions
+from toolscore.collector.evaluate.baseline import BaselineComparison
 
 __all__ = ["print_baseline"]
 
@@ -15,19 +16,30 @@ def _rate(rate: float | None, runs: int) -> str:
     return "-" if rate is None else f"{rate:.0%} of {runs}"
 
 
-def print_baseline(rows: list[BaselineRow], margin: float, console: Console) -> None:
+def _versions(versions: dict[str, int]) -> str:
+    return ", ".join(f"{version} ({n} runs)" for version, n in versions.items()) or "-"
+
+
+def print_baseline(baseline: BaselineComparison, console: Console) -> None:
     """Each expectation's pass rate in the baseline and the new traces, the difference, and which are worse."""
-    worse = {row.name for row in regressions(rows, margin)}
+    worse, margin = set(baseline.worse), baseline.margin
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=f"Against the baseline (margin {margin:.2f})")
     for column in ("expectation", "baseline", "new", "difference", ""):
         table.add_column(column)
-    for row in rows:
+    for row in baseline.expectations:
         delta = "-" if row.delta is None else f"{row.delta:+.2f}"
         verdict = "[red]WORSE[/red]" if row.name in worse else ""
         table.add_row(
             row.name, _rate(row.baseline_pass_rate, row.baseline_runs), _rate(row.pass_rate, row.runs), delta, verdict
         )
     console.print(table)
+    if baseline.agent_versions or baseline.baseline_agent_versions:
+        console.print(
+            Text(
+                f"Agent versions: baseline {_versions(baseline.baseline_agent_versions)}; "
+                f"new {_versions(baseline.agent_versions)}"
+            )
+        )
     if worse:
         console.print(
             f"{len(worse)} expectation(s) below the baseline by more than {margin:.2f}: {', '.join(sorted(worse))}"

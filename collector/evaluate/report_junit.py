@@ -5,6 +5,8 @@ per run it matched, named after the agent and the run's trace and span. A failin
 `<failure>` whose text is the call diff; a scorer that could not score, an `<error>`; a run whose
 every scorer was skipped (an LLM judge without `--judge`), `<skipped>`. An expectation that matched
 no run gets one test case, skipped (or failed under `--require-runs`), so it is not silently absent.
+A run's agent version is in its case's output. With `--baseline`, one more suite, `toolscore.baseline`: a case
+per expectation, failed when its pass rate is below the baseline's by more than the margin.
 The document follows the Jenkins xUnit schema (`junit-10.xsd`), which the other CI tools accept too.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from toolscore.collector.evaluate.baseline import BaselineComparison, BaselineRow
 from toolscore.collector.evaluate.diff_text import render_diff
 from toolscore.collector.evaluate.model import EvalResult, ExpectationResult, RunResult
 from toolscore.collector.evaluate.report_common import (
@@ -65,7 +68,8 @@ def _case(suite: ET.Element, exp: ExpectationResult, run: RunResult) -> str:
         element.text = _failure_text(run)
     calls = ", ".join(call["name"] for call in run.run.calls) or "no calls"
     out = ET.SubElement(case, "system-out")
-    out.text = f"source: {run.run.source or '-'}\nscore: {score_text(run.score)}\ncalls: {calls}\n"
+    version = f"agent version: {run.run.agent_version}\n" if run.run.agent_version else ""
+    out.text = f"source: {run.run.source or '-'}\n{version}score: {score_text(run.score)}\ncalls: {calls}\n"
     return outcome
 
 
@@ -98,11 +102,49 @@ def _suite(root: ET.Element, exp: ExpectationResult, runs: list[RunResult]) -> N
     suite.set("time", "0")
 
 
-def junit_xml(result: EvalResult) -> str:
+def _rate(rate: float | None, runs: int) -> str:
+    return f"{percent(rate)} of {runs}"
+
+
+def _baseline_case(suite: ET.Element, row: BaselineRow, baseline: BaselineComparison) -> str:
+    case = ET.SubElement(suite, "testcase", name=row.name, classname="toolscore.baseline", time="0")
+    text = f"baseline {_rate(row.baseline_pass_rate, row.baseline_runs)}, new {_rate(row.pass_rate, row.runs)}"
+    if row.delta is None:
+        ET.SubElement(case, "skipped", message=f"{text}: no scored runs on one side, no difference")
+        return "skipped"
+    text += f", difference {row.delta:+.2f}"
+    if row.name in baseline.worse:
+        ET.SubElement(case, "failure", type="baseline", message=f"{text}: below by more than {baseline.margin:.2f}")
+        return "failure"
+    ET.SubElement(case, "system-out").text = text + "\n"
+    return "pass"
+
+
+def _baseline_suite(root: ET.Element, baseline: BaselineComparison) -> None:
+    suite = ET.SubElement(root, "testsuite", name="toolscore.baseline")
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="margin", value=f"{baseline.margin:.2f}")
+    for name, versions in (
+        ("agent_versions", baseline.agent_versions),
+        ("baseline_agent_versions", baseline.baseline_agent_versions),
+    ):
+        if versions:
+            ET.SubElement(props, "property", name=name, value=", ".join(f"{v} ({n})" for v, n in versions.items()))
+    outcomes = [_baseline_case(suite, row, baseline) for row in baseline.expectations]
+    suite.set("tests", str(len(outcomes)))
+    suite.set("failures", str(outcomes.count("failure")))
+    suite.set("errors", "0")
+    suite.set("skipped", str(outcomes.count("skipped")))
+    suite.set("time", "0")
+
+
+def junit_xml(result: EvalResult, baseline: BaselineComparison | None = None) -> str:
     """The whole document, UTF-8 XML text with a declaration."""
     root = ET.Element("testsuites", name="toolscore eval")
     for exp in result.expectations:
         _suite(root, exp, [r for r in result.results if r.expectation == exp.name])
+    if baseline is not None:
+        _baseline_suite(root, baseline)
     suites = root.findall("testsuite")
     for attr in ("tests", "failures", "errors"):
         root.set(attr, str(sum(int(s.get(attr, "0")) for s in suites)))
@@ -111,5 +153,5 @@ def junit_xml(result: EvalResult) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(result: EvalResult, path: str | Path) -> None:
-    Path(path).write_text(junit_xml(result), encoding="utf-8")
+def write_junit(result: EvalResult, path: str | Path, baseline: BaselineComparison | None = None) -> None:
+    Path(path).write_text(junit_xml(result, baseline), encoding="utf-8")

@@ -1,6 +1,7 @@
 """`--markdown`: a summary fit for a pull-request comment (GitHub and GitLab flavoured Markdown).
 
-The verdict in the heading, the expectations table, then each failing run folded in a `<details>`
+The verdict in the heading, the expectations table (and the agent versions the runs came from), the
+comparison with `--baseline`'s traces when there is one, then each failing run folded in a `<details>`
 block with its calls beside the expected ones, so a long list of failures does not bury the table.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from toolscore.collector.evaluate.baseline import BaselineComparison, agent_versions
 from toolscore.collector.evaluate.diff import CallDiff
 from toolscore.collector.evaluate.diff_text import cells, order_text
 from toolscore.collector.evaluate.model import EvalResult, RunResult
@@ -84,14 +86,47 @@ def _failure(run: RunResult) -> list[str]:
     return lines
 
 
-def markdown_report(result: EvalResult) -> str:
-    icon = "❌" if not result.ok else "⚠️" if unscored(result) else "✅"
+def _versions_text(versions: dict[str, int]) -> str:
+    return ", ".join(f"{_code(version)} ({n} runs)" for version, n in versions.items())
+
+
+def _baseline(baseline: BaselineComparison) -> list[str]:
+    lines = [
+        f"#### Against the baseline (margin {baseline.margin:.2f})",
+        "",
+        "| Expectation | Baseline | New | Difference | |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for row in baseline.expectations:
+        old, new = percent(row.baseline_pass_rate), percent(row.pass_rate)
+        delta = "-" if row.delta is None else f"{row.delta:+.2f}"
+        mark = "❌ WORSE" if row.name in baseline.worse else ""
+        lines.append(f"| {_code(row.name)} | {old} of {row.baseline_runs} | {new} of {row.runs} | {delta} | {mark} |")
+    if baseline.baseline_agent_versions:
+        lines.extend(["", f"Baseline agent versions: {_versions_text(baseline.baseline_agent_versions)}."])
+    return [*lines, ""]
+
+
+def markdown_report(result: EvalResult, baseline: BaselineComparison | None = None) -> str:
+    worse = baseline is not None and bool(baseline.worse)
+    icon = "❌" if not result.ok or worse else "⚠️" if unscored(result) else "✅"
     inputs = result.inputs
-    lines = [f"### {icon} toolscore eval: {headline(result)}", "", *_summary_table(result), ""]
+    title = headline(result)
+    if worse and baseline is not None:
+        title += f"; {len(baseline.worse)} expectation(s) below the baseline by more than {baseline.margin:.2f}"
+    lines = [f"### {icon} toolscore eval: {title}", "", *_summary_table(result), ""]
     lines.append(
         f"{inputs.runs} runs from {len(inputs.trace_files)} trace file(s); "
         f"{len(result.unmatched)} matched no expectation." + ("" if result.judge else " LLM judges not run.")
     )
+    versions = agent_versions(result)
+    if versions:
+        scored = len({(r.run.trace_id, r.run.span_id) for r in result.results})
+        unversioned = scored - sum(versions.values())
+        rest = f"; {unversioned} run(s) without one" if unversioned else ""
+        lines.extend(["", f"Agent versions: {_versions_text(versions)}{rest}."])
+    if baseline is not None:
+        lines.extend(["", *_baseline(baseline)])
     failures = result.failures
     if failures:
         lines.extend(["", f"#### Failing runs ({len(failures)})", ""])
@@ -102,5 +137,5 @@ def markdown_report(result: EvalResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_markdown(result: EvalResult, path: str | Path) -> None:
-    Path(path).write_text(markdown_report(result), encoding="utf-8")
+def write_markdown(result: EvalResult, path: str | Path, baseline: BaselineComparison | None = None) -> None:
+    Path(path).write_text(markdown_report(result, baseline), encoding="utf-8")

@@ -6,7 +6,9 @@ to one key (`travel.book-flight` and `travel.book_flight`); those pairs' keys ge
 names as written (`evaluation_prefixes`), so that one result never overwrites another's, and so that runs
 matching the same expectations get the same keys in every process, whatever order their results arrive in.
 Each score becomes one OTel GenAI `gen_ai.evaluation.result` event on the run span (when `emit_span_events`)
-and, through the telemetry, one log record parented to the run span, with the same attributes. Their text is
+and, through the telemetry, one log record parented to the run span, with the same attributes. A run whose
+agent version is known (`agent_version`) carries it as `toolscore.agent.version` on its span and on each of
+those events and records, so a score read anywhere names the release that earned it. Their text is
 valid UTF-8 without a check here: the lone surrogates that no exporter takes only come from decoded
 JSON, and `decode_json` replaces them.
 """
@@ -23,10 +25,21 @@ from toolscore.collector.pipeline.sink import EventSpec, RunEnrichment
 from toolscore.collector.registry import Expectation
 from toolscore.scorers._model import AgentRun, Score, ScoreResult
 
-__all__ = ["EVENT_NAME", "RunScores", "attribute_key", "build_enrichment", "evaluation_prefixes", "event_attributes"]
+__all__ = [
+    "AGENT_VERSION",
+    "EVENT_NAME",
+    "RunScores",
+    "attribute_key",
+    "build_enrichment",
+    "evaluation_prefixes",
+    "event_attributes",
+]
 
 EVENT_NAME = "gen_ai.evaluation.result"
 """The OTel GenAI semantic-convention event for one evaluation."""
+
+AGENT_VERSION = "toolscore.agent.version"
+"""The run's agent version, on its span and score events as on the per-version metrics."""
 
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
 _PREFIX = "toolscore.evaluation."
@@ -47,9 +60,13 @@ class RunScores:
     run: AgentRun
     expectations: list[Expectation]
     results: list[tuple[Expectation, ScoreResult]] = field(default_factory=list)
+    agent_version: str | None = None
+    """The run's agent version (`agent_version`), read once when it is scored; None when it has none."""
 
 
-def event_attributes(expectation: Expectation, result: ScoreResult) -> dict[str, object]:
+def event_attributes(
+    expectation: Expectation, result: ScoreResult, agent_version: str | None = None
+) -> dict[str, object]:
     """The `gen_ai.evaluation.result` attributes for one result (a failure has `error.type`, no value)."""
     attributes: dict[str, object] = {"gen_ai.evaluation.name": result.name}
     if isinstance(result, Score):
@@ -61,6 +78,8 @@ def event_attributes(expectation: Expectation, result: ScoreResult) -> dict[str,
         attributes["gen_ai.evaluation.explanation"] = result.message
     attributes["toolscore.expectation.name"] = expectation.name
     attributes["toolscore.expectation.version"] = expectation.version
+    if agent_version:
+        attributes[AGENT_VERSION] = agent_version
     return attributes
 
 
@@ -105,6 +124,7 @@ def build_enrichment(scores: RunScores, event_time_ns: int, with_events: bool) -
     pairs = [(exp.name, name) for exp in scores.expectations for name in exp.scorer_names]
     prefixes = _prefixes((*pairs, *((exp.name, result.name) for exp, result in scores.results)))
     events: list[EventSpec] = []
+    version = scores.agent_version
     for expectation, result in scores.results:
         prefix = prefixes[(expectation.name, result.name)]
         if isinstance(result, Score):
@@ -113,7 +133,9 @@ def build_enrichment(scores: RunScores, event_time_ns: int, with_events: bool) -
         else:
             attributes[f"{prefix}.error_type"] = result.error_type
         if with_events:
-            events.append(EventSpec(EVENT_NAME, event_time_ns, event_attributes(expectation, result)))
+            events.append(EventSpec(EVENT_NAME, event_time_ns, event_attributes(expectation, result, version)))
+    if version:
+        attributes[AGENT_VERSION] = version
     if scores.run.incomplete:
         attributes["toolscore.run.incomplete"] = True
     return RunEnrichment(attributes, tuple(events))

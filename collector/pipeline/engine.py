@@ -103,12 +103,13 @@ class Engine(Worker, Generic[C]):
         config: PipelineConfig | None = None,
         telemetry: PipelineTelemetry | None = None,
         *,
-        on_scored: Callable[[AgentRun, Expectation, ScoreResult], None] | None = None,
+        on_scored: Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None = None,
         hold: Callable[[C], C] | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        """`on_scored` sees every result (late judge results too) on the worker thread; it must not block.
+        """`on_scored` sees every result (late judge results too) with the run's agent version (None when it
+        has none) on the worker thread; it must not block.
 
         `tracer` traces each LLM-judge request as a GenAI `chat` span (default: the global provider's).
 
@@ -488,7 +489,8 @@ class Engine(Worker, Generic[C]):
     def _scored(self, run: AgentRun, held: HeldRun[C] | None) -> _InFlight[C]:
         """The run's inline results and its judges started; nothing has left the engine yet."""
         plan = self._plan(run)
-        flight = _InFlight(RunScores(run, plan.expectations), held, RunVerdicts(plan))
+        version = agent_version(run, self.config.agent_version)
+        flight = _InFlight(RunScores(run, plan.expectations, agent_version=version), held, RunVerdicts(plan))
         flight.scores.results.extend((exp, scorer.scorer.score(run)) for exp, scorer in plan.inline)
         for index, (exp, scorer) in enumerate(plan.judged):
             key = (run.trace_id, run.span_id, index)
@@ -553,14 +555,14 @@ class Engine(Worker, Generic[C]):
     def _record(self, flight: _InFlight[C], exp: Expectation, result: ScoreResult) -> None:
         run = flight.scores.run
         ref = RunSpanRef(run.trace_id, run.span_id)
-        self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref)
+        version = flight.scores.agent_version
+        self.telemetry.score_recorded(result, exp.name, exp.version, run.agent_name, ref, agent_version=version)
         passed = flight.verdicts.add(exp.name, result)
         if passed is not None:
-            version = agent_version(run, self.config.agent_version)
             self.telemetry.run_verdict(exp.name, run.agent_name, passed, version)
         if self.on_scored is not None:
             try:
-                self.on_scored(run, exp, result)
+                self.on_scored(run, exp, result, version)
             except Exception:
                 _log.exception("on_scored callback failed for run %s", run.run_id)
 

@@ -40,6 +40,7 @@ from toolscore.collector.pipeline.config_env import key_paths
 from toolscore.collector.registry._config import RegistryConfig, SqliteStoreConfig
 from toolscore.collector.registry._errors import Problem
 from toolscore.collector.registry._validation import drop_tags, field_path
+from toolscore.collector.serve._phoenix import PhoenixConfig
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.forward._config import (
     ForwardConfig,
@@ -143,6 +144,10 @@ class ServeConfig(BaseModel):
     score_store: ScoreStoreConfig = Field(
         default_factory=ScoreStoreConfig,
         description="The embedded SQLite store of scored runs that `toolscore runs` and `toolscore demo` read.",
+    )
+    phoenix: PhoenixConfig = Field(
+        default_factory=PhoenixConfig,
+        description="Every score also posted to Arize Phoenix as a span annotation on the run span (off by default).",
     )
     shutdown_grace_s: float = Field(
         default=10.0,

@@ -4,7 +4,8 @@
         ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
         RequestSink ─(regroup by resource/scope, batch)─→ Forwarder.submit ─→ downstream OTLP
-        Engine.on_scored ─→ ScoreStore.record (SQLite, written off the worker thread)
+        Engine.on_scored ─┬→ ScoreStore.record (SQLite, written off the worker thread)
+                          └→ PhoenixAnnotations.record (Phoenix span annotations, posted off it)
 
 Overload: the engine's queue is bounded per request. A request does not fit when the queue already
 holds spans and it would not fit beside them, or the forwarder's queue is full; an accepted request is
@@ -63,8 +64,11 @@ from toolscore.collector.telemetry.base import RefusalReason, WaitOutcome
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+    from toolscore.collector.registry import Expectation
+    from toolscore.collector.serve._phoenix import PhoenixAnnotations
     from toolscore.collector.serve.scores._store import ScoreStore
     from toolscore.collector.sources.log_events import LogBatch
+    from toolscore.scorers import AgentRun, ScoreResult
 
 __all__ = ["CollectorPipeline"]
 
@@ -74,6 +78,20 @@ _WAIT_POLL_S = 0.01
 """How often a waiting request looks for room. The queue holds about half a second of the worker's
 work when a typical request first fits again, so a late look never leaves the worker idle, and eight
 waiting requests wake the interpreter 800 times a second at most."""
+
+
+def _on_scored(
+    store: ScoreStore | None, annotations: PhoenixAnnotations | None
+) -> Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None:
+    """What sees every result: the store, Phoenix, both (the engine takes one callback) or none."""
+    if store is None or annotations is None:
+        return store.record if store is not None else annotations.record if annotations is not None else None
+
+    def both(run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None) -> None:
+        store.record(run, expectation, result, agent_version)
+        annotations.record(run, expectation, result, agent_version)
+
+    return both
 
 
 def _discard(request: bytes, spans: int) -> bool:
@@ -96,12 +114,14 @@ class CollectorPipeline:
         telemetry: PipelineTelemetry | None = None,
         store: ScoreStore | None = None,
         *,
+        annotations: PhoenixAnnotations | None = None,
         retry_after_s: float = 1.0,
     ) -> None:
         self.config = config if isinstance(config, ServePipelineConfig) else _serve_config(config)
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self.forwarder = forwarder
         self.store = store
+        self.annotations = annotations
         self.retry_after_s = retry_after_s
         if forwarder is not None:
             batch = forwarder.config
@@ -117,7 +137,7 @@ class CollectorPipeline:
             decode_carrier,
             self.config,
             self.telemetry,
-            on_scored=store.record if store is not None else None,
+            on_scored=_on_scored(store, annotations),
             hold=held_carrier,
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,
@@ -282,10 +302,13 @@ class CollectorPipeline:
             ok = self.forwarder.flush(max(0.0, deadline - time.monotonic())) and ok
         if self.store is not None:
             ok = self.store.flush(max(0.0, deadline - time.monotonic())) and ok
+        if self.annotations is not None:
+            ok = self.annotations.flush(max(0.0, deadline - time.monotonic())) and ok
         return ok
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Refuse new requests, score or release every pending run, forward it all, close the store. Idempotent.
+        """Refuse new requests, score or release every pending run, forward it all, close the store and the
+        Phoenix sink. Idempotent.
 
         The engine gets up to half of `timeout_s` (judges in flight are cut off there), the forwarder the rest.
         """
@@ -302,6 +325,8 @@ class CollectorPipeline:
             ok = self.forwarder.shutdown(max(0.0, deadline - time.monotonic())) and ok
         if self.store is not None:
             ok = self.store.close(max(0.5, deadline - time.monotonic())) and ok
+        if self.annotations is not None:  # after the forwarder: the run spans went to Phoenix first
+            ok = self.annotations.close(max(0.5, deadline - time.monotonic())) and ok
         return ok
 
 

@@ -30,6 +30,7 @@ from toolscore.collector.serve._config import DEFAULT_EXPECTATIONS_DIR, ServeCon
 from toolscore.collector.serve._health import HealthState
 from toolscore.collector.serve._listen_check import listen_conflicts
 from toolscore.collector.serve._next_steps import next_steps
+from toolscore.collector.serve._phoenix import PhoenixAnnotations, PhoenixTelemetry
 from toolscore.collector.serve._pipeline import CollectorPipeline
 from toolscore.collector.serve.forward._forwarder import Forwarder, ForwardTelemetry
 from toolscore.collector.serve.receivers._grpc_receiver import GrpcReceiver, start_grpc_receiver
@@ -192,8 +193,12 @@ def _start_parts(service: Service, config: ServeConfig) -> None:
         forward_telemetry = cast(ForwardTelemetry, telemetry)  # both implementations report forwarding too
         service.forwarder = _step("forwarder", lambda: Forwarder(config.forward, forward_telemetry))
     forwarder, store = service.forwarder, service.store
+    annotations = (
+        PhoenixAnnotations(config.phoenix, cast(PhoenixTelemetry, telemetry)) if config.phoenix.enabled else None
+    )
     service.pipeline = _step(
-        "pipeline", lambda: CollectorPipeline(registry, forwarder, config.pipeline, telemetry, store)
+        "pipeline",
+        lambda: CollectorPipeline(registry, forwarder, config.pipeline, telemetry, store, annotations=annotations),
     )
     ingest = service.pipeline
     receiver = config.receiver

@@ -125,8 +125,11 @@ class PipelineTelemetry(Protocol):
         version: int,
         agent: str | None,
         run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None = None,
     ) -> None:
-        """One scorer's result for one run against one expectation version."""
+        """One scorer's result for one run against one expectation version; `agent_version` is the run's
+        (`AgentVersionConfig`), None when unknown, and goes on the evaluation log record."""
 
     def run_verdict(self, expectation: str, agent: str | None, passed: bool, agent_version: str | None = None) -> None:
         """A run's verdict on one expectation it matched, once all of that expectation's scorers have given
@@ -210,6 +213,8 @@ class NoopTelemetry:
         version: int,
         agent: str | None,
         run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None = None,
     ) -> None:
         pass
 
@@ -244,6 +249,9 @@ class NoopTelemetry:
         pass
 
     def score_results_dropped(self, n: int, reason: str) -> None:
+        pass
+
+    def annotations(self, n: int, outcome: str) -> None:
         pass
 
 

@@ -211,6 +211,14 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "refused them (`write_failed`, the log says why), or they came after the store was closed (`shutdown`).",
         ("queue_full", "write_failed", "shutdown"),
     ),
+    AttributeSpec(
+        "toolscore.phoenix.outcome",
+        "How a score posted to Phoenix as a span annotation ended: `sent`, or dropped because the queue was full "
+        "(`queue_full`, `phoenix.queue_size`), Phoenix never received the run span within `phoenix.retry_for_s` "
+        "(`span_not_found`), Phoenix refused the request (`rejected`, the log says why), it stayed unreachable "
+        "(`unreachable`), or `toolscore serve` shut down first (`shutdown`).",
+        ("sent", "queue_full", "span_not_found", "rejected", "unreachable", "shutdown"),
+    ),
 )
 _OVERFLOW_ATTRIBUTE = AttributeSpec(
     "toolscore.attribute.name",
@@ -516,6 +524,16 @@ METRICS: tuple[MetricSpec, ...] = (
         ("toolscore.score_store.drop.reason",),
         "0; `queue_full` means the store's writer cannot keep up (a slow disk: raise `score_store.queue_size` "
         "or disable the store), `write_failed` a disk or database problem.",
+    ),
+    MetricSpec(
+        "toolscore.phoenix.annotations",
+        "counter",
+        "{annotation}",
+        "Scores posted to Arize Phoenix as span annotations (`phoenix.enabled`), by outcome.",
+        ("toolscore.phoenix.outcome",),
+        "Only `sent`; `span_not_found` means the run spans do not reach the Phoenix toolscore posts to (another "
+        "project's Phoenix, or sampled out downstream), `unreachable` that Phoenix is down or `phoenix.endpoint` "
+        "is wrong.",
     ),
     MetricSpec(
         "toolscore.attribute.overflow",

@@ -180,7 +180,10 @@ class OTelPipelineTelemetry:
         self._forward = counters["toolscore.forward.spans"]
         self._retries = counters["toolscore.forward.retries"]
         self._refused = counters["toolscore.receiver.refused"]
-        self._store_dropped = counters["toolscore.score_store.dropped"]
+        self._store_dropped, self._annotations = (
+            counters["toolscore.score_store.dropped"],
+            counters["toolscore.phoenix.annotations"],
+        )
         self._log_records = counters["toolscore.log_records"]
         limit = DEFAULT_MAX_ATTRIBUTE_VALUES if max_attribute_values is None else max_attribute_values
         self._limiter = AttributeLimiter(limit, self._count_overflow)
@@ -374,6 +377,9 @@ class OTelPipelineTelemetry:
         reason = self._limiter.bound("toolscore.score_store.drop.reason", reason)
         self._tally.add(self._store_dropped, (("toolscore.score_store.drop.reason", reason),), n)  # once per result
 
+    def annotations(self, n: int, outcome: str) -> None:
+        self._annotations.add(n, {"toolscore.phoenix.outcome": outcome})  # once per batch
+
     def observe_pending(self, callback: Callable[[], int], limit: int | None = None) -> None:
         with self._callbacks_lock:
             self._pending["traces"].append((callback, limit))
@@ -397,6 +403,8 @@ class OTelPipelineTelemetry:
         version: int,
         agent: str | None,
         run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None = None,
     ) -> None:
         if self._unexported is not None:
             check, self._unexported = self._unexported, None
@@ -409,7 +417,7 @@ class OTelPipelineTelemetry:
             _log.debug("toolscore telemetry: score metrics failed", exc_info=True)
         if self._events:
             try:
-                self._emit_event(result, expectation, version, agent, run_span)
+                self._emit_event(result, expectation, version, agent, run_span, agent_version=agent_version)
             except Exception:
                 _log.debug("toolscore telemetry: evaluation event failed", exc_info=True)
 
@@ -429,7 +437,14 @@ class OTelPipelineTelemetry:
         self._tally.add(self._evaluations, (*names.items(), outcome))
 
     def _emit_event(
-        self, result: ScoreResult, expectation: str, version: int, agent: str | None, run_span: RunSpanRef | None
+        self,
+        result: ScoreResult,
+        expectation: str,
+        version: int,
+        agent: str | None,
+        run_span: RunSpanRef | None,
+        *,
+        agent_version: str | None,
     ) -> None:
         context = run_span_context(run_span)
         if not self._logger.enabled(context=context, event_name=EVALUATION_EVENT):
@@ -441,6 +456,8 @@ class OTelPipelineTelemetry:
         }
         if agent:
             attributes["gen_ai.agent.name"] = agent
+        if agent_version:
+            attributes["toolscore.agent.version"] = agent_version
         if isinstance(result, Score):
             attributes["gen_ai.evaluation.score.value"] = float(result.value)
             attributes["gen_ai.evaluation.score.label"] = result.label

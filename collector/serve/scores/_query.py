@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from toolscore.collector.sqlite_read import connect_read_only
 
-__all__ = ["StoredRun", "StoredScore", "parse_since", "query_runs"]
+__all__ = ["StoredRun", "StoredScore", "parse_since", "query_runs", "version_column"]
 
 LabelFilter = Literal["pass", "fail", "error"]
 
@@ -51,6 +51,9 @@ class StoredRun:
     incomplete: bool
     scored_ns: int
     scores: tuple[StoredScore, ...]
+    agent_version: str | None = None
+    """The run's agent version (`pipeline.agent_version`); None when it had none, or was stored before
+    the store kept versions."""
 
 
 _NS_RANGE = (-(2**63), 2**63 - 1)
@@ -82,6 +85,7 @@ def query_runs(
     label: LabelFilter | None = None,
     since_ns: int | None = None,
     limit: int = 50,
+    agent_version: str | None = None,
 ) -> list[StoredRun]:
     """The most recent runs first; `expectation`/`label` keep runs with at least one matching score.
 
@@ -90,11 +94,15 @@ def query_runs(
     """
     if not Path(path).is_file():
         raise FileNotFoundError(f"no score store at {path}")
-    where, params = _filters(agent, expectation, label, since_ns)
     db = connect_read_only(path)
     try:
+        version = version_column(db)
+        where, params = _filters(agent, expectation, label, since_ns)
+        if agent_version is not None:
+            where += (" AND " if where else "WHERE ") + f"{version} = ?"
+            params.append(agent_version)
         rows = db.execute(
-            "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs"
+            f"SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, {version} FROM runs"
             f" {where} ORDER BY scored_ns DESC, id DESC LIMIT ?",
             (*params, limit),
         ).fetchall()
@@ -102,9 +110,17 @@ def query_runs(
     finally:
         db.close()
     return [
-        StoredRun(trace, span, name, json.loads(calls), total, bool(incomplete), scored, tuple(scores.get(rid, ())))
-        for rid, trace, span, name, calls, total, incomplete, scored in rows
+        StoredRun(
+            trace, span, name, json.loads(calls), total, bool(incomplete), scored, tuple(scores.get(rid, ())), agent_v
+        )
+        for rid, trace, span, name, calls, total, incomplete, scored, agent_v in rows
     ]
+
+
+def version_column(db: sqlite3.Connection) -> str:
+    """`agent_version`, or `NULL` in a store of schema 1 that no `serve` has upgraded yet (reads never write)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    return "agent_version" if "agent_version" in columns else "NULL"
 
 
 def _filters(

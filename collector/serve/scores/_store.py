@@ -4,7 +4,7 @@
 owns the connection and writes what gathered in one transaction every `write_interval_ms`, then
 applies the retention. WAL mode lets `toolscore runs` (`score_query`) read while the collector writes.
 
-    runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns)   one row per run
+    runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, agent_version)   one per run
     scores(run_id → runs.id, expectation, version, scorer, value, label, error_type, explanation, scored_ns)
 
 Every index grows at one end: run ids are given by the writer in the order runs are recorded, and
@@ -38,7 +38,7 @@ __all__ = ["SCHEMA", "TABLES", "ScoreStore", "ScoreStoreConfig", "ScoreStoreTele
 
 _log = logging.getLogger("toolscore.serve.scores")
 
-_RUNS_COLUMNS = """(
+_RUNS_COLUMNS_V1 = """(
     id INTEGER PRIMARY KEY,
     trace_id TEXT NOT NULL,
     span_id TEXT NOT NULL,
@@ -48,8 +48,10 @@ _RUNS_COLUMNS = """(
     incomplete INTEGER NOT NULL,
     scored_ns INTEGER NOT NULL
 )"""
-SCHEMA_VERSION = 1
-"""0: a store written before run ids were the writer's, with a unique index on (trace_id, span_id)."""
+_RUNS_COLUMNS = _RUNS_COLUMNS_V1[:-2] + ",\n    agent_version TEXT\n)"
+SCHEMA_VERSION = 2
+"""0: a store written before run ids were the writer's, with a unique index on (trace_id, span_id).
+1: before runs had their agent version (`runs.agent_version`)."""
 
 TABLES = ("runs", "scores")
 """The tables `SCHEMA` creates, by which the CLI tells a score store file from a registry (`cli.store_files`)."""
@@ -74,18 +76,30 @@ PRAGMA user_version = {SCHEMA_VERSION};
 
 _MIGRATE_FROM_0 = f"""
 BEGIN IMMEDIATE;
-CREATE TABLE runs_v1 {_RUNS_COLUMNS};
+CREATE TABLE runs_v1 {_RUNS_COLUMNS_V1};
 INSERT INTO runs_v1 SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns FROM runs;
 DROP TABLE runs;
 ALTER TABLE runs_v1 RENAME TO runs;
-PRAGMA user_version = {SCHEMA_VERSION};
+PRAGMA user_version = 1;
 COMMIT;
 """
 """SQLite's way to change a table (create, copy, drop, rename), run with foreign keys off: with them on,
 dropping the old table would cascade into `scores`. `SCHEMA` then adds the index the drop took."""
 
-_RunRow = tuple[str, str, str | None, str, int, int, int]
-"""A run's row without its id: trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns."""
+_MIGRATE_FROM_1 = """
+BEGIN IMMEDIATE;
+ALTER TABLE runs ADD COLUMN agent_version TEXT;
+PRAGMA user_version = 2;
+COMMIT;
+"""
+"""A column added at the end: the runs stored before it have no version (NULL), as a run that had none."""
+
+_MIGRATIONS = {0: _MIGRATE_FROM_0, 1: _MIGRATE_FROM_1}
+"""Each step takes a store from its schema version to the next, in order, each in its own transaction."""
+
+_RunRow = tuple[str, str, str | None, str, int, int, int, str | None]
+"""A run's row without its id: trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,
+agent_version."""
 _Pending = tuple[_RunRow, tuple[Any, ...]]
 """A run's row and one score's row without its run id."""
 _RETAIN_EVERY_S = 10.0
@@ -171,8 +185,10 @@ class ScoreStore:
         self._thread = threading.Thread(target=self._run, name="toolscore-score-store", daemon=True)
         self._thread.start()
 
-    def record(self, run: AgentRun, expectation: Expectation, result: ScoreResult) -> None:
-        """Queue one result for the writer; the `Engine.on_scored` callback.
+    def record(
+        self, run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None = None
+    ) -> None:
+        """Queue one result for the writer; the `Engine.on_scored` callback (`agent_version`: the run's).
 
         The rows are made here, so the queue holds strings and numbers rather than the run: a run kept
         alive until the writer's next batch survived into the collector's older generations, which
@@ -191,7 +207,8 @@ class ScoreStore:
             config = self.config
             calls = calls_json(run, config.max_calls, config.max_args_chars)
             agent = None if run.agent_name is None else valid_utf8(run.agent_name)
-            run_row = (run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now)
+            version = None if agent_version is None else valid_utf8(agent_version)
+            run_row = (run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now, version)
             self._last = (run, run_row)
         self._pending.append((run_row, _score_row(expectation, result, now)))
         self._enqueued += 1
@@ -287,14 +304,18 @@ class ScoreStore:
     def _migrate(self) -> None:
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
         has_runs = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
-        if version == 0 and has_runs:
-            _log.info("score store %s: upgrading its schema to version %d", self.config.path, SCHEMA_VERSION)
-            self._db.executescript(_MIGRATE_FROM_0)
-        elif version > SCHEMA_VERSION:
+        if version > SCHEMA_VERSION:
             raise ValueError(
                 f"score store {self.config.path}: schema version {version} was written by a newer toolscore"
                 f" (this one knows {SCHEMA_VERSION}); point score_store.path at another file"
             )
+        if not has_runs or version == SCHEMA_VERSION:
+            return  # a new store: `SCHEMA` makes it whole
+        _log.info(
+            "score store %s: upgrading its schema from version %d to %d", self.config.path, version, SCHEMA_VERSION
+        )
+        for step in range(version, SCHEMA_VERSION):
+            self._db.executescript(_MIGRATIONS[step])
 
     def _write(self, batch: list[_Pending]) -> None:
         """One transaction of two statements: the new runs' rows, with the ids given here, then every score."""
@@ -313,7 +334,11 @@ class ScoreStore:
                         next_id += 1
                         runs.append((run_id, *run_row))
                     scores.append((run_id, *score_row))
-                db.executemany("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runs)
+                db.executemany(
+                    "INSERT INTO runs (id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,"
+                    " agent_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    runs,
+                )
                 db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
         except BaseException:
             for row in runs:
