@@ -188,6 +188,26 @@ def test_each_definition_and_the_whole_catalog_stay_within_max_attribute_bytes()
     assert stats.tool_specs_cut == 5  # every definition: cut, or left out
 
 
+def test_tool_span_descriptions_alone_are_bounded_as_definitions_are() -> None:
+    # Only tool spans describe the tools (GenAI `gen_ai.tool.description`), as most traces do: kept whole while
+    # they fit in bytes, though not in 4 bytes a character, then cut and counted as definitions would be.
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    for start, (name, description) in enumerate([("w", "weather"), ("v", "v" * 20), ("w", "again"), ("u", "x" * 30)]):
+        attrs = {**genai_tool(name, f"c{start}"), "gen_ai.tool.description": description}
+        t.span(f"execute_tool {name}", attrs, parent=run, start=start + 1)
+    stats = ExtractStats()
+
+    (built,) = rebuild_runs(t.records(), ExtractConfig(max_attribute_bytes=40), stats)
+
+    assert [(t.name, t.description, t.parameters) for t in built.available_tools] == [
+        ("w", "weather", None),
+        ("v", "v" * 20, None),
+        ("u", "x" * 10, None),  # 1 + 7 + 1 + 20 + 1 bytes before it: 10 left
+    ]
+    assert stats.tool_specs_cut == 1
+
+
 def test_tool_specs_are_exported_frozen_and_built_as_validated() -> None:
     (built,) = rebuild_runs(read_trace_file(TRACES / "pydantic-ai" / "a_single_tool.pb"))
     spec = built.available_tools[0]

@@ -238,12 +238,17 @@ def run_tools(
     """The run's catalog (see the module docstring): `run` span, `models` it owns, its built `calls` each with
     the pending call it was built from (its tool span's read). Spans without a tool key cost a key lookup or
     two and are not read."""
-    catalog = Catalog(max_bytes, stats)
     offered = [node for node in models if defines_tools(node)] if models else []
     if len(offered) > 1:
         offered.sort(key=lambda node: (node.span.start_ns, node.span.span_id))
     if defines_tools(run):
         offered.insert(0, run)
+    elif not offered:
+        calls = calls if isinstance(calls, list) else list(calls)
+        described = _described(calls, max_bytes)
+        if described is not None:
+            return described
+    catalog = Catalog(max_bytes, stats)
     for node in offered:
         _read(catalog, node, None)
     fields, tried = catalog.fields, set()
@@ -263,3 +268,32 @@ def run_tools(
         if description is not None or parameters is not None:
             catalog.add(name, description, parameters)
     return catalog.specs() if fields else ()
+
+
+def _described(calls: list[tuple[ToolCall, PendingCall]], max_bytes: int) -> tuple[ToolSpec, ...] | None:
+    """The catalog `run_tools` builds when no span offered definitions and the tool spans describe their tools
+    by description alone, all within `max_bytes` uncut; None when any of that does not hold (`run_tools` then
+    builds it by the rules). The common case (GenAI `gen_ai.tool.description`), without a `Catalog`: the
+    same specs in the same order, and nothing to count, since nothing is cut or malformed."""
+    found = _SPECS.get
+    names: set[str] = set()
+    specs: list[ToolSpec] = []
+    bound = 0  # characters: at most 4 bytes each, so under max_bytes / 4 nothing is cut
+    for call, pending in calls:
+        read = pending.read
+        if read.schema is not None:
+            return None
+        description = read.description
+        if description is None or call.model_only:
+            continue
+        name = call.name
+        if name in names:
+            continue
+        if description.__class__ is not str:
+            return None
+        bound += len(name) + len(description)
+        if bound * 4 > max_bytes:
+            return None
+        names.add(name)
+        specs.append(found((name, description)) or _spec(name, description, None))
+    return tuple(specs)

@@ -34,33 +34,35 @@ __all__ = ["MAX_DEPTH", "decode_json"]
 MAX_DEPTH = 128
 """Deepest nesting of arrays and objects decoded; deeper text is not JSON (see the module docstring)."""
 
-_DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-"""Every ASCII digit becomes `0`, every other byte a space: digit runs survive as runs of `0`."""
+_DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 91 if b in (91, 123) else 32 for b in range(256))
+"""Every ASCII digit becomes `0`, `[` and `{` become `[`, every other byte a space: digit runs survive as runs of
+`0`, and one count gives the opening brackets (UTF-8 never encodes another character with an ASCII byte)."""
 _LONG_RUN = b"0" * 19
 """The shortest digit run that can spell an integer beyond 64 bits (int64 max has 19 digits)."""
 
 
 def decode_json(text: str) -> Any:
     """`json.loads(text)`: the same value or the same `ValueError`; nested too deeply, a `ValueError` too."""
-    value = _decode(text)
     # Fewer brackets than levels allowed cannot nest deeper (counted at C speed); only texts with
     # more, rare for arguments, have their value walked.
-    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
-        raise ValueError(f"JSON text nested more than {MAX_DEPTH} levels")
-    return value
-
-
-def _decode(text: str) -> Any:
     try:
         data = text.encode()
     except UnicodeEncodeError:  # lone surrogates: orjson refuses them, json keeps them
-        return _loads(text)
-    if _LONG_RUN not in data.translate(_DIGIT_RUNS):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-    return _loads(text)
+        value = _loads(text)
+        brackets = text.count("[") + text.count("{")
+    else:
+        marks = data.translate(_DIGIT_RUNS)
+        brackets = marks.count(b"[")
+        if _LONG_RUN in marks:
+            value = _loads(text)
+        else:
+            try:
+                value = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                value = _loads(text)
+    if brackets > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
+        raise ValueError(f"JSON text nested more than {MAX_DEPTH} levels")
+    return value
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

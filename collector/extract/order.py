@@ -191,7 +191,10 @@ def needs_model_responses(calls: list[PendingCall]) -> bool:
     """
     previous: SpanRecord | None = None
     for call in calls:
-        if _incomplete(call.read):
+        read = call.read
+        args = read.args  # `_incomplete`'s usual answer, inlined: JSON text arguments, a call id, no handoff
+        complete = args.__class__ is str and args[:1] in ("{", "[") and read.call_id and not read.handoff
+        if not complete and _incomplete(read):
             return True
         span = call.span
         if previous is not None and (span.start_ns <= previous.start_ns or span.start_ns < previous.end_ns):
@@ -239,12 +242,20 @@ def message_indices(ordered: list[PendingCall], models: list[SpanRecord]) -> lis
     """The model message of each of `ordered` (the run's calls in issue order), given the run's model spans
     (see the module docstring); never decreasing along `ordered`, so reading the calls by message keeps
     their issue order."""
-    starts = sorted(span.start_ns for span in models)
-    response_start = {span.span_id: span.start_ns for span in models}
+    starts = sorted([span.start_ns for span in models])
+    response_start: dict[str, int] | None = None  # built only when a call is tied to its response
     indices: list[int] = []
     previous = 0
     for call in ordered:
-        anchor = response_start.get(call.batch, call.span.start_ns) if call.batch else call.span.start_ns
-        previous = max(previous, bisect_right(starts, anchor))
+        batch = call.batch
+        if batch:
+            if response_start is None:
+                response_start = {span.span_id: span.start_ns for span in models}
+            anchor = response_start.get(batch, call.span.start_ns)
+        else:
+            anchor = call.span.start_ns
+        found = bisect_right(starts, anchor)
+        if found > previous:  # noqa: PLR1730 - a compare, not a builtin call, per call
+            previous = found
         indices.append(previous)
     return indices

@@ -124,8 +124,8 @@ def rebuild_runs(
     extractors: tuple[Extractor, ...] = EXTRACTORS,
 ) -> list[AgentRun]:
     """The agent runs in `spans` (see the module docstring for the rules); never raises on bad spans."""
-    dispatch = dispatch_for(extractors)
-    return rebuild_classified([_classify(span, dispatch) for span in spans], config, stats)
+    classify = dispatch_for(extractors).classify  # `_classify`, inlined: one call less per span
+    return rebuild_classified([ClassifiedSpan(span, *(classify(span) or _UNKNOWN)) for span in spans], config, stats)
 
 
 def rebuild_classified(
@@ -371,7 +371,8 @@ class _TraceRuns:
         built = [self._finish(run) for run in self.runs.values()]
         if self.config.privacy.active:  # the one masking step: before any run is scored, stored or written
             built = [mask_run(run, self.config.privacy) for run in built]
-        built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
+        if len(built) > 1:
+            built.sort(key=lambda r: (r.start_ns or 0, r.span_id))
         return built
 
     def _models(self, run: _Run) -> list[ClassifiedSpan]:
@@ -424,13 +425,15 @@ class _TraceRuns:
         self.layers_known = True
         found: list[tuple[ClassifiedSpan, ToolRead, ClassifiedSpan, bool]] = []
         above: dict[str, str] = {}
+        nodes = self.nodes
         for node in tools:
             read = self._read(node)
             if read.__class__ is not ToolRead:
                 if node.extractor is not None:  # read, and failed: it still ran a call some response issued
                     self._claim(self._owner(node)[0], PendingCall(node.span, unread_claimer()))
                 continue
-            owner, inferred = self._owner(node)
+            parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
+            owner, inferred = (parent, False) if parent is not None and parent.role is _RUN else self._owner(node)
             found.append((node, read, owner, inferred))
             if inferred and (tool := self._tool_of(owner)) is not None:
                 above[node.span.span_id] = tool.span.span_id
@@ -585,7 +588,7 @@ class _TraceRuns:
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
         called = zip(calls, ordered, strict=True)
         tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
-        if any(c.model_only for c in ordered):
+        if tied and any(c.model_only for c in ordered):  # model-only calls come with the model's order only
             step_errors = [self._step_error(c.span) if c.model_only else None for c in ordered]
             calls = with_outcomes(calls, {tool.name for tool in tools}, [node.span for node in models], step_errors)
         stats.runs += 1

@@ -82,18 +82,21 @@ def normalize_args(value: Any, config: ExtractConfig) -> tuple[Any, ArgsState, b
 
 
 def _result(value: Any, config: ExtractConfig, stats: ExtractStats) -> Any:
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        text, cut = cap_text(value, config.max_result_bytes)
-        stats.results_truncated += cut
-        return text
-    if isinstance(value, Mapping | list):
-        encoded = json.dumps(value, default=str)
-        if len(encoded) > config.max_result_bytes:
-            stats.results_truncated += 1
-            return cap_text(encoded, config.max_result_bytes)[0]
-    return value
+    if value.__class__ is not str:  # text first, as in `normalize_args`: nearly every result
+        if value is None:
+            return None
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif not isinstance(value, str):
+            if isinstance(value, Mapping | list):
+                encoded = json.dumps(value, default=str)
+                if len(encoded) > config.max_result_bytes:
+                    stats.results_truncated += 1
+                    return cap_text(encoded, config.max_result_bytes)[0]
+            return value
+    text, cut = cap_text(value, config.max_result_bytes)
+    stats.results_truncated += cut
+    return text
 
 
 def build_call(

@@ -147,14 +147,39 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
             for span in scope_spans.spans:
+                # `_ids_ok` and `_record`, inlined: two calls less per span on the receiver's hot path.
                 trace_id, span_id, parent_id = span.trace_id, span.span_id, span.parent_span_id
-                if not _ids_ok(trace_id, span_id, parent_id):
+                if (
+                    len(trace_id) != _TRACE_ID_BYTES
+                    or len(span_id) != _SPAN_ID_BYTES
+                    or (parent_id and len(parent_id) != _SPAN_ID_BYTES)
+                    or trace_id == _ZERO_TRACE_ID
+                    or span_id == _ZERO_SPAN_ID
+                ):
                     count_skipped(span, stats)
                     continue
                 trace_hex = hexed.get(trace_id)
                 if trace_hex is None:
                     trace_hex = hexed[trace_id] = trace_id.hex()
-                append(_record(span, trace_hex, span_id, parent_id, resource=resource, scope=scope))
+                status = span.status
+                events = span.events
+                append(
+                    SpanRecord(
+                        trace_hex,
+                        span_id.hex(),
+                        parent_id.hex() if parent_id and parent_id != _ZERO_SPAN_ID else None,
+                        span.name,
+                        span.kind,
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        status.code,
+                        status.message,
+                        _attributes(span.attributes),
+                        _events(events) if events else (),
+                        resource,
+                        scope,
+                    )
+                )
     if stats is not None:
         stats.spans += len(out)
     return out

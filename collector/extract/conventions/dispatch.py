@@ -60,7 +60,8 @@ class Dispatch:
         `gen_ai.operation.name = ["chat"]` is unhashable) does not recognise it. Raising here would
         lose the span: classification runs on the worker thread for every span it takes.
         """
-        for extractor in self.candidates(span):
+        found = self._cache.get((span.scope, self._keys.intersection(span.attributes)))  # `candidates`, inlined
+        for extractor in self.candidates(span) if found is None else found:
             try:
                 role = extractor.classify(span)
             except Exception:

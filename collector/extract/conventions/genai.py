@@ -29,7 +29,7 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.sources.log_events import BODY_KEY
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.spans import SpanRecord, StatusCode
 
 __all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "read_genai_tools", "tool_args"]
 
@@ -71,6 +71,8 @@ TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
 TOOL_KEYS: Final = (TOOL_DEFINITIONS,)
 EXECUTE_TOOL: Final = "execute_tool"
+# Role members as module constants, read per span (see `runs`: each `Role.X` costs a lookup hook on Python 3.11).
+_RUN, _TOOL, _LLM, _OTHER = Role.RUN, Role.TOOL, Role.LLM, Role.OTHER
 INVOKE_AGENT: Final = "invoke_agent"
 
 
@@ -92,14 +94,20 @@ def _first(attrs: Any, keys: tuple[str, ...]) -> Any:
 def read_genai_tool(span: SpanRecord) -> ToolRead:
     """A GenAI `execute_tool` span's values; the name falls back to the span name's suffix."""
     attrs = span.attributes
-    name = string(attrs, TOOL_NAME)
-    if name is None and span.name.startswith(EXECUTE_TOOL + " "):
-        name = span.name[len(EXECUTE_TOOL) + 1 :]
-    error, error_type = error_of(span)
+    name = attrs.get(TOOL_NAME)  # `string`, inlined: read for every tool span
+    if not (name.__class__ is str or isinstance(name, str)) or not name:
+        name = span.name[len(EXECUTE_TOOL) + 1 :] if span.name.startswith(EXECUTE_TOOL + " ") else None
+    call_id = attrs.get(TOOL_CALL_ID)
+    if not (call_id.__class__ is str or isinstance(call_id, str)) or not call_id:
+        call_id = None
+    # `error_of`'s answer for a span that neither failed nor says how, without the call: most tool spans
+    error, error_type = (
+        (False, None) if span.status_code != StatusCode.ERROR and "error.type" not in attrs else error_of(span)
+    )
     return ToolRead(
         name=name or span.name,
         args=tool_args(attrs),
-        call_id=string(attrs, TOOL_CALL_ID),
+        call_id=call_id,
         result=_first(attrs, RESULT_KEYS),
         error=error,
         error_type=error_type,
@@ -201,20 +209,20 @@ class GenAIExtractor:
         operation = attrs.get(OPERATION)
         if operation is None:
             if TOOL_NAME in attrs and span.name.startswith(EXECUTE_TOOL):
-                return Role.TOOL
+                return _TOOL
             return None
         if operation == EXECUTE_TOOL:
-            return Role.TOOL
+            return _TOOL
         if operation == INVOKE_AGENT:
-            return Role.RUN
+            return _RUN
         if operation in INFERENCE_OPERATIONS:
-            return Role.LLM
-        return Role.OTHER
+            return _LLM
+        return _OTHER
 
     def read(self, span: SpanRecord, role: Role) -> Read:
-        if role is Role.TOOL:
+        if role is _TOOL:
             return read_genai_tool(span)
-        if role is Role.RUN:
+        if role is _RUN:
             return read_genai_run(span)
         return read_genai_issued(span)
 
