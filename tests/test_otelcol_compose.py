@@ -180,6 +180,22 @@ def test_toolscore_refusing_under_overload_makes_the_collector_retry_not_drop(tm
         assert started.otelcol.metric("otelcol_exporter_send_failed_spans_total") == 0
 
 
+def _restart(stack: Stack, attempts: int = 5) -> ServeProcess:
+    """toolscore started again on its ports, ready. One of them can be taken for a moment meanwhile (the
+    Collector's retries connect from ephemeral ports, which may be any free port): then it is started again."""
+    for attempt in range(attempts):
+        process = ServeProcess(stack.serve_config, stack.serve_config.parent, env=stack.serve_env)
+        try:
+            process.wait_ready()
+            return process
+        except AssertionError:
+            process.__exit__(None, None, None)
+            if "Address already in use" not in process.log() or attempt == attempts - 1:
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
+
+
 def test_a_toolscore_restart_makes_the_collector_queue_and_retry_not_drop(tmp_path: Path) -> None:
     """toolscore stops (SIGTERM: its receivers answer UNAVAILABLE, then the port is closed) while agents go on
     sending, and starts again on the same port: the Collector's queue holds what it could not deliver and
@@ -200,9 +216,8 @@ def test_a_toolscore_restart_makes_the_collector_queue_and_retry_not_drop(tmp_pa
             )  # the Collector takes them while toolscore is away
         time.sleep(2)  # retried against a closed port meanwhile
         failed_while_away = started.otelcol.metric("otelcol_exporter_send_failed_spans_total")
-        restarted = ServeProcess(started.serve_config, tmp_path, env=started.serve_env)
+        restarted = _restart(started)
         with restarted:
-            restarted.wait_ready()
             exporter.shutdown()
             keys = {sdk_key(span) for spans in first for span in spans}
             counts = started.backend.wait_for(keys, timeout_s=60)
