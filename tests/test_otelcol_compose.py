@@ -91,7 +91,7 @@ class Stack:
 def _start(tmp: Path, settle_ms: float = 1000, **pipeline: Any) -> Stack:
     expected = captures_expectations(tmp / "captures.yaml")
     config = serve_config(
-        tmp, [DEMO_EXPECTATIONS, tmp / "captures.yaml"], None, pipeline={"settle_ms": 1000, **pipeline}
+        tmp, [DEMO_EXPECTATIONS, tmp / "captures.yaml"], None, pipeline={"settle_ms": settle_ms, **pipeline}
     )
     grpc_endpoint = yaml.safe_load(config.read_text())["receiver"]["grpc_endpoint"]
     collector, listeners = compose_config(grpc_endpoint, tmp / "backend.pb")
@@ -161,7 +161,9 @@ def test_toolscore_refusing_under_overload_makes_the_collector_retry_not_drop(tm
     RESOURCE_EXHAUSTED with RetryInfo, and the Collector's `retry_on_failure` sends them again until taken:
     nothing is lost or doubled, and every run is scored. (Not every score is right: a batch retried for longer
     than `settle_ms` brings its spans after their run was scored; docs/deploy.md says how to avoid that.)"""
-    started = _start(tmp_path, queue_size=1, overload_wait_ms=0, max_waiting_requests=0)
+    # settle_ms longer than the Collector's retries take, as docs/deploy.md advises: a run span retried past it
+    # would come after its run was scored
+    started = _start(tmp_path, settle_ms=8000, queue_size=1, overload_wait_ms=0, max_waiting_requests=0)
     with started.serve, started.otelcol:
         started.serve.wait_ready()
         started.otelcol.wait_ready()
