@@ -7,14 +7,10 @@ the trends read the scores once per window. Each call opens its own read-only co
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolscore.collector.serve.scores._query import LabelFilter, StoredRun, filters, read_runs
-from toolscore.collector.sqlite_read import connect_read_only
+from toolscore.collector.serve.scores._query import LabelFilter, StoredRun, filters, read_runs, reading
 
 __all__ = [
     "Bucket",
@@ -40,17 +36,6 @@ class RunFilter:
     since_ns: int | None = None
 
 
-@contextmanager
-def _reading(path: str | Path) -> Iterator[sqlite3.Connection]:
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no score store at {path}")
-    db = connect_read_only(path)
-    try:
-        yield db
-    finally:
-        db.close()
-
-
 def _where(run_filter: RunFilter, before_id: int | None) -> tuple[str, list[object]]:
     f = run_filter
     where, params = filters(f.agent, f.expectation, f.label, f.since_ns)
@@ -64,21 +49,21 @@ def runs_page(
     path: str | Path, run_filter: RunFilter = RunFilter(), *, before_id: int | None = None, limit: int = 50
 ) -> list[StoredRun]:
     """Up to `limit` runs the filter keeps, newest (highest id) first, all older than `before_id` when given."""
-    with _reading(path) as db:
+    with reading(path) as db:
         where, params = _where(run_filter, before_id)
         return read_runs(db, where, list(params), "ORDER BY id DESC LIMIT ?", limit)
 
 
 def latest_id(path: str | Path, run_filter: RunFilter = RunFilter()) -> int:
     """The id of the newest run the filter keeps (0: none), which the page polls to see new runs."""
-    with _reading(path) as db:
+    with reading(path) as db:
         where, params = _where(run_filter, None)
         row = db.execute(f"SELECT max(id) FROM runs {where}", params).fetchone()
         return int(row[0] or 0)
 
 
 def run_by_id(path: str | Path, row_id: int) -> StoredRun | None:
-    with _reading(path) as db:
+    with reading(path) as db:
         found = read_runs(db, "WHERE id = ?", [row_id], "")
         return found[0] if found else None
 
@@ -89,7 +74,7 @@ def run_by_span(path: str | Path, trace_id: str, span_id: str | None = None) -> 
     No index on the trace id (see the store's docstring): this reads every row, a few milliseconds at
     the store's bound, which a command run by hand affords and the page's links (by row id) avoid.
     """
-    with _reading(path) as db:
+    with reading(path) as db:
         where, params = "WHERE lower(trace_id) = ?", [trace_id.lower()]
         if span_id is not None:
             where += " AND lower(span_id) = ?"
@@ -99,13 +84,13 @@ def run_by_span(path: str | Path, trace_id: str, span_id: str | None = None) -> 
 
 def agents(path: str | Path) -> list[str]:
     """The agent names in the store, for the filter's choices."""
-    with _reading(path) as db:
+    with reading(path) as db:
         return [row[0] for row in db.execute("SELECT DISTINCT agent FROM runs WHERE agent IS NOT NULL ORDER BY 1")]
 
 
 def expectation_names(path: str | Path) -> list[str]:
     """The expectations the stored runs were scored against, for the filter's choices."""
-    with _reading(path) as db:
+    with reading(path) as db:
         return [row[0] for row in db.execute("SELECT DISTINCT expectation FROM scores ORDER BY 1")]
 
 
@@ -146,7 +131,7 @@ def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: in
     out: dict[str, ExpectationTrend] = {}
     sums: dict[str, float] = {}
     valued: dict[str, int] = {}
-    with _reading(path) as db:
+    with reading(path) as db:
         rows = db.execute(
             "SELECT expectation, min(?, max(0, (scored_ns - ?) / ?)) AS b, count(*), sum(label = 'pass'),"
             " sum(value), count(value), count(DISTINCT run_id),"

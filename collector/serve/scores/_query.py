@@ -10,6 +10,8 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -105,15 +107,22 @@ def query_runs(
     Raises FileNotFoundError when there is no store at `path`, sqlite3.DatabaseError when the file there
     is not one.
     """
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no score store at {path}")
-    db = connect_read_only(path)
-    try:
+    with reading(path) as db:
         where, params = filters(agent, expectation, label, since_ns)
         if agent_version is not None:
             where += (" AND " if where else "WHERE ") + f"{version_column(db)} = ?"
             params.append(agent_version)
         return read_runs(db, where, params, "ORDER BY scored_ns DESC, id DESC LIMIT ?", limit)
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """The store at `path`, read-only (safe while `serve` writes it); FileNotFoundError when there is none."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no score store at {path}")
+    db = connect_read_only(path)
+    try:
+        yield db
     finally:
         db.close()
 

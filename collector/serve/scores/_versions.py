@@ -16,8 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from toolscore.collector.serve.scores._query import version_column
-from toolscore.collector.sqlite_read import connect_read_only
+from toolscore.collector.serve.scores._query import reading, version_column
 
 __all__ = ["VersionRow", "compare_versions", "query_versions"]
 
@@ -72,10 +71,7 @@ def query_versions(
     Raises FileNotFoundError when there is no store at `path`, sqlite3.DatabaseError when the file there
     is not one.
     """
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no score store at {path}")
-    db = connect_read_only(path)
-    try:
+    with reading(path) as db:
         version = version_column(db)
         clauses: list[str] = []
         params: list[Any] = []
@@ -94,8 +90,6 @@ def query_versions(
             " ORDER BY agent IS NULL, agent, expectation, version IS NULL, min(scored_ns), version",
             params,
         ).fetchall()
-    finally:
-        db.close()
     return [VersionRow(a, e, v, n, int(p), s, first, last) for a, e, v, n, p, s, first, last in rows]
 
 
