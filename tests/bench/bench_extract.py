@@ -32,23 +32,28 @@ BATCHES = 10
 MODEL = {"gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4.1", "server.address": "api.openai.com"}
 
 
-def _chat(tracer: Tracer, rng: random.Random, t: int, calls: list[tuple[str, str, str]]) -> None:
+def chat_attributes(rng: random.Random, calls: list[tuple[str, str, str]], temperature: float | None) -> dict[str, Any]:
+    """A GenAI `chat` span's attributes for a model response asking for `calls` (call id, name, JSON args)."""
     parts = [{"type": "tool_call", "id": cid, "name": name, "arguments": json.loads(args)} for cid, name, args in calls]
+    attributes: dict[str, Any] = {
+        **MODEL,
+        "gen_ai.operation.name": "chat",
+        "gen_ai.response.model": "gpt-4.1-2025-04-14",
+        "gen_ai.response.id": f"resp-{rng.getrandbits(48):x}",
+        "gen_ai.response.finish_reasons": ["tool_calls"],
+        "gen_ai.usage.input_tokens": rng.randint(200, 4000),
+        "gen_ai.usage.output_tokens": rng.randint(20, 400),
+    }
+    if temperature is not None:
+        attributes["gen_ai.request.temperature"] = temperature
+    attributes["gen_ai.output.messages"] = json.dumps([{"role": "assistant", "parts": parts}])
+    attributes["server.port"] = 443
+    return attributes
+
+
+def _chat(tracer: Tracer, rng: random.Random, t: int, calls: list[tuple[str, str, str]]) -> None:
     span = tracer.start_span("chat gpt-4.1", kind=SpanKind.CLIENT, start_time=t)
-    span.set_attributes(
-        {
-            **MODEL,
-            "gen_ai.operation.name": "chat",
-            "gen_ai.response.model": "gpt-4.1-2025-04-14",
-            "gen_ai.response.id": f"resp-{rng.getrandbits(48):x}",
-            "gen_ai.response.finish_reasons": ["tool_calls"],
-            "gen_ai.usage.input_tokens": rng.randint(200, 4000),
-            "gen_ai.usage.output_tokens": rng.randint(20, 400),
-            "gen_ai.request.temperature": 0.2,
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
-            "server.port": 443,
-        }
-    )
+    span.set_attributes(chat_attributes(rng, calls, temperature=0.2))
     span.end(end_time=t + 900_000)
 
 

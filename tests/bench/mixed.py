@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, set_span_in_context
 
-from tests.bench.bench_extract import EPOCH_NS, MODEL
+from tests.bench.bench_extract import EPOCH_NS, MODEL, chat_attributes
 from tests.bench.workload import TOOLS, make_args
 
 __all__ = ["AGENT_SCOPE", "Tracers", "generated_spans", "mixed_batches", "play_mixed"]
@@ -117,21 +117,8 @@ def plain_trace(tracers: Tracers, rng: random.Random, t: int) -> int:
 
 
 def _chat(tracers: Tracers, rng: random.Random, parent: Span, t: int, calls: list[tuple[str, str, str]]) -> None:
-    parts = [{"type": "tool_call", "id": cid, "name": name, "arguments": json.loads(args)} for cid, name, args in calls]
     span = tracers.agent.start_span("chat gpt-4.1", set_span_in_context(parent), kind=SpanKind.CLIENT, start_time=t)
-    span.set_attributes(
-        {
-            **MODEL,
-            "gen_ai.operation.name": "chat",
-            "gen_ai.response.model": "gpt-4.1-2025-04-14",
-            "gen_ai.response.id": f"resp-{rng.getrandbits(48):x}",
-            "gen_ai.response.finish_reasons": ["tool_calls"],
-            "gen_ai.usage.input_tokens": rng.randint(200, 4000),
-            "gen_ai.usage.output_tokens": rng.randint(20, 400),
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
-            "server.port": 443,
-        }
-    )
+    span.set_attributes(chat_attributes(rng, calls, temperature=None))
     _client_span(tracers, rng, span, t + 10_000, "https://api.openai.com/v1/chat/completions", method="POST")
     span.end(end_time=t + 900_000)
 
