@@ -14,9 +14,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-import signal
 import struct
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +28,7 @@ import yaml
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from tests.serve_harness import free_port
+from tests.serve_harness import LoggedProcess, free_port
 
 __all__ = [
     "COMPOSE_CONFIG",
@@ -170,8 +168,11 @@ def prometheus_sum(url: str, name: str, *, prefix: bool = False, **labels: str) 
     return total
 
 
-class Otelcol:
-    """The Collector running `config`, in `root` (config, log); its health check and own metrics on free ports."""
+class Otelcol(LoggedProcess):
+    """The Collector running `config`, in `root` (config, log); its health check and own metrics on free ports.
+    `terminate` sends SIGTERM: the Collector drains its pipelines."""
+
+    name = "otelcol"
 
     def __init__(
         self,
@@ -196,18 +197,9 @@ class Otelcol:
         }
         self.config_path = root / f"{name}.yaml"
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.log_path = root / f"{name}.log"
-        self._log = self.log_path.open("wb")
         argv = [str(otelcol_binary()), f"--config={self.config_path}"]
-        self.proc = subprocess.Popen(
-            wrap(argv) if wrap is not None else argv,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        super().__init__(wrap(argv) if wrap is not None else argv, root / f"{name}.log", env)
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -226,28 +218,6 @@ class Otelcol:
     def metric(self, name: str, **labels: str) -> float:
         """The Collector's own metric `name` (`otelcol_exporter_sent_spans_total`...), summed over `labels`."""
         return prometheus_sum(f"http://127.0.0.1:{self.metrics_port}/metrics", name, **labels)
-
-    def stop(self, timeout_s: float = 30.0) -> int:
-        """SIGTERM (the Collector drains its pipelines), then the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise AssertionError(f"otelcol did not exit within {timeout_s} s of SIGTERM:\n{self.log()}") from None
-        finally:
-            self._log.close()
-
-    def __enter__(self) -> Otelcol:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-        self._log.close()
 
 
 class FileSpans:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 import urllib.error
 import urllib.parse
@@ -18,15 +17,17 @@ from typing import Any
 
 import pytest
 
-from tests.serve_harness import free_port
+from tests.serve_harness import LoggedProcess, free_port
 
 __all__ = ["Phoenix"]
 
 _BIN = Path(__file__).resolve().parent.parent / ".venv-phoenix" / "bin" / "phoenix"
 
 
-class Phoenix:
+class Phoenix(LoggedProcess):
     """`phoenix serve`, its HTTP base URL (REST API and OTLP/HTTP) and its OTLP/gRPC endpoint."""
+
+    name = "phoenix"
 
     def __init__(self, workdir: Path) -> None:
         if not _BIN.exists():
@@ -41,9 +42,7 @@ class Phoenix:
             PHOENIX_TELEMETRY_ENABLED="false",
             DO_NOT_TRACK="1",
         )
-        self.log_path = workdir / "phoenix.log"
-        self._log = self.log_path.open("wb")
-        self.proc = subprocess.Popen([str(_BIN), "serve"], env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        super().__init__([str(_BIN), "serve"], workdir / "phoenix.log", env)
 
     @property
     def url(self) -> str:
@@ -66,9 +65,6 @@ class Phoenix:
                 pass
             time.sleep(0.2)
         raise AssertionError(f"phoenix not ready after {timeout_s} s:\n{self.log()}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
 
     def get(self, path: str, **query: Any) -> Any:
         url = f"{self.url}{path}?{urllib.parse.urlencode(query, doseq=True)}"
@@ -98,13 +94,3 @@ class Phoenix:
         except urllib.error.HTTPError:  # the project exists once its first span arrived
             return set()
         return {span["context"]["span_id"] for span in spans}
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()

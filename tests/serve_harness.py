@@ -13,14 +13,14 @@ import urllib.error
 import urllib.request
 from concurrent import futures
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import grpc
 import yaml
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-__all__ = ["Downstream", "ServeProcess", "free_port", "serve_config"]
+__all__ = ["Downstream", "LoggedProcess", "ServeProcess", "free_port", "serve_config"]
 
 
 def free_port() -> int:
@@ -104,20 +104,52 @@ def _clean_env(extra: dict[str, str] | None) -> dict[str, str]:
     return env
 
 
-class ServeProcess:
+class LoggedProcess:
+    """A subprocess whose output goes to `log_path`: stopped with SIGTERM by `terminate`, killed on leaving a
+    `with` block if still running. `name` says which in the failures."""
+
+    name = "process"
+
+    def __init__(self, argv: list[str], log_path: Path, env: dict[str, str], cwd: Path | None = None) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def terminate(self, timeout_s: float = 30.0) -> int:
+        """SIGTERM, then the exit status (killed, and the test failed, if it takes longer than `timeout_s`)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            raise AssertionError(f"{self.name} did not exit within {timeout_s} s of SIGTERM:\n{self.log()}") from None
+        finally:
+            self._log.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        self._log.close()
+
+
+class ServeProcess(LoggedProcess):
     """`python -m toolscore.collector.cli serve --config FILE` in `cwd`; its output goes to `cwd/serve.log`."""
+
+    name = "toolscore serve"
 
     def __init__(self, config: Path, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.config = yaml.safe_load(config.read_text())
-        self.log_path = cwd / "serve.log"
-        self._log = self.log_path.open("wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "toolscore.collector.cli", "serve", "--config", str(config)],
-            cwd=cwd,
-            env=_clean_env(env),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
+        argv = [sys.executable, "-m", "toolscore.collector.cli", "serve", "--config", str(config)]
+        super().__init__(argv, cwd / "serve.log", _clean_env(env), cwd)
 
     @property
     def grpc_endpoint(self) -> str:
@@ -130,9 +162,6 @@ class ServeProcess:
     @property
     def metrics_port(self) -> int:
         return int(self.config["telemetry"]["prometheus_port"])
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
 
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -147,27 +176,3 @@ class ServeProcess:
                 pass
             time.sleep(0.05)
         raise AssertionError(f"toolscore serve not ready after {timeout_s} s:\n{self.log()}")
-
-    def terminate(self, timeout_s: float = 30.0) -> int:
-        """SIGTERM, then the exit status (killed, and the test failed, if it takes longer than `timeout_s`)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            raise AssertionError(
-                f"toolscore serve did not exit within {timeout_s} s of SIGTERM:\n{self.log()}"
-            ) from None
-        finally:
-            self._log.close()
-
-    def __enter__(self) -> ServeProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(5)
-        self._log.close()

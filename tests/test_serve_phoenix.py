@@ -39,12 +39,10 @@ from toolscore.scorers import AgentRun, Score, ScoreFailure, ToolCall
 
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
-    server = Phoenix(tmp_path_factory.mktemp("phoenix"))
-    try:
+    with Phoenix(tmp_path_factory.mktemp("phoenix")) as server:
         server.wait_ready()
         yield server
-    finally:
-        server.stop()
+        server.terminate(15)
 
 
 class Outcomes:

@@ -85,7 +85,7 @@ def bench(b: Bench, *, quick: bool = False) -> None:
             warmup=warmup,
             clock=time.perf_counter,
         )
-        alone.stop()
+        alone.terminate()
         replicas = [_replica(root / f"replica-{i}", sink.port) for i in range(max(REPLICAS))]
         for replica in replicas:
             stack.enter_context(replica)
@@ -103,7 +103,7 @@ def bench(b: Bench, *, quick: bool = False) -> None:
                 warmup=warmup,
                 clock=time.perf_counter,
             )
-            gateway.stop()
+            gateway.terminate()
         for replica in replicas:
             replica.terminate()
         print(f"scaleout: {spans_per_round:,} spans per round; requests retried: {rounds.retries}")
