@@ -88,7 +88,10 @@ class Stack:
         return prometheus_sum(f"http://127.0.0.1:{self.serve.metrics_port}/metrics", name, prefix=True, **labels)
 
 
-def _start(tmp: Path, settle_ms: float = 1000, **pipeline: Any) -> Stack:
+def _start(tmp: Path, settle_ms: float = 8000, **pipeline: Any) -> Stack:
+    """The stack, with `settle_ms` longer than the Collector's retries take, as docs/deploy.md advises: a batch
+    toolscore refused (its queue full while the captures pour in) comes back after the `RetryInfo` delay and
+    backs off, and its spans must not come after their run was scored."""
     expected = captures_expectations(tmp / "captures.yaml")
     config = serve_config(
         tmp, [DEMO_EXPECTATIONS, tmp / "captures.yaml"], None, pipeline={"settle_ms": settle_ms, **pipeline}
@@ -137,7 +140,11 @@ def test_captures_and_sdk_runs_come_out_of_the_collector_scored_once_each(stack:
     assert set(counts) == keys, f"{len(keys - set(counts))} spans lost\n{stack.serve.log()}\n{stack.otelcol.log()}"
     assert set(counts.values()) == {1}, "every span reaches the backend exactly once"
     by_key = {key(span): span for span in stack.backend.spans()}
-    assert check_capture_scores(by_key, stack.expected) >= 100
+    try:
+        assert check_capture_scores(by_key, stack.expected) >= 100
+    except AssertionError as error:  # say whether spans came after their run was scored, and why
+        late, refused = stack.serve_metric("toolscore_spans_late"), stack.serve_metric("toolscore_receiver_refused")
+        raise AssertionError(f"{error}\nlate spans: {late}, batches refused: {refused}") from error
     for i, spans in enumerate(demo):
         for span in spans:
             if span.attributes and span.attributes.get("gen_ai.operation.name") == "invoke_agent":
@@ -161,9 +168,7 @@ def test_toolscore_refusing_under_overload_makes_the_collector_retry_not_drop(tm
     RESOURCE_EXHAUSTED with RetryInfo, and the Collector's `retry_on_failure` sends them again until taken:
     nothing is lost or doubled, and every run is scored. (Not every score is right: a batch retried for longer
     than `settle_ms` brings its spans after their run was scored; docs/deploy.md says how to avoid that.)"""
-    # settle_ms longer than the Collector's retries take, as docs/deploy.md advises: a run span retried past it
-    # would come after its run was scored
-    started = _start(tmp_path, settle_ms=8000, queue_size=1, overload_wait_ms=0, max_waiting_requests=0)
+    started = _start(tmp_path, queue_size=1, overload_wait_ms=0, max_waiting_requests=0)
     with started.serve, started.otelcol:
         started.serve.wait_ready()
         started.otelcol.wait_ready()
