@@ -37,6 +37,8 @@ MAX_DEPTH = 128
 _DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 91 if b in (91, 123) else 32 for b in range(256))
 """Every ASCII digit becomes `0`, `[` and `{` become `[`, every other byte a space: digit runs survive as runs of
 `0`, and one count gives the opening brackets (UTF-8 never encodes another character with an ASCII byte)."""
+_SHALLOW_BYTES = 2 * (MAX_DEPTH + 1) - 1
+"""The longest text that cannot nest more than `MAX_DEPTH` levels (each level past it takes two brackets)."""
 _LONG_RUN = b"0" * 19
 """The shortest digit run that can spell an integer beyond 64 bits (int64 max has 19 digits)."""
 
@@ -52,8 +54,9 @@ def decode_json(text: str) -> Any:
         brackets = text.count("[") + text.count("{")
     else:
         marks = data.translate(_DIGIT_RUNS)
-        brackets = marks.count(b"[")
-        if _LONG_RUN in marks:
+        # Nesting deeper than `MAX_DEPTH` takes more openers and as many closers: shorter text cannot.
+        brackets = marks.count(b"[") if len(data) > _SHALLOW_BYTES else 0
+        if marks.find(_LONG_RUN) != -1:  # not `in`, which first tries a bytes operand as an int (a formatted error)
             value = _loads(text)
         else:
             try:

@@ -81,6 +81,9 @@ def normalize_args(value: Any, config: ExtractConfig) -> tuple[Any, ArgsState, b
         return text, "raw", False
 
 
+_JSON_OPENERS = ("{", "[")
+
+
 def _result(value: Any, config: ExtractConfig, stats: ExtractStats) -> Any:
     if value.__class__ is not str:  # text first, as in `normalize_args`: nearly every result
         if value is None:
@@ -116,7 +119,16 @@ def build_call(
     spans), a handoff's tool name, and arguments when the span recorded none or a bare value. Its name for the
     tool wins over the span's other spelling of it (`order.same_tool_name`): the model called the tool by it.
     """
-    args, state, cut = normalize_args(read.args, config)
+    args = read.args
+    if args.__class__ is str and args[:1] in _JSON_OPENERS and len(args) * 4 <= config.max_args_bytes:
+        # `normalize_args`' path for nearly every call, inlined: JSON text that fits whatever its bytes
+        # (`cap_text`'s first test), and is not blank as it starts with a bracket.
+        try:
+            args, state, cut = decode_json(args), "value", False
+        except ValueError:
+            state, cut = "raw", False
+    else:
+        args, state, cut = normalize_args(args, config)
     name, call_id = read.name, read.call_id
     if issued is not None:
         call_id = call_id or issued.call_id
@@ -128,14 +140,18 @@ def build_call(
                 args, state, cut = issued_args, issued_state, False
             elif state == "not_captured":
                 cut = issued_cut  # the response's cut copy is not kept, but it is all there was
-    stats.args_truncated += cut
+    if cut:
+        stats.args_truncated += 1
     name = name or span.name
+    result = read.result  # `_result`'s answer for text that fits whatever its bytes, without the call
+    if not (result.__class__ is str and len(result) * 4 <= config.max_result_bytes):
+        result = _result(result, config, stats)
     error, error_type, start_ns, end_ns, span_id = read.error, read.error_type, span.start_ns, span.end_ns, span.span_id
     fields = {
         "name": name,
         "args": args,
         "args_state": state,
-        "result": _result(read.result, config, stats),
+        "result": result,
         "call_id": call_id,
         "error": error,
         "error_type": error_type,

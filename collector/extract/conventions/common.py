@@ -72,8 +72,9 @@ def error_of(span: SpanRecord, *, failed: bool = False) -> tuple[bool, str | Non
 
 
 def _is_mapping(value: Any) -> bool:
-    """`isinstance(value, Mapping)`, without the ABC check for the plain dicts JSON decodes to."""
-    return type(value) is dict or isinstance(value, Mapping)
+    """`isinstance(value, Mapping)`, without the ABC check for the plain dicts, lists and strings JSON decodes to."""
+    kind = type(value)
+    return kind is dict or (kind is not list and kind is not str and isinstance(value, Mapping))
 
 
 def _content_text(content: Any) -> str | None:
