@@ -12,7 +12,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, ToolRead
-from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, string
+from toolscore.collector.extract.conventions.common import (
+    ERROR_TYPE_OTHER,
+    error_of,
+    genai_issued_calls,
+    load_json,
+    string,
+)
 from toolscore.collector.extract.conventions.genai import (
     ARGS_KEYS,
     RESULT_KEYS,
@@ -34,8 +40,15 @@ __all__ = ["GoogleADKExtractor"]
 #                 when the tool raised), gen_ai.tool.call.arguments / .result (content capture
 #                 SPAN_ONLY or SPAN_AND_EVENT), gen_ai.tool.type, status, error.type
 #   not a call    gen_ai.tool.name = `(merged tools)` (bookkeeping for parallel calls)
+#   failed tool   status ERROR + error.type when the tool raised and no error callback answered (the
+#                 run then ends); answered by ADK's ReflectAndRetryToolPlugin, the span is OK and the
+#                 result is `{"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN",
+#                 "error_type": <exception class>, ...}`: a failed call the model sees and may retry
 #   model span    `generate_content <model>` / `call_llm`: gen_ai.output.messages, or
-#                 gcp.vertex.agent.llm_response JSON content.parts[].function_call {id, name, args}
+#                 gcp.vertex.agent.llm_response JSON content.parts[].function_call {id, name, args};
+#                 a streamed response is recorded chunk by chunk, one output message each (ADK's
+#                 `set_operation_details_attributes_from_response` appends every chunk), so one call
+#                 repeats under its id (`arguments` null until the chunk that completes it): one call
 # older (google-adk 0.x/1.0):
 #   run span      `agent_run [<agent>]`
 #   tool span     gcp.vertex.agent.tool_call_args, gcp.vertex.agent.tool_response
@@ -46,6 +59,40 @@ UNSPECIFIED: Final = "<not specified>"
 ADK_ARGS: Final = (*ARGS_KEYS, "gcp.vertex.agent.tool_call_args")
 ADK_RESULTS: Final = (*RESULT_KEYS, "gcp.vertex.agent.tool_response")
 LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+RETRY_PLUGIN_RESPONSE: Final = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
+
+
+def _handled_error(result: Any) -> str | None:
+    """The error type of a tool failure answered by ADK's ReflectAndRetryToolPlugin (see the names above)."""
+    if not isinstance(result, str) or RETRY_PLUGIN_RESPONSE not in result:
+        return None
+    decoded = load_json(result)
+    if not isinstance(decoded, Mapping) or decoded.get("response_type") != RETRY_PLUGIN_RESPONSE:
+        return None
+    return string(decoded, "error_type") or ERROR_TYPE_OTHER
+
+
+def _one_per_call_id(calls: list[IssuedCall]) -> list[IssuedCall]:
+    """The calls of one model response, each call id once: at its first position, with the last arguments
+    recorded for it (a streamed response lists every chunk's partial call; the last chunk has the arguments).
+
+    A model issues one call per id within a response, so the repeats are the same call; calls without an
+    id are kept as they are.
+    """
+    if len(calls) < 2:
+        return calls
+    merged: dict[str, int] = {}
+    out: list[IssuedCall] = []
+    for call in calls:
+        index = merged.get(call.call_id) if call.call_id is not None else None
+        if index is None:
+            if call.call_id is not None:
+                merged[call.call_id] = len(out)
+            out.append(call)
+        elif call.args is not None:
+            first = out[index]
+            out[index] = IssuedCall(first.call_id, first.name or call.name, call.args)
+    return out
 
 
 def _issued_from_response(response: Any) -> list[IssuedCall]:
@@ -97,17 +144,20 @@ class GoogleADKExtractor:
             call_id = string(attrs, "gen_ai.tool.call.id")
             error, error_type = error_of(span)
             name = string(attrs, "gen_ai.tool.name") or span.name.removeprefix("execute_tool ")
+            result = next((attrs[k] for k in ADK_RESULTS if k in attrs), None)
+            if not error and (handled := _handled_error(result)) is not None:
+                error, error_type = True, handled
             return ToolRead(
                 name=name,
                 args=tool_args(attrs, ADK_ARGS),
                 call_id=None if call_id == UNSPECIFIED else call_id,
-                result=next((attrs[k] for k in ADK_RESULTS if k in attrs), None),
+                result=result,
                 error=error,
                 error_type=error_type,
                 description=attrs.get("gen_ai.tool.description"),
             )
         if "gen_ai.output.messages" in attrs:
-            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
+            return IssuedCalls(_one_per_call_id(genai_issued_calls(attrs["gen_ai.output.messages"])))
         return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
