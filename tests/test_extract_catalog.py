@@ -54,6 +54,8 @@ def _only_run(path: Path) -> AgentRun:
             "adk/a_single_tool",
             [("get_weather", ADK_WEATHER_DOC, ["city", "unit"])],
         ),
+        # ADK schema v1: the function declarations of call_llm's gcp.vertex.agent.llm_request
+        ("adk-legacy/a_single_tool", [("get_weather", ADK_WEATHER_DOC, ["city", "unit"])]),
         # Strands default: names on the run span, description and schema from the tool span
         ("strands/a_single_tool", [("get_weather", "Get the current weather for a city.", ["city", "unit"])]),
         # Strands opt-in definitions: the schema inside Bedrock's `inputSchema: {"json": ...}`

@@ -14,6 +14,7 @@ from typing import Any, Final
 from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, ToolRead
 from toolscore.collector.extract.conventions.common import (
     ERROR_TYPE_OTHER,
+    MAX_DEFINITIONS_CHARS,
     error_of,
     genai_issued_calls,
     load_json,
@@ -49,9 +50,12 @@ __all__ = ["GoogleADKExtractor"]
 #                 a streamed response is recorded chunk by chunk, one output message each (ADK's
 #                 `set_operation_details_attributes_from_response` appends every chunk), so one call
 #                 repeats under its id (`arguments` null until the chunk that completes it): one call
-# older (google-adk 0.x/1.0):
-#   run span      `agent_run [<agent>]`
+# older (google-adk 0.x/1.0, and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1):
+#   run span      `agent_run [<agent>]` (0.x/1.0); `invoke_agent <agent>` under `invocation`
 #   tool span     gcp.vertex.agent.tool_call_args, gcp.vertex.agent.tool_response
+#   model span    `call_llm`: gcp.vertex.agent.llm_response; tools offered in gcp.vertex.agent.llm_request
+#                 JSON config.tools[].function_declarations[] {name, description, parameters_json_schema
+#                 or parameters}
 
 SCOPE: Final = "gcp.vertex.agent"
 MERGED: Final = "(merged tools)"
@@ -59,6 +63,7 @@ UNSPECIFIED: Final = "<not specified>"
 ADK_ARGS: Final = (*ARGS_KEYS, "gcp.vertex.agent.tool_call_args")
 ADK_RESULTS: Final = (*RESULT_KEYS, "gcp.vertex.agent.tool_response")
 LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
 RETRY_PLUGIN_RESPONSE: Final = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
 
 
@@ -107,13 +112,31 @@ def _issued_from_response(response: Any) -> list[IssuedCall]:
     return calls
 
 
+def _declared_functions(request: Any) -> list[Any]:
+    """The function declarations of an ADK model request (JSON text of `LlmRequest`: `config.tools[]
+    .function_declarations[]`); `OverflowError` for text longer than `MAX_DEFINITIONS_CHARS` (the request
+    holds the whole conversation, so only one that declares functions is decoded)."""
+    if not isinstance(request, str) or '"function_declarations"' not in request:
+        return []
+    if len(request) > MAX_DEFINITIONS_CHARS:
+        raise OverflowError("model request too long to decode")
+    decoded = load_json(request)
+    config = decoded.get("config") if isinstance(decoded, Mapping) else None
+    tools = config.get("tools") if isinstance(config, Mapping) else None
+    declared: list[Any] = []
+    for tool in tools if isinstance(tools, list) else []:
+        functions = tool.get("function_declarations") if isinstance(tool, Mapping) else None
+        declared.extend(functions if isinstance(functions, list) else [])
+    return declared
+
+
 class GoogleADKExtractor:
     """Spans of Google ADK."""
 
     name = "google_adk"
     gate = Gate(scopes=frozenset({SCOPE}))
     issued_text = "gen_ai.output.messages"
-    tool_keys = TOOL_KEYS
+    tool_keys = (*TOOL_KEYS, LLM_REQUEST)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.
@@ -161,5 +184,8 @@ class GoogleADKExtractor:
         return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
-        """As OTel GenAI: `gen_ai.tool.definitions`."""
-        return read_genai_tools(span, role)
+        """As OTel GenAI (`gen_ai.tool.definitions`), else the function declarations of the older
+        `call_llm` span's request (`gcp.vertex.agent.llm_request`)."""
+        if TOOL_KEYS[0] in span.attributes:
+            return read_genai_tools(span, role)
+        return _declared_functions(span.attributes.get(LLM_REQUEST)) if role is Role.LLM else []

@@ -21,6 +21,9 @@ ADK-specific shapes captured here:
 - j_sub_agent_transfer (not canonical): `sub_agents=[...]`: the coordinator's model calls ADK's
   built-in `transfer_to_agent(agent_name=...)`, and the sub-agent then runs in the same invocation.
 b_sequential and i_parallel_random_ids stream the model's answers (`StreamingMode.SSE`).
+
+`--legacy` sets `ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1` (ADK's schema v1: `call_llm` spans, arguments in
+`gcp.vertex.agent.tool_call_args`, content on by default) and writes into traces/adk-legacy/ instead.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+LEGACY = "--legacy" in sys.argv
+if LEGACY:
+    os.environ["ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN"] = (
+        "1"  # content on by default (ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS)
+    )
+else:
+    os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cost-map download at import
 
 HERE = Path(__file__).resolve().parent
@@ -70,15 +79,19 @@ from google.adk.tools.agent_tool import AgentTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
 ROOT = HERE.parents[2]
-TRACES = ROOT / "tests" / "testdata" / "traces" / "adk"
-TRUTHS = ROOT / "tests" / "testdata" / "truth" / "adk"
+FOLDER = "adk-legacy" if LEGACY else "adk"
+TRACES = ROOT / "tests" / "testdata" / "traces" / FOLDER
+TRUTHS = ROOT / "tests" / "testdata" / "truth" / FOLDER
 
 META = {
     "framework": "google-adk",
     "framework_version": version("google-adk"),
     "instrumentation": f"google-adk {version('google-adk')} own telemetry (scope gcp.vertex.agent), "
     f"model through LiteLlm (litellm {version('litellm')})",
-    "conventions": "OTel GenAI semantic conventions (invoke_agent, execute_tool, generate_content; "
+    "conventions": "ADK telemetry schema v1 (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1: call_llm spans, "
+    "gcp.vertex.agent.tool_call_args / llm_response)"
+    if LEGACY
+    else "OTel GenAI semantic conventions (invoke_agent, execute_tool, generate_content; "
     "gen_ai.tool.call.arguments with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY)",
 }
 STREAMED = {"b_sequential", "i_parallel_random_ids"}
@@ -191,13 +204,13 @@ def capture(name: str) -> None:
     truth = truth_for(sc, META, recorder, runs, unrecorded=unrecorded)
     written = write_capture(TRACES, TRUTHS, sc.name, spans, truth)
     print(
-        f"{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
+        f"{FOLDER}/{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
         f"{[p.name for p in written] or 'kept'}"
     )
 
 
 def main(argv: list[str]) -> None:
-    for name in argv or [*SCENARIOS, TRANSFER.name]:
+    for name in [a for a in argv if a != "--legacy"] or [*SCENARIOS, TRANSFER.name]:
         capture(name)
 
 
