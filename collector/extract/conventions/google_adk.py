@@ -16,12 +16,15 @@ from toolscore.collector.extract.conventions.common import (
     ERROR_TYPE_OTHER,
     MAX_DEFINITIONS_CHARS,
     error_of,
+    event_attribute,
     genai_issued_calls,
     load_json,
     string,
 )
 from toolscore.collector.extract.conventions.genai import (
     ARGS_KEYS,
+    DETAILS_EVENT,
+    OUTPUT_MESSAGES,
     RESULT_KEYS,
     TOOL_KEYS,
     read_genai_run,
@@ -49,7 +52,11 @@ __all__ = ["GoogleADKExtractor"]
 #                 gcp.vertex.agent.llm_response JSON content.parts[].function_call {id, name, args};
 #                 a streamed response is recorded chunk by chunk, one output message each (ADK's
 #                 `set_operation_details_attributes_from_response` appends every chunk), so one call
-#                 repeats under its id (`arguments` null until the chunk that completes it): one call
+#                 repeats under its id (`arguments` null until the chunk that completes it): one call.
+#                 Content capture EVENT_ONLY (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true): no
+#                 content on spans; gen_ai.output.messages is an attribute of the span's
+#                 `gen_ai.client.inference.operation.details` log record (joined to it as an event), and
+#                 the tool spans have no arguments (they come from the model's calls, by call id)
 # older (google-adk 0.x/1.0, and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1):
 #   run span      `agent_run [<agent>]` (0.x/1.0); `invoke_agent <agent>` under `invocation`
 #   tool span     gcp.vertex.agent.tool_call_args, gcp.vertex.agent.tool_response
@@ -179,9 +186,13 @@ class GoogleADKExtractor:
                 error_type=error_type,
                 description=attrs.get("gen_ai.tool.description"),
             )
-        if "gen_ai.output.messages" in attrs:
-            return IssuedCalls(_one_per_call_id(genai_issued_calls(attrs["gen_ai.output.messages"])))
-        return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))
+        if OUTPUT_MESSAGES in attrs:
+            return IssuedCalls(_one_per_call_id(genai_issued_calls(attrs[OUTPUT_MESSAGES])))
+        if LLM_RESPONSE in attrs:
+            return IssuedCalls(_issued_from_response(attrs[LLM_RESPONSE]))
+        # EVENT_ONLY content capture: the messages ride on the span's operation-details log record
+        details = event_attribute(span, DETAILS_EVENT, OUTPUT_MESSAGES)
+        return IssuedCalls(_one_per_call_id(genai_issued_calls(details)) if details is not None else [])
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """As OTel GenAI (`gen_ai.tool.definitions`), else the function declarations of the older

@@ -24,6 +24,10 @@ b_sequential and i_parallel_random_ids stream the model's answers (`StreamingMod
 
 `--legacy` sets `ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1` (ADK's schema v1: `call_llm` spans, arguments in
 `gcp.vertex.agent.tool_call_args`, content on by default) and writes into traces/adk-legacy/ instead.
+`--events` sets `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, the boolean form other GenAI
+instrumentations take, which ADK reads as EVENT_ONLY: no content on spans, the messages (the model's tool
+calls with their arguments) in `gen_ai.client.inference.operation.details` log records, written beside the
+traces as `<scenario>.logs.pb`/`.logs.json` into traces/adk-events/.
 """
 
 from __future__ import annotations
@@ -36,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 LEGACY = "--legacy" in sys.argv
-if LEGACY:
-    os.environ["ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN"] = (
-        "1"  # content on by default (ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS)
-    )
+EVENTS = "--events" in sys.argv
+if LEGACY:  # ADK's schema v1, content on by default (ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS)
+    os.environ["ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN"] = "1"
+elif EVENTS:  # the boolean form; ADK reads it as EVENT_ONLY: log records, no content on spans
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
 else:
     os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cost-map download at import
@@ -60,7 +65,9 @@ from capture_kit import (  # noqa: E402
     truth_for,
     write_capture,
 )
-from opentelemetry import trace  # noqa: E402
+from opentelemetry import _logs, trace  # noqa: E402
+from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
@@ -69,6 +76,10 @@ EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
 trace.set_tracer_provider(PROVIDER)
+LOGS = InMemoryLogRecordExporter()
+LOGGER_PROVIDER = LoggerProvider()
+LOGGER_PROVIDER.add_log_record_processor(SimpleLogRecordProcessor(LOGS))
+_logs.set_logger_provider(LOGGER_PROVIDER)
 
 from google.adk.agents import LlmAgent, RunConfig  # noqa: E402
 from google.adk.agents.run_config import StreamingMode  # noqa: E402
@@ -79,7 +90,7 @@ from google.adk.tools.agent_tool import AgentTool  # noqa: E402
 from google.genai import types  # noqa: E402
 
 ROOT = HERE.parents[2]
-FOLDER = "adk-legacy" if LEGACY else "adk"
+FOLDER = "adk-legacy" if LEGACY else "adk-events" if EVENTS else "adk"
 TRACES = ROOT / "tests" / "testdata" / "traces" / FOLDER
 TRUTHS = ROOT / "tests" / "testdata" / "truth" / FOLDER
 
@@ -88,11 +99,18 @@ META = {
     "framework_version": version("google-adk"),
     "instrumentation": f"google-adk {version('google-adk')} own telemetry (scope gcp.vertex.agent), "
     f"model through LiteLlm (litellm {version('litellm')})",
-    "conventions": "ADK telemetry schema v1 (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1: call_llm spans, "
+    "conventions": "OTel GenAI semantic conventions with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true "
+    "(ADK: EVENT_ONLY): no arguments on spans, messages in gen_ai.client.inference.operation.details log records"
+    if EVENTS
+    else "ADK telemetry schema v1 (ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1: call_llm spans, "
     "gcp.vertex.agent.tool_call_args / llm_response)"
     if LEGACY
     else "OTel GenAI semantic conventions (invoke_agent, execute_tool, generate_content; "
     "gen_ai.tool.call.arguments with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY)",
+}
+EVENTS_UNREADABLE = {
+    "e_tool_error_retry": "with EVENT_ONLY the failed call's span is OK and has no result; the retry plugin's "
+    "error response is only in the next model request's input messages (see NOTES.md)",
 }
 STREAMED = {"b_sequential", "i_parallel_random_ids"}
 REQUEST = "What is the weather in Oslo?"
@@ -196,13 +214,16 @@ def capture(name: str) -> None:
         unrecorded.append("transfer_to_agent")  # ADK's own tool: the sub-agent's run is the check
     recorder = Recorder()
     EXPORTER.clear()
+    LOGS.clear()
     answers, expected = asyncio.run(_play(sc, recorder))
     assert [a.strip() for a in answers] == expected, f"{sc.name}: answers {answers} != {expected}"
     PROVIDER.force_flush()
     spans = list(EXPORTER.get_finished_spans())
     runs = {a.name: _run_span(spans, a) for a in sc.agents}
     truth = truth_for(sc, META, recorder, runs, unrecorded=unrecorded)
-    written = write_capture(TRACES, TRUTHS, sc.name, spans, truth)
+    LOGGER_PROVIDER.force_flush()
+    logs = list(LOGS.get_finished_logs()) if EVENTS else None
+    written = write_capture(TRACES, TRUTHS, sc.name, spans, truth, logs=logs)
     print(
         f"{FOLDER}/{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
         f"{[p.name for p in written] or 'kept'}"
@@ -210,7 +231,11 @@ def capture(name: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    for name in [a for a in argv if a != "--legacy"] or [*SCENARIOS, TRANSFER.name]:
+    names = [a for a in argv if a not in ("--legacy", "--events")] or [*SCENARIOS, TRANSFER.name]
+    for name in names:
+        if EVENTS and name in EVENTS_UNREADABLE:
+            print(f"{FOLDER}/{name}: not written: {EVENTS_UNREADABLE[name]}")
+            continue
         capture(name)
 
 
