@@ -21,6 +21,8 @@ Strands-specific shapes captured here:
   (status `error`), so the model retries in the same run.
 - f_agent_as_tool passes the sub-agent itself in the coordinator's tools (Strands' agents-as-tools,
   `Agent.as_tool()`): the tool is named after the agent and takes `{"input": ...}`.
+- j_swarm_handoff (not canonical): a `Swarm` of two agents; the entry agent's model calls Strands'
+  built-in `handoff_to_agent(agent_name, message)`, then the other agent runs (the handoff).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from capture_kit import (  # noqa: E402
     Recorder,
     Scenario,
     ScriptedOpenAI,
+    ToolCall,
+    Turn,
     find_span,
     truth_for,
     write_capture,
@@ -62,6 +66,7 @@ trace.set_tracer_provider(PROVIDER)
 from strands import Agent as StrandsAgent  # noqa: E402
 from strands import tool  # noqa: E402
 from strands.models.openai import OpenAIModel  # noqa: E402
+from strands.multiagent import Swarm  # noqa: E402
 
 ROOT = HERE.parents[2]
 FOLDER = "strands-latest" if LATEST else "strands"
@@ -79,6 +84,42 @@ META = {
         else "default form (v1.36 span events gen_ai.tool.message / gen_ai.choice)"
     ),
 }
+
+
+HANDOFF_MESSAGE = "Tell the user whether to pack a coat for Oslo."
+SWARM = Scenario(
+    "j_swarm_handoff",
+    "Strands only: a Swarm of two agents; the entry agent hands off with Strands' built-in handoff_to_agent "
+    "tool and the other agent calls its own tool. Two runs under the swarm's span.",
+    (
+        Agent(
+            name="travel_coordinator",
+            prompt="Should I pack a coat for Oslo?",
+            tools=(),
+            turns=(
+                Turn(
+                    [
+                        ToolCall(
+                            "call_j1", "handoff_to_agent", {"agent_name": "weather_expert", "message": HANDOFF_MESSAGE}
+                        )
+                    ]
+                ),
+                Turn(text="Handing over to the weather expert."),
+            ),
+            final_call_id="call_j9",
+        ),
+        Agent(
+            name="weather_expert",
+            prompt=HANDOFF_MESSAGE,
+            tools=("get_weather",),
+            turns=(
+                Turn([ToolCall("call_j2", "get_weather", {"city": "Oslo"})]),
+                Turn(text="It is 4C in Oslo: pack a coat."),
+            ),
+            final_call_id="call_j8",
+        ),
+    ),
+)
 
 
 def _agent(agent: Agent, server: ScriptedOpenAI, tools: list[Any], **extra: Any) -> StrandsAgent:
@@ -101,7 +142,14 @@ def _tools(agent: Agent, recorder: Recorder) -> list[Any]:
 def _play(sc: Scenario, recorder: Recorder) -> list[str]:
     """Run the scenario's agents as a Strands user would; returns their answers."""
     with ScriptedOpenAI(sc.script) as server:
-        if sc.sub_agents:
+        if sc.name == SWARM.name:
+            coordinator, expert = sc.agents
+            top = _agent(coordinator, server, [], description="Plans trips.")
+            sub = _agent(expert, server, _tools(expert, recorder), description="Answers weather questions.")
+            result = Swarm([top, sub], entry_point=top)(coordinator.prompt)
+            assert [n.node_id for n in result.node_history] == [coordinator.name, expert.name], result.node_history
+            answers = [str(result.results[expert.name].result)]
+        elif sc.sub_agents:
             coordinator, expert = sc.agents
             sub = _agent(expert, server, _tools(expert, recorder), description="Answers weather questions.")
             answers = [str(_agent(coordinator, server, [sub])(coordinator.prompt))]
@@ -120,16 +168,19 @@ def _run_span(spans: list[ReadableSpan], agent: Agent) -> ReadableSpan:
 
 
 def capture(name: str) -> None:
-    sc = SCENARIOS[name]
+    sc = SWARM if name == SWARM.name else SCENARIOS[name]
     recorder = Recorder()
     EXPORTER.clear()
     answers = _play(sc, recorder)
-    expected = [sc.agents[0].final_text] if sc.sub_agents else [a.final_text for a in sc.agents]
+    if sc.name == SWARM.name:
+        expected = [sc.agents[1].final_text]
+    else:
+        expected = [sc.agents[0].final_text] if sc.sub_agents else [a.final_text for a in sc.agents]
     assert [a.strip() for a in answers] == expected, f"{sc.name}: answers {answers} != {expected}"
     PROVIDER.force_flush()
     spans = list(EXPORTER.get_finished_spans())
     runs = {a.name: _run_span(spans, a) for a in sc.agents}
-    truth = truth_for(sc, META, recorder, runs, unrecorded=list(sc.sub_agents))
+    truth = truth_for(sc, META, recorder, runs, unrecorded=[*sc.sub_agents, "handoff_to_agent"])
     written = write_capture(TRACES, TRUTHS, sc.name, spans, truth)
     print(
         f"{FOLDER}/{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
@@ -138,7 +189,7 @@ def capture(name: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    for name in [a for a in argv if a != "--latest"] or SCENARIOS:
+    for name in [a for a in argv if a != "--latest"] or [*SCENARIOS, SWARM.name]:
         capture(name)
 
 
