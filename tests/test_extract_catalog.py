@@ -17,6 +17,10 @@ from .test_extract_support import Traces, genai_run, genai_tool
 TESTDATA = Path(__file__).parent / "testdata"
 TRACES = TESTDATA / "traces"
 KIND = "openinference.span.kind"
+ADK_WEATHER_DOC = (
+    'Get the current weather for a city.\n\nArgs:\n    city: The city name, for example "Paris".\n'
+    '    unit: The temperature unit, "celsius" or "fahrenheit".'
+)
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 
 
@@ -46,6 +50,16 @@ def _only_run(path: Path) -> AgentRun:
             ],
         ),
         ("openai-v2-latest/c_parallel", []),
+        (  # ADK: gen_ai.tool.definitions on its generate_content spans, the whole docstring as description
+            "adk/a_single_tool",
+            [("get_weather", ADK_WEATHER_DOC, ["city", "unit"])],
+        ),
+        # ADK schema v1: the function declarations of call_llm's gcp.vertex.agent.llm_request
+        ("adk-legacy/a_single_tool", [("get_weather", ADK_WEATHER_DOC, ["city", "unit"])]),
+        # Strands default: names on the run span, description and schema from the tool span
+        ("strands/a_single_tool", [("get_weather", "Get the current weather for a city.", ["city", "unit"])]),
+        # Strands opt-in definitions: the schema inside Bedrock's `inputSchema: {"json": ...}`
+        ("strands-latest/a_single_tool", [("get_weather", "Get the current weather for a city.", ["city", "unit"])]),
     ],
 )
 def test_captures_give_the_tools_their_model_was_offered(capture: str, expected: list[Any]) -> None:

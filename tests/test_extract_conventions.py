@@ -14,7 +14,7 @@ import pytest
 from toolscore.collector.extract import EXTRACTORS, ExtractConfig, Extractor, ExtractStats, rebuild_runs
 from toolscore.scorers import AgentRun
 
-from .test_extract_support import Traces, genai_run, hex_id
+from .test_extract_support import Traces, genai_run, genai_tool, hex_id
 
 OI = "openinference.instrumentation.openai_agents"
 KIND = "openinference.span.kind"
@@ -220,6 +220,41 @@ def test_google_adk_merged_span_unspecified_id_and_model_order() -> None:
         ("t", {"k": "a1"}, "a1", False),
         ("t", {"k": "x"}, None, True),
     ]
+
+
+def test_google_adk_streamed_response_lists_each_call_once_with_its_final_arguments() -> None:
+    # ADK appends every streamed chunk's response to gen_ai.output.messages: a call repeats under its id,
+    # with null arguments until the last chunk. No tool span ran these calls: they come from the model only.
+    t = Traces()
+    adk = "gcp.vertex.agent"
+    run = t.span("invoke_agent root", genai_run("root"), start=0, end=100, scope=adk)
+
+    def chunk(*calls: tuple[str, Any]) -> dict[str, Any]:
+        parts = [{"type": "tool_call", "id": i, "name": f"t_{i}", "arguments": a} for i, a in calls]
+        return {"role": "assistant", "parts": parts, "finish_reason": ""}
+
+    messages = [chunk(("s1", None)), chunk(("s1", None)), chunk(("s1", {"k": 1}), ("s2", {"k": 2}))]
+    model = {"gen_ai.operation.name": "generate_content", "gen_ai.output.messages": json.dumps(messages)}
+    t.span("generate_content m", model, parent=run, start=1, end=10, scope=adk)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("t_s1", {"k": 1}, "s1", False), ("t_s2", {"k": 2}, "s2", False)]
+
+
+def test_google_adk_reads_a_failure_the_retry_plugin_answered_as_a_failed_call() -> None:
+    t = Traces()
+    adk = "gcp.vertex.agent"
+    run = t.span("invoke_agent root", genai_run("root"), start=0, end=100, scope=adk)
+    answered = {"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN", "error_type": "ToolFailure"}
+    for start, call_id, result in ((1, "r1", answered), (5, "r2", {"response_type": "other"})):
+        tool = genai_tool("t", call_id, {"k": call_id}) | {"gen_ai.tool.call.result": json.dumps(result)}
+        t.span("execute_tool t", tool, parent=run, start=start, scope=adk)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("t", {"k": "r1"}, "r1", True), ("t", {"k": "r2"}, "r2", False)]
+    assert result.calls[0].error_type == "ToolFailure"
 
 
 def test_mastra_counts_tool_spans_not_chunks_and_orders_by_the_step_output() -> None:

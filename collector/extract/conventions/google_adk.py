@@ -12,9 +12,19 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, ToolRead
-from toolscore.collector.extract.conventions.common import error_of, genai_issued_calls, load_json, string
+from toolscore.collector.extract.conventions.common import (
+    ERROR_TYPE_OTHER,
+    MAX_DEFINITIONS_CHARS,
+    error_of,
+    event_attribute,
+    genai_issued_calls,
+    load_json,
+    string,
+)
 from toolscore.collector.extract.conventions.genai import (
     ARGS_KEYS,
+    DETAILS_EVENT,
+    OUTPUT_MESSAGES,
     RESULT_KEYS,
     TOOL_KEYS,
     read_genai_run,
@@ -34,11 +44,25 @@ __all__ = ["GoogleADKExtractor"]
 #                 when the tool raised), gen_ai.tool.call.arguments / .result (content capture
 #                 SPAN_ONLY or SPAN_AND_EVENT), gen_ai.tool.type, status, error.type
 #   not a call    gen_ai.tool.name = `(merged tools)` (bookkeeping for parallel calls)
+#   failed tool   status ERROR + error.type when the tool raised and no error callback answered (the
+#                 run then ends); answered by ADK's ReflectAndRetryToolPlugin, the span is OK and the
+#                 result is `{"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN",
+#                 "error_type": <exception class>, ...}`: a failed call the model sees and may retry
 #   model span    `generate_content <model>` / `call_llm`: gen_ai.output.messages, or
-#                 gcp.vertex.agent.llm_response JSON content.parts[].function_call {id, name, args}
-# older (google-adk 0.x/1.0):
-#   run span      `agent_run [<agent>]`
+#                 gcp.vertex.agent.llm_response JSON content.parts[].function_call {id, name, args};
+#                 a streamed response is recorded chunk by chunk, one output message each (ADK's
+#                 `set_operation_details_attributes_from_response` appends every chunk), so one call
+#                 repeats under its id (`arguments` null until the chunk that completes it): one call.
+#                 Content capture EVENT_ONLY (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true): no
+#                 content on spans; gen_ai.output.messages is an attribute of the span's
+#                 `gen_ai.client.inference.operation.details` log record (joined to it as an event), and
+#                 the tool spans have no arguments (they come from the model's calls, by call id)
+# older (google-adk 0.x/1.0, and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1):
+#   run span      `agent_run [<agent>]` (0.x/1.0); `invoke_agent <agent>` under `invocation`
 #   tool span     gcp.vertex.agent.tool_call_args, gcp.vertex.agent.tool_response
+#   model span    `call_llm`: gcp.vertex.agent.llm_response; tools offered in gcp.vertex.agent.llm_request
+#                 JSON config.tools[].function_declarations[] {name, description, parameters_json_schema
+#                 or parameters}
 
 SCOPE: Final = "gcp.vertex.agent"
 MERGED: Final = "(merged tools)"
@@ -46,6 +70,41 @@ UNSPECIFIED: Final = "<not specified>"
 ADK_ARGS: Final = (*ARGS_KEYS, "gcp.vertex.agent.tool_call_args")
 ADK_RESULTS: Final = (*RESULT_KEYS, "gcp.vertex.agent.tool_response")
 LLM_RESPONSE: Final = "gcp.vertex.agent.llm_response"
+LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
+RETRY_PLUGIN_RESPONSE: Final = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
+
+
+def _handled_error(result: Any) -> str | None:
+    """The error type of a tool failure answered by ADK's ReflectAndRetryToolPlugin (see the names above)."""
+    if not isinstance(result, str) or RETRY_PLUGIN_RESPONSE not in result:
+        return None
+    decoded = load_json(result)
+    if not isinstance(decoded, Mapping) or decoded.get("response_type") != RETRY_PLUGIN_RESPONSE:
+        return None
+    return string(decoded, "error_type") or ERROR_TYPE_OTHER
+
+
+def _one_per_call_id(calls: list[IssuedCall]) -> list[IssuedCall]:
+    """The calls of one model response, each call id once: at its first position, with the last arguments
+    recorded for it (a streamed response lists every chunk's partial call; the last chunk has the arguments).
+
+    A model issues one call per id within a response, so the repeats are the same call; calls without an
+    id are kept as they are.
+    """
+    if len(calls) < 2:
+        return calls
+    merged: dict[str, int] = {}
+    out: list[IssuedCall] = []
+    for call in calls:
+        index = merged.get(call.call_id) if call.call_id is not None else None
+        if index is None:
+            if call.call_id is not None:
+                merged[call.call_id] = len(out)
+            out.append(call)
+        elif call.args is not None:
+            first = out[index]
+            out[index] = IssuedCall(first.call_id, first.name or call.name, call.args)
+    return out
 
 
 def _issued_from_response(response: Any) -> list[IssuedCall]:
@@ -60,13 +119,31 @@ def _issued_from_response(response: Any) -> list[IssuedCall]:
     return calls
 
 
+def _declared_functions(request: Any) -> list[Any]:
+    """The function declarations of an ADK model request (JSON text of `LlmRequest`: `config.tools[]
+    .function_declarations[]`); `OverflowError` for text longer than `MAX_DEFINITIONS_CHARS` (the request
+    holds the whole conversation, so only one that declares functions is decoded)."""
+    if not isinstance(request, str) or '"function_declarations"' not in request:
+        return []
+    if len(request) > MAX_DEFINITIONS_CHARS:
+        raise OverflowError("model request too long to decode")
+    decoded = load_json(request)
+    config = decoded.get("config") if isinstance(decoded, Mapping) else None
+    tools = config.get("tools") if isinstance(config, Mapping) else None
+    declared: list[Any] = []
+    for tool in tools if isinstance(tools, list) else []:
+        functions = tool.get("function_declarations") if isinstance(tool, Mapping) else None
+        declared.extend(functions if isinstance(functions, list) else [])
+    return declared
+
+
 class GoogleADKExtractor:
     """Spans of Google ADK."""
 
     name = "google_adk"
     gate = Gate(scopes=frozenset({SCOPE}))
     issued_text = "gen_ai.output.messages"
-    tool_keys = TOOL_KEYS
+    tool_keys = (*TOOL_KEYS, LLM_REQUEST)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.
@@ -97,19 +174,29 @@ class GoogleADKExtractor:
             call_id = string(attrs, "gen_ai.tool.call.id")
             error, error_type = error_of(span)
             name = string(attrs, "gen_ai.tool.name") or span.name.removeprefix("execute_tool ")
+            result = next((attrs[k] for k in ADK_RESULTS if k in attrs), None)
+            if not error and (handled := _handled_error(result)) is not None:
+                error, error_type = True, handled
             return ToolRead(
                 name=name,
                 args=tool_args(attrs, ADK_ARGS),
                 call_id=None if call_id == UNSPECIFIED else call_id,
-                result=next((attrs[k] for k in ADK_RESULTS if k in attrs), None),
+                result=result,
                 error=error,
                 error_type=error_type,
                 description=attrs.get("gen_ai.tool.description"),
             )
-        if "gen_ai.output.messages" in attrs:
-            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
-        return IssuedCalls(_issued_from_response(attrs.get(LLM_RESPONSE)))
+        if OUTPUT_MESSAGES in attrs:
+            return IssuedCalls(_one_per_call_id(genai_issued_calls(attrs[OUTPUT_MESSAGES])))
+        if LLM_RESPONSE in attrs:
+            return IssuedCalls(_issued_from_response(attrs[LLM_RESPONSE]))
+        # EVENT_ONLY content capture: the messages ride on the span's operation-details log record
+        details = event_attribute(span, DETAILS_EVENT, OUTPUT_MESSAGES)
+        return IssuedCalls(_one_per_call_id(genai_issued_calls(details)) if details is not None else [])
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
-        """As OTel GenAI: `gen_ai.tool.definitions`."""
-        return read_genai_tools(span, role)
+        """As OTel GenAI (`gen_ai.tool.definitions`), else the function declarations of the older
+        `call_llm` span's request (`gcp.vertex.agent.llm_request`)."""
+        if TOOL_KEYS[0] in span.attributes:
+            return read_genai_tools(span, role)
+        return _declared_functions(span.attributes.get(LLM_REQUEST)) if role is Role.LLM else []

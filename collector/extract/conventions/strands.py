@@ -51,13 +51,17 @@ __all__ = ["StrandsExtractor"]
 # model span    `chat`: event gen_ai.choice `message` (content blocks; toolUse {toolUseId, name,
 #               input} in model order), or operation.details gen_ai.output.messages
 # `execute_event_loop_cycle` and multi-agent spans: OTHER
-# tools offered run span gen_ai.agent.tools (JSON list of names); gen_ai.tool.definitions
+# tools offered run span gen_ai.agent.tools (JSON list of names); gen_ai.tool.definitions (opt-in
+#               `gen_ai_tool_definitions`: [{"name", "description", "inputSchema": {"json": <schema>}}]);
+#               each tool span: gen_ai.tool.description and gen_ai.tool.json_schema (the tool spec's
+#               JSON schema, written by Strands' tool executor)
 
 SCOPE: Final = "strands.telemetry.tracer"
 SYSTEM: Final = "strands-agents"
 DETAILS: Final = "gen_ai.client.inference.operation.details"
 AGENT_TOOLS: Final = "gen_ai.agent.tools"
 TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+JSON_SCHEMA: Final = "gen_ai.tool.json_schema"
 
 
 def _details(span: SpanRecord, key: str) -> Any:
@@ -84,6 +88,21 @@ def _tool_uses(message: Any) -> list[IssuedCall]:
         if isinstance(use, Mapping):
             calls.append(IssuedCall(use.get("toolUseId"), use.get("name"), use.get("input")))
     return calls
+
+
+def _unwrap_input_schema(definition: Any) -> Any:
+    """A Strands tool definition with its schema where the catalog reads it.
+
+    Strands writes each tool's spec as Bedrock Converse does (`_construct_tool_definitions`):
+    `{"name", "description", "inputSchema": {"json": <JSON schema>}, "outputSchema"}`; the JSON schema is
+    the one under `json`. Anything else is kept as it is.
+    """
+    if not isinstance(definition, Mapping):
+        return definition
+    wrapped = definition.get("inputSchema")
+    if isinstance(wrapped, Mapping) and set(wrapped) == {"json"} and isinstance(wrapped["json"], Mapping):
+        return {**definition, "inputSchema": wrapped["json"]}
+    return definition
 
 
 class StrandsExtractor:
@@ -124,6 +143,8 @@ class StrandsExtractor:
                 result=result if result is not None else event_attribute(span, "gen_ai.choice", "message"),
                 error=error,
                 error_type=error_type,
+                description=attrs.get("gen_ai.tool.description"),
+                schema=attrs.get(JSON_SCHEMA),
             )
         if role is Role.RUN:
             user = event_attribute(span, "gen_ai.user.message", "content")
@@ -144,6 +165,6 @@ class StrandsExtractor:
         """`gen_ai.tool.definitions`, else the agent's tool names (`gen_ai.agent.tools`)."""
         attrs = span.attributes
         if TOOL_DEFINITIONS in attrs:
-            return json_list(attrs[TOOL_DEFINITIONS])
+            return [_unwrap_input_schema(d) for d in json_list(attrs[TOOL_DEFINITIONS])]
         names = attrs.get(AGENT_TOOLS)
         return [] if names is None else names_only(names)
