@@ -217,7 +217,13 @@ def test_an_invoke_agent_span_without_the_name_attribute_is_named_by_its_span_na
 
 
 def _responses_llm(
-    t: Traces, parent: Span, scope: str, calls: list[tuple[str, str, str]], start: float, listed_as: str | None = None
+    t: Traces,
+    parent: Span,
+    scope: str,
+    calls: list[tuple[str, str, str]],
+    *,
+    start: float,
+    listed_as: str | None = None,
 ) -> Span:
     """An LLM span that flattens Responses API items (id, call_id, name) with the item id as `tool_call.id`;
     `output.value` lists the same items with both ids (under the name `listed_as`, when given)."""
