@@ -15,12 +15,15 @@ the name the model calls and the trace carries. f_agent_as_tool wraps the sub-ag
 (`tools-weather_expert(input)`) that calls its `get_response`: passing the agent itself as a plugin also
 works, but Semantic Kernel then records the agent function's `instructions_override: null` in the
 arguments of every tool the sub-agent calls (see NOTES.md).
-b_sequential and i_parallel_random_ids stream (`invoke_stream`).
+b_sequential and i_parallel_random_ids stream (`invoke_stream`). Semantic Kernel writes the model's
+messages and choices (tool calls included) as Python `logging` records, exported here as OTel logs beside
+each capture (`<scenario>.logs.pb`/`.json`) through a `LoggingHandler` on its model-diagnostics logger.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 from dataclasses import replace
@@ -47,6 +50,8 @@ from capture_kit import (  # noqa: E402
     write_capture,
 )
 from opentelemetry import trace  # noqa: E402
+from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler  # noqa: E402
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
@@ -55,6 +60,14 @@ EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
 trace.set_tracer_provider(PROVIDER)
+# Semantic Kernel writes the model's messages and choices as Python logging records (`event.name` = gen_ai.*),
+# which reach OTel through a LoggingHandler on its model-diagnostics logger.
+LOG_EXPORTER = InMemoryLogRecordExporter()
+LOGGER_PROVIDER = LoggerProvider()
+LOGGER_PROVIDER.add_log_record_processor(SimpleLogRecordProcessor(LOG_EXPORTER))
+SK_LOGGER = logging.getLogger("semantic_kernel.utils.telemetry.model_diagnostics.decorators")
+SK_LOGGER.addHandler(LoggingHandler(logger_provider=LOGGER_PROVIDER))
+SK_LOGGER.setLevel(logging.INFO)
 
 from openai import AsyncOpenAI  # noqa: E402
 from semantic_kernel.agents import ChatCompletionAgent  # noqa: E402
@@ -140,6 +153,7 @@ def capture(name: str) -> None:
     unrecorded: list[str] = []
     recorder = Recorder()
     EXPORTER.clear()
+    LOG_EXPORTER.clear()
     answers = asyncio.run(_play_async(sc, recorder))
     PROVIDER.force_flush()
     spans: list[ReadableSpan] = list(EXPORTER.get_finished_spans())
@@ -154,7 +168,8 @@ def capture(name: str) -> None:
         got = [(c.name, c.args) for c in recorder.calls]
         assert got == [(_qualified("search_flights"), {**call.args, "cabin": "None"})], f"{sc.name}: received {got}"
     truth = truth_for(sc, META, recorder, runs, unrecorded=unrecorded)
-    written = write_capture(TRACES, TRUTHS, sc.name, spans, truth)
+    LOGGER_PROVIDER.force_flush()
+    written = write_capture(TRACES, TRUTHS, sc.name, spans, truth, logs=LOG_EXPORTER.get_finished_logs())
     print(
         f"{sc.name}: {len(spans)} spans, {[len(r['calls']) for r in truth['runs']]} calls per run -> "
         f"{[p.name for p in written] or 'kept'}"
