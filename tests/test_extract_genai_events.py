@@ -49,3 +49,12 @@ def test_the_span_attribute_wins_and_the_input_history_is_not_read() -> None:
     assert _calls(_chat(history)) == []  # calls an earlier response issued: not this one's
     attribute = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": "c9", "name": "own"}]}])
     assert _calls(_chat(_choice(0, ("c1", "search")), **{"gen_ai.output.messages": attribute})) == [("c9", "own", None)]
+
+
+def test_a_choice_body_sent_as_json_text_is_read_as_its_map() -> None:
+    """Semantic Kernel logs its choices through Python's `logging`: the record's body is the map's JSON text."""
+    choice = _choice(0, ("call_c1", "tools-get_weather"))
+    as_text = SpanEvent(choice.name, 1, {BODY_KEY: json.dumps(choice.attributes[BODY_KEY])})
+    not_json = SpanEvent(choice.name, 1, {BODY_KEY: "the model said something"})
+    assert _calls(_chat(as_text)) == [("call_c1", "tools-get_weather", "{}")]
+    assert _calls(_chat(not_json)) == []

@@ -214,3 +214,44 @@ def test_an_invoke_agent_span_without_the_name_attribute_is_named_by_its_span_na
     runs = rebuild_runs(t.records())
 
     assert sorted((r.agent_name or "") for r in runs) == ["", "billing"]
+
+
+def _responses_llm(
+    t: Traces,
+    parent: Span,
+    scope: str,
+    calls: list[tuple[str, str, str]],
+    *,
+    start: float,
+    listed_as: str | None = None,
+) -> Span:
+    """An LLM span that flattens Responses API items (id, call_id, name) with the item id as `tool_call.id`;
+    `output.value` lists the same items with both ids (under the name `listed_as`, when given)."""
+    attrs: dict[str, Any] = {KIND: "LLM", "llm.output_messages.0.message.role": "assistant"}
+    listed = []
+    for j, (item_id, call_id, name) in enumerate(calls):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call"
+        attrs |= {f"{prefix}.id": item_id, f"{prefix}.function.name": name, f"{prefix}.function.arguments": "{}"}
+        function = {"name": listed_as or name, "arguments": "{}"}
+        listed.append({"id": item_id, "call_id": call_id, "type": "function", "function": function})
+    attrs["output.value"] = json.dumps([{"role": "assistant", "tool_calls": listed}])
+    return t.span("OpenAIResponses.invoke", attrs, parent=parent, scope=scope, start=start, end=start + 1)
+
+
+def test_a_responses_api_call_flattened_with_its_item_id_gets_its_call_id() -> None:
+    t, scope = Traces(), SCOPE + "agno"
+    agent = t.span("helper.run", {KIND: "AGENT", "agent.name": "helper"}, scope=scope, start=0, end=100)
+    _responses_llm(t, agent, scope, [("fc_1", "call_x", "get_time"), ("fc_2", "call_y", "get_weather")], start=1)
+    _tool(t, agent, "get_time", {}, scope, start=10, **{"tool.name": "get_time"})
+    _tool(t, agent, "get_weather", {}, scope, start=20, **{"tool.name": "get_weather"})
+    # The output lists another call than the flattened one: the flattened id stays.
+    other = t.span("other.run", {KIND: "AGENT", "agent.name": "other"}, scope=scope, start=200, end=300)
+    _responses_llm(t, other, scope, [("fc_3", "call_z", "get_time")], start=201, listed_as="get_stock_price")
+    _tool(t, other, "get_time", {}, scope, start=210, **{"tool.name": "get_time"})
+
+    runs = rebuild_runs(t.records())
+
+    assert {r.agent_name: [c.call_id for c in r.calls] for r in runs} == {
+        "helper": ["call_x", "call_y"],
+        "other": ["fc_3"],
+    }

@@ -25,6 +25,7 @@ from toolscore.collector.extract.conventions.common import (
     genai_issued_calls,
     indexed_issued_calls,
     json_list,
+    load_json,
     message_text,
     string,
 )
@@ -49,6 +50,8 @@ __all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "
 # --- Events of the inference span (the default form: log records joined to the span, `log_events`) ---
 # gen_ai.choice    body {index, finish_reason, message: {role, content,
 #                  tool_calls: [{id, type, function: {name, arguments (JSON text; absent without content capture)}}]}}
+#                  (or that map as JSON text: Semantic Kernel logs it through Python's `logging`, the name
+#                  in the `event.name` attribute)
 # gen_ai.client.inference.operation.details   attribute gen_ai.output.messages (as the span attribute)
 # not read         gen_ai.assistant.message: on a chat span it is the input history, the calls of earlier
 #                  responses (read, they would count again); gen_ai.user/system/tool.message: inputs
@@ -153,6 +156,9 @@ def _event_calls(span: SpanRecord) -> list[IssuedCall] | None:
     for event in span.events:
         if event.name == CHOICE_EVENT:
             body = event.attributes.get(BODY_KEY)
+            if isinstance(body, str):
+                # Emitters that log through Python's `logging` (Semantic Kernel) send the body as its JSON text
+                body = load_json(body)
             if isinstance(body, Mapping):
                 index = body.get("index")
                 choices.append((index if isinstance(index, int) else len(choices), _choice_calls(body)))

@@ -61,7 +61,9 @@ __all__ = ["OpenInferenceExtractor"]
 #               instrumentations leave the arguments out when they are empty, `{}`); legacy
 #               llm.output_messages.<i>.message.function_call_name | function_call_arguments_json;
 #               LangChain.js without flattened calls, or flattened without ids: output.value
-#               generations[0][0].message.kwargs.tool_calls[] {id, name, args}
+#               generations[0][0].message.kwargs.tool_calls[] {id, name, args}; Responses API items
+#               flattened with the item id as tool_call.id (Agno): output.value [{tool_calls: [{id,
+#               call_id, function: {name}}]}], the call id is call_id
 # tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
 #               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
 #               (the tool's own, kept when it is a JSON schema)
@@ -223,6 +225,37 @@ def _langchain_issued(output: Any) -> list[IssuedCall]:
     return [IssuedCall(c.get("id"), c.get("name"), c.get("args")) for c in calls if isinstance(c, Mapping)]
 
 
+def _responses_call_ids(calls: list[IssuedCall], output: Any) -> list[IssuedCall]:
+    """The calls with the Responses API's `call_id` where the flattened `tool_call.id` holds the item's `id`.
+
+    A Responses API `function_call` output item has two ids: `id`, the output item's (`fc_...`), and `call_id`,
+    the call's, which its `function_call_output` answers. An instrumentation that flattens such items as chat
+    tool calls may write the item id as `tool_call.id` (openinference-instrumentation-agno with
+    `OpenAIResponses`); its `output.value` then lists the calls with both, in the same order. The call id is
+    `call_id` when every listed call has one and the names line up with the flattened calls.
+    """
+    if not isinstance(output, str) or '"call_id"' not in output:
+        return calls
+    decoded = load_json(output)
+    listed = [
+        call
+        for message in (decoded if isinstance(decoded, list) else ())
+        if isinstance(message, Mapping) and isinstance(message.get("tool_calls"), list)
+        for call in message["tool_calls"]
+    ]
+    if len(listed) != len(calls):
+        return calls
+    found: list[IssuedCall] = []
+    for call, item in zip(calls, listed, strict=True):
+        call_id = item.get("call_id") if isinstance(item, Mapping) else None
+        function = item.get("function") if isinstance(item, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(call_id, str) or not call_id or item.get("id") != call.call_id or name != call.name:
+            return calls
+        found.append(IssuedCall(call_id, call.name, call.args))
+    return found
+
+
 class OpenInferenceExtractor:
     """Spans with `openinference.span.kind`."""
 
@@ -277,6 +310,8 @@ class OpenInferenceExtractor:
             with_ids = _langchain_issued(attrs.get(OUTPUT_VALUE))
             if [c.name for c in with_ids] == [c.name for c in calls] and all(c.call_id for c in with_ids):
                 calls = with_ids
+        else:
+            calls = _responses_call_ids(calls, attrs.get(OUTPUT_VALUE))
         return IssuedCalls(calls)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
