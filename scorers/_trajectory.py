@@ -155,7 +155,7 @@ class Trajectory(ScorerBase):
             chosen = rule or default
             tests.append(peer_test(call) if chosen is None else rule_test(call, chosen))
         plan = _Plan(self, tuple(tests), ruled=any(rule is not None for rule in rules))
-        if self.mode == "exact" and not plan.ruled:
+        if self.mode == "exact" and self.expected and not plan.ruled:
             args_tests = [peer_exact_args_test(call) for call in self.expected]
             if None not in args_tests:
                 plan.args_tests = tuple(args_tests)  # type: ignore[arg-type]  # no None, checked above
@@ -201,7 +201,7 @@ class _Plan:
         self.weights = (w.name_only or 0.0, penalty or 0.0)  # JavaScript: null * x == 0
         self.memo: dict[Any, tuple[float, str]] = {}
         self.args_tests: tuple[ArgsTest, ...] | None = None
-        """Exact mode without rules, when every expected call's test reads `args` alone (`score_exact_args`)."""
+        """Exact mode with expected calls and no rules, when every expected call's test reads `args` alone."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Plan)
@@ -209,14 +209,14 @@ class _Plan:
     __hash__ = None  # type: ignore[assignment]
 
     def verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
+        if self.args_tests is not None and actual:  # exact mode's common case, checked first
+            return score_exact_args(self.names, self.args_tests, actual, self.weights, self.memo)
         mode = self.mode
         if mode not in _PEER_MODES:
             return order_mode(mode, self.expected, self.by_name, self.tests, actual)
         if not actual or not self.expected:
             return _empty_inputs(len(self.expected), len(actual))
         if mode == "exact":
-            if self.args_tests is not None:
-                return score_exact_args(self.names, self.args_tests, actual, self.weights, self.memo)
             return score_exact(self.names, self.tests, actual, self.weights, self.memo)
         name_only_w, extra_w = self.weights
         return score_flexible(self.expected, actual, name_only_w, extra_w, self._taken(actual))
