@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
+from toolscore.scorers._json_equality import json_equal
 from toolscore.scorers._trajectory_evalite import peer_exact_args_test, peer_exact_test, score_exact, score_exact_args
 
 ORDER_MODES = ("strict", "unordered", "subset", "superset")
@@ -122,12 +123,21 @@ _ARGS_SPELLINGS: list[dict[str, Any]] = [
     {"args": "not json {"},
     {"args": 0},
     {"args": False},
-    {"args": {"q": 1}, "args_state": "not_captured"},
+    {"args_state": "not_captured"},
 ]
 
 
+def _evalite_exact(expected: ToolCall, actual: ToolCall) -> bool:
+    """Evalite's `getArgumentScore` read from its source: no expected args match anything, no actual args
+    match nothing else, otherwise deep JSON equality."""
+    if not expected.has_args:
+        return True
+    return actual.has_args and json_equal(expected.args, actual.args)
+
+
 def test_exact_mode_scores_by_args_alone_exactly_as_by_the_whole_call() -> None:
-    """The exact-mode path that tests `args` alone (`score_exact_args`) agrees with the per-call tests."""
+    """The exact-mode path that tests `args` alone (`score_exact_args`) agrees with the per-call tests and with
+    Evalite's rule written plainly."""
     rng = random.Random(29)
     plans = 0
     for _ in range(600):
@@ -140,9 +150,10 @@ def test_exact_mode_scores_by_args_alone_exactly_as_by_the_whole_call() -> None:
             continue  # the scorer keeps the per-call tests for this expectation
         plans += 1
         names, weights = [call.name for call in calls], (0.5, 0.25)
+        oracle = [lambda got, want=call: _evalite_exact(want, got) for call in calls]
         whole = score_exact(names, [peer_exact_test(call) for call in calls], actual, weights, {})
         alone = score_exact_args(names, args_tests, actual, weights, {})  # type: ignore[arg-type]
-        assert alone == whole, (expected, actual)
+        assert alone == whole == score_exact(names, oracle, actual, weights, {}), (expected, actual)
     assert plans > 300
 
 
