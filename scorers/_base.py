@@ -53,12 +53,13 @@ class ScorerBase(BaseModel):
 
     def score(self, run: AgentRun) -> ScoreResult:
         try:
-            if names_only(run) and self.values_needed:
+            kept_names_only = names_only(run)
+            if kept_names_only and self.values_needed:
                 return self.values_not_kept()
             if self.ignore_tools:
                 run = run.model_copy(update={"calls": self.scored_calls(run.calls)})
             result = self._score(run)
-            if self.keys_only_note and names_only(run) and isinstance(result, Score):
+            if kept_names_only and self.keys_only_note and isinstance(result, Score):
                 note = f"arguments compared by keys only ({NAMES_ONLY_NOTE}); "
                 details = {**result.details, "privacy": "names_only"}
                 return result.model_copy(update={"explanation": note + result.explanation, "details": details})

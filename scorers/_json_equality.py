@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
+from operator import eq
 
 from toolscore.scorers._model import JsonValue
 
-__all__ = ["ArgsTest", "equality_plan", "equality_test", "json_equal", "same_bools"]
+__all__ = ["ArgsTest", "equality_plan", "equality_test", "guarded_equality", "json_equal", "same_bools"]
 
 ArgsTest = Callable[[JsonValue], bool]
 """A compiled comparison of one expected value with an actual one."""
@@ -91,6 +93,49 @@ def same_bools(got: JsonValue, over: list[tuple[_Path, bool]]) -> bool:
     return _same_bools(got, over)
 
 
+def guarded_equality(want: JsonValue, over: list[tuple[_Path, bool]]) -> ArgsTest:
+    """`want == got and same_bools(got, over)` as one function with the bool checks written out.
+
+    Once `want == got` holds, `got` has `want`'s shape and, at each place in `over`, a value equal to
+    `want`'s there: the bool singleton it must be (`want` holds a bool), or the one it must not be
+    (`want` holds 0 or 1). So each check is one chain of subscripts and an identity test, written out
+    as Python source (`(p0 := got['filters']['stops'])[0] is not False and p0[1] is not True`, a
+    container shared by several checks looked up once) so that scoring a call walks no path list.
+    Steps are `str` or `int` (written with `repr`, always a literal); any other step keeps the walk.
+    """
+    if not all(type(step) is str or type(step) is int for path, _ in over for step in path):
+        return lambda got: want == got and _same_bools(got, over)
+    by_parent: dict[_Path, list[tuple[str | int, str]]] = {}
+    for path, want_bool in over:
+        value = want
+        for step in path:
+            value = value[step]
+        check = f"is {bool(value)!r}" if want_bool else f"is not {bool(value)!r}"
+        if not path:  # `want` itself is a bool, 0 or 1: the only place in `over`
+            return _scalar_guard(want, want_bool)
+        by_parent.setdefault(path[:-1], []).append((path[-1], check))
+    checks = []
+    for i, (parent, items) in enumerate(by_parent.items()):
+        ref = "got" + "".join(f"[{step!r}]" for step in parent)
+        (first, check), *rest = items
+        if rest and parent:
+            checks.append(f"(p{i} := {ref})[{first!r}] {check}")
+            ref = f"p{i}"
+        else:
+            checks.append(f"{ref}[{first!r}] {check}")
+        checks += [f"{ref}[{step!r}] {check}" for step, check in rest]
+    source = f"lambda want: lambda got: want == got and {' and '.join(checks)}"
+    test: ArgsTest = eval(source, {"__builtins__": {}})(want)  # literals and names of our own only
+    return test
+
+
+def _scalar_guard(want: JsonValue, want_bool: bool) -> ArgsTest:
+    singleton = bool(want)
+    if want_bool:
+        return lambda got: want == got and got is singleton
+    return lambda got: want == got and got is not singleton
+
+
 def equality_test(want: JsonValue) -> ArgsTest:
     """`json_equal(want, x)` compiled for one expected value: Python's C-level `==`, then a check of
     the few places where `==` is wrong (booleans against 0/1). Actual values are decoded JSON
@@ -99,5 +144,5 @@ def equality_test(want: JsonValue) -> ArgsTest:
     if _eq_hazards(want, (), over):
         return lambda got: json_equal(want, got)
     if over:
-        return lambda got: want == got and _same_bools(got, over)
-    return lambda got: bool(want == got)
+        return guarded_equality(want, over)
+    return partial(eq, want)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 
 from toolscore.scorers._base import ScorerBase
+from toolscore.scorers._json_equality import ArgsTest
 from toolscore.scorers._matching import ArgsMatch, ExpectedCall, resolve_args_match
 from toolscore.scorers._model import AgentRun, Score, ToolCall
 from toolscore.scorers._trajectory_evalite import (
@@ -21,11 +22,13 @@ from toolscore.scorers._trajectory_evalite import (
     Verdict,
     args_key,
     name_only_pairs,
+    peer_exact_args_test,
     peer_exact_test,
     peer_flexible_test,
     pop_pairing,
     rule_test,
     score_exact,
+    score_exact_args,
     score_flexible,
 )
 from toolscore.scorers._trajectory_order import order_mode, rule_pairing, strict_message_pairs
@@ -151,7 +154,12 @@ class Trajectory(ScorerBase):
         for call, rule in zip(self.expected, rules, strict=True):
             chosen = rule or default
             tests.append(peer_test(call) if chosen is None else rule_test(call, chosen))
-        self._plan = _Plan(self, tuple(tests), ruled=any(rule is not None for rule in rules))
+        plan = _Plan(self, tuple(tests), ruled=any(rule is not None for rule in rules))
+        if self.mode == "exact" and self.expected and not plan.ruled:
+            args_tests = [peer_exact_args_test(call) for call in self.expected]
+            if None not in args_tests:
+                plan.args_tests = tuple(args_tests)  # type: ignore[arg-type]  # no None, checked above
+        self._plan = plan
 
     def _score(self, run: AgentRun) -> Score:
         plan: _Plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # skips pydantic's __getattr__
@@ -175,7 +183,7 @@ class _Plan:
     Derived data only: any two plans compare equal, so scorer equality is decided by the fields.
     """
 
-    __slots__ = ("by_name", "expected", "keys", "memo", "mode", "names", "ruled", "tests", "weights")
+    __slots__ = ("args_tests", "by_name", "expected", "keys", "memo", "mode", "names", "ruled", "tests", "weights")
 
     def __init__(self, scorer: Trajectory, tests: tuple[PairTest, ...], *, ruled: bool) -> None:
         self.mode = scorer.mode
@@ -192,6 +200,8 @@ class _Plan:
         penalty = w.wrong_penalty if self.mode == "exact" else w.extra_penalty
         self.weights = (w.name_only or 0.0, penalty or 0.0)  # JavaScript: null * x == 0
         self.memo: dict[Any, tuple[float, str]] = {}
+        self.args_tests: tuple[ArgsTest, ...] | None = None
+        """Exact mode with expected calls and no rules, when every expected call's test reads `args` alone."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, _Plan)
@@ -199,6 +209,8 @@ class _Plan:
     __hash__ = None  # type: ignore[assignment]
 
     def verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
+        if self.args_tests is not None and actual:  # exact mode's common case, checked first
+            return score_exact_args(self.names, self.args_tests, actual, self.weights, self.memo)
         mode = self.mode
         if mode not in _PEER_MODES:
             return order_mode(mode, self.expected, self.by_name, self.tests, actual)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
+from operator import eq
 from typing import Any
 
-from toolscore.scorers._json_equality import equality_plan, equality_test, same_bools
+from toolscore.scorers._json_equality import ArgsTest, equality_plan, equality_test, guarded_equality
 from toolscore.scorers._matching import ArgsMatch
 from toolscore.scorers._model import JsonValue, ToolCall
 
@@ -22,11 +24,13 @@ __all__ = [
     "args_key",
     "name_only_pairs",
     "neutral",
+    "peer_exact_args_test",
     "peer_exact_test",
     "peer_flexible_test",
     "pop_pairing",
     "rule_test",
     "score_exact",
+    "score_exact_args",
     "score_flexible",
 ]
 
@@ -43,6 +47,10 @@ _HAS_ARGS = ("value", "raw")
 
 
 def _always(actual: ToolCall) -> bool:
+    return True
+
+
+def _always_args(args: JsonValue) -> bool:
     return True
 
 
@@ -80,21 +88,31 @@ def neutral(call: ToolCall) -> dict[str, Any]:
     return {"name": call.name}
 
 
-def peer_exact_test(expected: ToolCall) -> PairTest:
-    """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else.
+def peer_exact_args_test(expected: ToolCall) -> ArgsTest | None:
+    """Evalite's `getArgumentScore` as a test of the actual call's `args` alone, when it needs no more.
 
-    One closure per expected call, with `equality_test`'s checks inlined: this runs once per pair.
+    No expected args match anything. Otherwise an actual call without args (`args` is None then) must
+    not match: a test that could accept None (an expected `null`, or NaN and tuples, which take the
+    full JSON walk) also needs the call's `args_state`, and is left to `peer_exact_test` (None here).
     """
     if expected.args_state not in _HAS_ARGS:
-        return _always
+        return _always_args
     want = expected.args
     full_walk, over = equality_plan(want)
     if full_walk or want is None:
-        same = equality_test(want)
-        return lambda actual: actual.args_state in _HAS_ARGS and same(actual.args)
-    if over:
-        return lambda actual: want == actual.args and same_bools(actual.args, over)
-    return lambda actual: bool(want == actual.args)  # absent args are None, never equal to `want`
+        return None
+    return guarded_equality(want, over) if over else partial(eq, want)
+
+
+def peer_exact_test(expected: ToolCall) -> PairTest:
+    """Evalite's `getArgumentScore`: no expected args match anything; no actual args match nothing else."""
+    args_test = peer_exact_args_test(expected)
+    if args_test is _always_args:
+        return _always
+    if args_test is not None:
+        return lambda actual: bool(args_test(actual.args))  # absent args are None, never equal to `want`
+    same = equality_test(expected.args)
+    return lambda actual: actual.args_state in _HAS_ARGS and same(actual.args)
 
 
 def peer_flexible_test(expected: ToolCall) -> PairTest:
@@ -118,11 +136,8 @@ _MEMO_LIMIT = 1024
 def _exact_text(
     counts: tuple[int, int, int], m: int, name_only_w: float, wrong_w: float, memo: dict[Any, tuple[float, str]]
 ) -> tuple[float, str]:
-    """Score and explanation for the counts, in Evalite's operation order (memoized: the float
-    formatting costs more than the counting)."""
-    cached = memo.get(counts)
-    if cached is not None:
-        return cached
+    """Score and explanation for the counts, in Evalite's operation order, kept in `memo` (the float
+    formatting costs more than the counting; the caller looks there first)."""
     exact, name_only, wrong = counts
     denom = max(m, 1)
     raw = (exact + name_only_w * name_only) / denom - wrong_w * (wrong / denom)
@@ -159,7 +174,38 @@ def score_exact(
             name_only += 1
     if n > m:
         wrong += 2 * (n - m)  # unpaired, then again as extras
-    value, explanation = _exact_text((exact, name_only, wrong), m, weights[0], weights[1], memo)
+    return _exact_verdict((exact, name_only, wrong), m, n, weights, memo)
+
+
+def score_exact_args(
+    names: Sequence[str],
+    args_tests: Sequence[ArgsTest],
+    actual: Sequence[ToolCall],
+    weights: tuple[float, float],
+    memo: dict[Any, tuple[float, str]],
+) -> Verdict:
+    """`score_exact` when every expected call's test reads the actual `args` alone (`peer_exact_args_test`):
+    the same counts, one call less per pair (measured faster than mapping the pairs in C, from 5 to 50 calls).
+    """
+    m, n = len(names), len(actual)
+    exact = name_only = wrong = 0
+    for call, name, test in zip(actual, names, args_tests, strict=False):  # stops at the shorter list
+        if call.name != name:
+            wrong += 1
+        elif test(call.args):
+            exact += 1
+        else:
+            name_only += 1
+    if n > m:
+        wrong += 2 * (n - m)  # unpaired, then again as extras
+    return _exact_verdict((exact, name_only, wrong), m, n, weights, memo)
+
+
+def _exact_verdict(
+    counts: tuple[int, int, int], m: int, n: int, weights: tuple[float, float], memo: dict[Any, Any]
+) -> Verdict:
+    value, explanation = memo.get(counts) or _exact_text(counts, m, weights[0], weights[1], memo)
+    exact, name_only, wrong = counts
     details = {
         "mode": "exact",
         "exact_matches": exact,

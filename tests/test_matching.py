@@ -112,6 +112,23 @@ def test_compiled_equality_agrees_with_json_equal_on_look_alike_documents() -> N
     assert disagreements == []
 
 
+def test_compiled_equality_checks_bools_under_keys_of_any_spelling() -> None:
+    quoted = 'it\'s "q"\\ ]['
+    want = {quoted: [0, 1, 2], 3: {"\n": True, "k": [1]}, "p": 1}
+    assert equality_test(want)({quoted: [0.0, 1, 2.0], 3: {"\n": True, "k": [1.0]}, "p": 1})
+    for got in (
+        {quoted: [False, 1, 2], 3: {"\n": True, "k": [1]}, "p": 1},
+        {quoted: [0, True, 2], 3: {"\n": True, "k": [1]}, "p": 1},
+        {quoted: [0, 1, 2], 3: {"\n": 1, "k": [1]}, "p": 1},
+        {quoted: [0, 1, 2], 3: {"\n": True, "k": [True]}, "p": 1},
+        {quoted: [0, 1, 2], 3: {"\n": True, "k": [1]}, "p": True},
+    ):
+        assert not equality_test(want)(got), got
+    odd_key = {(1, 2): [0, 1]}  # not JSON; a step that is neither str nor int walks the path instead
+    assert equality_test(odd_key)({(1, 2): [0, 1]})
+    assert not equality_test(odd_key)({(1, 2): [0, True]})
+
+
 # --- per-key matchers ----------------------------------------------------------------------------
 
 

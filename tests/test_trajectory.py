@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
+from toolscore.scorers._json_equality import json_equal
+from toolscore.scorers._trajectory_evalite import peer_exact_args_test, peer_exact_test, score_exact, score_exact_args
 
 ORDER_MODES = ("strict", "unordered", "subset", "superset")
 
@@ -105,6 +108,53 @@ def test_explanation_lets_a_reader_recompute_the_score() -> None:
     assert "exact=1, name_only=1, wrong_or_missing=2" in result.explanation
     assert "(1 + 0.5*1)/2 - 0.25*(2/2) = 0.5" in result.explanation
     assert result.value == 0.5
+
+
+_ARGS_SPELLINGS: list[dict[str, Any]] = [
+    {},
+    {"args": None},
+    {"args": {}},
+    {"args": {"q": 1, "s": [0, 1]}},
+    {"args": {"q": 1.0, "s": [0.0, 1]}},
+    {"args": {"q": True, "s": [0, 1]}},
+    {"args": {"q": 1, "s": [False, 1]}},
+    {"args": {"q": float("nan")}},
+    {"args": {"q": (0, 1)}},
+    {"args": "not json {"},
+    {"args": 0},
+    {"args": False},
+    {"args_state": "not_captured"},
+]
+
+
+def _evalite_exact(expected: ToolCall, actual: ToolCall) -> bool:
+    """Evalite's `getArgumentScore` read from its source: no expected args match anything, no actual args
+    match nothing else, otherwise deep JSON equality."""
+    if not expected.has_args:
+        return True
+    return actual.has_args and json_equal(expected.args, actual.args)
+
+
+def test_exact_mode_scores_by_args_alone_exactly_as_by_the_whole_call() -> None:
+    """The exact-mode path that tests `args` alone (`score_exact_args`) agrees with the per-call tests and with
+    Evalite's rule written plainly."""
+    rng = random.Random(29)
+    plans = 0
+    for _ in range(600):
+        expected = [{"name": rng.choice("ab"), **rng.choice(_ARGS_SPELLINGS)} for _ in range(rng.randint(1, 4))]
+        actual = [ToolCall.model_validate({"name": rng.choice("ab"), **rng.choice(_ARGS_SPELLINGS)})]
+        actual += [ToolCall.model_validate(call) for call in rng.sample(expected, rng.randint(0, len(expected)))]
+        calls = [ToolCall.model_validate(call) for call in expected]
+        args_tests = [peer_exact_args_test(call) for call in calls]
+        if None in args_tests:
+            continue  # the scorer keeps the per-call tests for this expectation
+        plans += 1
+        names, weights = [call.name for call in calls], (0.5, 0.25)
+        oracle = [lambda got, want=call: _evalite_exact(want, got) for call in calls]
+        whole = score_exact(names, [peer_exact_test(call) for call in calls], actual, weights, {})
+        alone = score_exact_args(names, args_tests, actual, weights, {})  # type: ignore[arg-type]
+        assert alone == whole == score_exact(names, oracle, actual, weights, {}), (expected, actual)
+    assert plans > 300
 
 
 # --- weights ----------------------------------------------------------------------------------------
