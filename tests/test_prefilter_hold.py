@@ -31,7 +31,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import set_span_in_context
 
-from tests.bench.mixed import generated_spans
+from tests.bench.bench_extract import EPOCH_NS
+from tests.bench.mixed import Tracers, plain_trace
 from tests.capture_replay import CAPTURES, captures_expectations
 from tests.otlp_downstream import GrpcDownstream, spans_of
 from tests.pipeline_builders import Recording, registry_with, run_attrs, tool_attrs
@@ -41,6 +42,7 @@ from toolscore.collector.serve._pipeline import CollectorPipeline
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
 from toolscore.collector.serve.forward import ForwardConfig
 from toolscore.collector.serve.forward._forwarder import Forwarder
+from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.serve.scores import ScoreStoreConfig, query_runs
 from toolscore.collector.serve.scores._store import ScoreStore
 
@@ -117,8 +119,7 @@ def _requests(seed: int) -> list[ExportTraceServiceRequest]:
         items = _items(ExportTraceServiceRequest.FromString(path.read_bytes()))
         sequences.append(_plain_first(_with_plain_root(items, rng), rng))
     sequences.append(_plain_first(_items(_chain_run()), rng))
-    plain, _ = generated_spans(0.0, 600, seed)
-    plain_items = _items(encode_spans(plain))
+    plain_items = _items(encode_spans(_plain_spans(600, seed)))
     requests = []
     for sequence in sequences:
         rest = list(sequence)
@@ -229,9 +230,22 @@ class _Out:
         )
 
 
+def _plain_spans(spans: int, seed: int) -> list[Any]:
+    """HTTP requests of a service with no agent in them (`mixed.plain_trace`), as the SDK ends them."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracers, rng = Tracers(provider), random.Random(seed)
+    ended = k = 0
+    while ended < spans:
+        ended += plain_trace(tracers, rng, EPOCH_NS + k * 10**9)
+        k += 1
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
 def _plain_request(seed: int, spans: int = 12) -> tuple[ExportTraceServiceRequest, bytes]:
-    plain, _ = generated_spans(0.0, spans, seed)
-    request = encode_spans(plain)
+    request = encode_spans(_plain_spans(spans, seed))
     return request, request.SerializeToString()
 
 
@@ -302,3 +316,32 @@ def test_past_max_bytes_the_oldest_request_goes_on_whole_counted_dropped() -> No
         == out.telemetry.counts["passed"]
         == len(_trace_roots(first)) * 2 - (len(_trace_roots(first)) - len(_trace_roots(second)))
     )
+
+
+def test_a_genai_log_event_sends_the_held_plain_spans_of_its_trace_to_the_pipeline(registry: Registry) -> None:
+    """An event marks its trace as an agent's (its span may carry no marker itself): what was held of the trace
+    goes to the engine then, not when the hold runs out; it is still forwarded once."""
+    from toolscore.collector.sources import LogBatch
+    from toolscore.collector.sources.log_events import LogEvent
+    from toolscore.collector.spans import SpanEvent
+
+    downstream = GrpcDownstream()
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, batch_timeout_ms=5.0))
+    config = ServePipelineConfig(settle_ms=5_000, prefilter_hold_ms=60_000)
+    telemetry = Recording()
+    pipeline = CollectorPipeline(registry, forwarder, config, telemetry)
+    request, _ = _plain_request(6, spans=4)
+    child = next(span for _, _, span in spans_of([request]) if span.parent_span_id)
+    try:
+        assert pipeline.hold is not None
+        assert pipeline.accept(request, request.SerializeToString()) == IngestResult()
+        assert child.trace_id in pipeline.hold
+        event = SpanEvent("gen_ai.choice", 1, {"index": 0})
+        answer = pipeline.accept_logs(LogBatch([LogEvent(child.trace_id.hex(), child.span_id.hex(), event)]))
+        assert not answer.overloaded
+        assert child.trace_id not in pipeline.hold
+        assert pipeline.flush(10)
+    finally:
+        pipeline.shutdown(5)
+        downstream.stop()
+    assert Counter(downstream.span_ids) == Counter(span.span_id for _, _, span in spans_of([request]))
