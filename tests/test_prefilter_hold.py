@@ -253,11 +253,15 @@ def _trace_roots(request: ExportTraceServiceRequest) -> list[tuple[bytes, bool]]
     return [(span.trace_id, not span.parent_span_id) for _, _, span in spans_of([request])]
 
 
+def _hold(hold: Any, data: bytes, spans: list[tuple[bytes, bool]]) -> None:
+    hold.hold_request(data, [trace_id for trace_id, _ in spans], {trace_id for trace_id, root in spans if root})
+
+
 def test_a_held_plain_request_goes_on_as_received_once_its_roots_have_settled() -> None:
     out = _Out()
     hold = out.hold(settle_ms=30)
     request, data = _plain_request(1)
-    hold.hold_request(data, _trace_roots(request))
+    _hold(hold, data, _trace_roots(request))
     assert out.whole == []
     deadline = time.monotonic() + 5
     while not out.whole and time.monotonic() < deadline:
@@ -274,7 +278,7 @@ def test_a_held_request_without_its_roots_waits_hold_ms() -> None:
     request, data = _plain_request(2)
     children = [(trace_id, False) for trace_id, _ in _trace_roots(request)]  # their roots are elsewhere
     started = time.monotonic()
-    hold.hold_request(data, children)
+    _hold(hold, data, children)
     while not out.whole and time.monotonic() < started + 5:
         time.sleep(0.01)
     assert out.whole == [data]
@@ -288,7 +292,7 @@ def test_taking_a_trace_splits_its_request_and_the_rest_waits_for_its_own_trace(
     request, data = _plain_request(3)
     pairs = _trace_roots(request)
     first = pairs[0][0]
-    hold.hold_request(data, [(trace_id, False) for trace_id, _ in pairs])
+    _hold(hold, data, [(trace_id, False) for trace_id, _ in pairs])
     taken = hold.take([first])
     assert [span.trace_id for span, _, _ in taken] == [trace_id for trace_id, _ in pairs if trace_id == first]
     assert all(span is not None and entry is not None for span, _, entry in taken)  # decodable, bytes as received
@@ -305,8 +309,8 @@ def test_past_max_bytes_the_oldest_request_goes_on_whole_counted_dropped() -> No
     first, first_data = _plain_request(4)
     hold = out.hold(settle_ms=60_000, max_bytes=len(first_data) + 1_000)
     second, second_data = _plain_request(5)
-    hold.hold_request(first_data, [(t, False) for t, _ in _trace_roots(first)])
-    hold.hold_request(second_data, [(t, False) for t, _ in _trace_roots(second)])
+    _hold(hold, first_data, [(t, False) for t, _ in _trace_roots(first)])
+    _hold(hold, second_data, [(t, False) for t, _ in _trace_roots(second)])
     assert out.whole == [first_data]
     assert out.telemetry.counts["dropped:prefilter_hold_bytes"] == len(_trace_roots(first))
     hold.close()

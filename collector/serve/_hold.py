@@ -24,9 +24,9 @@ leaves once: to the engine (which forwards it) or to the forwarder. A daemon thr
 
 from __future__ import annotations
 
-import heapq
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -106,7 +106,11 @@ class PlainHold:
         self._parcels: dict[_Parcel, None] = {}
         """Held requests, oldest first."""
         self._bytes = 0
-        self._due: list[tuple[int, bytes]] = []
+        self._waiting: deque[tuple[int, bytes]] = deque()
+        """(when `hold_ms` runs out, trace id) per held trace, in arrival order, which is deadline order."""
+        self._rooted: deque[tuple[int, bytes]] = deque()
+        """(when to look again, trace id) per trace whose root has come: a trace that got a span since is looked
+        at again `settle_ms` after that span (so it may go up to `settle_ms` late behind one due later)."""
         self._cond = threading.Condition()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="toolscore-prefilter-hold", daemon=True)
@@ -119,16 +123,11 @@ class PlainHold:
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._traces
 
-    def hold_request(self, data: bytes, spans: Iterable[tuple[bytes, bool]]) -> None:
-        """Hold a request as received; `spans`: (trace id, whether it is a root) per span."""
-        counts: dict[bytes, int] = {}
-        roots = set()
-        for trace_id, root in spans:
-            counts[trace_id] = counts.get(trace_id, 0) + 1
-            if root:
-                roots.add(trace_id)
+    def hold_request(self, data: bytes, trace_ids: list[bytes], roots: set[bytes]) -> None:
+        """Hold a request as received: the trace id of each of its spans, and those of its roots."""
+        counts = dict(Counter(trace_ids))
         size = len(data) + _PARCEL_BYTES + _TRACE_BYTES * len(counts)
-        self._add(_Parcel(data, sum(counts.values()), counts, size), roots)
+        self._add(_Parcel(data, len(trace_ids), counts, size), roots)
 
     def hold_spans(self, carriers: Sequence[Carrier]) -> None:
         """Hold single spans (of a request whose other spans went on), copied out of it as their bytes."""
@@ -199,31 +198,48 @@ class PlainHold:
         now = time.monotonic_ns()
         with self._cond:
             traces = self._traces
-            earliest = self._due[0][0] if self._due else _NEVER
+            earliest = self._next_ns()
             for trace_id in parcel.counts:
                 trace = traces.get(trace_id)
                 if trace is None:
                     trace = traces[trace_id] = _Trace(first_ns=now)
-                    self._push(now + self._hold_ns, trace_id)
+                    self._waiting.append((now + self._hold_ns, trace_id))
                 trace.parcels.append(parcel)
                 trace.last_ns = now
                 if trace_id in roots and not trace.root:
                     trace.root = True
-                    self._push(now + self._settle_ns, trace_id)
+                    self._rooted.append((now + self._settle_ns, trace_id))
             self._parcels[parcel] = None
             self._bytes += parcel.size
             while self._bytes > self._max_bytes and len(self._parcels) > 1:
                 self._evict(next(iter(self._parcels)), out)
-            if self._due and self._due[0][0] < earliest:
+            if self._next_ns() < earliest:
                 self._cond.notify()
         self._send(out)
 
-    def _push(self, due_ns: int, trace_id: bytes) -> None:
-        heapq.heappush(self._due, (due_ns, trace_id))
+    def _next_ns(self) -> int:
+        """When the release thread must next look (`_NEVER` when nothing is held)."""
+        waiting, rooted = self._waiting, self._rooted
+        return min(waiting[0][0] if waiting else _NEVER, rooted[0][0] if rooted else _NEVER)
 
-    def _due_ns(self, trace: _Trace) -> int:
-        due = trace.first_ns + self._hold_ns
-        return min(due, trace.last_ns + self._settle_ns) if trace.root else due
+    def _due(self, now: int, out: _Out) -> None:
+        """Release the traces whose time has come."""
+        traces, waiting, rooted = self._traces, self._waiting, self._rooted
+        while waiting and waiting[0][0] <= now:
+            _, trace_id = waiting.popleft()
+            trace = traces.get(trace_id)
+            if trace is not None and trace.first_ns + self._hold_ns <= now:
+                self._decide(trace_id, out)
+        while rooted and rooted[0][0] <= now:
+            _, trace_id = rooted.popleft()
+            trace = traces.get(trace_id)
+            if trace is None or not trace.root:
+                continue
+            at = trace.last_ns + self._settle_ns
+            if at > now:
+                rooted.append((at, trace_id))
+            else:
+                self._decide(trace_id, out)
 
     def _decide(self, trace_id: bytes, out: _Out) -> None:
         """The trace showed no marker in time: its held spans go on as received."""
@@ -290,20 +306,11 @@ class PlainHold:
             with self._cond:
                 while not self._stopped:
                     now = time.monotonic_ns()
-                    due = self._due
-                    if due and due[0][0] <= now:
+                    at = self._next_ns()
+                    if at <= now:
                         break
-                    self._cond.wait((due[0][0] - now) / 1e9 if due else None)
+                    self._cond.wait(None if at == _NEVER else (at - now) / 1e9)
                 if self._stopped:
                     return
-                while due and due[0][0] <= now:
-                    _, trace_id = heapq.heappop(due)
-                    trace = self._traces.get(trace_id)
-                    if trace is None:
-                        continue
-                    at = self._due_ns(trace)
-                    if at > now:
-                        self._push(at, trace_id)
-                    else:
-                        self._decide(trace_id, out)
+                self._due(now, out)
             self._send(out)

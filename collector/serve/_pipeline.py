@@ -257,13 +257,11 @@ class CollectorPipeline:
             self.telemetry.request_waited(time.monotonic() - start, "accepted")
         assert self.hold is not None
         spans = [
-            (span.trace_id, not span.parent_span_id)
-            for resource_spans in request.resource_spans
-            for scope_spans in resource_spans.scope_spans
-            for span in scope_spans.spans
+            span for resource_spans in request.resource_spans for ss in resource_spans.scope_spans for span in ss.spans
         ]
-        self.hold.hold_request(data, spans)
-        self._take_known({trace_id for trace_id, _ in spans})
+        trace_ids = [span.trace_id for span in spans]
+        self.hold.hold_request(data, trace_ids, {span.trace_id for span in spans if not span.parent_span_id})
+        self._take_known(set(trace_ids))
         return IngestResult()
 
     def _take_known(self, trace_ids: set[bytes]) -> None:
