@@ -1,10 +1,10 @@
 """What one `gen_ai.evaluation.result` log record costs to build and export, direct against the logs SDK.
 
 `OTelPipelineTelemetry.score_recorded` for a typical score (8 attributes, parented to its run span), exported
-over OTLP/gRPC to a receiver on 127.0.0.1 that counts the bytes it gets without decoding them; the metrics go
-to the API's no-op meter provider. CPU time of the whole process per record (the exporter's thread included),
-N records then a flush, less the same N results recorded with no logger provider (the metrics' and the call's
-share), timed alternately:
+over OTLP/gRPC to a receiver on 127.0.0.1 (another process) that counts the requests without decoding them;
+the metrics go to the API's no-op meter provider. CPU time of the whole process per record (the exporter's
+thread included), N records then a flush, less the same N results recorded with no logger provider (the
+metrics' and the call's share), timed alternately:
 - `evaluation_log.direct.us_per_record`: `DirectLogs` (what `toolscore serve` builds for OTLP/gRPC);
 - `evaluation_log.sdk.us_per_record`: the SDK's `LoggerProvider`, `BatchLogRecordProcessor` and exporter.
 The issue's target is <= 5 µs per record.
@@ -12,9 +12,11 @@ The issue's target is <= 5 µs per record.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from concurrent import futures
+from multiprocessing.connection import Connection
 from typing import Any
 
 import grpc
@@ -35,27 +37,25 @@ _SCORE = Score(name="trajectory", value=0.8, label="pass", explanation="correct=
 _RUN = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
 
 
-class _Counting:
-    """An OTLP/gRPC `LogsService` on 127.0.0.1 that counts requests and bytes, never decoding them."""
+def _receive(port: Connection) -> None:
+    """An OTLP/gRPC `LogsService` on 127.0.0.1 that counts requests without decoding them, in a process of its own
+    (its CPU is not toolscore's); sends its port, then the count once told to stop."""
+    requests = [0]
 
-    def __init__(self) -> None:
-        self.requests = self.bytes = 0
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        handler = grpc.method_handlers_generic_handler(
-            "opentelemetry.proto.collector.logs.v1.LogsService",
-            {"Export": grpc.unary_unary_rpc_method_handler(self._export)},
-        )
-        self._server.add_generic_rpc_handlers((handler,))
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
-        self._server.start()
-
-    def _export(self, request: bytes, context: Any) -> bytes:
-        self.requests += 1
-        self.bytes += len(request)
+    def export(request: bytes, context: Any) -> bytes:
+        requests[0] += 1
         return b""  # an empty ExportLogsServiceResponse
 
-    def stop(self) -> None:
-        self._server.stop(None)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.logs.v1.LogsService", {"Export": grpc.unary_unary_rpc_method_handler(export)}
+    )
+    server.add_generic_rpc_handlers((handler,))
+    port.send(server.add_insecure_port("127.0.0.1:0"))
+    server.start()
+    port.recv()
+    port.send(requests[0])
+    server.stop(None)
 
 
 def _emitting(provider: Any, n: int) -> Any:
@@ -74,8 +74,10 @@ def _emitting(provider: Any, n: int) -> Any:
 def bench(b: Bench, *, quick: bool = False) -> None:
     """`quick`: 50 records, one pair, for the smoke test."""
     n, runs = (50, 1) if quick else (2_000, 9)  # under the queues' 2,048: nothing is dropped
-    receiver = _Counting()
-    os.environ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"] = f"http://127.0.0.1:{receiver.port}"
+    ours, theirs = multiprocessing.get_context("spawn").Pipe()
+    receiver = multiprocessing.get_context("spawn").Process(target=_receive, args=(theirs,), daemon=True)
+    receiver.start()
+    os.environ["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"] = f"http://127.0.0.1:{ours.recv()}"
     os.environ["OTEL_EXPORTER_OTLP_LOGS_INSECURE"] = "true"
     direct = DirectLogs(grpc_exporter(), _resource())
     sdk = LoggerProvider(resource=_resource())
@@ -102,8 +104,10 @@ def bench(b: Bench, *, quick: bool = False) -> None:
     finally:
         direct.shutdown()
         sdk.shutdown()
-        receiver.stop()
-    assert receiver.requests > 0
+        ours.send("stop")
+        received = ours.recv()
+        receiver.join(10)
+    assert received > 0
 
 
 def _resource() -> Any:
