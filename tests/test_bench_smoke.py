@@ -118,7 +118,7 @@ def test_an_unknown_benchmark_name_is_refused_before_anything_runs(tmp_path: Pat
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "unknown benchmark 'extrct'" in done.stderr
-    assert "known: collector, extract," in done.stderr
+    assert "known: collector, evaluation_logs, extract," in done.stderr
     assert not (tmp_path / "bench-results.json").exists()
 
 
