@@ -349,3 +349,13 @@ def test_a_genai_log_event_sends_the_held_plain_spans_of_its_trace_to_the_pipeli
         pipeline.shutdown(5)
         downstream.stop()
     assert Counter(downstream.span_ids) == Counter(span.span_id for _, _, span in spans_of([request]))
+
+
+def test_after_close_a_request_is_not_held_but_goes_on_at_once() -> None:
+    out = _Out()
+    hold = out.hold(settle_ms=60_000)
+    hold.close()
+    request, data = _plain_request(7)
+    _hold(hold, data, _trace_roots(request))
+    assert out.whole == [data]
+    assert all(trace_id not in hold for trace_id, _ in _trace_roots(request))

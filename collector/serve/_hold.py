@@ -195,27 +195,37 @@ class PlainHold:
 
     def _add(self, parcel: _Parcel, roots: set[bytes]) -> None:
         out = _Out()
-        now = time.monotonic_ns()
         with self._cond:
-            traces = self._traces
-            earliest = self._next_ns()
-            for trace_id in parcel.counts:
-                trace = traces.get(trace_id)
-                if trace is None:
-                    trace = traces[trace_id] = _Trace(first_ns=now)
-                    self._waiting.append((now + self._hold_ns, trace_id))
-                trace.parcels.append(parcel)
-                trace.last_ns = now
-                if trace_id in roots and not trace.root:
-                    trace.root = True
-                    self._rooted.append((now + self._settle_ns, trace_id))
-            self._parcels[parcel] = None
-            self._bytes += parcel.size
-            while self._bytes > self._max_bytes and len(self._parcels) > 1:
-                self._evict(next(iter(self._parcels)), out)
-            if self._next_ns() < earliest:
-                self._cond.notify()
+            held = not self._stopped and self._index(parcel, roots, out)
+        if not held:  # a request that raced the shutdown goes on at once: nothing is held past `close`
+            if parcel.split is None:
+                out.whole.append((parcel.data or b"", parcel.spans))
+            else:
+                out.spans = [carrier for spans in parcel.split.values() for carrier in spans]
         self._send(out)
+
+    def _index(self, parcel: _Parcel, roots: set[bytes], out: _Out) -> bool:
+        """Hold `parcel` under its traces, then evict past `max_bytes`; True (it is held)."""
+        now = time.monotonic_ns()
+        traces = self._traces
+        earliest = self._next_ns()
+        for trace_id in parcel.counts:
+            trace = traces.get(trace_id)
+            if trace is None:
+                trace = traces[trace_id] = _Trace(first_ns=now)
+                self._waiting.append((now + self._hold_ns, trace_id))
+            trace.parcels.append(parcel)
+            trace.last_ns = now
+            if trace_id in roots and not trace.root:
+                trace.root = True
+                self._rooted.append((now + self._settle_ns, trace_id))
+        self._parcels[parcel] = None
+        self._bytes += parcel.size
+        while self._bytes > self._max_bytes and len(self._parcels) > 1:
+            self._evict(next(iter(self._parcels)), out)
+        if self._next_ns() < earliest:
+            self._cond.notify()
+        return True
 
     def _next_ns(self) -> int:
         """When the release thread must next look (`_NEVER` when nothing is held)."""
