@@ -17,6 +17,7 @@ import pytest
 
 from tests.bench import (
     bench_collector,
+    bench_evaluation_logs,
     bench_extract,
     bench_inprocess,
     bench_peers,
@@ -59,6 +60,7 @@ EXPECTED_FIGURES = {
         "collector.ingest.mixed10_same.spans_per_s",
         "collector.ingest.mixed1_separate.no_prefilter.cpu_spans_per_s",
     ],
+    bench_evaluation_logs: ["evaluation_log.direct.us_per_record", "evaluation_log.sdk.us_per_record"],
     bench_scale: ["scale.spans_per_s.10", "scale.spans_per_s.100", "scale.bytes_per_pending_trace.100"],
     bench_ui: [f"ui.{page}_ms.200" for page in ("runs_page", "runs_page_failing", "run_page", "expectations_page")],
     bench_scaleout: ["scaleout.collector.spans_per_s"] + [f"scaleout.spans_per_s.{n}" for n in (1, 2, 3)],
@@ -116,7 +118,7 @@ def test_an_unknown_benchmark_name_is_refused_before_anything_runs(tmp_path: Pat
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "unknown benchmark 'extrct'" in done.stderr
-    assert "known: collector, extract," in done.stderr
+    assert "known: collector, evaluation_logs, extract," in done.stderr
     assert not (tmp_path / "bench-results.json").exists()
 
 

@@ -17,7 +17,9 @@ that ended before every agent span of its trace is none of their ancestors (a pa
 children), and extraction, which only walks up from recognised spans, would not have read it. The
 exception is a parent that ended before its children (work handed to a background task): such a span is
 passed on unscored, and a run that would have been inferred at it (no convention marks a run span in that
-trace) is inferred at the topmost ancestor that was read, as when a trace's root never arrives.
+trace) is inferred at the topmost ancestor that was read, as when a trace's root never arrives. `toolscore
+serve`, whose spans come through Collectors in any order, holds such spans until their trace decides instead
+(`serve._hold`).
 """
 
 from __future__ import annotations

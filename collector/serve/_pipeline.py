@@ -1,6 +1,8 @@
 """`CollectorPipeline`: the `Ingest` behind the OTLP receivers, scoring runs and forwarding every span.
 
-    receiver ─accept(request)─→ pre-filter (`_prefilter`): spans of no agent trace ─→ Forwarder / RequestSink, unread
+    receiver ─accept(request)─→ pre-filter (`_prefilter`): spans of no agent trace ─→ PlainHold (`_hold`), unread
+        PlainHold ─┬ their trace shows a marker ─→ Engine.offer, ahead of that request's spans
+                   └ their trace's root settled, or `prefilter_hold_ms` ─→ Forwarder / RequestSink, as received
         ─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))
         ─(worker thread)─→ group / settle / score ─┬─ other spans ────────→ RequestSink.release
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
@@ -53,6 +55,7 @@ from toolscore.collector.serve._carrier import (
     held_carrier,
 )
 from toolscore.collector.serve._encode import span_entries
+from toolscore.collector.serve._hold import PlainHold
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
 from toolscore.collector.serve._prefilter import WirePrefilter
 from toolscore.collector.serve._regroup import RequestSink
@@ -153,6 +156,20 @@ class CollectorPipeline:
         markers = convention_markers() if self.config.prefilter else None
         self.prefilter = WirePrefilter(markers, 2 * self.config.max_pending_traces) if markers is not None else None
         """Forwards the spans of traces that showed no agent marker as received, unread (`_prefilter`)."""
+        self.hold = (
+            PlainHold(
+                settle_ms=self.config.settle_ms,
+                hold_ms=self.config.prefilter_hold_ms,
+                max_bytes=self.config.prefilter_hold_bytes,
+                forward=self._submit,
+                release=self.sink.release,
+                split=_split_request,
+                telemetry=self.telemetry,
+            )
+            if self.prefilter is not None
+            else None
+        )
+        """The plain spans of traces not known to be an agent's yet, until their trace decides (`_hold`)."""
         self.engine.start()
         self._closed = False
         self._admit = threading.Lock()
@@ -183,7 +200,7 @@ class CollectorPipeline:
                 wire = request.SerializeToString() if data is None else data  # OTLP/JSON: its protobuf bytes
                 plan = self.prefilter.agent_spans(request, wire)
                 if plan is None:
-                    return self._forward_whole(wire, total, start, deadline)
+                    return self._hold_whole(request, wire, total, start, deadline)
                 agent, offsets = plan
                 offsets = offsets if data is not None else None
             # before the walk too, so that a request refused at once is not walked
@@ -191,21 +208,29 @@ class CollectorPipeline:
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
             carriers, passing, stats = _carriers(request, data, total, agent, offsets)
+            hold = self.hold
+            early = {span.trace_id for span, _, _ in carriers} if hold is not None else ()
             while True:
                 with self._admit:
-                    reason = self._overload(len(carriers))
+                    held = hold.held(early) if hold is not None and early else 0
+                    reason = self._overload(len(carriers) + held)
                     if reason is None:
-                        self.engine.offer_all(carriers)
+                        # the plain spans held for these traces first, as they came: extraction walks through them
+                        self.engine.offer_all(hold.take(early) + carriers if held and hold is not None else carriers)
                         break
                 # another request took the room first
-                reason, again = self._room(len(carriers), deadline, self._overload)
+                reason, again = self._room(len(carriers) + held, deadline, self._overload)
                 waited = waited or again
                 if reason is not None:
                     return self._refuse(reason, total, start if waited else None)
             if passing:  # once the request is taken: a refused one comes again whole
-                self.telemetry.spans_received(len(passing))
-                self.sink.release(passing)
-                self.telemetry.spans_passed(len(passing))
+                if hold is not None:
+                    hold.hold_spans(passing)
+                    self._take_known({span.trace_id for span, _, _ in passing})
+                else:
+                    self.telemetry.spans_received(len(passing))
+                    self.sink.release(passing)
+                    self.telemetry.spans_passed(len(passing))
             if waited:
                 self.telemetry.request_waited(time.monotonic() - start, "accepted")
             typical = self._typical_spans
@@ -220,17 +245,35 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
-    def _forward_whole(self, data: bytes, total: int, start: float, deadline: float) -> IngestResult:
-        """A request with no span of an agent trace: forwarded as received, once the forwarder has room."""
+    def _hold_whole(
+        self, request: ExportTraceServiceRequest, data: bytes, total: int, start: float, deadline: float
+    ) -> IngestResult:
+        """A request with no span of an agent trace: held as received, once the forwarder has room, until its
+        traces decide (`_hold`); then forwarded as received (masked too, when the privacy settings mask)."""
         reason, waited = self._room(total, deadline, self._forward_overload)
         if reason is not None:
             return self._refuse(reason, total, start if waited else None)
         if waited:
             self.telemetry.request_waited(time.monotonic() - start, "accepted")
-        self.telemetry.spans_received(total)
-        self._submit(data, total)  # masked too, when the privacy settings mask anything
-        self.telemetry.spans_passed(total)
+        assert self.hold is not None
+        spans = [
+            span for resource_spans in request.resource_spans for ss in resource_spans.scope_spans for span in ss.spans
+        ]
+        trace_ids = [span.trace_id for span in spans]
+        self.hold.hold_request(data, trace_ids, {span.trace_id for span in spans if not span.parent_span_id})
+        self._take_known(set(trace_ids))
         return IngestResult()
+
+    def _take_known(self, trace_ids: set[bytes]) -> None:
+        """Spans just held of a trace another request has shown a marker of meanwhile (receivers race): to the
+        engine, as that request's `take` would have sent them had they been held before it."""
+        if self.prefilter is None or self.hold is None:
+            return
+        known = self.prefilter.traces
+        marked = [trace_id for trace_id in trace_ids if trace_id in known]
+        if marked:
+            with self._admit:
+                self.engine.offer_all(self.hold.take(marked))
 
     def accept_logs(self, batch: LogBatch) -> IngestResult:
         """Queue the GenAI events of a logs export for the engine, waiting for room if need be, or refuse it
@@ -238,7 +281,9 @@ class CollectorPipeline:
         try:
             events = batch.events
             if self.prefilter is not None and events:
-                self.prefilter.note_events({event.trace_id for event in events})
+                named = {event.trace_id for event in events}
+                self.prefilter.note_events(named)
+                self._take_known(_trace_ids(named))
             start = time.monotonic()
             deadline = start + self.config.overload_wait_ms / 1000
             waited = False
@@ -343,6 +388,8 @@ class CollectorPipeline:
     def flush(self, timeout_s: float) -> bool:
         """Score or release everything pending and deliver it downstream; True when all done in time."""
         deadline = time.monotonic() + timeout_s
+        if self.hold is not None:
+            self.hold.flush()
         ok = self.engine.flush(timeout_s)
         self.sink.flush()
         if self.forwarder is not None:
@@ -364,6 +411,8 @@ class CollectorPipeline:
                 return True
             self._closed = True
         deadline = time.monotonic() + timeout_s
+        if self.hold is not None:
+            self.hold.close()
         ok = self.engine.shutdown(timeout_s / 2)
         if self._judge_spans is not None:
             self._judge_spans[1].shutdown()
@@ -380,6 +429,36 @@ class CollectorPipeline:
 def _serve_config(config: PipelineConfig | None) -> ServePipelineConfig:
     """Serve's settings from the shared ones: every shared key as given, serve's own keys at their defaults."""
     return ServePipelineConfig() if config is None else ServePipelineConfig(**config.model_dump())
+
+
+def _trace_ids(hex_ids: set[str]) -> set[bytes]:
+    """Lowercase hex trace ids (log events') as bytes; those that are not hex left out."""
+    out = set()
+    for trace_id in hex_ids:
+        try:
+            out.add(bytes.fromhex(trace_id))
+        except ValueError:
+            continue
+    return out
+
+
+def _split_request(data: bytes) -> list[tuple[bytes, Carrier]]:
+    """A request held whole (`_hold`), parsed into its spans with their received bytes, each under its trace id
+    (under none, b"", when its ids are unusable: it is then forwarded as received, never scored)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest.FromString(data)
+    entries = span_entries(data)
+    received = iter(entries if entries is not None and len(entries) == span_count(request) else itertools.repeat(None))
+    out: list[tuple[bytes, Carrier]] = []
+    for resource_spans in request.resource_spans:
+        resource = ResourceBlock(resource_spans)
+        for scope_spans in resource_spans.scope_spans:
+            block = ScopeBlock(resource, scope_spans)
+            out += [
+                (span.trace_id if ids_ok(span) else b"", (span, block, next(received))) for span in scope_spans.spans
+            ]
+    return out
 
 
 def _carriers(

@@ -42,13 +42,28 @@ class ServePipelineConfig(PipelineConfig):
         "for OTLP exporters). 0 refuses at once. Default: 1000.",
     )
     prefilter: bool = Field(
-        default=False,
-        description="Forward the spans of a trace that has shown no agent marker yet (an attribute key or "
-        "instrumentation scope a span convention recognises spans by) as received, unread (a request of such "
-        "spans whole). It assumes a trace's spans arrive as they end, children first: behind a Collector's "
-        "batches, retries and several services' exporters a plain ancestor can come before the first marked "
-        "span and be missed, misreading the run (an agent called as a tool lost its caller). Turn it on "
-        "where one process exports each trace straight here. Default: false.",
+        default=True,
+        description="Forward the spans of traces that show no agent marker (an attribute key or instrumentation "
+        "scope a span convention recognises spans by) as received, unread (a request of such spans whole). "
+        "Behind a Collector a trace's spans come in any order, so a plain span of a trace that has shown no "
+        "marker yet is held (as its bytes) until its trace decides: a later marked span sends it to the "
+        "pipeline; its root and `settle_ms` without a span of it, or `prefilter_hold_ms`, forward it untouched. "
+        "Off: every span is read. Default: true.",
+    )
+    prefilter_hold_ms: float = Field(
+        default=5_000.0,
+        ge=0,
+        description="Longest the pre-filter holds a plain span of a trace whose root has not come (its root is "
+        "in a service not sent here, or comes later) before forwarding it untouched; an agent span of its "
+        "trace after that misses it. Covers the SDK's batch delay (5 s) between two services' exports. "
+        "Default: 5000.",
+    )
+    prefilter_hold_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description="The memory the held plain spans may take, in bytes (their received bytes and ~200 per "
+        "trace); beyond it the oldest held request is forwarded untouched at once and its spans counted as "
+        "dropped (`prefilter_hold_bytes`). Default: 67108864 (64 MiB).",
     )
     flag_runs_begun_before_start: bool = Field(
         default=False,

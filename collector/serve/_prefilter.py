@@ -6,14 +6,16 @@ agent trace goes to the pipeline. On the wire an attribute key is a `KeyValue.ke
 name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`, so one compiled search over
 the request's bytes finds every marker at C speed, and a request without one is never walked in Python.
 
-    request bytes ─search markers─→ none: any span of a known agent trace? ─ no ─→ forward as received (unread)
+    request bytes ─search markers─→ none: any span of a known agent trace? ─ no ─→ the request whole, unread
                                   └ some: walk the span entries, mark the spans holding one, and their traces
-                                          └→ per span: of an agent trace (pipeline) or not (forward as received)
+                                          └→ per span: of an agent trace (pipeline) or not (held, as received)
 
 A match is a superset test: the same bytes inside a value, an event's attribute or a resource attribute
 also match (a span then goes to the pipeline for nothing, which costs time, never a score). A span whose
-trace has shown no marker is forwarded as received and unread (a request holding a trace id that is not
-16 bytes, or zeros, goes the pipeline's way, which rejects and reports those spans). The traces that
+trace has shown no marker is not read: `CollectorPipeline` holds it as received until its trace decides
+(`_hold`), since behind a Collector it may be an ancestor whose marked descendants come later (a request
+holding a trace id that is not 16 bytes, or zeros, goes the pipeline's way, which rejects and reports those
+spans). The traces that
 showed a marker are remembered (`AgentTraces`, twice `max_pending_traces`) so that their later spans (a
 root that ends last) go to the pipeline too, as do those of a trace a logs export's GenAI events named
 (`note_events`).

@@ -32,7 +32,8 @@ __all__ = [
 
 DropReason = str
 """Why spans were dropped: ``queue_full``, ``max_pending_traces``, ``max_pending_bytes``, ``max_spans_per_trace``,
-``shutdown``, ``error`` (each explained in `metrics_table.ATTRIBUTES`, under `toolscore.drop.reason`)."""
+``prefilter_hold_bytes``, ``shutdown``, ``error`` (each explained in `metrics_table.ATTRIBUTES`, under
+`toolscore.drop.reason`)."""
 
 RefusalReason = str
 """Why `toolscore serve` refused an export request, or spans of one: `metrics_table.REFUSAL_REASONS`."""

@@ -125,7 +125,15 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "toolscore.drop.reason",
         "Why spans were not scored (only with `dropped`); `error`: extracting or scoring their trace raised "
         "(the log says why).",
-        ("queue_full", "max_pending_traces", "max_pending_bytes", "max_spans_per_trace", "shutdown", "error"),
+        (
+            "queue_full",
+            "max_pending_traces",
+            "max_pending_bytes",
+            "max_spans_per_trace",
+            "prefilter_hold_bytes",
+            "shutdown",
+            "error",
+        ),
     ),
     AttributeSpec(
         "toolscore.call.drop.reason",

@@ -24,6 +24,7 @@ from opentelemetry.util.types import AttributeValue
 
 from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
+from toolscore.collector.telemetry.direct_logs import DirectLogger, encode_attributes, encode_double, encode_record
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
 from toolscore.collector.telemetry.unexported import UnexportedCheck
@@ -69,6 +70,59 @@ def run_span_context(run_span: RunSpanRef | None) -> Context:
         if span_context is not None and span_context.is_valid:
             return set_span_in_context(NonRecordingSpan(span_context))
     return set_span_in_context(INVALID_SPAN)
+
+
+_HeadKey = tuple[str, str, int, "str | None", "str | None"]
+"""(evaluation name, expectation, version, agent, agent version): what an evaluation record's first attributes say."""
+_HEADS = 4096
+_INFO = SeverityNumber.INFO.value
+"""As a module constant: on Python 3.11 each enum member read through its class costs ~60 ns, its `.value` more."""
+"""Encoded attribute heads kept (`OTelPipelineTelemetry._emit_encoded`); cleared when full."""
+
+
+def _event_head(
+    name: str, expectation: str, version: int, agent: str | None, agent_version: str | None
+) -> dict[str, AttributeValue]:
+    """The evaluation record's first attributes, in the order the record carries them."""
+    attributes: dict[str, AttributeValue] = {
+        "gen_ai.evaluation.name": name,
+        "toolscore.expectation.name": expectation,
+        "toolscore.expectation.version": version,
+    }
+    if agent:
+        attributes["gen_ai.agent.name"] = agent
+    if agent_version:
+        attributes["toolscore.agent.version"] = agent_version
+    return attributes
+
+
+def _event_tail(result: ScoreResult, attributes: dict[str, AttributeValue]) -> SeverityNumber:
+    """Add the result's own attributes to `attributes`; the record's severity."""
+    if isinstance(result, Score):
+        attributes["gen_ai.evaluation.score.value"] = float(result.value)
+        attributes["gen_ai.evaluation.score.label"] = result.label
+        explanation = result.explanation
+        severity = SeverityNumber.INFO
+    else:
+        attributes["error.type"] = result.error_type
+        explanation = result.message
+        severity = SeverityNumber.WARN
+    if explanation:
+        attributes["gen_ai.evaluation.explanation"] = explanation
+    return severity
+
+
+def _run_span_ids(run_span: RunSpanRef | None) -> tuple[bytes, bytes, int] | None:
+    """(trace id, span id, trace flags) of the run span, as `run_span_context` reads them; None when not valid."""
+    if run_span is None:
+        return None
+    try:
+        trace_id, span_id = bytes.fromhex(run_span.trace_id), bytes.fromhex(run_span.span_id)
+    except ValueError:
+        return None
+    if len(trace_id) != 16 or len(span_id) != 8 or not any(trace_id) or not any(span_id):
+        return None
+    return trace_id, span_id, run_span.trace_flags & 0xFF
 
 
 @contextlib.contextmanager
@@ -121,6 +175,11 @@ def _refused(reason: str) -> tuple[tuple[str, AttributeValue], ...]:
 class OTelPipelineTelemetry:
     """`PipelineTelemetry` over an OTel `MeterProvider` and `LoggerProvider` (global ones when None)."""
 
+    _heads: dict[_HeadKey, bytes]
+    """Encoded attribute heads of evaluation records, by what they say (`_emit_encoded`)."""
+    _last_ids: tuple[RunSpanRef | None, tuple[bytes, bytes, int] | None] | None
+    """The last run span an evaluation record was parented to, and its ids as bytes."""
+
     def __init__(
         self,
         meter_provider: MeterProvider | None = None,
@@ -129,12 +188,15 @@ class OTelPipelineTelemetry:
         max_agent_versions: int | None = None,
     ) -> None:
         version = _version()
-        versions = DEFAULT_MAX_AGENT_VERSIONS if max_agent_versions is None else max_agent_versions
-        self._versions = VersionRuns(versions, lambda: self._count_overflow("toolscore.agent.version"))
+        self._versions = VersionRuns(
+            DEFAULT_MAX_AGENT_VERSIONS if max_agent_versions is None else max_agent_versions,
+            lambda: self._count_overflow("toolscore.agent.version"),
+        )
         meter = metrics.get_meter(SCOPE_NAME, version or "", meter_provider=meter_provider)
         self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
         # Given the no-op provider (`toolscore serve` without a logs exporter), skip building each event.
-        self._events = not isinstance(self._logger, _logs.NoOpLogger)
+        self._events = isinstance(self._logger, DirectLogger) or not isinstance(self._logger, _logs.NoOpLogger)
+        self._heads, self._last_ids = {}, None
         self._pending: dict[str, list[tuple[Callable[[], int], int | None]]] = {"traces": [], "bytes": []}
         """Per measure of what the pipelines hold: their callbacks and the limits that bound them."""
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
@@ -446,29 +508,16 @@ class OTelPipelineTelemetry:
         *,
         agent_version: str | None,
     ) -> None:
+        if isinstance(self._logger, DirectLogger):
+            self._emit_encoded(
+                self._logger, result, (result.name, expectation, version, agent, agent_version), run_span
+            )
+            return
         context = run_span_context(run_span)
         if not self._logger.enabled(context=context, event_name=EVALUATION_EVENT):
             return
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.evaluation.name": result.name,
-            "toolscore.expectation.name": expectation,
-            "toolscore.expectation.version": version,
-        }
-        if agent:
-            attributes["gen_ai.agent.name"] = agent
-        if agent_version:
-            attributes["toolscore.agent.version"] = agent_version
-        if isinstance(result, Score):
-            attributes["gen_ai.evaluation.score.value"] = float(result.value)
-            attributes["gen_ai.evaluation.score.label"] = result.label
-            explanation = result.explanation
-            severity = SeverityNumber.INFO
-        else:
-            attributes["error.type"] = result.error_type
-            explanation = result.message
-            severity = SeverityNumber.WARN
-        if explanation:
-            attributes["gen_ai.evaluation.explanation"] = explanation
+        attributes = _event_head(result.name, expectation, version, agent, agent_version)
+        severity = _event_tail(result, attributes)
         self._logger.emit(
             timestamp=time.time_ns(),
             context=context,
@@ -476,3 +525,44 @@ class OTelPipelineTelemetry:
             attributes=valid_utf8_values(attributes),  # the explanation may quote names read from JSON
             event_name=EVALUATION_EVENT,
         )
+
+    def _emit_encoded(
+        self, logger: DirectLogger, result: ScoreResult, head_key: _HeadKey, run_span: RunSpanRef | None
+    ) -> None:
+        """The record `_emit_event` emits through the SDK, written as bytes (`direct_logs`); the attributes that
+        repeat from one result to the next (names, versions) are encoded once."""
+        heads = self._heads
+        head = heads.get(head_key)
+        if head is None:
+            head = encode_attributes(_event_head(*head_key))
+            if len(heads) >= _HEADS:
+                heads.clear()
+            heads[head_key] = head
+        if isinstance(result, Score):  # the common case, its value written without a dict
+            explanation = result.explanation
+            tail = encode_double("gen_ai.evaluation.score.value", float(result.value)) + encode_attributes(
+                {"gen_ai.evaluation.score.label": result.label, "gen_ai.evaluation.explanation": explanation}
+                if explanation
+                else {"gen_ai.evaluation.score.label": result.label}
+            )
+            severity = _INFO
+        else:
+            attributes: dict[str, AttributeValue] = {}
+            severity = _event_tail(result, attributes).value
+            tail = encode_attributes(attributes)
+        last = self._last_ids
+        if last is not None and last[0] is run_span:  # a run's results come one after another
+            ids = last[1]
+        else:
+            ids = _run_span_ids(run_span)
+            self._last_ids = (run_span, ids)
+        record = encode_record(
+            time.time_ns(),
+            severity,
+            head + tail,
+            EVALUATION_EVENT,
+            trace_id=ids[0] if ids else None,
+            span_id=ids[1] if ids else None,
+            flags=ids[2] if ids else 0,
+        )
+        logger.emit_encoded(record)

@@ -1,0 +1,326 @@
+"""`PlainHold`: the plain spans of traces that showed no agent marker yet, held until their trace decides.
+
+Behind a Collector a trace's spans do not arrive in the order they ended: several services' exporters,
+batches and retries interleave them, and a plain span (HTTP, database: no marker) can come before its
+trace's first agent span and still be one extraction walks through (on the path from a tool call up to its
+run). Forwarding it unread, as the pre-filter does with the spans of traces that are not an agent's, would
+misread that run. So the pre-filter holds those spans, as cheap bytes, until their trace decides:
+
+    plain spans of a trace not known to be an agent's ─→ held: a request whole, as received (unread), or
+    │                                                    single spans as their framed bytes (`held_carrier`)
+    ├ a later span (or GenAI event) of the trace shows a marker ─→ `take`: to the engine, in arrival order
+    ├ its root (no parent) has come and no span of it for `settle_ms` ─→ released: forwarded untouched
+    ├ `hold_ms` after its first held span (its root is elsewhere, or never comes) ─→ released the same way
+    └ more than `max_bytes` held in all ─→ the oldest request's spans released, counted dropped
+                                           (`prefilter_hold_bytes`: their trace, if an agent's, may be misread)
+
+The root rule is the engine's own: without the pre-filter a trace whose root has come finishes once no span
+of it has come for `settle_ms`, and a span after that is a straggler, so holding until then changes no run
+the engine would have scored. A request held whole goes on as received once every trace in it is released;
+it is parsed (split into its spans) only when one of its traces turns out to be an agent's. Every held span
+leaves once: to the engine (which forwards it) or to the forwarder. A daemon thread releases what is due;
+`flush` and `close` release everything.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from toolscore.collector.serve._carrier import Carrier, held_carrier
+from toolscore.collector.serve._encode import span_message
+from toolscore.collector.telemetry import PipelineTelemetry
+
+__all__ = ["PlainHold"]
+
+_PARCEL_BYTES = 200
+"""What a held request costs besides its bytes: its parcel and its slots in the index."""
+_TRACE_BYTES = 250
+"""What each trace of a held request costs: its entry in the index, its count and heap entries."""
+_SPAN_BYTES = 150
+"""What a span held alone costs besides its bytes: its tuple and list slot (its block is shared)."""
+_NEVER = 1 << 62
+
+
+@dataclass(slots=True, eq=False)
+class _Parcel:
+    """One request's held spans: whole (`data`) until one of its traces is taken, then `split` per trace."""
+
+    data: bytes | None
+    spans: int
+    """Spans in the request."""
+    counts: dict[bytes, int]
+    """Spans per trace not yet released or taken."""
+    size: int
+    split: dict[bytes, list[Carrier]] | None = None
+
+
+@dataclass(slots=True)
+class _Trace:
+    parcels: list[_Parcel] = field(default_factory=list)
+    first_ns: int = 0
+    last_ns: int = 0
+    root: bool = False
+
+
+@dataclass(slots=True)
+class _Out:
+    """What leaves the hold, done outside its lock: requests forwarded whole, spans released, spans dropped."""
+
+    whole: list[tuple[bytes, int]] = field(default_factory=list)
+    spans: list[Carrier] = field(default_factory=list)
+    dropped: int = 0
+
+
+def _readable(carrier: Carrier) -> Carrier:
+    """A carrier the engine can decode: a span held as its bytes alone gets its message back."""
+    span, block, data = carrier
+    return (span_message(data), block, data) if span is None and data is not None else carrier
+
+
+class PlainHold:
+    """Holds plain spans of undecided traces (see the module docstring); safe for concurrent use."""
+
+    def __init__(
+        self,
+        *,
+        settle_ms: float,
+        hold_ms: float,
+        max_bytes: int,
+        forward: Callable[[bytes, int], object],
+        release: Callable[[Sequence[Carrier]], None],
+        split: Callable[[bytes], list[tuple[bytes, Carrier]]],
+        telemetry: PipelineTelemetry,
+    ) -> None:
+        self._settle_ns = int(settle_ms * 1_000_000)
+        self._hold_ns = int(hold_ms * 1_000_000)
+        self._max_bytes = max_bytes
+        self._forward = forward
+        self._release = release
+        self._split = split
+        self._telemetry = telemetry
+        self._traces: dict[bytes, _Trace] = {}
+        self._parcels: dict[_Parcel, None] = {}
+        """Held requests, oldest first."""
+        self._bytes = 0
+        self._waiting: deque[tuple[int, bytes]] = deque()
+        """(when `hold_ms` runs out, trace id) per held trace, in arrival order, which is deadline order."""
+        self._rooted: deque[tuple[int, bytes]] = deque()
+        """(when to look again, trace id) per trace whose root has come: a trace that got a span since is looked
+        at again `settle_ms` after that span (so it may go up to `settle_ms` late behind one due later)."""
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="toolscore-prefilter-hold", daemon=True)
+        self._thread.start()
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def __contains__(self, trace_id: object) -> bool:
+        return trace_id in self._traces
+
+    def hold_request(self, data: bytes, trace_ids: list[bytes], roots: set[bytes]) -> None:
+        """Hold a request as received: the trace id of each of its spans, and those of its roots."""
+        counts = dict(Counter(trace_ids))
+        size = len(data) + _PARCEL_BYTES + _TRACE_BYTES * len(counts)
+        self._add(_Parcel(data, len(trace_ids), counts, size), roots)
+
+    def hold_spans(self, carriers: Sequence[Carrier]) -> None:
+        """Hold single spans (of a request whose other spans went on), copied out of it as their bytes."""
+        split: dict[bytes, list[Carrier]] = {}
+        roots = set()
+        size = _PARCEL_BYTES
+        for carrier in carriers:
+            span = carrier[0]
+            trace_id = span.trace_id
+            held = held_carrier(carrier)
+            split.setdefault(trace_id, []).append(held)
+            if not span.parent_span_id:
+                roots.add(trace_id)
+            data = held[2]
+            size += _SPAN_BYTES + (len(data) if data is not None else span.ByteSize())
+        counts = {trace_id: len(spans) for trace_id, spans in split.items()}
+        self._add(_Parcel(None, len(carriers), counts, size + _TRACE_BYTES * len(counts), split), roots)
+
+    def held(self, trace_ids: Iterable[bytes]) -> int:
+        """How many spans of these traces are held now."""
+        with self._cond:
+            traces = self._traces
+            return sum(
+                parcel.counts.get(trace_id, 0)
+                for trace_id in trace_ids
+                if (trace := traces.get(trace_id)) is not None
+                for parcel in trace.parcels
+            )
+
+    def take(self, trace_ids: Iterable[bytes]) -> list[Carrier]:
+        """The held spans of these traces (now known to be an agent's), in arrival order, for the engine."""
+        out = _Out()
+        taken: list[Carrier] = []
+        with self._cond:
+            for trace_id in trace_ids:
+                trace = self._traces.pop(trace_id, None)
+                if trace is None:
+                    continue
+                for parcel in trace.parcels:
+                    if parcel.split is None:
+                        self._split_parcel(parcel, out)
+                    assert parcel.split is not None
+                    taken += parcel.split.pop(trace_id, ())
+                    self._done(parcel, trace_id)
+        self._send(out)
+        return [_readable(carrier) for carrier in taken]
+
+    def flush(self) -> None:
+        """Release everything held now, as if every trace had decided."""
+        out = _Out()
+        with self._cond:
+            for trace_id in list(self._traces):
+                self._decide(trace_id, out)
+        self._send(out)
+
+    def close(self) -> None:
+        """Stop the release thread and release everything held. Idempotent."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join(1.0)
+        self.flush()
+
+    # -- under the lock ------------------------------------------------------------------------------
+
+    def _add(self, parcel: _Parcel, roots: set[bytes]) -> None:
+        out = _Out()
+        with self._cond:
+            held = not self._stopped and self._index(parcel, roots, out)
+        if not held:  # a request that raced the shutdown goes on at once: nothing is held past `close`
+            if parcel.split is None:
+                out.whole.append((parcel.data or b"", parcel.spans))
+            else:
+                out.spans = [carrier for spans in parcel.split.values() for carrier in spans]
+        self._send(out)
+
+    def _index(self, parcel: _Parcel, roots: set[bytes], out: _Out) -> bool:
+        """Hold `parcel` under its traces, then evict past `max_bytes`; True (it is held)."""
+        now = time.monotonic_ns()
+        traces = self._traces
+        earliest = self._next_ns()
+        for trace_id in parcel.counts:
+            trace = traces.get(trace_id)
+            if trace is None:
+                trace = traces[trace_id] = _Trace(first_ns=now)
+                self._waiting.append((now + self._hold_ns, trace_id))
+            trace.parcels.append(parcel)
+            trace.last_ns = now
+            if trace_id in roots and not trace.root:
+                trace.root = True
+                self._rooted.append((now + self._settle_ns, trace_id))
+        self._parcels[parcel] = None
+        self._bytes += parcel.size
+        while self._bytes > self._max_bytes and len(self._parcels) > 1:
+            self._evict(next(iter(self._parcels)), out)
+        if self._next_ns() < earliest:
+            self._cond.notify()
+        return True
+
+    def _next_ns(self) -> int:
+        """When the release thread must next look (`_NEVER` when nothing is held)."""
+        waiting, rooted = self._waiting, self._rooted
+        return min(waiting[0][0] if waiting else _NEVER, rooted[0][0] if rooted else _NEVER)
+
+    def _due(self, now: int, out: _Out) -> None:
+        """Release the traces whose time has come."""
+        traces, waiting, rooted = self._traces, self._waiting, self._rooted
+        while waiting and waiting[0][0] <= now:
+            _, trace_id = waiting.popleft()
+            trace = traces.get(trace_id)
+            if trace is not None and trace.first_ns + self._hold_ns <= now:
+                self._decide(trace_id, out)
+        while rooted and rooted[0][0] <= now:
+            _, trace_id = rooted.popleft()
+            trace = traces.get(trace_id)
+            if trace is None or not trace.root:
+                continue
+            at = trace.last_ns + self._settle_ns
+            if at > now:
+                rooted.append((at, trace_id))
+            else:
+                self._decide(trace_id, out)
+
+    def _decide(self, trace_id: bytes, out: _Out) -> None:
+        """The trace showed no marker in time: its held spans go on as received."""
+        trace = self._traces.pop(trace_id, None)
+        if trace is None:
+            return
+        for parcel in trace.parcels:
+            if parcel.split is not None:
+                out.spans += parcel.split.pop(trace_id, ())
+            self._done(parcel, trace_id, out)
+
+    def _done(self, parcel: _Parcel, trace_id: bytes, out: _Out | None = None) -> None:
+        """`trace_id` has left `parcel`; a request whose traces have all left goes on whole, when still whole."""
+        parcel.counts.pop(trace_id, None)
+        if parcel.counts:
+            return
+        if parcel.data is not None and out is not None:
+            out.whole.append((parcel.data, parcel.spans))
+        if self._parcels.pop(parcel, 0) is None:
+            self._bytes -= parcel.size
+
+    def _split_parcel(self, parcel: _Parcel, out: _Out) -> None:
+        """Parse a request held whole into its spans by trace; those of traces already released go on now."""
+        assert parcel.data is not None
+        split: dict[bytes, list[Carrier]] = {}
+        for trace_id, carrier in self._split(parcel.data):
+            split.setdefault(trace_id, []).append(carrier)
+        for trace_id in [trace_id for trace_id in split if trace_id not in parcel.counts]:
+            out.spans += split.pop(trace_id)
+        parcel.split = split
+        parcel.data = None
+
+    def _evict(self, parcel: _Parcel, out: _Out) -> None:
+        """Over `max_bytes`: the oldest request's spans go on unread, counted dropped."""
+        out.dropped += sum(parcel.counts.values())
+        for trace_id in list(parcel.counts):
+            if parcel.split is not None:
+                out.spans += parcel.split.pop(trace_id, ())
+            trace = self._traces.get(trace_id)
+            if trace is not None:
+                trace.parcels.remove(parcel)
+                if not trace.parcels:
+                    del self._traces[trace_id]
+            self._done(parcel, trace_id, out)  # a request still whole goes on as received
+
+    # -- outside the lock ----------------------------------------------------------------------------
+
+    def _send(self, out: _Out) -> None:
+        telemetry = self._telemetry
+        for data, spans in out.whole:
+            telemetry.spans_received(spans)
+            self._forward(data, spans)
+            telemetry.spans_passed(spans)
+        if out.spans:
+            telemetry.spans_received(len(out.spans))
+            self._release(out.spans)
+            telemetry.spans_passed(len(out.spans))
+        if out.dropped:
+            telemetry.spans_dropped(out.dropped, "prefilter_hold_bytes")
+
+    def _run(self) -> None:
+        while True:
+            out = _Out()
+            with self._cond:
+                while not self._stopped:
+                    now = time.monotonic_ns()
+                    at = self._next_ns()
+                    if at <= now:
+                        break
+                    self._cond.wait(None if at == _NEVER else (at - now) / 1e9)
+                if self._stopped:
+                    return
+                self._due(now, out)
+            self._send(out)

@@ -1,0 +1,359 @@
+"""`DirectLogs`: toolscore's `gen_ai.evaluation.result` log records encoded straight to OTLP bytes, batched.
+
+Through the OTel logs SDK one evaluation record cost ~75 µs of CPU: ~35 to build the SDK's record (attribute
+cleaning, context lookups, the processor's queue) and ~40 for the exporter to build protobuf messages of it
+in Python. toolscore knows the record's exact shape, so it writes the `LogRecord`'s protobuf bytes itself (as
+`toolscore serve` does for spans) and keeps them in a bounded queue; a daemon thread frames a batch into one
+`ExportLogsServiceRequest` (the resource and scope encoded once) and hands it to the SDK's own OTLP/gRPC
+exporter, which sends it, unparsed (`grpc_exporter`), with the same endpoint, headers, TLS, compression, timeout
+and retries as before (the `OTEL_EXPORTER_OTLP_LOGS_*` variables). ~5.5 µs per record, all told
+(tests/bench/bench_evaluation_logs.py). What a receiver gets is what the SDK path sent, field for field
+(tests/test_direct_logs.py decodes both from a real receiver).
+
+    OTelPipelineTelemetry._emit_event ─encode_record→ bytes ─emit→ queue (max_queue_size; full: dropped, logged)
+        ─(thread, every schedule_delay_ms or max_export_batch_size records)─→ framed request ─→ OTLPLogExporter
+
+The batching follows the SDK's `BatchLogRecordProcessor` defaults (2,048 queued, 512 per export, 1 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry._logs import Logger, LoggerProvider, NoOpLogger
+from opentelemetry.sdk._logs.export import LogRecordExportResult
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.util.types import AttributeValue
+
+from toolscore.collector.utf8 import valid_utf8
+
+__all__ = [
+    "DirectLogger",
+    "DirectLogs",
+    "Framed",
+    "encode_attributes",
+    "encode_double",
+    "encode_record",
+    "grpc_exporter",
+]
+
+_log = logging.getLogger(__name__)
+
+
+_SMALL = [bytes((n,)) for n in range(128)]
+"""The one-byte varints: every tag here, and the length of most values."""
+
+
+def varint(value: int) -> bytes:
+    """A protobuf base-128 varint (negative ints as their 64-bit two's complement, as protobuf writes them)."""
+    if 0 <= value < 128:
+        return _SMALL[value]
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field."""
+    n = len(payload)
+    return _SMALL[number << 3 | 2] + (_SMALL[n] if n < 128 else varint(n)) + payload
+
+
+def _any_value(value: Any) -> bytes:
+    """An OTLP `AnyValue` (bool before int: a bool is an int in Python)."""
+    if isinstance(value, str):
+        try:
+            raw = value.encode()
+        except UnicodeEncodeError:  # a lone surrogate: as `valid_utf8_values` would have it
+            raw = valid_utf8(value).encode()
+        n = len(raw)
+        return b"\x0a" + (_SMALL[n] if n < 128 else varint(n)) + raw
+    if isinstance(value, bool):
+        return b"\x10\x01" if value else b"\x10\x00"
+    if isinstance(value, int):
+        return b"\x18" + varint(value)
+    if isinstance(value, float):
+        return _DOUBLE(0x21, value)
+    if isinstance(value, bytes):
+        return field(7, value)
+    if isinstance(value, list | tuple):
+        return field(5, b"".join(field(1, _any_value(item)) for item in value))
+    return field(1, str(value).encode())
+
+
+_DOUBLE = struct.Struct("<Bd").pack
+"""`AnyValue.double_value`: its tag (0x21) and the fixed64."""
+_SCALARS = (str, int, float, bool)
+_CACHED: dict[tuple[int, str, type, AttributeValue], bytes] = {}
+"""Encoded attributes by (field, key, type, value), for the short scalar values that repeat from record to record
+(names, versions, labels, most scores); cleared when it holds `_CACHE_SIZE`. The type is part of the key since
+`1 == 1.0 == True`."""
+_CACHE_SIZE = 4096
+_CACHED_TEXT = 128
+"""Longest string value cached (an explanation, mostly different each time, is not)."""
+
+
+def _attributes(number: int, attributes: Mapping[str, AttributeValue]) -> bytes:
+    """Each attribute as a `KeyValue` in field `number`; string values with lone surrogates get U+FFFD
+    (`valid_utf8`)."""
+    cache = _CACHED
+    parts = []
+    for key, value in attributes.items():
+        kind = value.__class__
+        cacheable = kind in _SCALARS and (kind is not str or len(value) <= _CACHED_TEXT)  # type: ignore[arg-type]
+        if cacheable:
+            encoded = cache.get((number, key, kind, value))
+            if encoded is not None:
+                parts.append(encoded)
+                continue
+        encoded = field(number, field(1, key.encode()) + field(2, _any_value(value)))
+        if cacheable:
+            if len(cache) >= _CACHE_SIZE:
+                cache.clear()
+            cache[(number, key, kind, value)] = encoded
+        parts.append(encoded)
+    return b"".join(parts)
+
+
+_BODY = field(5, b"")
+"""The SDK's record has an empty body, which its encoder writes as an empty `AnyValue`."""
+_FIXED64 = struct.Struct("<Q").pack
+_FIXED32 = struct.Struct("<I").pack
+
+
+_DOUBLES: dict[str, bytes] = {}
+
+
+def encode_double(key: str, value: float) -> bytes:
+    """One attribute of a double value, encoded as `encode_attributes` would (its key's framing built once)."""
+    prefix = _DOUBLES.get(key)
+    if prefix is None:
+        prefix = field(6, field(1, key.encode()) + b"\x12\x09" + _DOUBLE(0x21, 0.0))[:-8]
+        if len(_DOUBLES) < 256:
+            _DOUBLES[key] = prefix
+    return prefix + _PACK_DOUBLE(value)
+
+
+_PACK_DOUBLE = struct.Struct("<d").pack
+
+
+def encode_attributes(attributes: Mapping[str, AttributeValue]) -> bytes:
+    """A log record's attributes, encoded (`LogRecord.attributes`, field 6), for `encode_record`."""
+    return _attributes(6, attributes)
+
+
+def encode_record(
+    time_ns: int,
+    severity: int,
+    attributes: bytes,
+    event_name: str,
+    *,
+    trace_id: bytes | None = None,
+    span_id: bytes | None = None,
+    flags: int = 0,
+) -> bytes:
+    """One `LogRecord` of `encode_attributes`' bytes, serialized in field order as the SDK's encoder writes it
+    (`time_unix_nano` and `observed_time_unix_nano` both `time_ns`)."""
+    at = _FIXED64(time_ns)
+    ids = (
+        _IDS(0x45, flags, 0x4A, 16, trace_id, 0x52, 8, span_id)
+        if trace_id is not None and span_id is not None and len(trace_id) == 16 and len(span_id) == 8
+        else b""
+    )
+    name = _NAMES.get(event_name) or field(12, event_name.encode())
+    return b"".join((b"\x09", at, b"\x10", varint(severity), _BODY, attributes, ids, b"\x59", at, name))
+
+
+_IDS = struct.Struct("<BIBB16sBB8s").pack
+"""`flags` (fixed32), `trace_id` and `span_id` (16 and 8 bytes), tags and lengths included."""
+_NAMES: dict[str, bytes] = {"gen_ai.evaluation.result": field(12, b"gen_ai.evaluation.result")}
+
+
+class Framed(bytes):
+    """A serialized `ExportLogsServiceRequest` and how many records it holds."""
+
+    records: int = 0
+
+
+class DirectLogs(LoggerProvider):
+    """The logger provider of toolscore's own evaluation records (see the module docstring); safe for concurrent
+    use. `exporter.export` takes a `Framed` request (`grpc_exporter` makes the SDK's OTLP/gRPC one do so)."""
+
+    def __init__(
+        self,
+        exporter: Any,
+        resource: Resource,
+        *,
+        max_queue_size: int = 2048,
+        max_export_batch_size: int = 512,
+        schedule_delay_ms: float = 1000.0,
+    ) -> None:
+        self._exporter = exporter
+        self._resource_bytes = field(1, _attributes(1, dict(resource.attributes)))
+        self._max_queue = max_queue_size
+        self._max_batch = max_export_batch_size
+        self._delay_s = schedule_delay_ms / 1000
+        self._queue: deque[tuple[bytes, bytes]] = deque()
+        """(the encoded scope, an encoded record) per record."""
+        self._cond = threading.Condition()
+        self._exporting = threading.Lock()
+        self._stopped = False
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._run, name="toolscore-evaluation-logs", daemon=True)
+        self._thread.start()
+
+    def get_logger(
+        self,
+        name: str,
+        version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> Logger:
+        """A logger the telemetry writes encoded records through (`DirectLogger`)."""
+        return DirectLogger(self, name, version or "")
+
+    def emit(self, scope: bytes, record: bytes) -> None:
+        """Queue one encoded `LogRecord` of an encoded `scope`; never blocks (a full queue drops it, logged).
+
+        Without the lock (a deque's append is atomic): the bound may be overshot by the emitting threads racing."""
+        queue = self._queue
+        if len(queue) >= self._max_queue or self._stopped:
+            self._drop()
+            return
+        queue.append((scope, record))
+        if len(queue) == self._max_batch:
+            with self._cond:
+                self._cond.notify()
+
+    def _drop(self) -> None:
+        if self._stopped:
+            return
+        self._dropped += 1
+        if self._dropped == 1 or self._dropped % 1000 == 0:
+            _log.warning("evaluation log queue full: %d records dropped", self._dropped)
+
+    def _take(self) -> list[tuple[bytes, bytes]]:
+        queue = self._queue
+        taken = []
+        for _ in range(min(len(queue), self._max_batch)):
+            try:
+                taken.append(queue.popleft())
+            except IndexError:  # another taker emptied it
+                break
+        return taken
+
+    def _export(self, taken: list[tuple[bytes, bytes]]) -> bool:
+        """Frame `taken` into one request (one `ScopeLogs` per scope) and export it; True when exported."""
+        by_scope: dict[bytes, list[bytes]] = {}
+        for scope, record in taken:
+            by_scope.setdefault(scope, []).append(field(2, record))
+        scope_logs = b"".join(field(2, scope + b"".join(records)) for scope, records in by_scope.items())
+        request = Framed(field(1, self._resource_bytes + scope_logs))
+        request.records = len(taken)
+        with self._exporting:
+            try:
+                return bool(self._exporter.export(request) == LogRecordExportResult.SUCCESS)
+            except Exception:
+                _log.exception("exporting %d evaluation log records failed", len(taken))
+                return False
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._stopped and len(self._queue) < self._max_batch:
+                    self._cond.wait(self._delay_s)
+                if self._stopped:
+                    return
+                taken = self._take()
+            if taken:
+                self._export(taken)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Export everything queued now; False past the timeout or when an export failed."""
+        deadline = time.monotonic() + timeout_millis / 1000
+        ok = True
+        while time.monotonic() < deadline:
+            with self._cond:
+                taken = self._take()
+            if not taken:
+                return ok
+            ok = self._export(taken) and ok
+        return False
+
+    def shutdown(self) -> None:
+        """Export what is queued and stop. Idempotent."""
+        if self._stopped:
+            return
+        self.force_flush()
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join(1.0)
+        self._exporter.shutdown()
+
+
+class DirectLogger(NoOpLogger):
+    """A `DirectLogs` logger: `OTelPipelineTelemetry` writes encoded records through it (`emit_encoded`); the
+    API's `emit` stays a no-op (toolscore emits nothing else through its own provider)."""
+
+    def __init__(self, provider: DirectLogs, name: str, version: str) -> None:
+        super().__init__(name, version)
+        self._provider = provider
+        self._scope = field(1, field(1, name.encode()) + (field(2, version.encode()) if version else b""))
+
+    def emit_encoded(self, record: bytes) -> None:
+        self._provider.emit(self._scope, record)
+
+
+def _serialized(request: Any) -> bytes:
+    return bytes(request) if isinstance(request, bytes) else bytes(request.SerializeToString())
+
+
+def grpc_exporter() -> Any:
+    """The SDK's OTLP/gRPC log exporter (configured by the `OTEL_EXPORTER_OTLP_*` variables as always), taking a
+    `Framed` request, sent as it is: the exporter's stub (which it builds again on reconnecting) is one whose
+    `Export` writes bytes as they are and messages serialized, and its `_translate_data` hook, the one its
+    subclasses fill, passes a `Framed` request through. Its `export` keeps its own retries and timeout. Should a
+    later SDK build its stub otherwise, the request is parsed back into a message (upb) instead: slower, the same
+    bytes on the wire."""
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+        ExportLogsServiceRequest,
+        ExportLogsServiceResponse,
+    )
+
+    class RawStub:
+        def __init__(self, channel: Any) -> None:
+            self.Export = channel.unary_unary(
+                "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                request_serializer=_serialized,
+                response_deserializer=ExportLogsServiceResponse.FromString,
+            )
+
+    class FramedExporter(OTLPLogExporter):
+        def __init__(self) -> None:
+            super().__init__()
+            self._raw = hasattr(self, "_stub") and getattr(self, "_channel", None) is not None
+            if self._raw:
+                self._stub = RawStub
+                self._client = RawStub(self._channel)  # type: ignore[assignment]
+
+        def _translate_data(self, data: Any) -> Any:
+            if isinstance(data, Framed):
+                return data if self._raw else ExportLogsServiceRequest.FromString(data)
+            return super()._translate_data(data)
+
+        def _count_data(self, data: Any) -> int:
+            return data.records if isinstance(data, Framed) else int(super()._count_data(data))
+
+    return FramedExporter()

@@ -1,0 +1,119 @@
+"""Evaluation records encoded directly (`direct_logs`) reach a real OTLP/gRPC receiver as the logs SDK sent them.
+
+The same results go through the SDK's `LoggerProvider` and `BatchLogRecordProcessor` into its OTLP/gRPC
+exporter, and through `DirectLogs` into the same exporter class, both configured by the `OTEL_EXPORTER_OTLP_*`
+variables as `toolscore serve` configures them; a `TelemetryReceiver` on 127.0.0.1 decodes both. Resource,
+scope and every record field must match, but for the two timestamps (each path reads the clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.resources import Resource
+
+from tests.otlp_downstream import TelemetryReceiver
+from toolscore.collector.telemetry.base import RunSpanRef
+from toolscore.collector.telemetry.direct_logs import DirectLogs, grpc_exporter
+from toolscore.collector.telemetry.otel import OTelPipelineTelemetry
+from toolscore.collector.telemetry.setup import TelemetryConfig, build_logger_provider
+from toolscore.scorers import Score, ScoreFailure
+
+RESOURCE = Resource.create({"service.name": "toolscore", "deployment.environment.name": "test", "replicas": 3})
+RUN = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+RESULTS: list[tuple[Any, str, int, str | None, RunSpanRef | None, str | None]] = [
+    (
+        Score(name="trajectory", value=0.8, label="pass", explanation="correct=2, F1=0.800"),
+        "travel",
+        3,
+        "travel",
+        RUN,
+        "v1",
+    ),
+    (Score(name="tool_selection", value=0.0, label="fail", explanation=""), "travel", 1, None, RUN, None),
+    (ScoreFailure(name="judge", error_type="judge_timeout", message="no answer in 20 s"), "x", 2, "a", RUN, None),
+    (Score(name="exact", value=1.0, label="pass", explanation="café ✓ \ud800"), "shop", 7, "shop", None, None),
+    (
+        Score(name="unsampled", value=0.5, label="pass"),
+        "shop",
+        7,
+        "shop",
+        RunSpanRef(RUN.trace_id, RUN.span_id, 0),
+        None,
+    ),
+]
+
+
+@pytest.fixture
+def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[TelemetryReceiver]:
+    server = TelemetryReceiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", server.endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_INSECURE", "true")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_PROTOCOL", raising=False)
+    yield server
+    server.stop()
+
+
+def _record(provider: Any) -> None:
+    telemetry = OTelPipelineTelemetry(MeterProvider(), provider)
+    for result, expectation, version, agent, run, agent_version in RESULTS:
+        telemetry.score_recorded(result, expectation, version, agent, run, agent_version=agent_version)
+    assert provider.force_flush(10_000)
+    provider.shutdown()
+
+
+def _received(receiver: TelemetryReceiver) -> tuple[Any, list[Any]]:
+    ((request,),) = [receiver.logs]
+    ((resource_logs,),) = [request.resource_logs]
+    ((scope_logs,),) = [resource_logs.scope_logs]
+    records = []
+    for record in scope_logs.log_records:
+        assert record.time_unix_nano > 0
+        assert record.observed_time_unix_nano >= record.time_unix_nano
+        record.time_unix_nano = record.observed_time_unix_nano = 0
+        records.append(record)
+    return (resource_logs.resource, scope_logs.scope, resource_logs.schema_url), records
+
+
+def test_direct_records_reach_a_receiver_as_the_sdk_sent_them(receiver: TelemetryReceiver) -> None:
+    sdk = LoggerProvider(resource=RESOURCE)
+    sdk.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+    _record(sdk)
+    expected = _received(receiver)
+    receiver.logs.clear()
+    _record(DirectLogs(grpc_exporter(), RESOURCE))
+    direct = _received(receiver)
+    assert len(direct[1]) == len(RESULTS)
+    assert direct == expected
+    assert {bytes(record.trace_id) for record in direct[1]} == {bytes.fromhex(RUN.trace_id), b""}
+
+
+def test_serve_builds_the_direct_provider_for_otlp_grpc_and_the_sdk_for_http(
+    receiver: TelemetryReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = TelemetryConfig(otlp_logs=True)
+    direct = build_logger_provider(config, RESOURCE)
+    assert isinstance(direct, DirectLogs)
+    direct.shutdown()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "http/protobuf")
+    sdk = build_logger_provider(config, RESOURCE)
+    assert isinstance(sdk, LoggerProvider)
+    sdk.shutdown()
+
+
+def test_a_full_queue_drops_records_without_blocking(receiver: TelemetryReceiver) -> None:
+    provider = DirectLogs(grpc_exporter(), RESOURCE, max_queue_size=3, schedule_delay_ms=60_000)
+    telemetry = OTelPipelineTelemetry(MeterProvider(), provider)
+    result = RESULTS[0][0]
+    for _ in range(5):
+        telemetry.score_recorded(result, "travel", 1, "travel", RUN)
+    assert provider.force_flush(10_000)
+    provider.shutdown()
+    assert sum(len(sl.log_records) for req in receiver.logs for rl in req.resource_logs for sl in rl.scope_logs) == 3
