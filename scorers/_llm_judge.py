@@ -22,6 +22,7 @@ import logging
 import os
 import random
 import re
+import sys
 import threading
 from typing import Any, ClassVar, Literal
 
@@ -87,7 +88,7 @@ _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 def _log_through_the_application() -> None:
     """Each litellm log record once, where the application's logging configuration sends it.
 
-    litellm adds its own stream handler to its loggers (INFO and below to stdout) and leaves them propagating,
+    litellm adds its own stream handler to its loggers (to stdout or stderr, by release) and leaves them propagating,
     so once the application has configured logging (a handler on the root logger, as `logging.basicConfig` or
     `toolscore serve` sets), every line of each judge call is written twice: once by litellm, once by the
     application's handlers, in the application's format. Then litellm's own handler is taken off (only that
@@ -102,8 +103,19 @@ def _log_through_the_application() -> None:
         if not logger.propagate:
             continue
         for handler in list(logger.handlers):
-            if type(handler).__module__.startswith("litellm."):
+            if _is_litellms_own(handler):
                 logger.removeHandler(handler)
+
+
+def _is_litellms_own(handler: logging.Handler) -> bool:
+    """Whether `handler` is the one litellm's import put on its loggers.
+
+    Recent litellm gives it a class of its own (the only way to tell it when it has been replaced); older
+    releases use a plain `logging.StreamHandler`, which only its identity with `litellm._logging.handler` tells
+    apart from a stream handler the application added itself.
+    """
+    own = getattr(sys.modules.get("litellm._logging"), "handler", None)
+    return handler is own or type(handler).__module__.startswith("litellm.")
 
 
 class _Failed(Exception):

@@ -12,7 +12,13 @@ import pytest
 # Tests never reach the internet: litellm would otherwise fetch its model price list when imported.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.integration_guard import mark_integration, unmarked_tests_start_no_process  # noqa: F401 (fixture)
+from tests.integration_guard import (  # noqa: F401 (the guard's fixture and hooks)
+    mark_integration,
+    pytest_make_collect_report,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+    unmarked_tests_start_no_process,
+)
 from tests.metric_reader import Meters
 from tests.metric_reader import meters as open_meters
 from tests.openai_server import OpenAIServer

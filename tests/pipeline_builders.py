@@ -18,7 +18,7 @@ from toolscore.collector.pipeline import Engine, ListSink, Matcher, PipelineConf
 from toolscore.collector.registry import Expectation, Registry
 from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.spans import SpanRecord
-from toolscore.collector.telemetry import RunSpanRef
+from toolscore.collector.telemetry import PipelineTelemetry, RunSpanRef
 from toolscore.scorers import AgentRun, ScoreResult
 
 EPOCH_NS = 1_767_225_600_000_000_000
@@ -309,12 +309,28 @@ class HandDriven:
 
     START_NS = 1_000_000_000_000
 
-    def __init__(self, registry: Matcher, config: PipelineConfig, on_scored: OnScored | None = None) -> None:
+    def __init__(
+        self,
+        registry: Matcher,
+        config: PipelineConfig,
+        on_scored: OnScored | None = None,
+        telemetry: PipelineTelemetry | None = None,
+        **options: Any,
+    ) -> None:
+        """`telemetry`: the engine's (default a `Recording`, as `self.telemetry`); `options`: its other keyword
+        arguments (`flag_runs_begun_elsewhere`, ...)."""
         self.now_ns = self.START_NS
         self.sink: ListSink[SpanRecord] = ListSink()
         self.telemetry = Recording()
         self.engine: Engine[SpanRecord] = Engine(
-            registry, self.sink, lambda r: r, config, self.telemetry, on_scored=on_scored, clock=self.clock
+            registry,
+            self.sink,
+            lambda r: r,
+            config,
+            telemetry or self.telemetry,
+            on_scored=on_scored,
+            clock=self.clock,
+            **options,
         )
 
     def clock(self) -> int:
@@ -339,11 +355,13 @@ def hand_driven(
     *expectations: dict[str, Any],
     registry: Callable[[Registry], Matcher] = lambda r: r,
     on_scored: OnScored | None = None,
+    telemetry: PipelineTelemetry | None = None,
+    **options: Any,
 ) -> Iterator[HandDriven]:
     """`recording_engine`, without the thread: the test steps it (`HandDriven.at`); `registry` may wrap the
-    registry (as `NotingRegistry` does)."""
+    registry (as `NotingRegistry` does); `telemetry` and `options` go to the engine (see `HandDriven`)."""
     with registry_with(*(expectations or (TRAVEL,))) as store:
-        driven = HandDriven(registry(store), config, on_scored)
+        driven = HandDriven(registry(store), config, on_scored, telemetry, **options)
         try:
             yield driven
         finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline_builders import recording_engine, wait_until
+from tests.pipeline_builders import hand_driven
 from toolscore.collector.evaluate import run_eval
 from toolscore.collector.pipeline import PipelineConfig
 from toolscore.collector.registry._files import load_file
@@ -51,12 +51,13 @@ def test_live_scores_equal_the_offline_ones() -> None:
         (r.run.agent_name, s.name, s.value) for r in offline.results for s in r.scorers if s.value is not None
     )
     expectations = [e.model_dump(mode="json", exclude_none=True) for e in load_file(PRODUCTION)]
-    with recording_engine(PipelineConfig(settle_ms=20), *expectations) as (pipeline, _, telemetry):
+    with hand_driven(PipelineConfig(settle_ms=20), *expectations) as driven:
+        telemetry = driven.telemetry
         for path in files:
-            for record in read_trace_file(path):
-                assert pipeline.offer(record)
-        assert wait_until(lambda: len(telemetry.scores) >= len(want), timeout_s=10.0)
-        assert pipeline.flush(5.0)
+            driven.offer(list(read_trace_file(path)))
+        driven.at(20)  # every run settles: scored as it would be live, not forced by a flush
+        assert len(telemetry.scores) == len(want)
+        assert driven.engine.flush(5.0)
     live = sorted((agent, r.name, r.value) for r, _, _, agent, _ in telemetry.scores if isinstance(r, Score))
     assert len(want) == 11
     assert live == want
@@ -75,11 +76,12 @@ def test_args_valid_reads_the_catalog_from_real_captures_live_as_offline(tmp_pat
     assert sum(s.value == 1.0 for _, s in scored) >= 15
     strict = [s for agent, s in scored if agent == "strict_agent"]  # smolagents: a call that leaves out `city`
     assert [(v["rule"], v["pointer"]) for s in strict for v in s.details["violations"]] == [("required", "/city")]
-    with recording_engine(PipelineConfig(settle_ms=20), spec) as (pipeline, _, telemetry):
+    with hand_driven(PipelineConfig(settle_ms=20), spec) as driven:
+        telemetry = driven.telemetry
         for path in files:
-            for record in read_trace_file(path):
-                assert pipeline.offer(record)
-        assert wait_until(lambda: len(telemetry.scores) >= len(scored), timeout_s=10.0)
-        assert pipeline.flush(5.0)
+            driven.offer(list(read_trace_file(path)))
+        driven.at(20)  # every run settles: scored as it would be live, not forced by a flush
+        assert len(telemetry.scores) == len(scored)
+        assert driven.engine.flush(5.0)
     live = sorted((agent, r.value) for r, _, _, agent, _ in telemetry.scores if isinstance(r, Score))
     assert live == sorted((agent, s.value) for agent, s in scored)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing.process
 import sys
 
 import pytest
@@ -32,3 +33,49 @@ def test_a_test_using_a_fixture_that_starts_a_server_is_marked(request: pytest.F
         assert item.get_closest_marker("integration") is not None
     finally:
         item.fixturenames.remove("postgres_server")
+
+
+class _NeverStarts(multiprocessing.process.BaseProcess):
+    """A process whose start stops before anything is spawned, after the guard's event."""
+
+    @staticmethod
+    def _Popen(process: object) -> None:
+        raise RuntimeError("not started")
+
+
+def test_a_multiprocessing_start_is_noted_though_cpython_raises_no_event_for_spawn() -> None:
+    with pytest.raises(RuntimeError, match="not started"):
+        _NeverStarts(name="spawned-worker").start()
+    noted = integration_guard._watched[-1]
+    assert noted == ["multiprocessing.Process.start ('spawned-worker',)"]
+    noted.clear()
+
+
+@pytest.fixture(scope="module")
+def started_for_the_module() -> list[str]:
+    """A module-scoped fixture set up by the first test that needs it, before that test's own fixtures."""
+    sys.audit("subprocess.Popen", "toolscore", ["toolscore", "eval"], None, None)  # the event alone: nothing starts
+    return list(integration_guard._watched[-1])
+
+
+def test_a_process_a_wider_fixture_starts_counts_for_the_first_test_that_needs_it(
+    started_for_the_module: list[str],
+) -> None:
+    assert started_for_the_module == ["subprocess.Popen ['toolscore', 'eval']"]
+    integration_guard._watched[-1].clear()
+
+
+def test_a_module_that_starts_a_process_when_collected_fails_to_collect(request: pytest.FixtureRequest) -> None:
+    module = request.node.parent
+    assert isinstance(module, pytest.Module)
+    wrapper = integration_guard.pytest_make_collect_report(module)
+    next(wrapper)  # the collection starts
+    sys.audit("os.system", b"toolscore demo")
+    collected = pytest.CollectReport(module.nodeid, "passed", None, [])
+    with pytest.raises(StopIteration) as stopped:
+        wrapper.send(collected)
+    report = stopped.value.value
+    assert report.failed
+    assert "starts a process when collected" in str(report.longrepr)
+    assert "os.system (b'toolscore demo',)" in str(report.longrepr)
+    assert integration_guard._watched[-1] == []  # the test's own list saw nothing: it is not failed for it

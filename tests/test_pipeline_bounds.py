@@ -17,10 +17,12 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, Tracer, TracerP
 from tests.pipeline_builders import (
     TRACE,
     TRAVEL,
+    HandDriven,
     Recording,
     agent_run,
     by_name,
     genai_run,
+    hand_driven,
     record,
     recording_engine,
     registry_with,
@@ -89,15 +91,25 @@ HOLD = {"settle_ms": 60_000, "max_hold_ms": 60_000}
 RUN = "1000000000000000"
 
 
-def _one_run_then_the_next(pipeline: Any, sink: Any, first: list[SpanRecord], then: list[SpanRecord]) -> None:
-    """Offer `first` and wait for its run span's scores, then `then` and theirs: two settles of one trace."""
-    for span in first:
-        assert pipeline.offer(span)
-    assert wait_until(lambda: len(sink.enriched) == 1)
-    for span in then:
-        assert pipeline.offer(span)
-    assert wait_until(lambda: len(sink.enriched) == 2)
-    assert pipeline.flush(5.0)
+@contextmanager
+def stepped(config: PipelineConfig) -> Iterator[tuple[HandDriven, InMemoryMetricReader]]:
+    """`engine`, without the thread: the test steps it (`HandDriven.at`), at times of its choosing."""
+    reader = InMemoryMetricReader()
+    telemetry = create_telemetry(meter_provider=MeterProvider(metric_readers=[reader]))
+    with hand_driven(config, telemetry=telemetry) as driven:
+        yield driven, reader
+
+
+def _one_run_then_the_next(driven: HandDriven, first: list[SpanRecord], then: list[SpanRecord]) -> None:
+    """Offer `first` and step to its run span's settle, then `then` and step to theirs: two settles of one trace."""
+    settle_ms = driven.engine.config.settle_ms
+    driven.offer(first)
+    driven.at(settle_ms)
+    assert len(driven.sink.enriched) == 1
+    driven.offer(then)
+    driven.at(2 * settle_ms)
+    assert len(driven.sink.enriched) == 2
+    assert driven.engine.flush(5.0)
 
 
 def test_oldest_trace_is_released_unscored_when_pending_traces_are_full() -> None:
@@ -425,9 +437,9 @@ def test_calls_over_the_limit_are_counted_once_however_often_their_trace_is_rebu
     first = genai_run(RUN, ["search_flights", "book_flight"], parent=root.span_id)
     second = genai_run("2000000000000000", ["search_flights", "book_flight"], parent=root.span_id)
     config = PipelineConfig(settle_ms=20, extract=ExtractConfig(max_calls_per_run=1))
-    with engine(config) as (pipeline, sink, reader):
-        _one_run_then_the_next(pipeline, sink, first, [*second, root])
-        assert [e.attributes["toolscore.tool_calls"] for _, e in sink.enriched] == [["search_flights"]] * 2
+    with stepped(config) as (driven, reader):
+        _one_run_then_the_next(driven, first, [*second, root])
+        assert [e.attributes["toolscore.tool_calls"] for _, e in driven.sink.enriched] == [["search_flights"]] * 2
         assert points(reader, "toolscore.calls.dropped") == {(("toolscore.call.drop.reason", "calls_over_limit"),): 2}
 
 
@@ -437,14 +449,13 @@ def test_a_call_whose_run_span_has_not_arrived_when_another_run_settles_is_not_c
     first = genai_run(RUN, ["search_flights"], parent=root.span_id)
     *second_calls, second_run = genai_run("2000000000000000", ["book_flight"], parent=root.span_id)
     config = PipelineConfig(settle_ms=20, extract=ExtractConfig(infer_runs=False))
-    with engine(config) as (pipeline, sink, reader):
-        for span in (*second_calls, *first):  # the second run's call first: its run span is still running
-            assert pipeline.offer(span)
-        assert wait_until(lambda: len(sink.enriched) == 1)
-        for span in (second_run, root):
-            assert pipeline.offer(span)
-        assert pipeline.flush(5.0)
-        calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in sink.enriched}
+    with stepped(config) as (driven, reader):
+        driven.offer([*second_calls, *first])  # the second run's call first: its run span is still running
+        driven.at(20)  # the first run settles
+        assert len(driven.sink.enriched) == 1
+        driven.offer([second_run, root])
+        assert driven.engine.flush(5.0)
+        calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in driven.sink.enriched}
         assert calls == {RUN: ["search_flights"], "2000000000000000": ["book_flight"]}
         assert points(reader, "toolscore.calls.dropped") == {}
 
@@ -469,12 +480,12 @@ def test_a_span_its_convention_cannot_read_is_counted_once_however_often_its_tra
     root = record("9000000000000000", None, "POST /chat", {})
     first = genai_run(RUN, ["search_flights", "broken"], parent=root.span_id)
     second = genai_run("2000000000000000", ["book_flight"], parent=root.span_id)
-    with engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, reader):
-        _one_run_then_the_next(pipeline, sink, first, [*second, root])
-        calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in sink.enriched}
+    with stepped(PipelineConfig(settle_ms=20)) as (driven, reader):
+        _one_run_then_the_next(driven, first, [*second, root])
+        calls = {r.span_id: e.attributes["toolscore.tool_calls"] for r, e in driven.sink.enriched}
         assert calls == {RUN: ["search_flights"], "2000000000000000": ["book_flight"]}
         assert points(reader, "toolscore.spans.unreadable") == {(("toolscore.convention", "genai"),): 1}
-    assert pipeline.stats.skipped["read_error:genai"] == 2, "read at each of the two settles, not at the finish"
+    assert driven.engine.stats.skipped["read_error:genai"] == 2, "read at each of the two settles, not at the finish"
 
 
 def test_the_unreadable_spans_remembered_as_counted_stay_bounded_by_the_pending_traces() -> None:

@@ -15,7 +15,6 @@ from tests.pipeline_builders import (
     recording_engine,
     run_attrs,
     tool_attrs,
-    wait_until,
 )
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.pipeline import Engine, ListSink, PipelineConfig
@@ -78,15 +77,17 @@ def test_late_span_of_a_scored_run_passes_on_and_is_counted_without_a_new_score(
 def test_a_late_span_sent_again_goes_out_once(parent: str | None) -> None:
     """The Collector's loadbalancing exporter sends a failed batch again whole: a span that came late (under a
     run already scored) and comes again is a duplicate, not passed on twice."""
-    with recording_engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, telemetry):
-        offer(pipeline, genai_run(RUN, ["search_flights"], parent=parent))
-        assert pipeline.flush(5.0) if parent is None else wait_until(lambda: len(sink.enriched) == 1)
+    with hand_driven(PipelineConfig(settle_ms=20, max_hold_ms=60_000, trace_idle_timeout_s=60)) as driven:
+        driven.offer(genai_run(RUN, ["search_flights"], parent=parent))
+        driven.at(20)  # the run settles and is scored; its trace stays pending while the root has not come
+        assert len(driven.sink.enriched) == 1
+        assert (TRACE in driven.engine.store.traces) is (parent is not None)
         late = record("1000000000000009", RUN, "execute_tool cancel", tool_attrs("cancel", "c9"))
-        offer(pipeline, [late])
-        offer(pipeline, [late])
-        assert wait_until(lambda: telemetry.counts["duplicate"] == 1)
-        assert [s.span_id for s in sink.released].count(late.span_id) == 1
-        assert telemetry.counts["late"] == 1
+        driven.offer([late])
+        driven.offer([late])
+        assert driven.telemetry.counts["duplicate"] == 1
+        assert [s.span_id for s in driven.sink.released].count(late.span_id) == 1
+        assert driven.telemetry.counts["late"] == 1
 
 
 def test_redelivered_spans_do_not_change_the_score_and_go_out_once() -> None:

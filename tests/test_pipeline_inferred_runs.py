@@ -15,6 +15,7 @@ import pytest
 
 from tests.pipeline_builders import (
     Recording,
+    hand_driven,
     record,
     recording_engine,
     registry_with,
@@ -56,12 +57,14 @@ def every_span_once(sink: ListSink[SpanRecord], sent: list[SpanRecord]) -> None:
 
 def test_the_topmost_recognised_span_carries_the_inferred_run_and_the_rest_goes_on_at_once() -> None:
     spans = graph_trace()
-    with recording_engine(PipelineConfig(settle_ms=60_000, max_hold_ms=60_000)) as (pipeline, sink, telemetry):
-        offer(pipeline, spans[:4])  # tools, node, graph: the node stops being a candidate when the graph arrives
-        assert wait_until(lambda: {r.span_id for r in sink.released} >= {spans[0].span_id, spans[1].span_id, NODE})
+    with hand_driven(PipelineConfig(settle_ms=60_000, max_hold_ms=60_000)) as driven:
+        sink, telemetry = driven.sink, driven.telemetry
+        driven.offer(spans[:4])  # tools, node, graph: the node stops being a candidate when the graph arrives
+        assert {r.span_id for r in sink.released} == {spans[0].span_id, spans[1].span_id, NODE}  # at 0 ms
         assert sink.enriched == []
-        offer(pipeline, spans[4:])
-        assert pipeline.flush(5.0)
+        driven.at(1)
+        driven.offer(spans[4:])
+        assert driven.engine.flush(5.0)
         ((run_span, enrichment),) = sink.enriched
         assert run_span.span_id == GRAPH
         assert enrichment.attributes["toolscore.tool_calls"] == ["search_flights", "book_flight"]
@@ -73,40 +76,44 @@ def test_the_topmost_recognised_span_carries_the_inferred_run_and_the_rest_goes_
 
 def test_parents_arriving_first_hold_only_the_topmost_recognised_span() -> None:
     spans = list(reversed(graph_trace()))  # root, graph, node, tools: as a collector may receive them
-    with recording_engine(PipelineConfig(settle_ms=30)) as (pipeline, sink, _):
-        offer(pipeline, spans)
-        assert wait_until(lambda: len(sink.enriched) == 1)
-        assert sink.enriched[0][0].span_id == GRAPH
-        assert pipeline.flush(5.0)
-        every_span_once(sink, spans)
+    with hand_driven(PipelineConfig(settle_ms=30, max_hold_ms=60_000, trace_idle_timeout_s=60)) as driven:
+        driven.offer(spans)
+        driven.at(29)
+        assert driven.sink.enriched == []  # held: the graph settles 30 ms after it came
+        driven.at(30)
+        assert [carrier.span_id for carrier, _ in driven.sink.enriched] == [GRAPH]
+        assert driven.engine.flush(5.0)
+        every_span_once(driven.sink, spans)
 
 
 def test_a_trace_whose_root_never_comes_is_scored_on_the_candidate_and_flagged_incomplete() -> None:
     spans = graph_trace(root=False)
-    with recording_engine(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.2, max_hold_ms=60_000)) as (
-        pipeline,
-        sink,
-        _,
-    ):
-        offer(pipeline, spans)
-        assert wait_until(lambda: len(sink.enriched) == 1)
-        ((run_span, enrichment),) = sink.enriched
+    with hand_driven(PipelineConfig(settle_ms=20, trace_idle_timeout_s=0.2, max_hold_ms=60_000)) as driven:
+        driven.offer(spans)
+        driven.at(199)
+        assert driven.sink.enriched == []  # the candidate waits for its trace to finish: the root may come
+        driven.at(200)  # the trace's idle timeout: it is finished without its root
+        ((run_span, enrichment),) = driven.sink.enriched
         assert run_span.span_id == GRAPH
         assert enrichment.attributes["toolscore.run.incomplete"] is True
-        every_span_once(sink, spans)
+        every_span_once(driven.sink, spans)
 
 
 def test_a_candidate_held_longer_than_max_hold_goes_on_and_its_run_is_still_scored_once() -> None:
     spans = graph_trace()
     config = PipelineConfig(settle_ms=100, max_hold_ms=100, trace_idle_timeout_s=60)
-    with recording_engine(config) as (pipeline, sink, telemetry):
-        offer(pipeline, spans[:4])  # the root stays away: the graph would wait for it
-        assert wait_until(lambda: GRAPH in {r.span_id for r in sink.released})
+    with hand_driven(config) as driven:
+        sink = driven.sink
+        driven.offer(spans[:4])  # the root stays away: the graph would wait for it
+        driven.at(99)
+        assert GRAPH not in {r.span_id for r in sink.released}
+        driven.at(100)
+        assert GRAPH in {r.span_id for r in sink.released}  # let go at max_hold_ms, unscored
         assert sink.enriched == []
-        offer(pipeline, spans[4:])
-        assert pipeline.flush(5.0)
+        driven.offer(spans[4:])
+        assert driven.engine.flush(5.0)
         assert sink.enriched == []  # its span had gone on: the scores are in logs and metrics
-        assert [agent for *_, agent, _ in telemetry.scores] == ["travel", "travel"]
+        assert [agent for *_, agent, _ in driven.telemetry.scores] == ["travel", "travel"]
         every_span_once(sink, spans)
 
 

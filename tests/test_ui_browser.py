@@ -23,8 +23,6 @@ from toolscore.collector.cli.demo import send_demo_runs
 from toolscore.collector.cli.demo_runs import DEMO_RUNS, DemoCall, DemoRun, make_demo_spans
 from toolscore.collector.sqlite_read import connect_read_only
 
-pytestmark = pytest.mark.integration  # a toolscore serve and a Chromium per test
-
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
     "--headless",
@@ -39,9 +37,12 @@ ARGS = [
 DEMO = Path(__file__).resolve().parent.parent / "deploy" / "expectations" / "demo.yaml"
 RIGHT = next(run for run in DEMO_RUNS if run.title == "right: search, then book")
 
-pytestmark = pytest.mark.skipif(
-    shutil.which(CHROMIUM) is None, reason="no /usr/bin/chromium: run .ci/install-chromium (make test does)"
-)
+pytestmark = [
+    pytest.mark.integration,  # a toolscore serve and a Chromium per test
+    pytest.mark.skipif(
+        shutil.which(CHROMIUM) is None, reason="no /usr/bin/chromium: run .ci/install-chromium (make test does)"
+    ),
+]
 
 
 class Page:

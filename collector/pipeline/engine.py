@@ -345,7 +345,7 @@ class Engine(Worker, Generic[C]):
         late = duplicate = over_cap = 0
         for item, arrived in items:
             try:
-                admission = self.store.admit_event(item)
+                admission = self.store.admit_event(item, arrived)
                 for evicted in admission.evicted:
                     self._evict(evicted, "max_pending_traces")
                 for evicted in admission.evicted_for_bytes:

@@ -183,7 +183,8 @@ class PendingTrace(Generic[C]):
     scored: set[str] = field(default_factory=set)
     """Runs (run span ids, inferred ones too) whose scores went out."""
     opened_ns: int = field(default_factory=time.monotonic_ns)
-    """When this trace's first span (or event) arrived here (`time.monotonic_ns`)."""
+    """When this trace's first span (or event) arrived here: its arrival time on the engine's clock (monotonic ns),
+    the one its settle, idle and hold deadlines count on."""
     late: set[str] = field(default_factory=set)
     """Spans passed on late (under a run already scored), so that a copy sent again is a duplicate, not passed
     on twice (an at-least-once sender's retry: the Collector's loadbalancing exporter sends a batch again
@@ -331,7 +332,7 @@ class TraceStore(Generic[C]):
                 seen.setdefault(record.span_id, record.parent_id)  # passed on now: a copy of it is a duplicate
                 self.finished.put(record.trace_id, seen)
                 return Admission(_DUPLICATE if duplicate else _LATE)
-            trace, evicted = self._open(record.trace_id, seen)
+            trace, evicted = self._open(record.trace_id, seen, arrived_ns)
         else:
             evicted = []
             seen = trace.earlier
@@ -410,10 +411,12 @@ class TraceStore(Generic[C]):
                 current = parent.span.parent_id if parent.span.parent_id != current else None
         return found
 
-    def _open(self, trace_id: str, earlier: Seen | None) -> tuple[PendingTrace[C], list[PendingTrace[C]]]:
+    def _open(
+        self, trace_id: str, earlier: Seen | None, opened_ns: int
+    ) -> tuple[PendingTrace[C], list[PendingTrace[C]]]:
         """A new pending trace (a finished one opening again with its `earlier` memory, which then counts against
-        `max_bytes` as the trace's), and the traces pushed out to make room for it."""
-        trace: PendingTrace[C] = PendingTrace(trace_id, earlier=earlier)
+        `max_bytes` as the trace's), opened at `opened_ns`, and the traces pushed out to make room for it."""
+        trace: PendingTrace[C] = PendingTrace(trace_id, earlier=earlier, opened_ns=opened_ns)
         evicted = self._make_room()
         self.traces[trace_id] = trace
         if earlier is not None:
@@ -443,7 +446,7 @@ class TraceStore(Generic[C]):
         trace.size += cost
         self.size += cost
 
-    def admit_event(self, item: LogEvent) -> Admission[C]:
+    def admit_event(self, item: LogEvent, arrived_ns: int) -> Admission[C]:
         """Join a GenAI log event to its span now, or keep it until the span comes (see the module docstring).
 
         STORED: joined or waiting (the settle times of `touched` start again, as for a span); LATE: its span
@@ -457,7 +460,7 @@ class TraceStore(Generic[C]):
             if seen is not None and item.span_id in seen:
                 self.finished.put(item.trace_id, seen)
                 return Admission(_LATE)
-            trace, evicted = self._open(item.trace_id, seen)
+            trace, evicted = self._open(item.trace_id, seen, arrived_ns)
         elif trace.earlier is not None and item.span_id in trace.earlier:
             return Admission(_LATE, trace)
         node = trace.records.get(item.span_id)
