@@ -429,7 +429,8 @@ def test_a_runs_scalar_attributes_are_kept_bounded_for_match_selectors(tmp_path:
         3,
         True,
     )
-    assert "long" not in with_values.attributes and "list" not in with_values.attributes
+    assert "long" not in with_values.attributes
+    assert "list" not in with_values.attributes
     assert len(with_values.attributes) == 32
     assert with_values.resource == {"service.name": "travel-svc"}
     assert (without.attributes, without.resource) == ({}, {})

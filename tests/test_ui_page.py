@@ -340,8 +340,14 @@ def test_the_page_previews_and_writes_an_expectation_matching_a_chosen_attribute
         csrf = re.search(r'name=csrf value="([^"]+)"', preview)
         assert csrf is not None
         form_fields = urlencode(
-            [("csrf", csrf.group(1)), ("name", "ui.tenant"), ("mode", "strict"), ("args_mode", "subset")]
-            + [("match_input", "0"), ("match_attribute", "tenant")]
+            [
+                ("csrf", csrf.group(1)),
+                ("name", "ui.tenant"),
+                ("mode", "strict"),
+                ("args_mode", "subset"),
+                ("match_input", "0"),
+                ("match_attribute", "tenant"),
+            ]
         )
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
         conn.request("POST", "/run/1/expect", form_fields, {"content-type": "application/x-www-form-urlencoded"})
