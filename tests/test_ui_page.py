@@ -233,7 +233,15 @@ def test_hostile_values_are_escaped_in_every_view(tmp_path: Path, registry: Regi
     expectation = registry.put({**TRAVEL, "match": {"agent": hostile}})
     store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
     calls = (ToolCall(name=hostile, args={hostile: hostile}, args_state="value"),)
-    run = AgentRun(trace_id="a" * 32, span_id="b" * 16, agent_name=hostile, input=hostile, calls=calls)
+    run = AgentRun(
+        trace_id="a" * 32,
+        span_id="b" * 16,
+        agent_name=hostile,
+        input=hostile,
+        calls=calls,
+        attributes={hostile: hostile},  # offered as a `match` selector on the run's page
+        resource={"service.name": hostile},
+    )
     _score(store, expectation, run)
     assert store.flush(5)
     store.close()
@@ -248,6 +256,7 @@ def test_hostile_values_are_escaped_in_every_view(tmp_path: Path, registry: Regi
         assert "<script>alert" not in html
         assert "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages[2]
+    assert pages[2].count('name=match_attribute value="&quot;&gt;&lt;script&gt;alert(1)') == 1  # the span attribute
     assert pages[1].count("&lt;script&gt;alert(1)") >= 2  # the filtered list holds the run, the form its agent
 
 
