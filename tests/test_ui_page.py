@@ -386,3 +386,35 @@ def html_text(text: str) -> str:
     import html
 
     return html.unescape(text)
+
+
+def test_the_expectations_view_counts_runs_passed_with_their_trend_last_failure_and_history(
+    tmp_path: Path, registry: Registry
+) -> None:
+    """Run 1 passes both scorers, run 2 fails one of two: half the runs passed (the scorer pass rate is 3/4)."""
+    two = {**TRAVEL, "scorers": [*TRAVEL["scorers"], {"type": "tool_selection", "expected_tool": "book_flight"}]}
+    registry.put(TRAVEL)
+    expectation = registry.put(two)
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    _score(store, expectation, _run(1))
+    _score(store, expectation, _run(2, to="LAX"))
+    assert store.close()
+    server = _serve(tmp_path / "scores.db", registry)
+    try:
+        pages = {window: _get(server, f"/expectations?window={window}")[2] for window in ("1h", "1d", "7d")}
+        _, _, history = _get(server, "/expectations/travel.book")
+    finally:
+        server.stop()
+    failing = runs_page(tmp_path / "scores.db")[0].row_id
+    for window, html in pages.items():
+        row = re.search(r"<tr><td><code>travel.book</code></td>(.*?)</tr>", html, re.S)
+        assert row is not None, window
+        cells = re.findall(r"<td>(.*?)</td>", row.group(1), re.S)
+        assert re.sub(r"<[^>]+>", "", cells[1]) == "2"  # runs
+        assert cells[2] == "50%"  # runs passed / runs
+        assert cells[3] == "0.750"  # mean score: 1, 1, 0, 1
+        assert cells[4].count('class="ok"') == 1  # one slice scored, half of it passing
+        assert f'href="/run/{failing}"' in cells[5]
+        assert f"<b>{window}</b>" in html
+    assert re.search(r"<h2>v2 .*?</h2>.*<h2>v1 ", history, re.S)  # newest first
+    assert "expected_tool: book_flight" in history
