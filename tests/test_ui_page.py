@@ -418,3 +418,27 @@ def test_the_expectations_view_counts_runs_passed_with_their_trend_last_failure_
         assert f"<b>{window}</b>" in html
     assert re.search(r"<h2>v2 .*?</h2>.*<h2>v1 ", history, re.S)  # newest first
     assert "expected_tool: book_flight" in history
+
+
+def test_a_run_breaking_a_policy_shows_the_broken_rule_under_its_call(tmp_path: Path, registry: Registry) -> None:
+    policy = {
+        "name": "travel.policy",
+        "match": {"agent": "travel"},
+        "scorers": [{"type": "tool_policy", "before": [["confirm", "book_flight"]]}],
+    }
+    expectation = registry.put(policy)
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    _score(store, expectation, _run(1))  # books without confirming
+    assert store.close()
+    server = _serve(tmp_path / "scores.db", registry)
+    try:
+        _, _, html = _get(server, "/run/1")
+    finally:
+        server.stop()
+    diff = re.search(r'<table class="diff">.*?</table>', html, re.S)
+    assert diff is not None
+    broken = re.findall(r"<tr class=bad>(.*?)</tr>", diff.group(0), re.S)
+    assert len(broken) == 1
+    assert "book_flight" in broken[0]
+    assert "before" in broken[0]
+    assert "confirm" in broken[0]
