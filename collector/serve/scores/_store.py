@@ -132,9 +132,9 @@ _MAX_REQUEST_CHARS = 2_000
 _RunRow = tuple[str, str, str | None, str, int, int, int, str | None, str | None, str | None]
 """A run's row without its id: trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,
 agent_version, request, values_json."""
-_Pending = tuple[_RunRow, tuple[Any, ...], tuple[tuple[Any, ...], ...]]
-"""A run's row, one score's row, and the sampled-out scorers' rows (`_run_values.sampled_out_rows`), without
-the run id."""
+_Pending = tuple[_RunRow, tuple[Any, ...] | None, tuple[tuple[Any, ...], ...]]
+"""A run's row, one score's row (None: an expectation all of whose scorers were sampled out), and the
+sampled-out scorers' rows (`_run_values.sampled_out_rows`), without the run id."""
 _RETAIN_EVERY_S = 10.0
 """Age retention also runs this often when nothing is written."""
 
@@ -220,8 +220,13 @@ class ScoreStore:
         self._thread = threading.Thread(target=self._run, name="toolscore-score-store", daemon=True)
         self._thread.start()
 
+    def record_sampled_out(self, run: AgentRun, expectation: Expectation, agent_version: str | None = None) -> None:
+        """Queue the run with the expectation it matched whose every scorer was sampled out of it (the
+        `Engine.on_sampled_out` callback): no result comes for it, and the run would be missing or look checked."""
+        self.record(run, expectation, None, agent_version)
+
     def record(
-        self, run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None = None
+        self, run: AgentRun, expectation: Expectation, result: ScoreResult | None, agent_version: str | None = None
     ) -> None:
         """Queue one result for the writer; the `Engine.on_scored` callback (`agent_version`: the run's).
 
@@ -256,7 +261,8 @@ class ScoreStore:
         if key not in seen:
             seen.add(key)
             sampled = sampled_out_rows(expectation, run.trace_id)
-        self._pending.append((run_row, _score_row(expectation, result, now), sampled))
+        score_row = None if result is None else _score_row(expectation, result, now)
+        self._pending.append((run_row, score_row, sampled))
         self._enqueued += 1
 
     def flush(self, timeout_s: float) -> bool:
@@ -380,7 +386,8 @@ class ScoreStore:
                         run_id = ids[key] = next_id
                         next_id += 1
                         runs.append((run_id, *run_row))
-                    scores.append((run_id, *score_row))
+                    if score_row is not None:
+                        scores.append((run_id, *score_row))
                     sampled.extend((run_id, *row) for row in sampled_rows)
                 db.executemany(_INSERT_RUN, runs)
                 db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
