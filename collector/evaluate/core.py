@@ -19,7 +19,6 @@ from typing import Protocol
 from toolscore.collector.evaluate.diff import diff_for_scorer
 from toolscore.collector.evaluate.inputs import (
     EvalInputError,
-    names_by_file,
     read_expectations,
     read_traces,
     trace_files,
@@ -198,8 +197,8 @@ def run_eval(
         raise ValueError(f"min_pass_rate must be within 0..1, got {min_pass_rate}")
     progress = progress or _NoProgress()
     privacy = (extract or ExtractConfig()).privacy
-    expectation_files, loaded = read_expectations(expectations, privacy)
-    enabled = sorted((exp for exp in loaded if exp.enabled), key=lambda exp: exp.name)
+    by_file = read_expectations(expectations, privacy)
+    enabled = sorted((exp for found in by_file.values() for exp in found if exp.enabled), key=lambda exp: exp.name)
     files = trace_files(traces)
     progress.phase("reading traces", len(files))
     inputs = read_traces(files, on_file=lambda _: progress.advance())
@@ -217,7 +216,7 @@ def run_eval(
     ]
     summary = InputSummary(
         trace_files=[str(p) for p in inputs.files],
-        expectation_files=[str(p) for p in expectation_files],
+        expectation_files=[str(p) for p in by_file],
         spans=len(inputs.spans),
         skipped_spans=inputs.stats.skipped_total,
         skipped_examples=inputs.stats.examples,
@@ -225,7 +224,7 @@ def run_eval(
         base64_id_spans=inputs.stats.id_encodings.get("base64", 0),
     )
     matched = {result.expectation for result in results}
-    nothing = [] if allow_empty else _nothing_scored(expectation_files, matched, runs)
+    nothing = [] if allow_empty else _nothing_scored(by_file, matched, runs)
     return EvalResult(
         ok=all(s.ok for s in summaries) and not nothing,
         nothing_scored=nothing,
@@ -242,12 +241,12 @@ def _no_usable_span(files: int, skipped: int) -> str:
     return f"nothing to evaluate: no usable span in {files} trace file(s): {why} (--allow-empty accepts it)"
 
 
-def _nothing_scored(files: list[Path], matched: set[str], runs: list[AgentRun]) -> list[str]:
+def _nothing_scored(by_file: dict[Path, list[Expectation]], matched: set[str], runs: list[AgentRun]) -> list[str]:
     """Why each expectation file that scored no run checked nothing: the agents of the runs seen."""
     agents = Counter(run.agent_name or "(unnamed)" for run in runs)
     seen = ", ".join(f"agent {name!r} ({n})" for name, n in agents.most_common()) or "none"
     return [
         f"{path}: no run matched its expectations; runs seen: {seen}"
-        for path, names in names_by_file(files).items()
-        if names and not names & matched
+        for path, found in by_file.items()
+        if found and not {exp.name for exp in found} & matched
     ]

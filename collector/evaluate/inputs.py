@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolscore.collector.extract.privacy import PrivacyConfig
-from toolscore.collector.registry import Expectation, InvalidExpectation, load_paths
-from toolscore.collector.registry._files import expand_paths
+from toolscore.collector.registry import Expectation, InvalidExpectation
+from toolscore.collector.registry._files import load_by_file
 from toolscore.collector.sources import (
     NOT_A_TRACE_EXPORT,
     DecodeStats,
@@ -119,25 +119,19 @@ def read_traces(paths: Iterable[str | Path], on_file: Callable[[Path], None] | N
     return out
 
 
-def names_by_file(files: Sequence[Path]) -> dict[Path, set[str]]:
-    """The names of the expectations each file holds (files `read_expectations` already read and checked)."""
-    return {path: {exp.name for exp in load_paths([path])} for path in files}
-
-
 def read_expectations(
     paths: Sequence[str | Path], privacy: PrivacyConfig | None = None
-) -> tuple[list[Path], list[Expectation]]:
-    """The expectation files and every expectation in them; raises `EvalInputError` (file:line: field: what).
+) -> dict[Path, list[Expectation]]:
+    """Every expectation file and the expectations in it; raises `EvalInputError` (file:line: field: what).
 
     `privacy`: the settings runs are masked with; an argument rule they make uncheckable is refused."""
-    files = expand_paths(paths)
     missing = [f"{path}: no such file or directory" for path in map(Path, paths) if not path.exists()]
     if missing:
         raise EvalInputError(missing)
     try:
-        expectations = load_paths(files, privacy=privacy)
+        by_file = load_by_file(paths, privacy=privacy)
     except InvalidExpectation as exc:
         raise EvalInputError([str(problem) for problem in exc.problems]) from None
-    if not expectations:
+    if not any(by_file.values()):
         raise EvalInputError([f"{', '.join(map(str, paths))}: no expectations found"])
-    return files, expectations
+    return by_file

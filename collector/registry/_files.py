@@ -31,7 +31,7 @@ from toolscore.collector.yaml_lines import line_of as _line
 if TYPE_CHECKING:
     from toolscore.collector.extract.privacy import PrivacyConfig
 
-__all__ = ["EXTENSIONS", "FileWatcher", "expand_paths", "load_file", "load_paths"]
+__all__ = ["EXTENSIONS", "FileWatcher", "expand_paths", "load_by_file", "load_file", "load_paths"]
 
 EXTENSIONS = (".yaml", ".yml", ".json")
 
@@ -137,11 +137,18 @@ def load_paths(paths: Iterable[str | Path], *, privacy: PrivacyConfig | None = N
 
     Raises `InvalidExpectation` listing every problem, `UnreadableFiles` when a file could not be read at all.
     """
-    out: list[Expectation] = []
+    return [exp for found in load_by_file(paths, privacy=privacy).values() for exp in found]
+
+
+def load_by_file(paths: Iterable[str | Path], *, privacy: PrivacyConfig | None = None) -> dict[Path, list[Expectation]]:
+    """`load_paths`, keeping which file each expectation came from (every file read, in order, even if empty):
+    `eval` names the files whose expectations matched no run."""
+    out: dict[Path, list[Expectation]] = {}
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     unreadable = False
     for path in expand_paths(paths):
+        found = out.setdefault(path, [])
         try:
             documents = _documents(path)
         except InvalidExpectation as exc:
@@ -175,7 +182,7 @@ def load_paths(paths: Iterable[str | Path], *, privacy: PrivacyConfig | None = N
                 continue
             seen[exp.name] = where
             warn_if_unmatchable(exp, where)
-            out.append(exp)
+            found.append(exp)
     if problems:
         raise (UnreadableFiles if unreadable else InvalidExpectation)(problems)
     return out
