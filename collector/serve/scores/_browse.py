@@ -126,12 +126,17 @@ class ExpectationTrend:
         return self.passed / self.runs if self.runs else None
 
 
+_FAILED = "label IS NOT 'pass' OR error_type IS NOT NULL"
+"""A score that fails its run: a fail, or a scorer error (no label)."""
+
+
 def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: int = 24) -> list[ExpectationTrend]:
     """Every expectation scored since `start_ns`, with `buckets` equal slices of [start_ns, end_ns).
 
-    One pass over the window's scores, grouped by expectation and run (a run's verdict: all its scores
-    passed), then by slice (a run falls in the slice of its first score: a judge's may come later); the
-    totals are the slices' sums, and the last failure is the newest failing run in the window.
+    One pass over the window's scores, grouped by expectation and slice: a slice's runs passed are its runs
+    less those with a score that did not pass (a run's scores are recorded together, so a run falls in one
+    slice; a judge's late result may put it in the next too); the totals are the slices' sums, and the last
+    failure is the newest failing run in the window.
     """
     width = max(1, (end_ns - start_ns) // buckets)
     out: dict[str, ExpectationTrend] = {}
@@ -139,12 +144,11 @@ def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: in
     valued: dict[str, int] = {}
     with reading(path) as db:
         rows = db.execute(
-            "SELECT expectation, min(?, max(0, (first_ns - ?) / ?)) AS b, sum(n), sum(ok), sum(total), sum(valued),"
-            " count(*), max(CASE WHEN ok = 0 THEN run_id END)"
-            " FROM (SELECT expectation, run_id, min(scored_ns) AS first_ns, count(*) AS n, sum(value) AS total,"
-            " count(value) AS valued, min(coalesce(label = 'pass' AND error_type IS NULL, 0)) AS ok"
-            " FROM scores WHERE scored_ns >= ? GROUP BY expectation, run_id)"
-            " GROUP BY expectation, b",
+            "SELECT expectation, min(?, max(0, (scored_ns - ?) / ?)) AS b, count(*),"
+            f" count(DISTINCT run_id) - count(DISTINCT CASE WHEN {_FAILED} THEN run_id END),"
+            " sum(value), count(value), count(DISTINCT run_id),"
+            f" max(CASE WHEN {_FAILED} THEN run_id END)"
+            " FROM scores WHERE scored_ns >= ? GROUP BY expectation, b",
             (buckets - 1, start_ns, width, start_ns),
         ).fetchall()
     for name, index, count, passed, total, n_valued, runs, failed in rows:
