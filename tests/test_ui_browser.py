@@ -145,6 +145,7 @@ def test_the_demo_runs_appear_with_their_requests(site: Page, tmp_path: Path) ->
     assert page.locator("#rows .chip.pass").count() > 0
     page.screenshot(path=str(tmp_path / "runs.png"), full_page=True)
     assert (tmp_path / "runs.png").stat().st_size > 10_000
+    assert f"the runs page on {site.url}" in site.serve.log()  # serve's ready line links the page
 
 
 def test_a_failing_run_shows_the_missing_call_in_its_diff(site: Page, tmp_path: Path) -> None:
