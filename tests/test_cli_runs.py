@@ -169,3 +169,38 @@ def test_a_registry_given_for_the_score_store_is_named_and_left_unchanged(tmp_pa
     )
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["registry.db"]  # no -wal, no -shm left beside it
+
+
+def test_a_scorer_sampled_out_of_a_run_is_listed_as_sampled(tmp_path: Path) -> None:
+    sampled = Expectation.model_validate(
+        {
+            **doc("sampled"),
+            "version": 4,
+            "scorers": [{"type": "tool_selection", "expected_tool": "x", "sample_rate": 0}],
+        }
+    )
+    both = Expectation.model_validate(
+        {
+            **doc("both"),
+            "scorers": [doc("both")["scorers"][0], {**doc("both")["scorers"][0], "sample_rate": 0.0, "name": "costly"}],
+        }
+    )
+    path = tmp_path / "scores.db"
+    store = ScoreStore(ScoreStoreConfig(path=str(path), write_interval_ms=10))
+    store.record(run(1, "travel"), TRAVEL, _score(1.0))
+    store.record(run(1, "travel"), sampled, _score(1.0))  # stands for a result of another of its scorers
+    store.record(run(2, "travel"), both, _score(1.0))
+    assert store.close()
+    code, out, _ = invoke("--db", str(path))
+    assert code == 0
+    lines = out.splitlines()
+    costly = next(line for line in lines if "costly" in line)
+    assert costly.split()[:4] == ["both", "costly", "-", "sampled"]
+    assert costly.rstrip().endswith("not run on this run (sample_rate 0)")
+    assert sum("not run on this run" in line for line in lines) == 2
+    code, out, _ = invoke("--db", str(path), "-o", "json")
+    items = {item["span_id"][-1]: item for item in json.loads(out)}
+    assert items["1"]["sampled_out"] == [
+        {"expectation": "sampled", "version": 4, "scorer": "tool_selection", "sample_rate": 0.0}
+    ]
+    assert [s["scorer"] for s in items["2"]["sampled_out"]] == ["costly"]

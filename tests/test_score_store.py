@@ -272,11 +272,11 @@ def test_a_store_of_schema_0_is_upgraded_with_its_runs_and_scores(tmp_path: Path
     (kept,) = query_runs(path)  # the old run was the oldest of two: retention deleted it, scores and all
     assert (kept.span_id, [s.scorer for s in kept.scores]) == (f"{1:016x}", ["tool_selection"])
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
         assert db.execute("SELECT id FROM runs").fetchall() == [(8,)]  # ids go on after the old ones
         assert db.execute("SELECT count(*) FROM scores").fetchone() == (1,)
         indexes = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert indexes == {"runs_scored", "scores_run"}  # the unique index on (trace_id, span_id) is gone
+        assert indexes == {"runs_scored", "scores_run", "sampled_run"}  # the one on (trace_id, span_id) is gone
         assert db.execute("PRAGMA foreign_key_check").fetchall() == []
         assert db.execute("PRAGMA foreign_key_list(scores)").fetchone()[2] == "runs"
     db.close()
@@ -298,7 +298,7 @@ def test_a_store_written_by_a_newer_toolscore_is_refused(tmp_path: Path) -> None
     with sqlite3.connect(tmp_path / "scores.db") as db:
         db.execute("PRAGMA user_version = 9")
     db.close()
-    with pytest.raises(ValueError, match=r"schema version 9 was written by a newer toolscore \(this one knows 2\)"):
+    with pytest.raises(ValueError, match=r"schema version 9 was written by a newer toolscore \(this one knows 3\)"):
         store_at(tmp_path)
 
 
@@ -347,9 +347,9 @@ def test_a_store_of_schema_1_opens_upgraded_and_keeps_its_runs(tmp_path: Path) -
     store.record(run(3), TRAVEL, passed(), "2.0")
     assert store.close()
     with closing(sqlite3.connect(path)) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
         columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
-        assert columns[-2:] == ["agent_version", "request"]  # the request column is added after the migrations
+        assert columns[-3:] == ["agent_version", "values_json", "request"]  # request: added after the migrations
         assert db.execute("SELECT id, agent_version FROM runs ORDER BY id").fetchall() == [
             (1, None),
             (2, None),
@@ -374,3 +374,95 @@ def test_a_store_of_schema_1_is_read_as_it_is_without_upgrading_it(tmp_path: Pat
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (1,)
     assert path.read_bytes() == SCHEMA_1_STORE.read_bytes()
+
+
+SAMPLED = Expectation.model_validate(
+    {
+        **doc("sampled"),
+        "version": 2,
+        "scorers": [
+            {"type": "tool_selection", "expected_tool": "book_flight"},
+            {"type": "tool_selection", "expected_tool": "search_flights", "name": "never", "sample_rate": 0.0},
+        ],
+    }
+)
+"""Two scorers; the second's `sample_rate` 0 leaves it out of every run."""
+
+
+def test_the_scorers_sampled_out_of_a_run_are_stored_with_it_once(tmp_path: Path) -> None:
+    store = store_at(tmp_path)
+    store.record(run(1), SAMPLED, passed())
+    store.record(run(1), TRAVEL, passed())
+    assert store.flush(5)
+    store.record(run(2), TRAVEL, passed())
+    store.record(run(1), SAMPLED, passed("judge"))  # a late result of run 1: its sampled-out scorer again
+    assert store.close()
+    by_span = {r.span_id[-1]: r for r in query_runs(tmp_path / "scores.db")}
+    assert [(s.expectation, s.version, s.scorer, s.sample_rate) for s in by_span["1"].sampled_out] == [
+        ("sampled", 2, "never", 0.0)
+    ]
+    assert by_span["1"].sampled
+    assert (by_span["2"].sampled_out, by_span["2"].sampled) == ((), False)
+
+
+def test_retention_deletes_a_runs_sampled_out_scorers_with_it(tmp_path: Path) -> None:
+    store = store_at(tmp_path, max_runs=1)
+    store.record(run(1), SAMPLED, passed())
+    assert store.flush(5)
+    store.record(run(2), TRAVEL, passed())
+    assert store.close()
+    with closing(sqlite3.connect(tmp_path / "scores.db")) as db:
+        assert db.execute("SELECT count(*) FROM sampled").fetchone() == (0,)
+
+
+def test_a_runs_scalar_attributes_are_kept_bounded_for_match_selectors(tmp_path: Path) -> None:
+    attributes: dict[str, object] = {"tenant": "acme", "tier": 3, "beta": True, "long": "x" * 1000, "list": ["a"]}
+    attributes |= {f"k{i:02}": i for i in range(40)}
+    resource = {"service.name": "travel-svc", "bad": float("nan")}
+    store = store_at(tmp_path)
+    store.record(run(1).model_copy(update={"attributes": attributes, "resource": resource}), TRAVEL, passed())
+    store.record(run(2), TRAVEL, passed())
+    assert store.close()
+    with_values, without = sorted(query_runs(tmp_path / "scores.db"), key=lambda r: r.span_id)
+    assert (with_values.attributes["tenant"], with_values.attributes["tier"], with_values.attributes["beta"]) == (
+        "acme",
+        3,
+        True,
+    )
+    assert "long" not in with_values.attributes
+    assert "list" not in with_values.attributes
+    assert len(with_values.attributes) == 32
+    assert with_values.resource == {"service.name": "travel-svc"}
+    assert (without.attributes, without.resource) == ({}, {})
+
+
+SCHEMA_2_STORE = Path(__file__).parent / "testdata" / "score_store" / "schema2.db"
+"""A store as toolscore wrote it before runs kept their attributes and sampled-out scorers (schema 2): two runs of
+agent `travel` (version 1.0, requests "request 1" and "request 2") against `travel` v3, span 1 passing, 2 failing."""
+
+
+def test_a_store_of_schema_2_opens_upgraded_and_keeps_its_runs(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    path.write_bytes(SCHEMA_2_STORE.read_bytes())
+    store = store_at(tmp_path, max_age_s=1e12)
+    store.record(run(3).model_copy(update={"attributes": {"tenant": "acme"}}), SAMPLED, passed())
+    assert store.close()
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+    runs = query_runs(path)
+    assert [(r.span_id[-1], r.request, [s.label for s in r.scores], r.sampled, r.attributes) for r in runs] == [
+        ("3", None, ["pass"], True, {"tenant": "acme"}),
+        ("2", "request 2", ["fail"], False, {}),
+        ("1", "request 1", ["pass"], False, {}),
+    ]
+
+
+def test_a_store_of_schema_2_is_read_as_it_is_without_upgrading_it(tmp_path: Path) -> None:
+    path = tmp_path / "scores.db"
+    path.write_bytes(SCHEMA_2_STORE.read_bytes())
+    runs = query_runs(path)
+    assert [(r.span_id[-1], r.agent_version, r.sampled_out, r.attributes) for r in runs] == [
+        ("2", "1.0", (), {}),
+        ("1", "1.0", (), {}),
+    ]
+    assert path.read_bytes() == SCHEMA_2_STORE.read_bytes()

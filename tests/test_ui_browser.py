@@ -146,6 +146,7 @@ def test_the_demo_runs_appear_with_their_requests(site: Page, tmp_path: Path) ->
     assert page.locator("#rows .chip.pass").count() > 0
     page.screenshot(path=str(tmp_path / "runs.png"), full_page=True)
     assert (tmp_path / "runs.png").stat().st_size > 10_000
+    assert f"the runs page on {site.url}" in site.serve.log()  # serve's ready line links the page
 
 
 def test_a_failing_run_shows_the_missing_call_in_its_diff(site: Page, tmp_path: Path) -> None:
@@ -160,6 +161,25 @@ def test_a_failing_run_shows_the_missing_call_in_its_diff(site: Page, tmp_path: 
     assert '"Tokyo"' in missing.first.inner_text() or '"Paris"' in missing.first.inner_text()
     assert page.locator("h3 .fail").count() >= 1  # the failing scorer's verdict
     page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+
+
+def test_the_runs_and_a_run_read_without_javascript(site: Page) -> None:
+    context = site.browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(site.url + "?agent=demo-weather-agent&verdict=fail")
+        rows = _rows(page)
+        assert rows
+        assert {row["agent"] for row in rows} == {"demo-weather-agent"}
+        page.locator("#rows tr.bad a").first.click()
+        page.wait_for_url("**/run/*")
+        assert "get_weather" in page.locator("table.diff").first.inner_text()
+        assert page.locator("#request").inner_text()
+        page.goto(site.url + "expectations")
+        assert page.locator("table").count() >= 1
+    finally:
+        context.close()
 
 
 def test_the_agent_filter_narrows_the_list(site: Page) -> None:
@@ -184,8 +204,10 @@ def test_a_run_made_an_expectation_scores_the_next_identical_run_as_pass(site: P
     page.wait_for_url("**/run/*")
     page.fill("#from-run input[name=name]", "ui.travel.right-booking")
     page.select_option("#from-run select[name=mode]", "strict")
+    page.check('#match-attributes input[value="service.name"]')  # the run's resource: matched under `service`
     page.click("#from-run button[type=submit]")
     preview = page.locator("#preview").inner_text()
+    assert "service:\n      equals: toolscore-demo" in preview, preview
     assert "name: ui.travel.right-booking" in preview
     assert "search_flights" in preview
     assert "mode: strict" in preview

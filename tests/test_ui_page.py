@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from tests.serve_harness import free_port
 from toolscore.collector.cli import main
 from toolscore.collector.registry import Expectation, Registry, RegistryConfig, SqliteStoreConfig, parse_expectation
+from toolscore.collector.registry._matching import matches
 from toolscore.collector.serve.scores import ScoreStoreConfig, query_runs, run_by_span, runs_page
 from toolscore.collector.serve.scores._store import ScoreStore
 from toolscore.collector.ui import UiConfig, UiServer, expectation_from_run, start_ui
@@ -232,7 +233,15 @@ def test_hostile_values_are_escaped_in_every_view(tmp_path: Path, registry: Regi
     expectation = registry.put({**TRAVEL, "match": {"agent": hostile}})
     store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
     calls = (ToolCall(name=hostile, args={hostile: hostile}, args_state="value"),)
-    run = AgentRun(trace_id="a" * 32, span_id="b" * 16, agent_name=hostile, input=hostile, calls=calls)
+    run = AgentRun(
+        trace_id="a" * 32,
+        span_id="b" * 16,
+        agent_name=hostile,
+        input=hostile,
+        calls=calls,
+        attributes={hostile: hostile},  # offered as a `match` selector on the run's page
+        resource={"service.name": hostile},
+    )
     _score(store, expectation, run)
     assert store.flush(5)
     store.close()
@@ -247,6 +256,7 @@ def test_hostile_values_are_escaped_in_every_view(tmp_path: Path, registry: Regi
         assert "<script>alert" not in html
         assert "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in pages[2]
+    assert pages[2].count('name=match_attribute value="&quot;&gt;&lt;script&gt;alert(1)') == 1  # the span attribute
     assert pages[1].count("&lt;script&gt;alert(1)") >= 2  # the filtered list holds the run, the form its agent
 
 
@@ -276,3 +286,159 @@ def test_toolscore_ui_serves_the_page_on_a_store_alone(scored: Path, tmp_path: P
     missing = CliRunner().invoke(main, ["ui", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 1
     assert "no score store at" in missing.output
+
+
+def _attributed(tmp_path: Path, registry: Registry) -> Path:
+    """A store with one run (1) of agent travel carrying span attribute `tenant` and resource `service.name`,
+    scored against an expectation whose second scorer (`sample_rate` 0) never runs."""
+    expectation = registry.put(
+        {**TRAVEL, "scorers": [*TRAVEL["scorers"], {**TRAVEL["scorers"][0], "sample_rate": 0, "name": "costly"}]}
+    )
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    run = _run(1).model_copy(update={"attributes": {"tenant": "acme"}, "resource": {"service.name": "travel-svc"}})
+    store.record(run, expectation, expectation.scorers[0].scorer.score(run))
+    assert store.close()
+    return tmp_path / "scores.db"
+
+
+def test_a_run_with_a_sampled_out_scorer_is_flagged_sampled(tmp_path: Path, registry: Registry) -> None:
+    server = _serve(_attributed(tmp_path, registry), registry)
+    try:
+        _, _, listed = _get(server, "/")
+        _, _, one = _get(server, "/run/1")
+    finally:
+        server.stop()
+    assert re.search(r'<span class="flag sampled" title="[^"]*travel.book v1 / costly \(sample_rate 0\)', listed)
+    assert "sampled: not scored by (sampled out): travel.book v1 / costly (sample_rate 0)" in one
+
+
+def test_a_run_made_an_expectation_can_match_a_chosen_attribute(tmp_path: Path, registry: Registry) -> None:
+    (run,) = run_by_span(_attributed(tmp_path, registry), f"{1:032x}")
+    built = expectation_from_run(run, match_input=False, match_attributes=("tenant", "service.name"))
+    document = yaml.safe_load(built.yaml)["expectations"][0]
+    assert document["match"] == {
+        "agent": "travel",
+        "attributes": {"tenant": {"equals": "acme"}},
+        "service": {"equals": "travel-svc"},
+    }
+    same = _run(5).model_copy(update={"attributes": {"tenant": "acme"}, "resource": {"service.name": "travel-svc"}})
+    assert matches(built.expectation.match, same)
+    assert not matches(built.expectation.match, same.model_copy(update={"attributes": {"tenant": "other"}}))
+    baggage = same.model_copy(update={"attributes": {"baggage.tenant": "acme"}})
+    assert matches(built.expectation.match, baggage)  # read as the matcher reads it
+    with pytest.raises(ValueError, match=r"no attribute 'region' to match on \(it has: tenant, service.name\)"):
+        expectation_from_run(run, match_attributes=("region",))
+
+
+def test_the_page_previews_and_writes_an_expectation_matching_a_chosen_attribute(
+    tmp_path: Path, registry: Registry
+) -> None:
+    server = _serve(_attributed(tmp_path, registry), registry)
+    try:
+        _, _, form = _get(server, "/run/1")
+        assert 'name=match_attribute value="tenant"' in form
+        assert 'name=match_attribute value="service.name"' in form
+        _, _, preview = _get(server, "/run/1/expect?name=ui.tenant&mode=strict&args_mode=subset&match_attribute=tenant")
+        shown = re.search(r'<pre id="preview">(.*?)</pre>', preview, re.S)
+        assert shown is not None
+        assert yaml.safe_load(html_text(shown.group(1)))["expectations"][0]["match"] == {
+            "agent": "travel",
+            "attributes": {"tenant": {"equals": "acme"}},
+        }
+        assert 'type=hidden name=match_attribute value="tenant"' in preview
+        csrf = re.search(r'name=csrf value="([^"]+)"', preview)
+        assert csrf is not None
+        form_fields = urlencode(
+            [
+                ("csrf", csrf.group(1)),
+                ("name", "ui.tenant"),
+                ("mode", "strict"),
+                ("args_mode", "subset"),
+                ("match_input", "0"),
+                ("match_attribute", "tenant"),
+            ]
+        )
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        conn.request("POST", "/run/1/expect", form_fields, {"content-type": "application/x-www-form-urlencoded"})
+        assert conn.getresponse().status == 303
+        conn.close()
+    finally:
+        server.stop()
+    assert registry.get("ui.tenant").match.attributes["tenant"].value == "acme"
+
+
+def test_from_run_matches_the_attributes_given(tmp_path: Path, registry: Registry) -> None:
+    scores = _attributed(tmp_path, registry)
+    args = ["expectations", "from-run", f"{1:032x}", "--scores", str(scores), "--no-match-input"]
+    printed = CliRunner().invoke(main, [*args, "--match-attribute", "service.name", "--match-attribute", "tenant"])
+    assert printed.exit_code == 0, printed.output
+    assert yaml.safe_load(printed.stdout)["expectations"][0]["match"] == {
+        "agent": "travel",
+        "attributes": {"tenant": {"equals": "acme"}},
+        "service": {"equals": "travel-svc"},
+    }
+    missing = CliRunner().invoke(main, [*args, "--match-attribute", "region"])
+    assert missing.exit_code == 1
+    assert "no attribute 'region'" in missing.output
+
+
+def html_text(text: str) -> str:
+    import html
+
+    return html.unescape(text)
+
+
+def test_the_expectations_view_counts_runs_passed_with_their_trend_last_failure_and_history(
+    tmp_path: Path, registry: Registry
+) -> None:
+    """Run 1 passes both scorers, run 2 fails one of two: half the runs passed (the scorer pass rate is 3/4)."""
+    two = {**TRAVEL, "scorers": [*TRAVEL["scorers"], {"type": "tool_selection", "expected_tool": "book_flight"}]}
+    registry.put(TRAVEL)
+    expectation = registry.put(two)
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    _score(store, expectation, _run(1))
+    _score(store, expectation, _run(2, to="LAX"))
+    assert store.close()
+    server = _serve(tmp_path / "scores.db", registry)
+    try:
+        pages = {window: _get(server, f"/expectations?window={window}")[2] for window in ("1h", "1d", "7d")}
+        _, _, history = _get(server, "/expectations/travel.book")
+    finally:
+        server.stop()
+    failing = runs_page(tmp_path / "scores.db")[0].row_id
+    for window, html in pages.items():
+        row = re.search(r"<tr><td><code>travel.book</code></td>(.*?)</tr>", html, re.S)
+        assert row is not None, window
+        cells = re.findall(r"<td>(.*?)</td>", row.group(1), re.S)
+        assert re.sub(r"<[^>]+>", "", cells[1]) == "2"  # runs
+        assert cells[2] == "50%"  # runs passed / runs
+        assert cells[3] == "0.750"  # mean score: 1, 1, 0, 1
+        assert cells[4].count('class="ok"') == 1  # one slice scored, half of it passing
+        assert f'href="/run/{failing}"' in cells[5]
+        assert f"<b>{window}</b>" in html
+    assert re.search(r"<h2>v2 .*?</h2>.*<h2>v1 ", history, re.S)  # newest first
+    assert "expected_tool: book_flight" in history
+
+
+def test_a_run_breaking_a_policy_shows_the_broken_rule_under_its_call(tmp_path: Path, registry: Registry) -> None:
+    policy = {
+        "name": "travel.policy",
+        "match": {"agent": "travel"},
+        "scorers": [{"type": "tool_policy", "before": [["confirm", "book_flight"]]}],
+    }
+    expectation = registry.put(policy)
+    store = ScoreStore(ScoreStoreConfig(path=str(tmp_path / "scores.db"), write_interval_ms=10))
+    _score(store, expectation, _run(1))  # books without confirming
+    assert store.close()
+    server = _serve(tmp_path / "scores.db", registry)
+    try:
+        _, _, html = _get(server, "/run/1")
+    finally:
+        server.stop()
+    diff = re.search(r'<table class="diff">.*?</table>', html, re.S)
+    assert diff is not None
+    broken = re.findall(r"<tr class=bad>(.*?)</tr>", diff.group(0), re.S)
+    assert len(broken) == 1
+    assert "book_flight" in broken[0]
+    assert "before" in broken[0]
+    assert "confirm" in broken[0]

@@ -1,9 +1,10 @@
 """`toolscore expectations from-run`: a scored run, read from the score store, made an expectation.
 
 The same document the page's "make this run an expectation" writes (`toolscore.collector.ui.expectation_from_run`):
-`match` on the run's agent (and its request, unless `--no-match-input`), one `trajectory` scorer expecting the
-run's calls. Printed as YAML by default, written to `--write FILE`, or applied to the registry (`--apply`, to
-`--db` or `--server` as `expectations apply`). Exit status 1 when the store has no such run (or several runs of
+`match` on the run's agent (and its request, unless `--no-match-input`, and each `--match-attribute KEY`: the run
+span's attribute, else its resource's, as the score store kept it), one `trajectory` scorer expecting the run's
+calls. Printed as YAML by default, written to `--write FILE`, or applied to the registry (`--apply`, to `--db` or
+`--server` as `expectations apply`). Exit status 1 when the store has no such run (or several runs of
 the trace and no RUN_SPAN_ID to choose).
 """
 
@@ -28,6 +29,14 @@ __all__ = ["from_run_command"]
     "--args-mode", type=click.Choice(ARGS_MODES), default="subset", show_default=True, help="How arguments compare."
 )
 @click.option("--no-match-input", is_flag=True, help="Select runs by the agent alone, not also by the request.")
+@click.option(
+    "--match-attribute",
+    "match_attributes",
+    multiple=True,
+    metavar="KEY",
+    help="Also select runs whose attribute KEY equals this run's (run span attribute, else resource attribute, "
+    "e.g. service.name); repeatable.",
+)
 @click.option("--write", "write_path", type=click.Path(dir_okay=False), help="Write the YAML to this file.")
 @click.option("--apply", "apply_it", is_flag=True, help="Write the expectation to the registry (--db / --server).")
 @_target_options
@@ -39,6 +48,7 @@ def from_run_command(  # noqa: PLR0917  (click passes every option as a paramete
     mode: str,
     args_mode: str,
     no_match_input: bool,
+    match_attributes: tuple[str, ...],
     write_path: str | None,
     apply_it: bool,
     target: _Target,
@@ -63,7 +73,14 @@ def from_run_command(  # noqa: PLR0917  (click passes every option as a paramete
         listed = ", ".join(f"{run.span_id} ({run.agent or '-'})" for run in runs)
         raise click.ClickException(f"trace {trace_id} has {len(spans)} runs: give RUN_SPAN_ID, one of {listed}")
     try:
-        built = expectation_from_run(runs[0], name=name, mode=mode, args_mode=args_mode, match_input=not no_match_input)
+        built = expectation_from_run(
+            runs[0],
+            name=name,
+            mode=mode,
+            args_mode=args_mode,
+            match_input=not no_match_input,
+            match_attributes=match_attributes,
+        )
     except (ValueError, InvalidExpectation) as exc:
         raise click.ClickException(str(exc)) from None
     for note in built.notes:

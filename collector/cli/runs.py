@@ -67,6 +67,8 @@ def _table(runs: list[StoredRun]) -> str:
         for index, score in enumerate(run.scores or (None,)):
             cells = head if index == 0 else [""] * len(head)
             if score is None:
+                if run.sampled_out:
+                    continue  # the sampled-out rows below fill the run's first line
                 rows.append([*cells, "-", "-", "-", "-", ""])
             elif score.error_type is not None:
                 why = _cut(score.explanation, _WHY_CHARS)
@@ -74,6 +76,10 @@ def _table(runs: list[StoredRun]) -> str:
             else:
                 why = _cut(score.explanation, _WHY_CHARS) if score.label != "pass" else ""
                 rows.append([*cells, score.expectation, score.scorer, f"{score.value:.3f}", score.label or "-", why])
+        for index, out in enumerate(run.sampled_out):
+            cells = head if index == 0 and not run.scores else [""] * len(head)
+            why = f"not run on this run (sample_rate {out.sample_rate:g})"
+            rows.append([*cells, out.expectation, out.scorer, "-", "sampled", why])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
 
@@ -91,6 +97,10 @@ def _json(runs: list[StoredRun]) -> str:
             "incomplete": run.incomplete,
             "calls": run.calls,
             "calls_total": run.calls_total,
+            "sampled_out": [
+                {"expectation": s.expectation, "version": s.version, "scorer": s.scorer, "sample_rate": s.sample_rate}
+                for s in run.sampled_out
+            ],
             "scores": [
                 {
                     "expectation": s.expectation,

@@ -26,6 +26,7 @@ from toolscore.collector.pipeline.timers import Deadlines
 from toolscore.collector.pipeline.verdict import RunVerdicts
 from toolscore.collector.pipeline.worker import Worker
 from toolscore.collector.registry import Expectation
+from toolscore.collector.registry._sampling import sampled_scorers
 from toolscore.collector.sources.log_events import LogEvent
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry, RunSpanRef
@@ -112,6 +113,7 @@ class Engine(Worker, Generic[C]):
         telemetry: PipelineTelemetry | None = None,
         *,
         on_scored: Callable[[AgentRun, Expectation, ScoreResult, str | None], None] | None = None,
+        on_sampled_out: Callable[[AgentRun, Expectation, str | None], None] | None = None,
         hold: Callable[[C], C] | None = None,
         size: Callable[[C, SpanRecord], int] | None = None,
         tracer: Tracer | None = None,
@@ -126,7 +128,8 @@ class Engine(Worker, Generic[C]):
         such an engine (max_hold_ms counts from it). `flush` and `shutdown` work either way.
 
         `on_scored` sees every result (late judge results too) with the run's agent version (None when it
-        has none) on the worker thread; it must not block.
+        has none) on the worker thread; it must not block. `on_sampled_out` sees, alike, each expectation the run
+        matched whose every scorer was sampled out of it (`sample_rate`): it gives no result to see otherwise.
 
         `flag_runs_begun_elsewhere` (`toolscore serve`): a run whose run span started in the hour before this
         engine did, in a trace whose first span came within `trace_idle_timeout_s` of that, is flagged
@@ -143,6 +146,7 @@ class Engine(Worker, Generic[C]):
         self.config = config = config or PipelineConfig()
         self.registry, self.sink, self.decode = registry, sink, decode
         self.on_scored = on_scored
+        self.on_sampled_out = on_sampled_out
         self.telemetry: PipelineTelemetry = telemetry or NoopTelemetry()
         self._held_as, self._size = hold, size
         self._tracer = tracer
@@ -582,6 +586,8 @@ class Engine(Worker, Generic[C]):
         flight.released = True
         for exp, result in flight.scores.results:
             self._record(flight, exp, result)
+        if self.on_sampled_out is not None:
+            _report_sampled_out(flight.scores, self.on_sampled_out)
         if held is None:
             return
         self._hold.cancel((run.trace_id, run.span_id))
@@ -615,6 +621,17 @@ class Engine(Worker, Generic[C]):
         except Exception:
             _log.exception("sink failed to take %d spans", len(carriers))
         self.telemetry.spans_passed(len(carriers))
+
+
+def _report_sampled_out(scores: RunScores, report: Callable[[AgentRun, Expectation, str | None], None]) -> None:
+    """Each matched expectation none of whose scorers scored the run (see `Engine.on_sampled_out`)."""
+    run = scores.run
+    for exp in scores.expectations:
+        if exp.scorers and not sampled_scorers(exp, run.trace_id):
+            try:
+                report(run, exp, scores.agent_version)
+            except Exception:
+                _log.exception("on_sampled_out callback failed for run %s", run.run_id)
 
 
 def _async(scorer: object) -> AsyncScorer:

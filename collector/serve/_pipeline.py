@@ -8,7 +8,7 @@
                                                    └─ run spans, scored ─→ RequestSink.release_run (in place)
         RequestSink ─(regroup by resource/scope, batch)─→ [redacting: masked, when privacy masks] ─→ Forwarder.submit
             ─→ downstream OTLP
-        Engine.on_scored ─┬→ ScoreStore.record (SQLite, written off the worker thread)
+        Engine.on_scored ─┬→ ScoreStore.record (SQLite, written off the worker thread; and on_sampled_out)
                           └→ PhoenixAnnotations.record (Phoenix span annotations, posted off it)
 
 Overload: the engine's queue is bounded per request. A request does not fit when the queue already
@@ -148,6 +148,7 @@ class CollectorPipeline:
             self.config,
             self.telemetry,
             on_scored=_on_scored(store, annotations),
+            on_sampled_out=store.record_sampled_out if store is not None else None,
             hold=held_carrier,
             size=carrier_bytes,
             tracer=self._judge_spans[0] if self._judge_spans is not None else None,

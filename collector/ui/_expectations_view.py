@@ -24,8 +24,8 @@ def _chart(buckets: Sequence[Bucket]) -> str:
     for i, b in enumerate(buckets):
         x = f"{i * width:.1f}"
         bars.append(f'<rect class="bg" x="{x}" y="0" width="{width - 1:.1f}" height="{_H}"/>')
-        if b.scores:
-            ok = _H * b.passed / b.scores
+        if b.runs:
+            ok = _H * b.passed / b.runs
             bars.append(f'<rect class="no" x="{x}" y="0" width="{width - 1:.1f}" height="{_H - ok:.1f}"/>')
             bars.append(f'<rect class="ok" x="{x}" y="{_H - ok:.1f}" width="{width - 1:.1f}" height="{ok:.1f}"/>')
     label = 'role="img" aria-label="pass rate per slice"'

@@ -1,9 +1,12 @@
 """A stored run turned into an expectation: the page's "make this run an expectation" and
 `toolscore expectations from-run` both build it here, so the two write the same document.
 
-The expectation selects runs like this one (`match`: its agent, and its request when chosen) and scores
+The expectation selects runs like this one (`match`: its agent, and the attributes and the request chosen) and scores
 them with one `trajectory` scorer whose `expected` calls are the run's calls, in the mode and under the
-argument rule the user picks. Arguments the store cut (`score_store.max_args_chars`) are left out of the
+argument rule the user picks. A chosen attribute becomes the selector the registry's matcher reads it by
+(`MatchSpec`): a run span attribute under `attributes` (the matcher also finds it copied from baggage),
+else a resource attribute under `resource` (`service.name` under `service`), each `equals` the run's value.
+Arguments the store cut (`score_store.max_args_chars`) are left out of the
 expected call (and said so in the preview): a cut value would never match the whole one a run passes.
 """
 
@@ -18,7 +21,7 @@ import yaml
 from toolscore.collector.registry import Expectation, parse_expectation
 from toolscore.collector.serve.scores import StoredRun
 
-__all__ = ["ARGS_MODES", "MODES", "FromRun", "default_name", "expectation_from_run"]
+__all__ = ["ARGS_MODES", "MODES", "FromRun", "default_name", "expectation_from_run", "match_attribute", "selectable"]
 
 Mode = Literal["strict", "exact", "unordered", "subset", "superset", "flexible"]
 ArgsRule = Literal["exact", "subset", "ignore"]
@@ -61,6 +64,28 @@ def _expected(run: StoredRun) -> tuple[list[dict[str, Any]], list[str]]:
     return expected, notes
 
 
+def selectable(run: StoredRun) -> list[tuple[str, str, Any]]:
+    """(where, key, value) of each attribute the run offers as a selector: its span's, then its resource's
+    (a key on both is offered once, as the span's: the matcher reads the span's)."""
+    out = [("attributes", key, value) for key, value in sorted(run.attributes.items())]
+    out += [("resource", key, value) for key, value in sorted(run.resource.items()) if key not in run.attributes]
+    return out
+
+
+def match_attribute(run: StoredRun, key: str, match: dict[str, Any]) -> None:
+    """Add to `match` the selector on the run's attribute `key` (see the module docstring); `ValueError`
+    naming the keys it has when the run has no such attribute kept."""
+    if key in run.attributes:
+        match.setdefault("attributes", {})[key] = {"equals": run.attributes[key]}
+    elif key == "service.name" and key in run.resource:
+        match["service"] = {"equals": run.resource[key]}
+    elif key in run.resource:
+        match.setdefault("resource", {})[key] = {"equals": run.resource[key]}
+    else:
+        have = ", ".join(key for _, key, _ in selectable(run)) or "none kept"
+        raise ValueError(f"the run has no attribute {key!r} to match on (it has: {have})")
+
+
 def expectation_from_run(
     run: StoredRun,
     *,
@@ -68,6 +93,7 @@ def expectation_from_run(
     mode: str = "strict",
     args_mode: str = "subset",
     match_input: bool = True,
+    match_attributes: tuple[str, ...] = (),
 ) -> FromRun:
     """The expectation for `run`; raises `InvalidExpectation` (via `parse_expectation`) or `ValueError`."""
     if mode not in MODES:
@@ -77,10 +103,12 @@ def expectation_from_run(
     match: dict[str, Any] = {}
     if run.agent:
         match["agent"] = run.agent
+    for key in match_attributes:
+        match_attribute(run, key, match)
     expected, notes = _expected(run)
     if match_input and run.request:
         if len(run.request) >= _CUT_REQUEST_CHARS and run.request.endswith("…"):
-            notes.append("the request was cut in the store: runs are selected by their agent alone")
+            notes.append("the request was cut in the store: runs are not selected by it")
         else:
             match["input"] = {"equals": run.request}
     if not match:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve.scores import StoredRun, StoredScore
 from toolscore.collector.ui._diff import render_diff_html, run_diff
-from toolscore.collector.ui._from_run import ARGS_MODES, MODES, FromRun, default_name
+from toolscore.collector.ui._from_run import ARGS_MODES, MODES, FromRun, default_name, selectable
 from toolscore.collector.ui._html import attr, esc, layout, pretty_json, when
-from toolscore.collector.ui._runs_view import verdict
+from toolscore.collector.ui._runs_view import sampled_text, verdict
 
 __all__ = ["render_run", "trace_link"]
 
@@ -94,6 +94,18 @@ def _scores(run: StoredRun, find: FindExpectation) -> str:
     return "".join(parts) or '<p class="muted">no scores</p>'
 
 
+def _attribute_choices(run: StoredRun, chosen: list[str]) -> str:
+    """A checkbox per attribute the run offers as a selector (`selectable`), the chosen ones checked."""
+    boxes = [
+        f"<label class=attr{attr('title', where)}><input type=checkbox name=match_attribute{attr('value', key)}"
+        f"{' checked' if key in chosen else ''}><code>{esc(key)}</code> = <code>{esc(str(value))}</code></label>"
+        for where, key, value in selectable(run)
+    ]
+    if not boxes:
+        return ""
+    return f'<fieldset id="match-attributes"><legend>also match the attribute</legend>{"".join(boxes)}</fieldset>'
+
+
 def _from_run_form(run: StoredRun, csrf: str, can_write: bool, preview: FromRun | None, choice: dict[str, str]) -> str:
     if not can_write:
         return '<p class="note">no registry to write to: start the page with a registry to make expectations</p>'
@@ -105,12 +117,14 @@ def _from_run_form(run: StoredRun, csrf: str, can_write: bool, preview: FromRun 
     )
     checked = " checked" if choice.get("match_input", "0" if choice else "1") == "1" else ""
     name = choice.get("name") or default_name(run)
+    chosen = [key for key in choice.get("match_attributes", "").split("\n") if key]
     form = (
         f'<form class="filters" method="get" action="/run/{run.row_id}/expect" id="from-run">'
         f"<label>name<input name=name size=40{attr('value', name)}></label>"
         f"<label>trajectory mode<select name=mode>{modes}</select></label>"
         f"<label>arguments<select name=args_mode>{rules}</select></label>"
         f"<label>match the request<input type=checkbox name=match_input value=1{checked}></label>"
+        f"{_attribute_choices(run, chosen)}"
         '<button type="submit">preview</button></form>'
     )
     if preview is not None:
@@ -122,7 +136,8 @@ def _from_run_form(run: StoredRun, csrf: str, can_write: bool, preview: FromRun 
             f"<input type=hidden name=mode{attr('value', mode)}>"
             f"<input type=hidden name=args_mode{attr('value', args_mode)}>"
             f"<input type=hidden name=match_input{attr('value', choice.get('match_input', '0'))}>"
-            '<button type="submit" id="apply">write this expectation to the registry</button></form>'
+            + "".join(f"<input type=hidden name=match_attribute{attr('value', key)}>" for key in chosen)
+            + '<button type="submit" id="apply">write this expectation to the registry</button></form>'
         )
     return f"<section><h2>Make this run an expectation</h2>{form}</section>"
 
@@ -139,6 +154,8 @@ def render_run(
     message: str | None = None,
 ) -> str:
     flags = ' <span class="flag">incomplete: some spans were missing when scored</span>' if run.incomplete else ""
+    if run.sampled:
+        flags += f' <span class="flag sampled">sampled: {esc(sampled_text(run))}</span>'
     note = f'<p class="fail">{esc(message)}</p>' if message else ""
     request = f"<pre id=request>{esc(run.request)}</pre>" if run.request else '<p class="muted">no request recorded</p>'
     body = (

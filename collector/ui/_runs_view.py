@@ -13,7 +13,16 @@ from typing import Any
 from toolscore.collector.serve.scores import RunFilter, StoredRun, StoredScore
 from toolscore.collector.ui._html import attr, esc, first_line, layout, query, when
 
-__all__ = ["LIVE_JS", "call_chip", "render_rows", "render_runs", "run_filter_of", "score_chip", "verdict"]
+__all__ = [
+    "LIVE_JS",
+    "call_chip",
+    "render_rows",
+    "render_runs",
+    "run_filter_of",
+    "sampled_text",
+    "score_chip",
+    "verdict",
+]
 
 _CALLS_SHOWN = 8
 """Calls shown in a row; the run's page lists them all."""
@@ -33,6 +42,13 @@ def score_chip(score: StoredScore) -> str:
     return f'<span class="chip {kind}"{attr("title", title)}>{esc(score.scorer)} {esc(value.strip())}</span>'
 
 
+def sampled_text(run: StoredRun) -> str:
+    """Which scorers did not run on the run, for the `sampled` flag's title and the run's page."""
+    return "not scored by (sampled out): " + "; ".join(
+        f"{s.expectation} v{s.version} / {s.scorer} (sample_rate {s.sample_rate:g})" for s in run.sampled_out
+    )
+
+
 def call_chip(call: dict[str, Any]) -> str:
     name = esc(call.get("name") or "?")
     marks = "†" if call.get("model_only") else ""
@@ -46,6 +62,8 @@ def _row(run: StoredRun) -> str:
     if more > 0:
         calls += f'<span class="muted">+{more}</span>'
     flags = '<span class="flag">incomplete</span>' if run.incomplete else ""
+    if run.sampled:
+        flags += f'<span class="flag sampled"{attr("title", sampled_text(run))}>sampled</span>'
     href = f"/run/{run.row_id}"
     bad = any(verdict(score) != "pass" for score in run.scores)
     return (
@@ -108,7 +126,8 @@ def render_runs(
         f">{'live: new runs appear as they are scored' if live else 'an older page (not live)'}</p>"
         '<table id="runs"><thead><tr><th>scored</th><th>agent</th><th>request</th><th>calls</th><th>scores</th></tr>'
         f'</thead><tbody id="rows">{render_rows(runs)}</tbody></table>{pager}'
-        '<p class="note">† seen only in the model\'s output (no tool span) · ! the call failed</p>'
+        '<p class="note">† seen only in the model\'s output (no tool span) · ! the call failed · '
+        "sampled: a scorer of a matched expectation did not run on this run (its sample_rate)</p>"
     )
     return layout("Runs", "runs", body, LIVE_JS if live else "")
 

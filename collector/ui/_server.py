@@ -154,7 +154,7 @@ class _Handler(BoundedRequestHandler):
 
     def do_GET(self) -> None:
         url = urlsplit(self.path)
-        params = dict(parse_qsl(url.query))
+        params = _fields(url.query)
         if not self._authorized(params):
             return
         try:
@@ -274,7 +274,7 @@ class _Handler(BoundedRequestHandler):
         if length > _MAX_FORM_BYTES:
             self._problem(413, "form too large")
             return
-        form = dict(parse_qsl(self.rfile.read(length).decode("utf-8", "replace")))
+        form = _fields(self.rfile.read(length).decode("utf-8", "replace"))
         origin = self.headers.get("origin")
         host = self.headers.get("host")
         if not secrets.compare_digest(form.get("csrf", ""), context.csrf) or (
@@ -302,6 +302,18 @@ class _Handler(BoundedRequestHandler):
         self._redirect(f"/expectations?applied={written.name}")
 
 
+def _fields(text: str) -> dict[str, str]:
+    """A query or form's fields, the last of each name; the attributes chosen to match on (`match_attribute`,
+    one per checkbox) joined by newlines under `match_attributes` (a key holds no newline: `_run_values`)."""
+    pairs = parse_qsl(text)
+    fields = dict(pairs)
+    fields.pop("match_attribute", None)
+    chosen = [value for key, value in pairs if key == "match_attribute" and value and "\n" not in value]
+    if chosen:
+        fields["match_attributes"] = "\n".join(chosen)
+    return fields
+
+
 def _build(run: Any, choice: dict[str, str]) -> FromRun:
     return expectation_from_run(
         run,
@@ -309,6 +321,7 @@ def _build(run: Any, choice: dict[str, str]) -> FromRun:
         mode=choice.get("mode", "strict"),
         args_mode=choice.get("args_mode", "subset"),
         match_input=choice.get("match_input") == "1",
+        match_attributes=tuple(key for key in choice.get("match_attributes", "").split("\n") if key),
     )
 
 

@@ -1,7 +1,7 @@
 """The score store: every scored run, its calls and its scores in SQLite, bounded by count and age.
 
 Public: `ScoreStoreConfig`; the readers `toolscore runs` uses (`query_runs`, `parse_since`, and the
-`StoredRun`/`StoredScore` values it returns; `query_versions` and `compare_versions`, the `VersionRow`s of
+`StoredRun`/`StoredScore`/`SampledOut` values it returns; `query_versions` and `compare_versions`, the `VersionRow`s of
 `--by-version`); and the runs page's readers (`runs_page`, `run_by_id`, `run_by_span`, `latest_id`, `agents`,
 `expectation_names`, `expectation_trends`). The store is written by the service; every module is private
 (`_`-prefixed).
@@ -21,7 +21,7 @@ from toolscore.collector.serve.scores._browse import (
     run_by_span,
     runs_page,
 )
-from toolscore.collector.serve.scores._query import StoredRun, StoredScore, parse_since, query_runs
+from toolscore.collector.serve.scores._query import SampledOut, StoredRun, StoredScore, parse_since, query_runs
 from toolscore.collector.serve.scores._store import ScoreStoreConfig
 from toolscore.collector.serve.scores._versions import VersionRow, compare_versions, query_versions
 
@@ -29,6 +29,7 @@ __all__ = [
     "Bucket",
     "ExpectationTrend",
     "RunFilter",
+    "SampledOut",
     "ScoreStoreConfig",
     "StoredRun",
     "StoredScore",

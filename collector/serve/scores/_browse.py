@@ -96,16 +96,21 @@ def expectation_names(path: str | Path) -> list[str]:
 
 @dataclass(frozen=True)
 class Bucket:
-    """One slice of a window: scores counted, how many passed, their mean value (None when none had one)."""
+    """One slice of a window: runs scored, how many passed (every score of the expectation passed), and the mean
+    of their scores' values (None when none had one)."""
 
-    scores: int
+    runs: int
     passed: int
     mean: float | None
 
 
 @dataclass
 class ExpectationTrend:
-    """An expectation's scores over a window: per bucket, and the totals; `last_failure` is a run's id."""
+    """An expectation's runs over a window: per bucket, and the totals; `last_failure` is a run's id.
+
+    `passed` counts the runs that passed it, as `toolscore eval`, `runs --by-version` and the
+    `toolscore.expectation.runs` metric count them (every score of the run passed; a scorer error fails it);
+    `scores` counts every score, `mean` is their values' mean."""
 
     expectation: str
     runs: int = 0
@@ -117,15 +122,21 @@ class ExpectationTrend:
 
     @property
     def pass_rate(self) -> float | None:
-        return self.passed / self.scores if self.scores else None
+        """Runs passed / runs scored (not the scorer pass rate, which pools verdicts across scorers)."""
+        return self.passed / self.runs if self.runs else None
+
+
+_FAILED = "label IS NOT 'pass' OR error_type IS NOT NULL"
+"""A score that fails its run: a fail, or a scorer error (no label)."""
 
 
 def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: int = 24) -> list[ExpectationTrend]:
     """Every expectation scored since `start_ns`, with `buckets` equal slices of [start_ns, end_ns).
 
-    One pass over the window's scores, grouped by expectation and slice; the totals are the slices' sums
-    (a run's scores are recorded together, so a run falls in one slice), and the last failure is the
-    newest failing run in the window.
+    One pass over the window's scores, grouped by expectation and slice: a slice's runs passed are its runs
+    less those with a score that did not pass (a run's scores are recorded together, so a run falls in one
+    slice; a judge's late result may put it in the next too); the totals are the slices' sums, and the last
+    failure is the newest failing run in the window.
     """
     width = max(1, (end_ns - start_ns) // buckets)
     out: dict[str, ExpectationTrend] = {}
@@ -133,9 +144,10 @@ def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: in
     valued: dict[str, int] = {}
     with reading(path) as db:
         rows = db.execute(
-            "SELECT expectation, min(?, max(0, (scored_ns - ?) / ?)) AS b, count(*), sum(label = 'pass'),"
+            "SELECT expectation, min(?, max(0, (scored_ns - ?) / ?)) AS b, count(*),"
+            f" count(DISTINCT run_id) - count(DISTINCT CASE WHEN {_FAILED} THEN run_id END),"
             " sum(value), count(value), count(DISTINCT run_id),"
-            " max(CASE WHEN label = 'fail' OR error_type IS NOT NULL THEN run_id END)"
+            f" max(CASE WHEN {_FAILED} THEN run_id END)"
             " FROM scores WHERE scored_ns >= ? GROUP BY expectation, b",
             (buckets - 1, start_ns, width, start_ns),
         ).fetchall()
@@ -144,7 +156,7 @@ def expectation_trends(path: str | Path, start_ns: int, end_ns: int, buckets: in
         if trend is None:
             trend = out[name] = ExpectationTrend(name, buckets=[Bucket(0, 0, None)] * buckets)
         mean = total / n_valued if n_valued else None
-        trend.buckets[int(index)] = Bucket(int(count), int(passed or 0), mean)
+        trend.buckets[int(index)] = Bucket(int(runs), int(passed or 0), mean)
         trend.runs += int(runs)
         trend.scores += int(count)
         trend.passed += int(passed or 0)

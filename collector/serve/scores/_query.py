@@ -12,7 +12,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from typing import Any, Literal
 from toolscore.collector.sqlite_read import connect_read_only
 
 __all__ = [
+    "SampledOut",
     "StoredRun",
     "StoredScore",
     "filters",
@@ -51,6 +52,16 @@ class StoredScore:
 
 
 @dataclass(frozen=True)
+class SampledOut:
+    """A scorer of an expectation the run matched that did not score it: the trace id fell outside its `sample_rate`."""
+
+    expectation: str
+    version: int
+    scorer: str
+    sample_rate: float
+
+
+@dataclass(frozen=True)
 class StoredRun:
     """A scored run as the store keeps it: calls capped (`calls_total` is the real count)."""
 
@@ -69,6 +80,17 @@ class StoredRun:
     """The user's request as extracted for the `input` selector (None when unknown, or stored before it was kept)."""
     row_id: int = 0
     """The store's id of the run: a later run has a higher one (the page pages and polls by it)."""
+    sampled_out: tuple[SampledOut, ...] = ()
+    """The matched expectations' scorers sampled out of this run (none in a store written before they were kept)."""
+    attributes: dict[str, Any] = field(default_factory=dict)
+    """The run span's scalar attributes as the store keeps them (`_run_values`), for `match` selectors."""
+    resource: dict[str, Any] = field(default_factory=dict)
+    """The run's resource attributes, kept alike."""
+
+    @property
+    def sampled(self) -> bool:
+        """Whether some scorer of an expectation it matched did not run on it (its `sample_rate`)."""
+        return bool(self.sampled_out)
 
 
 _NS_RANGE = (-(2**63), 2**63 - 1)
@@ -131,12 +153,15 @@ def read_runs(db: sqlite3.Connection, where: str, params: list[Any], tail: str, 
     """The runs `where` selects (`tail`: order and limit, with `more` parameters), each with its scores."""
     version = version_column(db)
     request = "request" if has_column(db, "runs", "request") else "NULL"
+    values = "values_json" if has_column(db, "runs", "values_json") else "NULL"
     rows = db.execute(
         "SELECT id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,"
-        f" {version}, {request} FROM runs {where} {tail}",
+        f" {version}, {request}, {values} FROM runs {where} {tail}",
         (*params, *more),
     ).fetchall()
-    scores = _scores(db, [row[0] for row in rows])
+    ids = [row[0] for row in rows]
+    scores, sampled = _scores(db, ids), _sampled(db, ids)
+    kept = {row[0]: json.loads(row[10]) if row[10] else {} for row in rows}
     return [
         StoredRun(
             trace,
@@ -150,8 +175,11 @@ def read_runs(db: sqlite3.Connection, where: str, params: list[Any], tail: str, 
             agent_v,
             text,
             rid,
+            tuple(sampled.get(rid, ())),
+            kept[rid].get("attributes", {}),
+            kept[rid].get("resource", {}),
         )
-        for rid, trace, span, name, calls, total, incomplete, scored, agent_v, text in rows
+        for rid, trace, span, name, calls, total, incomplete, scored, agent_v, text, _ in rows
     ]
 
 
@@ -201,4 +229,22 @@ def _scores(db: sqlite3.Connection, run_ids: list[int]) -> dict[int, list[Stored
         run_ids,
     ):
         out.setdefault(run_id, []).append(StoredScore(*fields))
+    return out
+
+
+def _sampled(db: sqlite3.Connection, run_ids: list[int]) -> dict[int, list[SampledOut]]:
+    """The runs' sampled-out scorers; none in a store older than the `sampled` table (reads never write)."""
+    out: dict[int, list[SampledOut]] = {}
+    if (
+        not run_ids
+        or not db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sampled'").fetchone()
+    ):
+        return out
+    marks = ",".join("?" * len(run_ids))
+    for run_id, *fields in db.execute(
+        "SELECT run_id, expectation, version, scorer, sample_rate FROM sampled"
+        f" WHERE run_id IN ({marks}) ORDER BY rowid",
+        run_ids,
+    ):
+        out.setdefault(run_id, []).append(SampledOut(*fields))
     return out

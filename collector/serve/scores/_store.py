@@ -4,8 +4,10 @@
 owns the connection and writes what gathered in one transaction every `write_interval_ms`, then
 applies the retention. WAL mode lets `toolscore runs` (`score_query`) read while the collector writes.
 
-    runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, agent_version, request)
+    runs(id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns, agent_version, request,
+         values_json)
     scores(run_id → runs.id, expectation, version, scorer, value, label, error_type, explanation, scored_ns)
+    sampled(run_id → runs.id, expectation, version, scorer, sample_rate): the scorers sampled out of the run
 
 Every index grows at one end: run ids are given by the writer in the order runs are recorded, and
 both retentions delete the lowest ids. A run's later results (a judge's, after the others were
@@ -30,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve.scores._calls_json import calls_json
+from toolscore.collector.serve.scores._run_values import run_values_json, sampled_out_rows
 from toolscore.collector.telemetry.base import NoopTelemetry
 from toolscore.collector.utf8 import valid_utf8
 from toolscore.scorers._model import AgentRun, Score, ScoreResult
@@ -48,13 +51,25 @@ _RUNS_COLUMNS_V1 = """(
     incomplete INTEGER NOT NULL,
     scored_ns INTEGER NOT NULL
 )"""
-_RUNS_COLUMNS = _RUNS_COLUMNS_V1[:-2] + ",\n    agent_version TEXT\n)"
-SCHEMA_VERSION = 2
+_RUNS_COLUMNS = _RUNS_COLUMNS_V1[:-2] + ",\n    agent_version TEXT,\n    values_json TEXT\n)"
+SCHEMA_VERSION = 3
 """0: a store written before run ids were the writer's, with a unique index on (trace_id, span_id).
-1: before runs had their agent version (`runs.agent_version`)."""
+1: before runs had their agent version (`runs.agent_version`).
+2: before runs kept their selectable attributes (`runs.values_json`) and their sampled-out scorers (`sampled`)."""
 
 TABLES = ("runs", "scores")
 """The tables `SCHEMA` creates, by which the CLI tells a score store file from a registry (`cli.store_files`)."""
+
+_SAMPLED_TABLE = """CREATE TABLE IF NOT EXISTS sampled (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    expectation TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    scorer TEXT NOT NULL,
+    sample_rate REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sampled_run ON sampled (run_id, expectation, version, scorer);"""
+"""A row per scorer an expectation the run matched did not run on it (its `sample_rate`); unique, since a run's
+late results (a judge's) name the same sampled-out scorers again."""
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS runs {_RUNS_COLUMNS};
@@ -71,6 +86,7 @@ CREATE TABLE IF NOT EXISTS scores (
     scored_ns INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS scores_run ON scores (run_id);
+{_SAMPLED_TABLE}
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
@@ -94,7 +110,16 @@ COMMIT;
 """
 """A column added at the end: the runs stored before it have no version (NULL), as a run that had none."""
 
-_MIGRATIONS = {0: _MIGRATE_FROM_0, 1: _MIGRATE_FROM_1}
+_MIGRATE_FROM_2 = f"""
+BEGIN IMMEDIATE;
+ALTER TABLE runs ADD COLUMN values_json TEXT;
+{_SAMPLED_TABLE}
+PRAGMA user_version = 3;
+COMMIT;
+"""
+"""The runs stored before have no attributes kept (NULL) and no sampled-out scorers on record."""
+
+_MIGRATIONS = {0: _MIGRATE_FROM_0, 1: _MIGRATE_FROM_1, 2: _MIGRATE_FROM_2}
 """Each step takes a store from its schema version to the next, in order, each in its own transaction."""
 
 _ADDED_COLUMNS = (("runs", "request", "TEXT"),)
@@ -104,11 +129,12 @@ renumbering. Readers treat them as NULL in the rows written before."""
 _MAX_REQUEST_CHARS = 2_000
 """Longest user request kept per run (the page and `runs` show its first line); longer is cut and marked `…`."""
 
-_RunRow = tuple[str, str, str | None, str, int, int, int, str | None, str | None]
+_RunRow = tuple[str, str, str | None, str, int, int, int, str | None, str | None, str | None]
 """A run's row without its id: trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,
-agent_version, request."""
-_Pending = tuple[_RunRow, tuple[Any, ...]]
-"""A run's row and one score's row without its run id."""
+agent_version, request, values_json."""
+_Pending = tuple[_RunRow, tuple[Any, ...] | None, tuple[tuple[Any, ...], ...]]
+"""A run's row, one score's row (None: an expectation all of whose scorers were sampled out), and the
+sampled-out scorers' rows (`_run_values.sampled_out_rows`), without the run id."""
 _RETAIN_EVERY_S = 10.0
 """Age retention also runs this often when nothing is written."""
 
@@ -183,7 +209,8 @@ class ScoreStore:
         """(trace id, span id) → row id of the runs this writer stored and retention has not deleted."""
         self._next_id = 0
         self._pending: deque[_Pending] = deque()
-        self._last: tuple[AgentRun, _RunRow] | None = None
+        self._last: tuple[AgentRun, _RunRow, set[tuple[str, int]]] | None = None
+        """The run last recorded, its row, and the expectations (name, version) its sampled-out rows were queued for."""
         self.dropped = 0
         self._enqueued = 0
         self._written = 0
@@ -193,8 +220,13 @@ class ScoreStore:
         self._thread = threading.Thread(target=self._run, name="toolscore-score-store", daemon=True)
         self._thread.start()
 
+    def record_sampled_out(self, run: AgentRun, expectation: Expectation, agent_version: str | None = None) -> None:
+        """Queue the run with the expectation it matched whose every scorer was sampled out of it (the
+        `Engine.on_sampled_out` callback): no result comes for it, and the run would be missing or look checked."""
+        self.record(run, expectation, None, agent_version)
+
     def record(
-        self, run: AgentRun, expectation: Expectation, result: ScoreResult, agent_version: str | None = None
+        self, run: AgentRun, expectation: Expectation, result: ScoreResult | None, agent_version: str | None = None
     ) -> None:
         """Queue one result for the writer; the `Engine.on_scored` callback (`agent_version`: the run's).
 
@@ -210,18 +242,27 @@ class ScoreStore:
         now = time.time_ns()
         last = self._last
         if last is not None and last[0] is run:  # the engine records a run's results one after another
-            run_row = last[1]
+            run_row, seen = last[1], last[2]
         else:
             config = self.config
             calls = calls_json(run, config.max_calls, config.max_args_chars)
             agent = None if run.agent_name is None else valid_utf8(run.agent_name)
             version = None if agent_version is None else valid_utf8(agent_version)
             request = _request_text(run.input)
+            values = run_values_json(run)
             run_row = (
-                run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now, version, request
+                run.trace_id, run.span_id, agent, calls, len(run.calls), int(run.incomplete), now, version, request,
+                values,
             )  # fmt: skip
-            self._last = (run, run_row)
-        self._pending.append((run_row, _score_row(expectation, result, now)))
+            seen = set()
+            self._last = (run, run_row, seen)
+        key = (expectation.name, expectation.version)
+        sampled: tuple[tuple[Any, ...], ...] = ()
+        if key not in seen:
+            seen.add(key)
+            sampled = sampled_out_rows(expectation, run.trace_id)
+        score_row = None if result is None else _score_row(expectation, result, now)
+        self._pending.append((run_row, score_row, sampled))
         self._enqueued += 1
 
     def flush(self, timeout_s: float) -> bool:
@@ -329,24 +370,29 @@ class ScoreStore:
             self._db.executescript(_MIGRATIONS[step])
 
     def _write(self, batch: list[_Pending]) -> None:
-        """One transaction of two statements: the new runs' rows, with the ids given here, then every score."""
+        """One transaction: the new runs' rows, with the ids given here, then every score (and sampled-out scorer)."""
         db, ids = self._db, self._ids
         runs: list[tuple[Any, ...]] = []
         scores: list[tuple[Any, ...]] = []
+        sampled: list[tuple[Any, ...]] = []
         try:
             with _transaction(db):  # the write lock first: no other writer can take the ids given here
                 (top,) = db.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()
                 next_id = max(top + 1, self._next_id)
-                for run_row, score_row in batch:
+                for run_row, score_row, sampled_rows in batch:
                     key = (run_row[0], run_row[1])
                     run_id = ids.get(key)
                     if run_id is None:
                         run_id = ids[key] = next_id
                         next_id += 1
                         runs.append((run_id, *run_row))
-                    scores.append((run_id, *score_row))
+                    if score_row is not None:
+                        scores.append((run_id, *score_row))
+                    sampled.extend((run_id, *row) for row in sampled_rows)
                 db.executemany(_INSERT_RUN, runs)
                 db.executemany("INSERT INTO scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", scores)
+                if sampled:
+                    db.executemany("INSERT OR IGNORE INTO sampled VALUES (?, ?, ?, ?, ?)", sampled)
         except BaseException:
             for row in runs:
                 ids.pop((row[1], row[2]), None)
@@ -385,12 +431,13 @@ class ScoreStore:
     def _delete_through(self, cut: int) -> None:
         if cut:
             self._db.execute("DELETE FROM scores WHERE run_id <= ?", (cut,))
+            self._db.execute("DELETE FROM sampled WHERE run_id <= ?", (cut,))
             self._db.execute("DELETE FROM runs WHERE id <= ?", (cut,))
 
 
 _INSERT_RUN = (
     "INSERT INTO runs (id, trace_id, span_id, agent, calls_json, calls_total, incomplete, scored_ns,"
-    " agent_version, request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " agent_version, request, values_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
