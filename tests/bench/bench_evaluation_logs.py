@@ -18,6 +18,7 @@ import time
 from concurrent import futures
 from multiprocessing.connection import Connection
 from typing import Any
+from unittest.mock import patch
 
 import grpc
 from opentelemetry._logs import NoOpLoggerProvider
@@ -77,24 +78,16 @@ def bench(b: Bench, *, quick: bool = False) -> None:
     ours, theirs = multiprocessing.get_context("spawn").Pipe()
     receiver = multiprocessing.get_context("spawn").Process(target=_receive, args=(theirs,), daemon=True)
     receiver.start()
-    # The exporters read their endpoint from the environment; put it back after (the smoke test runs this in
-    # pytest's process, whose later tests must not export to this receiver once it is gone).
+    # The exporters read their endpoint from the environment; patch.dict puts it back after (the smoke test runs
+    # this in pytest's process, whose later tests must not export to this receiver once it is gone).
     variables = {
         "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"http://127.0.0.1:{ours.recv()}",
         "OTEL_EXPORTER_OTLP_LOGS_INSECURE": "true",
     }
-    before = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
+    with patch.dict(os.environ, variables):
         direct = DirectLogs(grpc_exporter(), _resource())
         sdk = LoggerProvider(resource=_resource())
         sdk.add_log_record_processor(BatchLogRecordProcessor(_otlp_log_exporter()))
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     try:
         emit_direct, emit_sdk, emit_none = _emitting(direct, n), _emitting(sdk, n), _emitting(NoOpLoggerProvider(), n)
         emit_direct(), emit_sdk(), emit_none()
