@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from opentelemetry import baggage, context
 from opentelemetry import trace as trace_api
-from opentelemetry.context import Context
+from opentelemetry.processor.baggage import ALLOW_ALL_BAGGAGE_KEYS, BaggageSpanProcessor
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -194,21 +194,12 @@ def test_a_phoenix_annotation_names_the_runs_version_in_its_metadata() -> None:
     assert "toolscore.agent.version" not in annotation(run, expectation, score)["metadata"]
 
 
-class _BaggageOntoSpans(SpanProcessor):
-    """What opentelemetry-processor-baggage's `BaggageSpanProcessor` does (docs/in-process.md): each baggage entry
-    of the parent context onto the starting span, as an attribute of the same key."""
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for key, value in baggage.get_all(parent_context).items():
-            span.set_attribute(key, str(value))
-
-
 def test_a_prompt_version_carried_in_baggage_is_the_runs_version() -> None:
     exporter, telemetry = InMemorySpanExporter(), Recording()
     provider = TracerProvider(resource=Resource.create({"service.version": "2.1.0"}))
     config = PipelineConfig(settle_ms=20, agent_version=AgentVersionConfig(span_attributes=("app.prompt.version",)))
     with registry_with(TRAVEL) as registry:
-        provider.add_span_processor(_BaggageOntoSpans())
+        provider.add_span_processor(BaggageSpanProcessor(ALLOW_ALL_BAGGAGE_KEYS))  # baggage onto each span
         provider.add_span_processor(ToolscoreSpanProcessor(registry, SimpleSpanProcessor(exporter), config, telemetry))
         tracer = provider.get_tracer("toolscore-tests")
         token = context.attach(baggage.set_baggage("app.prompt.version", "checkout-prompt@7"))
