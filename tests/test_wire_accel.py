@@ -168,7 +168,8 @@ def test_random_requests_decode_the_same() -> None:
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (numbers under 16, lengths under 128: one byte each)."""
-    assert number < 16 and len(payload) < 128
+    assert number < 16
+    assert len(payload) < 128
     return bytes([number << 3 | 2, len(payload)]) + payload
 
 
