@@ -30,7 +30,7 @@ _compiled = load({})
 
 def _decode() -> Any:
     assert _compiled is not None, "the install did not build collector/sources/_wire.c (see setup.py)"
-    return _compiled
+    return _compiled.decode_spans
 
 
 def _pure(data: bytes) -> list[SpanRecord] | str:
@@ -279,3 +279,37 @@ def test_mutated_requests_decode_the_same_or_are_left_to_the_pure_path() -> None
     seeds = [_request(rng) for _ in range(20)] + [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/a_*.pb"))]
     answered = sum(_same_or_gave_up(data) for data in _mutants(rng, seeds, 3000))
     assert answered > 50  # some mutants stay well-formed: the comparison above ran on those
+
+
+def test_each_span_entry_decodes_as_its_message() -> None:
+    """`serve`'s carriers keep each span's framed entry; the compiled decoder reads it as `span_record` reads
+    the parsed span, with the block's resource and scope."""
+    from toolscore.collector.serve._encode import span_entries
+    from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
+
+    assert _compiled is not None
+    rng = random.Random(5)
+    requests = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    compared = 0
+    for data in requests + [_request(rng) for _ in range(100)]:
+        request = parse_trace_export(data)
+        entries = iter(span_entries(data) or [])
+        for block in request.resource_spans:
+            resource = resource_attributes(block.resource)
+            for scope in block.scope_spans:
+                for span in scope.spans:
+                    record = _compiled.decode_span_entry(next(entries), resource, scope.scope.name)
+                    assert repr(record) == repr(span_record(span, resource, scope.scope.name))
+                    assert record.resource is resource
+                    compared += 1
+    assert compared > 1000
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [b"", _IDS, b"\x12\x05" + _IDS[:5], b"\x12" + bytes([len(_IDS)]) + _IDS + b"\x00", b"\x1a\x00"],
+    ids=["empty", "unframed", "short", "trailing", "another field"],
+)
+def test_a_span_entry_it_cannot_read_is_left_to_the_message(entry: bytes) -> None:
+    assert _compiled is not None
+    assert _compiled.decode_span_entry(entry, {}, "") is None

@@ -765,6 +765,46 @@ static PyObject *decode_spans(PyObject *module, PyObject *arg) {
     return out;
 }
 
+/* One framed `spans` entry of a request (its tag, length and Span, as `serve`'s carriers keep it) as a
+ * SpanRecord with the given resource attributes and scope name, or None: decode it the usual way. */
+static PyObject *decode_span_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode_span_entry(entry, resource, scope) takes three arguments");
+        return NULL;
+    }
+    if (SpanRecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_wire.configure(SpanRecord, SpanEvent) was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Cursor c = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    uint32_t field, wire;
+    Slice body;
+    int r = GIVE_UP;
+    PyObject *out = NULL;
+    if (read_tag(&c, &field, &wire) == 1 && field == 2 && wire == 2 && read_len(&c, &body) && c.p == c.end) {
+        out = PyList_New(0);
+        TraceCache cache = {NULL, NULL};
+        r = out != NULL ? decode_span(body, args[1], args[2], &cache, out) : FAILED;
+        Py_XDECREF(cache.trace_hex);
+    }
+    PyBuffer_Release(&view);
+    if (r == FAILED) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (r == GIVE_UP) {
+        Py_XDECREF(out);
+        Py_RETURN_NONE;
+    }
+    PyObject *record = PyList_GET_ITEM(out, 0);
+    Py_INCREF(record);
+    Py_DECREF(out);
+    return record;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *record, *event;
@@ -780,6 +820,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the record types: configure(SpanRecord, SpanEvent)."},
     {"decode_spans", decode_spans, METH_O,
      "The spans of an OTLP ExportTraceServiceRequest as SpanRecords, or None: decode them the usual way."},
+    {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
+     "A framed spans entry as a SpanRecord with the given resource and scope, or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -58,8 +58,8 @@ def wire_accel(data: bytes) -> None:
     from toolscore.collector.sources.errors import SpanDecodeError
     from toolscore.collector.sources.otlp_proto import parse_trace_export, spans_from_request
 
-    decode = load({})
-    fast = decode(data) if decode is not None else None
+    compiled = load({})
+    fast = compiled.decode_spans(data) if compiled is not None else None
     if fast is None:
         return
     try:
