@@ -201,3 +201,4 @@ def bench(b: Bench, *, quick: bool = False) -> None:
     b.pair("extract.decode.spans_per_s", decode_only, base, baseline, total, unit="spans/s", runs=pairs)
     b.pair("extract.spans_per_s", extract, base, baseline, total, unit="spans/s", runs=pairs)
     b.pair("extract.pure_python.spans_per_s", extract_pure, base, baseline, total, unit="spans/s", runs=pairs)
+    b.target("extract.spans_per_s", ">=", 0.5)  # issue #24's floor
