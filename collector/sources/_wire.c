@@ -139,66 +139,36 @@ static int decode_attributes_into(Slice kv, int depth, PyObject *dict);
 static int validate_any(Slice body, int depth);
 static int validate_key_value(Slice body, int depth);
 
-/* An ArrayValue's items as a list. */
-static int decode_array(Slice body, int depth, PyObject **out) {
-    PyObject *list = PyList_New(0);
-    if (list == NULL) return FAILED;
+/* An ArrayValue's items as a list, or a KeyValueList's entries as a dict (`as_dict`): both are field 1. */
+static int decode_values(Slice body, int depth, int as_dict, PyObject **out) {
+    PyObject *values = as_dict ? PyDict_New() : PyList_New(0);
+    if (values == NULL) return FAILED;
     Cursor c = {body.p, body.p + body.n};
     uint32_t field, wire;
-    int t;
-    while ((t = read_tag(&c, &field, &wire)) == 1) {
-        if (field == 1) {
-            Slice item;
-            if (wire != 2 || !read_len(&c, &item)) goto give_up;
+    int t, r = 1;
+    while (r == 1 && (t = read_tag(&c, &field, &wire)) == 1) {
+        Slice item;
+        if (field != 1) {
+            r = skip_field(&c, wire) ? 1 : GIVE_UP;
+        } else if (wire != 2 || !read_len(&c, &item)) {
+            r = GIVE_UP;
+        } else if (as_dict) {
+            r = decode_attributes_into(item, depth + 1, values);
+        } else {
             PyObject *value;
-            int r = decode_any(item, depth + 1, &value);
-            if (r != 1) {
-                Py_DECREF(list);
-                return r;
+            if ((r = decode_any(item, depth + 1, &value)) == 1) {
+                r = PyList_Append(values, value) < 0 ? FAILED : 1;
+                Py_DECREF(value);
             }
-            int appended = PyList_Append(list, value);
-            Py_DECREF(value);
-            if (appended < 0) {
-                Py_DECREF(list);
-                return FAILED;
-            }
-        } else if (!skip_field(&c, wire)) {
-            goto give_up;
         }
     }
-    if (t < 0) goto give_up;
-    *out = list;
-    return 1;
-give_up:
-    Py_DECREF(list);
-    return GIVE_UP;
-}
-
-static int decode_kvlist(Slice body, int depth, PyObject **out) {
-    PyObject *dict = PyDict_New();
-    if (dict == NULL) return FAILED;
-    Cursor c = {body.p, body.p + body.n};
-    uint32_t field, wire;
-    int t;
-    while ((t = read_tag(&c, &field, &wire)) == 1) {
-        if (field == 1) {
-            Slice kv;
-            if (wire != 2 || !read_len(&c, &kv)) goto give_up;
-            int r = decode_attributes_into(kv, depth + 1, dict);
-            if (r != 1) {
-                Py_DECREF(dict);
-                return r;
-            }
-        } else if (!skip_field(&c, wire)) {
-            goto give_up;
-        }
+    if (r == 1 && t < 0) r = GIVE_UP;
+    if (r != 1) {
+        Py_DECREF(values);
+        return r;
     }
-    if (t < 0) goto give_up;
-    *out = dict;
+    *out = values;
     return 1;
-give_up:
-    Py_DECREF(dict);
-    return GIVE_UP;
 }
 
 /* An AnyValue as `otlp_proto.decode_any_value` gives it: None when unset. */
@@ -249,8 +219,8 @@ static int decode_any(Slice body, int depth, PyObject **out) {
         *out = PyFloat_FromDouble(d);
         return *out != NULL ? 1 : FAILED;
     }
-    case 5: return decode_array(s, depth + 1, out);
-    case 6: return decode_kvlist(s, depth + 1, out);
+    case 5: return decode_values(s, depth + 1, 0, out);
+    case 6: return decode_values(s, depth + 1, 1, out);
     case 7:
         *out = PyBytes_FromStringAndSize((const char *)s.p, s.n);
         return *out != NULL ? 1 : FAILED;
