@@ -35,6 +35,7 @@ __all__ = [
     "OTEL_METRIC_EXPORT_INTERVAL",
     "OTEL_SDK_DISABLED",
     "OTEL_TRACES_EXPORTER",
+    "TOOLSCORE_MAX_AGENT_VERSIONS",
     "TOOLSCORE_MAX_ATTRIBUTE_VALUES",
     "TOOLSCORE_TELEMETRY_ENABLED",
     "env_bool",
@@ -55,6 +56,11 @@ Default: true (``OTEL_SDK_DISABLED=true`` also turns it off)."""
 TOOLSCORE_MAX_ATTRIBUTE_VALUES = "TOOLSCORE_MAX_ATTRIBUTE_VALUES"
 """Distinct values each name-valued metric attribute (scorer, expectation, agent, error type) may
 take before further values are reported as ``_other``. Default: 100."""
+
+TOOLSCORE_MAX_AGENT_VERSIONS = "TOOLSCORE_MAX_AGENT_VERSIONS"
+"""Versions per agent with series of their own in ``toolscore.expectation.version.runs`` (the most recently
+seen) before an older one's later runs count as ``_other``: the N of the canary alert's N + 1 series per agent.
+Default: 5."""
 
 # --- standard OpenTelemetry variables toolscore honours ------------------------------------------
 
