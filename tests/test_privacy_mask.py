@@ -41,6 +41,24 @@ def test_default_patterns_mask_emails_and_luhn_valid_cards_but_not_other_digit_r
     assert not luhn_valid("1234567812345678")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card 4111 1111 1111 1111 12/25 cvv 123",  # the expiry's digits chain on to the card's
+        "pay 2 4111-1111-1111-1111",
+        "amex 3782 822463 10005 ok",
+    ],
+)
+def test_a_card_number_written_beside_other_digits_is_masked(text: str) -> None:
+    assert is_masked(_masker(default_patterns=True).text(text) or "")
+
+
+def test_digit_groups_that_hold_no_card_number_are_kept() -> None:
+    masker = _masker(default_patterns=True)
+    for text in ("1234 5678 1234 5678", "call 555 123 4567 ref 12 34", "1 " * 4096):
+        assert masker.text(text) == text
+
+
 def test_equal_values_give_equal_markers_and_the_value_is_not_in_the_marker() -> None:
     masker = _masker(mask_keys=("token",))
     first = masker.arguments({"token": "sk-live-abc123"})["token"]

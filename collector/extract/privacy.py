@@ -58,7 +58,8 @@ DEFAULT_PATTERNS: dict[str, str] = {
 }
 """The default set `default_patterns: true` adds: emails, and card numbers (13 to 19 digits, spaces or
 dashes between, masked only when the digits pass the Luhn check, so an order id of 16 digits that is
-not a card number is kept)."""
+not a card number is kept; the check tries each run of whole digit groups, so a card written beside other
+digits, `4111 1111 1111 1111 12/25`, is found)."""
 
 
 class PrivacyConfig(BaseModel):
@@ -176,7 +177,7 @@ class Masker:
         if self._email is not None and self._email.search(text):
             return True
         if self._card is not None and self._card.search(text):
-            return any(luhn_valid(part) for part in _digit_runs(text))
+            return _has_card(text)
         return False
 
     def text(self, value: str | None) -> str | None:
@@ -268,17 +269,49 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _digit_runs(text: str) -> list[str]:
-    runs: list[str] = []
-    current: list[str] = []
+def _has_card(text: str) -> bool:
+    """Whether a run of 13 to 19 digits made of whole groups of a chain (groups split by a space or a dash) passes
+    the Luhn check: a card number written beside other digits (`4111 1111 1111 1111 12/25`, `pay 2
+    4111-1111-1111-1111`) is found, where the chain's digits taken together fail it. Linear in the text: each
+    run's Luhn sum is a difference of prefix sums, so a sender's `1 1 1 ...` costs no more than its length."""
+    for digits, starts in _digit_chains(text):
+        # prefix[parity][k]: the Luhn sum of digits[:k] for a run whose last digit has index parity `parity`
+        prefix = ([0], [0])
+        for position, digit in enumerate(digits):
+            doubled = digit * 2 - 9 if digit > 4 else digit * 2
+            for parity in (0, 1):
+                prefix[parity].append(prefix[parity][-1] + (doubled if position % 2 != parity else digit))
+        ends = [*starts[1:], len(digits)]
+        for first, start in enumerate(starts):
+            for last in range(first, min(first + 19, len(ends))):  # 19 groups of a digit at most
+                end = ends[last]
+                if end - start > 19:
+                    break
+                if end - start >= 13:
+                    sums = prefix[(end - 1) % 2]
+                    if (sums[end] - sums[start]) % 10 == 0:
+                        return True
+    return False
+
+
+def _digit_chains(text: str) -> list[tuple[list[int], list[int]]]:
+    """Each chain of digit groups of `text` (only spaces or dashes between two groups): its digits, and the
+    index in them where each group starts."""
+    chains: list[tuple[list[int], list[int]]] = []
+    digits: list[int] = []
+    starts: list[int] = []
+    in_group = False
     for char in text:
-        if char.isdigit():
-            current.append(char)
-        elif char in " -" and current:
+        if "0" <= char <= "9":
+            if not in_group:
+                starts.append(len(digits))
+                in_group = True
+            digits.append(ord(char) - 48)
             continue
-        elif current:
-            runs.append("".join(current))
-            current = []
-    if current:
-        runs.append("".join(current))
-    return runs
+        in_group = False
+        if char not in " -" and digits:
+            chains.append((digits, starts))
+            digits, starts = [], []
+    if digits:
+        chains.append((digits, starts))
+    return chains
