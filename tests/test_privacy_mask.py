@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -149,3 +150,46 @@ def test_names_only_rebuilt_runs_hold_no_argument_value() -> None:
         "order_id": None,
         "password": None,
     }
+
+
+RUN_ATTRIBUTES = {
+    "gen_ai.agent.name": "payer",
+    "input.value": '{"auth": {"token": "sk-live-abc123"}, "note": "hi"}',  # OpenInference: JSON of the request
+    "ai.response.text": "Paid. Receipt sent.",  # the AI SDK's run span: the response
+    "ai.response.toolCalls": '[{"toolName": "charge", "args": {"to": "ada@example.com"}}]',
+    "enduser.id": "ada@example.com",
+    "tags": ("billing", "ada@example.com"),
+    "gen_ai.usage.input_tokens": 42,
+}
+
+
+def _run_with_attributes() -> object:
+    from toolscore.scorers import AgentRun
+
+    return AgentRun(attributes=RUN_ATTRIBUTES, resource={"service.name": "pay", "owner": "ada@example.com"})
+
+
+def test_a_runs_attributes_are_masked_as_serve_forwards_them() -> None:
+    from toolscore.collector.extract.privacy import mask_run
+
+    privacy = PrivacyConfig(mask_keys=("*.token",), default_patterns=True, hash_key="k")
+    run = mask_run(_run_with_attributes(), privacy)  # type: ignore[arg-type]
+    text = run.model_dump_json()
+    assert not any(secret in text for secret in ("sk-live-abc123", "ada@example.com")), text
+    assert json.loads(run.attributes["input.value"])["note"] == "hi"  # masked inside, at the key the rule names
+    assert run.attributes["tags"][0] == "billing"
+    assert run.resource["service.name"] == "pay"
+    assert run.attributes["gen_ai.usage.input_tokens"] == 42
+
+
+def test_names_only_keeps_no_content_attribute_of_a_run_and_masks_what_it_keeps() -> None:
+    from toolscore.collector.extract.privacy import mask_run
+
+    privacy = PrivacyConfig(content="names_only", default_patterns=True, hash_key="k")
+    run = mask_run(_run_with_attributes(), privacy)  # type: ignore[arg-type]
+    text = run.model_dump_json()
+    for value in ("sk-live-abc123", "ada@example.com", "Receipt sent", '"hi"'):
+        assert value not in text, (value, text)
+    assert "ai.response.text" not in run.attributes
+    assert json.loads(run.attributes["ai.response.toolCalls"]) == [{"toolName": None, "args": {"to": None}}]
+    assert run.attributes["gen_ai.agent.name"] == "payer"

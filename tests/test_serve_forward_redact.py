@@ -24,7 +24,9 @@ def _kv(key: str, value: Any) -> KeyValue:
 
 def _request() -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
-    span = request.resource_spans.add().scope_spans.add().spans.add()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.append(_kv("team.owner", "ada.lovelace@example.com"))
+    span = resource_spans.scope_spans.add().spans.add()
     span.name = "execute_tool charge"
     span.attributes.extend(
         [
@@ -35,6 +37,7 @@ def _request() -> ExportTraceServiceRequest:
             _kv("gen_ai.usage.input_tokens", 42),
         ]
     )
+    span.links.add().attributes.append(_kv("note", "from ada.lovelace@example.com"))
     event = span.events.add()
     event.name = "gen_ai.user.message"
     event.attributes.append(_kv("content", "mail ada.lovelace@example.com"))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolscore.collector.extract.privacy_text import attribute_text
 from toolscore.scorers._masked import MARKER_PREFIX, is_masked
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
 
@@ -188,6 +189,10 @@ class Masker:
             return None
         return self.marker(value) if self._pattern_hit(value) else value
 
+    def scan(self, value: str) -> str:
+        """A text kept under every setting (a name, an id): masked whole on a pattern hit, else as it is."""
+        return self.marker(value) if self.config.active and self._pattern_hit(value) else value
+
     def arguments(self, arguments: Any, path: str = "") -> Any:
         """Tool arguments with masked values; under `names_only` every leaf value is None (keys kept)."""
         if not self.config.active:
@@ -212,10 +217,6 @@ class Masker:
         return arguments
 
 
-_CONTENT_WORDS = ("message", "prompt", "completion", "input", "output", "content", "argument", "result", "query")
-"""Run-span attribute keys holding any of these carry conversation text: dropped under `names_only`."""
-
-
 @lru_cache(maxsize=16)
 def masker_for(config: PrivacyConfig) -> Masker:
     """The masker of a configuration, built once per process (one random key when none is configured)."""
@@ -223,25 +224,37 @@ def masker_for(config: PrivacyConfig) -> Masker:
 
 
 def mask_run(run: AgentRun, config: PrivacyConfig) -> AgentRun:
-    """The run as toolscore keeps it: arguments, results, request, response and span-attribute text masked."""
+    """The run as toolscore keeps it: arguments, results, request, response and the text of its span's and
+    resource's attributes masked."""
     if not config.active:
         return run
     masker = masker_for(config)
     calls = tuple(mask_call(call, masker) for call in run.calls)
-    attributes: dict[str, Any] = {}
-    for key, value in run.attributes.items():
-        if masker.names_only and any(word in key.lower() for word in _CONTENT_WORDS):
-            continue
-        attributes[key] = masker.text(value) if isinstance(value, str) and not masker.names_only else value
     return run.model_copy(
         update={
             "content": masker.config.content,
             "input": masker.text(run.input),
             "output": masker.text(run.output),
             "calls": calls,
-            "attributes": attributes,
+            "attributes": _attributes(run.attributes, masker),
+            "resource": _attributes(run.resource, masker),
         }
     )
+
+
+def _attributes(attributes: Mapping[str, Any], masker: Masker) -> dict[str, Any]:
+    """Span or resource attributes as `privacy_text.attribute_text` keeps them (as `serve` forwards them)."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        kept: Any = value
+        if isinstance(value, str):
+            kept = attribute_text(key, value, masker)
+        elif isinstance(value, (list, tuple)):
+            items = (attribute_text(key, v, masker) if isinstance(v, str) else v for v in value)
+            kept = [v for v in items if v is not None]
+        if kept is not None:
+            out[key] = kept
+    return out
 
 
 def mask_call(call: _Call, masker: Masker) -> _Call:
