@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -91,6 +93,29 @@ def test_names_only_keeps_keys_and_drops_every_value_and_text() -> None:
 def test_a_pattern_re2_refuses_is_refused_naming_it() -> None:
     with pytest.raises(ValidationError, match=r"\(\?=x\)"):
         PrivacyConfig(mask_patterns=("(?=x)",))
+
+
+@pytest.mark.parametrize(
+    ("rule", "why"),
+    [("", "never blank"), ("card..number", "doubled dot"), (".token", "leading"), ("card[number", "no `]` closes")],
+)
+def test_a_key_rule_that_could_never_mask_what_it_says_is_refused_naming_it(rule: str, why: str) -> None:
+    with pytest.raises(ValidationError, match=rf"mask_keys\n.*{re.escape(repr(rule))} is refused: .*{re.escape(why)}"):
+        PrivacyConfig(mask_keys=("password", rule))
+    PrivacyConfig(mask_keys=("[[]x]", "card[!_]number", "*secret*"))  # sets that close are globs
+
+
+def test_the_offline_commands_name_the_privacy_key_a_bad_value_is_under(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolscore.collector.cli import main
+
+    traces = tmp_path / "none.json"
+    traces.write_text('{"resourceSpans": []}')
+    for option, value, key in (("--mask-key", "a..b", "mask_keys"), ("--mask-pattern", "(?=x)", "mask_patterns")):
+        result = CliRunner().invoke(main, ["extract", str(traces), option, value])
+        assert result.exit_code == 2
+        assert f"Error: privacy.{key}: {value!r} is refused: " in result.output
 
 
 def test_the_default_changes_nothing() -> None:

@@ -96,6 +96,14 @@ class PrivacyConfig(BaseModel):
         "then compare within one process only; a WARNING says so). Default: unset.",
     )
 
+    @field_validator("mask_keys")
+    @classmethod
+    def _key_rules(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
+        for rule in rules:
+            if problem := _key_rule_problem(rule):
+                raise ValueError(f"{rule!r} is refused: {problem}")
+        return rules
+
     @field_validator("mask_patterns")
     @classmethod
     def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
@@ -103,13 +111,41 @@ class PrivacyConfig(BaseModel):
             try:
                 compile_pattern(pattern)
             except RegexError as exc:
-                raise ValueError(f"privacy.mask_patterns: {pattern!r} is refused: {exc}") from exc
+                raise ValueError(f"{pattern!r} is refused: {exc}") from exc
         return patterns
 
     @property
     def active(self) -> bool:
         """Whether any content is changed at all (the step is skipped otherwise)."""
         return bool(self.mask_keys or self.mask_patterns or self.default_patterns or self.content != "full")
+
+
+def _key_rule_problem(rule: str) -> str | None:
+    """Why a `mask_keys` rule could never mask what it says (None: it is fine)."""
+    if not rule.strip():
+        return "a key rule is a key, a dot path or a glob, never blank"
+    if "" in rule.split("."):
+        return "a dot path has a key between each two dots (no leading, trailing or doubled dot)"
+    if _unclosed_set(rule):
+        return "a glob's `[` opens a set of characters that no `]` closes (write `[[]` for a literal `[`)"
+    return None
+
+
+def _unclosed_set(glob: str) -> bool:
+    """Whether a `[` of `glob` has no `]` closing its set, read as `fnmatch` reads sets (which would take the
+    `[` as a literal, silently: `card[number` meant something else)."""
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            j = i + 1
+            j += glob[j : j + 1] == "!"
+            j += glob[j : j + 1] == "]"  # a `]` first in a set is one of its characters
+            end = glob.find("]", j)
+            if end < 0:
+                return True
+            i = end
+        i += 1
+    return False
 
 
 def key_rule(rules: tuple[str, ...], path: str) -> str | None:
