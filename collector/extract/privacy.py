@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolscore.collector.env import TOOLSCORE_PRIVACY_HASH_KEY
 from toolscore.collector.extract.privacy_text import attribute_text
 from toolscore.scorers._masked import MARKER_PREFIX, is_masked
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
@@ -50,8 +51,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-HASH_KEY_ENV = "TOOLSCORE_PRIVACY_HASH_KEY"
-"""The environment variable read for the hash key when the configuration sets none."""
+HASH_KEY_ENV = TOOLSCORE_PRIVACY_HASH_KEY
+"""The environment variable read for the hash key when the configuration sets none (`toolscore.collector.env`)."""
 
 DEFAULT_PATTERNS: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
