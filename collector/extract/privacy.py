@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolscore.collector.env import TOOLSCORE_PRIVACY_HASH_KEY
-from toolscore.collector.extract.privacy_text import attribute_text
+from toolscore.collector.extract.privacy_text import mask_attributes
 from toolscore.scorers._masked import MARKER_PREFIX, is_masked
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
 
@@ -273,25 +273,10 @@ def mask_run(run: AgentRun, config: PrivacyConfig) -> AgentRun:
             "input": masker.text(run.input),
             "output": masker.text(run.output),
             "calls": calls,
-            "attributes": _attributes(run.attributes, masker),
-            "resource": _attributes(run.resource, masker),
+            "attributes": mask_attributes(run.attributes, masker),
+            "resource": mask_attributes(run.resource, masker),
         }
     )
-
-
-def _attributes(attributes: Mapping[str, Any], masker: Masker) -> dict[str, Any]:
-    """Span or resource attributes as `privacy_text.attribute_text` keeps them (as `serve` forwards them)."""
-    out: dict[str, Any] = {}
-    for key, value in attributes.items():
-        kept: Any = value
-        if isinstance(value, str):
-            kept = attribute_text(key, value, masker)
-        elif isinstance(value, (list, tuple)):
-            items = (attribute_text(key, v, masker) if isinstance(v, str) else v for v in value)
-            kept = [v for v in items if v is not None]
-        if kept is not None:
-            out[key] = kept
-    return out
 
 
 def mask_call(call: _Call, masker: Masker) -> _Call:

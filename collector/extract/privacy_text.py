@@ -18,6 +18,7 @@ forwards. Both go through `attribute_text`, so a value gets the same marker in e
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolscore.scorers._masked import is_masked
@@ -25,7 +26,7 @@ from toolscore.scorers._masked import is_masked
 if TYPE_CHECKING:
     from toolscore.collector.extract.privacy import Masker
 
-__all__ = ["CONTENT_KEY_WORDS", "attribute_text", "names_content"]
+__all__ = ["CONTENT_KEY_WORDS", "OWN_PREFIX", "attribute_text", "mask_attributes", "names_content"]
 
 CONTENT_KEY_WORDS = (
     "message",
@@ -48,10 +49,30 @@ CONTENT_KEY_WORDS = (
 """A string attribute whose key holds one of these (case-insensitive) carries conversation content."""
 
 
+OWN_PREFIX = "toolscore."
+"""toolscore's own attributes (`toolscore.tool_calls`, `toolscore.evaluation.*`), written from masked runs."""
+
+
 def names_content(key: str) -> bool:
-    """Whether an attribute named `key` carries conversation content (`CONTENT_KEY_WORDS`)."""
+    """Whether an attribute named `key` carries conversation content (`CONTENT_KEY_WORDS`); toolscore's own
+    never do (`toolscore.tool_calls` holds the tool names `names_only` keeps)."""
     lowered = key.lower()
-    return any(word in lowered for word in CONTENT_KEY_WORDS)
+    return not lowered.startswith(OWN_PREFIX) and any(word in lowered for word in CONTENT_KEY_WORDS)
+
+
+def mask_attributes(attributes: Mapping[str, Any], masker: Masker) -> dict[str, Any]:
+    """Span, event, link or resource attributes, each text as `attribute_text` keeps it (dropped: left out)."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        kept: Any = value
+        if isinstance(value, str):
+            kept = attribute_text(key, value, masker)
+        elif isinstance(value, (list, tuple)):
+            items = (attribute_text(key, v, masker) if isinstance(v, str) else v for v in value)
+            kept = type(value)(v for v in items if v is not None)
+        if kept is not None:
+            out[key] = kept
+    return out
 
 
 def attribute_text(key: str, text: str, masker: Masker) -> str | None:
