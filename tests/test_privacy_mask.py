@@ -136,6 +136,17 @@ def test_no_hash_key_warns_and_uses_a_per_process_key(
     assert Masker(PrivacyConfig(mask_keys=("a",))).marker(1) == _masker(mask_keys=("a",)).marker(1)
 
 
+def test_without_a_key_every_masker_of_the_process_gives_the_same_markers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolscore.collector.extract.privacy import masker_for
+
+    monkeypatch.delenv("TOOLSCORE_PRIVACY_HASH_KEY", raising=False)
+    config = PrivacyConfig(mask_keys=("a",))
+    first = masker_for(config).marker("v")
+    for i in range(20):  # more settings than masker_for caches: the first one's masker is built again
+        masker_for(PrivacyConfig(mask_keys=(f"k{i}",)))
+    assert masker_for(config).marker("v") == first == Masker(PrivacyConfig(mask_keys=("b",))).marker("v")
+
+
 def _recorded_run_spans() -> list[object]:
     from .test_extract_support import Traces, genai_run, genai_tool
 

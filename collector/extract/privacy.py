@@ -159,6 +159,11 @@ def key_rule(rules: tuple[str, ...], path: str) -> str | None:
     return None
 
 
+_PROCESS_KEY: list[bytes] = []
+"""The random key of this process, drawn once: every masker without a configured key uses it, so a masker
+built again (`masker_for`'s cache holds a few) gives the same markers as the one before it."""
+
+
 def _key_bytes(config: PrivacyConfig) -> bytes:
     key = config.hash_key or os.environ.get(HASH_KEY_ENV)
     if key:
@@ -168,7 +173,9 @@ def _key_bytes(config: PrivacyConfig) -> bytes:
         "masked values compare equal within this process only",
         HASH_KEY_ENV,
     )
-    return secrets.token_bytes(32)
+    if not _PROCESS_KEY:
+        _PROCESS_KEY.append(secrets.token_bytes(32))  # a race draws two: the list keeps the first
+    return _PROCESS_KEY[0]
 
 
 class Masker:
