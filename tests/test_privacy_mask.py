@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from toolscore.collector.extract.privacy import Masker, PrivacyConfig, luhn_valid
+from toolscore.collector.extract.privacy import Masker, PrivacyConfig
+from toolscore.collector.extract.privacy_cards import luhn_valid
 from toolscore.scorers._masked import is_masked
 
 ARGS = {

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolscore.collector.env import TOOLSCORE_PRIVACY_HASH_KEY
-from toolscore.collector.extract.privacy_cards import has_card, luhn_valid
+from toolscore.collector.extract.privacy_cards import has_card
 from toolscore.collector.extract.privacy_text import mask_attributes
 from toolscore.scorers._masked import MARKER_PREFIX, is_masked
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
@@ -44,7 +44,6 @@ __all__ = [
     "Masker",
     "PrivacyConfig",
     "key_rule",
-    "luhn_valid",
     "mask_call",
     "mask_run",
     "masker_for",
