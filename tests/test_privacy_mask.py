@@ -230,3 +230,12 @@ def test_names_only_keeps_no_content_attribute_of_a_run_and_masks_what_it_keeps(
     assert "ai.response.text" not in run.attributes
     assert json.loads(run.attributes["ai.response.toolCalls"]) == [{"toolName": None, "args": {"to": None}}]
     assert run.attributes["gen_ai.agent.name"] == "payer"
+
+
+def test_masking_what_is_masked_changes_nothing() -> None:
+    """Markers stay markers: an expectation made from a masked run (its expected values are the run's markers)
+    is masked as runs are and still compares equal, and a run masked twice is the run masked once."""
+    masker = _masker(mask_keys=("*.token", "card"), default_patterns=True)
+    once = masker.arguments(ARGS)
+    assert masker.arguments(once) == once
+    assert masker.text(masker.text("mail ada@example.com")) == masker.text("mail ada@example.com")
