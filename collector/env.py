@@ -35,7 +35,9 @@ __all__ = [
     "OTEL_METRIC_EXPORT_INTERVAL",
     "OTEL_SDK_DISABLED",
     "OTEL_TRACES_EXPORTER",
+    "TOOLSCORE_MAX_AGENT_VERSIONS",
     "TOOLSCORE_MAX_ATTRIBUTE_VALUES",
+    "TOOLSCORE_PRIVACY_HASH_KEY",
     "TOOLSCORE_TELEMETRY_ENABLED",
     "env_bool",
     "env_int",
@@ -55,6 +57,16 @@ Default: true (``OTEL_SDK_DISABLED=true`` also turns it off)."""
 TOOLSCORE_MAX_ATTRIBUTE_VALUES = "TOOLSCORE_MAX_ATTRIBUTE_VALUES"
 """Distinct values each name-valued metric attribute (scorer, expectation, agent, error type) may
 take before further values are reported as ``_other``. Default: 100."""
+
+TOOLSCORE_MAX_AGENT_VERSIONS = "TOOLSCORE_MAX_AGENT_VERSIONS"
+"""Versions per agent with series of their own in ``toolscore.expectation.version.runs`` (the most recently
+seen) before an older one's later runs count as ``_other``: the N of the canary alert's N + 1 series per agent.
+Default: 5."""
+
+TOOLSCORE_PRIVACY_HASH_KEY = "TOOLSCORE_PRIVACY_HASH_KEY"
+"""Key of the privacy masks' HMAC when `privacy.hash_key` is unset (a secret: set it from a secret store, the
+same in every replica and for the offline commands, so their markers compare). Default: unset, a random key
+per process (markers then compare within one process only; a WARNING says so)."""
 
 # --- standard OpenTelemetry variables toolscore honours ------------------------------------------
 

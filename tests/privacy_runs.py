@@ -27,6 +27,7 @@ __all__ = [
     "VALUES",
     "expectation_file",
     "privacy_runs",
+    "record_runs",
     "trace_file",
 ]
 
@@ -72,14 +73,18 @@ def _run(tracer: Any, args: dict[str, Any]) -> None:
     run.end()
 
 
+def record_runs(tracer: Any) -> None:
+    """The two runs, recorded with `tracer`: the first pays with the expected card, the second with another."""
+    _run(tracer, ARGS)
+    _run(tracer, {**ARGS, "card": {"number": OTHER_CARD, "holder": "Augusta"}})
+
+
 def privacy_runs() -> list[ReadableSpan]:
     """The two runs' spans, ended, as an exporter gets them."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("privacy-test")
-    _run(tracer, ARGS)
-    _run(tracer, {**ARGS, "card": {"number": OTHER_CARD, "holder": "Augusta"}})
+    record_runs(provider.get_tracer("privacy-test"))
     provider.shutdown()
     return list(exporter.get_finished_spans())
 

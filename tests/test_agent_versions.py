@@ -8,23 +8,25 @@ from typing import Any
 import pytest
 from opentelemetry import baggage, context
 from opentelemetry import trace as trace_api
-from opentelemetry.context import Context
+from opentelemetry.processor.baggage import ALLOW_ALL_BAGGAGE_KEYS, BaggageSpanProcessor
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.pipeline_builders import TRAVEL, Recording, registry_with, run_attrs, tool_attrs, wait_until
+from toolscore.collector.instrumentation import instrument
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.agent_version import AgentVersionConfig, agent_version
 from toolscore.collector.registry import Expectation
 from toolscore.collector.serve._phoenix import annotation
 from toolscore.collector.telemetry import create_telemetry
 from toolscore.collector.telemetry.metrics_table import OTHER_VALUE
+from toolscore.collector.telemetry.setup import TelemetryConfig
 from toolscore.scorers import AgentRun, Score
 
 VERSION_RUNS = "toolscore.expectation.version.runs"
@@ -192,21 +194,12 @@ def test_a_phoenix_annotation_names_the_runs_version_in_its_metadata() -> None:
     assert "toolscore.agent.version" not in annotation(run, expectation, score)["metadata"]
 
 
-class _BaggageOntoSpans(SpanProcessor):
-    """What opentelemetry-processor-baggage's `BaggageSpanProcessor` does (docs/in-process.md): each baggage entry
-    of the parent context onto the starting span, as an attribute of the same key."""
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        for key, value in baggage.get_all(parent_context).items():
-            span.set_attribute(key, str(value))
-
-
 def test_a_prompt_version_carried_in_baggage_is_the_runs_version() -> None:
     exporter, telemetry = InMemorySpanExporter(), Recording()
     provider = TracerProvider(resource=Resource.create({"service.version": "2.1.0"}))
     config = PipelineConfig(settle_ms=20, agent_version=AgentVersionConfig(span_attributes=("app.prompt.version",)))
     with registry_with(TRAVEL) as registry:
-        provider.add_span_processor(_BaggageOntoSpans())
+        provider.add_span_processor(BaggageSpanProcessor(ALLOW_ALL_BAGGAGE_KEYS))  # baggage onto each span
         provider.add_span_processor(ToolscoreSpanProcessor(registry, SimpleSpanProcessor(exporter), config, telemetry))
         tracer = provider.get_tracer("toolscore-tests")
         token = context.attach(baggage.set_baggage("app.prompt.version", "checkout-prompt@7"))
@@ -221,3 +214,32 @@ def test_a_prompt_version_carried_in_baggage_is_the_runs_version() -> None:
     assert telemetry.versions == ["checkout-prompt@7"]
     (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
     assert (run.attributes or {})["toolscore.agent.version"] == "checkout-prompt@7"
+
+
+def test_the_versions_kept_per_agent_are_read_from_the_environment_in_process(
+    meters: tuple[MeterProvider, InMemoryMetricReader], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`instrument()` has no serve YAML: TOOLSCORE_MAX_AGENT_VERSIONS sets its N (the explicit key beats it)."""
+    monkeypatch.setenv("TOOLSCORE_MAX_AGENT_VERSIONS", "2")
+    assert TelemetryConfig.from_env().max_agent_versions == 2
+    assert TelemetryConfig.from_env(max_agent_versions=3).max_agent_versions == 3
+    meter_provider, reader = meters
+    provider = TracerProvider()
+    with registry_with(TRAVEL) as registry:
+        processor = instrument(
+            registry,
+            tracer_provider=provider,
+            next_processor=SimpleSpanProcessor(InMemorySpanExporter()),
+            config=PipelineConfig(settle_ms=10),
+            meter_provider=meter_provider,
+        )
+        tracer = provider.get_tracer("toolscore-tests")
+        for version in ("1.0", "1.1", "1.2", "1.0"):  # 1.0's second run comes after it was retired
+            run = tracer.start_span("invoke_agent travel", attributes=run_attrs(**{"gen_ai.agent.version": version}))
+            with trace_api.use_span(run, end_on_exit=True):
+                for i, name in enumerate(("search_flights", "book_flight")):
+                    tracer.start_span(f"execute_tool {name}", attributes=tool_attrs(name, f"call_{i}")).end()
+            assert processor.force_flush(10_000)
+        provider.shutdown()
+    counted = {p["toolscore.agent.version"]: n for p, n in _points(reader, VERSION_RUNS)}
+    assert counted == {"1.1": 1, "1.2": 1, OTHER_VALUE: 1}

@@ -35,7 +35,12 @@ pytestmark = pytest.mark.integration
 EXPECTED_FIGURES = {
     bench_scorers: [f"scorer.{kind}.{n}calls.evals_per_s" for kind in ("tool_selection", "f1") for n in (5, 50)]
     + [f"scorer.trajectory_{mode}.{n}calls.evals_per_s" for mode in ("exact", "flexible") for n in (5, 50)],
-    bench_extract: ["extract.spans_per_s", "extract.baseline.spans_per_s", "extract.decode.spans_per_s"],
+    bench_extract: [
+        "extract.spans_per_s",
+        "extract.baseline.spans_per_s",
+        "extract.decode.spans_per_s",
+        "extract.pure_python.spans_per_s",
+    ],
     bench_registry: ["registry.match.10.matches_per_s", "registry.match.200.matches_per_s"],
     bench_regex: [
         "regex.re2.4kb.benign.matches_per_s",

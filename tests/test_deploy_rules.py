@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.docs_text import page
 from tests.promql_names import exported_labels, exported_metrics, metric_names, recorded_names
 from toolscore.collector.telemetry.metrics_table import OVERLOAD_REASONS, REFUSAL_REASONS
+from toolscore.collector.telemetry.setup import TelemetryConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "deploy" / "prometheus" / "rules" / "toolscore.rules.yml"
@@ -162,3 +164,30 @@ def test_the_deploy_page_alert_table_lists_every_alert_with_its_severity() -> No
         documented = "the expectation's" if severity == SEVERITY_FROM_EXPECTATION else f"`{severity}`"
         assert table[name] == documented, f"{name}: docs/deploy.md says {table[name]}, the rule {severity}"
     assert set(table) == {alert["alert"] for alert in _alerts()}, "docs/deploy.md lists alerts the rules do not have"
+
+
+def _canary_settings() -> dict[str, str]:
+    """docs/deploy.md's table of the canary comparison's settings: setting (before the colon) -> default."""
+    section = page("deploy.md").split("### The canary comparison")[1].split("\n#")[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")]
+    return {cells[0].split(":")[0].strip(): cells[2].strip() for cells in rows[1:]}
+
+
+def test_the_canary_settings_the_docs_show_are_the_rules() -> None:
+    """The alerting docs state the canary comparison's settings; each must be what the rules do."""
+    settings = _canary_settings()
+    by_name = {rule.get("alert") or rule["record"]: rule for rule in _rules()}
+    alert = by_name["ToolscoreAgentVersionRegression"]
+    margin = re.search(r"\)\s*>=\s*([\d.]+)\s*\)", alert["expr"])
+    assert margin is not None
+    assert float(margin.group(1)) == float(settings["margin"])
+    enough = by_name[
+        "agent_expectation_version:toolscore_expectation_version_runs_pass_per_run:ratio_rate1h_enough_runs"
+    ]
+    assert re.findall(r">=\s*(\d+)", enough["expr"]) == [settings["minimum runs in the last hour, on both versions"]]
+    assert alert["for"] == settings["how long the drop lasts before it fires"].replace(" min", "m")
+    kept = settings["how long a gone version stays the comparison"]
+    assert kept == "7 days"
+    assert "[7d]" in by_name["agent_expectation:toolscore_previous_version_pass_per_run:ratio_rate1h"]["expr"]
+    assert "[7d]" in by_name["agent_version:toolscore_agent_version_first_seen:min7d"]["expr"]
+    assert int(settings["versions kept per agent"]) == TelemetryConfig().max_agent_versions

@@ -55,6 +55,7 @@ def test_a_worse_new_set_fails_with_the_per_expectation_difference(tmp_path: Pat
     assert any("searches" in line and "+0.00" in line and "WORSE" not in line for line in lines), proc.stdout
     assert "1 expectation(s) below the baseline by more than 0.30: books-flight" in proc.stdout
     assert "FAIL books-flight" in proc.stdout, "the new set's failing runs with their diffs, as eval shows them"
+    assert any(line.split()[1:] == ["missing", "1.", "book_flight", "-"] for line in lines), proc.stdout
 
 
 def test_a_drop_within_the_margin_or_an_equal_set_passes(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ records to a real OTLP logs receiver, writes its score store, and asks a scripte
 127.0.0.1; `toolscore eval` writes JUnit, Markdown and JSON. Every output is searched byte for byte. The same
 runs without masking are the control: the secrets are there, so the search can fail, and the scores are the
 ones masking must keep. The page (`ui`) is searched too: the runs list, each run's view and the YAML preview
-of the expectation made from it.
+of the expectation made from it; and the Prometheus exposition of serve's metrics (never content).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
             while time.monotonic() < deadline and (len(logs.log_records()) < SCORES or not store.exists()):
                 time.sleep(0.1)
             page = _page(process)
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{process.metrics_port}/metrics", timeout=10).read()
             assert process.terminate() == 0, process.log()
     finally:
         logs.stop()
@@ -92,6 +93,7 @@ def _serve(tmp_path: Path, privacy: dict[str, Any] | None, judge: OpenAIServer, 
     out.places["score store"] = b"".join(p.read_bytes() for p in sorted(tmp_path.glob("scores.db*")))
     out.places["serve log"] = (tmp_path / "serve.log").read_bytes()
     out.places["page"] = page
+    out.places["metrics"] = metrics
     for run in query_runs(store, limit=10):
         for score in run.scores:
             out.scores[run.trace_id, score.scorer] = score.value
@@ -152,6 +154,8 @@ def test_masking_keeps_every_secret_out_of_serves_outputs_and_scores_as_without_
     masked.places["judge requests"] = _judge_requests(openai_server, asked)
 
     assert set(plain.holding(SECRETS)) >= {"forwarded spans", "score store", "judge requests", "page"}, "the control"
+    assert "metrics" not in plain.holding(SECRETS), "metrics never hold content, masked or not"
+    assert b'gen_ai_agent_name="payer"' in plain.places["metrics"]  # the scores' series are there
     assert masked.holding(SECRETS) == {}
     assert masked.scores == plain.scores, (masked.errors, plain.errors)
     assert None not in masked.scores.values(), masked.errors

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from toolscore.collector.extract.privacy import Masker, PrivacyConfig, luhn_valid
+from toolscore.collector.extract.privacy import Masker, PrivacyConfig
+from toolscore.collector.extract.privacy_cards import luhn_valid
 from toolscore.scorers._masked import is_masked
 
 ARGS = {
@@ -39,6 +43,24 @@ def test_default_patterns_mask_emails_and_luhn_valid_cards_but_not_other_digit_r
     assert masked["order_id"] == "1234567812345678"  # 16 digits, fails Luhn
     assert luhn_valid("4111-1111-1111-1111")
     assert not luhn_valid("1234567812345678")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card 4111 1111 1111 1111 12/25 cvv 123",  # the expiry's digits chain on to the card's
+        "pay 2 4111-1111-1111-1111",
+        "amex 3782 822463 10005 ok",
+    ],
+)
+def test_a_card_number_written_beside_other_digits_is_masked(text: str) -> None:
+    assert is_masked(_masker(default_patterns=True).text(text) or "")
+
+
+def test_digit_groups_that_hold_no_card_number_are_kept() -> None:
+    masker = _masker(default_patterns=True)
+    for text in ("1234 5678 1234 5678", "call 555 123 4567 ref 12 34", "1 " * 4096):
+        assert masker.text(text) == text
 
 
 def test_equal_values_give_equal_markers_and_the_value_is_not_in_the_marker() -> None:
@@ -74,6 +96,29 @@ def test_a_pattern_re2_refuses_is_refused_naming_it() -> None:
         PrivacyConfig(mask_patterns=("(?=x)",))
 
 
+@pytest.mark.parametrize(
+    ("rule", "why"),
+    [("", "never blank"), ("card..number", "doubled dot"), (".token", "leading"), ("card[number", "no `]` closes")],
+)
+def test_a_key_rule_that_could_never_mask_what_it_says_is_refused_naming_it(rule: str, why: str) -> None:
+    with pytest.raises(ValidationError, match=rf"mask_keys\n.*{re.escape(repr(rule))} is refused: .*{re.escape(why)}"):
+        PrivacyConfig(mask_keys=("password", rule))
+    PrivacyConfig(mask_keys=("[[]x]", "card[!_]number", "*secret*"))  # sets that close are globs
+
+
+def test_the_offline_commands_name_the_privacy_key_a_bad_value_is_under(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from toolscore.collector.cli import main
+
+    traces = tmp_path / "none.json"
+    traces.write_text('{"resourceSpans": []}')
+    for option, value, key in (("--mask-key", "a..b", "mask_keys"), ("--mask-pattern", "(?=x)", "mask_patterns")):
+        result = CliRunner().invoke(main, ["extract", str(traces), option, value])
+        assert result.exit_code == 2
+        assert f"Error: privacy.{key}: {value!r} is refused: " in result.output
+
+
 def test_the_default_changes_nothing() -> None:
     masker = Masker(PrivacyConfig())
     assert masker.arguments(ARGS) == ARGS
@@ -90,6 +135,17 @@ def test_no_hash_key_warns_and_uses_a_per_process_key(
     assert is_masked(masker.arguments({"a": 1})["a"])
     monkeypatch.setenv("TOOLSCORE_PRIVACY_HASH_KEY", "test-key")
     assert Masker(PrivacyConfig(mask_keys=("a",))).marker(1) == _masker(mask_keys=("a",)).marker(1)
+
+
+def test_without_a_key_every_masker_of_the_process_gives_the_same_markers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolscore.collector.extract.privacy import masker_for
+
+    monkeypatch.delenv("TOOLSCORE_PRIVACY_HASH_KEY", raising=False)
+    config = PrivacyConfig(mask_keys=("a",))
+    first = masker_for(config).marker("v")
+    for i in range(20):  # more settings than masker_for caches: the first one's masker is built again
+        masker_for(PrivacyConfig(mask_keys=(f"k{i}",)))
+    assert masker_for(config).marker("v") == first == Masker(PrivacyConfig(mask_keys=("b",))).marker("v")
 
 
 def _recorded_run_spans() -> list[object]:
@@ -131,3 +187,55 @@ def test_names_only_rebuilt_runs_hold_no_argument_value() -> None:
         "order_id": None,
         "password": None,
     }
+
+
+RUN_ATTRIBUTES = {
+    "gen_ai.agent.name": "payer",
+    "input.value": '{"auth": {"token": "sk-live-abc123"}, "note": "hi"}',  # OpenInference: JSON of the request
+    "ai.response.text": "Paid. Receipt sent.",  # the AI SDK's run span: the response
+    "ai.response.toolCalls": '[{"toolName": "charge", "args": {"to": "ada@example.com"}}]',
+    "enduser.id": "ada@example.com",
+    "tags": ("billing", "ada@example.com"),
+    "gen_ai.usage.input_tokens": 42,
+}
+
+
+def _run_with_attributes() -> object:
+    from toolscore.scorers import AgentRun
+
+    return AgentRun(attributes=RUN_ATTRIBUTES, resource={"service.name": "pay", "owner": "ada@example.com"})
+
+
+def test_a_runs_attributes_are_masked_as_serve_forwards_them() -> None:
+    from toolscore.collector.extract.privacy import mask_run
+
+    privacy = PrivacyConfig(mask_keys=("*.token",), default_patterns=True, hash_key="k")
+    run = mask_run(_run_with_attributes(), privacy)  # type: ignore[arg-type]
+    text = run.model_dump_json()
+    assert not any(secret in text for secret in ("sk-live-abc123", "ada@example.com")), text
+    assert json.loads(run.attributes["input.value"])["note"] == "hi"  # masked inside, at the key the rule names
+    assert run.attributes["tags"][0] == "billing"
+    assert run.resource["service.name"] == "pay"
+    assert run.attributes["gen_ai.usage.input_tokens"] == 42
+
+
+def test_names_only_keeps_no_content_attribute_of_a_run_and_masks_what_it_keeps() -> None:
+    from toolscore.collector.extract.privacy import mask_run
+
+    privacy = PrivacyConfig(content="names_only", default_patterns=True, hash_key="k")
+    run = mask_run(_run_with_attributes(), privacy)  # type: ignore[arg-type]
+    text = run.model_dump_json()
+    for value in ("sk-live-abc123", "ada@example.com", "Receipt sent", '"hi"'):
+        assert value not in text, (value, text)
+    assert "ai.response.text" not in run.attributes
+    assert json.loads(run.attributes["ai.response.toolCalls"]) == [{"toolName": None, "args": {"to": None}}]
+    assert run.attributes["gen_ai.agent.name"] == "payer"
+
+
+def test_masking_what_is_masked_changes_nothing() -> None:
+    """Markers stay markers: an expectation made from a masked run (its expected values are the run's markers)
+    is masked as runs are and still compares equal, and a run masked twice is the run masked once."""
+    masker = _masker(mask_keys=("*.token", "card"), default_patterns=True)
+    once = masker.arguments(ARGS)
+    assert masker.arguments(once) == once
+    assert masker.text(masker.text("mail ada@example.com")) == masker.text("mail ada@example.com")

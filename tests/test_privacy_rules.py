@@ -213,3 +213,19 @@ def test_expectations_apply_refuses_such_a_rule_with_the_privacy_options(tmp_pat
     assert refused.exit_code != 0
     assert "masks 'auth.token' (by '*.token')" in refused.output
     assert CliRunner().invoke(main, ["expectations", "apply", str(path), "--db", db]).exit_code == 0
+
+
+@pytest.mark.integration
+def test_serve_refuses_to_start_on_registry_files_with_such_a_rule_naming_file_line_and_mask(tmp_path: Path) -> None:
+    from tests.serve_harness import serve_config
+    from toolscore.collector.serve import ServeConfig, ServiceStartError, start_service
+
+    path = tmp_path / "pay.yaml"
+    path.write_text(yaml.safe_dump(_doc(("auth.token", {"type": "regex", "pattern": "sk-.*"})), sort_keys=False))
+    privacy = {"extract": {"privacy": {"mask_keys": ["*.token"], "hash_key": "k"}}}
+    config = serve_config(tmp_path, [path], None, telemetry={"enabled": False}, pipeline=privacy)
+    with pytest.raises(ServiceStartError) as caught:
+        start_service(ServeConfig.model_validate(yaml.safe_load(config.read_text())))
+    line = path.read_text().splitlines().index("      auth.token:") + 1
+    assert f"{path}:{line}: " in str(caught.value)
+    assert "masks 'auth.token' (by '*.token')" in str(caught.value)

@@ -130,13 +130,19 @@ def test_file_values_env_overrides_and_otel_variables_combine_by_precedence(tmp_
 
 @pytest.mark.integration
 def test_print_config_redacts_secrets(tmp_path: Path) -> None:
-    env = {"TOOLSCORE_RECEIVER__BEARER_TOKEN": "s3cret", "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y"}
+    env = {
+        "TOOLSCORE_RECEIVER__BEARER_TOKEN": "s3cret",
+        "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k3y",
+        "TOOLSCORE_PIPELINE__EXTRACT__PRIVACY__HASH_KEY": "h4sh",  # with it, a guessed value's marker is checkable
+    }
     result = _serve("--print-config", cwd=tmp_path, env=env)
     config = _printed(result)
     assert config["receiver"]["bearer_token"] == "<redacted>"
     assert config["forward"]["headers"] == {"x-api-key": "<redacted>"}
+    assert config["pipeline"]["extract"]["privacy"]["hash_key"] == "<redacted>"
     assert "s3cret" not in result.stdout
     assert "k3y" not in result.stdout
+    assert "h4sh" not in result.stdout
 
 
 @pytest.mark.integration

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 
 from tests.privacy_runs import ARGS, MASKING
 from toolscore.collector.extract.privacy import PrivacyConfig, mask_run, masker_for
@@ -18,13 +18,17 @@ OPENAI_CALL = {"tool_calls": [{"function": {"name": "charge", "arguments": json.
 
 
 def _kv(key: str, value: Any) -> KeyValue:
+    if isinstance(value, tuple):
+        return KeyValue(key=key, value=AnyValue(array_value=ArrayValue(values=[_kv(key, v).value for v in value])))
     any_value = AnyValue(string_value=value) if isinstance(value, str) else AnyValue(int_value=value)
     return KeyValue(key=key, value=any_value)
 
 
 def _request() -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
-    span = request.resource_spans.add().scope_spans.add().spans.add()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.append(_kv("team.owner", "ada.lovelace@example.com"))
+    span = resource_spans.scope_spans.add().spans.add()
     span.name = "execute_tool charge"
     span.attributes.extend(
         [
@@ -33,8 +37,10 @@ def _request() -> ExportTraceServiceRequest:
             _kv("llm.output_messages.0.message", json.dumps(OPENAI_CALL)),
             _kv("input.value", "Charge my card and mail ada.lovelace@example.com"),
             _kv("gen_ai.usage.input_tokens", 42),
+            _kv("toolscore.tool_calls", ("charge",)),  # what toolscore adds to a run span it scored
         ]
     )
+    span.links.add().attributes.append(_kv("note", "from ada.lovelace@example.com"))
     event = span.events.add()
     event.name = "gen_ai.user.message"
     event.attributes.append(_kv("content", "mail ada.lovelace@example.com"))
@@ -43,9 +49,15 @@ def _request() -> ExportTraceServiceRequest:
 
 def _attributes(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     span = ExportTraceServiceRequest.FromString(data).resource_spans[0].scope_spans[0].spans[0]
-    values = {kv.key: getattr(kv.value, kv.value.WhichOneof("value")) for kv in span.attributes}
+    values = {kv.key: _plain(kv.value) for kv in span.attributes}
     event = {kv.key: kv.value.string_value for kv in span.events[0].attributes}
     return values, event
+
+
+def _plain(value: AnyValue) -> Any:
+    if value.WhichOneof("value") == "array_value":
+        return tuple(_plain(v) for v in value.array_value.values)
+    return getattr(value, value.WhichOneof("value"))
 
 
 def test_forwarded_content_is_masked_with_the_markers_the_run_gets() -> None:
@@ -69,6 +81,7 @@ def test_names_only_keeps_keys_drops_text_and_leaves_names_and_numbers() -> None
     assert json.loads(span["gen_ai.tool.call.arguments"])["card"] == {"number": None, "holder": None}
     assert "input.value" not in span
     assert "content" not in event
+    assert span["toolscore.tool_calls"] == ("charge",)  # toolscore's own attributes, written from masked runs
     assert span["gen_ai.tool.name"] == "charge"
     assert span["gen_ai.usage.input_tokens"] == 42
 

@@ -80,8 +80,12 @@ def privacy_from_options(
     try:
         return PrivacyConfig.model_validate(data)
     except ValidationError as exc:
+        from toolscore.collector.error_text import error_message
+
         where = f"{privacy_config}: " if privacy_config else ""
-        raise click.UsageError(f"{where}privacy settings: {exc.errors(include_url=False)[0]['msg']}") from None
+        error = exc.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in ("privacy", *error["loc"]))
+        raise click.UsageError(f"{where}{field}: {error_message(error, PrivacyConfig)}") from None
 
 
 def _read_block(path: str) -> dict[str, Any]:

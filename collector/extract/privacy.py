@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolscore.collector.env import TOOLSCORE_PRIVACY_HASH_KEY
+from toolscore.collector.extract.privacy_cards import has_card
+from toolscore.collector.extract.privacy_text import mask_attributes
 from toolscore.scorers._masked import MARKER_PREFIX, is_masked
 from toolscore.scorers._regex import Pattern, RegexError, compile_pattern
 
@@ -41,7 +44,6 @@ __all__ = [
     "Masker",
     "PrivacyConfig",
     "key_rule",
-    "luhn_valid",
     "mask_call",
     "mask_run",
     "masker_for",
@@ -49,8 +51,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-HASH_KEY_ENV = "TOOLSCORE_PRIVACY_HASH_KEY"
-"""The environment variable read for the hash key when the configuration sets none."""
+HASH_KEY_ENV = TOOLSCORE_PRIVACY_HASH_KEY
+"""The environment variable read for the hash key when the configuration sets none (`toolscore.collector.env`)."""
 
 DEFAULT_PATTERNS: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
@@ -58,7 +60,8 @@ DEFAULT_PATTERNS: dict[str, str] = {
 }
 """The default set `default_patterns: true` adds: emails, and card numbers (13 to 19 digits, spaces or
 dashes between, masked only when the digits pass the Luhn check, so an order id of 16 digits that is
-not a card number is kept)."""
+not a card number is kept; the check tries each run of whole digit groups, so a card written beside other
+digits, `4111 1111 1111 1111 12/25`, is found)."""
 
 
 class PrivacyConfig(BaseModel):
@@ -94,6 +97,14 @@ class PrivacyConfig(BaseModel):
         "then compare within one process only; a WARNING says so). Default: unset.",
     )
 
+    @field_validator("mask_keys")
+    @classmethod
+    def _key_rules(cls, rules: tuple[str, ...]) -> tuple[str, ...]:
+        for rule in rules:
+            if problem := _key_rule_problem(rule):
+                raise ValueError(f"{rule!r} is refused: {problem}")
+        return rules
+
     @field_validator("mask_patterns")
     @classmethod
     def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
@@ -101,13 +112,41 @@ class PrivacyConfig(BaseModel):
             try:
                 compile_pattern(pattern)
             except RegexError as exc:
-                raise ValueError(f"privacy.mask_patterns: {pattern!r} is refused: {exc}") from exc
+                raise ValueError(f"{pattern!r} is refused: {exc}") from exc
         return patterns
 
     @property
     def active(self) -> bool:
         """Whether any content is changed at all (the step is skipped otherwise)."""
         return bool(self.mask_keys or self.mask_patterns or self.default_patterns or self.content != "full")
+
+
+def _key_rule_problem(rule: str) -> str | None:
+    """Why a `mask_keys` rule could never mask what it says (None: it is fine)."""
+    if not rule.strip():
+        return "a key rule is a key, a dot path or a glob, never blank"
+    if "" in rule.split("."):
+        return "a dot path has a key between each two dots (no leading, trailing or doubled dot)"
+    if _unclosed_set(rule):
+        return "a glob's `[` opens a set of characters that no `]` closes (write `[[]` for a literal `[`)"
+    return None
+
+
+def _unclosed_set(glob: str) -> bool:
+    """Whether a `[` of `glob` has no `]` closing its set, read as `fnmatch` reads sets (which would take the
+    `[` as a literal, silently: `card[number` meant something else)."""
+    i = 0
+    while i < len(glob):
+        if glob[i] == "[":
+            j = i + 1
+            j += glob[j : j + 1] == "!"
+            j += glob[j : j + 1] == "]"  # a `]` first in a set is one of its characters
+            end = glob.find("]", j)
+            if end < 0:
+                return True
+            i = end
+        i += 1
+    return False
 
 
 def key_rule(rules: tuple[str, ...], path: str) -> str | None:
@@ -119,16 +158,9 @@ def key_rule(rules: tuple[str, ...], path: str) -> str | None:
     return None
 
 
-def luhn_valid(text: str) -> bool:
-    """Whether the digits of `text` pass the Luhn check card numbers carry."""
-    digits = [int(c) for c in text if c.isdigit()]
-    if len(digits) < 13:
-        return False
-    total = 0
-    for i, digit in enumerate(reversed(digits)):
-        doubled = digit * 2 if i % 2 else digit
-        total += doubled - 9 if doubled > 9 else doubled
-    return total % 10 == 0
+_PROCESS_KEY: list[bytes] = []
+"""The random key of this process, drawn once: every masker without a configured key uses it, so a masker
+built again (`masker_for`'s cache holds a few) gives the same markers as the one before it."""
 
 
 def _key_bytes(config: PrivacyConfig) -> bytes:
@@ -140,7 +172,9 @@ def _key_bytes(config: PrivacyConfig) -> bytes:
         "masked values compare equal within this process only",
         HASH_KEY_ENV,
     )
-    return secrets.token_bytes(32)
+    if not _PROCESS_KEY:
+        _PROCESS_KEY.append(secrets.token_bytes(32))  # a race draws two: the list keeps the first
+    return _PROCESS_KEY[0]
 
 
 class Masker:
@@ -176,7 +210,7 @@ class Masker:
         if self._email is not None and self._email.search(text):
             return True
         if self._card is not None and self._card.search(text):
-            return any(luhn_valid(part) for part in _digit_runs(text))
+            return has_card(text)
         return False
 
     def text(self, value: str | None) -> str | None:
@@ -186,6 +220,10 @@ class Masker:
         if self.names_only:
             return None
         return self.marker(value) if self._pattern_hit(value) else value
+
+    def scan(self, value: str) -> str:
+        """A text kept under every setting (a name, an id): masked whole on a pattern hit, else as it is."""
+        return self.marker(value) if self.config.active and self._pattern_hit(value) else value
 
     def arguments(self, arguments: Any, path: str = "") -> Any:
         """Tool arguments with masked values; under `names_only` every leaf value is None (keys kept)."""
@@ -211,10 +249,6 @@ class Masker:
         return arguments
 
 
-_CONTENT_WORDS = ("message", "prompt", "completion", "input", "output", "content", "argument", "result", "query")
-"""Run-span attribute keys holding any of these carry conversation text: dropped under `names_only`."""
-
-
 @lru_cache(maxsize=16)
 def masker_for(config: PrivacyConfig) -> Masker:
     """The masker of a configuration, built once per process (one random key when none is configured)."""
@@ -222,23 +256,20 @@ def masker_for(config: PrivacyConfig) -> Masker:
 
 
 def mask_run(run: AgentRun, config: PrivacyConfig) -> AgentRun:
-    """The run as toolscore keeps it: arguments, results, request, response and span-attribute text masked."""
+    """The run as toolscore keeps it: arguments, results, request, response and the text of its span's and
+    resource's attributes masked."""
     if not config.active:
         return run
     masker = masker_for(config)
     calls = tuple(mask_call(call, masker) for call in run.calls)
-    attributes: dict[str, Any] = {}
-    for key, value in run.attributes.items():
-        if masker.names_only and any(word in key.lower() for word in _CONTENT_WORDS):
-            continue
-        attributes[key] = masker.text(value) if isinstance(value, str) and not masker.names_only else value
     return run.model_copy(
         update={
             "content": masker.config.content,
             "input": masker.text(run.input),
             "output": masker.text(run.output),
             "calls": calls,
-            "attributes": attributes,
+            "attributes": mask_attributes(run.attributes, masker),
+            "resource": mask_attributes(run.resource, masker),
         }
     )
 
@@ -266,19 +297,3 @@ def _canonical(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def _digit_runs(text: str) -> list[str]:
-    runs: list[str] = []
-    current: list[str] = []
-    for char in text:
-        if char.isdigit():
-            current.append(char)
-        elif char in " -" and current:
-            continue
-        elif current:
-            runs.append("".join(current))
-            current = []
-    if current:
-        runs.append("".join(current))
-    return runs

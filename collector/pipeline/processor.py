@@ -8,7 +8,9 @@ ends it, unread; the pipeline never holds it. Spans that are no agent run's span
 pipeline's worker thread); a run span goes on when its run is scored, as a new `ReadableSpan` with
 the score attributes and `gen_ai.evaluation.result` events added. `on_end` only queues the span; when
 the queue is full, or after shutdown, the span goes straight to `next`, unscored, and a run that a
-refused span belonged to is scored flagged `toolscore.run.incomplete`.
+refused span belonged to is scored flagged `toolscore.run.incomplete`. When the privacy settings mask
+anything (`pipeline.extract.privacy`), `next` gets every span with its content masked as the runs are
+(`masked_spans`), as `serve` forwards it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.log_processor import ToolscoreLogProcessor
 from toolscore.collector.pipeline.markers import AgentTraces, convention_markers
+from toolscore.collector.pipeline.masked_spans import masking
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
@@ -135,8 +138,9 @@ class ToolscoreSpanProcessor(SpanProcessor):
         """`judge_tracer` traces each LLM-judge request as a GenAI `chat` span (`toolscore.instrument()` passes the
         instrumented provider's, so judge spans go where the application's spans go; default: the global
         provider's). Spans of its scope (`JUDGE_SCOPE`) pass straight on: toolscore never scores its own."""
-        self.next = next
         self.config = config or PipelineConfig()
+        next = masking(next, self.config.extract.privacy)  # the spans passed on masked as the runs are
+        self.next = next
         self.engine: Engine[ReadableSpan] = Engine(
             registry,
             _NextSink(next),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolscore.collector.pipeline.group import item_bytes, record_bytes
+from toolscore.collector.sources._accel import decode_span_entry
 from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
 from toolscore.collector.spans import SpanRecord
 
@@ -74,8 +75,13 @@ A held span (`held_carrier`) with received bytes keeps those and no message: Non
 
 
 def decode_carrier(carrier: Carrier) -> SpanRecord:
-    """The engine's `decode`: the span as a `SpanRecord` (its ids were checked on ingest)."""
-    span, block, _ = carrier
+    """The engine's `decode`: the span as a `SpanRecord` (its ids were checked on ingest), from its received
+    bytes by the compiled decoder where it is built and takes them, else from its message."""
+    span, block, data = carrier
+    if data is not None and decode_span_entry is not None:
+        record = decode_span_entry(data, block.resource.attributes, block.scope_name)
+        if record is not None:
+            return record
     return span_record(span, block.resource.attributes, block.scope_name)
 
 

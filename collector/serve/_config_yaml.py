@@ -19,7 +19,14 @@ from pydantic import BaseModel
 
 __all__ = ["CONNECTION_STRINGS", "SECRETS", "redact_connection_string", "render_yaml"]
 
-SECRETS = frozenset({("receiver", "bearer_token"), ("forward", "headers"), ("ui", "bearer_token")})
+SECRETS = frozenset(
+    {
+        ("receiver", "bearer_token"),
+        ("forward", "headers"),
+        ("ui", "bearer_token"),
+        ("pipeline", "extract", "privacy", "hash_key"),  # whoever holds it can check a guess against a marker
+    }
+)
 """Key paths printed as `<redacted>` (every value of a mapping)."""
 
 CONNECTION_STRINGS = frozenset({("registry", "store", "dsn")})

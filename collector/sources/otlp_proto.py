@@ -14,6 +14,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from toolscore.collector.sources._accel import decode_spans as _compiled_decode
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError, echo
 from toolscore.collector.sources.other_signal import other_signal
 from toolscore.collector.sources.otlp_json import NOT_A_TRACE_EXPORT
@@ -188,8 +189,15 @@ def spans_from_request(req: ExportTraceServiceRequest, stats: DecodeStats | None
 def spans_from_proto_bytes(data: bytes, stats: DecodeStats | None = None) -> list[SpanRecord]:
     """Decode an OTLP/HTTP `application/x-protobuf` body (or a `.pb` file) into span records.
 
-    Raises `SpanDecodeError` as `parse_trace_export` does.
+    Raises `SpanDecodeError` as `parse_trace_export` does. The compiled decoder (`_accel`), where built,
+    gives the same records for a plain export in a fraction of the time; anything else comes here.
     """
+    if _compiled_decode is not None:
+        spans = _compiled_decode(data)
+        if spans is not None:
+            if stats is not None:
+                stats.spans += len(spans)
+            return spans
     return spans_from_request(parse_trace_export(data), stats)
 
 

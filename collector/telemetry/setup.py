@@ -95,7 +95,8 @@ class TelemetryConfig(BaseModel):
         default=DEFAULT_MAX_AGENT_VERSIONS,
         ge=1,
         description="Versions per agent with series of their own in `toolscore.expectation.version.runs` (the "
-        "most recently seen); an older version's series ends and its later runs count as `_other`. Default: 5.",
+        "most recently seen); an older version's series ends and its later runs count as `_other`. "
+        "Env: TOOLSCORE_MAX_AGENT_VERSIONS. Default: 5.",
     )
 
     @classmethod
@@ -123,6 +124,7 @@ _VARIABLES = {
     "prometheus_port": env.OTEL_EXPORTER_PROMETHEUS_PORT,
     "export_interval_ms": env.OTEL_METRIC_EXPORT_INTERVAL,
     "max_attribute_values": env.TOOLSCORE_MAX_ATTRIBUTE_VALUES,
+    "max_agent_versions": env.TOOLSCORE_MAX_AGENT_VERSIONS,
 }
 """The variable each field is read from, to name it when its value is refused."""
 
@@ -139,6 +141,7 @@ _READ_FROM = {
     "otlp_logs": (env.OTEL_LOGS_EXPORTER, env.OTEL_EXPORTER_OTLP_ENDPOINT, env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT),
     "export_interval_ms": (env.OTEL_METRIC_EXPORT_INTERVAL,),
     "max_attribute_values": (env.TOOLSCORE_MAX_ATTRIBUTE_VALUES,),
+    "max_agent_versions": (env.TOOLSCORE_MAX_AGENT_VERSIONS,),
 }
 """Every variable `from_env` reads each field from."""
 
@@ -170,6 +173,7 @@ def _from_environment() -> dict[str, Any]:
         "max_attribute_values": env.env_int(
             env.TOOLSCORE_MAX_ATTRIBUTE_VALUES, default["max_attribute_values"].default, 1
         ),
+        "max_agent_versions": env.env_int(env.TOOLSCORE_MAX_AGENT_VERSIONS, default["max_agent_versions"].default, 1),
     }
 
 

@@ -24,7 +24,8 @@ from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer, use_span
 from tests.bench.harness import Bench
 from tests.bench.workload import TOOLS, make_args
 from toolscore.collector.extract import rebuild_runs
-from toolscore.collector.sources import spans_from_proto_bytes
+from toolscore.collector.sources import spans_from_proto_bytes, spans_from_request
+from toolscore.collector.sources.otlp_proto import parse_trace_export
 
 EPOCH_NS = 1_767_225_600_000_000_000
 RUNS_PER_BATCH = 40
@@ -192,6 +193,12 @@ def bench(b: Bench, *, quick: bool = False) -> None:
         for data in batches:
             rebuild_runs(spans_from_proto_bytes(data))
 
+    def extract_pure() -> None:  # the pure-Python decoder, as where the compiled one is not built
+        for data in batches:
+            rebuild_runs(spans_from_request(parse_trace_export(data)))
+
     base = "extract.baseline.spans_per_s"
     b.pair("extract.decode.spans_per_s", decode_only, base, baseline, total, unit="spans/s", runs=pairs)
     b.pair("extract.spans_per_s", extract, base, baseline, total, unit="spans/s", runs=pairs)
+    b.pair("extract.pure_python.spans_per_s", extract_pure, base, baseline, total, unit="spans/s", runs=pairs)
+    b.target("extract.spans_per_s", ">=", 0.5)  # issue #24's floor

@@ -52,6 +52,23 @@ def otlp_json(data: bytes) -> None:
         spans_from_json_bytes(data)
 
 
+def wire_accel(data: bytes) -> None:
+    """The compiled span decoder against the pure-Python path: the same records, or it leaves them to it."""
+    from toolscore.collector.sources._accel import load
+    from toolscore.collector.sources.errors import SpanDecodeError
+    from toolscore.collector.sources.otlp_proto import parse_trace_export, spans_from_request
+
+    compiled = load({})
+    fast = compiled.decode_spans(data) if compiled is not None else None
+    if fast is None:
+        return
+    try:
+        pure = spans_from_request(parse_trace_export(data))
+    except SpanDecodeError as exc:
+        raise AssertionError(f"the compiled decoder took bytes the pure path refuses: {exc}") from None
+    assert repr(fast) == repr(pure)  # repr: a NaN equals a NaN
+
+
 @functools.cache
 def _files() -> Path:
     """A directory for the file target's inputs, made on first use and removed at exit."""
@@ -86,6 +103,7 @@ TARGETS = {
     t.name: t
     for t in (
         Target("otlp_protobuf", otlp_protobuf, _glob("traces/*/*.pb", "serve/**/*.pb")),
+        Target("wire_accel", wire_accel, _glob("traces/*/*.pb", "serve/**/*.pb")),
         Target("otlp_json", otlp_json, _glob("traces/*/*.json", "serve/**/*.json")),
         Target(
             "expectation_file",

@@ -1,0 +1,43 @@
+"""The compiled span decoder (`_wire.c`), when the install built it and the environment allows it.
+
+`decode_spans(data)` gives the spans of an OTLP protobuf trace export as `SpanRecord`s, the same ones
+`otlp_proto.spans_from_request` builds, or None where that path must decide (bad bytes, skipped spans, an
+empty or other signal's export). `decode_span_entry(entry, resource, scope)` does the same for one framed
+span entry of a request (`serve`'s carriers), as `otlp_proto.span_record` would. Both are None when the
+extension is missing (no C compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON`
+is set to anything but empty or 0, which runs the pure-Python path alone (`make test-oldest` does, so the
+whole unit suite runs on it too).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+from toolscore.collector.spans import SpanEvent, SpanRecord
+
+__all__ = ["PURE_PYTHON_ENV", "decode_span_entry", "decode_spans", "load"]
+
+PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
+
+
+def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:
+    """The compiled decoder's module, or None when it is not built or `TOOLSCORE_PURE_PYTHON` turns it off."""
+    flag = (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "")
+    if flag not in ("", "0"):
+        return None
+    try:
+        from toolscore.collector.sources import _wire
+    except ImportError:
+        return None
+    _wire.configure(SpanRecord, SpanEvent)
+    return _wire
+
+
+_module = load()
+decode_spans: Callable[[bytes], list[SpanRecord] | None] | None = None
+decode_span_entry: Callable[[bytes | memoryview, dict[str, Any], str], SpanRecord | None] | None = None
+if _module is not None:
+    decode_spans, decode_span_entry = _module.decode_spans, _module.decode_span_entry

@@ -1,0 +1,804 @@
+/* OTLP ExportTraceServiceRequest bytes -> list of SpanRecord, without building protobuf messages.
+ *
+ * An accelerator for `otlp_proto.spans_from_proto_bytes`, whose pure-Python path is the one tested
+ * everywhere: this decoder gives the same records, or gives up (returns None) and lets that path decide.
+ * It gives up on anything but the plain case: bytes that do not parse, a known field with an unexpected
+ * wire type, a string that is not UTF-8, a group, nesting deeper than MAX_DEPTH, an AnyValue with more
+ * than one of its fields or with one this decoder does not know (string_value_strindex, 8, and later
+ * ones), a KeyValue with two values (the protobuf runtime merges those), resource entity references, a
+ * span whose ids the Python path would skip and count, and a request with no span at all (which the
+ * Python path checks for another signal's export). tests/test_wire_accel.py and the `wire_accel` fuzz
+ * target hold it to the Python path.
+ *
+ * Why: parsing with the protobuf runtime and then reading every attribute through its wrappers costs as
+ * much as extracting the runs that follow; building the records straight from the wire costs a fraction.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DEPTH 32 /* AnyValue nesting (two levels per array or kvlist); the runtime allows 100 */
+
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} Cursor;
+
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n;
+} Slice;
+
+static PyObject *SpanRecordType = NULL;
+static PyObject *SpanEventType = NULL;
+static PyObject *EmptyTuple = NULL;
+
+/* Read a varint; 0 when the bytes end or it runs past 10 bytes. */
+static int read_varint(Cursor *c, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (c->p >= c->end) return 0;
+        uint8_t b = *c->p++;
+        if (shift == 63 && b > 1) return 0; /* over 64 bits: the runtime refuses it */
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One field's tag; 0 at the end, -1 on a bad tag. */
+static int read_tag(Cursor *c, uint32_t *field, uint32_t *wire) {
+    if (c->p >= c->end) return 0;
+    uint64_t tag;
+    if (!read_varint(c, &tag) || tag > 0xFFFFFFFFu) return -1;
+    *field = (uint32_t)(tag >> 3);
+    *wire = (uint32_t)(tag & 7);
+    if (*field == 0) return -1;
+    return 1;
+}
+
+static int read_len(Cursor *c, Slice *out) {
+    uint64_t n;
+    if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
+    out->p = c->p;
+    out->n = (Py_ssize_t)n;
+    c->p += n;
+    return 1;
+}
+
+static int read_fixed64(Cursor *c, uint64_t *out) {
+    if (c->end - c->p < 8) return 0;
+    uint64_t v;
+    memcpy(&v, c->p, 8); /* little-endian on every platform CPython builds this for here (x86_64, aarch64) */
+    c->p += 8;
+    *out = v;
+    return 1;
+}
+
+/* Skip a field this decoder does not read; groups (3, 4) and unknown wire types give up. */
+static int skip_field(Cursor *c, uint32_t wire) {
+    uint64_t ignored;
+    Slice s;
+    switch (wire) {
+    case 0: return read_varint(c, &ignored);
+    case 1: return read_fixed64(c, &ignored);
+    case 2: return read_len(c, &s);
+    case 5:
+        if (c->end - c->p < 4) return 0;
+        c->p += 4;
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Valid UTF-8 by Python's strict rules (which match the protobuf runtime's: no surrogates, no overlong
+ * forms, nothing over U+10FFFF); checked for string fields this decoder skips, as the runtime checks them. */
+static int utf8_ok(Slice s) {
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s.p, s.n, NULL);
+    if (text == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(text);
+    return 1;
+}
+
+static int all_ascii(Slice s) {
+    for (Py_ssize_t i = 0; i < s.n; i++)
+        if (s.p[i] & 0x80) return 0;
+    return 1;
+}
+
+/* A string field as str; NULL with no exception set when it is not UTF-8 (give up). */
+static PyObject *text_of(Slice s) {
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s.p, s.n, NULL);
+    if (text == NULL) PyErr_Clear();
+    return text;
+}
+
+static int check_string(Slice s) { return all_ascii(s) || utf8_ok(s); }
+
+/* A string field that may come more than once: the last one is kept, and the runtime refuses the request
+ * when an earlier one is not UTF-8, so each one it replaces is checked here (0: give up). */
+static int replace_string(Slice *slot, int *seen, Slice s) {
+    if ((*seen)++ && !check_string(*slot)) return 0;
+    *slot = s;
+    return 1;
+}
+
+/* Result codes: 1 done, 0 give up (no exception), -1 a Python error (memory). */
+#define GIVE_UP 0
+#define FAILED (-1)
+
+static int decode_any(Slice body, int depth, PyObject **out);
+static int decode_attributes_into(Slice kv, int depth, PyObject *dict);
+static int validate_any(Slice body, int depth);
+static int validate_key_value(Slice body, int depth);
+
+/* An ArrayValue's items as a list, or a KeyValueList's entries as a dict (`as_dict`): both are field 1. */
+static int decode_values(Slice body, int depth, int as_dict, PyObject **out) {
+    PyObject *values = as_dict ? PyDict_New() : PyList_New(0);
+    if (values == NULL) return FAILED;
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r = 1;
+    while (r == 1 && (t = read_tag(&c, &field, &wire)) == 1) {
+        Slice item;
+        if (field != 1) {
+            r = skip_field(&c, wire) ? 1 : GIVE_UP;
+        } else if (wire != 2 || !read_len(&c, &item)) {
+            r = GIVE_UP;
+        } else if (as_dict) {
+            r = decode_attributes_into(item, depth + 1, values);
+        } else {
+            PyObject *value;
+            if ((r = decode_any(item, depth + 1, &value)) == 1) {
+                r = PyList_Append(values, value) < 0 ? FAILED : 1;
+                Py_DECREF(value);
+            }
+        }
+    }
+    if (r == 1 && t < 0) r = GIVE_UP;
+    if (r != 1) {
+        Py_DECREF(values);
+        return r;
+    }
+    *out = values;
+    return 1;
+}
+
+/* An AnyValue as `otlp_proto.decode_any_value` gives it: None when unset. */
+static int decode_any(Slice body, int depth, PyObject **out) {
+    if (depth > MAX_DEPTH) return GIVE_UP;
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire, which = 0;
+    int seen = 0, t;
+    uint64_t number = 0;
+    Slice s = {NULL, 0};
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field >= 1 && field <= 7) {
+            if (seen++) return GIVE_UP; /* the runtime merges or replaces; rare enough to leave to it */
+            which = field;
+            switch (field) {
+            case 1: case 5: case 6: case 7:
+                if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+                break;
+            case 2: case 3:
+                if (wire != 0 || !read_varint(&c, &number)) return GIVE_UP;
+                break;
+            case 4:
+                if (wire != 1 || !read_fixed64(&c, &number)) return GIVE_UP;
+                break;
+            }
+        } else {
+            return GIVE_UP; /* a newer member of the oneof (string_value_strindex, 8, ...): left to the runtime */
+        }
+    }
+    if (t < 0) return GIVE_UP;
+    switch (which) {
+    case 0:
+        Py_INCREF(Py_None);
+        *out = Py_None;
+        return 1;
+    case 1:
+        *out = text_of(s);
+        return *out != NULL ? 1 : (PyErr_Occurred() ? FAILED : GIVE_UP);
+    case 2:
+        *out = PyBool_FromLong(number != 0);
+        return 1;
+    case 3:
+        *out = PyLong_FromLongLong((long long)(int64_t)number);
+        return *out != NULL ? 1 : FAILED;
+    case 4: {
+        double d;
+        memcpy(&d, &number, 8);
+        *out = PyFloat_FromDouble(d);
+        return *out != NULL ? 1 : FAILED;
+    }
+    case 5: return decode_values(s, depth + 1, 0, out);
+    case 6: return decode_values(s, depth + 1, 1, out);
+    case 7:
+        *out = PyBytes_FromStringAndSize((const char *)s.p, s.n);
+        return *out != NULL ? 1 : FAILED;
+    }
+    return GIVE_UP;
+}
+
+/* One KeyValue into `dict` (a later equal key replaces the value in place, as the Python path's does). */
+static int decode_attributes_into(Slice kv, int depth, PyObject *dict) {
+    Cursor c = {kv.p, kv.p + kv.n};
+    uint32_t field, wire;
+    int t, values = 0, keys = 0;
+    Slice key = {(const uint8_t *)"", 0}, value = {(const uint8_t *)"", 0}, s;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field == 1) {
+            if (wire != 2 || !read_len(&c, &s) || !replace_string(&key, &keys, s)) return GIVE_UP;
+        } else if (field == 2) {
+            if (wire != 2 || !read_len(&c, &value) || values++) return GIVE_UP;
+        } else if (!skip_field(&c, wire)) {
+            return GIVE_UP;
+        }
+    }
+    if (t < 0) return GIVE_UP;
+    PyObject *k = text_of(key);
+    if (k == NULL) return PyErr_Occurred() ? FAILED : GIVE_UP;
+    PyObject *v;
+    int r = decode_any(value, depth, &v);
+    if (r != 1) {
+        Py_DECREF(k);
+        return r;
+    }
+    int set = PyDict_SetItem(dict, k, v);
+    Py_DECREF(k);
+    Py_DECREF(v);
+    return set < 0 ? FAILED : 1;
+}
+
+/* Validation of what is parsed but not kept (links, scope attributes, schema URLs): the runtime refuses a
+ * request whose string anywhere is not UTF-8, so the decoder must not accept it. */
+static int validate_any(Slice body, int depth) {
+    if (depth > MAX_DEPTH) return GIVE_UP;
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, seen = 0;
+    uint64_t ignored;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field >= 1 && field <= 7 && seen++) return GIVE_UP;
+        Slice s;
+        switch (field) {
+        case 1:
+            if (wire != 2 || !read_len(&c, &s) || !check_string(s)) return GIVE_UP;
+            break;
+        case 2: case 3:
+            if (wire != 0 || !read_varint(&c, &ignored)) return GIVE_UP;
+            break;
+        case 4:
+            if (wire != 1 || !read_fixed64(&c, &ignored)) return GIVE_UP;
+            break;
+        case 5: case 6: {
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            Cursor inner = {s.p, s.p + s.n};
+            uint32_t f2, w2;
+            int t2;
+            while ((t2 = read_tag(&inner, &f2, &w2)) == 1) {
+                Slice item;
+                if (f2 == 1) {
+                    if (w2 != 2 || !read_len(&inner, &item)) return GIVE_UP;
+                    int r = field == 5 ? validate_any(item, depth + 2) : validate_key_value(item, depth + 2);
+                    if (r != 1) return r;
+                } else if (!skip_field(&inner, w2)) {
+                    return GIVE_UP;
+                }
+            }
+            if (t2 < 0) return GIVE_UP;
+            break;
+        }
+        case 7:
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            break;
+        default:
+            return GIVE_UP; /* as in decode_any */
+        }
+    }
+    return t < 0 ? GIVE_UP : 1;
+}
+
+static int validate_key_value(Slice body, int depth) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, values = 0;
+    Slice s;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field == 1) {
+            if (wire != 2 || !read_len(&c, &s) || !check_string(s)) return GIVE_UP;
+        } else if (field == 2) {
+            if (wire != 2 || !read_len(&c, &s) || values++) return GIVE_UP;
+            int r = validate_any(s, depth);
+            if (r != 1) return r;
+        } else if (!skip_field(&c, wire)) {
+            return GIVE_UP;
+        }
+    }
+    return t < 0 ? GIVE_UP : 1;
+}
+
+/* A message whose fields this decoder does not keep: `strings` and `kvs` are bitmasks of the field numbers
+ * (under 32) that hold a string or a repeated KeyValue; `bytes_fields` those of bytes; `varints` and
+ * `fixed` those of varint and fixed32/64 fields, checked for their wire type only. */
+typedef struct {
+    uint32_t strings, kvs, bytes_fields, varints, fixed64s, fixed32s;
+} Shape;
+
+static const Shape LINK = {.strings = 1u << 3, .kvs = 1u << 4, .bytes_fields = (1u << 1) | (1u << 2),
+                           .varints = 1u << 5, .fixed32s = 1u << 6};
+
+static int validate_message(Slice body, const Shape *shape) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        uint32_t bit = field < 32 ? 1u << field : 0;
+        Slice s;
+        uint64_t ignored;
+        if (bit & (shape->strings | shape->kvs | shape->bytes_fields)) {
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            if ((bit & shape->strings) && !check_string(s)) return GIVE_UP;
+            if (bit & shape->kvs) {
+                int r = validate_key_value(s, 0);
+                if (r != 1) return r;
+            }
+        } else if (bit & shape->varints) {
+            if (wire != 0 || !read_varint(&c, &ignored)) return GIVE_UP;
+        } else if (bit & shape->fixed64s) {
+            if (wire != 1 || !read_fixed64(&c, &ignored)) return GIVE_UP;
+        } else if (bit & shape->fixed32s) {
+            if (wire != 5 || c.end - c.p < 4) return GIVE_UP;
+            c.p += 4;
+        } else if (!skip_field(&c, wire)) {
+            return GIVE_UP;
+        }
+    }
+    return t < 0 ? GIVE_UP : 1;
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+static PyObject *hex_of(const uint8_t *p, Py_ssize_t n) {
+    PyObject *out = PyUnicode_New(n * 2, 127);
+    if (out == NULL) return NULL;
+    Py_UCS1 *d = PyUnicode_1BYTE_DATA(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        d[2 * i] = (Py_UCS1)HEX[p[i] >> 4];
+        d[2 * i + 1] = (Py_UCS1)HEX[p[i] & 15];
+    }
+    return out;
+}
+
+static int is_zero(const uint8_t *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
+/* An Event as SpanEvent(name, time_ns, attributes). */
+static int decode_event(Slice body, PyObject **out) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r, names = 0;
+    uint64_t time_ns = 0, ignored;
+    Slice name = {(const uint8_t *)"", 0}, s;
+    PyObject *attributes = PyDict_New();
+    if (attributes == NULL) return FAILED;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        switch (field) {
+        case 1:
+            if (wire != 1 || !read_fixed64(&c, &time_ns)) goto give_up;
+            break;
+        case 2:
+            if (wire != 2 || !read_len(&c, &s) || !replace_string(&name, &names, s)) goto give_up;
+            break;
+        case 3:
+            if (wire != 2 || !read_len(&c, &s)) goto give_up;
+            if ((r = decode_attributes_into(s, 0, attributes)) != 1) goto fail_r;
+            break;
+        case 4:
+            if (wire != 0 || !read_varint(&c, &ignored)) goto give_up;
+            break;
+        default:
+            if (!skip_field(&c, wire)) goto give_up;
+        }
+    }
+    if (t < 0) goto give_up;
+    PyObject *name_text = text_of(name);
+    if (name_text == NULL) {
+        r = PyErr_Occurred() ? FAILED : GIVE_UP;
+        goto fail_r;
+    }
+    PyObject *time_obj = PyLong_FromUnsignedLongLong(time_ns);
+    if (time_obj == NULL) {
+        Py_DECREF(name_text);
+        r = FAILED;
+        goto fail_r;
+    }
+    PyObject *args[3] = {name_text, time_obj, attributes};
+    *out = PyObject_Vectorcall(SpanEventType, args, 3, NULL);
+    Py_DECREF(name_text);
+    Py_DECREF(time_obj);
+    Py_DECREF(attributes);
+    return *out != NULL ? 1 : FAILED;
+give_up:
+    r = GIVE_UP;
+fail_r:
+    Py_DECREF(attributes);
+    return r;
+}
+
+typedef struct {
+    PyObject *trace_hex;      /* the last trace id's hex: a request holds few traces, each of many spans */
+    const uint8_t *trace_raw; /* and its 16 bytes */
+} TraceCache;
+
+/* One Span as a SpanRecord appended to `out`. */
+static int decode_span(Slice body, PyObject *resource, PyObject *scope, TraceCache *cache, PyObject *out) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r = GIVE_UP, names = 0, messages = 0;
+    uint64_t kind = 0, start = 0, end = 0, ignored, code = 0;
+    Slice trace = {NULL, 0}, span = {NULL, 0}, parent = {NULL, 0}, name = {(const uint8_t *)"", 0};
+    Slice message = {(const uint8_t *)"", 0}, s;
+    PyObject *attributes = PyDict_New(), *events = NULL;
+    if (attributes == NULL) return FAILED;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        switch (field) {
+        case 1: case 2: case 4: case 3: case 5:
+            if (wire != 2 || !read_len(&c, &s)) goto done;
+            if (field == 1) trace = s;
+            else if (field == 2) span = s;
+            else if (field == 4) parent = s;
+            else if (field == 5) {
+                if (!replace_string(&name, &names, s)) goto done;
+            }
+            else if (!check_string(s)) goto done; /* trace_state */
+            break;
+        case 6: case 10: case 12: case 14:
+            if (wire != 0 || !read_varint(&c, field == 6 ? &kind : &ignored)) goto done;
+            break;
+        case 7: case 8:
+            if (wire != 1 || !read_fixed64(&c, field == 7 ? &start : &end)) goto done;
+            break;
+        case 9:
+            if (wire != 2 || !read_len(&c, &s)) goto done;
+            if ((r = decode_attributes_into(s, 0, attributes)) != 1) goto done;
+            r = GIVE_UP;
+            break;
+        case 11: {
+            if (wire != 2 || !read_len(&c, &s)) goto done;
+            if (events == NULL && (events = PyList_New(0)) == NULL) {
+                r = FAILED;
+                goto done;
+            }
+            PyObject *event;
+            if ((r = decode_event(s, &event)) != 1) goto done;
+            r = GIVE_UP;
+            int appended = PyList_Append(events, event);
+            Py_DECREF(event);
+            if (appended < 0) {
+                r = FAILED;
+                goto done;
+            }
+            break;
+        }
+        case 13:
+            if (wire != 2 || !read_len(&c, &s)) goto done;
+            if ((r = validate_message(s, &LINK)) != 1) goto done;
+            r = GIVE_UP;
+            break;
+        case 15: { /* Status: a second one merges into the first, field by field, as parsing it again does */
+            if (wire != 2 || !read_len(&c, &s)) goto done;
+            Cursor sc = {s.p, s.p + s.n};
+            uint32_t f2, w2;
+            int t2;
+            while ((t2 = read_tag(&sc, &f2, &w2)) == 1) {
+                if (f2 == 2) {
+                    if (w2 != 2 || !read_len(&sc, &s) || !replace_string(&message, &messages, s)) goto done;
+                } else if (f2 == 3) {
+                    if (w2 != 0 || !read_varint(&sc, &code)) goto done;
+                } else if (!skip_field(&sc, w2)) {
+                    goto done;
+                }
+            }
+            if (t2 < 0) goto done;
+            break;
+        }
+        case 16:
+            if (wire != 5 || c.end - c.p < 4) goto done;
+            c.p += 4;
+            break;
+        default:
+            if (!skip_field(&c, wire)) goto done;
+        }
+    }
+    if (t < 0) goto done;
+    /* the ids the Python path keeps; any other span is skipped and counted there */
+    if (trace.n != 16 || span.n != 8 || (parent.n && parent.n != 8) || is_zero(trace.p, 16) || is_zero(span.p, 8))
+        goto done;
+    PyObject *trace_hex;
+    if (cache->trace_hex != NULL && memcmp(cache->trace_raw, trace.p, 16) == 0) {
+        trace_hex = cache->trace_hex;
+        Py_INCREF(trace_hex);
+    } else {
+        if ((trace_hex = hex_of(trace.p, 16)) == NULL) {
+            r = FAILED;
+            goto done;
+        }
+        Py_XDECREF(cache->trace_hex);
+        Py_INCREF(trace_hex);
+        cache->trace_hex = trace_hex;
+        cache->trace_raw = trace.p;
+    }
+    PyObject *args[13] = {trace_hex, NULL};
+    args[1] = hex_of(span.p, 8);
+    if (parent.n && !is_zero(parent.p, 8)) {
+        args[2] = hex_of(parent.p, 8);
+    } else {
+        Py_INCREF(Py_None);
+        args[2] = Py_None;
+    }
+    args[3] = text_of(name);
+    args[4] = PyLong_FromLong((long)(int32_t)(uint32_t)kind); /* an enum: int32, as the runtime reads it */
+    args[5] = PyLong_FromUnsignedLongLong(start);
+    args[6] = PyLong_FromUnsignedLongLong(end);
+    args[7] = PyLong_FromLong((long)(int32_t)(uint32_t)code);
+    args[8] = text_of(message);
+    args[9] = attributes;
+    if (events != NULL) {
+        args[10] = PyList_AsTuple(events);
+    } else {
+        Py_INCREF(EmptyTuple);
+        args[10] = EmptyTuple;
+    }
+    args[11] = resource;
+    args[12] = scope;
+    int complete = 1;
+    for (int i = 1; i < 11; i++)
+        if (args[i] == NULL) complete = 0;
+    if (complete) {
+        PyObject *record = PyObject_Vectorcall(SpanRecordType, args, 13, NULL);
+        if (record != NULL) {
+            r = PyList_Append(out, record) < 0 ? FAILED : 1;
+            Py_DECREF(record);
+        } else {
+            r = FAILED;
+        }
+    } else {
+        r = PyErr_Occurred() ? FAILED : GIVE_UP; /* a name or message that is not UTF-8: give up */
+    }
+    for (int i = 0; i < 11; i++)
+        if (i != 9) Py_XDECREF(args[i]);
+done:
+    Py_DECREF(attributes);
+    Py_XDECREF(events);
+    return r;
+}
+
+/* A ScopeSpans block: its scope's name first (it may come after the spans), then its spans. */
+static int decode_scope_spans(Slice body, PyObject *resource, TraceCache *cache, PyObject *out, Py_ssize_t *spans) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r, names = 0;
+    Slice name = {(const uint8_t *)"", 0}, s;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field == 1) { /* InstrumentationScope: name 1, version 2, attributes 3, dropped 4 */
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            Cursor sc = {s.p, s.p + s.n};
+            uint32_t f2, w2;
+            int t2;
+            Slice v;
+            uint64_t ignored;
+            while ((t2 = read_tag(&sc, &f2, &w2)) == 1) {
+                if (f2 == 1 || f2 == 2 || f2 == 3) {
+                    if (w2 != 2 || !read_len(&sc, &v)) return GIVE_UP;
+                    if (f2 == 1 && !replace_string(&name, &names, v)) return GIVE_UP;
+                    else if (f2 == 2 && !check_string(v)) return GIVE_UP;
+                    else if (f2 == 3 && (r = validate_key_value(v, 0)) != 1) return r;
+                } else if (f2 == 4) {
+                    if (w2 != 0 || !read_varint(&sc, &ignored)) return GIVE_UP;
+                } else if (!skip_field(&sc, w2)) {
+                    return GIVE_UP;
+                }
+            }
+            if (t2 < 0) return GIVE_UP;
+        } else if (field == 2 || field == 3) {
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            if (field == 3 && !check_string(s)) return GIVE_UP;
+        } else if (!skip_field(&c, wire)) {
+            return GIVE_UP;
+        }
+    }
+    if (t < 0) return GIVE_UP;
+    PyObject *scope = text_of(name);
+    if (scope == NULL) return PyErr_Occurred() ? FAILED : GIVE_UP;
+    c.p = body.p;
+    r = 1;
+    while (r == 1 && read_tag(&c, &field, &wire) == 1) {
+        if (field == 2) {
+            read_len(&c, &s); /* checked above */
+            r = decode_span(s, resource, scope, cache, out);
+            ++*spans;
+        } else {
+            skip_field(&c, wire);
+        }
+    }
+    Py_DECREF(scope);
+    return r;
+}
+
+/* A ResourceSpans block: its resource's attributes first (shared by its spans), then its scope blocks. */
+static int decode_resource_spans(Slice body, TraceCache *cache, PyObject *out, Py_ssize_t *spans) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r;
+    Slice s;
+    PyObject *resource = PyDict_New();
+    if (resource == NULL) return FAILED;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field == 1) { /* Resource: attributes 1, dropped 2, entity refs 3; a second one merges */
+            if (wire != 2 || !read_len(&c, &s)) goto give_up;
+            Cursor rc = {s.p, s.p + s.n};
+            uint32_t f2, w2;
+            int t2;
+            Slice kv;
+            uint64_t ignored;
+            while ((t2 = read_tag(&rc, &f2, &w2)) == 1) {
+                if (f2 == 1) {
+                    if (w2 != 2 || !read_len(&rc, &kv)) goto give_up;
+                    if ((r = decode_attributes_into(kv, 0, resource)) != 1) goto fail_r;
+                } else if (f2 == 2) {
+                    if (w2 != 0 || !read_varint(&rc, &ignored)) goto give_up;
+                } else if (f2 == 3) {
+                    goto give_up; /* entity references: left to the runtime, which knows their shape */
+                } else if (!skip_field(&rc, w2)) {
+                    goto give_up;
+                }
+            }
+            if (t2 < 0) goto give_up;
+        } else if (field == 2 || field == 3) {
+            if (wire != 2 || !read_len(&c, &s)) goto give_up;
+            if (field == 3 && !check_string(s)) goto give_up;
+        } else if (!skip_field(&c, wire)) {
+            goto give_up;
+        }
+    }
+    if (t < 0) goto give_up;
+    c.p = body.p;
+    r = 1;
+    while (r == 1 && read_tag(&c, &field, &wire) == 1) {
+        if (field == 2) {
+            read_len(&c, &s);
+            r = decode_scope_spans(s, resource, cache, out, spans);
+        } else {
+            skip_field(&c, wire);
+        }
+    }
+    Py_DECREF(resource);
+    return r;
+give_up:
+    r = GIVE_UP;
+fail_r:
+    Py_DECREF(resource);
+    return r;
+}
+
+static PyObject *decode_spans(PyObject *module, PyObject *arg) {
+    (void)module;
+    if (SpanRecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_wire.configure(SpanRecord, SpanEvent) was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Cursor c = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *out = PyList_New(0);
+    TraceCache cache = {NULL, NULL};
+    Py_ssize_t spans = 0, blocks = 0;
+    int r = out != NULL ? 1 : FAILED;
+    uint32_t field, wire;
+    int t = 0;
+    while (r == 1 && (t = read_tag(&c, &field, &wire)) == 1) {
+        Slice s;
+        if (field == 1) {
+            if (wire != 2 || !read_len(&c, &s)) {
+                r = GIVE_UP;
+                break;
+            }
+            blocks++;
+            r = decode_resource_spans(s, &cache, out, &spans);
+        } else if (!skip_field(&c, wire)) {
+            r = GIVE_UP;
+        }
+    }
+    if (t < 0) r = GIVE_UP;
+    Py_XDECREF(cache.trace_hex);
+    PyBuffer_Release(&view);
+    if (r == FAILED) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (r == GIVE_UP || blocks == 0 || spans == 0) {
+        Py_XDECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+/* One framed `spans` entry of a request (its tag, length and Span, as `serve`'s carriers keep it) as a
+ * SpanRecord with the given resource attributes and scope name, or None: decode it the usual way. */
+static PyObject *decode_span_entry(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode_span_entry(entry, resource, scope) takes three arguments");
+        return NULL;
+    }
+    if (SpanRecordType == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_wire.configure(SpanRecord, SpanEvent) was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Cursor c = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    uint32_t field, wire;
+    Slice body;
+    int r = GIVE_UP;
+    PyObject *out = NULL;
+    if (read_tag(&c, &field, &wire) == 1 && field == 2 && wire == 2 && read_len(&c, &body) && c.p == c.end) {
+        out = PyList_New(0);
+        TraceCache cache = {NULL, NULL};
+        r = out != NULL ? decode_span(body, args[1], args[2], &cache, out) : FAILED;
+        Py_XDECREF(cache.trace_hex);
+    }
+    PyBuffer_Release(&view);
+    if (r == FAILED) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (r == GIVE_UP) {
+        Py_XDECREF(out);
+        Py_RETURN_NONE;
+    }
+    PyObject *record = PyList_GET_ITEM(out, 0);
+    Py_INCREF(record);
+    Py_DECREF(out);
+    return record;
+}
+
+static PyObject *configure(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *record, *event;
+    if (!PyArg_ParseTuple(args, "OO:configure", &record, &event)) return NULL;
+    Py_INCREF(record);
+    Py_INCREF(event);
+    Py_XSETREF(SpanRecordType, record);
+    Py_XSETREF(SpanEventType, event);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS, "Set the record types: configure(SpanRecord, SpanEvent)."},
+    {"decode_spans", decode_spans, METH_O,
+     "The spans of an OTLP ExportTraceServiceRequest as SpanRecords, or None: decode them the usual way."},
+    {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
+     "A framed spans entry as a SpanRecord with the given resource and scope, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_wire", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__wire(void) {
+    EmptyTuple = PyTuple_New(0);
+    if (EmptyTuple == NULL) return NULL;
+    return PyModule_Create(&module_def);
+}

@@ -1,0 +1,9 @@
+from typing import Any
+
+from toolscore.collector.spans import SpanEvent, SpanRecord
+
+def configure(record: type[SpanRecord], event: type[SpanEvent], /) -> None: ...
+def decode_spans(data: bytes | bytearray | memoryview, /) -> list[SpanRecord] | None: ...
+def decode_span_entry(
+    entry: bytes | bytearray | memoryview, resource: dict[str, Any], scope: str, /
+) -> SpanRecord | None: ...
