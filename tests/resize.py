@@ -13,8 +13,12 @@ starts, and enters the hosts file once ready. Counted over every run of the load
 - `incomplete`: runs flagged incomplete;
 - `short_unflagged`: runs scored with fewer calls than they made and not flagged incomplete (the harm: a
   score that looks sound and is not);
-- `missing_runs`: runs of the load not scored anywhere; `spans_lost`, `spans_doubled`: spans not forwarded /
-  forwarded more than once, over all replicas.
+- `missing_runs`: runs of the load not scored anywhere (under their own span id); of them `missing_marked`: runs
+  with a run span of their own, and `missing_unflagged`: runs of a trace no replica scored a run of flagged
+  incomplete (both 0 by design: only an inferred run is lost to a split, when its model response and its root
+  went to different replicas, and the side with the response scores what it holds as an inferred run flagged
+  incomplete: tests/test_split_trace_runs.py);
+- `spans_lost`, `spans_doubled`: spans not forwarded / forwarded more than once, over all replicas.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ class ResizeOutcome:
     incomplete: int
     short_unflagged: int
     missing_runs: int
+    missing_marked: int
+    missing_unflagged: int
     spans_lost: int
     spans_doubled: int
 
@@ -131,6 +137,8 @@ def resize(
             owners[trace_id].add(name)
             spans[(trace_id, span_id)] += 1
     scored = {(trace_id, span_id) for trace_id, span_id, _, _ in rows}
+    missing = load.truth.keys() - scored
+    flagged_traces = {trace_id for trace_id, _, incomplete, _ in rows if incomplete}
     return ResizeOutcome(
         settle_ms=settle_ms,
         trace_idle_timeout_s=trace_idle_timeout_s,
@@ -145,7 +153,9 @@ def resize(
             for t, s, incomplete, calls in rows
             if not incomplete and (t, s) in load.truth and calls < load.truth[(t, s)]
         ),
-        missing_runs=len(load.truth.keys() - scored),
+        missing_runs=len(missing),
+        missing_marked=len(missing - load.inferred),
+        missing_unflagged=sum(1 for trace_id, _ in missing if trace_id not in flagged_traces),
         spans_lost=len(load.keys - spans.keys()),
         spans_doubled=sum(1 for count in spans.values() if count > 1),
     )

@@ -29,6 +29,8 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_serv
 
 from tests.capture_replay import CAPTURES, TRUTH
 from tests.serve_harness import Downstream, ServeProcess, free_port, serve_config
+from toolscore.collector.extract import rebuild_runs
+from toolscore.collector.sources import read_trace_file
 
 __all__ = ["AgentLoad", "HostsFile", "Replica", "RunRow", "every_run_expectation", "forwarded", "start_replica"]
 
@@ -110,6 +112,8 @@ class AgentLoad:
     """GenAI log events by trace id: sent with their trace's first batch, as the agent emits them alongside."""
     truth: dict[tuple[str, str], int] = field(default_factory=dict)
     """(trace id, run span id) hex of every run: how many calls it made."""
+    inferred: set[tuple[str, str]] = field(default_factory=set)
+    """The runs of `truth` with no run span of their own (inferred at a span, as `rebuild_runs` tells them)."""
 
     def __post_init__(self) -> None:
         for copy in range(1, self.copies + 1):
@@ -134,6 +138,11 @@ class AgentLoad:
                             self.spans.setdefault(span.trace_id, []).append(
                                 (resource_spans.resource, scope_spans.scope, span)
                             )
+                self.inferred |= {
+                    (f"{copy:08x}" + run.trace_id[8:], run.span_id or "")
+                    for run in rebuild_runs(read_trace_file(path))
+                    if run.inferred
+                }
                 truth = TRUTH / path.parent.name / path.name.replace(".pb", ".truth.json")
                 for run in json.loads(truth.read_text())["runs"] if truth.exists() else ():
                     trace_id = _retrace(bytes.fromhex(run["trace_id"]), copy).hex()
