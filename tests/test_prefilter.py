@@ -23,7 +23,7 @@ from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.extract.conventions import EXTRACTORS, Gate
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.markers import AgentTraces, Markers, convention_markers
-from toolscore.collector.serve._prefilter import WirePrefilter
+from toolscore.collector.serve._prefilter import PlainRequest, WirePrefilter, request_traces
 from toolscore.collector.sources import LogBatch, join_log_events, read_trace_file
 from toolscore.collector.sources.otlp_proto import spans_from_request
 from toolscore.collector.spans import SpanRecord
@@ -113,7 +113,7 @@ def _kept(prefilter: WirePrefilter, requests: list[ExportTraceServiceRequest]) -
     for request in requests:
         plan = prefilter.agent_spans(request, request.SerializeToString())
         records = spans_from_request(request)
-        if plan is not None:
+        if not isinstance(plan, PlainRequest):
             kept += [record for record, of_agent in zip(records, plan[0], strict=True) if of_agent]
     return kept
 
@@ -140,13 +140,14 @@ def test_a_plain_request_is_left_whole_until_its_trace_shows_a_marker() -> None:
     scope.scope.name = "opentelemetry.instrumentation.fastapi"
     root = scope.spans.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="POST /chat")
     root.attributes.add(key="http.request.method").value.string_value = "POST"
-    assert prefilter.agent_spans(plain, plain.SerializeToString()) is None  # before any agent span: forwarded whole
+    whole = prefilter.agent_spans(plain, plain.SerializeToString())  # before any agent span: held whole
+    assert whole == PlainRequest({b"\x01" * 16: 1}, {b"\x01" * 16}, 1, 2)
     plan = prefilter.agent_spans(request, request.SerializeToString())
-    assert plan is not None
+    assert not isinstance(plan, PlainRequest)
     assert all(plan[0])
     root.trace_id = request.resource_spans[0].scope_spans[0].spans[0].trace_id  # the agent trace's root, ended last
     plan = prefilter.agent_spans(plain, plain.SerializeToString())
-    assert plan is not None
+    assert not isinstance(plan, PlainRequest)
     assert plan[0] == [True]
 
 
@@ -158,7 +159,7 @@ def test_a_marker_inside_another_value_only_costs_a_read() -> None:
     quoting.attributes.add(key="note").value.string_value = "gen_ai.operation.name"
     spans.add(trace_id=b"\x05" * 16, span_id=b"\x06" * 8, name="GET /health")
     plan = prefilter.agent_spans(request, request.SerializeToString())
-    assert plan is not None
+    assert not isinstance(plan, PlainRequest)
     assert plan[0] == [True, False]
 
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolscore.collector.pipeline.markers import AgentTraces, Markers
 from toolscore.collector.serve._encode import _entries, varint
+from toolscore.collector.sources._accel import plain_index
 
-__all__ = ["WirePrefilter"]
+__all__ = ["PlainRequest", "WirePrefilter", "parsed_traces", "request_traces"]
 
 _ZERO_TRACE = bytes(16)
 
@@ -64,6 +65,43 @@ def span_offsets(data: bytes) -> list[tuple[int, int]] | None:
     return out
 
 
+class PlainRequest(NamedTuple):
+    """A request with no span of an agent trace, as the hold keeps it: its spans per trace, its roots' traces."""
+
+    counts: dict[bytes, int]
+    """Spans per trace id."""
+    roots: set[bytes]
+    """The trace ids of its spans with no parent."""
+    spans: int
+    blocks: int
+    """Resource and scope blocks (`receiver.max_spans_per_request` bounds them too)."""
+
+
+def request_traces(request: Any, data: bytes) -> PlainRequest:
+    """`PlainRequest` of `request`, serialized as `data`: from the bytes by the compiled walk where built
+    (`_accel.plain_index`), else from the parsed request (`parsed_traces`); the same either way
+    (tests/test_wire_accel.py)."""
+    index = plain_index(data) if plain_index is not None else None
+    return parsed_traces(request) if index is None else PlainRequest(*index)
+
+
+def parsed_traces(request: Any) -> PlainRequest:
+    """`request_traces` read from the parsed request."""
+    counts: dict[bytes, int] = {}
+    roots: set[bytes] = set()
+    spans = blocks = 0
+    for resource_spans in request.resource_spans:
+        blocks += 1 + len(resource_spans.scope_spans)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                trace_id = span.trace_id
+                counts[trace_id] = counts.get(trace_id, 0) + 1
+                if not span.parent_span_id:
+                    roots.add(trace_id)
+                spans += 1
+    return PlainRequest(counts, roots, spans, blocks)
+
+
 class WirePrefilter:
     """Decides, per request and per trace, which spans can matter to extraction (see the module docstring)."""
 
@@ -72,18 +110,21 @@ class WirePrefilter:
         self._scopes = markers.scopes
         self.traces: AgentTraces[bytes] = AgentTraces(capacity)
 
-    def agent_spans(self, request: Any, data: bytes) -> tuple[list[bool], list[tuple[int, int]] | None] | None:
+    def agent_spans(
+        self, request: Any, data: bytes
+    ) -> tuple[list[bool], list[tuple[int, int]] | None] | PlainRequest:
         """Per span of `request` (serialized as `data`), in request order, whether it is of an agent trace, with
-        the spans' offsets in `data` when walked; None when none is (the request may be forwarded whole)."""
+        the spans' offsets in `data` when walked; a `PlainRequest` when none is (the request may be held whole)."""
         known = self.traces
         hits = [match.start() for match in self._pattern.finditer(data)]
         if not hits:
-            ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
-            distinct = set(ids)
+            plain = request_traces(request, data)
+            distinct = plain.counts
             if any(len(trace_id) != 16 or trace_id == _ZERO_TRACE for trace_id in distinct):
-                return [True] * len(ids), None  # bad trace ids: the pipeline's checks reject and report them
+                return [True] * plain.spans, None  # bad trace ids: the pipeline's checks reject and report them
             if not any(trace_id in known for trace_id in distinct):
-                return None
+                return plain
+            ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
             return [trace_id in known for trace_id in ids], None
         offsets = span_offsets(data)
         ids = []
