@@ -246,6 +246,20 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
+    def accept_bytes(self, data: bytes, max_spans: int) -> IngestResult | None:
+        """A binary request of no agent trace, held whole from its bytes (`WirePrefilter.plain_request`) without
+        the protobuf runtime's parse, which would cost more than everything else it meets here; None: the
+        receiver parses it and calls `accept` (see `Ingest.accept_bytes`)."""
+        try:
+            plain = self.prefilter.plain_request(data) if self.prefilter is not None else None
+            if plain is None or not plain.spans or plain.spans > max_spans or plain.blocks > max_spans:
+                return None  # the usual path decides, and refuses with its own answer
+            start = time.monotonic()
+            return self._hold_whole(plain, data, plain.spans, start, start + self.config.overload_wait_ms / 1000)
+        except Exception as error:  # never raise into a receiver; say what happened instead
+            _log.exception("ingesting an export request failed")
+            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+
     def _hold_whole(self, plain: PlainRequest, data: bytes, total: int, start: float, deadline: float) -> IngestResult:
         """A request with no span of an agent trace: held as received, once the forwarder has room, until its
         traces decide (`_hold`); then forwarded as received (masked too, when the privacy settings mask)."""

@@ -7,6 +7,8 @@ name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`, so
 the request's bytes finds every marker at C speed, and a request without one is never walked in Python.
 
     request bytes ─search markers─→ none: any span of a known agent trace? ─ no ─→ the request whole, unread
+                                  │   (a binary request before its parse: `plain_request`, the compiled walk
+                                  │    validating it and reading its traces; the runtime's parse where it can't)
                                   └ some: walk the span entries, mark the spans holding one, and their traces
                                           └→ per span: of an agent trace (pipeline) or not (held, as received)
 
@@ -110,20 +112,17 @@ class WirePrefilter:
         self._scopes = markers.scopes
         self.traces: AgentTraces[bytes] = AgentTraces(capacity)
 
-    def agent_spans(
-        self, request: Any, data: bytes
-    ) -> tuple[list[bool], list[tuple[int, int]] | None] | PlainRequest:
+    def agent_spans(self, request: Any, data: bytes) -> tuple[list[bool], list[tuple[int, int]] | None] | PlainRequest:
         """Per span of `request` (serialized as `data`), in request order, whether it is of an agent trace, with
         the spans' offsets in `data` when walked; a `PlainRequest` when none is (the request may be held whole)."""
-        known = self.traces
         hits = [match.start() for match in self._pattern.finditer(data)]
         if not hits:
             plain = request_traces(request, data)
-            distinct = plain.counts
-            if any(len(trace_id) != 16 or trace_id == _ZERO_TRACE for trace_id in distinct):
-                return [True] * plain.spans, None  # bad trace ids: the pipeline's checks reject and report them
-            if not any(trace_id in known for trace_id in distinct):
+            if self._holdable(plain):
                 return plain
+            if not self._ids_ok(plain):
+                return [True] * plain.spans, None  # bad trace ids: the pipeline's checks reject and report them
+            known = self.traces
             ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
             return [trace_id in known for trace_id in ids], None
         offsets = span_offsets(data)
@@ -142,8 +141,30 @@ class WirePrefilter:
             i = bisect.bisect_right(starts, hit) - 1
             if i >= 0 and hit < offsets[i][1]:
                 marked[i] = True
+        known = self.traces
         known.add_all({trace_id for trace_id, mark in zip(ids, marked, strict=True) if mark})
         return [trace_id in known for trace_id in ids], offsets
+
+    def plain_request(self, data: bytes) -> PlainRequest | None:
+        """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: no marker in
+        them, the compiled walk (`_accel.plain_index`) reads and validates them, and no trace is known to be an
+        agent's. None when any of that fails: parse the request and ask `agent_spans`."""
+        if plain_index is None or self._pattern.search(data) is not None:
+            return None
+        index = plain_index(data)
+        if index is None:
+            return None
+        plain = PlainRequest(*index)
+        return plain if self._holdable(plain) else None
+
+    def _holdable(self, plain: PlainRequest) -> bool:
+        """Whether a request without a marker can be held whole: usable trace ids, none of a known agent trace."""
+        known = self.traces
+        return self._ids_ok(plain) and not any(trace_id in known for trace_id in plain.counts)
+
+    @staticmethod
+    def _ids_ok(plain: PlainRequest) -> bool:
+        return not any(len(trace_id) != 16 or trace_id == _ZERO_TRACE for trace_id in plain.counts)
 
     def note_events(self, trace_ids: Iterable[str]) -> None:
         """GenAI log events (lowercase hex trace ids) mark their traces: their spans must meet them."""
