@@ -389,3 +389,29 @@ def test_plain_index_of_mutated_requests_is_the_same_or_left_to_the_parse() -> N
     seeds = [_request(rng) for _ in range(20)] + [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/a_*.pb"))]
     answered = sum(_traces_or_gave_up(data) for data in _mutants(rng, seeds, 3000))
     assert answered > 200  # the mutants it reads: compared above
+
+
+def test_span_table_reads_each_entry_and_trace_as_the_parsed_request_does() -> None:
+    """The pre-filter's offsets and trace ids of a request with markers: the framed entries `span_offsets` finds
+    and the parsed spans' trace ids, on every trace file, random requests and mutants the runtime parses."""
+    from toolscore.collector.serve._prefilter import span_offsets
+
+    assert _compiled is not None
+    rng = random.Random(17)
+    files = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    requests = files + [_request(rng) for _ in range(200)]
+    compared = 0
+    for data in requests + _mutants(rng, requests[:40], 2000):
+        try:
+            request = parse_trace_export(data)
+        except SpanDecodeError:
+            continue
+        table = _compiled.span_table(data)
+        offsets = span_offsets(data)
+        if table is None:
+            assert offsets is None  # the Python walk cannot read them either
+            continue
+        ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+        assert table == (offsets, ids)
+        compared += 1
+    assert compared > len(requests)

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from toolscore.collector.pipeline.markers import AgentTraces, Markers
 from toolscore.collector.serve._encode import _entries, varint
-from toolscore.collector.sources._accel import plain_index
+from toolscore.collector.sources._accel import plain_index, span_table
 
 __all__ = ["PlainRequest", "WirePrefilter", "parsed_traces", "request_traces"]
 
@@ -65,6 +65,16 @@ def span_offsets(data: bytes) -> list[tuple[int, int]] | None:
     except (IndexError, ValueError):
         return None
     return out
+
+
+def _offsets_and_ids(request: Any, data: bytes) -> tuple[list[tuple[int, int]] | None, list[bytes]]:
+    """`span_offsets` of `data` and the trace id of each span of `request` (serialized as `data`), in request
+    order: from the bytes by the compiled walk where built (`_accel.span_table`), else from both."""
+    table = span_table(data) if span_table is not None else None
+    if table is not None:
+        return table
+    ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+    return span_offsets(data), ids
 
 
 class PlainRequest(NamedTuple):
@@ -125,17 +135,14 @@ class WirePrefilter:
             known = self.traces
             ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
             return [trace_id in known for trace_id in ids], None
-        offsets = span_offsets(data)
-        ids = []
+        offsets, ids = _offsets_and_ids(request, data)
         marked: list[bool] = []
         scopes = self._scopes
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
-                spans = ss.spans
-                ids += [span.trace_id for span in spans]
-                marked += [ss.scope.name in scopes] * len(spans)
-        if offsets is None or len(offsets) != len(ids):
-            return [True] * len(ids), None  # unwalkable: the pipeline reads every span, as without the filter
+                marked += [ss.scope.name in scopes] * len(ss.spans)
+        if offsets is None or len(offsets) != len(ids) or len(marked) != len(ids):
+            return [True] * len(marked), None  # unwalkable: the pipeline reads every span, as without the filter
         starts = [start for start, _ in offsets]
         for hit in hits:
             i = bisect.bisect_right(starts, hit) - 1

@@ -883,6 +883,80 @@ static PyObject *plain_index(PyObject *module, PyObject *arg) {
     return out;
 }
 
+/* `span_table`: each `spans` entry's (tag start, end) offsets and its span's trace id, in request order. */
+typedef struct {
+    const uint8_t *base;
+    PyObject *offsets, *ids;
+    PyObject *last; /* the previous span's trace id (borrowed from `ids`) */
+} Table;
+
+static int table_level(Slice body, int level, Table *k) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r;
+    Slice s;
+    for (;;) {
+        const uint8_t *at = c.p; /* the entry's tag */
+        if ((t = read_tag(&c, &field, &wire)) != 1) break;
+        if (field != (level == 0 ? 1u : 2u) || wire != 2) {
+            if (!skip_field(&c, wire)) return GIVE_UP;
+            continue;
+        }
+        if (!read_len(&c, &s)) return GIVE_UP;
+        if (level < 2) {
+            if ((r = table_level(s, level + 1, k)) != 1) return r;
+            continue;
+        }
+        Cursor sc = {s.p, s.p + s.n};
+        uint32_t f2, w2;
+        int t2;
+        Slice trace = {(const uint8_t *)"", 0}, v;
+        while ((t2 = read_tag(&sc, &f2, &w2)) == 1) {
+            if (f2 == 1 && w2 == 2) {
+                if (!read_len(&sc, &v)) return GIVE_UP;
+                trace = v;
+            } else if (!skip_field(&sc, w2)) {
+                return GIVE_UP;
+            }
+        }
+        if (t2 < 0) return GIVE_UP;
+        PyObject *key = k->last;
+        if (key == NULL || PyBytes_GET_SIZE(key) != trace.n || memcmp(PyBytes_AS_STRING(key), trace.p, trace.n) != 0) {
+            key = PyBytes_FromStringAndSize((const char *)trace.p, trace.n);
+            if (key == NULL) return FAILED;
+            int appended = PyList_Append(k->ids, key);
+            Py_DECREF(key);
+            if (appended < 0) return FAILED;
+            k->last = key;
+        } else if (PyList_Append(k->ids, key) < 0) {
+            return FAILED;
+        }
+        PyObject *pair = Py_BuildValue("(nn)", (Py_ssize_t)(at - k->base), (Py_ssize_t)(c.p - k->base));
+        if (pair == NULL) return FAILED;
+        int appended = PyList_Append(k->offsets, pair);
+        Py_DECREF(pair);
+        if (appended < 0) return FAILED;
+    }
+    return t < 0 ? GIVE_UP : 1;
+}
+
+/* ([(start, end) of each framed `spans` entry], [its span's trace id]) of an OTLP trace export, in request
+ * order, from its framing alone (for bytes the protobuf runtime parsed); None when the bytes do not walk. */
+static PyObject *span_table(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL};
+    int r = k.offsets != NULL && k.ids != NULL ? 1 : FAILED;
+    if (r == 1) r = table_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
+    PyBuffer_Release(&view);
+    PyObject *out = r == 1 ? PyTuple_Pack(2, k.offsets, k.ids) : NULL;
+    Py_XDECREF(k.offsets);
+    Py_XDECREF(k.ids);
+    if (r == GIVE_UP) Py_RETURN_NONE;
+    return out;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *record, *event;
@@ -898,6 +972,8 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the record types: configure(SpanRecord, SpanEvent)."},
     {"decode_spans", decode_spans, METH_O,
      "The spans of an OTLP ExportTraceServiceRequest as SpanRecords, or None: decode them the usual way."},
+    {"span_table", span_table, METH_O,
+     "([(start, end) of each framed spans entry], [its trace id]) of an OTLP trace export, or None."},
     {"plain_index", plain_index, METH_O,
      "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None."},
     {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
