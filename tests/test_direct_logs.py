@@ -39,6 +39,10 @@ RESULTS: list[tuple[Any, str, int, str | None, RunSpanRef | None, str | None]] =
     (Score(name="tool_selection", value=0.0, label="fail", explanation=""), "travel", 1, None, RUN, None),
     (ScoreFailure(name="judge", error_type="judge_timeout", message="no answer in 20 s"), "x", 2, "a", RUN, None),
     (Score(name="exact", value=1.0, label="pass", explanation="café ✓ \ud800"), "shop", 7, "shop", None, None),
+    # Explanations whose lengths take two and three varint bytes at each level of their framing.
+    (Score(name="f1", value=0.25, label="fail", explanation="é" * 70), "shop", 7, "shop", RUN, None),
+    (Score(name="f1", value=0.5, label="pass", explanation="x" * 20_000), "shop", 7, "shop", RUN, None),
+    (Score(name="zero_ids", value=1.0, label="pass"), "shop", 7, "shop", RunSpanRef("0" * 32, "0" * 16), None),
     (
         Score(name="unsampled", value=0.5, label="pass"),
         "shop",

@@ -23,8 +23,9 @@ from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.extract.conventions import EXTRACTORS, Gate
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.markers import AgentTraces, Markers, convention_markers
-from toolscore.collector.serve._prefilter import WirePrefilter
+from toolscore.collector.serve._prefilter import PlainRequest, WirePrefilter
 from toolscore.collector.sources import LogBatch, join_log_events, read_trace_file
+from toolscore.collector.sources._accel import plain_index
 from toolscore.collector.sources.otlp_proto import spans_from_request
 from toolscore.collector.spans import SpanRecord
 
@@ -113,7 +114,7 @@ def _kept(prefilter: WirePrefilter, requests: list[ExportTraceServiceRequest]) -
     for request in requests:
         plan = prefilter.agent_spans(request, request.SerializeToString())
         records = spans_from_request(request)
-        if plan is not None:
+        if not isinstance(plan, PlainRequest):
             kept += [record for record, of_agent in zip(records, plan[0], strict=True) if of_agent]
     return kept
 
@@ -140,13 +141,14 @@ def test_a_plain_request_is_left_whole_until_its_trace_shows_a_marker() -> None:
     scope.scope.name = "opentelemetry.instrumentation.fastapi"
     root = scope.spans.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="POST /chat")
     root.attributes.add(key="http.request.method").value.string_value = "POST"
-    assert prefilter.agent_spans(plain, plain.SerializeToString()) is None  # before any agent span: forwarded whole
+    whole = prefilter.agent_spans(plain, plain.SerializeToString())  # before any agent span: held whole
+    assert whole == PlainRequest({b"\x01" * 16: 1}, {b"\x01" * 16}, 1, 2)
     plan = prefilter.agent_spans(request, request.SerializeToString())
-    assert plan is not None
+    assert not isinstance(plan, PlainRequest)
     assert all(plan[0])
     root.trace_id = request.resource_spans[0].scope_spans[0].spans[0].trace_id  # the agent trace's root, ended last
     plan = prefilter.agent_spans(plain, plain.SerializeToString())
-    assert plan is not None
+    assert not isinstance(plan, PlainRequest)
     assert plan[0] == [True]
 
 
@@ -158,7 +160,7 @@ def test_a_marker_inside_another_value_only_costs_a_read() -> None:
     quoting.attributes.add(key="note").value.string_value = "gen_ai.operation.name"
     spans.add(trace_id=b"\x05" * 16, span_id=b"\x06" * 8, name="GET /health")
     plan = prefilter.agent_spans(request, request.SerializeToString())
-    assert plan is not None
+    assert not isinstance(plan, PlainRequest)
     assert plan[0] == [True, False]
 
 
@@ -214,3 +216,29 @@ def test_in_process_a_plain_span_goes_on_from_the_thread_that_ends_it_and_runs_s
     assert sorted(name for name, _ in spans) == sorted(name for name, _ in unfiltered)
     assert telemetry.outcomes == plain_telemetry.outcomes == {"matched": 1}
     assert telemetry.counts["received"] == telemetry.counts["passed"] == 5  # the skipped ones counted too
+
+
+def test_a_plain_request_is_held_from_its_bytes_only_when_nothing_in_it_may_matter() -> None:
+    """`plain_request` (the receivers' unparsed path) answers for bytes with no marker, of traces not known to be an
+    agent's, with usable ids; anything else goes the parsed way (`agent_spans`), which reads the same traces."""
+    prefilter = WirePrefilter(_markers(), 10)
+    plain = ExportTraceServiceRequest()
+    spans = plain.resource_spans.add().scope_spans.add().spans
+    root = spans.add(trace_id=b"\x07" * 16, span_id=b"\x08" * 8, name="GET /orders")
+    spans.add(trace_id=b"\x07" * 16, span_id=b"\x09" * 8, parent_span_id=root.span_id, name="SELECT orders")
+    data = plain.SerializeToString()
+    expected = PlainRequest({b"\x07" * 16: 2}, {b"\x07" * 16}, 2, 2)
+    # without the compiled walk (TOOLSCORE_PURE_PYTHON, no C compiler) every request is parsed first
+    assert prefilter.plain_request(data) == (expected if plain_index is not None else None)
+    assert prefilter.agent_spans(plain, data) == expected
+    marked = ExportTraceServiceRequest()
+    marked.CopyFrom(plain)
+    marked.resource_spans[0].scope_spans[0].spans[1].attributes.add(key="gen_ai.operation.name")
+    assert prefilter.plain_request(marked.SerializeToString()) is None  # a marker: parsed and walked
+    zero = ExportTraceServiceRequest()
+    zero.CopyFrom(plain)
+    zero.resource_spans[0].scope_spans[0].spans[0].trace_id = bytes(16)
+    assert prefilter.plain_request(zero.SerializeToString()) is None  # a zero trace id: the pipeline reports it
+    prefilter.traces.add(b"\x07" * 16)  # the trace showed a marker in another request
+    assert prefilter.plain_request(data) is None
+    assert prefilter.agent_spans(plain, data) == ([True, True], None)

@@ -254,7 +254,10 @@ def _trace_roots(request: ExportTraceServiceRequest) -> list[tuple[bytes, bool]]
 
 
 def _hold(hold: Any, data: bytes, spans: list[tuple[bytes, bool]]) -> None:
-    hold.hold_request(data, [trace_id for trace_id, _ in spans], {trace_id for trace_id, root in spans if root})
+    counts: dict[bytes, int] = {}
+    for trace_id, _ in spans:
+        counts[trace_id] = counts.get(trace_id, 0) + 1
+    hold.hold_request(data, counts, {trace_id for trace_id, root in spans if root}, len(spans))
 
 
 def test_a_held_plain_request_goes_on_as_received_once_its_roots_have_settled() -> None:

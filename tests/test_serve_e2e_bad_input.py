@@ -120,6 +120,21 @@ def _args_not_json(expected: Expected) -> ExportTraceServiceRequest:
     return request
 
 
+def _plain(expected: Expected) -> ExportTraceServiceRequest:
+    """A trace of no agent (an HTTP server span and its database call), expected downstream as sent: `serve` holds
+    such a request whole from its bytes, unparsed, and forwards it as received."""
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    scope.scope.name = "opentelemetry.instrumentation.flask"
+    trace_id, root_id = os.urandom(16), os.urandom(8)
+    root = scope.spans.add(trace_id=trace_id, span_id=root_id, name="GET /health", kind=2, end_time_unix_nano=2)
+    root.attributes.add(key="http.request.method").value.string_value = "GET"
+    query = scope.spans.add(trace_id=trace_id, span_id=os.urandom(8), parent_span_id=root_id, name="SELECT users")
+    query.attributes.add(key="db.system.name").value.string_value = "postgresql"
+    expected.add(request, {})
+    return request
+
+
 def _not_utf8(request: ExportTraceServiceRequest) -> bytes:
     """The request with its first span's name not UTF-8."""
     _spans(request)[0].name = BAD_NAME
@@ -171,6 +186,16 @@ def _bad_http_requests(process: ServeProcess, expected: Expected) -> list[tuple[
         assert reply.status == 400
         assert ".name: string is not valid UTF-8" in reply_status(reply).message
 
+    def http_plain_not_utf8() -> None:
+        reply = _http(process, _not_utf8(_plain(Expected())))
+        assert reply.status == 400
+        assert ".name: string is not valid UTF-8" in reply_status(reply).message
+
+    def http_plain() -> None:
+        reply = _http(process, _plain(expected).SerializeToString())
+        assert reply.status == 200
+        assert not ExportTraceServiceResponse.FromString(reply.body).HasField("partial_success")
+
     def http_bad_ids() -> None:
         request = _demo(0, expected)
         _with_bad_ids(request, span_id=bytes.fromhex("0badf00d"))
@@ -199,6 +224,8 @@ def _bad_http_requests(process: ServeProcess, expected: Expected) -> list[tuple[
     return [
         *cases,
         ("HTTP protobuf not UTF-8", http_not_utf8),
+        ("HTTP protobuf of no agent, not UTF-8", http_plain_not_utf8),
+        ("HTTP protobuf of no agent", http_plain),
         ("HTTP ids of the wrong length", http_bad_ids),
         ("HTTP JSON ids of the wrong length", http_json_bad_ids),
         ("HTTP args not JSON", http_args_not_json),
@@ -227,6 +254,13 @@ def _bad_grpc_requests(process: ServeProcess, expected: Expected) -> list[tuple[
         data = _not_utf8(_demo(3, Expected()))
         _grpc_error(process, data, grpc.StatusCode.INVALID_ARGUMENT, ".name: string is not valid UTF-8")
 
+    def grpc_plain_not_utf8() -> None:
+        data = _not_utf8(_plain(Expected()))
+        _grpc_error(process, data, grpc.StatusCode.INVALID_ARGUMENT, ".name: string is not valid UTF-8")
+
+    def grpc_plain() -> None:
+        assert not _grpc_export(process, _plain(expected)).HasField("partial_success")
+
     def grpc_bad_ids() -> None:
         request = _demo(1, expected)
         _with_bad_ids(request, span_id=os.urandom(8), trace_id=os.urandom(20))
@@ -243,6 +277,8 @@ def _bad_grpc_requests(process: ServeProcess, expected: Expected) -> list[tuple[
         ("gRPC gzip over the limit", grpc_gzip_over_the_limit),
         ("gRPC gzip bomb", grpc_gzip_bomb),
         ("gRPC not UTF-8", grpc_not_utf8),
+        ("gRPC of no agent, not UTF-8", grpc_plain_not_utf8),
+        ("gRPC of no agent", grpc_plain),
         ("gRPC ids of the wrong length", grpc_bad_ids),
         ("gRPC args not JSON", grpc_args_not_json),
     ]

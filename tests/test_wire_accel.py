@@ -212,21 +212,21 @@ def test_wire_shapes_decode_the_same(what: str, data: bytes) -> None:
     _same_or_gave_up(data)
 
 
-@pytest.mark.parametrize(
-    ("what", "data"),
-    [
-        ("value twice", _wrap(_IDS + _field(9, b"\x0a\x01k\x12\x02\x08\x01\x12\x02\x18\x02"))),
-        ("two oneof fields", _wrap(_IDS + _field(9, b"\x0a\x01k\x12\x05\x0a\x01x\x18\x01"))),
-        ("a newer AnyValue field", _wrap(_IDS + _field(9, b"\x0a\x01k\x12\x02\x40\x01"))),
-        ("a group", _wrap(_IDS + b"\x8b\x02\x8c\x02")),
-        ("trace_state not UTF-8", _wrap(_IDS + _field(3, b"\xff"))),
-        ("link attribute not UTF-8", _wrap(_IDS + _field(13, _field(4, _field(1, b"\xc0\x80"))))),
-        ("schema URL not UTF-8", _field(1, _field(3, b"\xed\xa0\x80") + _field(2, _field(2, _IDS)))),
-        ("span id of 7 bytes", _wrap(Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 7).SerializeToString())),
-        ("zero trace id", _wrap(Span(trace_id=bytes(16), span_id=b"\x02" * 8).SerializeToString())),
-        ("span id as a varint", _wrap(_IDS + b"\x10\x01")),
-    ],
-)
+_LEFT_TO_THE_PURE_PATH = [
+    ("value twice", _wrap(_IDS + _field(9, b"\x0a\x01k\x12\x02\x08\x01\x12\x02\x18\x02"))),
+    ("two oneof fields", _wrap(_IDS + _field(9, b"\x0a\x01k\x12\x05\x0a\x01x\x18\x01"))),
+    ("a newer AnyValue field", _wrap(_IDS + _field(9, b"\x0a\x01k\x12\x02\x40\x01"))),
+    ("a group", _wrap(_IDS + b"\x8b\x02\x8c\x02")),
+    ("trace_state not UTF-8", _wrap(_IDS + _field(3, b"\xff"))),
+    ("link attribute not UTF-8", _wrap(_IDS + _field(13, _field(4, _field(1, b"\xc0\x80"))))),
+    ("schema URL not UTF-8", _field(1, _field(3, b"\xed\xa0\x80") + _field(2, _field(2, _IDS)))),
+    ("span id of 7 bytes", _wrap(Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 7).SerializeToString())),
+    ("zero trace id", _wrap(Span(trace_id=bytes(16), span_id=b"\x02" * 8).SerializeToString())),
+    ("span id as a varint", _wrap(_IDS + b"\x10\x01")),
+]
+
+
+@pytest.mark.parametrize(("what", "data"), _LEFT_TO_THE_PURE_PATH)
 def test_what_the_compiled_decoder_leaves_to_the_pure_path(what: str, data: bytes) -> None:
     assert _decode()(data) is None
     expected = _pure(data)  # and the public function gives what that path gives
@@ -313,3 +313,105 @@ def test_each_span_entry_decodes_as_its_message() -> None:
 def test_a_span_entry_it_cannot_read_is_left_to_the_message(entry: bytes) -> None:
     assert _compiled is not None
     assert _compiled.decode_span_entry(entry, {}, "") is None
+
+
+def _traces_or_gave_up(data: bytes) -> bool:
+    """Whether `plain_index` answered (True) or gave up (False); fails on any difference from the parsed
+    request's, and when it answers on bytes the runtime refuses."""
+    from toolscore.collector.serve._prefilter import PlainRequest, parsed_traces
+
+    assert _compiled is not None
+    fast = _compiled.plain_index(data)
+    if fast is None:
+        return False
+    assert PlainRequest(*fast) == parsed_traces(parse_trace_export(data))  # raises on bytes it refuses
+    return True
+
+
+def test_plain_index_reads_every_request_as_the_parsed_request_reads_it() -> None:
+    """`serve` holds a plain request by its spans per trace and its roots' traces, read from the bytes: the
+    same as from the parsed request, on every trace file, random requests (roots and not, several traces),
+    and the framing's odd shapes."""
+    rng = random.Random(11)
+    files = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    assert all(_traces_or_gave_up(data) for data in files + [_request(rng) for _ in range(400)])
+    ids = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8).SerializeToString()
+    shapes = [
+        _wrap(ids + _field(1, b"\x03" * 16)),  # trace_id twice: the last one counts
+        _wrap(ids + _field(4, b"\x04" * 8) + _field(4, b"")),  # parent twice, the last one empty: a root
+        _wrap(Span(span_id=b"\x02" * 8).SerializeToString()),  # no trace id at all
+        _wrap(ids + b"\xf8\x01\x05\x81\x02" + b"\x00" * 8),  # unknown fields
+        _field(1, _field(3, b"https://schema") + _field(2, _field(2, ids) + _field(2, ids))),
+        b"",
+    ]
+    assert all(_traces_or_gave_up(data) for data in shapes)
+    assert _compiled.plain_index(_field(1, b"\x10\x01")) is None  # scope_spans as a varint: left to the parse
+
+
+@pytest.mark.parametrize(
+    "what",
+    [
+        "value twice",
+        "two oneof fields",
+        "a newer AnyValue field",
+        "a group",
+        "trace_state not UTF-8",
+        "link attribute not UTF-8",
+        "schema URL not UTF-8",
+    ],
+)
+def test_what_plain_index_leaves_to_the_parse(what: str) -> None:
+    (data,) = [data for name, data in _LEFT_TO_THE_PURE_PATH if name == what]
+    assert _compiled is not None
+    assert _compiled.plain_index(data) is None
+
+
+def test_plain_index_refuses_what_the_runtime_refuses() -> None:
+    """Bytes it answers for are bytes the runtime parses: no request the receiver would refuse is held."""
+    assert _compiled is not None
+    bad = [
+        _wrap(_IDS + _field(5, b"\xff")),  # a span name that is not UTF-8
+        _wrap(_IDS + _field(11, _field(2, b"\xc0\x80"))),  # an event name that is not UTF-8
+        _wrap(_IDS + _field(15, _field(2, b"\xed\xa0\x80"))),  # a status message that is not UTF-8
+        _field(1, _field(2, _field(1, _field(1, b"\xff")) + _field(2, _IDS))),  # a scope name that is not UTF-8
+        _field(1, _field(1, _field(1, _field(1, b"\xff"))) + _field(2, _field(2, _IDS))),  # a resource key
+        _wrap(_IDS)[:-1],  # cut short
+    ]
+    for data in bad:
+        with pytest.raises(SpanDecodeError):
+            parse_trace_export(data)
+        assert _compiled.plain_index(data) is None
+
+
+def test_plain_index_of_mutated_requests_is_the_same_or_left_to_the_parse() -> None:
+    """Every mutant it answers for parses, and reads the same; those it cannot say about go the parse's way."""
+    rng = random.Random(13)
+    seeds = [_request(rng) for _ in range(20)] + [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/a_*.pb"))]
+    answered = sum(_traces_or_gave_up(data) for data in _mutants(rng, seeds, 3000))
+    assert answered > 200  # the mutants it reads: compared above
+
+
+def test_span_table_reads_each_entry_and_trace_as_the_parsed_request_does() -> None:
+    """The pre-filter's offsets and trace ids of a request with markers: the framed entries `span_offsets` finds
+    and the parsed spans' trace ids, on every trace file, random requests and mutants the runtime parses."""
+    from toolscore.collector.serve._prefilter import span_offsets
+
+    assert _compiled is not None
+    rng = random.Random(17)
+    files = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    requests = files + [_request(rng) for _ in range(200)]
+    compared = 0
+    for data in requests + _mutants(rng, requests[:40], 2000):
+        try:
+            request = parse_trace_export(data)
+        except SpanDecodeError:
+            continue
+        table = _compiled.span_table(data)
+        offsets = span_offsets(data)
+        if table is None:
+            assert offsets is None  # the Python walk cannot read them either
+            continue
+        ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+        assert table == (offsets, ids)
+        compared += 1
+    assert compared > len(requests)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -123,11 +123,11 @@ class PlainHold:
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._traces
 
-    def hold_request(self, data: bytes, trace_ids: list[bytes], roots: set[bytes]) -> None:
-        """Hold a request as received: the trace id of each of its spans, and those of its roots."""
-        counts = dict(Counter(trace_ids))
+    def hold_request(self, data: bytes, counts: dict[bytes, int], roots: set[bytes], spans: int) -> None:
+        """Hold a request as received: its spans per trace id (the hold owns the dict from then on), the trace ids
+        of its roots, and how many spans it has."""
         size = len(data) + _PARCEL_BYTES + _TRACE_BYTES * len(counts)
-        self._add(_Parcel(data, len(trace_ids), counts, size), roots)
+        self._add(_Parcel(data, spans, counts, size), roots)
 
     def hold_spans(self, carriers: Sequence[Carrier]) -> None:
         """Hold single spans (of a request whose other spans went on), copied out of it as their bytes."""

@@ -39,7 +39,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from toolscore.collector.pipeline.config import PipelineConfig
@@ -57,7 +57,7 @@ from toolscore.collector.serve._carrier import (
 from toolscore.collector.serve._encode import span_entries
 from toolscore.collector.serve._hold import PlainHold
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
-from toolscore.collector.serve._prefilter import WirePrefilter
+from toolscore.collector.serve._prefilter import PlainRequest, WirePrefilter
 from toolscore.collector.serve._regroup import RequestSink
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.forward._judge_spans import judge_tracer
@@ -200,8 +200,8 @@ class CollectorPipeline:
             if self.prefilter is not None and total:
                 wire = request.SerializeToString() if data is None else data  # OTLP/JSON: its protobuf bytes
                 plan = self.prefilter.agent_spans(request, wire)
-                if plan is None:
-                    return self._hold_whole(request, wire, total, start, deadline)
+                if isinstance(plan, PlainRequest):
+                    return self._hold_whole(plan, wire, total, start, deadline)
                 agent, offsets = plan
                 offsets = offsets if data is not None else None
             # before the walk too, so that a request refused at once is not walked
@@ -246,9 +246,21 @@ class CollectorPipeline:
         more = f" (and {stats.skipped_total - 3} more)" if stats.skipped_total > 3 else ""
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
-    def _hold_whole(
-        self, request: ExportTraceServiceRequest, data: bytes, total: int, start: float, deadline: float
-    ) -> IngestResult:
+    def accept_bytes(self, data: bytes, max_spans: int) -> IngestResult | None:
+        """A binary request of no agent trace, held whole from its bytes (`WirePrefilter.plain_request`) without
+        the protobuf runtime's parse, which would cost more than everything else it meets here; None: the
+        receiver parses it and calls `accept` (see `Ingest.accept_bytes`)."""
+        try:
+            plain = self.prefilter.plain_request(data) if self.prefilter is not None else None
+            if plain is None or not plain.spans or plain.spans > max_spans or plain.blocks > max_spans:
+                return None  # the usual path decides, and refuses with its own answer
+            start = time.monotonic()
+            return self._hold_whole(plain, data, plain.spans, start, start + self.config.overload_wait_ms / 1000)
+        except Exception as error:  # never raise into a receiver; say what happened instead
+            _log.exception("ingesting an export request failed")
+            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+
+    def _hold_whole(self, plain: PlainRequest, data: bytes, total: int, start: float, deadline: float) -> IngestResult:
         """A request with no span of an agent trace: held as received, once the forwarder has room, until its
         traces decide (`_hold`); then forwarded as received (masked too, when the privacy settings mask)."""
         reason, waited = self._room(total, deadline, self._forward_overload)
@@ -257,15 +269,11 @@ class CollectorPipeline:
         if waited:
             self.telemetry.request_waited(time.monotonic() - start, "accepted")
         assert self.hold is not None
-        spans = [
-            span for resource_spans in request.resource_spans for ss in resource_spans.scope_spans for span in ss.spans
-        ]
-        trace_ids = [span.trace_id for span in spans]
-        self.hold.hold_request(data, trace_ids, {span.trace_id for span in spans if not span.parent_span_id})
-        self._take_known(set(trace_ids))
+        self.hold.hold_request(data, plain.counts, plain.roots, plain.spans)
+        self._take_known(plain.counts)
         return IngestResult()
 
-    def _take_known(self, trace_ids: set[bytes]) -> None:
+    def _take_known(self, trace_ids: Iterable[bytes]) -> None:
         """Spans just held of a trace another request has shown a marker of meanwhile (receivers race): to the
         engine, as that request's `take` would have sent them had they been held before it."""
         if self.prefilter is None or self.hold is None:

@@ -7,6 +7,8 @@ name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`, so
 the request's bytes finds every marker at C speed, and a request without one is never walked in Python.
 
     request bytes ─search markers─→ none: any span of a known agent trace? ─ no ─→ the request whole, unread
+                                  │   (a binary request before its parse: `plain_request`, the compiled walk
+                                  │    validating it and reading its traces; the runtime's parse where it can't)
                                   └ some: walk the span entries, mark the spans holding one, and their traces
                                           └→ per span: of an agent trace (pipeline) or not (held, as received)
 
@@ -26,12 +28,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from toolscore.collector.pipeline.markers import AgentTraces, Markers
 from toolscore.collector.serve._encode import _entries, varint
+from toolscore.collector.sources._accel import plain_index, span_table
 
-__all__ = ["WirePrefilter"]
+__all__ = ["PlainRequest", "WirePrefilter", "parsed_traces", "request_traces"]
 
 _ZERO_TRACE = bytes(16)
 
@@ -64,6 +67,53 @@ def span_offsets(data: bytes) -> list[tuple[int, int]] | None:
     return out
 
 
+def _offsets_and_ids(request: Any, data: bytes) -> tuple[list[tuple[int, int]] | None, list[bytes]]:
+    """`span_offsets` of `data` and the trace id of each span of `request` (serialized as `data`), in request
+    order: from the bytes by the compiled walk where built (`_accel.span_table`), else from both."""
+    table = span_table(data) if span_table is not None else None
+    if table is not None:
+        return table
+    ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+    return span_offsets(data), ids
+
+
+class PlainRequest(NamedTuple):
+    """A request with no span of an agent trace, as the hold keeps it: its spans per trace, its roots' traces."""
+
+    counts: dict[bytes, int]
+    """Spans per trace id."""
+    roots: set[bytes]
+    """The trace ids of its spans with no parent."""
+    spans: int
+    blocks: int
+    """Resource and scope blocks (`receiver.max_spans_per_request` bounds them too)."""
+
+
+def request_traces(request: Any, data: bytes) -> PlainRequest:
+    """`PlainRequest` of `request`, serialized as `data`: from the bytes by the compiled walk where built
+    (`_accel.plain_index`), else from the parsed request (`parsed_traces`); the same either way
+    (tests/test_wire_accel.py)."""
+    index = plain_index(data) if plain_index is not None else None
+    return parsed_traces(request) if index is None else PlainRequest(*index)
+
+
+def parsed_traces(request: Any) -> PlainRequest:
+    """`request_traces` read from the parsed request."""
+    counts: dict[bytes, int] = {}
+    roots: set[bytes] = set()
+    spans = blocks = 0
+    for resource_spans in request.resource_spans:
+        blocks += 1 + len(resource_spans.scope_spans)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                trace_id = span.trace_id
+                counts[trace_id] = counts.get(trace_id, 0) + 1
+                if not span.parent_span_id:
+                    roots.add(trace_id)
+                spans += 1
+    return PlainRequest(counts, roots, spans, blocks)
+
+
 class WirePrefilter:
     """Decides, per request and per trace, which spans can matter to extraction (see the module docstring)."""
 
@@ -72,37 +122,56 @@ class WirePrefilter:
         self._scopes = markers.scopes
         self.traces: AgentTraces[bytes] = AgentTraces(capacity)
 
-    def agent_spans(self, request: Any, data: bytes) -> tuple[list[bool], list[tuple[int, int]] | None] | None:
+    def agent_spans(self, request: Any, data: bytes) -> tuple[list[bool], list[tuple[int, int]] | None] | PlainRequest:
         """Per span of `request` (serialized as `data`), in request order, whether it is of an agent trace, with
-        the spans' offsets in `data` when walked; None when none is (the request may be forwarded whole)."""
-        known = self.traces
+        the spans' offsets in `data` when walked; a `PlainRequest` when none is (the request may be held whole)."""
         hits = [match.start() for match in self._pattern.finditer(data)]
         if not hits:
+            plain = request_traces(request, data)
+            if self._holdable(plain):
+                return plain
+            if not self._ids_ok(plain):
+                return [True] * plain.spans, None  # bad trace ids: the pipeline's checks reject and report them
+            known = self.traces
             ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
-            distinct = set(ids)
-            if any(len(trace_id) != 16 or trace_id == _ZERO_TRACE for trace_id in distinct):
-                return [True] * len(ids), None  # bad trace ids: the pipeline's checks reject and report them
-            if not any(trace_id in known for trace_id in distinct):
-                return None
             return [trace_id in known for trace_id in ids], None
-        offsets = span_offsets(data)
-        ids = []
+        offsets, ids = _offsets_and_ids(request, data)
         marked: list[bool] = []
         scopes = self._scopes
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
-                spans = ss.spans
-                ids += [span.trace_id for span in spans]
-                marked += [ss.scope.name in scopes] * len(spans)
-        if offsets is None or len(offsets) != len(ids):
-            return [True] * len(ids), None  # unwalkable: the pipeline reads every span, as without the filter
+                marked += [ss.scope.name in scopes] * len(ss.spans)
+        if offsets is None or len(offsets) != len(ids) or len(marked) != len(ids):
+            return [True] * len(marked), None  # unwalkable: the pipeline reads every span, as without the filter
         starts = [start for start, _ in offsets]
         for hit in hits:
             i = bisect.bisect_right(starts, hit) - 1
             if i >= 0 and hit < offsets[i][1]:
                 marked[i] = True
+        known = self.traces
         known.add_all({trace_id for trace_id, mark in zip(ids, marked, strict=True) if mark})
         return [trace_id in known for trace_id in ids], offsets
+
+    def plain_request(self, data: bytes) -> PlainRequest | None:
+        """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: no marker in
+        them, the compiled walk (`_accel.plain_index`) reads and validates them, and no trace is known to be an
+        agent's. None when any of that fails: parse the request and ask `agent_spans`."""
+        if plain_index is None or self._pattern.search(data) is not None:
+            return None
+        index = plain_index(data)
+        if index is None:
+            return None
+        plain = PlainRequest(*index)
+        return plain if self._holdable(plain) else None
+
+    def _holdable(self, plain: PlainRequest) -> bool:
+        """Whether a request without a marker can be held whole: usable trace ids, none of a known agent trace."""
+        known = self.traces
+        return self._ids_ok(plain) and not any(trace_id in known for trace_id in plain.counts)
+
+    @staticmethod
+    def _ids_ok(plain: PlainRequest) -> bool:
+        return not any(len(trace_id) != 16 or trace_id == _ZERO_TRACE for trace_id in plain.counts)
 
     def note_events(self, trace_ids: Iterable[str]) -> None:
         """GenAI log events (lowercase hex trace ids) mark their traces: their spans must meet them."""

@@ -145,9 +145,8 @@ class RequestSink:
         while start < len(encoded):
             full = None
             with self._cond:
-                if not self._count:
+                if not self._count:  # the timer thread looks at least every `batch_timeout_ms`: no wake-up needed
                     self._oldest_ns = time.monotonic_ns()
-                    self._cond.notify()
                 chunk = encoded[start : start + max(1, self._max - self._count)]
                 start += len(chunk)
                 blocks = self._blocks
@@ -186,15 +185,18 @@ class RequestSink:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._count and not self._stopped:
-                    self._cond.wait()
+                while not self._stopped:
+                    # Idle, it looks again after one timeout rather than being woken by `_add`: waking this
+                    # thread for every first span of a buffer cost more than forwarding the span (a buffer
+                    # begun meanwhile is still sent `batch_timeout_ms` after its first span).
+                    wait_ns = self._timeout_ns
+                    if self._count:
+                        wait_ns = self._oldest_ns + self._timeout_ns - time.monotonic_ns()
+                        if wait_ns <= 0:
+                            break
+                    self._cond.wait(wait_ns / 1e9)
                 if self._stopped:
                     return
-                while self._count and not self._stopped:
-                    wait_ns = self._oldest_ns + self._timeout_ns - time.monotonic_ns()
-                    if wait_ns <= 0:
-                        break
-                    self._cond.wait(wait_ns / 1e9)
                 taken = self._take()
             self._emit(*taken)
 

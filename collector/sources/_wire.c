@@ -328,40 +328,44 @@ static int validate_key_value(Slice body, int depth) {
 
 /* A message whose fields this decoder does not keep: `strings` and `kvs` are bitmasks of the field numbers
  * (under 32) that hold a string or a repeated KeyValue; `bytes_fields` those of bytes; `varints` and
- * `fixed` those of varint and fixed32/64 fields, checked for their wire type only. */
+ * `fixed` those of varint and fixed32/64 fields, checked for their wire type only; `give_up` those left to the
+ * runtime, which knows their shape. */
 typedef struct {
-    uint32_t strings, kvs, bytes_fields, varints, fixed64s, fixed32s;
+    uint32_t strings, kvs, bytes_fields, varints, fixed64s, fixed32s, give_up;
 } Shape;
 
 static const Shape LINK = {.strings = 1u << 3, .kvs = 1u << 4, .bytes_fields = (1u << 1) | (1u << 2),
                            .varints = 1u << 5, .fixed32s = 1u << 6};
 
+/* One field of a message of `shape`, its tag read; the cursor moves past it. */
+static int validate_field(Cursor *c, uint32_t field, uint32_t wire, const Shape *shape) {
+    uint32_t bit = field < 32 ? 1u << field : 0;
+    Slice s;
+    uint64_t ignored;
+    if (bit & shape->give_up) return GIVE_UP;
+    if (bit & (shape->strings | shape->kvs | shape->bytes_fields)) {
+        if (wire != 2 || !read_len(c, &s)) return GIVE_UP;
+        if ((bit & shape->strings) && !check_string(s)) return GIVE_UP;
+        if (bit & shape->kvs) return validate_key_value(s, 0);
+    } else if (bit & shape->varints) {
+        if (wire != 0 || !read_varint(c, &ignored)) return GIVE_UP;
+    } else if (bit & shape->fixed64s) {
+        if (wire != 1 || !read_fixed64(c, &ignored)) return GIVE_UP;
+    } else if (bit & shape->fixed32s) {
+        if (wire != 5 || c->end - c->p < 4) return GIVE_UP;
+        c->p += 4;
+    } else if (!skip_field(c, wire)) {
+        return GIVE_UP;
+    }
+    return 1;
+}
+
 static int validate_message(Slice body, const Shape *shape) {
     Cursor c = {body.p, body.p + body.n};
     uint32_t field, wire;
-    int t;
-    while ((t = read_tag(&c, &field, &wire)) == 1) {
-        uint32_t bit = field < 32 ? 1u << field : 0;
-        Slice s;
-        uint64_t ignored;
-        if (bit & (shape->strings | shape->kvs | shape->bytes_fields)) {
-            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
-            if ((bit & shape->strings) && !check_string(s)) return GIVE_UP;
-            if (bit & shape->kvs) {
-                int r = validate_key_value(s, 0);
-                if (r != 1) return r;
-            }
-        } else if (bit & shape->varints) {
-            if (wire != 0 || !read_varint(&c, &ignored)) return GIVE_UP;
-        } else if (bit & shape->fixed64s) {
-            if (wire != 1 || !read_fixed64(&c, &ignored)) return GIVE_UP;
-        } else if (bit & shape->fixed32s) {
-            if (wire != 5 || c.end - c.p < 4) return GIVE_UP;
-            c.p += 4;
-        } else if (!skip_field(&c, wire)) {
-            return GIVE_UP;
-        }
-    }
+    int t, r;
+    while ((t = read_tag(&c, &field, &wire)) == 1)
+        if ((r = validate_field(&c, field, wire, shape)) != 1) return r;
     return t < 0 ? GIVE_UP : 1;
 }
 
@@ -775,6 +779,184 @@ static PyObject *decode_span_entry(PyObject *module, PyObject *const *args, Py_s
     return record;
 }
 
+/* `plain_index`: the shapes of what it validates and does not keep. */
+static const Shape EVENT = {.fixed64s = 1u << 1, .strings = 1u << 2, .kvs = 1u << 3, .varints = 1u << 4};
+static const Shape STATUS = {.strings = 1u << 2, .varints = 1u << 3};
+static const Shape SPAN = {.bytes_fields = (1u << 2), .strings = (1u << 3) | (1u << 5), .kvs = 1u << 9,
+                           .varints = (1u << 6) | (1u << 10) | (1u << 12) | (1u << 14),
+                           .fixed64s = (1u << 7) | (1u << 8), .fixed32s = 1u << 16};
+static const Shape SCOPE = {.strings = (1u << 1) | (1u << 2), .kvs = 1u << 3, .varints = 1u << 4};
+static const Shape RESOURCE = {.kvs = 1u << 1, .varints = 1u << 2, .give_up = 1u << 3}; /* entity refs */
+
+/* `plain_index`' tally: spans per trace id, the trace ids of roots (spans with no parent), spans and blocks. */
+typedef struct {
+    PyObject *counts;
+    PyObject *roots;
+    PyObject *last; /* the previous span's trace id (owned): a trace's spans mostly come together */
+    Py_ssize_t spans, blocks;
+} Tally;
+
+static int tally_span(Slice body, Tally *k) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r;
+    Slice trace = {(const uint8_t *)"", 0}, parent = {(const uint8_t *)"", 0}, s;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (field == 1 || field == 4) { /* trace_id, parent_span_id: the last one counts, as the runtime reads it */
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            if (field == 1) trace = s;
+            else parent = s;
+        } else if (field == 11 || field == 13 || field == 15) { /* events, links, status */
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            if ((r = validate_message(s, field == 11 ? &EVENT : field == 13 ? &LINK : &STATUS)) != 1) return r;
+        } else if ((r = validate_field(&c, field, wire, &SPAN)) != 1) {
+            return r;
+        }
+    }
+    if (t < 0) return GIVE_UP;
+    PyObject *key = k->last;
+    if (key == NULL || PyBytes_GET_SIZE(key) != trace.n || memcmp(PyBytes_AS_STRING(key), trace.p, trace.n) != 0) {
+        key = PyBytes_FromStringAndSize((const char *)trace.p, trace.n);
+        if (key == NULL) return FAILED;
+        Py_XSETREF(k->last, key);
+    }
+    PyObject *n = PyDict_GetItemWithError(k->counts, key);
+    if (n == NULL && PyErr_Occurred()) return FAILED;
+    PyObject *more = PyLong_FromSsize_t(n == NULL ? 1 : PyLong_AsSsize_t(n) + 1);
+    if (more == NULL) return FAILED;
+    int failed = PyDict_SetItem(k->counts, key, more) < 0;
+    Py_DECREF(more);
+    if (failed || (parent.n == 0 && PySet_Add(k->roots, key) < 0)) return FAILED;
+    k->spans++;
+    return 1;
+}
+
+/* One level of the request's nesting: the request (level 0: its `resource_spans`, field 1), a ResourceSpans
+ * (1: its resource, `scope_spans` and schema URL) or a ScopeSpans (2: its scope, `spans` and schema URL). */
+static int tally_level(Slice body, int level, Tally *k) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r;
+    Slice s;
+    while ((t = read_tag(&c, &field, &wire)) == 1) {
+        if (level == 0 && field != 1) {
+            if (!skip_field(&c, wire)) return GIVE_UP;
+            continue;
+        }
+        if (level > 0 && field > 3) {
+            if (!skip_field(&c, wire)) return GIVE_UP;
+            continue;
+        }
+        if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+        if (level == 0) {
+            k->blocks++;
+            r = tally_level(s, 1, k);
+        } else if (field == 1) {
+            r = validate_message(s, level == 1 ? &RESOURCE : &SCOPE);
+        } else if (field == 2) {
+            if (level == 1) k->blocks++;
+            r = level == 1 ? tally_level(s, 2, k) : tally_span(s, k);
+        } else {
+            r = check_string(s) ? 1 : GIVE_UP; /* schema_url */
+        }
+        if (r != 1) return r;
+    }
+    return t < 0 ? GIVE_UP : 1;
+}
+
+/* (spans per trace id, trace ids of the roots, spans, resource and scope blocks) of an OTLP trace export,
+ * read from its bytes and validated as the decoder validates them (when this answers, the runtime parses
+ * the bytes); None when it cannot say. */
+static PyObject *plain_index(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0};
+    int r = k.counts != NULL && k.roots != NULL ? 1 : FAILED;
+    if (r == 1) r = tally_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
+    PyBuffer_Release(&view);
+    Py_XDECREF(k.last);
+    PyObject *out = r == 1 ? Py_BuildValue("(OOnn)", k.counts, k.roots, k.spans, k.blocks) : NULL;
+    Py_XDECREF(k.counts);
+    Py_XDECREF(k.roots);
+    if (r == GIVE_UP) Py_RETURN_NONE;
+    return out;
+}
+
+/* `span_table`: each `spans` entry's (tag start, end) offsets and its span's trace id, in request order. */
+typedef struct {
+    const uint8_t *base;
+    PyObject *offsets, *ids;
+    PyObject *last; /* the previous span's trace id (borrowed from `ids`) */
+} Table;
+
+static int table_level(Slice body, int level, Table *k) {
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    int t, r;
+    Slice s;
+    for (;;) {
+        const uint8_t *at = c.p; /* the entry's tag */
+        if ((t = read_tag(&c, &field, &wire)) != 1) break;
+        if (field != (level == 0 ? 1u : 2u) || wire != 2) {
+            if (!skip_field(&c, wire)) return GIVE_UP;
+            continue;
+        }
+        if (!read_len(&c, &s)) return GIVE_UP;
+        if (level < 2) {
+            if ((r = table_level(s, level + 1, k)) != 1) return r;
+            continue;
+        }
+        Cursor sc = {s.p, s.p + s.n};
+        uint32_t f2, w2;
+        int t2;
+        Slice trace = {(const uint8_t *)"", 0}, v;
+        while ((t2 = read_tag(&sc, &f2, &w2)) == 1) {
+            if (f2 == 1 && w2 == 2) {
+                if (!read_len(&sc, &v)) return GIVE_UP;
+                trace = v;
+            } else if (!skip_field(&sc, w2)) {
+                return GIVE_UP;
+            }
+        }
+        if (t2 < 0) return GIVE_UP;
+        PyObject *key = k->last;
+        if (key == NULL || PyBytes_GET_SIZE(key) != trace.n || memcmp(PyBytes_AS_STRING(key), trace.p, trace.n) != 0) {
+            key = PyBytes_FromStringAndSize((const char *)trace.p, trace.n);
+            if (key == NULL) return FAILED;
+            int appended = PyList_Append(k->ids, key);
+            Py_DECREF(key);
+            if (appended < 0) return FAILED;
+            k->last = key;
+        } else if (PyList_Append(k->ids, key) < 0) {
+            return FAILED;
+        }
+        PyObject *pair = Py_BuildValue("(nn)", (Py_ssize_t)(at - k->base), (Py_ssize_t)(c.p - k->base));
+        if (pair == NULL) return FAILED;
+        int appended = PyList_Append(k->offsets, pair);
+        Py_DECREF(pair);
+        if (appended < 0) return FAILED;
+    }
+    return t < 0 ? GIVE_UP : 1;
+}
+
+/* ([(start, end) of each framed `spans` entry], [its span's trace id]) of an OTLP trace export, in request
+ * order, from its framing alone (for bytes the protobuf runtime parsed); None when the bytes do not walk. */
+static PyObject *span_table(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL};
+    int r = k.offsets != NULL && k.ids != NULL ? 1 : FAILED;
+    if (r == 1) r = table_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
+    PyBuffer_Release(&view);
+    PyObject *out = r == 1 ? PyTuple_Pack(2, k.offsets, k.ids) : NULL;
+    Py_XDECREF(k.offsets);
+    Py_XDECREF(k.ids);
+    if (r == GIVE_UP) Py_RETURN_NONE;
+    return out;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *record, *event;
@@ -790,6 +972,10 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the record types: configure(SpanRecord, SpanEvent)."},
     {"decode_spans", decode_spans, METH_O,
      "The spans of an OTLP ExportTraceServiceRequest as SpanRecords, or None: decode them the usual way."},
+    {"span_table", span_table, METH_O,
+     "([(start, end) of each framed spans entry], [its trace id]) of an OTLP trace export, or None."},
+    {"plain_index", plain_index, METH_O,
+     "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None."},
     {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
      "A framed spans entry as a SpanRecord with the given resource and scope, or None."},
     {NULL, NULL, 0, NULL},

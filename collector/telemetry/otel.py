@@ -24,7 +24,13 @@ from opentelemetry.util.types import AttributeValue
 
 from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
-from toolscore.collector.telemetry.direct_logs import DirectLogger, encode_attributes, encode_double, encode_record
+from toolscore.collector.telemetry.direct_logs import (
+    DirectLogger,
+    encode_attributes,
+    encode_ids,
+    encode_record,
+    encode_score_tail,
+)
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
 from toolscore.collector.telemetry.unexported import UnexportedCheck
@@ -112,17 +118,18 @@ def _event_tail(result: ScoreResult, attributes: dict[str, AttributeValue]) -> S
     return severity
 
 
-def _run_span_ids(run_span: RunSpanRef | None) -> tuple[bytes, bytes, int] | None:
-    """(trace id, span id, trace flags) of the run span, as `run_span_context` reads them; None when not valid."""
+def _run_span_ids(run_span: RunSpanRef | None) -> bytes:
+    """The run span's trace id, span id and trace flags encoded for a record (`encode_ids`), as
+    `run_span_context` reads them; empty when not valid."""
     if run_span is None:
-        return None
+        return b""
     try:
         trace_id, span_id = bytes.fromhex(run_span.trace_id), bytes.fromhex(run_span.span_id)
     except ValueError:
-        return None
-    if len(trace_id) != 16 or len(span_id) != 8 or not any(trace_id) or not any(span_id):
-        return None
-    return trace_id, span_id, run_span.trace_flags & 0xFF
+        return b""
+    if not any(trace_id) or not any(span_id):
+        return b""
+    return encode_ids(trace_id, span_id, run_span.trace_flags & 0xFF)
 
 
 @contextlib.contextmanager
@@ -177,8 +184,8 @@ class OTelPipelineTelemetry:
 
     _heads: dict[_HeadKey, bytes]
     """Encoded attribute heads of evaluation records, by what they say (`_emit_encoded`)."""
-    _last_ids: tuple[RunSpanRef | None, tuple[bytes, bytes, int] | None] | None
-    """The last run span an evaluation record was parented to, and its ids as bytes."""
+    _last_ids: tuple[RunSpanRef | None, bytes] | None
+    """The last run span an evaluation record was parented to, and its ids encoded (`encode_ids`)."""
 
     def __init__(
         self,
@@ -539,12 +546,7 @@ class OTelPipelineTelemetry:
                 heads.clear()
             heads[head_key] = head
         if isinstance(result, Score):  # the common case, its value written without a dict
-            explanation = result.explanation
-            tail = encode_double("gen_ai.evaluation.score.value", float(result.value)) + encode_attributes(
-                {"gen_ai.evaluation.score.label": result.label, "gen_ai.evaluation.explanation": explanation}
-                if explanation
-                else {"gen_ai.evaluation.score.label": result.label}
-            )
+            tail = encode_score_tail(float(result.value), result.label, result.explanation)
             severity = _INFO
         else:
             attributes: dict[str, AttributeValue] = {}
@@ -556,13 +558,5 @@ class OTelPipelineTelemetry:
         else:
             ids = _run_span_ids(run_span)
             self._last_ids = (run_span, ids)
-        record = encode_record(
-            time.time_ns(),
-            severity,
-            head + tail,
-            EVALUATION_EVENT,
-            trace_id=ids[0] if ids else None,
-            span_id=ids[1] if ids else None,
-            flags=ids[2] if ids else 0,
-        )
+        record = encode_record(time.time_ns(), severity, head + tail, EVALUATION_EVENT, ids)
         logger.emit_encoded(record)

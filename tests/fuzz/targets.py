@@ -53,20 +53,33 @@ def otlp_json(data: bytes) -> None:
 
 
 def wire_accel(data: bytes) -> None:
-    """The compiled span decoder against the pure-Python path: the same records, or it leaves them to it."""
+    """The compiled span decoder against the pure-Python path: the same records, or it leaves them to it; and
+    `serve`'s compiled request walks (`plain_index`, `span_table`) against the parsed request."""
+    from toolscore.collector.serve._prefilter import PlainRequest, parsed_traces, span_offsets
     from toolscore.collector.sources._accel import load
     from toolscore.collector.sources.errors import SpanDecodeError
     from toolscore.collector.sources.otlp_proto import parse_trace_export, spans_from_request
 
     compiled = load({})
-    fast = compiled.decode_spans(data) if compiled is not None else None
-    if fast is None:
+    if compiled is None:
         return
+    fast = compiled.decode_spans(data)
+    index = compiled.plain_index(data)
     try:
-        pure = spans_from_request(parse_trace_export(data))
+        request = parse_trace_export(data)
     except SpanDecodeError as exc:
-        raise AssertionError(f"the compiled decoder took bytes the pure path refuses: {exc}") from None
-    assert repr(fast) == repr(pure)  # repr: a NaN equals a NaN
+        took = [name for name, answer in (("the compiled decoder", fast), ("plain_index", index)) if answer is not None]
+        if took:
+            raise AssertionError(f"{' and '.join(took)} took bytes the pure path refuses: {exc}") from None
+        return
+    if fast is not None:
+        assert repr(fast) == repr(spans_from_request(request))  # repr: a NaN equals a NaN
+    if index is not None:
+        assert PlainRequest(*index) == parsed_traces(request)
+    table = compiled.span_table(data)
+    if table is not None:
+        ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+        assert table == (span_offsets(data), ids)
 
 
 @functools.cache

@@ -68,6 +68,7 @@ from toolscore.collector.serve.receivers._ingest import Ingest
 from toolscore.collector.serve.receivers._otlp_export import (
     BadPayload,
     ReceiverTelemetry,
+    accept_bytes_safely,
     accept_safely,
     bad_payload_status,
     decode_slots,
@@ -184,15 +185,19 @@ class TraceServiceReceiver(trace_service_pb2_grpc.TraceServiceServicer):
 
     def _export(self, data: bytes, context: Any) -> Any:
         with self._decodes:  # released by abort's exception too
-            request = _decode(data, self._max_spans)
-            if isinstance(request, _Undecodable):
-                self._refused(context, request.reason, request.error, request.error.spans)
-                abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(request.error))
-                raise AssertionError("unreachable: abort raises")
-            result = accept_safely(self._ingest, request, data)
+            result = accept_bytes_safely(self._ingest, data, self._max_spans)
+            request: ExportTraceServiceRequest | None = None
+            if result is None:
+                decoded = _decode(data, self._max_spans)
+                if isinstance(decoded, _Undecodable):
+                    self._refused(context, decoded.reason, decoded.error, decoded.error.spans)
+                    abort(context, grpc.StatusCode.INVALID_ARGUMENT, bad_payload_status(decoded.error))
+                    raise AssertionError("unreachable: abort raises")
+                request = decoded
+                result = accept_safely(self._ingest, request, data)
         if result is None:
             message = "toolscore failed to take the request (see its log)"
-            self._refused(context, "internal", message, span_count(request))
+            self._refused(context, "internal", message, span_count(request) if request is not None else None)
             context.abort(grpc.StatusCode.INTERNAL, message)
             raise AssertionError("unreachable: abort raises")
         if result.overloaded:

@@ -64,6 +64,7 @@ from toolscore.collector.serve.receivers._ingest import Ingest, IngestResult
 from toolscore.collector.serve.receivers._otlp_export import (
     BadPayload,
     ReceiverTelemetry,
+    accept_bytes_safely,
     accept_safely,
     bad_payload_status,
     decode_slots,
@@ -329,6 +330,12 @@ class _Handler(BoundedRequestHandler):
     def _take(self, body: bytes) -> None:
         """Decode the body, hand the request to the ingest and answer."""
         fmt, max_spans = self._format(), self.server.config.max_spans_per_request
+        if fmt == "proto" and (held := accept_bytes_safely(self.server.ingest, body, max_spans)) is not None:
+            if held.overloaded:  # counted by the ingest, which decided it
+                self._overloaded(held)
+            else:
+                self._reply(200, export_response(held), fmt)
+            return
         try:
             data: bytes | None = None
             if fmt == "proto":

@@ -52,6 +52,12 @@ class Ingest(Protocol):
         """
         ...
 
+    def accept_bytes(self, data: bytes, max_spans: int) -> IngestResult | None:
+        """Take a binary request from its bytes alone, unparsed, when the ingest can (it holds no span of an agent
+        trace: `serve`'s pre-filter); None: parse it and `accept` it. Never raises. A request it takes holds at
+        most `max_spans` spans and blocks, and parses: the answer is the one `accept` would give it."""
+        ...
+
     def accept_logs(self, batch: LogBatch) -> IngestResult:
         """Take the GenAI events of a logs export (decoded by the receiver) to join their spans, and answer for
         the records not read (`batch.refusals`); never blocks for long and never raises."""

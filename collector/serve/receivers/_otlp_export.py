@@ -29,6 +29,7 @@ __all__ = [
     "ReceiverHandle",
     "ReceiverTelemetry",
     "TooManySpans",
+    "accept_bytes_safely",
     "accept_safely",
     "bad_payload_status",
     "check_span_limit",
@@ -168,6 +169,15 @@ def decode_slots(limit: int) -> threading.BoundedSemaphore:
     sender cannot hold one.
     """
     return threading.BoundedSemaphore(limit)
+
+
+def accept_bytes_safely(ingest: Ingest, data: bytes, max_spans: int) -> IngestResult | None:
+    """`ingest.accept_bytes`, or None (parse the request and `accept` it) when it raised (logged)."""
+    try:
+        return ingest.accept_bytes(data, max_spans)
+    except Exception:
+        _log.exception("Ingest.accept_bytes raised; reading the request as usual")
+        return None
 
 
 def accept_safely(ingest: Ingest, request: ExportTraceServiceRequest, data: bytes | None = None) -> IngestResult | None:
