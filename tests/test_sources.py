@@ -170,6 +170,33 @@ def test_ended_sdk_spans_and_rebuilt_readable_spans_give_equal_records_that_own_
     assert next(s for s in spans if s.name == "execute_tool search").attributes["retries"] == 2  # type: ignore[index]
 
 
+def test_spans_of_interleaved_traces_each_get_their_own_trace_id() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agents-lib")
+    for n in range(4):  # four traces of one span each
+        with tracer.start_as_current_span(f"root {n}"):
+            pass
+    provider.shutdown()
+    spans = list(exporter.get_finished_spans())
+    ended = [
+        spans[0],
+        spans[1],
+        spans[1],
+        spans[0],
+        spans[2],
+        spans[0],
+        spans[3],
+        spans[0],
+    ]  # one trace's between others'
+    records = [record_from_readable(s) for s in ended]
+    assert [r.trace_id if r is not None else None for r in records] == [
+        f"{s.context.trace_id:032x}" if s.context is not None else None for s in ended
+    ]
+    assert len({r.trace_id for r in records if r is not None}) == 4
+
+
 class _OwnReadableSpan(ReadableSpan):
     """A `ReadableSpan` subclass, as another SDK component may hand over: read through its public properties."""
 

@@ -25,7 +25,7 @@ serve`, whose spans come through Collectors in any order, holds such spans until
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -73,6 +73,11 @@ class AgentTraces(Generic[K]):
         self._capacity = max(1, capacity)
         self._ids: dict[K, None] = {}
         self._lock = threading.Lock()
+
+    @property
+    def ids(self) -> Mapping[K, None]:
+        """The ids themselves, for a reader that tests membership without a call (`in`); never mutate it."""
+        return self._ids
 
     def __contains__(self, trace_id: object) -> bool:
         return trace_id in self._ids

@@ -22,7 +22,6 @@ from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Tracer
 
 from toolscore.collector.pipeline.config import PipelineConfig
@@ -151,6 +150,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
         )
         self._markers = convention_markers() if self.config.prefilter else None
         self._agent_traces: AgentTraces[int] = AgentTraces(2 * self.config.max_pending_traces)
+        self._agent_ids = self._agent_traces.ids  # read by `on_end` without a call per span
         self.engine.start()
         self._shut_down = False
         self._logs: ToolscoreLogProcessor | None = None
@@ -177,39 +177,37 @@ class ToolscoreSpanProcessor(SpanProcessor):
         self._next_on_ending(span)
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Never blocks, never raises: queue the span, or pass it straight on when that is impossible."""
+        """Never blocks, never raises: queue the span, or pass it straight on when that is impossible.
+
+        This runs on the application's thread for every span it ends, so the fields of an SDK-ended span are
+        read directly (each public property is a Python call): most spans of a service are no agent's, and for
+        them the pre-filter's test (`markers`) is all toolscore costs.
+        """
         try:
-            scope = span.instrumentation_scope
-            if self._shut_down or (scope is not None and scope.name == JUDGE_SCOPE):
+            if type(span) is ReadableSpan:
+                scope, context = span._instrumentation_scope, span._context
+            else:
+                scope, context = span.instrumentation_scope, span.context
+            scope_name = scope.name if scope is not None else None
+            if self._shut_down or scope_name == JUDGE_SCOPE:
                 self.next.on_end(span)
-            elif self._markers is not None and not self._of_agent_trace(span, scope):
-                self.engine.intake.skip()
-                self.next.on_end(span)
-            elif not self.engine.offer(span):
+                return
+            markers = self._markers
+            if markers is not None and context is not None and context.trace_id not in self._agent_ids:
+                attributes = frozen_attributes(span)
+                if not markers.marks(scope_name, span.attributes or () if attributes is None else attributes):
+                    # no marker in its trace so far, nor on it: passed on unread
+                    self.engine.intake.skip()
+                    self.next.on_end(span)
+                    return
+                self._agent_traces.add(context.trace_id)
+            if not self.engine.offer(span):  # a span without context too: the engine counts it and passes it on
                 self._refused(span)
             elif self._shut_down:  # shutdown began meanwhile: its last drain may have come before our offer
                 for stranded in self.engine.stranded():
                     self.next.on_end(stranded)
         except Exception:  # a processor must not break the application that ends the span
             _log.exception("toolscore span processor failed on span end")
-
-    def _of_agent_trace(self, span: ReadableSpan, scope: InstrumentationScope | None) -> bool:
-        """Whether the span's trace has shown an agent marker, this span's own included (`markers`)."""
-        context = span.context
-        if context is None:
-            return True  # the engine counts it and passes it on
-        trace_id = context.trace_id
-        if trace_id in self._agent_traces:
-            return True
-        markers = self._markers
-        assert markers is not None
-        attributes = frozen_attributes(span)
-        if markers.marks(
-            scope.name if scope is not None else None, span.attributes or () if attributes is None else attributes
-        ):
-            self._agent_traces.add(trace_id)
-            return True
-        return False
 
     def _refused(self, span: ReadableSpan) -> None:
         """The queue is full: note the span, so that its run is scored flagged incomplete, and pass it on."""

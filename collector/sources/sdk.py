@@ -50,9 +50,13 @@ def _plain(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     return {key: list(value) if type(value) is tuple else value for key, value in attributes.items()}
 
 
-_OTLP_KIND = {kind: kind.value + 1 for kind in SpanKind}
-"""SDK `SpanKind` → OTLP number, looked up rather than read through the enum's `value` descriptor."""
-_STATUS_CODE = {code: code.value for code in StatusCode}
+_OTLP_KIND = {id(kind): kind.value + 1 for kind in SpanKind}
+"""SDK `SpanKind` → OTLP number, by the member's id: an enum member hashes through `Enum.__hash__`, a Python call."""
+_STATUS_CODE = {id(code): code.value for code in StatusCode}
+
+_last_trace: tuple[int, str] = (0, "")
+"""The last trace id converted and its hex: a trace's spans mostly end one after another. One tuple, replaced
+whole, so a thread reading it never sees one trace's id beside another's hex."""
 
 
 def frozen_attributes(span: ReadableSpan) -> dict[str, Any] | None:
@@ -111,15 +115,22 @@ def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
         name, kind, start, end, resource = span.name, span.kind, span.start_time, span.end_time, span.resource
     if context is None or not context.trace_id or not context.span_id:
         return None
+    global _last_trace  # noqa: PLW0603 - a cache of one entry, replaced whole
+    trace_id, last = context.trace_id, _last_trace
+    if last[0] == trace_id:
+        trace_hex = last[1]
+    else:
+        trace_hex = f"{trace_id:032x}"
+        _last_trace = (trace_id, trace_hex)
     return SpanRecord(
-        f"{context.trace_id:032x}",
+        trace_hex,
         f"{context.span_id:016x}",
         f"{parent.span_id:016x}" if parent is not None else None,
         name,
-        _OTLP_KIND[kind],
+        _OTLP_KIND[id(kind)],
         start or 0,
         end or 0,
-        _STATUS_CODE[status.status_code],
+        _STATUS_CODE[id(status.status_code)],
         status.description or "",
         _span_attributes(span),
         tuple([SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events]) if events else (),

@@ -4,7 +4,8 @@ The workload is the extraction benchmark's GenAI agent runs (an `invoke_agent` s
 3-8 `execute_tool` spans with ~200-byte JSON arguments, 10-15 attributes per span), made live with
 the real SDK. Cost per span is process CPU time (every thread: the app's, toolscore's worker, the
 batch processor's) from the first span to the end of `force_flush`, so scoring is included; the
-app-thread figures count only the thread that ends the spans. Exports go to an exporter that
+app-thread figures count only the thread that ends the spans, and the `.gc` figures the part of either
+that garbage collection passes took (`gc.callbacks`). Exports go to an exporter that
 discards. The processor runs with its own OTel telemetry on an SDK `MeterProvider` (one for the
 process, read in memory) and the global logger provider, as `ToolscoreSpanProcessor(registry, next)`
 does in an application that set up metrics: not with the tests' `Recording`, which keeps every
@@ -19,6 +20,7 @@ from __future__ import annotations
 import gc
 import random
 import statistics
+import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -89,10 +91,42 @@ def _span_count(workload: int) -> int:
     return len(exporter.get_finished_spans())
 
 
+class _GcTime:
+    """The CPU time garbage collection passes take while installed (`gc.callbacks`): on every thread, and on one.
+
+    A pass runs on whichever thread's allocation crossed the collector's threshold, and walks every young
+    object, whoever made it: so the objects a processor keeps show on the thread that ends spans too.
+    """
+
+    def __init__(self, thread: int) -> None:
+        self.thread = thread
+        self.total = self.on_thread = 0.0
+        self._started: dict[int, float] = {}
+
+    def __enter__(self) -> _GcTime:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        ident = threading.get_ident()
+        if phase == "start":
+            self._started[ident] = time.thread_time()
+            return
+        started = self._started.pop(ident, None)
+        if started is not None:
+            took = time.thread_time() - started
+            self.total += took
+            if ident == self.thread:
+                self.on_thread += took
+
+
 def _cost(
     make: Callable[[], SpanProcessor], spans: int, play: Callable[[TracerProvider], object]
-) -> tuple[float, float]:
-    """(process CPU µs per span, app-thread CPU µs per span) for one pass of the workload.
+) -> tuple[float, float, float, float]:
+    """(process CPU µs per span, app-thread CPU µs per span, and of each the garbage collector's) for one pass.
 
     Each pass starts from a full collection, untimed, and is long enough (`COST_RUNS`) to trigger the
     collector's full passes itself: otherwise the baseline's garbage is collected in whichever pass
@@ -102,13 +136,14 @@ def _cost(
     gc.collect()
     provider = TracerProvider(resource=RESOURCE)
     provider.add_span_processor(make())
-    cpu, thread = time.process_time(), time.thread_time()
-    play(provider)
-    thread = time.thread_time() - thread
-    provider.force_flush(60_000)
-    cpu = time.process_time() - cpu
+    with _GcTime(threading.get_ident()) as collected:
+        cpu, thread = time.process_time(), time.thread_time()
+        play(provider)
+        thread = time.thread_time() - thread
+        provider.force_flush(60_000)
+        cpu = time.process_time() - cpu
     provider.shutdown()
-    return cpu / spans * 1e6, thread / spans * 1e6
+    return cpu / spans * 1e6, thread / spans * 1e6, collected.total / spans * 1e6, collected.on_thread / spans * 1e6
 
 
 def _costs(b: Bench, registry: Registry, workload: int, runs: int = 7) -> None:
@@ -116,7 +151,7 @@ def _costs(b: Bench, registry: Registry, workload: int, runs: int = 7) -> None:
     spans = _span_count(workload)
     samples = _alternated(registry, spans, lambda provider: _play(provider, workload), runs, variants=False)
     base, ours = samples["baseline"], samples["toolscore"]
-    for which, prefix in ((0, "inprocess"), (1, "inprocess.app_thread")):
+    for which, prefix in enumerate(("inprocess", "inprocess.app_thread", "inprocess.gc", "inprocess.app_thread.gc")):
         _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
     b.target("inprocess.us_per_span", "<=", 1.6)
     b.target("inprocess.app_thread.us_per_span", "<=", 1.05)
@@ -137,14 +172,16 @@ def _mixed_costs(b: Bench, registry: Registry, spans: int, runs: int = 7) -> Non
         for which, prefix in ((0, f"inprocess.{name}"), (1, f"inprocess.{name}.app_thread")):
             _paired(b, f"{prefix}.no_prefilter", [s[which] for s in base], [s[which] for s in unfiltered])
             _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
+        for which, prefix in ((2, f"inprocess.{name}.gc"), (3, f"inprocess.{name}.app_thread.gc")):
+            _paired(b, prefix, [s[which] for s in base], [s[which] for s in ours])
         b.target(f"inprocess.{name}.us_per_span", "<=", 1.25 if share == 0.10 else 1.05)
         b.target(f"inprocess.{name}.app_thread.us_per_span", "<=", 1.05)
 
 
 def _alternated(
     registry: Registry, spans: int, play: Callable[[TracerProvider], object], runs: int, *, variants: bool = True
-) -> dict[str, list[tuple[float, float]]]:
-    """Each variant's (all threads, app thread) µs per span, passes interleaved, the first (warm-up) left out."""
+) -> dict[str, list[tuple[float, float, float, float]]]:
+    """Each variant's `_cost` figures per pass, passes interleaved, the first (warm-up) left out."""
 
     def baseline() -> SpanProcessor:
         return BatchSpanProcessor(_Discard())
@@ -162,7 +199,7 @@ def _alternated(
     makers: dict[str, Callable[[], SpanProcessor]] = {"baseline": baseline, "toolscore": toolscore}
     if variants:
         makers = {"baseline": baseline, "no_prefilter": lambda: toolscore(False), "toolscore": toolscore}
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
+    samples: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in makers}
     for _ in range(runs + 1):  # interleaved, so drift on a shared machine hits both alike; the first is warm-up
         for name, make in makers.items():
             samples[name].append(_cost(make, spans, play))
