@@ -779,6 +779,16 @@ static PyObject *decode_span_entry(PyObject *module, PyObject *const *args, Py_s
     return record;
 }
 
+/* A trace id's bytes object (a new reference): `last` again when it holds the same bytes, as the spans of a
+ * trace mostly come together, else a new one. */
+static PyObject *trace_key(PyObject *last, Slice trace) {
+    if (last != NULL && PyBytes_GET_SIZE(last) == trace.n && memcmp(PyBytes_AS_STRING(last), trace.p, trace.n) == 0) {
+        Py_INCREF(last);
+        return last;
+    }
+    return PyBytes_FromStringAndSize((const char *)trace.p, trace.n);
+}
+
 /* `plain_index`: the shapes of what it validates and does not keep. */
 static const Shape EVENT = {.fixed64s = 1u << 1, .strings = 1u << 2, .kvs = 1u << 3, .varints = 1u << 4};
 static const Shape STATUS = {.strings = 1u << 2, .varints = 1u << 3};
@@ -814,12 +824,9 @@ static int tally_span(Slice body, Tally *k) {
         }
     }
     if (t < 0) return GIVE_UP;
-    PyObject *key = k->last;
-    if (key == NULL || PyBytes_GET_SIZE(key) != trace.n || memcmp(PyBytes_AS_STRING(key), trace.p, trace.n) != 0) {
-        key = PyBytes_FromStringAndSize((const char *)trace.p, trace.n);
-        if (key == NULL) return FAILED;
-        Py_XSETREF(k->last, key);
-    }
+    PyObject *key = trace_key(k->last, trace);
+    if (key == NULL) return FAILED;
+    Py_XSETREF(k->last, key);
     PyObject *n = PyDict_GetItemWithError(k->counts, key);
     if (n == NULL && PyErr_Occurred()) return FAILED;
     PyObject *more = PyLong_FromSsize_t(n == NULL ? 1 : PyLong_AsSsize_t(n) + 1);
@@ -920,17 +927,12 @@ static int table_level(Slice body, int level, Table *k) {
             }
         }
         if (t2 < 0) return GIVE_UP;
-        PyObject *key = k->last;
-        if (key == NULL || PyBytes_GET_SIZE(key) != trace.n || memcmp(PyBytes_AS_STRING(key), trace.p, trace.n) != 0) {
-            key = PyBytes_FromStringAndSize((const char *)trace.p, trace.n);
-            if (key == NULL) return FAILED;
-            int appended = PyList_Append(k->ids, key);
-            Py_DECREF(key);
-            if (appended < 0) return FAILED;
-            k->last = key;
-        } else if (PyList_Append(k->ids, key) < 0) {
-            return FAILED;
-        }
+        PyObject *key = trace_key(k->last, trace);
+        if (key == NULL) return FAILED;
+        int listed = PyList_Append(k->ids, key);
+        Py_DECREF(key);
+        if (listed < 0) return FAILED;
+        k->last = key; /* the list holds it */
         PyObject *pair = Py_BuildValue("(nn)", (Py_ssize_t)(at - k->base), (Py_ssize_t)(c.p - k->base));
         if (pair == NULL) return FAILED;
         int appended = PyList_Append(k->offsets, pair);
