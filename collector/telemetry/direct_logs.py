@@ -7,8 +7,8 @@ in Python. toolscore knows the record's exact shape, so it writes the `LogRecord
 `ExportLogsServiceRequest` (the resource and scope encoded once) and hands it to the SDK's own OTLP/gRPC
 exporter, which sends it, unparsed (`grpc_exporter`), with the same endpoint, headers, TLS, compression, timeout
 and retries as before (the `OTEL_EXPORTER_OTLP_LOGS_*` variables). About 0.07x the SDK path's CPU per record all
-told, a quarter of it the gRPC send (tests/bench/bench_evaluation_logs.py). What a receiver gets is what the SDK path sent, field for field
-(tests/test_direct_logs.py decodes both from a real receiver).
+told, a quarter of it the gRPC send (tests/bench/bench_evaluation_logs.py). What a receiver gets is what the SDK
+path sent, field for field (tests/test_direct_logs.py decodes both from a real receiver).
 
     OTelPipelineTelemetry._emit_event ─encode_record→ bytes ─emit→ queue (max_queue_size; full: dropped, logged)
         ─(thread, every schedule_delay_ms or max_export_batch_size records)─→ framed request ─→ OTLPLogExporter
