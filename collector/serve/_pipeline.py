@@ -237,8 +237,7 @@ class CollectorPipeline:
             typical = self._typical_spans
             self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
         except Exception as error:  # never raise into a receiver; say what happened instead
-            _log.exception("ingesting an export request failed")
-            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+            return _failed("an export request", error)
         if stats is None:
             return IngestResult()
         self.telemetry.spans_refused(stats.skipped_total, "invalid")
@@ -257,8 +256,7 @@ class CollectorPipeline:
             start = time.monotonic()
             return self._hold_whole(plain, data, plain.spans, start, start + self.config.overload_wait_ms / 1000)
         except Exception as error:  # never raise into a receiver; say what happened instead
-            _log.exception("ingesting an export request failed")
-            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+            return _failed("an export request", error)
 
     def _hold_whole(self, plain: PlainRequest, data: bytes, total: int, start: float, deadline: float) -> IngestResult:
         """A request with no span of an agent trace: held as received, once the forwarder has room, until its
@@ -308,8 +306,7 @@ class CollectorPipeline:
             if waited:
                 self.telemetry.request_waited(time.monotonic() - start, "accepted")
         except Exception as error:  # never raise into a receiver; say what happened instead
-            _log.exception("ingesting a logs export failed")
-            return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+            return _failed("a logs export", error)
         refusals = batch.refusals
         for reason, n in refusals.counts.items():
             self.telemetry.log_records(n, "refused", reason)
@@ -468,6 +465,12 @@ def _split_request(data: bytes) -> list[tuple[bytes, Carrier]]:
                 (span.trace_id if ids_ok(span) else b"", (span, block, next(received))) for span in scope_spans.spans
             ]
     return out
+
+
+def _failed(what: str, error: Exception) -> IngestResult:
+    """The answer for a request whose ingest raised (logged with its traceback): a receiver is never raised into."""
+    _log.exception("ingesting %s failed", what)
+    return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
 
 
 def _carriers(

@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 from google.protobuf import json_format
 from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from toolscore.collector.bearer import bearer_matches
 from toolscore.collector.serve._health import HealthState
@@ -330,34 +331,33 @@ class _Handler(BoundedRequestHandler):
     def _take(self, body: bytes) -> None:
         """Decode the body, hand the request to the ingest and answer."""
         fmt, max_spans = self._format(), self.server.config.max_spans_per_request
-        if fmt == "proto" and (held := accept_bytes_safely(self.server.ingest, body, max_spans)) is not None:
-            if held.overloaded:  # counted by the ingest, which decided it
-                self._overloaded(held)
-            else:
-                self._reply(200, export_response(held), fmt)
-            return
-        try:
-            data: bytes | None = None
-            if fmt == "proto":
-                request, rejected, message, data = parse_proto_request(body, max_spans), 0, "", body
-            else:
-                decoded = request_from_json(body, max_spans)
-                request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
-        except BadPayload as exc:
-            self._refused(exc.reason, 400, exc, exc.spans)
-            self._reply(400, bad_payload_status(exc), fmt)
-            return
-        except Exception:
-            _log.exception("OTLP/HTTP: decoding a %d-byte %s body failed unexpectedly", len(body), fmt)
-            message = "toolscore failed to decode the request (see its log)"
-            self._refuse("internal", 500, code_pb2.INTERNAL, message, unread=False)
-            return
-        if rejected:  # spans the JSON decoding left out (ids that are not hex); the ingest counts its own
-            self.server.telemetry.spans_refused(rejected, "invalid")
-        result = accept_safely(self.server.ingest, request, data)
+        request: ExportTraceServiceRequest | None = None
+        rejected, message = 0, ""
+        # a protobuf body the ingest can hold from its bytes is not decoded at all (`Ingest.accept_bytes`)
+        result = accept_bytes_safely(self.server.ingest, body, max_spans) if fmt == "proto" else None
+        if result is None:
+            try:
+                data: bytes | None = None
+                if fmt == "proto":
+                    request, data = parse_proto_request(body, max_spans), body
+                else:
+                    decoded = request_from_json(body, max_spans)
+                    request, rejected, message = decoded.request, decoded.rejected_spans, decoded.error_message
+            except BadPayload as exc:
+                self._refused(exc.reason, 400, exc, exc.spans)
+                self._reply(400, bad_payload_status(exc), fmt)
+                return
+            except Exception:
+                _log.exception("OTLP/HTTP: decoding a %d-byte %s body failed unexpectedly", len(body), fmt)
+                message = "toolscore failed to decode the request (see its log)"
+                self._refuse("internal", 500, code_pb2.INTERNAL, message, unread=False)
+                return
+            if rejected:  # spans the JSON decoding left out (ids that are not hex); the ingest counts its own
+                self.server.telemetry.spans_refused(rejected, "invalid")
+            result = accept_safely(self.server.ingest, request, data)
         if result is None:
             message = "toolscore failed to take the request (see its log)"
-            self._refused("internal", 500, message, span_count(request))
+            self._refused("internal", 500, message, span_count(request) if request is not None else None)
             self._fail(500, code_pb2.INTERNAL, message, unread=False)
         elif result.overloaded:  # counted by the ingest, which decided it
             self._overloaded(result)
