@@ -8,6 +8,9 @@ scope and every record field must match, but for the two timestamps (each path r
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,12 +22,27 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 
 from tests.otlp_downstream import TelemetryReceiver
+from toolscore.collector.sources._accel import load
 from toolscore.collector.telemetry.base import RunSpanRef
-from toolscore.collector.telemetry.direct_logs import DirectLogs, grpc_exporter
+from toolscore.collector.telemetry.direct_logs import (
+    DirectLogger,
+    DirectLogs,
+    encode_attributes,
+    encode_ids,
+    encode_record,
+    encode_score_record,
+    encode_score_tail,
+    field,
+    grpc_exporter,
+)
 from toolscore.collector.telemetry.otel import OTelPipelineTelemetry
 from toolscore.collector.telemetry.setup import TelemetryConfig, build_logger_provider
 from toolscore.scorers import Score, ScoreFailure
 
+_COMPILED = load({})  # whatever TOOLSCORE_PURE_PYTHON says: `make test-oldest` holds the two to the same bytes too
+_SCORE_RECORD = _COMPILED.score_record if _COMPILED is not None else None
+EVENT = "gen_ai.evaluation.result"
+NAME = field(12, EVENT.encode())
 RESOURCE = Resource.create({"service.name": "toolscore", "deployment.environment.name": "test", "replicas": 3})
 RUN = RunSpanRef("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
 RESULTS: list[tuple[Any, str, int, str | None, RunSpanRef | None, str | None]] = [
@@ -121,3 +139,68 @@ def test_a_full_queue_drops_records_without_blocking(receiver: TelemetryReceiver
     assert provider.force_flush(10_000)
     provider.shutdown()
     assert sum(len(sl.log_records) for req in receiver.logs for rl in req.resource_logs for sl in rl.scope_logs) == 3
+
+
+def test_loggers_of_two_scopes_reach_the_receiver_as_two_scope_logs_in_one_request(
+    receiver: TelemetryReceiver,
+) -> None:
+    provider = DirectLogs(grpc_exporter(), RESOURCE, schedule_delay_ms=60_000)
+    first, second = provider.get_logger("first", "1.0"), provider.get_logger("second")
+    assert isinstance(first, DirectLogger)
+    assert isinstance(second, DirectLogger)
+    for n in range(3):
+        first.emit_encoded(encode_score_record(n + 1, 9, b"", b"", value=n / 2, label="pass", explanation=f"first {n}"))
+        second.emit_encoded(encode_score_record(n + 10, 9, b"", b"", value=1.0, label="fail", explanation=""))
+    assert provider.force_flush(10_000)
+    provider.shutdown()
+    ((request,),) = [receiver.logs]
+    ((resource_logs,),) = [request.resource_logs]
+    scopes = {(sl.scope.name, sl.scope.version): sl.log_records for sl in resource_logs.scope_logs}
+    assert set(scopes) == {("first", "1.0"), ("second", "")}
+    assert [record.time_unix_nano for record in scopes["first", "1.0"]] == [1, 2, 3]
+    assert [record.time_unix_nano for record in scopes["second", ""]] == [10, 11, 12]
+    explanations = [_attribute(record, "gen_ai.evaluation.explanation") for record in scopes["first", "1.0"]]
+    assert explanations == ["first 0", "first 1", "first 2"]
+
+
+def _attribute(record: Any, key: str) -> Any:
+    (value,) = [kv.value for kv in record.attributes if kv.key == key]
+    return getattr(value, value.WhichOneof("value"))
+
+
+def _python_score_record(
+    time_ns: int, severity: int, head: bytes, ids: bytes, *, value: float, label: str, explanation: str
+) -> bytes:
+    """`encode_score_record`'s pure-Python path, as it runs without the compiled module."""
+    return encode_record(time_ns, severity, head + encode_score_tail(value, label, explanation), EVENT, ids)
+
+
+_RANDOM = "".join(chr(c) for c in random.Random(7).choices(range(0x20, 0x110000), k=300) if not 0xD800 <= c < 0xE000)
+TEXTS = ["", "x", "pass", "é", "x" * 127, "x" * 128, "é" * 64, "x" * 16_383, "x" * 16_384, "✓ café " * 3000, _RANDOM]
+VALUES = [0.0, -0.0, 1.0, 0.8, 1e-300, -2.5, math.inf, -math.inf, math.nan]
+IDS = [b"", encode_ids(bytes(range(16)), bytes(range(8)), 1)]
+
+
+@pytest.mark.skipif(_SCORE_RECORD is None, reason="the compiled module is not built on this install")
+@pytest.mark.parametrize("ids", IDS, ids=["no ids", "ids"])
+def test_the_compiled_score_record_writes_the_python_paths_bytes(ids: bytes) -> None:
+    head = encode_attributes({"gen_ai.evaluation.name": "trajectory", "toolscore.expectation.version": 3})
+    assert _SCORE_RECORD is not None
+    for n, (text, value) in enumerate(itertools.product(TEXTS, VALUES)):
+        label = TEXTS[n % len(TEXTS)]
+        for time_ns, severity in ((0, 0), (1_700_000_000_123_456_789, 9), (2**64 - 1, 127)):
+            expected = _python_score_record(time_ns, severity, head, ids, value=value, label=label, explanation=text)
+            assert _SCORE_RECORD(time_ns, severity, head, value, label, text, ids, NAME) == expected
+
+
+@pytest.mark.skipif(_SCORE_RECORD is None, reason="the compiled module is not built on this install")
+def test_the_compiled_score_record_leaves_a_lone_surrogate_to_the_python_path() -> None:
+    assert _SCORE_RECORD is not None
+    assert _SCORE_RECORD(1, 9, b"", 1.0, "pass", "bad \ud800 text", b"", NAME) is None
+    assert _SCORE_RECORD(1, 9, b"", 1.0, "\udfff", "", b"", NAME) is None
+    record = encode_score_record(1, 9, b"", b"", value=1.0, label="pass", explanation="bad \ud800 text")
+    assert record == _python_score_record(1, 9, b"", b"", value=1.0, label="pass", explanation="bad \ufffd text")
+    with pytest.raises(ValueError, match="severity"):
+        _SCORE_RECORD(1, 128, b"", 1.0, "pass", "", b"", NAME)
+    with pytest.raises(TypeError):
+        _SCORE_RECORD(1, 9, "head", 1.0, "pass", "", b"", NAME)

@@ -1,4 +1,4 @@
-"""The compiled span decoder (`_wire.c`), when the install built it and the environment allows it.
+"""The compiled OTLP wire code (`_wire.c`), when the install built it and the environment allows it.
 
 `decode_spans(data)` gives the spans of an OTLP protobuf trace export as `SpanRecord`s, the same ones
 `otlp_proto.spans_from_request` builds, or None where that path must decide (bad bytes, skipped spans, an
@@ -7,7 +7,8 @@ span entry of a request (`serve`'s carriers), as `otlp_proto.span_record` would.
 the spans per trace id, the trace ids of the roots, and the span and block counts of a request, validated as
 the decoder validates (`serve` holds a request without an agent's span from its bytes alone), or None where it
 cannot say; `span_table(data)` the offsets of each framed span entry and its trace id, for a parsed request.
-All four are None when the
+`score_record(...)` goes the other way: it encodes one evaluation log record (`telemetry.direct_logs`'
+`encode_score_record`). All five are None when the
 extension is missing (no C compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON`
 is set to anything but empty or 0, which runs the pure-Python path alone (`make test-oldest` does, so the
 whole unit suite runs on it too).
@@ -22,7 +23,15 @@ from typing import Any
 
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
-__all__ = ["PURE_PYTHON_ENV", "decode_span_entry", "decode_spans", "load", "plain_index", "span_table"]
+__all__ = [
+    "PURE_PYTHON_ENV",
+    "decode_span_entry",
+    "decode_spans",
+    "load",
+    "plain_index",
+    "score_record",
+    "span_table",
+]
 
 PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
 
@@ -45,6 +54,8 @@ decode_spans: Callable[[bytes], list[SpanRecord] | None] | None = None
 decode_span_entry: Callable[[bytes | memoryview, dict[str, Any], str], SpanRecord | None] | None = None
 plain_index: Callable[[bytes], tuple[dict[bytes, int], set[bytes], int, int] | None] | None = None
 span_table: Callable[[bytes], tuple[list[tuple[int, int]], list[bytes]] | None] | None = None
+score_record: Callable[[int, int, bytes, float, str, str, bytes, bytes], bytes | None] | None = None
 if _module is not None:
     decode_spans, decode_span_entry = _module.decode_spans, _module.decode_span_entry
     plain_index, span_table = _module.plain_index, _module.span_table
+    score_record = _module.score_record

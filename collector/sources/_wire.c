@@ -959,6 +959,161 @@ static PyObject *span_table(PyObject *module, PyObject *arg) {
     return out;
 }
 
+/* ---- Encoding: one `gen_ai.evaluation.result` log record (telemetry/direct_logs.py's `score_record`). ---- */
+
+static int varint_size(uint64_t v) {
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static uint8_t *put_fixed64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    return p + 8;
+}
+
+static uint8_t *put_bytes(uint8_t *p, const void *src, Py_ssize_t n) {
+    memcpy(p, src, (size_t)n);
+    return p + n;
+}
+
+/* The three keys of a score's own attributes, each 29 bytes. */
+static const char VALUE_KEY[] = "gen_ai.evaluation.score.value";
+static const char LABEL_KEY[] = "gen_ai.evaluation.score.label";
+static const char EXPLANATION_KEY[] = "gen_ai.evaluation.explanation";
+#define SCORE_KEY_LEN 29
+
+/* Bytes of a `LogRecord.attributes` entry (field 6) holding a string AnyValue of `n` bytes under a 29-byte key. */
+static Py_ssize_t string_attribute_size(Py_ssize_t n) {
+    Py_ssize_t any = 1 + varint_size((uint64_t)n) + n;
+    Py_ssize_t kv = 2 + SCORE_KEY_LEN + 1 + varint_size((uint64_t)any) + any;
+    return 1 + varint_size((uint64_t)kv) + kv;
+}
+
+static uint8_t *put_string_attribute(uint8_t *p, const char *key, const uint8_t *text, Py_ssize_t n) {
+    Py_ssize_t any = 1 + varint_size((uint64_t)n) + n;
+    Py_ssize_t kv = 2 + SCORE_KEY_LEN + 1 + varint_size((uint64_t)any) + any;
+    *p++ = 0x32;
+    p = put_varint(p, (uint64_t)kv);
+    *p++ = 0x0a;
+    *p++ = SCORE_KEY_LEN;
+    p = put_bytes(p, key, SCORE_KEY_LEN);
+    *p++ = 0x12;
+    p = put_varint(p, (uint64_t)any);
+    *p++ = 0x0a;
+    p = put_varint(p, (uint64_t)n);
+    return put_bytes(p, text, n);
+}
+
+/* A str's UTF-8: its own bytes when ASCII, else a new bytes object in `*owned` (not the str's cached UTF-8, which
+ * would live as long as the score). 1; GIVE_UP for a str no UTF-8 can hold (a lone surrogate); FAILED. */
+static int utf8_text(PyObject *str, Slice *out, PyObject **owned) {
+    if (PyUnicode_IS_ASCII(str)) {
+        out->p = (const uint8_t *)PyUnicode_DATA(str);
+        out->n = PyUnicode_GET_LENGTH(str);
+        return 1;
+    }
+    *owned = PyUnicode_AsUTF8String(str);
+    if (*owned == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return FAILED;
+        PyErr_Clear();
+        return GIVE_UP;
+    }
+    out->p = (const uint8_t *)PyBytes_AS_STRING(*owned);
+    out->n = PyBytes_GET_SIZE(*owned);
+    return 1;
+}
+
+/* score_record(time_ns, severity, head, value, label, explanation, ids, name) -> bytes, or None when a text is
+ * no valid UTF-8 (a lone surrogate: the Python path replaces it). The framed `ScopeLogs.log_records` entry of a
+ * record whose attributes are `head` (encoded attributes) then the score's value, label and explanation (when
+ * not empty), with `ids` (`encode_ids`) and `name` (the encoded event name field), byte for byte what the
+ * Python path writes. */
+static PyObject *score_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "score_record takes 8 arguments");
+        return NULL;
+    }
+    unsigned long long time_ns = PyLong_AsUnsignedLongLong(args[0]);
+    if (time_ns == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    long severity = PyLong_AsLong(args[1]);
+    if (severity == -1 && PyErr_Occurred()) return NULL;
+    if (severity < 0 || severity > 127) {
+        PyErr_SetString(PyExc_ValueError, "severity must be a one-byte varint (0 to 127)");
+        return NULL;
+    }
+    double value = PyFloat_AsDouble(args[3]);
+    if (value == -1.0 && PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[2]) || !PyBytes_Check(args[6]) || !PyBytes_Check(args[7]) || !PyUnicode_Check(args[4]) ||
+        !PyUnicode_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "score_record(int, int, bytes, float, str, str, bytes, bytes)");
+        return NULL;
+    }
+    PyObject *label_utf8 = NULL, *text_utf8 = NULL;
+    Slice label, text;
+    int r = utf8_text(args[4], &label, &label_utf8);
+    if (r == 1) r = utf8_text(args[5], &text, &text_utf8);
+    if (r != 1) {
+        Py_XDECREF(label_utf8);
+        if (r == FAILED) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t label_n = label.n, text_n = text.n;
+    Py_ssize_t head_n = PyBytes_GET_SIZE(args[2]), ids_n = PyBytes_GET_SIZE(args[6]);
+    Py_ssize_t name_n = PyBytes_GET_SIZE(args[7]);
+    Py_ssize_t size = 13 + head_n + (2 + 2 + SCORE_KEY_LEN + 11) + string_attribute_size(label_n) +
+                      (text_n ? string_attribute_size(text_n) : 0) + ids_n + 9 + name_n;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 1 + varint_size((uint64_t)size) + size);
+    if (out == NULL) {
+        Py_XDECREF(label_utf8);
+        Py_XDECREF(text_utf8);
+        return NULL;
+    }
+    uint8_t *p = (uint8_t *)PyBytes_AS_STRING(out);
+    *p++ = 0x12;
+    p = put_varint(p, (uint64_t)size);
+    *p++ = 0x09; /* time_unix_nano */
+    p = put_fixed64(p, time_ns);
+    *p++ = 0x10; /* severity_number */
+    *p++ = (uint8_t)severity;
+    *p++ = 0x2a; /* the empty body */
+    *p++ = 0x00;
+    p = put_bytes(p, PyBytes_AS_STRING(args[2]), head_n);
+    *p++ = 0x32; /* the value: KeyValue{key, AnyValue{double_value}} */
+    *p++ = 2 + SCORE_KEY_LEN + 11;
+    *p++ = 0x0a;
+    *p++ = SCORE_KEY_LEN;
+    p = put_bytes(p, VALUE_KEY, SCORE_KEY_LEN);
+    *p++ = 0x12;
+    *p++ = 0x09;
+    *p++ = 0x21;
+    uint64_t bits;
+    memcpy(&bits, &value, 8);
+    p = put_fixed64(p, bits);
+    p = put_string_attribute(p, LABEL_KEY, label.p, label_n);
+    if (text_n) p = put_string_attribute(p, EXPLANATION_KEY, text.p, text_n);
+    Py_XDECREF(label_utf8);
+    Py_XDECREF(text_utf8);
+    p = put_bytes(p, PyBytes_AS_STRING(args[6]), ids_n);
+    *p++ = 0x59; /* observed_time_unix_nano */
+    p = put_fixed64(p, time_ns);
+    put_bytes(p, PyBytes_AS_STRING(args[7]), name_n);
+    return out;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *record, *event;
@@ -980,6 +1135,8 @@ static PyMethodDef methods[] = {
      "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None."},
     {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
      "A framed spans entry as a SpanRecord with the given resource and scope, or None."},
+    {"score_record", (PyCFunction)(void (*)(void))score_record, METH_FASTCALL,
+     "score_record(time_ns, severity, head, value, label, explanation, ids, name): a framed evaluation record."},
     {NULL, NULL, 0, NULL},
 };
 

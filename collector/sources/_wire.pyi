@@ -9,3 +9,14 @@ def decode_span_entry(
 ) -> SpanRecord | None: ...
 def plain_index(data: bytes | bytearray | memoryview, /) -> tuple[dict[bytes, int], set[bytes], int, int] | None: ...
 def span_table(data: bytes | bytearray | memoryview, /) -> tuple[list[tuple[int, int]], list[bytes]] | None: ...
+def score_record(
+    time_ns: int,
+    severity: int,
+    head: bytes,
+    value: float,
+    label: str,
+    explanation: str,
+    ids: bytes,
+    name: bytes,
+    /,
+) -> bytes | None: ...

@@ -3,17 +3,19 @@
 Through the OTel logs SDK one evaluation record cost ~75 µs of CPU: ~35 to build the SDK's record (attribute
 cleaning, context lookups, the processor's queue) and ~40 for the exporter to build protobuf messages of it
 in Python. toolscore knows the record's exact shape, so it writes the `LogRecord`'s protobuf bytes itself (as
-`toolscore serve` does for spans) and keeps them in a bounded queue; a daemon thread frames a batch into one
-`ExportLogsServiceRequest` (the resource and scope encoded once) and hands it to the SDK's own OTLP/gRPC
-exporter, which sends it, unparsed (`grpc_exporter`), with the same endpoint, headers, TLS, compression, timeout
-and retries as before (the `OTEL_EXPORTER_OTLP_LOGS_*` variables). About 0.07x the SDK path's CPU per record all
-told, a quarter of it the gRPC send (tests/bench/bench_evaluation_logs.py). What a receiver gets is what the SDK
-path sent, field for field (tests/test_direct_logs.py decodes both from a real receiver).
+`toolscore serve` does for spans; a score's record in one compiled call where the install built `_wire.c`) and
+keeps them in a bounded queue per logger scope; a daemon thread frames a batch into one `ExportLogsServiceRequest`
+(the resource and each scope encoded once) and hands it to the SDK's own OTLP/gRPC exporter, which sends it,
+unparsed (`grpc_exporter`), with the same endpoint, headers, TLS, compression, timeout and retries as before (the
+`OTEL_EXPORTER_OTLP_LOGS_*` variables). About 0.04x the SDK path's CPU per record all told, most of it the gRPC
+client's fixed cost per request (tests/bench/bench_evaluation_logs.py). What a receiver gets is what the SDK path
+sent, field for field (tests/test_direct_logs.py decodes both from a real receiver).
 
-    OTelPipelineTelemetry._emit_event ─encode_record→ bytes ─emit→ queue (max_queue_size; full: dropped, logged)
+    OTelPipelineTelemetry._emit_encoded ─encode_score_record→ bytes ─DirectLogger.emit_encoded→ its scope's queue
+        (max_queue_size; full: dropped, logged)
         ─(thread, every schedule_delay_ms or max_export_batch_size records)─→ framed request ─→ OTLPLogExporter
 
-The batching follows the SDK's `BatchLogRecordProcessor` defaults (2,048 queued, 512 per export, 1 s).
+The batching follows the SDK's `BatchLogRecordProcessor` defaults (2,048 queued per scope, 512 per export, 1 s).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from opentelemetry.sdk._logs.export import LogRecordExportResult
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.util.types import AttributeValue
 
+from toolscore.collector.sources import _accel
 from toolscore.collector.utf8 import valid_utf8
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "encode_double",
     "encode_ids",
     "encode_record",
+    "encode_score_record",
     "encode_score_tail",
     "grpc_exporter",
 ]
@@ -201,6 +205,21 @@ def encode_record(time_ns: int, severity: int, attributes: bytes, event_name: st
     return b"".join((b"\x12", varint(size), head, attributes, ids, _OBSERVED(0x59, time_ns), name))
 
 
+def encode_score_record(
+    time_ns: int, severity: int, head: bytes, ids: bytes, *, value: float, label: str, explanation: str
+) -> bytes:
+    """`encode_record` of `head` (encoded attributes) followed by `encode_score_tail(value, label, explanation)`:
+    a score's evaluation record, the one written per result. In compiled code when the install built it
+    (`_wire.score_record`, byte for byte this, tests/test_direct_logs.py), which gives a string no UTF-8 holds
+    back to this path."""
+    if _SCORE_RECORD is not None:
+        record = _SCORE_RECORD(time_ns, severity, head, value, label, explanation, ids, _EVALUATION_NAME)
+        if record is not None:
+            return record
+    tail = encode_score_tail(value, label, explanation)
+    return encode_record(time_ns, severity, head + tail, _EVALUATION, ids)
+
+
 _IDS = struct.Struct("<BIBB16sBB8s").pack
 """`flags` (fixed32), `trace_id` and `span_id` (16 and 8 bytes), tags and lengths included."""
 _HEAD = struct.Struct("<BQBb2s").pack
@@ -209,7 +228,10 @@ _OBSERVED = struct.Struct("<BQ").pack
 """`observed_time_unix_nano` (tag, fixed64)."""
 _FIXED_SIZE = 13 + 9
 """Bytes of a record taken by `_HEAD` and `_OBSERVED`."""
-_NAMES: dict[str, bytes] = {"gen_ai.evaluation.result": field(12, b"gen_ai.evaluation.result")}
+_EVALUATION = "gen_ai.evaluation.result"
+_EVALUATION_NAME = field(12, _EVALUATION.encode())
+_NAMES: dict[str, bytes] = {_EVALUATION: _EVALUATION_NAME}
+_SCORE_RECORD = _accel.score_record
 _VALUE_KEY = encode_double("gen_ai.evaluation.score.value", 0.0)[:-8]
 """The framing of `gen_ai.evaluation.score.value`, up to its 8 bytes of value."""
 _LABELS: dict[str, bytes] = {}
@@ -242,8 +264,8 @@ class DirectLogs(LoggerProvider):
         self._max_queue = max_queue_size
         self._max_batch = max_export_batch_size
         self._delay_s = schedule_delay_ms / 1000
-        self._queue: deque[tuple[bytes, bytes]] = deque()
-        """(the encoded scope, an encoded and framed record: `encode_record`) per record."""
+        self._queues: dict[bytes, deque[bytes]] = {}
+        """Encoded and framed records (`encode_record`) by their encoded scope, one queue per logger's scope."""
         self._cond = threading.Condition()
         self._exporting = threading.Lock()
         self._stopped = False
@@ -261,55 +283,59 @@ class DirectLogs(LoggerProvider):
         """A logger the telemetry writes encoded records through (`DirectLogger`)."""
         return DirectLogger(self, name, version or "")
 
-    def emit(self, scope: bytes, record: bytes) -> None:
-        """Queue one encoded `LogRecord` of an encoded `scope`; never blocks (a full queue drops it, logged).
+    def queue(self, scope: bytes) -> deque[bytes]:
+        """The queue of an encoded scope's records, which its loggers append to (`DirectLogger.emit_encoded`)."""
+        with self._cond:
+            return self._queues.setdefault(scope, deque())
 
-        Without the lock (a deque's append is atomic): the bound may be overshot by the emitting threads racing."""
-        queue = self._queue
-        if len(queue) >= self._max_queue or self._stopped:
-            self._drop()
-            return
-        queue.append((scope, record))
-        if len(queue) == self._max_batch:
-            with self._cond:
-                self._cond.notify()
+    def wake(self) -> None:
+        """A queue holds a batch: export it now rather than at the next `schedule_delay_ms`."""
+        with self._cond:
+            self._cond.notify()
 
-    def _drop(self) -> None:
+    def drop(self) -> None:
+        """Count a record dropped by a full queue (logged at the first and every thousandth)."""
         if self._stopped:
             return
         self._dropped += 1
         if self._dropped == 1 or self._dropped % 1000 == 0:
             _log.warning("evaluation log queue full: %d records dropped", self._dropped)
 
-    def _take(self) -> list[tuple[bytes, bytes]]:
-        queue = self._queue
+    def _full(self) -> bool:
+        return any(len(queue) >= self._max_batch for queue in self._queues.values())
+
+    def _take(self) -> list[tuple[bytes, list[bytes]]]:
+        """Up to `max_export_batch_size` queued records, as (scope, its records)."""
+        left = self._max_batch
         taken = []
-        for _ in range(min(len(queue), self._max_batch)):
-            try:
-                taken.append(queue.popleft())
-            except IndexError:  # another taker emptied it
-                break
+        for scope, queue in list(self._queues.items()):
+            records = []
+            for _ in range(min(len(queue), left)):
+                try:
+                    records.append(queue.popleft())
+                except IndexError:  # another taker emptied it
+                    break
+            if records:
+                taken.append((scope, records))
+                left -= len(records)
         return taken
 
-    def _export(self, taken: list[tuple[bytes, bytes]]) -> bool:
+    def _export(self, taken: list[tuple[bytes, list[bytes]]]) -> bool:
         """Frame `taken` into one request (one `ScopeLogs` per scope) and export it; True when exported."""
-        by_scope: dict[bytes, list[bytes]] = {}
-        for scope, record in taken:
-            by_scope.setdefault(scope, []).append(record)
-        scope_logs = b"".join(field(2, scope + b"".join(records)) for scope, records in by_scope.items())
+        scope_logs = b"".join(field(2, scope + b"".join(records)) for scope, records in taken)
         request = Framed(field(1, self._resource_bytes + scope_logs))
-        request.records = len(taken)
+        request.records = count = sum(len(records) for _, records in taken)
         with self._exporting:
             try:
                 return bool(self._exporter.export(request) == LogRecordExportResult.SUCCESS)
             except Exception:
-                _log.exception("exporting %d evaluation log records failed", len(taken))
+                _log.exception("exporting %d evaluation log records failed", count)
                 return False
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                if not self._stopped and len(self._queue) < self._max_batch:
+                if not self._stopped and not self._full():
                     self._cond.wait(self._delay_s)
                 if self._stopped:
                     return
@@ -348,10 +374,22 @@ class DirectLogger(NoOpLogger):
     def __init__(self, provider: DirectLogs, name: str, version: str) -> None:
         super().__init__(name, version)
         self._provider = provider
-        self._scope = field(1, field(1, name.encode()) + (field(2, version.encode()) if version else b""))
+        scope = field(1, field(1, name.encode()) + (field(2, version.encode()) if version else b""))
+        self._queue = provider.queue(scope)
+        self._max_queue = provider._max_queue
+        self._max_batch = provider._max_batch
 
     def emit_encoded(self, record: bytes) -> None:
-        self._provider.emit(self._scope, record)
+        """Queue one encoded and framed `LogRecord` (`encode_record`); never blocks (a full queue drops it).
+
+        Without a lock (a deque's append is atomic): the bound may be overshot by emitting threads racing."""
+        queue = self._queue
+        if len(queue) >= self._max_queue or self._provider._stopped:
+            self._provider.drop()
+            return
+        queue.append(record)
+        if len(queue) == self._max_batch:
+            self._provider.wake()
 
 
 def _serialized(request: Any) -> bytes:

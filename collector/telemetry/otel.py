@@ -29,7 +29,7 @@ from toolscore.collector.telemetry.direct_logs import (
     encode_attributes,
     encode_ids,
     encode_record,
-    encode_score_tail,
+    encode_score_record,
 )
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES, AttributeLimiter
 from toolscore.collector.telemetry.metrics_table import METRICS, MetricSpec
@@ -186,6 +186,8 @@ class OTelPipelineTelemetry:
     """Encoded attribute heads of evaluation records, by what they say (`_emit_encoded`)."""
     _last_ids: tuple[RunSpanRef | None, bytes] | None
     """The last run span an evaluation record was parented to, and its ids encoded (`encode_ids`)."""
+    _pending: dict[str, list[tuple[Callable[[], int], int | None]]]
+    """Per measure of what the pipelines hold: their callbacks and the limits that bound them."""
 
     def __init__(
         self,
@@ -202,10 +204,9 @@ class OTelPipelineTelemetry:
         meter = metrics.get_meter(SCOPE_NAME, version or "", meter_provider=meter_provider)
         self._logger = _logs.get_logger(SCOPE_NAME, version or "", logger_provider=logger_provider)
         # Given the no-op provider (`toolscore serve` without a logs exporter), skip building each event.
-        self._events = isinstance(self._logger, DirectLogger) or not isinstance(self._logger, _logs.NoOpLogger)
-        self._heads, self._last_ids = {}, None
-        self._pending: dict[str, list[tuple[Callable[[], int], int | None]]] = {"traces": [], "bytes": []}
-        """Per measure of what the pipelines hold: their callbacks and the limits that bound them."""
+        self._direct = self._logger if isinstance(self._logger, DirectLogger) else None
+        self._events = self._direct is not None or not isinstance(self._logger, _logs.NoOpLogger)
+        self._heads, self._last_ids, self._pending = {}, None, {"traces": [], "bytes": []}
         self._expectations: list[Callable[[], Iterable[ExpectationInfo]]] = []
         self._registries: list[Callable[[], RegistryState | None]] = []
         self._callbacks_lock = threading.Lock()
@@ -486,7 +487,11 @@ class OTelPipelineTelemetry:
             _log.debug("toolscore telemetry: score metrics failed", exc_info=True)
         if self._events:
             try:
-                self._emit_event(result, expectation, version, agent, run_span, agent_version=agent_version)
+                if self._direct is not None:  # the record written as bytes, the common case of `serve`
+                    head_key = (result.name, expectation, version, agent, agent_version)
+                    self._emit_encoded(self._direct.emit_encoded, result, head_key, run_span)
+                else:
+                    self._emit_event(result, expectation, version, agent, run_span, agent_version=agent_version)
             except Exception:
                 _log.debug("toolscore telemetry: evaluation event failed", exc_info=True)
 
@@ -515,11 +520,6 @@ class OTelPipelineTelemetry:
         *,
         agent_version: str | None,
     ) -> None:
-        if isinstance(self._logger, DirectLogger):
-            self._emit_encoded(
-                self._logger, result, (result.name, expectation, version, agent, agent_version), run_span
-            )
-            return
         context = run_span_context(run_span)
         if not self._logger.enabled(context=context, event_name=EVALUATION_EVENT):
             return
@@ -534,7 +534,7 @@ class OTelPipelineTelemetry:
         )
 
     def _emit_encoded(
-        self, logger: DirectLogger, result: ScoreResult, head_key: _HeadKey, run_span: RunSpanRef | None
+        self, emit: Callable[[bytes], None], result: ScoreResult, head_key: _HeadKey, run_span: RunSpanRef | None
     ) -> None:
         """The record `_emit_event` emits through the SDK, written as bytes (`direct_logs`); the attributes that
         repeat from one result to the next (names, versions) are encoded once."""
@@ -545,18 +545,26 @@ class OTelPipelineTelemetry:
             if len(heads) >= _HEADS:
                 heads.clear()
             heads[head_key] = head
-        if isinstance(result, Score):  # the common case, its value written without a dict
-            tail = encode_score_tail(float(result.value), result.label, result.explanation)
-            severity = _INFO
-        else:
-            attributes: dict[str, AttributeValue] = {}
-            severity = _event_tail(result, attributes).value
-            tail = encode_attributes(attributes)
         last = self._last_ids
         if last is not None and last[0] is run_span:  # a run's results come one after another
             ids = last[1]
         else:
             ids = _run_span_ids(run_span)
             self._last_ids = (run_span, ids)
-        record = encode_record(time.time_ns(), severity, head + tail, EVALUATION_EVENT, ids)
-        logger.emit_encoded(record)
+        if isinstance(result, Score):  # the common case, its value written without a dict
+            record = encode_score_record(
+                time.time_ns(),
+                _INFO,
+                head,
+                ids,
+                value=float(result.value),
+                label=result.label,
+                explanation=result.explanation,
+            )
+        else:
+            attributes: dict[str, AttributeValue] = {}
+            severity = _event_tail(result, attributes).value
+            record = encode_record(
+                time.time_ns(), severity, head + encode_attributes(attributes), EVALUATION_EVENT, ids
+            )
+        emit(record)
