@@ -1,7 +1,8 @@
-"""The one compiled part: an optional accelerator for decoding OTLP protobuf spans (collector/sources/_wire.c).
+"""The one compiled part: an optional accelerator for the OTLP wire format (collector/sources/_wire.c): it decodes
+protobuf spans and encodes toolscore's evaluation log records.
 
 Everything else is in pyproject.toml. `optional=True`: where no C compiler or Python headers are found, the
-install goes on without it and the pure-Python path (the one tested everywhere) decodes the spans.
+install goes on without it and the pure-Python path (the one tested everywhere) does both.
 """
 
 from setuptools import Extension, setup
