@@ -12,7 +12,7 @@
  *
  * Why: parsing with the protobuf runtime and then reading every attribute through its wrappers costs as
  * much as extracting the runs that follow; building the records straight from the wire costs a fraction.
-*
+ *
  * It also encodes one thing: a score's `gen_ai.evaluation.result` log record (`score_record`, the twin of
  * telemetry/direct_logs.py's `encode_score_record`), written once per score, where Python's joins and struct
  * packs cost several times the record's bytes.
