@@ -38,8 +38,10 @@ from tests.otlp_downstream import GrpcDownstream, spans_of
 from tests.pipeline_builders import Recording, registry_with, run_attrs, tool_attrs
 from toolscore.collector.pipeline.markers import convention_markers
 from toolscore.collector.registry import Registry
+from toolscore.collector.serve._encode import without_spans
 from toolscore.collector.serve._pipeline import CollectorPipeline
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
+from toolscore.collector.serve._prefilter import span_offsets
 from toolscore.collector.serve.forward import ForwardConfig
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.receivers._ingest import IngestResult
@@ -110,9 +112,10 @@ def _chain_run() -> ExportTraceServiceRequest:
     return encode_spans(exporter.get_finished_spans())
 
 
-def _requests(seed: int) -> list[ExportTraceServiceRequest]:
+def _requests(seed: int, grouped: bool) -> list[ExportTraceServiceRequest]:
     """Every capture (under a plain root) and the chain run, plain spans first, among plain traces, in requests of
-    1-7 spans that mix them."""
+    1-7 spans that mix them (`grouped`: a request's spans of one resource and scope share their blocks, as a
+    Collector's batches do; else each span has blocks of its own)."""
     rng = random.Random(seed)
     sequences = []
     for path in sorted(p for p in CAPTURES.glob("*/*.pb") if not p.name.endswith(".logs.pb")):
@@ -127,21 +130,26 @@ def _requests(seed: int) -> list[ExportTraceServiceRequest]:
             size = rng.randint(1, 7)
             chunk, rest = rest[:size], rest[size:]
             chunk += [plain_items.pop() for _ in range(min(len(plain_items), rng.randint(0, 3)))]
-            requests.append(_request(chunk))
+            rng.shuffle(chunk)
+            requests.append(_request(chunk, grouped))
             if plain_items and rng.random() < 0.3:  # a request of plain traces only, forwarded whole when plain
-                requests.append(_request([plain_items.pop() for _ in range(min(len(plain_items), 5))]))
+                requests.append(_request([plain_items.pop() for _ in range(min(len(plain_items), 5))], grouped))
     if plain_items:
-        requests.append(_request(plain_items))
+        requests.append(_request(plain_items, grouped))
     return requests
 
 
-def _request(items: list[Item]) -> ExportTraceServiceRequest:
+def _request(items: list[Item], grouped: bool = False) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
+    blocks: dict[tuple[bytes, bytes], Any] = {}
     for resource, scope, span in items:
-        resource_spans = request.resource_spans.add()
-        resource_spans.resource.CopyFrom(resource)
-        scope_spans = resource_spans.scope_spans.add()
-        scope_spans.scope.CopyFrom(scope)
+        key = (resource.SerializeToString(), scope.SerializeToString())
+        scope_spans = blocks.get(key) if grouped else None
+        if scope_spans is None:
+            resource_spans = request.resource_spans.add()
+            resource_spans.resource.CopyFrom(resource)
+            scope_spans = blocks[key] = resource_spans.scope_spans.add()
+            scope_spans.scope.CopyFrom(scope)
         scope_spans.spans.append(span)
     return request
 
@@ -190,11 +198,11 @@ def _scores(span: Span) -> tuple[tuple[str, str], ...]:
     )
 
 
-@pytest.mark.parametrize("seed", [3, 17])
+@pytest.mark.parametrize(("seed", "grouped"), [(3, False), (17, True)], ids=["own blocks", "shared blocks"])
 def test_with_plain_ancestors_first_the_prefilter_scores_every_capture_as_without_it(
-    registry: Registry, tmp_path: Path, seed: int
+    registry: Registry, tmp_path: Path, seed: int, grouped: bool
 ) -> None:
-    requests = _requests(seed)
+    requests = _requests(seed, grouped)
     sent = Counter((span.trace_id, span.span_id) for _, _, span in spans_of(requests))
     runs, forwarded, telemetry = _replay(registry, requests, True, tmp_path / "on.db")
     unfiltered_runs, unfiltered, _ = _replay(registry, requests, False, tmp_path / "off.db")
@@ -205,6 +213,44 @@ def test_with_plain_ancestors_first_the_prefilter_scores_every_capture_as_withou
     assert Counter((trace_id, span_id) for trace_id, span_id, _, _ in forwarded.elements()) == sent  # exactly once
     assert forwarded == unfiltered  # the run spans carry the same scores
     assert telemetry.counts["received"] == telemetry.counts["passed"] == sum(sent.values())
+
+
+def test_the_plain_spans_of_a_mixed_request_go_on_together_as_the_received_request_without_the_others(
+    registry: Registry,
+) -> None:
+    """A request whose spans part ways (one agent trace among plain ones, in one scope block): its plain spans are
+    held as one request, the received bytes without the agent trace's spans, and forwarded as such."""
+    rng = random.Random(5)
+    plain, agent = _items(encode_spans(_plain_spans(30, 5))), _items(_chain_run())
+    resource, scope = plain[0][0], plain[0][1]
+    mixed = [(resource, scope, span) for _, _, span in plain + agent]
+    rng.shuffle(mixed)
+    request = _request(mixed, grouped=True)
+    assert len(request.resource_spans) == len(request.resource_spans[0].scope_spans) == 1
+    data = request.SerializeToString()
+    chain_trace = agent[0][2].trace_id
+    cut = [i for i, (_, _, span) in enumerate(spans_of([request])) if span.trace_id == chain_trace]
+    offsets = span_offsets(data)
+    assert offsets is not None
+    expected = ExportTraceServiceRequest.FromString(without_spans(data, offsets, cut))
+    downstream = GrpcDownstream()
+    forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, batch_timeout_ms=5.0))
+    pipeline = CollectorPipeline(registry, forwarder, ServePipelineConfig(settle_ms=100.0), Recording(), None)
+    try:
+        assert pipeline.accept(request, data) == IngestResult()
+        assert pipeline.flush(30)
+    finally:
+        pipeline.shutdown(5)
+        downstream.stop()
+    plain_requests = [r for r in downstream.requests if any(s.trace_id != chain_trace for _, _, s in spans_of([r]))]
+    assert plain_requests == [expected]
+    assert len(_spans_of(expected)) == len(plain)
+    forwarded_chain = [s for _, _, s in spans_of(downstream.requests) if s.trace_id == chain_trace]
+    assert len(forwarded_chain) == len(agent)
+
+
+def _spans_of(request: ExportTraceServiceRequest) -> list[Span]:
+    return [span for _, _, span in spans_of([request])]
 
 
 class _Out:

@@ -3,13 +3,24 @@ the spans' received bytes are found in the request exactly as the protobuf runti
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from toolscore.collector.serve._carrier import ResourceBlock, ScopeBlock
-from toolscore.collector.serve._encode import Encoded, count_spans, encode_request, encode_span, span_entries
+from toolscore.collector.serve._encode import (
+    Encoded,
+    count_spans,
+    encode_request,
+    encode_span,
+    span_entries,
+    without_spans,
+)
+from toolscore.collector.serve._prefilter import span_offsets
 from toolscore.collector.serve.receivers._otlp_export import BadPayload, parse_proto_request
 
 
@@ -147,3 +158,74 @@ def test_counting_stops_past_the_limit_without_walking_the_rest() -> None:
     assert count_spans(_field(1, b"\x12\x00" * 1_000 + b"\xff"), 10) == (0, 11)  # empty scopes
     assert count_spans(b"\x0a\x00" * 1_000 + b"\xff", 10) == (0, 11)  # empty resources
     assert count_spans(_received().SerializeToString(), 3) == (0, 4)
+
+
+def _without(request: ExportTraceServiceRequest, cut: set[int]) -> ExportTraceServiceRequest:
+    """`request` without the spans at `cut` (request order), a scope left with no span and a resource left with
+    no scope left out: what `without_spans` must give, built with the protobuf runtime."""
+    out = ExportTraceServiceRequest()
+    k = 0
+    for resource_spans in request.resource_spans:
+        kept_resource = ExportTraceServiceRequest().resource_spans.add()
+        kept_resource.CopyFrom(resource_spans)
+        del kept_resource.scope_spans[:]
+        for scope_spans in resource_spans.scope_spans:
+            kept = [span for i, span in enumerate(scope_spans.spans, k) if i not in cut]
+            dropped = len(scope_spans.spans) - len(kept)
+            k += len(scope_spans.spans)
+            if kept or not dropped:
+                scope = kept_resource.scope_spans.add()
+                scope.CopyFrom(scope_spans)
+                del scope.spans[:]
+                scope.spans.extend(kept)
+        if kept_resource.scope_spans or not resource_spans.scope_spans:
+            out.resource_spans.add().CopyFrom(kept_resource)
+    return out
+
+
+@pytest.mark.parametrize("cut", [set(c) for n in range(5) for c in itertools.combinations(range(4), n)], ids=str)
+def test_a_request_without_some_spans_parses_as_the_received_one_without_them(cut: set[int]) -> None:
+    request = _received()
+    data = request.SerializeToString()
+    rest = without_spans(data, _span_offsets(data), sorted(cut))
+    assert ExportTraceServiceRequest.FromString(rest) == _without(request, cut)
+    if not cut:
+        assert rest == data
+    kept = [span for i, span in enumerate(_spans(request)) if i not in cut]
+    assert [bytes(entry) for entry in span_entries(rest) or ()] == [encode_span(span) for span in kept]
+
+
+def test_random_requests_without_random_spans_parse_as_expected() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        request = ExportTraceServiceRequest()
+        n = 0
+        for r in range(rng.randint(1, 3)):
+            resource_spans = request.resource_spans.add(schema_url="s" * rng.randint(0, 2))
+            if rng.random() < 0.7:
+                resource_spans.resource.attributes.add(key="service.name").value.string_value = f"svc{r}"
+            for s in range(rng.randint(0, 3)):
+                scope_spans = resource_spans.scope_spans.add()
+                scope_spans.scope.name = f"scope{s}"
+                for _ in range(rng.randint(0, 4)):
+                    n += 1
+                    scope_spans.spans.append(_span(n % 250, "z" * rng.choice([0, 10, 200, 20_000])))
+        data = request.SerializeToString()
+        cut = {i for i in range(n) if rng.random() < 0.4}
+        rest = without_spans(data, _span_offsets(data), sorted(cut))
+        assert ExportTraceServiceRequest.FromString(rest) == _without(request, cut)
+
+
+def test_a_span_to_leave_out_outside_every_scope_is_an_error() -> None:
+    data = _received().SerializeToString()
+    offsets = _span_offsets(data)
+    with pytest.raises(ValueError, match="in no scope"):
+        without_spans(data, [*offsets, (len(data) + 1, len(data) + 2)], [len(offsets)])
+    with pytest.raises((IndexError, ValueError)):
+        without_spans(data[:-3], offsets, [0])
+
+
+def _span_offsets(data: bytes) -> list[tuple[int, int]]:
+    offsets = span_offsets(data)
+    assert offsets is not None
+    return offsets

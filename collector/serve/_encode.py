@@ -16,6 +16,7 @@ the runtime's output.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "span_entry",
     "span_message",
     "varint",
+    "without_spans",
 ]
 
 Encoded = bytes | memoryview
@@ -218,6 +220,61 @@ def span_entries(data: bytes) -> list[memoryview] | None:
     except (IndexError, ValueError):
         return None
     return spans
+
+
+def without_spans(data: bytes, offsets: Sequence[tuple[int, int]], cut: Sequence[int]) -> bytes:
+    """A serialized `ExportTraceServiceRequest` without some of its spans, everything else as received.
+
+    `offsets` are the (start, end) of every framed `spans` entry of `data`, in request order (`span_offsets`),
+    `cut` the indices of those to leave out, ascending. Only the scope and resource entries around a cut span
+    are framed again (a scope left with no span, and a resource left with no scope, are left out); the rest
+    is copied as it is. For a request whose spans part ways: the pre-filter holds the rest of it as one
+    request, forwarded as such, rather than as one piece per span. Raises IndexError or ValueError when the
+    bytes do not walk.
+    """
+    starts = [start for start, _ in offsets]
+    out: list[bytes] = []
+    copied = k = 0  # data[:copied] is in `out`; cut[k] is the next span to leave out
+    for at, start, end in _entries(data, 0, len(data), 0x0A):  # resource_spans = 1
+        if k == len(cut) or offsets[cut[k]][0] >= end:
+            continue
+        parts: list[bytes] = []
+        scopes = kept_scopes = 0
+        done = start
+        for scope_at, scope_start, scope_end in _entries(data, start, end, 0x12):  # scope_spans = 2
+            scopes += 1
+            if k == len(cut) or offsets[cut[k]][0] >= scope_end:
+                kept_scopes += 1
+                continue
+            first, last = bisect.bisect_left(starts, scope_start), bisect.bisect_left(starts, scope_end)
+            body: list[bytes] = []
+            taken = scope_start
+            dropped = 0
+            while k < len(cut) and cut[k] < last:
+                if cut[k] < first:
+                    raise ValueError(f"span {cut[k]} to leave out is in no scope of the request")
+                span_start, span_end = offsets[cut[k]]
+                body.append(data[taken:span_start])
+                taken = span_end
+                dropped += 1
+                k += 1
+            body.append(data[taken:scope_end])
+            parts.append(data[done:scope_at])
+            if dropped < last - first:
+                kept_scopes += 1
+                payload = b"".join(body)
+                parts += (_FIELD_2, varint(len(payload)), payload)
+            done = scope_end
+        parts.append(data[done:end])
+        out.append(data[copied:at])
+        if kept_scopes or not scopes:
+            payload = b"".join(parts)
+            out += (_FIELD_1, varint(len(payload)), payload)
+        copied = end
+    if k != len(cut):
+        raise ValueError(f"span {cut[k]} to leave out is in no scope of the request")
+    out.append(data[copied:])
+    return b"".join(out)
 
 
 def encode_request(blocks: Sequence[tuple[ScopeBlock, Sequence[Encoded]]]) -> bytes:

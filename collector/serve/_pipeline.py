@@ -54,7 +54,7 @@ from toolscore.collector.serve._carrier import (
     decode_carrier,
     held_carrier,
 )
-from toolscore.collector.serve._encode import span_entries
+from toolscore.collector.serve._encode import span_entries, without_spans
 from toolscore.collector.serve._hold import PlainHold
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
 from toolscore.collector.serve._prefilter import PlainRequest, WirePrefilter
@@ -226,8 +226,7 @@ class CollectorPipeline:
                     return self._refuse(reason, total, start if waited else None)
             if passing:  # once the request is taken: a refused one comes again whole
                 if hold is not None:
-                    hold.hold_spans(passing)
-                    self._take_known({span.trace_id for span, _, _ in passing})
+                    self._hold_rest(hold, passing, data, offsets if stats is None else None, agent)
                 else:
                     self.telemetry.spans_received(len(passing))
                     self.sink.release(passing)
@@ -270,6 +269,36 @@ class CollectorPipeline:
         self.hold.hold_request(data, plain.counts, plain.roots, plain.spans)
         self._take_known(plain.counts)
         return IngestResult()
+
+    def _hold_rest(
+        self,
+        hold: PlainHold,
+        passing: list[Carrier],
+        data: bytes | None,
+        offsets: list[tuple[int, int]] | None,
+        agent: list[bool] | None,
+    ) -> None:
+        """The spans of a request that are of no agent trace (`passing`), held until their traces decide: as one
+        request, the received one without its other spans (`without_spans`), where its bytes and their offsets
+        are at hand and every other span went to the engine; else each span as its own bytes."""
+        counts: dict[bytes, int] = {}
+        roots: set[bytes] = set()
+        for span, _, _ in passing:
+            trace_id = span.trace_id
+            counts[trace_id] = counts.get(trace_id, 0) + 1
+            if not span.parent_span_id:
+                roots.add(trace_id)
+        rest = None
+        if data is not None and offsets is not None and agent is not None and len(offsets) == len(agent):
+            try:
+                rest = without_spans(data, offsets, [i for i, of_agent in enumerate(agent) if of_agent])
+            except (IndexError, ValueError):
+                rest = None
+        if rest is None:
+            hold.hold_spans(passing)
+        else:
+            hold.hold_request(rest, counts, roots, len(passing))
+        self._take_known(counts)
 
     def _take_known(self, trace_ids: Iterable[bytes]) -> None:
         """Spans just held of a trace another request has shown a marker of meanwhile (receivers race): to the
