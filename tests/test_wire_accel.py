@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
+from tests.bench.mixed import mixed_batches
 from toolscore.collector.sources import spans_from_proto_bytes
 from toolscore.collector.sources._accel import PURE_PYTHON_ENV, load
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError
@@ -389,6 +390,66 @@ def test_plain_index_of_mutated_requests_is_the_same_or_left_to_the_parse() -> N
     seeds = [_request(rng) for _ in range(20)] + [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/a_*.pb"))]
     answered = sum(_traces_or_gave_up(data) for data in _mutants(rng, seeds, 3000))
     assert answered > 200  # the mutants it reads: compared above
+
+
+def _marked_or_answered(data: bytes, keys: frozenset[str], scopes: frozenset[str]) -> bool:
+    """Whether `plain_index` with the markers answered; fails unless it answers exactly where it answers without
+    them and the parsed request has no span attribute key and no scope name among the markers."""
+    assert _compiled is not None
+    plain = _compiled.plain_index(data)
+    marked = _compiled.plain_index(data, tuple(k.encode() for k in keys), tuple(s.encode() for s in scopes))
+    if plain is None:
+        assert marked is None
+        return False
+    request = ExportTraceServiceRequest.FromString(data)
+    shows = any(
+        ss.scope.name in scopes or any(kv.key in keys for span in ss.spans for kv in span.attributes)
+        for rs in request.resource_spans
+        for ss in rs.scope_spans
+    )
+    assert (marked is None) == shows
+    assert marked is None or marked == plain
+    return marked is not None
+
+
+def test_plain_index_with_the_markers_gives_up_exactly_where_a_span_or_scope_shows_one() -> None:
+    """The marker keys count on a span's own attributes only, and scope names on the scope: the same text in a
+    value, an event's, a link's, a resource's or a scope's attributes makes no plain request an agent's."""
+    from toolscore.collector.pipeline.markers import convention_markers
+
+    markers = convention_markers()
+    assert markers is not None
+    rng = random.Random(17)
+    files = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    assert not any(_marked_or_answered(data, markers.keys, markers.scopes) for data in files)  # agents' traces
+    randoms = [_request(rng) for _ in range(400)]  # "gen_ai.tool.name", a marker, is among their keys everywhere
+    assert sum(_marked_or_answered(data, markers.keys, markers.scopes) for data in randoms) > 5
+    requests, _ = mixed_batches(0.1, together=False, spans=3_000, per_request=100)  # HTTP, database, agent traces
+    answered = sum(_marked_or_answered(data, markers.keys, markers.scopes) for data in requests)
+    assert 0 < answered < len(requests)
+    elsewhere = [
+        _wrap(_IDS + _field(11, _field(2, b"e") + _field(3, _field(1, b"gen_ai.system")))),  # an event's key
+        _wrap(_IDS + _field(9, _field(1, b"http.route") + _field(2, _field(1, b"gen_ai.tool.name")))),  # a value
+        _field(1, _field(1, _field(1, _field(1, b"gen_ai.system"))) + _field(2, _field(2, _IDS))),  # a resource key
+        _wrap(_IDS, scope=_field(1, _field(1, b"opentelemetry.instrumentation.httpx"))),
+    ]
+    assert all(_marked_or_answered(data, markers.keys, markers.scopes) for data in elsewhere)
+    shown = [
+        _wrap(_IDS + _field(9, _field(1, b"gen_ai.system"))),
+        _wrap(_IDS, scope=_field(1, _field(1, b"pydantic-ai"))),
+        _field(1, _field(2, _field(1, _field(1, b"gen_ai")))),  # a scope block with no span
+    ]
+    assert not any(_marked_or_answered(data, markers.keys, markers.scopes) for data in shown)
+    mutants = _mutants(rng, randoms[:10] + requests[:10], 2000)
+    assert sum(_marked_or_answered(data, markers.keys, markers.scopes) for data in mutants) > 50
+
+
+def test_plain_index_refuses_markers_that_are_not_bytes() -> None:
+    assert _compiled is not None
+    with pytest.raises(TypeError, match="tuples of bytes"):
+        _compiled.plain_index(_wrap(_IDS), ("gen_ai.system",), ())
+    with pytest.raises(TypeError):
+        _compiled.plain_index(_wrap(_IDS), ())
 
 
 def test_span_table_reads_each_entry_and_trace_as_the_parsed_request_does() -> None:

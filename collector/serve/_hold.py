@@ -6,8 +6,11 @@ trace's first agent span and still be one extraction walks through (on the path 
 run). Forwarding it unread, as the pre-filter does with the spans of traces that are not an agent's, would
 misread that run. So the pre-filter holds those spans, as cheap bytes, until their trace decides:
 
-    plain spans of a trace not known to be an agent's ─→ held: a request whole, as received (unread), or
-    │                                                    single spans as their framed bytes (`held_carrier`)
+    plain spans of a trace not known to be an agent's ─→ held: a request whole, as received (unread), the
+    │                                                    rest of a request whose other spans went to the
+    │                                                    engine (`without_spans`), or single spans as their
+    │                                                    framed bytes (`held_carrier`: OTLP/JSON, or a
+    │                                                    request with spans refused for their ids)
     ├ a later span (or GenAI event) of the trace shows a marker ─→ `take`: to the engine, in arrival order
     ├ its root (no parent) has come and no span of it for `settle_ms` ─→ released: forwarded untouched
     ├ `hold_ms` after its first held span (its root is elsewhere, or never comes) ─→ released the same way

@@ -3,16 +3,19 @@
 The markers are the conventions' gates (`pipeline.markers`): a span carrying one of their attribute keys,
 or sent under one of their instrumentation scopes, makes its trace an agent trace, and every span of an
 agent trace goes to the pipeline. On the wire an attribute key is a `KeyValue.key` (field 1) and a scope
-name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`, so one compiled search over
-the request's bytes finds every marker at C speed, and a request without one is never walked in Python.
+name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`. A binary request is first
+walked by compiled code that validates it as the protobuf runtime would and tests each span's attribute keys
+and each scope's name against the markers exactly (`plain_request`); one with none is never parsed. Any other
+request is parsed, and one compiled search over its bytes finds every marker at C speed:
 
-    request bytes ─search markers─→ none: any span of a known agent trace? ─ no ─→ the request whole, unread
-                                  │   (a binary request before its parse: `plain_request`, the compiled walk
-                                  │    validating it and reading its traces; the runtime's parse where it can't)
-                                  └ some: walk the span entries, mark the spans holding one, and their traces
-                                          └→ per span: of an agent trace (pipeline) or not (held, as received)
+    binary request ─compiled walk (`_accel.plain_index`)─→ no marker on a span or scope, no span of a known
+    │                                                      agent trace: the request whole, unread
+    └ else: parsed ─search markers─→ none: any span of a known agent trace? ─ no ─→ the request whole
+                                   └ some: walk the span entries, mark the spans holding one, and their traces
+                                           └→ per span: of an agent trace (pipeline) or not (held: the rest of
+                                              the request as one, `without_spans`)
 
-A match is a superset test: the same bytes inside a value, an event's attribute or a resource attribute
+A match of the search is a superset test: the same bytes inside a value, an event's attribute or a resource attribute
 also match (a span then goes to the pipeline for nothing, which costs time, never a score). A span whose
 trace has shown no marker is not read: `CollectorPipeline` holds it as received until its trace decides
 (`_hold`), since behind a Collector it may be an ancestor whose marked descendants come later (a request
@@ -120,6 +123,8 @@ class WirePrefilter:
     def __init__(self, markers: Markers, capacity: int) -> None:
         self._pattern = _wire_pattern(markers.keys | markers.scopes)
         self._scopes = markers.scopes
+        self._markers = (tuple(key.encode() for key in markers.keys), tuple(scope.encode() for scope in markers.scopes))
+        """The markers as `plain_index` takes them."""
         self.traces: AgentTraces[bytes] = AgentTraces(capacity)
 
     def agent_spans(self, request: Any, data: bytes) -> tuple[list[bool], list[tuple[int, int]] | None] | PlainRequest:
@@ -153,12 +158,13 @@ class WirePrefilter:
         return [trace_id in known for trace_id in ids], offsets
 
     def plain_request(self, data: bytes) -> PlainRequest | None:
-        """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: no marker in
-        them, the compiled walk (`_accel.plain_index`) reads and validates them, and no trace is known to be an
-        agent's. None when any of that fails: parse the request and ask `agent_spans`."""
-        if plain_index is None or self._pattern.search(data) is not None:
+        """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: the compiled walk
+        (`_accel.plain_index`) reads and validates them and finds no marker on a span or scope (the exact test,
+        which the search `agent_spans` makes approximates), and no trace is known to be an agent's. None when any
+        of that fails: parse the request and ask `agent_spans`."""
+        if plain_index is None:
             return None
-        index = plain_index(data)
+        index = plain_index(data, *self._markers)
         if index is None:
             return None
         plain = PlainRequest(*index)

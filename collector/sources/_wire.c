@@ -112,7 +112,13 @@ static int utf8_ok(Slice s) {
 }
 
 static int all_ascii(Slice s) {
-    for (Py_ssize_t i = 0; i < s.n; i++)
+    Py_ssize_t i = 0;
+    for (; i + 8 <= s.n; i += 8) { /* a word at a time: most strings are long ASCII values */
+        uint64_t w;
+        memcpy(&w, s.p + i, 8);
+        if (w & 0x8080808080808080ull) return 0;
+    }
+    for (; i < s.n; i++)
         if (s.p[i] & 0x80) return 0;
     return 1;
 }
@@ -802,13 +808,43 @@ static const Shape SPAN = {.bytes_fields = (1u << 2), .strings = (1u << 3) | (1u
 static const Shape SCOPE = {.strings = (1u << 1) | (1u << 2), .kvs = 1u << 3, .varints = 1u << 4};
 static const Shape RESOURCE = {.kvs = 1u << 1, .varints = 1u << 2, .give_up = 1u << 3}; /* entity refs */
 
-/* `plain_index`' tally: spans per trace id, the trace ids of roots (spans with no parent), spans and blocks. */
+/* `plain_index`' tally: spans per trace id, the trace ids of roots (spans with no parent), spans and blocks;
+ * and the pre-filter's markers (tuples of bytes, or NULL): a span attribute key or a scope name among them
+ * stops the walk (GIVE_UP: the request is no plain one). */
 typedef struct {
     PyObject *counts;
     PyObject *roots;
     PyObject *last; /* the previous span's trace id (owned): a trace's spans mostly come together */
     Py_ssize_t spans, blocks;
+    PyObject *keys, *scopes;
 } Tally;
+
+static int is_marker(PyObject *markers, Slice s) {
+    if (markers == NULL) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers); i++) {
+        PyObject *marker = PyTuple_GET_ITEM(markers, i);
+        if (PyBytes_GET_SIZE(marker) == s.n && memcmp(PyBytes_AS_STRING(marker), s.p, (size_t)s.n) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Whether any field `number` (a string) of the message `body` is one of `markers`; 0 too when the body does not
+ * walk (its validation says so). */
+static int marks_field(Slice body, uint32_t number, PyObject *markers) {
+    if (markers == NULL) return 0;
+    Cursor c = {body.p, body.p + body.n};
+    uint32_t field, wire;
+    Slice s;
+    while (read_tag(&c, &field, &wire) == 1) {
+        if (field == number && wire == 2) {
+            if (!read_len(&c, &s)) return 0;
+            if (is_marker(markers, s)) return 1;
+        } else if (!skip_field(&c, wire)) {
+            return 0;
+        }
+    }
+    return 0;
+}
 
 static int tally_span(Slice body, Tally *k) {
     Cursor c = {body.p, body.p + body.n};
@@ -823,6 +859,9 @@ static int tally_span(Slice body, Tally *k) {
         } else if (field == 11 || field == 13 || field == 15) { /* events, links, status */
             if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
             if ((r = validate_message(s, field == 11 ? &EVENT : field == 13 ? &LINK : &STATUS)) != 1) return r;
+        } else if (field == 9 && k->keys != NULL) { /* an attribute: its key may be a marker */
+            if (wire != 2 || !read_len(&c, &s) || marks_field(s, 1, k->keys)) return GIVE_UP;
+            if ((r = validate_key_value(s, 0)) != 1) return r;
         } else if ((r = validate_field(&c, field, wire, &SPAN)) != 1) {
             return r;
         }
@@ -863,6 +902,7 @@ static int tally_level(Slice body, int level, Tally *k) {
             k->blocks++;
             r = tally_level(s, 1, k);
         } else if (field == 1) {
+            if (level == 2 && marks_field(s, 1, k->scopes)) return GIVE_UP; /* the scope's name */
             r = validate_message(s, level == 1 ? &RESOURCE : &SCOPE);
         } else if (field == 2) {
             if (level == 1) k->blocks++;
@@ -877,12 +917,29 @@ static int tally_level(Slice body, int level, Tally *k) {
 
 /* (spans per trace id, trace ids of the roots, spans, resource and scope blocks) of an OTLP trace export,
  * read from its bytes and validated as the decoder validates them (when this answers, the runtime parses
- * the bytes); None when it cannot say. */
-static PyObject *plain_index(PyObject *module, PyObject *arg) {
+ * the bytes); None when it cannot say, or (given the pre-filter's markers) when a span attribute key or a
+ * scope name is a marker: the exact test the pre-filter's search over the bytes approximates. */
+static int bytes_tuple(PyObject *markers) {
+    if (!PyTuple_Check(markers)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers); i++)
+        if (!PyBytes_Check(PyTuple_GET_ITEM(markers, i))) return 0;
+    return 1;
+}
+
+static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
+    if (nargs != 1 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "plain_index(data) or plain_index(data, keys, scopes)");
+        return NULL;
+    }
+    PyObject *keys = nargs == 3 ? args[1] : NULL, *scopes = nargs == 3 ? args[2] : NULL;
+    if (nargs == 3 && (!bytes_tuple(keys) || !bytes_tuple(scopes))) {
+        PyErr_SetString(PyExc_TypeError, "plain_index: the markers are two tuples of bytes");
+        return NULL;
+    }
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0};
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, keys, scopes};
     int r = k.counts != NULL && k.roots != NULL ? 1 : FAILED;
     if (r == 1) r = tally_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
     PyBuffer_Release(&view);
@@ -1135,8 +1192,9 @@ static PyMethodDef methods[] = {
      "The spans of an OTLP ExportTraceServiceRequest as SpanRecords, or None: decode them the usual way."},
     {"span_table", span_table, METH_O,
      "([(start, end) of each framed spans entry], [its trace id]) of an OTLP trace export, or None."},
-    {"plain_index", plain_index, METH_O,
-     "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None."},
+    {"plain_index", (PyCFunction)(void (*)(void))plain_index, METH_FASTCALL,
+     "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None; with marker "
+     "keys and scopes (tuples of bytes), None too when a span attribute key or a scope name is one of them."},
     {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
      "A framed spans entry as a SpanRecord with the given resource and scope, or None."},
     {"score_record", (PyCFunction)(void (*)(void))score_record, METH_FASTCALL,

@@ -54,7 +54,8 @@ def otlp_json(data: bytes) -> None:
 
 def wire_accel(data: bytes) -> None:
     """The compiled span decoder against the pure-Python path: the same records, or it leaves them to it; and
-    `serve`'s compiled request walks (`plain_index`, `span_table`) against the parsed request."""
+    `serve`'s compiled request walks (`plain_index`, with and without the markers, `span_table`) against the
+    parsed request."""
     from toolscore.collector.serve._prefilter import PlainRequest, parsed_traces, span_offsets
     from toolscore.collector.sources._accel import load
     from toolscore.collector.sources.errors import SpanDecodeError
@@ -76,10 +77,30 @@ def wire_accel(data: bytes) -> None:
         assert repr(fast) == repr(spans_from_request(request))  # repr: a NaN equals a NaN
     if index is not None:
         assert PlainRequest(*index) == parsed_traces(request)
+        markers = _markers()
+        marked = compiled.plain_index(data, *markers)
+        shows = any(
+            ss.scope.name.encode() in markers[1]
+            or any(kv.key.encode() in markers[0] for s in ss.spans for kv in s.attributes)
+            for rs in request.resource_spans
+            for ss in rs.scope_spans
+        )
+        assert (marked is None) == shows
+        assert marked is None or marked == index
     table = compiled.span_table(data)
     if table is not None:
         ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
         assert table == (span_offsets(data), ids)
+
+
+@functools.cache
+def _markers() -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """The pre-filter's markers as `plain_index` takes them."""
+    from toolscore.collector.pipeline.markers import convention_markers
+
+    markers = convention_markers()
+    assert markers is not None
+    return tuple(k.encode() for k in markers.keys), tuple(s.encode() for s in markers.scopes)
 
 
 @functools.cache
