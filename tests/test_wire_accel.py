@@ -444,6 +444,60 @@ def test_plain_index_with_the_markers_gives_up_exactly_where_a_span_or_scope_sho
     assert sum(_marked_or_answered(data, markers.keys, markers.scopes) for data in mutants) > 50
 
 
+def _table_with_markers_or_none(data: bytes, keys: frozenset[str], scopes: frozenset[str], exact: bool = True) -> bool:
+    """Whether `span_table` with the markers answered bytes the runtime parses; fails unless its offsets and ids are
+    those without them, its marked spans those that show a marker key or scope name (a superset of them where
+    a span repeats a key's field or a block its scope, which the runtime merges: not `exact`), and its flags each
+    span's root and ids."""
+    from toolscore.collector.serve._prefilter import SPAN_IDS_OK, SPAN_ROOT
+    from toolscore.collector.sources.otlp_proto import ids_ok
+
+    assert _compiled is not None
+    table = _compiled.span_table(data, tuple(k.encode() for k in keys), tuple(s.encode() for s in scopes))
+    if table is None:
+        assert _compiled.span_table(data) is None
+        return False
+    offsets, ids, marked, flags = table
+    assert (offsets, ids) == _compiled.span_table(data)
+    try:
+        request = parse_trace_export(data)
+    except SpanDecodeError:
+        return False
+    spans = [(ss.scope.name, span) for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+    shows = [
+        i for i, (scope, span) in enumerate(spans) if scope in scopes or any(kv.key in keys for kv in span.attributes)
+    ]
+    assert marked == shows if exact else set(shows) <= set(marked)
+    expected = [
+        (SPAN_ROOT if not span.parent_span_id else 0) | (SPAN_IDS_OK if ids_ok(span) else 0) for _, span in spans
+    ]
+    assert list(flags) == expected
+    return True
+
+
+def test_span_table_with_the_markers_reads_the_marked_spans_roots_and_ids_as_the_parsed_request() -> None:
+    from toolscore.collector.pipeline.markers import convention_markers
+
+    markers = convention_markers()
+    assert markers is not None
+    rng = random.Random(19)
+    files = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    requests, _ = mixed_batches(0.1, together=True, spans=2_000, per_request=100)
+    odd = [
+        _wrap(Span(trace_id=bytes(16), span_id=b"\x02" * 8).SerializeToString()),  # a zero trace id
+        _wrap(Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 7).SerializeToString()),  # a short span id
+        _wrap(_IDS + _field(4, b"\x04" * 3)),  # a parent id of 3 bytes
+        _wrap(_IDS + _field(4, b"\x04" * 8) + _field(4, b"")),  # the last parent empty: a root
+        _wrap(_IDS + _field(9, _field(1, b"x") + _field(1, b"gen_ai.system"))),  # a key field twice
+    ]
+    seeds = files + requests + [_request(rng) for _ in range(300)] + odd
+    assert all(_table_with_markers_or_none(data, markers.keys, markers.scopes) for data in seeds)
+    answered = sum(
+        _table_with_markers_or_none(data, markers.keys, markers.scopes) for data in _mutants(rng, seeds, 1500)
+    )
+    assert answered > 100
+
+
 def test_plain_index_refuses_markers_that_are_not_bytes() -> None:
     assert _compiled is not None
     with pytest.raises(TypeError, match="tuples of bytes"):

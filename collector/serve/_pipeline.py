@@ -39,6 +39,7 @@ import itertools
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,7 @@ from toolscore.collector.serve._carrier import (
 from toolscore.collector.serve._encode import span_entries, without_spans
 from toolscore.collector.serve._hold import PlainHold
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
-from toolscore.collector.serve._prefilter import PlainRequest, WirePrefilter
+from toolscore.collector.serve._prefilter import PlainRequest, SpanPlan, WirePrefilter, all_ids_ok, roots
 from toolscore.collector.serve._regroup import RequestSink
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.forward._judge_spans import judge_tracer
@@ -197,18 +198,24 @@ class CollectorPipeline:
             deadline = start + self.config.overload_wait_ms / 1000
             agent: list[bool] | None = None
             offsets: list[tuple[int, int]] | None = None
+            walked: SpanPlan | None = None
             if self.prefilter is not None and total:
                 wire = request.SerializeToString() if data is None else data  # OTLP/JSON: its protobuf bytes
                 plan = self.prefilter.agent_spans(request, wire)
                 if isinstance(plan, PlainRequest):
                     return self._hold_whole(plan, wire, total, start, deadline)
-                agent, offsets = plan
-                offsets = offsets if data is not None else None
+                agent, offsets = plan.agent, plan.offsets if data is not None else None
+                walked = plan if offsets is not None and all_ids_ok(plan) else None
             # before the walk too, so that a request refused at once is not walked
             reason, waited = self._room(total, deadline, self._overload)
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
-            carriers, passing, stats = _carriers(request, data, total, agent, offsets)
+            passing: list[Carrier] = []
+            stats: DecodeStats | None = None
+            if walked is not None and data is not None:  # only the agent traces' spans are read one by one
+                carriers = _agent_carriers(request, data, walked)
+            else:
+                carriers, passing, stats = _carriers(request, data, total, agent, offsets)
             hold = self.hold
             early = {span.trace_id for span, _, _ in carriers} if hold is not None else ()
             while True:
@@ -224,13 +231,13 @@ class CollectorPipeline:
                 waited = waited or again
                 if reason is not None:
                     return self._refuse(reason, total, start if waited else None)
-            if passing:  # once the request is taken: a refused one comes again whole
-                if hold is not None:
-                    self._hold_rest(hold, passing, data, offsets if stats is None else None, agent)
-                else:
-                    self.telemetry.spans_received(len(passing))
-                    self.sink.release(passing)
-                    self.telemetry.spans_passed(len(passing))
+            # once the request is taken: a refused one comes again whole
+            if walked is not None and data is not None and len(carriers) < total:
+                self._hold_rest(request, data, walked, [])
+            elif passing and data is not None and offsets is not None and agent is not None and stats is None:
+                self._hold_rest(request, data, SpanPlan(agent, offsets), passing)
+            elif passing:
+                self._pass_on(passing)
             if waited:
                 self.telemetry.request_waited(time.monotonic() - start, "accepted")
             typical = self._typical_spans
@@ -270,34 +277,44 @@ class CollectorPipeline:
         self._take_known(plain.counts)
         return IngestResult()
 
-    def _hold_rest(
-        self,
-        hold: PlainHold,
-        passing: list[Carrier],
-        data: bytes | None,
-        offsets: list[tuple[int, int]] | None,
-        agent: list[bool] | None,
-    ) -> None:
-        """The spans of a request that are of no agent trace (`passing`), held until their traces decide: as one
-        request, the received one without its other spans (`without_spans`), where its bytes and their offsets
-        are at hand and every other span went to the engine; else each span as its own bytes."""
-        counts: dict[bytes, int] = {}
-        roots: set[bytes] = set()
-        for span, _, _ in passing:
-            trace_id = span.trace_id
-            counts[trace_id] = counts.get(trace_id, 0) + 1
-            if not span.parent_span_id:
-                roots.add(trace_id)
-        rest = None
-        if data is not None and offsets is not None and agent is not None and len(offsets) == len(agent):
-            try:
-                rest = without_spans(data, offsets, [i for i, of_agent in enumerate(agent) if of_agent])
-            except (IndexError, ValueError):
-                rest = None
-        if rest is None:
-            hold.hold_spans(passing)
+    def _pass_on(self, passing: list[Carrier]) -> None:
+        """Spans of no agent trace: held, each as its bytes, until their traces decide; forwarded at once when the
+        pre-filter is off."""
+        if self.hold is not None:
+            self.hold.hold_spans(passing)
+            self._take_known({span.trace_id for span, _, _ in passing})
         else:
-            hold.hold_request(rest, counts, roots, len(passing))
+            self.telemetry.spans_received(len(passing))
+            self.sink.release(passing)
+            self.telemetry.spans_passed(len(passing))
+
+    def _hold_rest(
+        self, request: ExportTraceServiceRequest, data: bytes, plan: SpanPlan, passing: list[Carrier]
+    ) -> None:
+        """A request's spans of no agent trace, held until their traces decide as one request: the received one
+        without its other spans (`without_spans`). Their traces and roots are read from the compiled walk where
+        it ran (`plan.flags`), else from `passing`, their carriers."""
+        hold = self.hold
+        assert hold is not None
+        assert plan.offsets is not None
+        counts: dict[bytes, int] = {}
+        root_traces: set[bytes] = set()
+        if plan.ids is not None:
+            plain = [not of_agent for of_agent in plan.agent]
+            counts = dict(Counter(itertools.compress(plan.ids, plain)))
+            root_traces = {plan.ids[i] for i in roots(plan) if plain[i]}
+        else:
+            for span, _, _ in passing:
+                trace_id = span.trace_id
+                counts[trace_id] = counts.get(trace_id, 0) + 1
+                if not span.parent_span_id:
+                    root_traces.add(trace_id)
+        try:
+            rest = without_spans(data, plan.offsets, list(itertools.compress(range(len(plan.agent)), plan.agent)))
+        except (IndexError, ValueError):  # not expected of walked bytes: each span held alone instead
+            hold.hold_spans(passing or _carriers(request, data, len(plan.agent), plan.agent, plan.offsets)[1])
+        else:
+            hold.hold_request(rest, counts, root_traces, sum(counts.values()))
         self._take_known(counts)
 
     def _take_known(self, trace_ids: Iterable[bytes]) -> None:
@@ -500,6 +517,32 @@ def _failed(what: str, error: Exception) -> IngestResult:
     """The answer for a request whose ingest raised (logged with its traceback): a receiver is never raised into."""
     _log.exception("ingesting %s failed", what)
     return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
+
+
+def _agent_carriers(request: ExportTraceServiceRequest, data: bytes, plan: SpanPlan) -> list[Carrier]:
+    """The spans `plan` says are of agent traces, each with its blocks and received bytes, taken from the parsed
+    request by position: the others are not read one by one (`_carriers` reads every span)."""
+    wanted = list(itertools.compress(range(len(plan.agent)), plan.agent))
+    carriers: list[Carrier] = []
+    if not wanted:
+        return carriers
+    assert plan.offsets is not None
+    view = memoryview(data)
+    k = base = 0
+    for resource_spans in request.resource_spans:
+        resource: ResourceBlock | None = None
+        for scope_spans in resource_spans.scope_spans:
+            spans = scope_spans.spans
+            end = base + len(spans)
+            if k < len(wanted) and wanted[k] < end:
+                resource = resource or ResourceBlock(resource_spans)
+                block = ScopeBlock(resource, scope_spans)
+                while k < len(wanted) and wanted[k] < end:
+                    at, stop = plan.offsets[wanted[k]]
+                    carriers.append((spans[wanted[k] - base], block, view[at:stop]))
+                    k += 1
+            base = end
+    return carriers
 
 
 def _carriers(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -37,7 +38,17 @@ from toolscore.collector.pipeline.markers import AgentTraces, Markers
 from toolscore.collector.serve._encode import _entries, varint
 from toolscore.collector.sources._accel import plain_index, span_table
 
-__all__ = ["PlainRequest", "WirePrefilter", "parsed_traces", "request_traces"]
+__all__ = [
+    "SPAN_IDS_OK",
+    "SPAN_ROOT",
+    "PlainRequest",
+    "SpanPlan",
+    "WirePrefilter",
+    "all_ids_ok",
+    "parsed_traces",
+    "request_traces",
+    "roots",
+]
 
 _ZERO_TRACE = bytes(16)
 
@@ -78,6 +89,34 @@ def _offsets_and_ids(request: Any, data: bytes) -> tuple[list[tuple[int, int]] |
         return table
     ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
     return span_offsets(data), ids
+
+
+class SpanPlan(NamedTuple):
+    """A request with spans of agent traces: which of its spans are (per span, in request order)."""
+
+    agent: list[bool]
+    offsets: list[tuple[int, int]] | None
+    """Each span's framed entry in the request's bytes, (start, end), when walked."""
+    ids: list[bytes] | None = None
+    """Each span's trace id, from the compiled walk."""
+    flags: bytes | None = None
+    """Each span's `SPAN_ROOT` and `SPAN_IDS_OK` bits, from the compiled walk."""
+
+
+SPAN_ROOT, SPAN_IDS_OK = 1, 2
+"""`SpanPlan.flags` bits: the span has no parent; its ids are as `otlp_proto.ids_ok` wants them."""
+_ROOTS = re.compile(b"[\x01\x03]")
+_IDS_NOT_OK = re.compile(b"[\x00\x01]")
+
+
+def all_ids_ok(plan: SpanPlan) -> bool:
+    """Whether every span of a walked plan has usable ids (`otlp_proto.ids_ok`)."""
+    return plan.flags is not None and _IDS_NOT_OK.search(plan.flags) is None
+
+
+def roots(plan: SpanPlan) -> list[int]:
+    """The indices of a walked plan's spans with no parent."""
+    return [match.start() for match in _ROOTS.finditer(plan.flags or b"")]
 
 
 class PlainRequest(NamedTuple):
@@ -127,19 +166,24 @@ class WirePrefilter:
         """The markers as `plain_index` takes them."""
         self.traces: AgentTraces[bytes] = AgentTraces(capacity)
 
-    def agent_spans(self, request: Any, data: bytes) -> tuple[list[bool], list[tuple[int, int]] | None] | PlainRequest:
+    def agent_spans(self, request: Any, data: bytes) -> SpanPlan | PlainRequest:
         """Per span of `request` (serialized as `data`), in request order, whether it is of an agent trace, with
-        the spans' offsets in `data` when walked; a `PlainRequest` when none is (the request may be held whole)."""
+        the spans' offsets in `data` when walked (`SpanPlan`); a `PlainRequest` when none is (the request may be
+        held whole). The compiled walk (`_accel.span_table`) reads the markers exactly where it is built; else
+        a search of the bytes finds where they may be, and the parsed request says which spans hold them."""
+        table = span_table(data, *self._markers) if span_table is not None else None
+        if table is not None:
+            return self._walked(request, *table)
         hits = [match.start() for match in self._pattern.finditer(data)]
         if not hits:
             plain = request_traces(request, data)
             if self._holdable(plain):
                 return plain
             if not self._ids_ok(plain):
-                return [True] * plain.spans, None  # bad trace ids: the pipeline's checks reject and report them
+                return SpanPlan([True] * plain.spans, None)  # bad trace ids: the pipeline's checks reject and report
             known = self.traces
             ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
-            return [trace_id in known for trace_id in ids], None
+            return SpanPlan([trace_id in known for trace_id in ids], None)
         offsets, ids = _offsets_and_ids(request, data)
         marked: list[bool] = []
         scopes = self._scopes
@@ -147,7 +191,7 @@ class WirePrefilter:
             for ss in rs.scope_spans:
                 marked += [ss.scope.name in scopes] * len(ss.spans)
         if offsets is None or len(offsets) != len(ids) or len(marked) != len(ids):
-            return [True] * len(marked), None  # unwalkable: the pipeline reads every span, as without the filter
+            return SpanPlan([True] * len(marked), None)  # unwalkable: the pipeline reads every span
         starts = [start for start, _ in offsets]
         for hit in hits:
             i = bisect.bisect_right(starts, hit) - 1
@@ -155,7 +199,23 @@ class WirePrefilter:
                 marked[i] = True
         known = self.traces
         known.add_all({trace_id for trace_id, mark in zip(ids, marked, strict=True) if mark})
-        return [trace_id in known for trace_id in ids], offsets
+        return SpanPlan([trace_id in known for trace_id in ids], offsets)
+
+    def _walked(
+        self, request: Any, offsets: list[tuple[int, int]], ids: list[bytes], marked: list[int], flags: bytes
+    ) -> SpanPlan | PlainRequest:
+        """`agent_spans` from the compiled walk's table: the spans that show a marker, and each span's trace,
+        ids and root flags."""
+        known = self.traces
+        if marked:
+            known.add_all({ids[i] for i in marked})
+        agent = [trace_id in known for trace_id in ids]
+        plan = SpanPlan(agent, offsets, ids, flags)
+        if True in agent or not all_ids_ok(plan):
+            return plan
+        blocks = sum(1 + len(resource_spans.scope_spans) for resource_spans in request.resource_spans)
+        plain = PlainRequest(dict(Counter(ids)), {ids[i] for i in roots(plan)}, len(ids), blocks)
+        return plain if self._holdable(plain) else plan
 
     def plain_request(self, data: bytes) -> PlainRequest | None:
         """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: the compiled walk

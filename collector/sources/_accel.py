@@ -8,10 +8,12 @@ the spans per trace id, the trace ids of the roots, and the span and block count
 the decoder validates (`serve` holds a request without an agent's span from its bytes alone), or None where it
 cannot say; `plain_index(data, keys, scopes)` is None too where a span attribute key or a scope name is one of
 the pre-filter's markers (tuples of bytes). `span_table(data)` gives the offsets of each framed span entry and
-its trace id, for a parsed request. `score_record(...)` goes the other way: it encodes one evaluation log
-record (`telemetry.direct_logs`' `encode_score_record`). All five are None when the extension is missing (no C
-compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set to anything but empty
-or 0, which runs the pure-Python path alone (`make test-oldest` does, so the whole unit suite runs on it too).
+its trace id, for a parsed request; `span_table(data, keys, scopes)` also the indices of the spans that show a
+marker and a flags byte per span (its root and ids bits, `serve._prefilter.SpanPlan`). `score_record(...)`
+goes the other way: it encodes one evaluation log record (`telemetry.direct_logs`' `encode_score_record`). All
+five are None when the extension is missing (no C compiler at install: `setup.py` builds it as optional) or
+`TOOLSCORE_PURE_PYTHON` is set to anything but empty or 0, which runs the pure-Python path alone (`make
+test-oldest` does, so the whole unit suite runs on it too).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ _module = load()
 decode_spans: Callable[[bytes], list[SpanRecord] | None] | None = None
 decode_span_entry: Callable[[bytes | memoryview, dict[str, Any], str], SpanRecord | None] | None = None
 plain_index: Callable[..., tuple[dict[bytes, int], set[bytes], int, int] | None] | None = None
-span_table: Callable[[bytes], tuple[list[tuple[int, int]], list[bytes]] | None] | None = None
+span_table: Callable[..., tuple[Any, ...] | None] | None = None
 score_record: Callable[[int, int, bytes, float, str, str, bytes, bytes], bytes | None] | None = None
 if _module is not None:
     decode_spans, decode_span_entry = _module.decode_spans, _module.decode_span_entry

@@ -919,6 +919,22 @@ static int tally_level(Slice body, int level, Tally *k) {
  * read from its bytes and validated as the decoder validates them (when this answers, the runtime parses
  * the bytes); None when it cannot say, or (given the pre-filter's markers) when a span attribute key or a
  * scope name is a marker: the exact test the pre-filter's search over the bytes approximates. */
+/* Whether a ScopeSpans' scope (field 1, an InstrumentationScope) has a name among `scopes`. */
+static int scope_shows(Slice scope_spans, PyObject *scopes) {
+    Cursor c = {scope_spans.p, scope_spans.p + scope_spans.n};
+    uint32_t field, wire;
+    Slice s;
+    while (read_tag(&c, &field, &wire) == 1) {
+        if (field == 1 && wire == 2) {
+            if (!read_len(&c, &s)) return 0;
+            if (marks_field(s, 1, scopes)) return 1;
+        } else if (!skip_field(&c, wire)) {
+            return 0;
+        }
+    }
+    return 0;
+}
+
 static int bytes_tuple(PyObject *markers) {
     if (!PyTuple_Check(markers)) return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers); i++)
@@ -951,12 +967,19 @@ static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t
     return out;
 }
 
-/* `span_table`: each `spans` entry's (tag start, end) offsets and its span's trace id, in request order. */
+/* `span_table`: each `spans` entry's (tag start, end) offsets and its span's trace id, in request order; given the
+ * pre-filter's markers, also the indices of the spans that show one (`marked`) and a flags byte per span. */
 typedef struct {
     const uint8_t *base;
     PyObject *offsets, *ids;
     PyObject *last; /* the previous span's trace id (borrowed from `ids`) */
+    PyObject *keys, *scopes, *marked, *flags; /* NULL without markers */
+    int scope_marked; /* the current scope's name is a marker */
+    Py_ssize_t n;
 } Table;
+
+#define SPAN_ROOT 1   /* no parent span id */
+#define SPAN_IDS_OK 2 /* ids as `otlp_proto.ids_ok` wants them: 16-byte and 8-byte non-zero ids, parent empty or 8 */
 
 static int table_level(Slice body, int level, Table *k) {
     Cursor c = {body.p, body.p + body.n};
@@ -972,22 +995,42 @@ static int table_level(Slice body, int level, Table *k) {
         }
         if (!read_len(&c, &s)) return GIVE_UP;
         if (level < 2) {
+            /* a ScopeSpans: its scope's name, wherever the scope comes in it (the runtime merges repeats) */
+            k->scope_marked = level == 1 && k->scopes != NULL && scope_shows(s, k->scopes);
             if ((r = table_level(s, level + 1, k)) != 1) return r;
             continue;
         }
         Cursor sc = {s.p, s.p + s.n};
         uint32_t f2, w2;
-        int t2;
-        Slice trace = {(const uint8_t *)"", 0}, v;
+        int t2, marked = k->scope_marked;
+        Slice trace = {(const uint8_t *)"", 0}, span = {(const uint8_t *)"", 0}, parent = span, v;
         while ((t2 = read_tag(&sc, &f2, &w2)) == 1) {
-            if (f2 == 1 && w2 == 2) {
+            if ((f2 == 1 || f2 == 2 || f2 == 4 || f2 == 9) && w2 == 2) { /* ids (the last one counts), attributes */
                 if (!read_len(&sc, &v)) return GIVE_UP;
-                trace = v;
+                if (f2 == 1) trace = v;
+                else if (f2 == 2) span = v;
+                else if (f2 == 4) parent = v;
+                else if (!marked && k->keys != NULL) marked = marks_field(v, 1, k->keys);
             } else if (!skip_field(&sc, w2)) {
                 return GIVE_UP;
             }
         }
         if (t2 < 0) return GIVE_UP;
+        if (k->flags != NULL) {
+            int ok = trace.n == 16 && span.n == 8 && (parent.n == 0 || parent.n == 8) && !is_zero(trace.p, 16) &&
+                     !is_zero(span.p, 8);
+            char flag = (char)((parent.n == 0 ? SPAN_ROOT : 0) | (ok ? SPAN_IDS_OK : 0));
+            if (PyByteArray_Resize(k->flags, k->n + 1) < 0) return FAILED;
+            PyByteArray_AS_STRING(k->flags)[k->n] = flag;
+            if (marked) {
+                PyObject *index = PyLong_FromSsize_t(k->n);
+                if (index == NULL) return FAILED;
+                int listed = PyList_Append(k->marked, index);
+                Py_DECREF(index);
+                if (listed < 0) return FAILED;
+            }
+        }
+        k->n++;
         PyObject *key = trace_key(k->last, trace);
         if (key == NULL) return FAILED;
         int listed = PyList_Append(k->ids, key);
@@ -1005,17 +1048,39 @@ static int table_level(Slice body, int level, Table *k) {
 
 /* ([(start, end) of each framed `spans` entry], [its span's trace id]) of an OTLP trace export, in request
  * order, from its framing alone (for bytes the protobuf runtime parsed); None when the bytes do not walk. */
-static PyObject *span_table(PyObject *module, PyObject *arg) {
+static PyObject *span_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
+    if (nargs != 1 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "span_table(data) or span_table(data, keys, scopes)");
+        return NULL;
+    }
+    PyObject *keys = nargs == 3 ? args[1] : NULL, *scopes = nargs == 3 ? args[2] : NULL;
+    if (nargs == 3 && (!bytes_tuple(keys) || !bytes_tuple(scopes))) {
+        PyErr_SetString(PyExc_TypeError, "span_table: the markers are two tuples of bytes");
+        return NULL;
+    }
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL};
-    int r = k.offsets != NULL && k.ids != NULL ? 1 : FAILED;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL, keys, scopes, NULL, NULL, 0, 0};
+    if (nargs == 3) {
+        k.marked = PyList_New(0);
+        k.flags = PyByteArray_FromStringAndSize(NULL, 0);
+    }
+    int r = k.offsets != NULL && k.ids != NULL && (nargs == 1 || (k.marked != NULL && k.flags != NULL)) ? 1 : FAILED;
     if (r == 1) r = table_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
     PyBuffer_Release(&view);
-    PyObject *out = r == 1 ? PyTuple_Pack(2, k.offsets, k.ids) : NULL;
+    PyObject *out = NULL;
+    if (r == 1 && nargs == 1) {
+        out = PyTuple_Pack(2, k.offsets, k.ids);
+    } else if (r == 1) {
+        PyObject *flags = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(k.flags), PyByteArray_GET_SIZE(k.flags));
+        out = flags != NULL ? PyTuple_Pack(4, k.offsets, k.ids, k.marked, flags) : NULL;
+        Py_XDECREF(flags);
+    }
     Py_XDECREF(k.offsets);
     Py_XDECREF(k.ids);
+    Py_XDECREF(k.marked);
+    Py_XDECREF(k.flags);
     if (r == GIVE_UP) Py_RETURN_NONE;
     return out;
 }
@@ -1190,8 +1255,9 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the record types: configure(SpanRecord, SpanEvent)."},
     {"decode_spans", decode_spans, METH_O,
      "The spans of an OTLP ExportTraceServiceRequest as SpanRecords, or None: decode them the usual way."},
-    {"span_table", span_table, METH_O,
-     "([(start, end) of each framed spans entry], [its trace id]) of an OTLP trace export, or None."},
+    {"span_table", (PyCFunction)(void (*)(void))span_table, METH_FASTCALL,
+     "([(start, end) of each framed spans entry], [its trace id]) of an OTLP trace export, or None; with marker "
+     "keys and scopes, also [indices of the spans showing one] and a flags byte per span (1: root, 2: ids ok)."},
     {"plain_index", (PyCFunction)(void (*)(void))plain_index, METH_FASTCALL,
      "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None; with marker "
      "keys and scopes (tuples of bytes), None too when a span attribute key or a scope name is one of them."},

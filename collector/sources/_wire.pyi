@@ -10,7 +10,9 @@ def decode_span_entry(
 def plain_index(
     data: bytes | bytearray | memoryview, keys: tuple[bytes, ...] = ..., scopes: tuple[bytes, ...] = ..., /
 ) -> tuple[dict[bytes, int], set[bytes], int, int] | None: ...
-def span_table(data: bytes | bytearray | memoryview, /) -> tuple[list[tuple[int, int]], list[bytes]] | None: ...
+def span_table(
+    data: bytes | bytearray | memoryview, keys: tuple[bytes, ...] = ..., scopes: tuple[bytes, ...] = ..., /
+) -> tuple[list[tuple[int, int]], list[bytes]] | tuple[list[tuple[int, int]], list[bytes], list[int], bytes] | None: ...
 def score_record(
     time_ns: int,
     severity: int,

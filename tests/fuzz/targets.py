@@ -59,7 +59,7 @@ def wire_accel(data: bytes) -> None:
     from toolscore.collector.serve._prefilter import PlainRequest, parsed_traces, span_offsets
     from toolscore.collector.sources._accel import load
     from toolscore.collector.sources.errors import SpanDecodeError
-    from toolscore.collector.sources.otlp_proto import parse_trace_export, spans_from_request
+    from toolscore.collector.sources.otlp_proto import ids_ok, parse_trace_export, spans_from_request
 
     compiled = load({})
     if compiled is None:
@@ -89,8 +89,18 @@ def wire_accel(data: bytes) -> None:
         assert marked is None or marked == index
     table = compiled.span_table(data)
     if table is not None:
-        ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
-        assert table == (span_offsets(data), ids)
+        spans = [(ss.scope.name, span) for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
+        assert table == (span_offsets(data), [span.trace_id for _, span in spans])
+        keys, scopes = _markers()
+        offsets, ids, marked, flags = compiled.span_table(data, keys, scopes)
+        assert (offsets, ids) == table
+        shows = {
+            i
+            for i, (scope, span) in enumerate(spans)
+            if scope.encode() in scopes or any(kv.key.encode() in keys for kv in span.attributes)
+        }
+        assert shows <= set(marked)  # a superset where fields repeat (the runtime merges them)
+        assert list(flags) == [(0 if span.parent_span_id else 1) | (2 if ids_ok(span) else 0) for _, span in spans]
 
 
 @functools.cache
