@@ -808,6 +808,22 @@ static const Shape SPAN = {.bytes_fields = (1u << 2), .strings = (1u << 3) | (1u
 static const Shape SCOPE = {.strings = (1u << 1) | (1u << 2), .kvs = 1u << 3, .varints = 1u << 4};
 static const Shape RESOURCE = {.kvs = 1u << 1, .varints = 1u << 2, .give_up = 1u << 3}; /* entity refs */
 
+/* The pre-filter's markers, a tuple of bytes (NULL: none), with a bit per length under 64 that one of them has:
+ * most attribute keys are no marker's length, and are ruled out by that bit alone. */
+typedef struct {
+    PyObject *tuple;
+    uint64_t lengths;
+} Markers;
+
+static Markers markers_of(PyObject *tuple) {
+    Markers m = {tuple, 0};
+    for (Py_ssize_t i = 0; tuple != NULL && i < PyTuple_GET_SIZE(tuple); i++) {
+        Py_ssize_t n = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tuple, i));
+        m.lengths |= n < 64 ? 1ull << n : 1ull << 63; /* bit 63: 63 bytes or more, compared in full */
+    }
+    return m;
+}
+
 /* `plain_index`' tally: spans per trace id, the trace ids of roots (spans with no parent), spans and blocks;
  * and the pre-filter's markers (tuples of bytes, or NULL): a span attribute key or a scope name among them
  * stops the walk (GIVE_UP: the request is no plain one). */
@@ -816,13 +832,13 @@ typedef struct {
     PyObject *roots;
     PyObject *last; /* the previous span's trace id (owned): a trace's spans mostly come together */
     Py_ssize_t spans, blocks;
-    PyObject *keys, *scopes;
+    Markers keys, scopes;
 } Tally;
 
-static int is_marker(PyObject *markers, Slice s) {
-    if (markers == NULL) return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers); i++) {
-        PyObject *marker = PyTuple_GET_ITEM(markers, i);
+static int is_marker(const Markers *markers, Slice s) {
+    if (markers->tuple == NULL || !(markers->lengths >> (s.n < 64 ? s.n : 63) & 1)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers->tuple); i++) {
+        PyObject *marker = PyTuple_GET_ITEM(markers->tuple, i);
         if (PyBytes_GET_SIZE(marker) == s.n && memcmp(PyBytes_AS_STRING(marker), s.p, (size_t)s.n) == 0) return 1;
     }
     return 0;
@@ -830,8 +846,8 @@ static int is_marker(PyObject *markers, Slice s) {
 
 /* Whether any field `number` (a string) of the message `body` is one of `markers`; 0 too when the body does not
  * walk (its validation says so). */
-static int marks_field(Slice body, uint32_t number, PyObject *markers) {
-    if (markers == NULL) return 0;
+static int marks_field(Slice body, uint32_t number, const Markers *markers) {
+    if (markers->tuple == NULL) return 0;
     Cursor c = {body.p, body.p + body.n};
     uint32_t field, wire;
     Slice s;
@@ -859,8 +875,8 @@ static int tally_span(Slice body, Tally *k) {
         } else if (field == 11 || field == 13 || field == 15) { /* events, links, status */
             if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
             if ((r = validate_message(s, field == 11 ? &EVENT : field == 13 ? &LINK : &STATUS)) != 1) return r;
-        } else if (field == 9 && k->keys != NULL) { /* an attribute: its key may be a marker */
-            if (wire != 2 || !read_len(&c, &s) || marks_field(s, 1, k->keys)) return GIVE_UP;
+        } else if (field == 9 && k->keys.tuple != NULL) { /* an attribute: its key may be a marker */
+            if (wire != 2 || !read_len(&c, &s) || marks_field(s, 1, &k->keys)) return GIVE_UP;
             if ((r = validate_key_value(s, 0)) != 1) return r;
         } else if ((r = validate_field(&c, field, wire, &SPAN)) != 1) {
             return r;
@@ -902,7 +918,7 @@ static int tally_level(Slice body, int level, Tally *k) {
             k->blocks++;
             r = tally_level(s, 1, k);
         } else if (field == 1) {
-            if (level == 2 && marks_field(s, 1, k->scopes)) return GIVE_UP; /* the scope's name */
+            if (level == 2 && marks_field(s, 1, &k->scopes)) return GIVE_UP; /* the scope's name */
             r = validate_message(s, level == 1 ? &RESOURCE : &SCOPE);
         } else if (field == 2) {
             if (level == 1) k->blocks++;
@@ -920,7 +936,7 @@ static int tally_level(Slice body, int level, Tally *k) {
  * the bytes); None when it cannot say, or (given the pre-filter's markers) when a span attribute key or a
  * scope name is a marker: the exact test the pre-filter's search over the bytes approximates. */
 /* Whether a ScopeSpans' scope (field 1, an InstrumentationScope) has a name among `scopes`. */
-static int scope_shows(Slice scope_spans, PyObject *scopes) {
+static int scope_shows(Slice scope_spans, const Markers *scopes) {
     Cursor c = {scope_spans.p, scope_spans.p + scope_spans.n};
     uint32_t field, wire;
     Slice s;
@@ -955,7 +971,7 @@ static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, keys, scopes};
+    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, markers_of(keys), markers_of(scopes)};
     int r = k.counts != NULL && k.roots != NULL ? 1 : FAILED;
     if (r == 1) r = tally_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
     PyBuffer_Release(&view);
@@ -973,7 +989,8 @@ typedef struct {
     const uint8_t *base;
     PyObject *offsets, *ids;
     PyObject *last; /* the previous span's trace id (borrowed from `ids`) */
-    PyObject *keys, *scopes, *marked, *flags; /* NULL without markers */
+    Markers keys, scopes;
+    PyObject *marked, *flags; /* NULL without markers */
     int scope_marked; /* the current scope's name is a marker */
     Py_ssize_t n;
 } Table;
@@ -996,7 +1013,7 @@ static int table_level(Slice body, int level, Table *k) {
         if (!read_len(&c, &s)) return GIVE_UP;
         if (level < 2) {
             /* a ScopeSpans: its scope's name, wherever the scope comes in it (the runtime merges repeats) */
-            k->scope_marked = level == 1 && k->scopes != NULL && scope_shows(s, k->scopes);
+            k->scope_marked = level == 1 && scope_shows(s, &k->scopes);
             if ((r = table_level(s, level + 1, k)) != 1) return r;
             continue;
         }
@@ -1010,7 +1027,7 @@ static int table_level(Slice body, int level, Table *k) {
                 if (f2 == 1) trace = v;
                 else if (f2 == 2) span = v;
                 else if (f2 == 4) parent = v;
-                else if (!marked && k->keys != NULL) marked = marks_field(v, 1, k->keys);
+                else if (!marked) marked = marks_field(v, 1, &k->keys);
             } else if (!skip_field(&sc, w2)) {
                 return GIVE_UP;
             }
@@ -1061,7 +1078,7 @@ static PyObject *span_table(PyObject *module, PyObject *const *args, Py_ssize_t 
     }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL, keys, scopes, NULL, NULL, 0, 0};
+    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL, markers_of(keys), markers_of(scopes), NULL, NULL, 0, 0};
     if (nargs == 3) {
         k.marked = PyList_New(0);
         k.flags = PyByteArray_FromStringAndSize(NULL, 0);
