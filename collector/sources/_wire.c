@@ -958,20 +958,29 @@ static int bytes_tuple(PyObject *markers) {
     return 1;
 }
 
+/* The arguments of a walk that takes the markers: (data) or (data, keys, scopes), the markers tuples of bytes;
+ * 0 with an exception set when they are not. */
+static int marker_args(const char *name, PyObject *const *args, Py_ssize_t nargs, Markers *keys, Markers *scopes) {
+    if (nargs != 1 && nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "%s(data) or %s(data, keys, scopes)", name, name);
+        return 0;
+    }
+    if (nargs == 3 && (!bytes_tuple(args[1]) || !bytes_tuple(args[2]))) {
+        PyErr_Format(PyExc_TypeError, "%s: the markers are two tuples of bytes", name);
+        return 0;
+    }
+    *keys = markers_of(nargs == 3 ? args[1] : NULL);
+    *scopes = markers_of(nargs == 3 ? args[2] : NULL);
+    return 1;
+}
+
 static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 1 && nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "plain_index(data) or plain_index(data, keys, scopes)");
-        return NULL;
-    }
-    PyObject *keys = nargs == 3 ? args[1] : NULL, *scopes = nargs == 3 ? args[2] : NULL;
-    if (nargs == 3 && (!bytes_tuple(keys) || !bytes_tuple(scopes))) {
-        PyErr_SetString(PyExc_TypeError, "plain_index: the markers are two tuples of bytes");
-        return NULL;
-    }
+    Markers keys, scopes;
+    if (!marker_args("plain_index", args, nargs, &keys, &scopes)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, markers_of(keys), markers_of(scopes)};
+    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, keys, scopes};
     int r = k.counts != NULL && k.roots != NULL ? 1 : FAILED;
     if (r == 1) r = tally_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
     PyBuffer_Release(&view);
@@ -1067,18 +1076,11 @@ static int table_level(Slice body, int level, Table *k) {
  * order, from its framing alone (for bytes the protobuf runtime parsed); None when the bytes do not walk. */
 static PyObject *span_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 1 && nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "span_table(data) or span_table(data, keys, scopes)");
-        return NULL;
-    }
-    PyObject *keys = nargs == 3 ? args[1] : NULL, *scopes = nargs == 3 ? args[2] : NULL;
-    if (nargs == 3 && (!bytes_tuple(keys) || !bytes_tuple(scopes))) {
-        PyErr_SetString(PyExc_TypeError, "span_table: the markers are two tuples of bytes");
-        return NULL;
-    }
+    Markers keys, scopes;
+    if (!marker_args("span_table", args, nargs, &keys, &scopes)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL, markers_of(keys), markers_of(scopes), NULL, NULL, 0, 0};
+    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL, keys, scopes, NULL, NULL, 0, 0};
     if (nargs == 3) {
         k.marked = PyList_New(0);
         k.flags = PyByteArray_FromStringAndSize(NULL, 0);
