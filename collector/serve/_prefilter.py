@@ -6,16 +6,16 @@ agent trace goes to the pipeline. On the wire an attribute key is a `KeyValue.ke
 name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`. A binary request is first
 walked by compiled code that validates it as the protobuf runtime would and tests each span's attribute keys
 and each scope's name against the markers exactly (`plain_request`); one with none is never parsed. Any other
-request is parsed, and one compiled search over its bytes finds every marker at C speed:
+request is parsed, and a second compiled walk (`_accel.span_table`) finds the spans that show a marker:
 
     binary request ─compiled walk (`_accel.plain_index`)─→ no marker on a span or scope, no span of a known
     │                                                      agent trace: the request whole, unread
-    └ else: parsed ─search markers─→ none: any span of a known agent trace? ─ no ─→ the request whole
-                                   └ some: walk the span entries, mark the spans holding one, and their traces
-                                           └→ per span: of an agent trace (pipeline) or not (held: the rest of
-                                              the request as one, `without_spans`)
+    └ else: parsed ─compiled walk (`_accel.span_table`)─→ the spans that show a marker, and their traces
+                    └→ per span: of an agent trace (pipeline) or not (held: the rest of the request as one,
+                       `without_spans`); none of an agent trace: the request whole
 
-A match of the search is a superset test: the same bytes inside a value, an event's attribute or a resource attribute
+Without the compiled module, a search of the bytes finds where the markers may be instead. A match of it is
+a superset test: the same bytes inside a value, an event's attribute or a resource attribute
 also match (a span then goes to the pipeline for nothing, which costs time, never a score). A span whose
 trace has shown no marker is not read: `CollectorPipeline` holds it as received until its trace decides
 (`_hold`), since behind a Collector it may be an ancestor whose marked descendants come later (a request
@@ -79,16 +79,6 @@ def span_offsets(data: bytes) -> list[tuple[int, int]] | None:
     except (IndexError, ValueError):
         return None
     return out
-
-
-def _offsets_and_ids(request: Any, data: bytes) -> tuple[list[tuple[int, int]] | None, list[bytes]]:
-    """`span_offsets` of `data` and the trace id of each span of `request` (serialized as `data`), in request
-    order: from the bytes by the compiled walk where built (`_accel.span_table`), else from both."""
-    table = span_table(data) if span_table is not None else None
-    if table is not None:
-        return table
-    ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
-    return span_offsets(data), ids
 
 
 class SpanPlan(NamedTuple):
@@ -184,7 +174,8 @@ class WirePrefilter:
             known = self.traces
             ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
             return SpanPlan([trace_id in known for trace_id in ids], None)
-        offsets, ids = _offsets_and_ids(request, data)
+        offsets = span_offsets(data)
+        ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
         marked: list[bool] = []
         scopes = self._scopes
         for rs in request.resource_spans:
