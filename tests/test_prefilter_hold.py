@@ -141,13 +141,16 @@ def _requests(seed: int, grouped: bool) -> list[ExportTraceServiceRequest]:
 
 def _request(items: list[Item], grouped: bool = False) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
+    resources: dict[bytes, Any] = {}
     blocks: dict[tuple[bytes, bytes], Any] = {}
     for resource, scope, span in items:
         key = (resource.SerializeToString(), scope.SerializeToString())
         scope_spans = blocks.get(key) if grouped else None
         if scope_spans is None:
-            resource_spans = request.resource_spans.add()
-            resource_spans.resource.CopyFrom(resource)
+            resource_spans = resources.get(key[0]) if grouped else None
+            if resource_spans is None:
+                resource_spans = resources[key[0]] = request.resource_spans.add()
+                resource_spans.resource.CopyFrom(resource)
             scope_spans = blocks[key] = resource_spans.scope_spans.add()
             scope_spans.scope.CopyFrom(scope)
         scope_spans.spans.append(span)
