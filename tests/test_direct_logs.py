@@ -177,6 +177,7 @@ def _python_score_record(
 
 _RANDOM = "".join(chr(c) for c in random.Random(7).choices(range(0x20, 0x110000), k=300) if not 0xD800 <= c < 0xE000)
 TEXTS = ["", "x", "pass", "é", "x" * 127, "x" * 128, "é" * 64, "x" * 16_383, "x" * 16_384, "✓ café " * 3000, _RANDOM]
+LONG = "y" * 2_097_152  # a four-byte varint length at each level of its framing
 VALUES = [0.0, -0.0, 1.0, 0.8, 1e-300, -2.5, math.inf, -math.inf, math.nan]
 IDS = [b"", encode_ids(bytes(range(16)), bytes(range(8)), 1)]
 
@@ -191,6 +192,16 @@ def test_the_compiled_score_record_writes_the_python_paths_bytes(ids: bytes) -> 
         for time_ns, severity in ((0, 0), (1_700_000_000_123_456_789, 9), (2**64 - 1, 127)):
             expected = _python_score_record(time_ns, severity, head, ids, value=value, label=label, explanation=text)
             assert _SCORE_RECORD(time_ns, severity, head, value, label, text, ids, NAME) == expected
+
+
+@pytest.mark.skipif(_SCORE_RECORD is None, reason="the compiled module is not built on this install")
+def test_the_compiled_score_record_frames_a_long_explanation_as_the_python_path() -> None:
+    assert _SCORE_RECORD is not None
+    expected = _python_score_record(5, 9, b"head", b"", value=0.5, label="pass", explanation=LONG)
+    assert _SCORE_RECORD(5, 9, b"head", 0.5, "pass", LONG, b"", NAME) == expected
+    assert _SCORE_RECORD(5, 9, b"head", 0.5, LONG, "", b"", NAME) == _python_score_record(
+        5, 9, b"head", b"", value=0.5, label=LONG, explanation=""
+    )
 
 
 @pytest.mark.skipif(_SCORE_RECORD is None, reason="the compiled module is not built on this install")
