@@ -983,6 +983,7 @@ static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t
     Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, keys, scopes};
     int r = k.counts != NULL && k.roots != NULL ? 1 : FAILED;
     if (r == 1) r = tally_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
+    if (r == 1 && view.len > 0 && k.blocks == 0) r = GIVE_UP; /* unknown fields alone: the decoder refuses those */
     PyBuffer_Release(&view);
     Py_XDECREF(k.last);
     PyObject *out = r == 1 ? Py_BuildValue("(OOnn)", k.counts, k.roots, k.spans, k.blocks) : NULL;
