@@ -204,9 +204,9 @@ class WirePrefilter:
         plan = SpanPlan(agent, offsets, ids, flags)
         if True in agent or not all_ids_ok(plan):
             return plan
+        # no span of a known agent trace and every id usable: what `_holdable` asks, answered by the walk
         blocks = sum(1 + len(resource_spans.scope_spans) for resource_spans in request.resource_spans)
-        plain = PlainRequest(dict(Counter(ids)), {ids[i] for i in roots(plan)}, len(ids), blocks)
-        return plain if self._holdable(plain) else plan
+        return PlainRequest(dict(Counter(ids)), {ids[i] for i in roots(plan)}, len(ids), blocks)
 
     def plain_request(self, data: bytes) -> PlainRequest | None:
         """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: the compiled walk

@@ -931,10 +931,6 @@ static int tally_level(Slice body, int level, Tally *k) {
     return t < 0 ? GIVE_UP : 1;
 }
 
-/* (spans per trace id, trace ids of the roots, spans, resource and scope blocks) of an OTLP trace export,
- * read from its bytes and validated as the decoder validates them (when this answers, the runtime parses
- * the bytes); None when it cannot say, or (given the pre-filter's markers) when a span attribute key or a
- * scope name is a marker: the exact test the pre-filter's search over the bytes approximates. */
 /* Whether a ScopeSpans' scope (field 1, an InstrumentationScope) has a name among `scopes`. */
 static int scope_shows(Slice scope_spans, const Markers *scopes) {
     Cursor c = {scope_spans.p, scope_spans.p + scope_spans.n};
@@ -974,6 +970,10 @@ static int marker_args(const char *name, PyObject *const *args, Py_ssize_t nargs
     return 1;
 }
 
+/* (spans per trace id, trace ids of the roots, spans, resource and scope blocks) of an OTLP trace export,
+ * read from its bytes and validated as the decoder validates them (when this answers, the runtime parses
+ * the bytes); None when it cannot say, or (given the pre-filter's markers) when a span attribute key or a
+ * scope name is a marker: the exact test the pre-filter's search over the bytes approximates. */
 static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     Markers keys, scopes;
@@ -1105,7 +1105,7 @@ static PyObject *span_table(PyObject *module, PyObject *const *args, Py_ssize_t 
     return out;
 }
 
-/* ---- Encoding: one `gen_ai.evaluation.result` log record (telemetry/direct_logs.py's `score_record`). ---- */
+/* ---- Encoding: one `gen_ai.evaluation.result` log record (telemetry/direct_logs.py's `encode_score_record`). */
 
 static int varint_size(uint64_t v) {
     int n = 1;

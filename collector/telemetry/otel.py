@@ -489,7 +489,7 @@ class OTelPipelineTelemetry:
             try:
                 if self._direct is not None:  # the record written as bytes, the common case of `serve`
                     head_key = (result.name, expectation, version, agent, agent_version)
-                    self._emit_encoded(self._direct.emit_encoded, result, head_key, run_span)
+                    self._emit_encoded(self._direct, result, head_key, run_span)
                 else:
                     self._emit_event(result, expectation, version, agent, run_span, agent_version=agent_version)
             except Exception:
@@ -534,7 +534,7 @@ class OTelPipelineTelemetry:
         )
 
     def _emit_encoded(
-        self, emit: Callable[[bytes], None], result: ScoreResult, head_key: _HeadKey, run_span: RunSpanRef | None
+        self, logger: DirectLogger, result: ScoreResult, head_key: _HeadKey, run_span: RunSpanRef | None
     ) -> None:
         """The record `_emit_event` emits through the SDK, written as bytes (`direct_logs`); the attributes that
         repeat from one result to the next (names, versions) are encoded once."""
@@ -567,4 +567,4 @@ class OTelPipelineTelemetry:
             record = encode_record(
                 time.time_ns(), severity, head + encode_attributes(attributes), EVALUATION_EVENT, ids
             )
-        emit(record)
+        logger.emit_encoded(record)
