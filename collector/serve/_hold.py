@@ -27,9 +27,10 @@ leaves once: to the engine (which forwards it) or to the forwarder. A daemon thr
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -58,15 +59,26 @@ class _Parcel:
     counts: dict[bytes, int]
     """Spans per trace not yet released or taken."""
     size: int
+    roots: set[bytes]
+    """The traces whose root span is in the request."""
+    at_ns: int = 0
+    """When it was held: the first and last span time of the traces it alone holds."""
     split: dict[bytes, list[Carrier]] | None = None
 
 
 @dataclass(slots=True)
 class _Trace:
+    """A trace held in more than one request (its first request alone stands for it until then)."""
+
     parcels: list[_Parcel] = field(default_factory=list)
     first_ns: int = 0
     last_ns: int = 0
     root: bool = False
+
+
+_PARCEL_SETTLED, _PARCEL_HELD, _TRACE_SETTLED, _TRACE_HELD = range(4)
+"""What a deadline is for: a request's rooted traces, all its traces, or a trace held in several requests
+(`settle_ms` after its last span, its root having come; `hold_ms` after its first)."""
 
 
 @dataclass(slots=True)
@@ -85,7 +97,12 @@ def _readable(carrier: Carrier) -> Carrier:
 
 
 class PlainHold:
-    """Holds plain spans of undecided traces (see the module docstring); safe for concurrent use."""
+    """Holds plain spans of undecided traces (see the module docstring); safe for concurrent use.
+
+    Most plain traces come whole in one request, root included, and go on with it: such a request is indexed
+    by its traces (each maps to the request itself) with two deadlines for the request, not several objects and
+    deadlines per trace. Only a trace that shows up in a second request gets its own `_Trace` and deadlines.
+    """
 
     def __init__(
         self,
@@ -97,6 +114,7 @@ class PlainHold:
         release: Callable[[Sequence[Carrier]], None],
         split: Callable[[bytes], list[tuple[bytes, Carrier]]],
         telemetry: PipelineTelemetry,
+        clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self._settle_ns = int(settle_ms * 1_000_000)
         self._hold_ns = int(hold_ms * 1_000_000)
@@ -105,15 +123,16 @@ class PlainHold:
         self._release = release
         self._split = split
         self._telemetry = telemetry
-        self._traces: dict[bytes, _Trace] = {}
+        self._clock = clock
+        self._traces: dict[bytes, _Trace | _Parcel] = {}
+        """Each held trace: the request holding it while it is the only one, else its `_Trace`."""
         self._parcels: dict[_Parcel, None] = {}
         """Held requests, oldest first."""
         self._bytes = 0
-        self._waiting: deque[tuple[int, bytes]] = deque()
-        """(when `hold_ms` runs out, trace id) per held trace, in arrival order, which is deadline order."""
-        self._rooted: deque[tuple[int, bytes]] = deque()
-        """(when to look again, trace id) per trace whose root has come: a trace that got a span since is looked
-        at again `settle_ms` after that span (so it may go up to `settle_ms` late behind one due later)."""
+        self._deadlines: list[tuple[int, int, int, _Parcel | bytes]] = []
+        """A heap of (when, sequence, what for, request or trace id): when to look at a request's or a trace's
+        spans again; an entry whose request or trace has gone since is passed over."""
+        self._sequence = itertools.count()
         self._cond = threading.Condition()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="toolscore-prefilter-hold", daemon=True)
@@ -130,7 +149,7 @@ class PlainHold:
         """Hold a request as received: its spans per trace id (the hold owns the dict from then on), the trace ids
         of its roots, and how many spans it has."""
         size = len(data) + _PARCEL_BYTES + _TRACE_BYTES * len(counts)
-        self._add(_Parcel(data, spans, counts, size), roots)
+        self._add(_Parcel(data, spans, counts, size, roots))
 
     def hold_spans(self, carriers: Sequence[Carrier]) -> None:
         """Hold single spans (of a request whose other spans went on), copied out of it as their bytes."""
@@ -147,7 +166,7 @@ class PlainHold:
             data = held[2]
             size += _SPAN_BYTES + (len(data) if data is not None else span.ByteSize())
         counts = {trace_id: len(spans) for trace_id, spans in split.items()}
-        self._add(_Parcel(None, len(carriers), counts, size + _TRACE_BYTES * len(counts), split), roots)
+        self._add(_Parcel(None, len(carriers), counts, size + _TRACE_BYTES * len(counts), roots, split=split))
 
     def held(self, trace_ids: Iterable[bytes]) -> int:
         """How many spans of these traces are held now."""
@@ -156,8 +175,8 @@ class PlainHold:
             return sum(
                 parcel.counts.get(trace_id, 0)
                 for trace_id in trace_ids
-                if (trace := traces.get(trace_id)) is not None
-                for parcel in trace.parcels
+                if (entry := traces.get(trace_id)) is not None
+                for parcel in _parcels_of(entry)
             )
 
     def take(self, trace_ids: Iterable[bytes]) -> list[Carrier]:
@@ -166,10 +185,10 @@ class PlainHold:
         taken: list[Carrier] = []
         with self._cond:
             for trace_id in trace_ids:
-                trace = self._traces.pop(trace_id, None)
-                if trace is None:
+                entry = self._traces.pop(trace_id, None)
+                if entry is None:
                     continue
-                for parcel in trace.parcels:
+                for parcel in _parcels_of(entry):
                     if parcel.split is None:
                         self._split_parcel(parcel, out)
                     assert parcel.split is not None
@@ -196,10 +215,10 @@ class PlainHold:
 
     # -- under the lock ------------------------------------------------------------------------------
 
-    def _add(self, parcel: _Parcel, roots: set[bytes]) -> None:
+    def _add(self, parcel: _Parcel) -> None:
         out = _Out()
         with self._cond:
-            held = not self._stopped and self._index(parcel, roots, out)
+            held = not self._stopped and self._index(parcel, out)
         if not held:  # a request that raced the shutdown goes on at once: nothing is held past `close`
             if parcel.split is None:
                 out.whole.append((parcel.data or b"", parcel.spans))
@@ -207,21 +226,18 @@ class PlainHold:
                 out.spans = [carrier for spans in parcel.split.values() for carrier in spans]
         self._send(out)
 
-    def _index(self, parcel: _Parcel, roots: set[bytes], out: _Out) -> bool:
+    def _index(self, parcel: _Parcel, out: _Out) -> bool:
         """Hold `parcel` under its traces, then evict past `max_bytes`; True (it is held)."""
-        now = time.monotonic_ns()
+        now = parcel.at_ns = self._clock()
         traces = self._traces
         earliest = self._next_ns()
-        for trace_id in parcel.counts:
-            trace = traces.get(trace_id)
-            if trace is None:
-                trace = traces[trace_id] = _Trace(first_ns=now)
-                self._waiting.append((now + self._hold_ns, trace_id))
-            trace.parcels.append(parcel)
-            trace.last_ns = now
-            if trace_id in roots and not trace.root:
-                trace.root = True
-                self._rooted.append((now + self._settle_ns, trace_id))
+        known = parcel.counts.keys() & traces.keys()
+        traces.update(dict.fromkeys(parcel.counts.keys() - known if known else parcel.counts, parcel))
+        for trace_id in known:  # a trace held in an earlier request as well
+            self._again(trace_id, parcel, now)
+        if parcel.roots:
+            self._deadline(now + self._settle_ns, _PARCEL_SETTLED, parcel)
+        self._deadline(now + self._hold_ns, _PARCEL_HELD, parcel)
         self._parcels[parcel] = None
         self._bytes += parcel.size
         while self._bytes > self._max_bytes and len(self._parcels) > 1:
@@ -230,36 +246,61 @@ class PlainHold:
             self._cond.notify()
         return True
 
+    def _again(self, trace_id: bytes, parcel: _Parcel, now: int) -> None:
+        """A span of a trace held before: from a second request on, the trace has deadlines of its own."""
+        traces = self._traces
+        entry = traces[trace_id]
+        if isinstance(entry, _Parcel):
+            first = entry
+            entry = traces[trace_id] = _Trace([first], first.at_ns, first.at_ns, trace_id in first.roots)
+            self._deadline(first.at_ns + self._hold_ns, _TRACE_HELD, trace_id)
+        entry.parcels.append(parcel)
+        entry.last_ns = now
+        if not entry.root and trace_id in parcel.roots:
+            entry.root = True
+        if entry.root:
+            self._deadline(now + self._settle_ns, _TRACE_SETTLED, trace_id)
+
+    def _deadline(self, at: int, kind: int, key: _Parcel | bytes) -> None:
+        heapq.heappush(self._deadlines, (at, next(self._sequence), kind, key))
+
     def _next_ns(self) -> int:
         """When the release thread must next look (`_NEVER` when nothing is held)."""
-        waiting, rooted = self._waiting, self._rooted
-        return min(waiting[0][0] if waiting else _NEVER, rooted[0][0] if rooted else _NEVER)
+        return self._deadlines[0][0] if self._deadlines else _NEVER
 
     def _due(self, now: int, out: _Out) -> None:
         """Release the traces whose time has come."""
-        traces, waiting, rooted = self._traces, self._waiting, self._rooted
-        while waiting and waiting[0][0] <= now:
-            _, trace_id = waiting.popleft()
-            trace = traces.get(trace_id)
-            if trace is not None and trace.first_ns + self._hold_ns <= now:
-                self._decide(trace_id, out)
-        while rooted and rooted[0][0] <= now:
-            _, trace_id = rooted.popleft()
-            trace = traces.get(trace_id)
-            if trace is None or not trace.root:
+        traces, deadlines = self._traces, self._deadlines
+        while deadlines and deadlines[0][0] <= now:
+            _, _, kind, key = heapq.heappop(deadlines)
+            if isinstance(key, _Parcel):  # the traces only this request holds: rooted ones, or all of them
+                owned = [t for t in (key.roots if kind == _PARCEL_SETTLED else key.counts) if traces.get(t) is key]
+                if key.split is None and owned:  # the usual case: still whole, and goes on whole once they leave
+                    counts = key.counts
+                    for trace_id in owned:
+                        del traces[trace_id]
+                        del counts[trace_id]
+                    if not counts:
+                        self._gone(key, out)
+                else:
+                    for trace_id in owned:
+                        self._decide(trace_id, out)
                 continue
-            at = trace.last_ns + self._settle_ns
-            if at > now:
-                rooted.append((at, trace_id))
-            else:
-                self._decide(trace_id, out)
+            trace = traces.get(key)
+            if not isinstance(trace, _Trace):  # gone since (or held again, in one request)
+                continue
+            if kind == _TRACE_HELD:
+                if trace.first_ns + self._hold_ns <= now:  # else it is the entry of an earlier trace of that id
+                    self._decide(key, out)
+            elif trace.root and trace.last_ns + self._settle_ns <= now:  # else a later span's own deadline comes
+                self._decide(key, out)
 
     def _decide(self, trace_id: bytes, out: _Out) -> None:
         """The trace showed no marker in time: its held spans go on as received."""
-        trace = self._traces.pop(trace_id, None)
-        if trace is None:
+        entry = self._traces.pop(trace_id, None)
+        if entry is None:
             return
-        for parcel in trace.parcels:
+        for parcel in _parcels_of(entry):
             if parcel.split is not None:
                 out.spans += parcel.split.pop(trace_id, ())
             self._done(parcel, trace_id, out)
@@ -267,8 +308,11 @@ class PlainHold:
     def _done(self, parcel: _Parcel, trace_id: bytes, out: _Out | None = None) -> None:
         """`trace_id` has left `parcel`; a request whose traces have all left goes on whole, when still whole."""
         parcel.counts.pop(trace_id, None)
-        if parcel.counts:
-            return
+        if not parcel.counts:
+            self._gone(parcel, out)
+
+    def _gone(self, parcel: _Parcel, out: _Out | None) -> None:
+        """Every trace of `parcel` has left it: it goes on whole when still whole, and is held no more."""
         if parcel.data is not None and out is not None:
             out.whole.append((parcel.data, parcel.spans))
         if self._parcels.pop(parcel, 0) is None:
@@ -288,14 +332,17 @@ class PlainHold:
     def _evict(self, parcel: _Parcel, out: _Out) -> None:
         """Over `max_bytes`: the oldest request's spans go on unread, counted dropped."""
         out.dropped += sum(parcel.counts.values())
+        traces = self._traces
         for trace_id in list(parcel.counts):
             if parcel.split is not None:
                 out.spans += parcel.split.pop(trace_id, ())
-            trace = self._traces.get(trace_id)
-            if trace is not None:
-                trace.parcels.remove(parcel)
-                if not trace.parcels:
-                    del self._traces[trace_id]
+            entry = traces.get(trace_id)
+            if entry is parcel:
+                del traces[trace_id]
+            elif isinstance(entry, _Trace):
+                entry.parcels.remove(parcel)
+                if not entry.parcels:
+                    del traces[trace_id]
             self._done(parcel, trace_id, out)  # a request still whole goes on as received
 
     # -- outside the lock ----------------------------------------------------------------------------
@@ -318,7 +365,7 @@ class PlainHold:
             out = _Out()
             with self._cond:
                 while not self._stopped:
-                    now = time.monotonic_ns()
+                    now = self._clock()
                     at = self._next_ns()
                     if at <= now:
                         break
@@ -327,3 +374,7 @@ class PlainHold:
                     return
                 self._due(now, out)
             self._send(out)
+
+
+def _parcels_of(entry: _Trace | _Parcel) -> Sequence[_Parcel]:
+    return (entry,) if isinstance(entry, _Parcel) else entry.parcels

@@ -142,7 +142,7 @@ def _never_raise(what: str) -> Iterator[None]:
 
 
 class _Tally:
-    """Counter increments summed between collections, for the counters that move once per run or score.
+    """Counter increments summed between collections, for the counters that move once per run, score or batch.
 
     The SDK cleans, sorts and hashes the attributes of every measurement, about 6 µs per `add`: with
     two scores per run that was a tenth of the collector's CPU. Summed here, a collection costs one
@@ -173,6 +173,8 @@ class _Tally:
 
 
 _PASSED: tuple[tuple[str, AttributeValue], ...] = (("toolscore.span.outcome", "passed"),)
+_RECEIVED: tuple[tuple[str, AttributeValue], ...] = (("toolscore.span.outcome", "received"),)
+_SENT: tuple[tuple[str, AttributeValue], ...] = (("toolscore.forward.outcome", "sent"),)
 
 
 def _refused(reason: str) -> tuple[tuple[str, AttributeValue], ...]:
@@ -338,7 +340,7 @@ class OTelPipelineTelemetry:
         return [Observation(max(values))] if values else []
 
     def spans_received(self, n: int) -> None:
-        self._spans.add(n, {"toolscore.span.outcome": "received"})
+        self._tally.add(self._spans, _RECEIVED, n)  # once per request, batch or run span
 
     def spans_passed(self, n: int) -> None:
         self._tally.add(self._spans, _PASSED, n)  # once per run span, besides the batches
@@ -434,7 +436,7 @@ class OTelPipelineTelemetry:
         self._tally.add(self._judge, (("toolscore.judge.outcome", outcome),))
 
     def spans_forwarded(self, n: int) -> None:
-        self._forward.add(n, {"toolscore.forward.outcome": "sent"})
+        self._tally.add(self._forward, _SENT, n)  # once per forwarded batch
 
     def spans_forward_dropped(self, n: int, reason: str) -> None:
         reason = self._limiter.bound("toolscore.forward.drop.reason", reason)
