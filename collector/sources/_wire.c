@@ -38,8 +38,20 @@ static PyObject *SpanRecordType = NULL;
 static PyObject *SpanEventType = NULL;
 static PyObject *EmptyTuple = NULL;
 
-/* Read a varint; 0 when the bytes end or it runs past 10 bytes. */
-static int read_varint(Cursor *c, uint64_t *out) {
+/* Read a varint; 0 when the bytes end or it runs past 10 bytes. Most are one byte (tags, short lengths): that
+ * case first, inline, as every walk here reads a varint per field and about a quarter of a walk's time went to
+ * the loop below. */
+static int read_varint_long(Cursor *c, uint64_t *out);
+
+static inline int read_varint(Cursor *c, uint64_t *out) {
+    if (c->p < c->end && *c->p < 0x80) {
+        *out = *c->p++;
+        return 1;
+    }
+    return read_varint_long(c, out);
+}
+
+static int read_varint_long(Cursor *c, uint64_t *out) {
     uint64_t v = 0;
     for (int shift = 0; shift < 70; shift += 7) {
         if (c->p >= c->end) return 0;
@@ -144,10 +156,39 @@ static int replace_string(Slice *slot, int *seen, Slice s) {
 #define GIVE_UP 0
 #define FAILED (-1)
 
+/* The pre-filter's markers, a tuple of bytes (NULL: none), with a bit per length under 64 that one of them has:
+ * most attribute keys are no marker's length, and are ruled out by that bit alone. */
+typedef struct {
+    PyObject *tuple;
+    uint64_t lengths;
+} Markers;
+
+static Markers markers_of(PyObject *tuple) {
+    Markers m = {tuple, 0};
+    for (Py_ssize_t i = 0; tuple != NULL && i < PyTuple_GET_SIZE(tuple); i++) {
+        Py_ssize_t n = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tuple, i));
+        m.lengths |= n < 64 ? 1ull << n : 1ull << 63; /* bit 63: 63 bytes or more, compared in full */
+    }
+    return m;
+}
+
+static int is_marker(const Markers *markers, Slice s) {
+    if (markers->tuple == NULL || !(markers->lengths >> (s.n < 64 ? s.n : 63) & 1)) return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers->tuple); i++) {
+        PyObject *marker = PyTuple_GET_ITEM(markers->tuple, i);
+        const char *text = PyBytes_AS_STRING(marker);
+        /* the first byte inline: a key of a marker's length mostly differs there ("http." against "gen_ai.") */
+        if (PyBytes_GET_SIZE(marker) == s.n && (s.n == 0 || text[0] == (char)s.p[0]) &&
+            memcmp(text, s.p, (size_t)s.n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 static int decode_any(Slice body, int depth, PyObject **out);
 static int decode_attributes_into(Slice kv, int depth, PyObject *dict);
 static int validate_any(Slice body, int depth);
-static int validate_key_value(Slice body, int depth);
+static int validate_key_value(Slice body, int depth, const Markers *keys);
 
 /* An ArrayValue's items as a list, or a KeyValueList's entries as a dict (`as_dict`): both are field 1. */
 static int decode_values(Slice body, int depth, int as_dict, PyObject **out) {
@@ -298,7 +339,7 @@ static int validate_any(Slice body, int depth) {
                 Slice item;
                 if (f2 == 1) {
                     if (w2 != 2 || !read_len(&inner, &item)) return GIVE_UP;
-                    int r = field == 5 ? validate_any(item, depth + 2) : validate_key_value(item, depth + 2);
+                    int r = field == 5 ? validate_any(item, depth + 2) : validate_key_value(item, depth + 2, NULL);
                     if (r != 1) return r;
                 } else if (!skip_field(&inner, w2)) {
                     return GIVE_UP;
@@ -317,7 +358,9 @@ static int validate_any(Slice body, int depth) {
     return t < 0 ? GIVE_UP : 1;
 }
 
-static int validate_key_value(Slice body, int depth) {
+/* A KeyValue, validated; given markers (NULL: none), GIVE_UP too when its key is one (a span attribute's, for the
+ * pre-filter: one walk of the attribute, not a look for the key then a validation). */
+static int validate_key_value(Slice body, int depth, const Markers *keys) {
     Cursor c = {body.p, body.p + body.n};
     uint32_t field, wire;
     int t, values = 0;
@@ -325,6 +368,7 @@ static int validate_key_value(Slice body, int depth) {
     while ((t = read_tag(&c, &field, &wire)) == 1) {
         if (field == 1) {
             if (wire != 2 || !read_len(&c, &s) || !check_string(s)) return GIVE_UP;
+            if (keys != NULL && is_marker(keys, s)) return GIVE_UP;
         } else if (field == 2) {
             if (wire != 2 || !read_len(&c, &s) || values++) return GIVE_UP;
             int r = validate_any(s, depth);
@@ -356,7 +400,7 @@ static int validate_field(Cursor *c, uint32_t field, uint32_t wire, const Shape 
     if (bit & (shape->strings | shape->kvs | shape->bytes_fields)) {
         if (wire != 2 || !read_len(c, &s)) return GIVE_UP;
         if ((bit & shape->strings) && !check_string(s)) return GIVE_UP;
-        if (bit & shape->kvs) return validate_key_value(s, 0);
+        if (bit & shape->kvs) return validate_key_value(s, 0, NULL);
     } else if (bit & shape->varints) {
         if (wire != 0 || !read_varint(c, &ignored)) return GIVE_UP;
     } else if (bit & shape->fixed64s) {
@@ -618,7 +662,7 @@ static int decode_scope_spans(Slice body, PyObject *resource, TraceCache *cache,
                     if (w2 != 2 || !read_len(&sc, &v)) return GIVE_UP;
                     if (f2 == 1 && !replace_string(&name, &names, v)) return GIVE_UP;
                     else if (f2 == 2 && !check_string(v)) return GIVE_UP;
-                    else if (f2 == 3 && (r = validate_key_value(v, 0)) != 1) return r;
+                    else if (f2 == 3 && (r = validate_key_value(v, 0, NULL)) != 1) return r;
                 } else if (f2 == 4) {
                     if (w2 != 0 || !read_varint(&sc, &ignored)) return GIVE_UP;
                 } else if (!skip_field(&sc, w2)) {
@@ -808,22 +852,6 @@ static const Shape SPAN = {.bytes_fields = (1u << 2), .strings = (1u << 3) | (1u
 static const Shape SCOPE = {.strings = (1u << 1) | (1u << 2), .kvs = 1u << 3, .varints = 1u << 4};
 static const Shape RESOURCE = {.kvs = 1u << 1, .varints = 1u << 2, .give_up = 1u << 3}; /* entity refs */
 
-/* The pre-filter's markers, a tuple of bytes (NULL: none), with a bit per length under 64 that one of them has:
- * most attribute keys are no marker's length, and are ruled out by that bit alone. */
-typedef struct {
-    PyObject *tuple;
-    uint64_t lengths;
-} Markers;
-
-static Markers markers_of(PyObject *tuple) {
-    Markers m = {tuple, 0};
-    for (Py_ssize_t i = 0; tuple != NULL && i < PyTuple_GET_SIZE(tuple); i++) {
-        Py_ssize_t n = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tuple, i));
-        m.lengths |= n < 64 ? 1ull << n : 1ull << 63; /* bit 63: 63 bytes or more, compared in full */
-    }
-    return m;
-}
-
 /* `plain_index`' tally: spans per trace id, the trace ids of roots (spans with no parent), spans and blocks;
  * and the pre-filter's markers (tuples of bytes, or NULL): a span attribute key or a scope name among them
  * stops the walk (GIVE_UP: the request is no plain one). */
@@ -834,15 +862,6 @@ typedef struct {
     Py_ssize_t spans, blocks;
     Markers keys, scopes;
 } Tally;
-
-static int is_marker(const Markers *markers, Slice s) {
-    if (markers->tuple == NULL || !(markers->lengths >> (s.n < 64 ? s.n : 63) & 1)) return 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers->tuple); i++) {
-        PyObject *marker = PyTuple_GET_ITEM(markers->tuple, i);
-        if (PyBytes_GET_SIZE(marker) == s.n && memcmp(PyBytes_AS_STRING(marker), s.p, (size_t)s.n) == 0) return 1;
-    }
-    return 0;
-}
 
 /* Whether any field `number` (a string) of the message `body` is one of `markers`; 0 too when the body does not
  * walk (its validation says so). */
@@ -876,8 +895,8 @@ static int tally_span(Slice body, Tally *k) {
             if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
             if ((r = validate_message(s, field == 11 ? &EVENT : field == 13 ? &LINK : &STATUS)) != 1) return r;
         } else if (field == 9 && k->keys.tuple != NULL) { /* an attribute: its key may be a marker */
-            if (wire != 2 || !read_len(&c, &s) || marks_field(s, 1, &k->keys)) return GIVE_UP;
-            if ((r = validate_key_value(s, 0)) != 1) return r;
+            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
+            if ((r = validate_key_value(s, 0, &k->keys)) != 1) return r;
         } else if ((r = validate_field(&c, field, wire, &SPAN)) != 1) {
             return r;
         }
