@@ -23,9 +23,9 @@ from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.extract.conventions import EXTRACTORS, Gate
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline.markers import AgentTraces, Markers, convention_markers
-from toolscore.collector.serve._prefilter import PlainRequest, WirePrefilter
+from toolscore.collector.serve._prefilter import PlainRequest, SpanPlan, WirePrefilter
 from toolscore.collector.sources import LogBatch, join_log_events, read_trace_file
-from toolscore.collector.sources._accel import plain_index, span_table
+from toolscore.collector.sources._accel import request_index, span_table
 from toolscore.collector.sources.otlp_proto import spans_from_request
 from toolscore.collector.spans import SpanRecord
 
@@ -224,9 +224,10 @@ def test_in_process_a_plain_span_goes_on_from_the_thread_that_ends_it_and_runs_s
     assert telemetry.counts["received"] == telemetry.counts["passed"] == 5  # the skipped ones counted too
 
 
-def test_a_plain_request_is_held_from_its_bytes_only_when_nothing_in_it_may_matter() -> None:
-    """`plain_request` (the receivers' unparsed path) answers for bytes with no marker, of traces not known to be an
-    agent's, with usable ids; anything else goes the parsed way (`agent_spans`), which reads the same traces."""
+def test_a_request_is_read_from_its_bytes_only_when_the_walk_can_say_and_every_id_is_usable() -> None:
+    """`request_plan` (the receivers' unparsed path): held whole when no span shows a marker and none is of a trace
+    known to be an agent's; the plan of its agent traces' spans when one is; anything else (an unusable id, too
+    many spans) goes the parsed way (`agent_spans`), which reads the same traces."""
     prefilter = WirePrefilter(_markers(), 10)
     plain = ExportTraceServiceRequest()
     spans = plain.resource_spans.add().scope_spans.add().spans
@@ -234,19 +235,23 @@ def test_a_plain_request_is_held_from_its_bytes_only_when_nothing_in_it_may_matt
     spans.add(trace_id=b"\x07" * 16, span_id=b"\x09" * 8, parent_span_id=root.span_id, name="SELECT orders")
     data = plain.SerializeToString()
     expected = PlainRequest({b"\x07" * 16: 2}, {b"\x07" * 16}, 2, 2)
-    # without the compiled walk (TOOLSCORE_PURE_PYTHON, no C compiler) every request is parsed first
-    assert prefilter.plain_request(data) == (expected if plain_index is not None else None)
+    compiled = request_index is not None  # without it (TOOLSCORE_PURE_PYTHON, no C compiler) every request is parsed
+    assert prefilter.request_plan(data, 100) == (expected if compiled else None)
+    assert prefilter.request_plan(data, 1) is None  # more spans than the receiver takes: its refusal
     assert prefilter.agent_spans(plain, data) == expected
     marked = ExportTraceServiceRequest()
     marked.CopyFrom(plain)
     marked.resource_spans[0].scope_spans[0].spans[1].attributes.add(key="gen_ai.operation.name")
-    assert prefilter.plain_request(marked.SerializeToString()) is None  # a marker: parsed and walked
+    walked = prefilter.request_plan(marked.SerializeToString(), 100)
+    assert walked.agent == [True, True] if isinstance(walked, SpanPlan) else not compiled and walked is None
     zero = ExportTraceServiceRequest()
-    zero.CopyFrom(plain)
+    zero.CopyFrom(marked)
     zero.resource_spans[0].scope_spans[0].spans[0].trace_id = bytes(16)
-    assert prefilter.plain_request(zero.SerializeToString()) is None  # a zero trace id: the pipeline reports it
-    prefilter.traces.add(b"\x07" * 16)  # the trace showed a marker in another request
-    assert prefilter.plain_request(data) is None
-    plan = prefilter.agent_spans(plain, data)
+    assert prefilter.request_plan(zero.SerializeToString(), 100) is None  # a zero trace id: the pipeline reports it
+    other = WirePrefilter(_markers(), 10)
+    other.traces.add(b"\x07" * 16)  # the trace showed a marker in another request
+    known = other.request_plan(data, 100)
+    assert known.agent == [True, True] if isinstance(known, SpanPlan) else not compiled and known is None
+    plan = other.agent_spans(plain, data)
     assert not isinstance(plan, PlainRequest)
     assert plan.agent == [True, True]

@@ -47,6 +47,7 @@ from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.receivers._ingest import IngestResult
 from toolscore.collector.serve.scores import ScoreStoreConfig, query_runs
 from toolscore.collector.serve.scores._store import ScoreStore
+from toolscore.collector.sources._accel import checked_table
 
 Item = tuple[Resource, InstrumentationScope, Span]
 SETTLE_MS = 3_000.0
@@ -165,7 +166,19 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
         yield registry
 
 
-def _replay(registry: Registry, requests: list[ExportTraceServiceRequest], prefilter: bool, store: Path) -> Any:
+def _accept(pipeline: CollectorPipeline, request: ExportTraceServiceRequest, unparsed: bool) -> IngestResult:
+    """The request as a receiver gives it: `accept_bytes` first when `unparsed` (its answer, when it has one:
+    the request read from its bytes alone), else `accept` of the parsed request. Where the compiled walks are
+    built, every request here is one `accept_bytes` answers (checked, so that the parse is not what ran)."""
+    data = request.SerializeToString()
+    answer = pipeline.accept_bytes(data, 10_000) if unparsed else None
+    assert answer is not None or not unparsed or checked_table is None
+    return answer if answer is not None else pipeline.accept(request, data)
+
+
+def _replay(
+    registry: Registry, requests: list[ExportTraceServiceRequest], prefilter: bool, store: Path, unparsed: bool = False
+) -> Any:
     downstream = GrpcDownstream()
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, batch_timeout_ms=5.0))
     config = ServePipelineConfig(settle_ms=SETTLE_MS, prefilter=prefilter)
@@ -175,7 +188,7 @@ def _replay(registry: Registry, requests: list[ExportTraceServiceRequest], prefi
     )
     try:
         for request in requests:
-            assert not pipeline.accept(request, request.SerializeToString()).overloaded
+            assert not _accept(pipeline, request, unparsed).overloaded
         assert pipeline.flush(30)
     finally:
         pipeline.shutdown(5)
@@ -201,13 +214,19 @@ def _scores(span: Span) -> tuple[tuple[str, str], ...]:
     )
 
 
-@pytest.mark.parametrize(("seed", "grouped"), [(3, False), (17, True)], ids=["own blocks", "shared blocks"])
+@pytest.mark.parametrize(
+    ("seed", "grouped", "unparsed"),
+    [(3, False, False), (17, True, False), (23, True, True)],
+    ids=["own blocks", "shared blocks", "shared blocks, read from the bytes"],
+)
 def test_with_plain_ancestors_first_the_prefilter_scores_every_capture_as_without_it(
-    registry: Registry, tmp_path: Path, seed: int, grouped: bool
+    registry: Registry, tmp_path: Path, seed: int, grouped: bool, unparsed: bool
 ) -> None:
+    """`unparsed`: as the receivers send binary requests, each is offered from its bytes first, so that the mixed
+    ones go the compiled walk's way (`checked_table`, `bytes_carriers`) rather than the parse's."""
     requests = _requests(seed, grouped)
     sent = Counter((span.trace_id, span.span_id) for _, _, span in spans_of(requests))
-    runs, forwarded, telemetry = _replay(registry, requests, True, tmp_path / "on.db")
+    runs, forwarded, telemetry = _replay(registry, requests, True, tmp_path / "on.db", unparsed)
     unfiltered_runs, unfiltered, _ = _replay(registry, requests, False, tmp_path / "off.db")
     assert len(unfiltered_runs) > 20
     assert runs == unfiltered_runs
@@ -218,8 +237,9 @@ def test_with_plain_ancestors_first_the_prefilter_scores_every_capture_as_withou
     assert telemetry.counts["received"] == telemetry.counts["passed"] == sum(sent.values())
 
 
+@pytest.mark.parametrize("unparsed", [False, True], ids=["parsed", "read from the bytes"])
 def test_the_plain_spans_of_a_mixed_request_go_on_together_as_the_received_request_without_the_others(
-    registry: Registry,
+    registry: Registry, unparsed: bool
 ) -> None:
     """A request whose spans part ways (one agent trace among plain ones, in one scope block): its plain spans are
     held as one request, the received bytes without the agent trace's spans, and forwarded as such."""
@@ -240,7 +260,7 @@ def test_the_plain_spans_of_a_mixed_request_go_on_together_as_the_received_reque
     forwarder = Forwarder(ForwardConfig(endpoint=downstream.endpoint, batch_timeout_ms=5.0))
     pipeline = CollectorPipeline(registry, forwarder, ServePipelineConfig(settle_ms=100.0), Recording(), None)
     try:
-        assert pipeline.accept(request, data) == IngestResult()
+        assert _accept(pipeline, request, unparsed) == IngestResult()
         assert pipeline.flush(30)
     finally:
         pipeline.shutdown(5)

@@ -394,28 +394,32 @@ def test_plain_index_of_mutated_requests_is_the_same_or_left_to_the_parse() -> N
 
 
 def _marked_or_answered(data: bytes, keys: frozenset[str], scopes: frozenset[str]) -> bool:
-    """Whether `plain_index` with the markers answered; fails unless it answers exactly where it answers without
-    them and the parsed request has no span attribute key and no scope name among the markers."""
+    """Whether `request_index` answered `plain_index`'s answer (no span shows a marker); fails unless it answers
+    exactly where `plain_index` does, with `plain_index`'s answer where no span of the parsed request has an
+    attribute key or a scope name among the markers, and with `checked_table`'s where one has."""
     assert _compiled is not None
     plain = _compiled.plain_index(data)
-    marked = _compiled.plain_index(data, tuple(k.encode() for k in keys), tuple(s.encode() for s in scopes))
+    marker_keys, marker_scopes = tuple(k.encode() for k in keys), tuple(s.encode() for s in scopes)
+    index = _compiled.request_index(data, marker_keys, marker_scopes)
     if plain is None:
-        assert marked is None
+        assert index is None
         return False
+    assert index is not None
     request = ExportTraceServiceRequest.FromString(data)
     shows = any(
-        ss.scope.name in scopes or any(kv.key in keys for span in ss.spans for kv in span.attributes)
+        (ss.scope.name in scopes and ss.spans) or any(kv.key in keys for span in ss.spans for kv in span.attributes)
         for rs in request.resource_spans
         for ss in rs.scope_spans
     )
-    assert (marked is None) == shows
-    assert marked is None or marked == plain
-    return marked is not None
+    marked, answer = index
+    assert marked == shows
+    assert answer == (_compiled.checked_table(data, marker_keys, marker_scopes) if marked else plain)
+    return not marked
 
 
-def test_plain_index_with_the_markers_gives_up_exactly_where_a_span_or_scope_shows_one() -> None:
-    """The marker keys count on a span's own attributes only, and scope names on the scope: the same text in a
-    value, an event's, a link's, a resource's or a scope's attributes makes no plain request an agent's."""
+def test_request_index_reads_a_request_as_plain_exactly_where_no_span_shows_a_marker() -> None:
+    """The marker keys count on a span's own attributes only, and scope names on the scope's spans: the same text
+    in a value, an event's, a link's, a resource's or a scope's attributes makes no plain request an agent's."""
     from toolscore.collector.pipeline.markers import convention_markers
 
     markers = convention_markers()
@@ -433,12 +437,13 @@ def test_plain_index_with_the_markers_gives_up_exactly_where_a_span_or_scope_sho
         _wrap(_IDS + _field(9, _field(1, b"http.route") + _field(2, _field(1, b"gen_ai.tool.name")))),  # a value
         _field(1, _field(1, _field(1, _field(1, b"gen_ai.system"))) + _field(2, _field(2, _IDS))),  # a resource key
         _wrap(_IDS, scope=_field(1, _field(1, b"opentelemetry.instrumentation.httpx"))),
+        _field(1, _field(2, _field(1, _field(1, b"gen_ai")))),  # a marker scope with no span: nothing to read
     ]
     assert all(_marked_or_answered(data, markers.keys, markers.scopes) for data in elsewhere)
     shown = [
         _wrap(_IDS + _field(9, _field(1, b"gen_ai.system"))),
         _wrap(_IDS, scope=_field(1, _field(1, b"pydantic-ai"))),
-        _field(1, _field(2, _field(1, _field(1, b"gen_ai")))),  # a scope block with no span
+        _wrap(_IDS + _field(9, _field(1, b"x") + _field(1, b"gen_ai.system"))),  # a key field twice
     ]
     assert not any(_marked_or_answered(data, markers.keys, markers.scopes) for data in shown)
     mutants = _mutants(rng, randoms[:10] + requests[:10], 2000)
@@ -499,12 +504,14 @@ def test_span_table_with_the_markers_reads_the_marked_spans_roots_and_ids_as_the
     assert answered > 100
 
 
-def test_plain_index_refuses_markers_that_are_not_bytes() -> None:
+def test_the_walks_refuse_markers_that_are_not_bytes() -> None:
     assert _compiled is not None
     with pytest.raises(TypeError, match="tuples of bytes"):
-        _compiled.plain_index(_wrap(_IDS), ("gen_ai.system",), ())
-    with pytest.raises(TypeError):
-        _compiled.plain_index(_wrap(_IDS), ())
+        _compiled.request_index(_wrap(_IDS), ("gen_ai.system",), ())
+    with pytest.raises(TypeError, match="request_index"):
+        _compiled.request_index(_wrap(_IDS), ())
+    with pytest.raises(TypeError, match=r"plain_index\(data\)"):
+        _compiled.plain_index(_wrap(_IDS), (), ())
 
 
 def test_span_table_reads_each_entry_and_trace_as_the_parsed_request_does() -> None:
@@ -531,3 +538,51 @@ def test_span_table_reads_each_entry_and_trace_as_the_parsed_request_does() -> N
         assert table == (offsets, ids)
         compared += 1
     assert compared > len(requests)
+
+
+def _checked_or_none(data: bytes, keys: tuple[bytes, ...], scopes: tuple[bytes, ...]) -> bool:
+    """Whether `checked_table` answered; fails unless it answers exactly where `plain_index` without markers does
+    (its validation: the bytes the runtime parses) and its answer is `span_table`'s with the markers, and the
+    resource and scope blocks `plain_index` counts."""
+    assert _compiled is not None
+    checked = _compiled.checked_table(data, keys, scopes)
+    plain = _compiled.plain_index(data)
+    assert (checked is None) == (plain is None)
+    if checked is None:
+        return False
+    *table, blocks = checked
+    assert tuple(table) == _compiled.span_table(data, keys, scopes)
+    assert blocks == plain[3]
+    return True
+
+
+def test_checked_table_validates_as_plain_index_and_reads_as_span_table() -> None:
+    """`serve` reads a request with an agent's spans from its bytes alone when `checked_table` answers: it must
+    answer only for bytes the runtime parses (those `plain_index` answers for, tested against the runtime above),
+    on every trace file, random requests, mixed loads, odd shapes, bytes the runtime refuses, and mutants, and
+    its table is the one `span_table` gives a parsed request."""
+    from toolscore.collector.pipeline.markers import convention_markers
+
+    markers = convention_markers()
+    assert markers is not None
+    keys, scopes = tuple(k.encode() for k in markers.keys), tuple(s.encode() for s in markers.scopes)
+    rng = random.Random(29)
+    files = [p.read_bytes() for p in sorted(TESTDATA.glob("traces/*/*.pb")) if ".logs." not in p.name]
+    requests, _ = mixed_batches(0.1, together=True, spans=2_000, per_request=100)
+    shapes = [data for _, data in _LEFT_TO_THE_PURE_PATH] + [
+        _wrap(_IDS + _field(9, _field(1, b"gen_ai.system"))),  # a marker key
+        _wrap(_IDS + _field(9, _field(1, b"gen_ai.system") + _field(2, b"\x0a\x01\xff"))),  # ... its value not UTF-8
+        _wrap(_IDS + b"\x08\x01"),  # a trace id as a varint
+        _wrap(_IDS + b"\x20\x01"),  # a parent id as a varint
+        _wrap(_IDS + _field(11, _field(2, b"\xc0\x80"))),  # an event name that is not UTF-8
+        _field(1, _field(2, _field(1, _field(1, b"\xff")) + _field(2, _IDS))),  # a scope name that is not UTF-8
+        _field(1, b"\x10\x01"),  # scope_spans as a varint
+        _field(5, b"x" * 40),  # unknown fields alone
+        b"",
+    ]
+    seeds = files + requests + [_request(rng) for _ in range(300)] + shapes
+    answered = sum(_checked_or_none(data, keys, scopes) for data in seeds)
+    assert answered > len(files) + len(requests)
+    assert sum(_checked_or_none(data, keys, scopes) for data in _mutants(rng, seeds, 3000)) > 300
+    with pytest.raises(TypeError, match="checked_table"):
+        _compiled.checked_table(_wrap(_IDS))

@@ -30,6 +30,7 @@ __all__ = [
     "count_spans",
     "encode_request",
     "encode_span",
+    "entries",
     "entry_span",
     "field",
     "span_entries",
@@ -144,7 +145,7 @@ def _skip(data: bytes, pos: int, key: int, at: int) -> int:
     return pos
 
 
-def _entries(data: bytes, start: int, end: int, tag: int, limit: int = sys.maxsize) -> list[tuple[int, int, int]]:
+def entries(data: bytes, start: int, end: int, tag: int, limit: int = sys.maxsize) -> list[tuple[int, int, int]]:
     """(tag start, body start, body end) of every length-delimited field `tag` in data[start:end], in order.
 
     Stops once it has found more than `limit` of them (the rest is then not walked).
@@ -188,17 +189,17 @@ def count_spans(data: bytes, limit: int) -> tuple[int, int] | None:
     costs must not grow with the request either. None when the bytes do not walk.
     """
     try:
-        resources = _entries(data, 0, len(data), 0x0A, limit)  # resource_spans = 1
+        resources = entries(data, 0, len(data), 0x0A, limit)  # resource_spans = 1
         blocks, spans = len(resources), 0
         for _, start, end in resources:
             if blocks > limit or spans > limit:
                 break
-            scopes = _entries(data, start, end, 0x12, limit - blocks)  # scope_spans = 2
+            scopes = entries(data, start, end, 0x12, limit - blocks)  # scope_spans = 2
             blocks += len(scopes)
             for _, scope_start, scope_end in scopes:
                 if blocks > limit or spans > limit:
                     break
-                spans += len(_entries(data, scope_start, scope_end, 0x12, limit - spans))  # spans = 2
+                spans += len(entries(data, scope_start, scope_end, 0x12, limit - spans))  # spans = 2
     except (IndexError, ValueError):
         return None
     return spans, blocks
@@ -214,9 +215,9 @@ def span_entries(data: bytes) -> list[memoryview] | None:
     view = memoryview(data)
     spans: list[memoryview] = []
     try:
-        for _, start, end in _entries(data, 0, len(data), 0x0A):  # resource_spans = 1
-            for _, scope_start, scope_end in _entries(data, start, end, 0x12):  # scope_spans = 2
-                spans += [view[at:stop] for at, _, stop in _entries(data, scope_start, scope_end, 0x12)]  # spans = 2
+        for _, start, end in entries(data, 0, len(data), 0x0A):  # resource_spans = 1
+            for _, scope_start, scope_end in entries(data, start, end, 0x12):  # scope_spans = 2
+                spans += [view[at:stop] for at, _, stop in entries(data, scope_start, scope_end, 0x12)]  # spans = 2
     except (IndexError, ValueError):
         return None
     return spans
@@ -235,13 +236,13 @@ def without_spans(data: bytes, offsets: Sequence[tuple[int, int]], cut: Sequence
     starts = [start for start, _ in offsets]
     out: list[bytes] = []
     copied = k = 0  # data[:copied] is in `out`; cut[k] is the next span to leave out
-    for at, start, end in _entries(data, 0, len(data), 0x0A):  # resource_spans = 1
+    for at, start, end in entries(data, 0, len(data), 0x0A):  # resource_spans = 1
         if k == len(cut) or offsets[cut[k]][0] >= end:
             continue
         parts: list[bytes] = []
         scopes = kept_scopes = 0
         done = start
-        for scope_at, scope_start, scope_end in _entries(data, start, end, 0x12):  # scope_spans = 2
+        for scope_at, scope_start, scope_end in entries(data, start, end, 0x12):  # scope_spans = 2
             scopes += 1
             if k == len(cut) or offsets[cut[k]][0] >= scope_end:
                 kept_scopes += 1

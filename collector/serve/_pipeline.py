@@ -43,6 +43,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 from toolscore.collector.pipeline.config import PipelineConfig
 from toolscore.collector.pipeline.engine import Engine
 from toolscore.collector.pipeline.markers import convention_markers
@@ -60,6 +62,7 @@ from toolscore.collector.serve._hold import PlainHold
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
 from toolscore.collector.serve._prefilter import PlainRequest, SpanPlan, WirePrefilter, all_ids_ok, roots
 from toolscore.collector.serve._regroup import RequestSink
+from toolscore.collector.serve._walked import bytes_carriers, parsed_carriers
 from toolscore.collector.serve.forward._forwarder import Forwarder
 from toolscore.collector.serve.forward._judge_spans import judge_tracer
 from toolscore.collector.serve.forward._redact import redacting
@@ -71,8 +74,6 @@ from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
 from toolscore.collector.telemetry.base import RefusalReason, WaitOutcome
 
 if TYPE_CHECKING:
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
     from toolscore.collector.registry import Expectation
     from toolscore.collector.serve._phoenix import PhoenixAnnotations
     from toolscore.collector.serve.scores._store import ScoreStore
@@ -198,50 +199,27 @@ class CollectorPipeline:
             deadline = start + self.config.overload_wait_ms / 1000
             agent: list[bool] | None = None
             offsets: list[tuple[int, int]] | None = None
-            walked: SpanPlan | None = None
             if self.prefilter is not None and total:
                 wire = request.SerializeToString() if data is None else data  # OTLP/JSON: its protobuf bytes
                 plan = self.prefilter.agent_spans(request, wire)
                 if isinstance(plan, PlainRequest):
                     return self._hold_whole(plan, wire, total, start, deadline)
+                if data is not None and plan.offsets is not None and all_ids_ok(plan):
+                    return self._accept_plan(request, data, plan, start, deadline)
                 agent, offsets = plan.agent, plan.offsets if data is not None else None
-                walked = plan if offsets is not None and all_ids_ok(plan) else None
             # before the walk too, so that a request refused at once is not walked
             reason, waited = self._room(total, deadline, self._overload)
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
-            passing: list[Carrier] = []
-            stats: DecodeStats | None = None
-            if walked is not None and data is not None:  # only the agent traces' spans are read one by one
-                carriers = _agent_carriers(request, data, walked)
-            else:
-                carriers, passing, stats = _carriers(request, data, total, agent, offsets)
-            hold = self.hold
-            early = {span.trace_id for span, _, _ in carriers} if hold is not None else ()
-            while True:
-                with self._admit:
-                    held = hold.held(early) if hold is not None and early else 0
-                    reason = self._overload(len(carriers) + held)
-                    if reason is None:
-                        # the plain spans held for these traces first, as they came: extraction walks through them
-                        self.engine.offer_all(hold.take(early) + carriers if held and hold is not None else carriers)
-                        break
-                # another request took the room first
-                reason, again = self._room(len(carriers) + held, deadline, self._overload)
-                waited = waited or again
-                if reason is not None:
-                    return self._refuse(reason, total, start if waited else None)
+            carriers, passing, stats = _carriers(request, data, total, agent, offsets)
+            refused = self._offer(carriers, total, start, deadline, waited)
+            if refused is not None:
+                return refused
             # once the request is taken: a refused one comes again whole
-            if walked is not None and data is not None and len(carriers) < total:
-                self._hold_rest(request, data, walked, [])
-            elif passing and data is not None and offsets is not None and agent is not None and stats is None:
+            if passing and data is not None and offsets is not None and agent is not None and stats is None:
                 self._hold_rest(request, data, SpanPlan(agent, offsets), passing)
             elif passing:
                 self._pass_on(passing)
-            if waited:
-                self.telemetry.request_waited(time.monotonic() - start, "accepted")
-            typical = self._typical_spans
-            self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
         except Exception as error:  # never raise into a receiver; say what happened instead
             return _failed("an export request", error)
         if stats is None:
@@ -252,17 +230,65 @@ class CollectorPipeline:
         return IngestResult(rejected_spans=stats.skipped_total, error_message=f"spans with unusable ids: {shown}{more}")
 
     def accept_bytes(self, data: bytes, max_spans: int) -> IngestResult | None:
-        """A binary request of no agent trace, held whole from its bytes (`WirePrefilter.plain_request`) without
-        the protobuf runtime's parse, which would cost more than everything else it meets here; None: the
-        receiver parses it and calls `accept` (see `Ingest.accept_bytes`)."""
+        """A binary request read from its bytes alone by the pre-filter's compiled walks, without the protobuf
+        runtime's parse, which would cost more than everything else most of its spans meet here: held whole when
+        no span is of an agent trace, else its agent traces' spans to the engine and the rest held as one
+        (`WirePrefilter.request_plan`). None: the receiver parses it and calls `accept` (see
+        `Ingest.accept_bytes`)."""
         try:
-            plain = self.prefilter.plain_request(data) if self.prefilter is not None else None
-            if plain is None or not plain.spans or plain.spans > max_spans or plain.blocks > max_spans:
+            plan = self.prefilter.request_plan(data, max_spans) if self.prefilter is not None else None
+            if plan is None:
                 return None  # the usual path decides, and refuses with its own answer
             start = time.monotonic()
-            return self._hold_whole(plain, data, plain.spans, start, start + self.config.overload_wait_ms / 1000)
+            deadline = start + self.config.overload_wait_ms / 1000
+            if isinstance(plan, PlainRequest):
+                return self._hold_whole(plan, data, plan.spans, start, deadline)
+            return self._accept_plan(None, data, plan, start, deadline)
         except Exception as error:  # never raise into a receiver; say what happened instead
             return _failed("an export request", error)
+
+    def _accept_plan(
+        self, request: ExportTraceServiceRequest | None, data: bytes, plan: SpanPlan, start: float, deadline: float
+    ) -> IngestResult:
+        """A request the compiled walk read, every id usable: its agent traces' spans to the engine (read from the
+        parsed request, or from the bytes when it was not parsed: `_walked`), the rest held as one request."""
+        total = len(plan.agent)
+        reason, waited = self._room(total, deadline, self._overload)
+        if reason is not None:
+            return self._refuse(reason, total, start if waited else None)
+        carriers = bytes_carriers(data, plan) if request is None else parsed_carriers(request, data, plan)
+        refused = self._offer(carriers, total, start, deadline, waited)
+        if refused is not None:
+            return refused
+        if len(carriers) < total:  # once the request is taken: a refused one comes again whole
+            self._hold_rest(request, data, plan, [])
+        return IngestResult()
+
+    def _offer(
+        self, carriers: list[Carrier], total: int, start: float, deadline: float, waited: bool
+    ) -> IngestResult | None:
+        """Queue `carriers` (a request's spans for the engine), the plain spans held of their traces first, once
+        they fit, waiting for room until `deadline`; the refusal when they never do, None once queued."""
+        hold = self.hold
+        early = {span.trace_id for span, _, _ in carriers} if hold is not None else ()
+        while True:
+            with self._admit:
+                held = hold.held(early) if hold is not None and early else 0
+                reason = self._overload(len(carriers) + held)
+                if reason is None:
+                    # the plain spans held for these traces first, as they came: extraction walks through them
+                    self.engine.offer_all(hold.take(early) + carriers if held and hold is not None else carriers)
+                    break
+            # another request took the room first
+            reason, again = self._room(len(carriers) + held, deadline, self._overload)
+            waited = waited or again
+            if reason is not None:
+                return self._refuse(reason, total, start if waited else None)
+        if waited:
+            self.telemetry.request_waited(time.monotonic() - start, "accepted")
+        typical = self._typical_spans
+        self._typical_spans = typical + (len(carriers) - typical) / 4 if typical else float(len(carriers))
+        return None
 
     def _hold_whole(self, plain: PlainRequest, data: bytes, total: int, start: float, deadline: float) -> IngestResult:
         """A request with no span of an agent trace: held as received, once the forwarder has room, until its
@@ -289,7 +315,7 @@ class CollectorPipeline:
             self.telemetry.spans_passed(len(passing))
 
     def _hold_rest(
-        self, request: ExportTraceServiceRequest, data: bytes, plan: SpanPlan, passing: list[Carrier]
+        self, request: ExportTraceServiceRequest | None, data: bytes, plan: SpanPlan, passing: list[Carrier]
     ) -> None:
         """A request's spans of no agent trace, held until their traces decide as one request: the received one
         without its other spans (`without_spans`). Their traces and roots are read from the compiled walk where
@@ -312,7 +338,8 @@ class CollectorPipeline:
         try:
             rest = without_spans(data, plan.offsets, list(itertools.compress(range(len(plan.agent)), plan.agent)))
         except (IndexError, ValueError):  # not expected of walked bytes: each span held alone instead
-            hold.hold_spans(passing or _carriers(request, data, len(plan.agent), plan.agent, plan.offsets)[1])
+            parsed = request if request is not None else ExportTraceServiceRequest.FromString(data)
+            hold.hold_spans(passing or _carriers(parsed, data, len(plan.agent), plan.agent, plan.offsets)[1])
         else:
             hold.hold_request(rest, counts, root_traces, sum(counts.values()))
         self._take_known(counts)
@@ -517,32 +544,6 @@ def _failed(what: str, error: Exception) -> IngestResult:
     """The answer for a request whose ingest raised (logged with its traceback): a receiver is never raised into."""
     _log.exception("ingesting %s failed", what)
     return IngestResult(error_message=f"internal error while ingesting: {type(error).__name__}")
-
-
-def _agent_carriers(request: ExportTraceServiceRequest, data: bytes, plan: SpanPlan) -> list[Carrier]:
-    """The spans `plan` says are of agent traces, each with its blocks and received bytes, taken from the parsed
-    request by position: the others are not read one by one (`_carriers` reads every span)."""
-    wanted = list(itertools.compress(range(len(plan.agent)), plan.agent))
-    carriers: list[Carrier] = []
-    if not wanted:
-        return carriers
-    assert plan.offsets is not None
-    view = memoryview(data)
-    k = base = 0
-    for resource_spans in request.resource_spans:
-        resource: ResourceBlock | None = None
-        for scope_spans in resource_spans.scope_spans:
-            spans = scope_spans.spans
-            end = base + len(spans)
-            if k < len(wanted) and wanted[k] < end:
-                resource = resource or ResourceBlock(resource_spans)
-                block = ScopeBlock(resource, scope_spans)
-                while k < len(wanted) and wanted[k] < end:
-                    at, stop = plan.offsets[wanted[k]]
-                    carriers.append((spans[wanted[k] - base], block, view[at:stop]))
-                    k += 1
-            base = end
-    return carriers
 
 
 def _carriers(

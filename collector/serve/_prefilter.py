@@ -5,14 +5,17 @@ or sent under one of their instrumentation scopes, makes its trace an agent trac
 agent trace goes to the pipeline. On the wire an attribute key is a `KeyValue.key` (field 1) and a scope
 name an `InstrumentationScope.name` (field 1): both are `0x0a, length, text`. A binary request is first
 walked by compiled code that validates it as the protobuf runtime would and tests each span's attribute keys
-and each scope's name against the markers exactly (`plain_request`); one with none is never parsed. Any other
-request is parsed, and a second compiled walk (`_accel.span_table`) finds the spans that show a marker:
+and each scope's name against the markers exactly, and reads each span's place, trace and root
+(`request_plan`): a request with none is never parsed, and of one with an agent's span only its agent traces'
+spans are (`_walked.bytes_carriers`). A request the receiver has parsed (OTLP/JSON, or bytes the walk cannot
+say about) gets the same table from a walk of its framing (`_accel.span_table`):
 
-    binary request ─compiled walk (`_accel.plain_index`)─→ no marker on a span or scope, no span of a known
-    │                                                      agent trace: the request whole, unread
-    └ else: parsed ─compiled walk (`_accel.span_table`)─→ the spans that show a marker, and their traces
-                    └→ per span: of an agent trace (pipeline) or not (held: the rest of the request as one,
-                       `without_spans`); none of an agent trace: the request whole
+    binary request ─compiled walk (`_accel.request_index`)─→ no span shows a marker, none is of a known
+    │                                                        agent trace: the request whole, unread
+    ├ else: the spans that show a marker, and their traces
+    │        └→ per span: of an agent trace (pipeline) or not (held: the rest of the request as one,
+    │           `without_spans`); none of an agent trace: the request whole
+    └ the walk cannot say: parsed ─compiled walk (`_accel.span_table`)─→ the same
 
 Without the compiled module, a search of the bytes finds where the markers may be instead. A match of it is
 a superset test: the same bytes inside a value, an event's attribute or a resource attribute
@@ -35,8 +38,8 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from toolscore.collector.pipeline.markers import AgentTraces, Markers
-from toolscore.collector.serve._encode import _entries, varint
-from toolscore.collector.sources._accel import plain_index, span_table
+from toolscore.collector.serve._encode import entries, varint
+from toolscore.collector.sources._accel import checked_table, plain_index, request_index, span_table
 
 __all__ = [
     "SPAN_IDS_OK",
@@ -73,9 +76,9 @@ def span_offsets(data: bytes) -> list[tuple[int, int]] | None:
     when the bytes do not walk."""
     try:
         out: list[tuple[int, int]] = []
-        for _, start, end in _entries(data, 0, len(data), 0x0A):  # resource_spans = 1
-            for _, scope_start, scope_end in _entries(data, start, end, 0x12):  # scope_spans = 2
-                out += [(at, stop) for at, _, stop in _entries(data, scope_start, scope_end, 0x12)]  # spans = 2
+        for _, start, end in entries(data, 0, len(data), 0x0A):  # resource_spans = 1
+            for _, scope_start, scope_end in entries(data, start, end, 0x12):  # scope_spans = 2
+                out += [(at, stop) for at, _, stop in entries(data, scope_start, scope_end, 0x12)]  # spans = 2
     except (IndexError, ValueError):
         return None
     return out
@@ -153,7 +156,7 @@ class WirePrefilter:
         self._pattern = _wire_pattern(markers.keys | markers.scopes)
         self._scopes = markers.scopes
         self._markers = (tuple(key.encode() for key in markers.keys), tuple(scope.encode() for scope in markers.scopes))
-        """The markers as `plain_index` takes them."""
+        """The markers as the compiled walks take them."""
         self.traces: AgentTraces[bytes] = AgentTraces(capacity)
 
     def agent_spans(self, request: Any, data: bytes) -> SpanPlan | PlainRequest:
@@ -171,7 +174,7 @@ class WirePrefilter:
                 return plain
             if not self._ids_ok(plain):
                 return SpanPlan([True] * plain.spans, None)  # bad trace ids: the pipeline's checks reject and report
-            known = self.traces
+            known = self.traces.ids  # the mapping: `in` without a Python call per span
             ids = [span.trace_id for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
             return SpanPlan([trace_id in known for trace_id in ids], None)
         offsets = span_offsets(data)
@@ -188,8 +191,8 @@ class WirePrefilter:
             i = bisect.bisect_right(starts, hit) - 1
             if i >= 0 and hit < offsets[i][1]:
                 marked[i] = True
-        known = self.traces
-        known.add_all({trace_id for trace_id, mark in zip(ids, marked, strict=True) if mark})
+        self.traces.add_all({trace_id for trace_id, mark in zip(ids, marked, strict=True) if mark})
+        known = self.traces.ids
         return SpanPlan([trace_id in known for trace_id in ids], offsets)
 
     def _walked(
@@ -197,33 +200,49 @@ class WirePrefilter:
     ) -> SpanPlan | PlainRequest:
         """`agent_spans` from the compiled walk's table: the spans that show a marker, and each span's trace,
         ids and root flags."""
-        known = self.traces
-        if marked:
-            known.add_all({ids[i] for i in marked})
-        agent = [trace_id in known for trace_id in ids]
-        plan = SpanPlan(agent, offsets, ids, flags)
-        if True in agent or not all_ids_ok(plan):
+        plan = self._plan(offsets, ids, marked, flags)
+        if True in plan.agent or not all_ids_ok(plan):
             return plan
         # no span of a known agent trace and every id usable: what `_holdable` asks, answered by the walk
         blocks = sum(1 + len(resource_spans.scope_spans) for resource_spans in request.resource_spans)
         return PlainRequest(dict(Counter(ids)), {ids[i] for i in roots(plan)}, len(ids), blocks)
 
-    def plain_request(self, data: bytes) -> PlainRequest | None:
-        """`agent_spans`' `PlainRequest` of a binary request not parsed yet, from its bytes alone: the compiled walk
-        (`_accel.plain_index`) reads and validates them and finds no marker on a span or scope (the exact test,
-        which the search `agent_spans` makes approximates), and no trace is known to be an agent's. None when any
-        of that fails: parse the request and ask `agent_spans`."""
-        if plain_index is None:
-            return None
-        index = plain_index(data, *self._markers)
+    def _plan(self, offsets: list[tuple[int, int]], ids: list[bytes], marked: list[int], flags: bytes) -> SpanPlan:
+        """The plan of a walked table: its marked spans' traces become agent traces, then each span is of one or not."""
+        if marked:
+            self.traces.add_all({ids[i] for i in marked})
+        known = self.traces.ids
+        return SpanPlan([trace_id in known for trace_id in ids], offsets, ids, flags)
+
+    def request_plan(self, data: bytes, max_spans: int) -> PlainRequest | SpanPlan | None:
+        """A binary request not parsed yet, read from its bytes alone by one compiled walk that validates it as the
+        runtime would (`_accel.request_index`): a `PlainRequest` when no span shows a marker and none is of a known
+        agent trace, else the plan of its agent traces' spans. None when the walk cannot say, when the request
+        holds no span or more than `max_spans` spans or blocks, or when a span's ids are unusable: parse it and
+        `agent_spans` it, so that the parse decides and reports."""
+        index = request_index(data, *self._markers) if request_index is not None else None
         if index is None:
             return None
-        plain = PlainRequest(*index)
-        return plain if self._holdable(plain) else None
+        marked, answer = index
+        if not marked:
+            plain = PlainRequest(*answer)
+            if not 0 < plain.spans <= max_spans or plain.blocks > max_spans:
+                return None
+            if self._holdable(plain):
+                return plain
+            table = checked_table(data, *self._markers) if checked_table is not None else None
+            if table is None:
+                return None
+            answer = table
+        offsets, ids, marked_spans, flags, blocks = answer
+        if len(ids) > max_spans or blocks > max_spans:
+            return None
+        plan = self._plan(offsets, ids, marked_spans, flags)
+        return plan if True in plan.agent and all_ids_ok(plan) else None
 
     def _holdable(self, plain: PlainRequest) -> bool:
         """Whether a request without a marker can be held whole: usable trace ids, none of a known agent trace."""
-        known = self.traces
+        known = self.traces.ids
         return self._ids_ok(plain) and not any(trace_id in known for trace_id in plain.counts)
 
     @staticmethod

@@ -155,6 +155,7 @@ static int replace_string(Slice *slot, int *seen, Slice s) {
 /* Result codes: 1 done, 0 give up (no exception), -1 a Python error (memory). */
 #define GIVE_UP 0
 #define FAILED (-1)
+#define MARKED 2 /* validate_key_value: valid, and its key is one of the markers it was given */
 
 /* The pre-filter's markers, a tuple of bytes (NULL: none), with a bit per length under 64 that one of them has:
  * most attribute keys are no marker's length, and are ruled out by that bit alone. */
@@ -358,17 +359,17 @@ static int validate_any(Slice body, int depth) {
     return t < 0 ? GIVE_UP : 1;
 }
 
-/* A KeyValue, validated; given markers (NULL: none), GIVE_UP too when its key is one (a span attribute's, for the
- * pre-filter: one walk of the attribute, not a look for the key then a validation). */
+/* A KeyValue, validated; given markers (NULL: none), MARKED rather than 1 when a key field of it is one (a span
+ * attribute's, for the pre-filter: one walk of the attribute, not a look for the key then a validation). */
 static int validate_key_value(Slice body, int depth, const Markers *keys) {
     Cursor c = {body.p, body.p + body.n};
     uint32_t field, wire;
-    int t, values = 0;
+    int t, values = 0, shown = 0;
     Slice s;
     while ((t = read_tag(&c, &field, &wire)) == 1) {
         if (field == 1) {
             if (wire != 2 || !read_len(&c, &s) || !check_string(s)) return GIVE_UP;
-            if (keys != NULL && is_marker(keys, s)) return GIVE_UP;
+            if (keys != NULL && !shown) shown = is_marker(keys, s);
         } else if (field == 2) {
             if (wire != 2 || !read_len(&c, &s) || values++) return GIVE_UP;
             int r = validate_any(s, depth);
@@ -377,7 +378,7 @@ static int validate_key_value(Slice body, int depth, const Markers *keys) {
             return GIVE_UP;
         }
     }
-    return t < 0 ? GIVE_UP : 1;
+    return t < 0 ? GIVE_UP : shown ? MARKED : 1;
 }
 
 /* A message whose fields this decoder does not keep: `strings` and `kvs` are bitmasks of the field numbers
@@ -852,17 +853,6 @@ static const Shape SPAN = {.bytes_fields = (1u << 2), .strings = (1u << 3) | (1u
 static const Shape SCOPE = {.strings = (1u << 1) | (1u << 2), .kvs = 1u << 3, .varints = 1u << 4};
 static const Shape RESOURCE = {.kvs = 1u << 1, .varints = 1u << 2, .give_up = 1u << 3}; /* entity refs */
 
-/* `plain_index`' tally: spans per trace id, the trace ids of roots (spans with no parent), spans and blocks;
- * and the pre-filter's markers (tuples of bytes, or NULL): a span attribute key or a scope name among them
- * stops the walk (GIVE_UP: the request is no plain one). */
-typedef struct {
-    PyObject *counts;
-    PyObject *roots;
-    PyObject *last; /* the previous span's trace id (owned): a trace's spans mostly come together */
-    Py_ssize_t spans, blocks;
-    Markers keys, scopes;
-} Tally;
-
 /* Whether any field `number` (a string) of the message `body` is one of `markers`; 0 too when the body does not
  * walk (its validation says so). */
 static int marks_field(Slice body, uint32_t number, const Markers *markers) {
@@ -879,75 +869,6 @@ static int marks_field(Slice body, uint32_t number, const Markers *markers) {
         }
     }
     return 0;
-}
-
-static int tally_span(Slice body, Tally *k) {
-    Cursor c = {body.p, body.p + body.n};
-    uint32_t field, wire;
-    int t, r;
-    Slice trace = {(const uint8_t *)"", 0}, parent = {(const uint8_t *)"", 0}, s;
-    while ((t = read_tag(&c, &field, &wire)) == 1) {
-        if (field == 1 || field == 4) { /* trace_id, parent_span_id: the last one counts, as the runtime reads it */
-            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
-            if (field == 1) trace = s;
-            else parent = s;
-        } else if (field == 11 || field == 13 || field == 15) { /* events, links, status */
-            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
-            if ((r = validate_message(s, field == 11 ? &EVENT : field == 13 ? &LINK : &STATUS)) != 1) return r;
-        } else if (field == 9 && k->keys.tuple != NULL) { /* an attribute: its key may be a marker */
-            if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
-            if ((r = validate_key_value(s, 0, &k->keys)) != 1) return r;
-        } else if ((r = validate_field(&c, field, wire, &SPAN)) != 1) {
-            return r;
-        }
-    }
-    if (t < 0) return GIVE_UP;
-    PyObject *key = trace_key(k->last, trace);
-    if (key == NULL) return FAILED;
-    Py_XSETREF(k->last, key);
-    PyObject *n = PyDict_GetItemWithError(k->counts, key);
-    if (n == NULL && PyErr_Occurred()) return FAILED;
-    PyObject *more = PyLong_FromSsize_t(n == NULL ? 1 : PyLong_AsSsize_t(n) + 1);
-    if (more == NULL) return FAILED;
-    int failed = PyDict_SetItem(k->counts, key, more) < 0;
-    Py_DECREF(more);
-    if (failed || (parent.n == 0 && PySet_Add(k->roots, key) < 0)) return FAILED;
-    k->spans++;
-    return 1;
-}
-
-/* One level of the request's nesting: the request (level 0: its `resource_spans`, field 1), a ResourceSpans
- * (1: its resource, `scope_spans` and schema URL) or a ScopeSpans (2: its scope, `spans` and schema URL). */
-static int tally_level(Slice body, int level, Tally *k) {
-    Cursor c = {body.p, body.p + body.n};
-    uint32_t field, wire;
-    int t, r;
-    Slice s;
-    while ((t = read_tag(&c, &field, &wire)) == 1) {
-        if (level == 0 && field != 1) {
-            if (!skip_field(&c, wire)) return GIVE_UP;
-            continue;
-        }
-        if (level > 0 && field > 3) {
-            if (!skip_field(&c, wire)) return GIVE_UP;
-            continue;
-        }
-        if (wire != 2 || !read_len(&c, &s)) return GIVE_UP;
-        if (level == 0) {
-            k->blocks++;
-            r = tally_level(s, 1, k);
-        } else if (field == 1) {
-            if (level == 2 && marks_field(s, 1, &k->scopes)) return GIVE_UP; /* the scope's name */
-            r = validate_message(s, level == 1 ? &RESOURCE : &SCOPE);
-        } else if (field == 2) {
-            if (level == 1) k->blocks++;
-            r = level == 1 ? tally_level(s, 2, k) : tally_span(s, k);
-        } else {
-            r = check_string(s) ? 1 : GIVE_UP; /* schema_url */
-        }
-        if (r != 1) return r;
-    }
-    return t < 0 ? GIVE_UP : 1;
 }
 
 /* Whether a ScopeSpans' scope (field 1, an InstrumentationScope) has a name among `scopes`. */
@@ -989,43 +910,48 @@ static int marker_args(const char *name, PyObject *const *args, Py_ssize_t nargs
     return 1;
 }
 
-/* (spans per trace id, trace ids of the roots, spans, resource and scope blocks) of an OTLP trace export,
- * read from its bytes and validated as the decoder validates them (when this answers, the runtime parses
- * the bytes); None when it cannot say, or (given the pre-filter's markers) when a span attribute key or a
- * scope name is a marker: the exact test the pre-filter's search over the bytes approximates. */
-static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    (void)module;
-    Markers keys, scopes;
-    if (!marker_args("plain_index", args, nargs, &keys, &scopes)) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Tally k = {PyDict_New(), PySet_New(NULL), NULL, 0, 0, keys, scopes};
-    int r = k.counts != NULL && k.roots != NULL ? 1 : FAILED;
-    if (r == 1) r = tally_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
-    if (r == 1 && view.len > 0 && k.blocks == 0) r = GIVE_UP; /* unknown fields alone: the decoder refuses those */
-    PyBuffer_Release(&view);
-    Py_XDECREF(k.last);
-    PyObject *out = r == 1 ? Py_BuildValue("(OOnn)", k.counts, k.roots, k.spans, k.blocks) : NULL;
-    Py_XDECREF(k.counts);
-    Py_XDECREF(k.roots);
-    if (r == GIVE_UP) Py_RETURN_NONE;
-    return out;
-}
+/* The table walks (`span_table`, `checked_table`, `request_index`): a row per span, kept in a C array while the walk
+ * runs and turned into Python objects once at its end, in the form asked for. */
+typedef struct {
+    Py_ssize_t start, end; /* the framed `spans` entry: its tag's offset, the offset after it */
+    const uint8_t *trace;  /* the span's trace id, in the request's bytes */
+    Py_ssize_t trace_n;
+    uint8_t flag, marked;
+} Row;
 
-/* `span_table`: each `spans` entry's (tag start, end) offsets and its span's trace id, in request order; given the
- * pre-filter's markers, also the indices of the spans that show one (`marked`) and a flags byte per span. */
 typedef struct {
     const uint8_t *base;
-    PyObject *offsets, *ids;
-    PyObject *last; /* the previous span's trace id (borrowed from `ids`) */
-    Markers keys, scopes;
-    PyObject *marked, *flags; /* NULL without markers */
-    int scope_marked; /* the current scope's name is a marker */
-    Py_ssize_t n;
+    Markers keys, scopes; /* tuple NULL: no markers given */
+    int scope_marked;     /* the current scope's name is a marker */
+    int checked;          /* every field validated, as the runtime validates it (all but `span_table`) */
+    Row *rows;
+    Py_ssize_t n, capacity, blocks, marked;
 } Table;
 
 #define SPAN_ROOT 1   /* no parent span id */
 #define SPAN_IDS_OK 2 /* ids as `otlp_proto.ids_ok` wants them: 16-byte and 8-byte non-zero ids, parent empty or 8 */
+
+/* A field of a request (level 0), ResourceSpans (1) or ScopeSpans (2) other than its entries, validated as the
+ * runtime validates it: the resource or scope, the schema URL; any other field skipped. */
+static int check_block_field(Cursor *c, int level, uint32_t field, uint32_t wire) {
+    Slice s;
+    if (level == 0 ? field != 1 : field > 3) return skip_field(c, wire) ? 1 : GIVE_UP;
+    if (wire != 2 || !read_len(c, &s) || field == 2) return GIVE_UP; /* field 2 here: an entry of the wrong type */
+    if (field == 1) return validate_message(s, level == 1 ? &RESOURCE : &SCOPE);
+    return check_string(s) ? 1 : GIVE_UP; /* schema_url */
+}
+
+/* A span field `table_level` does not read, validated as the runtime validates it (ids of the wrong wire type,
+ * strings that are not UTF-8 in events, links and status, ...). */
+static int check_span_field(Cursor *c, uint32_t field, uint32_t wire) {
+    Slice s;
+    if (field == 1 || field == 4) return GIVE_UP; /* an id of the wrong wire type (the right one is read) */
+    if (field == 11 || field == 13 || field == 15) { /* events, links, status */
+        if (wire != 2 || !read_len(c, &s)) return GIVE_UP;
+        return validate_message(s, field == 11 ? &EVENT : field == 13 ? &LINK : &STATUS);
+    }
+    return validate_field(c, field, wire, &SPAN);
+}
 
 static int table_level(Slice body, int level, Table *k) {
     Cursor c = {body.p, body.p + body.n};
@@ -1036,11 +962,16 @@ static int table_level(Slice body, int level, Table *k) {
         const uint8_t *at = c.p; /* the entry's tag */
         if ((t = read_tag(&c, &field, &wire)) != 1) break;
         if (field != (level == 0 ? 1u : 2u) || wire != 2) {
-            if (!skip_field(&c, wire)) return GIVE_UP;
+            if (k->checked) {
+                if ((r = check_block_field(&c, level, field, wire)) != 1) return r;
+            } else if (!skip_field(&c, wire)) {
+                return GIVE_UP;
+            }
             continue;
         }
         if (!read_len(&c, &s)) return GIVE_UP;
         if (level < 2) {
+            k->blocks++; /* a ResourceSpans or a ScopeSpans */
             /* a ScopeSpans: its scope's name, wherever the scope comes in it (the runtime merges repeats) */
             k->scope_marked = level == 1 && scope_shows(s, &k->scopes);
             if ((r = table_level(s, level + 1, k)) != 1) return r;
@@ -1056,72 +987,167 @@ static int table_level(Slice body, int level, Table *k) {
                 if (f2 == 1) trace = v;
                 else if (f2 == 2) span = v;
                 else if (f2 == 4) parent = v;
-                else if (!marked) marked = marks_field(v, 1, &k->keys);
+                else if (k->checked) {
+                    if ((r = validate_key_value(v, 0, marked ? NULL : &k->keys)) == MARKED) marked = 1;
+                    else if (r != 1) return r;
+                } else if (!marked) {
+                    marked = marks_field(v, 1, &k->keys);
+                }
+            } else if (k->checked) {
+                if ((r = check_span_field(&sc, f2, w2)) != 1) return r;
             } else if (!skip_field(&sc, w2)) {
                 return GIVE_UP;
             }
         }
         if (t2 < 0) return GIVE_UP;
-        if (k->flags != NULL) {
-            int ok = trace.n == 16 && span.n == 8 && (parent.n == 0 || parent.n == 8) && !is_zero(trace.p, 16) &&
-                     !is_zero(span.p, 8);
-            char flag = (char)((parent.n == 0 ? SPAN_ROOT : 0) | (ok ? SPAN_IDS_OK : 0));
-            if (PyByteArray_Resize(k->flags, k->n + 1) < 0) return FAILED;
-            PyByteArray_AS_STRING(k->flags)[k->n] = flag;
-            if (marked) {
-                PyObject *index = PyLong_FromSsize_t(k->n);
-                if (index == NULL) return FAILED;
-                int listed = PyList_Append(k->marked, index);
-                Py_DECREF(index);
-                if (listed < 0) return FAILED;
+        if (k->n == k->capacity) {
+            Py_ssize_t capacity = k->capacity ? 2 * k->capacity : 256;
+            Row *rows = PyMem_Realloc(k->rows, (size_t)capacity * sizeof(Row));
+            if (rows == NULL) {
+                PyErr_NoMemory();
+                return FAILED;
             }
+            k->rows = rows;
+            k->capacity = capacity;
         }
-        k->n++;
-        PyObject *key = trace_key(k->last, trace);
-        if (key == NULL) return FAILED;
-        int listed = PyList_Append(k->ids, key);
-        Py_DECREF(key);
-        if (listed < 0) return FAILED;
-        k->last = key; /* the list holds it */
-        PyObject *pair = Py_BuildValue("(nn)", (Py_ssize_t)(at - k->base), (Py_ssize_t)(c.p - k->base));
-        if (pair == NULL) return FAILED;
-        int appended = PyList_Append(k->offsets, pair);
-        Py_DECREF(pair);
-        if (appended < 0) return FAILED;
+        int ok = trace.n == 16 && span.n == 8 && (parent.n == 0 || parent.n == 8) && !is_zero(trace.p, 16) &&
+                 !is_zero(span.p, 8);
+        k->rows[k->n++] = (Row){at - k->base, c.p - k->base, trace.p, trace.n,
+                                (uint8_t)((parent.n == 0 ? SPAN_ROOT : 0) | (ok ? SPAN_IDS_OK : 0)), (uint8_t)marked};
+        k->marked += marked;
     }
     return t < 0 ? GIVE_UP : 1;
+}
+
+/* The rows as `span_table` gives them: (offsets, ids) and, given markers, (marked, flags) too. */
+static PyObject *table_lists(const Table *k, int markers) {
+    PyObject *offsets = PyList_New(k->n), *ids = PyList_New(k->n), *marked = markers ? PyList_New(0) : NULL;
+    PyObject *flags = markers ? PyBytes_FromStringAndSize(NULL, k->n) : NULL, *out = NULL, *last = NULL;
+    if (offsets == NULL || ids == NULL || (markers && (marked == NULL || flags == NULL))) goto done;
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        const Row *row = &k->rows[i];
+        PyObject *pair = Py_BuildValue("(nn)", row->start, row->end);
+        PyObject *key = trace_key(last, (Slice){row->trace, row->trace_n});
+        if (pair == NULL || key == NULL) {
+            Py_XDECREF(pair);
+            Py_XDECREF(key);
+            goto done;
+        }
+        PyList_SET_ITEM(offsets, i, pair);
+        PyList_SET_ITEM(ids, i, key);
+        last = key; /* the list holds it */
+        if (!markers) continue;
+        PyBytes_AS_STRING(flags)[i] = (char)row->flag;
+        if (row->marked) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            int listed = index != NULL ? PyList_Append(marked, index) : -1;
+            Py_XDECREF(index);
+            if (listed < 0) goto done;
+        }
+    }
+    out = markers ? PyTuple_Pack(4, offsets, ids, marked, flags) : PyTuple_Pack(2, offsets, ids);
+done:
+    Py_XDECREF(offsets);
+    Py_XDECREF(ids);
+    Py_XDECREF(marked);
+    Py_XDECREF(flags);
+    return out;
+}
+
+/* The rows as `plain_index` gives them: (spans per trace id, trace ids of the roots, spans, blocks). */
+static PyObject *tally_of(const Table *k) {
+    PyObject *counts = PyDict_New(), *roots = PySet_New(NULL), *last = NULL, *out = NULL;
+    if (counts == NULL || roots == NULL) goto done;
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        const Row *row = &k->rows[i];
+        PyObject *key = trace_key(last, (Slice){row->trace, row->trace_n});
+        if (key == NULL) goto done;
+        Py_XSETREF(last, key);
+        PyObject *n = PyDict_GetItemWithError(counts, key);
+        if (n == NULL && PyErr_Occurred()) goto done;
+        PyObject *more = PyLong_FromSsize_t(n == NULL ? 1 : PyLong_AsSsize_t(n) + 1);
+        if (more == NULL) goto done;
+        int failed = PyDict_SetItem(counts, key, more) < 0;
+        Py_DECREF(more);
+        if (failed || ((row->flag & SPAN_ROOT) && PySet_Add(roots, key) < 0)) goto done;
+    }
+    out = Py_BuildValue("(OOnn)", counts, roots, k->n, k->blocks);
+done:
+    Py_XDECREF(last);
+    Py_XDECREF(counts);
+    Py_XDECREF(roots);
+    return out;
+}
+
+enum { SPAN_TABLE, CHECKED_TABLE, REQUEST_INDEX, PLAIN_INDEX };
+
+/* `span_table`, `checked_table`, `request_index` and `plain_index`: one walk, then the answer in the form asked
+ * for. */
+static PyObject *table_of(const char *name, PyObject *const *args, Py_ssize_t nargs, int kind) {
+    Markers keys, scopes;
+    if (kind == PLAIN_INDEX ? nargs != 1 : kind != SPAN_TABLE && nargs != 3) {
+        PyErr_Format(PyExc_TypeError, kind == PLAIN_INDEX ? "%s(data)" : "%s(data, keys, scopes)", name);
+        return NULL;
+    }
+    if (!marker_args(name, args, nargs, &keys, &scopes)) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    Table k = {(const uint8_t *)view.buf, keys, scopes, 0, kind != SPAN_TABLE, NULL, 0, 0, 0, 0};
+    int r = table_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
+    if (r == 1 && k.checked && view.len > 0 && k.blocks == 0) r = GIVE_UP; /* unknown fields alone: refused */
+    PyObject *out = NULL;
+    if (r == 1 && kind == PLAIN_INDEX) {
+        out = tally_of(&k);
+    } else if (r == 1 && kind == REQUEST_INDEX && k.marked == 0) {
+        PyObject *tally = tally_of(&k);
+        out = tally != NULL ? Py_BuildValue("(ON)", Py_False, tally) : NULL;
+    } else if (r == 1) {
+        PyObject *table = table_lists(&k, nargs == 3);
+        if (table == NULL || kind == SPAN_TABLE) {
+            out = table;
+        } else {
+            out = kind == CHECKED_TABLE ? Py_BuildValue("(OOOOn)", PyTuple_GET_ITEM(table, 0), PyTuple_GET_ITEM(table, 1),
+                                                        PyTuple_GET_ITEM(table, 2), PyTuple_GET_ITEM(table, 3), k.blocks)
+                                        : Py_BuildValue("(O(OOOOn))", Py_True, PyTuple_GET_ITEM(table, 0),
+                                                        PyTuple_GET_ITEM(table, 1), PyTuple_GET_ITEM(table, 2),
+                                                        PyTuple_GET_ITEM(table, 3), k.blocks);
+            Py_DECREF(table);
+        }
+    }
+    PyBuffer_Release(&view);
+    PyMem_Free(k.rows);
+    if (r == GIVE_UP) Py_RETURN_NONE;
+    return out;
 }
 
 /* ([(start, end) of each framed `spans` entry], [its span's trace id]) of an OTLP trace export, in request
  * order, from its framing alone (for bytes the protobuf runtime parsed); None when the bytes do not walk. */
 static PyObject *span_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    Markers keys, scopes;
-    if (!marker_args("span_table", args, nargs, &keys, &scopes)) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Table k = {(const uint8_t *)view.buf, PyList_New(0), PyList_New(0), NULL, keys, scopes, NULL, NULL, 0, 0};
-    if (nargs == 3) {
-        k.marked = PyList_New(0);
-        k.flags = PyByteArray_FromStringAndSize(NULL, 0);
-    }
-    int r = k.offsets != NULL && k.ids != NULL && (nargs == 1 || (k.marked != NULL && k.flags != NULL)) ? 1 : FAILED;
-    if (r == 1) r = table_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
-    PyBuffer_Release(&view);
-    PyObject *out = NULL;
-    if (r == 1 && nargs == 1) {
-        out = PyTuple_Pack(2, k.offsets, k.ids);
-    } else if (r == 1) {
-        PyObject *flags = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(k.flags), PyByteArray_GET_SIZE(k.flags));
-        out = flags != NULL ? PyTuple_Pack(4, k.offsets, k.ids, k.marked, flags) : NULL;
-        Py_XDECREF(flags);
-    }
-    Py_XDECREF(k.offsets);
-    Py_XDECREF(k.ids);
-    Py_XDECREF(k.marked);
-    Py_XDECREF(k.flags);
-    if (r == GIVE_UP) Py_RETURN_NONE;
-    return out;
+    return table_of("span_table", args, nargs, SPAN_TABLE);
+}
+
+/* `span_table(data, keys, scopes)` of bytes not parsed yet, validated as `plain_index` validates them (when this
+ * answers, the runtime parses them), and the count of resource and scope blocks: None where it cannot say. A
+ * marker does not stop it: the spans that show one are listed. */
+static PyObject *checked_table(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    return table_of("checked_table", args, nargs, CHECKED_TABLE);
+}
+
+/* (spans per trace id, trace ids of the roots, spans, resource and scope blocks) of an OTLP trace export, read from
+ * its bytes and validated as the decoder validates them (when this answers, the runtime parses the bytes); None
+ * when it cannot say. */
+static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    return table_of("plain_index", args, nargs, PLAIN_INDEX);
+}
+
+/* One walk of bytes not parsed yet, validated as `checked_table` validates them: (False, `plain_index`'s answer)
+ * when no span shows a marker, else (True, `checked_table`'s answer); None where it cannot say. */
+static PyObject *request_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    return table_of("request_index", args, nargs, REQUEST_INDEX);
 }
 
 /* ---- Encoding: one `gen_ai.evaluation.result` log record (telemetry/direct_logs.py's `encode_score_record`). */
@@ -1297,9 +1323,14 @@ static PyMethodDef methods[] = {
     {"span_table", (PyCFunction)(void (*)(void))span_table, METH_FASTCALL,
      "([(start, end) of each framed spans entry], [its trace id]) of an OTLP trace export, or None; with marker "
      "keys and scopes, also [indices of the spans showing one] and a flags byte per span (1: root, 2: ids ok)."},
+    {"checked_table", (PyCFunction)(void (*)(void))checked_table, METH_FASTCALL,
+     "checked_table(data, keys, scopes): span_table's answer and the block count, of bytes validated as "
+     "plain_index validates them, or None."},
+    {"request_index", (PyCFunction)(void (*)(void))request_index, METH_FASTCALL,
+     "request_index(data, keys, scopes): (False, plain_index's answer) when no span shows a marker, else (True, "
+     "checked_table's answer), or None."},
     {"plain_index", (PyCFunction)(void (*)(void))plain_index, METH_FASTCALL,
-     "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None; with marker "
-     "keys and scopes (tuples of bytes), None too when a span attribute key or a scope name is one of them."},
+     "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None."},
     {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,
      "A framed spans entry as a SpanRecord with the given resource and scope, or None."},
     {"score_record", (PyCFunction)(void (*)(void))score_record, METH_FASTCALL,

@@ -7,9 +7,17 @@ def decode_spans(data: bytes | bytearray | memoryview, /) -> list[SpanRecord] | 
 def decode_span_entry(
     entry: bytes | bytearray | memoryview, resource: dict[str, Any], scope: str, /
 ) -> SpanRecord | None: ...
-def plain_index(
-    data: bytes | bytearray | memoryview, keys: tuple[bytes, ...] = ..., scopes: tuple[bytes, ...] = ..., /
-) -> tuple[dict[bytes, int], set[bytes], int, int] | None: ...
+def plain_index(data: bytes | bytearray | memoryview, /) -> tuple[dict[bytes, int], set[bytes], int, int] | None: ...
+def checked_table(
+    data: bytes | bytearray | memoryview, keys: tuple[bytes, ...], scopes: tuple[bytes, ...], /
+) -> tuple[list[tuple[int, int]], list[bytes], list[int], bytes, int] | None: ...
+def request_index(
+    data: bytes | bytearray | memoryview, keys: tuple[bytes, ...], scopes: tuple[bytes, ...], /
+) -> (
+    tuple[bool, tuple[dict[bytes, int], set[bytes], int, int]]
+    | tuple[bool, tuple[list[tuple[int, int]], list[bytes], list[int], bytes, int]]
+    | None
+): ...
 def span_table(
     data: bytes | bytearray | memoryview, keys: tuple[bytes, ...] = ..., scopes: tuple[bytes, ...] = ..., /
 ) -> tuple[list[tuple[int, int]], list[bytes]] | tuple[list[tuple[int, int]], list[bytes], list[int], bytes] | None: ...

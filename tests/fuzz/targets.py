@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["TARGETS", "Target"]
 
@@ -54,8 +55,8 @@ def otlp_json(data: bytes) -> None:
 
 def wire_accel(data: bytes) -> None:
     """The compiled span decoder against the pure-Python path: the same records, or it leaves them to it; and
-    `serve`'s compiled request walks (`plain_index`, with and without the markers, `span_table`) against the
-    parsed request."""
+    `serve`'s compiled request walks (`plain_index`, `request_index`, `span_table`, `checked_table` and the carriers
+    read from the bytes they validate) against the parsed request."""
     from toolscore.collector.serve._prefilter import PlainRequest, parsed_traces, span_offsets
     from toolscore.collector.sources._accel import load
     from toolscore.collector.sources.errors import SpanDecodeError
@@ -66,10 +67,12 @@ def wire_accel(data: bytes) -> None:
         return
     fast = compiled.decode_spans(data)
     index = compiled.plain_index(data)
+    checked = compiled.checked_table(data, *_markers())
     try:
         request = parse_trace_export(data)
     except SpanDecodeError as exc:
-        took = [name for name, answer in (("the compiled decoder", fast), ("plain_index", index)) if answer is not None]
+        answers = (("the compiled decoder", fast), ("plain_index", index), ("checked_table", checked))
+        took = [name for name, answer in answers if answer is not None]
         if took:
             raise AssertionError(f"{' and '.join(took)} took bytes the pure path refuses: {exc}") from None
         return
@@ -78,15 +81,15 @@ def wire_accel(data: bytes) -> None:
     if index is not None:
         assert PlainRequest(*index) == parsed_traces(request)
         markers = _markers()
-        marked = compiled.plain_index(data, *markers)
         shows = any(
-            ss.scope.name.encode() in markers[1]
+            (ss.scope.name.encode() in markers[1] and ss.spans)
             or any(kv.key.encode() in markers[0] for s in ss.spans for kv in s.attributes)
             for rs in request.resource_spans
             for ss in rs.scope_spans
         )
-        assert (marked is None) == shows
-        assert marked is None or marked == index
+        read = compiled.request_index(data, *markers)
+        assert read is not None
+        assert read == ((True, checked) if shows else (False, index))
     table = compiled.span_table(data)
     if table is not None:
         spans = [(ss.scope.name, span) for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
@@ -101,11 +104,35 @@ def wire_accel(data: bytes) -> None:
         }
         assert shows <= set(marked)  # a superset where fields repeat (the runtime merges them)
         assert list(flags) == [(0 if span.parent_span_id else 1) | (2 if ids_ok(span) else 0) for _, span in spans]
+    assert (checked is None) == (index is None)
+    if checked is not None:
+        _check_walked(data, request, checked, index)
+
+
+def _check_walked(data: bytes, request: Any, checked: tuple[Any, ...], index: tuple[Any, ...]) -> None:
+    """`checked_table` reads as `span_table` does, and every span's carrier read from the bytes is the parsed one."""
+    from toolscore.collector.serve._prefilter import SpanPlan
+    from toolscore.collector.serve._walked import bytes_carriers, parsed_carriers
+    from toolscore.collector.sources._accel import span_table
+
+    assert span_table is not None
+    *table, blocks = checked
+    assert tuple(table) == span_table(data, *_markers())
+    assert blocks == index[3]
+    offsets, ids, _, flags = table
+    plan = SpanPlan([True] * len(ids), offsets, ids, flags)
+
+    def view(carrier: Any) -> tuple[Any, ...]:
+        span, block, entry = carrier
+        scope, resource = block.message, block.resource.message
+        return (span, bytes(entry), scope.scope, scope.schema_url, resource.resource, resource.schema_url)
+
+    assert [view(c) for c in bytes_carriers(data, plan)] == [view(c) for c in parsed_carriers(request, data, plan)]
 
 
 @functools.cache
 def _markers() -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
-    """The pre-filter's markers as `plain_index` takes them."""
+    """The pre-filter's markers as the compiled walks take them."""
     from toolscore.collector.pipeline.markers import convention_markers
 
     markers = convention_markers()
