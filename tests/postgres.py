@@ -11,7 +11,6 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import urllib.parse
@@ -21,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from tests.serve_harness import free_port
 
 __all__ = [
     "POSTGRES_PARAM",
@@ -39,12 +40,6 @@ def _bin_dir() -> Path | None:
         return Path(candidates[-1]).parent
     found = shutil.which("initdb")
     return Path(found).resolve().parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _as_server_user(argv: list[str]) -> list[str]:
@@ -66,7 +61,7 @@ class PostgresServer:
         self.root = Path(tempfile.mkdtemp(prefix="toolscore-pg-"))
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
-        self.data, self.port = self.root / "data", _free_port()
+        self.data, self.port = self.root / "data", free_port()
         initdb = [str(bin_dir / "initdb"), "-D", str(self.data), "-U", "toolscore", "-A", "trust", "--no-sync"]
         subprocess.run(_as_server_user(initdb), check=True, capture_output=True)
 

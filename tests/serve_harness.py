@@ -23,10 +23,27 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 __all__ = ["Downstream", "LoggedProcess", "ServeProcess", "free_port", "serve_config"]
 
 
+_RECENT_PORTS = 4096
+"""How many of the ports `free_port` gave out it will not give again (well under the kernel's ephemeral range)."""
+_given: dict[int, None] = {}
+_given_lock = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A 127.0.0.1 port free now, and none of the last `_RECENT_PORTS` this process was given: the kernel may hand a
+    port just closed out again, and two endpoints of one config on the same port fail its start (seen once in CI:
+    `ui.endpoint` on `receiver.grpc_endpoint`'s port)."""
+    with _given_lock:
+        for _ in range(1000):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = int(sock.getsockname()[1])
+            if port not in _given:
+                _given[port] = None
+                if len(_given) > _RECENT_PORTS:
+                    del _given[next(iter(_given))]
+                return port
+    raise RuntimeError("no free port the kernel gave was one this process had not been given recently")
 
 
 class Downstream(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
