@@ -1,11 +1,12 @@
 """A walked request's agent spans read from its bytes alone are the ones read from the parsed request.
 
-`bytes_carriers` parses each agent span's entry, and each block that holds one without its entries;
-`parsed_carriers` takes them from the request the runtime parsed. The carriers must agree in everything the
-engine and the sink read: the span, its received bytes, its scope (name, version, attributes, schema URL) and
-resource (attributes, schema URL), and which spans share a block. Requests: the mixed loads (plain and agent
-traces in the same blocks), random requests of several resources and scopes, every capture, and blocks whose
-fields come in unusual orders (the scope after the spans, a schema URL between them, the scope twice).
+`bytes_carriers` carries each agent span as its entry alone, and parses each block that holds one without its
+entries; `parsed_carriers` takes them from the request the runtime parsed. The carriers must agree in everything
+the engine and the sink read: the span as the engine decodes it, its received bytes, its scope (name, version,
+attributes, schema URL) and resource (attributes, schema URL), and which spans share a block. Requests: the mixed
+loads (plain and agent traces in the same blocks), random requests of several resources and scopes, every
+capture, and blocks whose fields come in unusual orders (the scope after the spans, a schema URL between them,
+the scope twice).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from tests.bench.mixed import mixed_batches
 from tests.test_wire_accel import _field, _request
 from toolscore.collector.pipeline.markers import AgentTraces, convention_markers
+from toolscore.collector.serve._carrier import decode_carrier
 from toolscore.collector.serve._prefilter import SpanPlan, WirePrefilter
 from toolscore.collector.serve._walked import bytes_carriers, parsed_carriers
 from toolscore.collector.sources._accel import checked_table
@@ -32,10 +34,11 @@ pytestmark = pytest.mark.skipif(checked_table is None, reason="the compiled walk
 
 
 def _view(carrier: Any) -> tuple[Any, ...]:
-    span, block, entry = carrier
+    """What the engine and the sink read of a carrier: its span decoded, its bytes, its blocks."""
+    _, block, entry = carrier
     scope, resource = block.message, block.resource.message
     return (
-        span.SerializeToString(deterministic=True),
+        repr(decode_carrier(carrier)),  # repr: a NaN equals a NaN
         bytes(entry),
         block.scope_name,
         scope.scope.SerializeToString(deterministic=True),
@@ -56,8 +59,10 @@ def _agree(data: bytes, plan: SpanPlan) -> int:
     expected = parsed_carriers(ExportTraceServiceRequest.FromString(data), data, plan)
     assert [_view(c) for c in carriers] == [_view(c) for c in expected]
     assert _blocks(carriers) == _blocks(expected)
-    # parsed without their entries: a block holds no span, so none keeps the request's others alive
+    # parsed without their entries: a block holds no span, so none keeps the request's others alive; and no span is
+    # parsed here: the engine decodes it from its bytes
     assert not any(block.message.spans or block.resource.message.scope_spans for _, block, _ in carriers)
+    assert all(span is None for span, _, _ in carriers)
     return len(carriers)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from toolscore.collector.pipeline.group import item_bytes, record_bytes
+from toolscore.collector.serve._encode import span_message
 from toolscore.collector.sources._accel import decode_span_entry
 from toolscore.collector.sources.otlp_proto import resource_attributes, span_record
 from toolscore.collector.spans import SpanRecord
@@ -82,6 +83,9 @@ def decode_carrier(carrier: Carrier) -> SpanRecord:
         record = decode_span_entry(data, block.resource.attributes, block.scope_name)
         if record is not None:
             return record
+    if span is None:  # held, or read from a request's bytes alone: its message is parsed only now
+        assert data is not None
+        span = span_message(data)
     return span_record(span, block.resource.attributes, block.scope_name)
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import bisect
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from toolscore.collector.serve._carrier import ResourceBlock, ScopeBlock
+if TYPE_CHECKING:
+    from toolscore.collector.serve._carrier import ResourceBlock, ScopeBlock
 
 __all__ = [
     "Encoded",

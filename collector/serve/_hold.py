@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from toolscore.collector.serve._carrier import Carrier, held_carrier
-from toolscore.collector.serve._encode import span_message
 from toolscore.collector.telemetry import PipelineTelemetry
 
 __all__ = ["PlainHold"]
@@ -88,12 +87,6 @@ class _Out:
     whole: list[tuple[bytes, int]] = field(default_factory=list)
     spans: list[Carrier] = field(default_factory=list)
     dropped: int = 0
-
-
-def _readable(carrier: Carrier) -> Carrier:
-    """A carrier the engine can decode: a span held as its bytes alone gets its message back."""
-    span, block, data = carrier
-    return (span_message(data), block, data) if span is None and data is not None else carrier
 
 
 class PlainHold:
@@ -195,7 +188,7 @@ class PlainHold:
                     taken += parcel.split.pop(trace_id, ())
                     self._done(parcel, trace_id)
         self._send(out)
-        return [_readable(carrier) for carrier in taken]
+        return taken
 
     def flush(self) -> None:
         """Release everything held now, as if every trace had decided."""

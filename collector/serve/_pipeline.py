@@ -212,7 +212,8 @@ class CollectorPipeline:
             if reason is not None:
                 return self._refuse(reason, total, start if waited else None)
             carriers, passing, stats = _carriers(request, data, total, agent, offsets)
-            refused = self._offer(carriers, total, start, deadline, waited)
+            traces = {span.trace_id for span, _, _ in carriers}
+            refused = self._offer(carriers, traces, total, start, deadline, waited=waited)
             if refused is not None:
                 return refused
             # once the request is taken: a refused one comes again whole
@@ -257,7 +258,9 @@ class CollectorPipeline:
         if reason is not None:
             return self._refuse(reason, total, start if waited else None)
         carriers = bytes_carriers(data, plan) if request is None else parsed_carriers(request, data, plan)
-        refused = self._offer(carriers, total, start, deadline, waited)
+        assert plan.ids is not None
+        traces = set(itertools.compress(plan.ids, plan.agent))
+        refused = self._offer(carriers, traces, total, start, deadline, waited=waited)
         if refused is not None:
             return refused
         if len(carriers) < total:  # once the request is taken: a refused one comes again whole
@@ -265,12 +268,13 @@ class CollectorPipeline:
         return IngestResult()
 
     def _offer(
-        self, carriers: list[Carrier], total: int, start: float, deadline: float, waited: bool
+        self, carriers: list[Carrier], traces: set[bytes], total: int, start: float, deadline: float, *, waited: bool
     ) -> IngestResult | None:
-        """Queue `carriers` (a request's spans for the engine), the plain spans held of their traces first, once
-        they fit, waiting for room until `deadline`; the refusal when they never do, None once queued."""
+        """Queue `carriers` (a request's spans for the engine, of the trace ids `traces`), the plain spans held of
+        their traces first, once they fit, waiting for room until `deadline`; the refusal when they never do, None
+        once queued."""
         hold = self.hold
-        early = {span.trace_id for span, _, _ in carriers} if hold is not None else ()
+        early = traces if hold is not None else ()
         while True:
             with self._admit:
                 held = hold.held(early) if hold is not None and early else 0

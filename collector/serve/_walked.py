@@ -3,11 +3,11 @@
 A request the compiled walk has read (`_prefilter.SpanPlan` with each span's offsets, trace and flags) sends
 only its agent traces' spans to the engine, each as a `Carrier`: its message, its blocks and its received
 bytes. `parsed_carriers` takes them from the request the receiver parsed. `bytes_carriers` needs no parse of
-the request (`WirePrefilter.request_plan` validated its bytes with `checked_table`, so the runtime would parse
-them): each agent span's own entry is parsed, and each block that holds one is parsed without its entries (a
+the request (`WirePrefilter.request_plan` validated its bytes, so the runtime would parse them): a span is
+carried as its entry alone, with no message (the engine decodes it from those bytes, `decode_carrier`, as it
+does every span, and the sink forwards them), and each block that holds one is parsed without its entries (a
 `ResourceSpans` without its `scope_spans`, a `ScopeSpans` without its `spans`), which is all a block is read
-for (its resource, scope and schema URLs). On a request of 512 spans, 1% of them an agent's, that is a few
-small parses against one of the whole request.
+for (its resource, scope and schema URLs): a few small parses against one of the whole request.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 
 from toolscore.collector.serve._carrier import Carrier, ResourceBlock, ScopeBlock
-from toolscore.collector.serve._encode import entries, span_message
+from toolscore.collector.serve._encode import entries
 from toolscore.collector.serve._prefilter import SpanPlan
 
 if TYPE_CHECKING:
@@ -85,8 +85,7 @@ def bytes_carriers(data: bytes, plan: SpanPlan) -> list[Carrier]:
                 block = ScopeBlock(resource, scope)
                 while k < len(wanted) and wanted[k] < last:
                     at, stop = offsets[wanted[k]]
-                    entry = view[at:stop]
-                    carriers.append((span_message(entry), block, entry))
+                    carriers.append((None, block, view[at:stop]))  # decoded from its bytes (`decode_carrier`)
                     k += 1
             first = last
     if k != len(wanted):
