@@ -24,7 +24,7 @@ from tests.bench.mixed import mixed_batches
 from tests.test_wire_accel import _field, _request
 from toolscore.collector.pipeline.markers import AgentTraces, convention_markers
 from toolscore.collector.serve._carrier import decode_carrier
-from toolscore.collector.serve._prefilter import SpanPlan, WirePrefilter
+from toolscore.collector.serve._prefilter import SPAN_ROOT, SpanPlan, WirePrefilter, plain_traces
 from toolscore.collector.serve._walked import bytes_carriers, parsed_carriers
 from toolscore.collector.sources._accel import checked_table
 
@@ -144,3 +144,24 @@ def test_agent_traces_stay_known_across_plans() -> None:
     again = prefilter.request_plan(plain, 100)
     assert isinstance(again, SpanPlan)  # its trace is an agent's now: to the engine, read from the bytes
     assert again.agent == [True]
+
+
+def test_the_plain_spans_traces_and_roots_are_those_of_the_spans_of_no_agent_trace() -> None:
+    """What the hold keeps of a request whose spans part ways (`plain_traces`), against a loop over its spans."""
+    rng = random.Random(17)
+    requests, _ = mixed_batches(0.1, together=True, spans=2_000, per_request=100)
+    compared = 0
+    for data in requests + [_request(rng) for _ in range(50)]:
+        for plan in _plans(data, rng):
+            assert plan.ids is not None
+            assert plan.flags is not None
+            counts: dict[bytes, int] = {}
+            root_traces = set()
+            for trace_id, of_agent, flag in zip(plan.ids, plan.agent, plan.flags, strict=True):
+                if not of_agent:
+                    counts[trace_id] = counts.get(trace_id, 0) + 1
+                    if flag & SPAN_ROOT:
+                        root_traces.add(trace_id)
+            assert plain_traces(plan) == (counts, root_traces)
+            compared += bool(counts and root_traces)
+    assert compared > 50

@@ -39,7 +39,6 @@ import itertools
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -60,7 +59,7 @@ from toolscore.collector.serve._carrier import (
 from toolscore.collector.serve._encode import span_entries, without_spans
 from toolscore.collector.serve._hold import PlainHold
 from toolscore.collector.serve._pipeline_config import ServePipelineConfig
-from toolscore.collector.serve._prefilter import PlainRequest, SpanPlan, WirePrefilter, all_ids_ok, roots
+from toolscore.collector.serve._prefilter import PlainRequest, SpanPlan, WirePrefilter, all_ids_ok, plain_traces
 from toolscore.collector.serve._regroup import RequestSink
 from toolscore.collector.serve._walked import bytes_carriers, parsed_carriers
 from toolscore.collector.serve.forward._forwarder import Forwarder
@@ -330,9 +329,7 @@ class CollectorPipeline:
         counts: dict[bytes, int] = {}
         root_traces: set[bytes] = set()
         if plan.ids is not None:
-            plain = [not of_agent for of_agent in plan.agent]
-            counts = dict(Counter(itertools.compress(plan.ids, plain)))
-            root_traces = {plan.ids[i] for i in roots(plan) if plain[i]}
+            counts, root_traces = plain_traces(plan)
         else:
             for span, _, _ in passing:
                 trace_id = span.trace_id
