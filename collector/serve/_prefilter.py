@@ -53,7 +53,6 @@ __all__ = [
     "parsed_traces",
     "plain_traces",
     "request_traces",
-    "roots",
 ]
 
 _ZERO_TRACE = bytes(16)
@@ -101,18 +100,12 @@ class SpanPlan(NamedTuple):
 
 SPAN_ROOT, SPAN_IDS_OK = 1, 2
 """`SpanPlan.flags` bits: the span has no parent; its ids are as `otlp_proto.ids_ok` wants them."""
-_ROOTS = re.compile(b"[\x01\x03]")
 _IDS_NOT_OK = re.compile(b"[\x00\x01]")
 
 
 def all_ids_ok(plan: SpanPlan) -> bool:
     """Whether every span of a walked plan has usable ids (`otlp_proto.ids_ok`)."""
     return plan.flags is not None and _IDS_NOT_OK.search(plan.flags) is None
-
-
-def roots(plan: SpanPlan) -> list[int]:
-    """The indices of a walked plan's spans with no parent."""
-    return [match.start() for match in _ROOTS.finditer(plan.flags or b"")]
 
 
 _ROOT_MASK = bytes(1 if flag & SPAN_ROOT else 0 for flag in range(256))
@@ -223,7 +216,8 @@ class WirePrefilter:
             return plan
         # no span of a known agent trace and every id usable: what `_holdable` asks, answered by the walk
         blocks = sum(1 + len(resource_spans.scope_spans) for resource_spans in request.resource_spans)
-        return PlainRequest(dict(Counter(ids)), {ids[i] for i in roots(plan)}, len(ids), blocks)
+        counts, root_traces = plain_traces(plan)
+        return PlainRequest(counts, root_traces, len(ids), blocks)
 
     def _plan(self, offsets: list[tuple[int, int]], ids: list[bytes], marked: list[int], flags: bytes) -> SpanPlan:
         """The plan of a walked table: its marked spans' traces become agent traces, then each span is of one or not."""
