@@ -586,3 +586,18 @@ def test_checked_table_validates_as_plain_index_and_reads_as_span_table() -> Non
     assert sum(_checked_or_none(data, keys, scopes) for data in _mutants(rng, seeds, 3000)) > 300
     with pytest.raises(TypeError, match="checked_table"):
         _compiled.checked_table(_wrap(_IDS))
+
+
+def test_request_index_gives_up_past_its_limit_of_spans_or_blocks() -> None:
+    """A request a receiver refuses for its size is not walked to its end, nor kept a row per span."""
+    assert _compiled is not None
+    keys, scopes = (b"gen_ai.system",), (b"pydantic-ai",)
+    three_spans = _field(1, _field(2, _field(2, _IDS) + _field(2, _IDS) + _field(2, _IDS)))  # two blocks
+    assert _compiled.request_index(three_spans, keys, scopes) == (False, _compiled.plain_index(three_spans))
+    assert _compiled.request_index(three_spans, keys, scopes, 3) == (False, _compiled.plain_index(three_spans))
+    assert _compiled.request_index(three_spans, keys, scopes, 2) is None  # three spans
+    blocks = _field(1, _field(2, _field(2, _IDS))) * 2  # four blocks, two spans
+    assert _compiled.request_index(blocks, keys, scopes, 3) is None
+    assert _compiled.request_index(blocks, keys, scopes, 4) is not None
+    with pytest.raises(TypeError):
+        _compiled.request_index(blocks, keys, scopes, "4")

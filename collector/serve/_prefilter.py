@@ -232,13 +232,13 @@ class WirePrefilter:
         agent trace, else the plan of its agent traces' spans. None when the walk cannot say, when the request
         holds no span or more than `max_spans` spans or blocks, or when a span's ids are unusable: parse it and
         `agent_spans` it, so that the parse decides and reports."""
-        index = request_index(data, *self._markers) if request_index is not None else None
+        index = request_index(data, *self._markers, max_spans) if request_index is not None else None
         if index is None:
             return None
-        marked, answer = index
+        marked, answer = index  # within `max_spans`: the walk gives up past it
         if not marked:
             plain = PlainRequest(*answer)
-            if not 0 < plain.spans <= max_spans or plain.blocks > max_spans:
+            if not plain.spans:
                 return None
             if self._holdable(plain):
                 return plain
@@ -246,9 +246,7 @@ class WirePrefilter:
             if table is None:
                 return None
             answer = table
-        offsets, ids, marked_spans, flags, blocks = answer
-        if len(ids) > max_spans or blocks > max_spans:
-            return None
+        offsets, ids, marked_spans, flags, _ = answer
         plan = self._plan(offsets, ids, marked_spans, flags)
         return plan if True in plan.agent and all_ids_ok(plan) else None
 

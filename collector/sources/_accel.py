@@ -10,8 +10,9 @@ cannot say. `span_table(data)` gives the offsets of each framed span entry and i
 request; `span_table(data, keys, scopes)` also the indices of the spans that show one of the pre-filter's
 markers (tuples of bytes) and a flags byte per span (its root and ids bits, `serve._prefilter.SpanPlan`);
 `checked_table(data, keys, scopes)` gives that table and the resource and scope block count of bytes not parsed
-yet, validated as `plain_index` validates them, or None; `request_index(data, keys, scopes)`, in one such walk,
-`(False, plain_index's answer)` when no span shows a marker, else `(True, checked_table's answer)`.
+yet, validated as `plain_index` validates them, or None; `request_index(data, keys, scopes[, limit])`, in one such
+walk, `(False, plain_index's answer)` when no span shows a marker, else `(True, checked_table's answer)` (None past
+`limit` spans or blocks).
 `score_record(...)` goes the other way: it encodes one evaluation log record (`telemetry.direct_logs`'
 `encode_score_record`). All seven are None when the extension is missing (no C compiler at install: `setup.py`
 builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set to anything but empty or 0, which runs the pure-Python
@@ -61,9 +62,7 @@ decode_span_entry: Callable[[bytes | memoryview, dict[str, Any], str], SpanRecor
 plain_index: Callable[[bytes], tuple[dict[bytes, int], set[bytes], int, int] | None] | None = None
 span_table: Callable[..., tuple[Any, ...] | None] | None = None
 checked_table: Callable[[bytes, tuple[bytes, ...], tuple[bytes, ...]], tuple[Any, ...] | None] | None = None
-request_index: Callable[[bytes, tuple[bytes, ...], tuple[bytes, ...]], tuple[bool, tuple[Any, ...]] | None] | None = (
-    None
-)
+request_index: Callable[..., tuple[bool, tuple[Any, ...]] | None] | None = None
 score_record: Callable[[int, int, bytes, float, str, str, bytes, bytes], bytes | None] | None = None
 if _module is not None:
     decode_spans, decode_span_entry = _module.decode_spans, _module.decode_span_entry

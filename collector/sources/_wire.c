@@ -926,6 +926,7 @@ typedef struct {
     int checked;          /* every field validated, as the runtime validates it (all but `span_table`) */
     Row *rows;
     Py_ssize_t n, capacity, blocks, marked;
+    Py_ssize_t limit; /* most spans, and most blocks, before the walk gives up (`request_index`'s bound) */
 } Table;
 
 #define SPAN_ROOT 1   /* no parent span id */
@@ -971,7 +972,7 @@ static int table_level(Slice body, int level, Table *k) {
         }
         if (!read_len(&c, &s)) return GIVE_UP;
         if (level < 2) {
-            k->blocks++; /* a ResourceSpans or a ScopeSpans */
+            if (++k->blocks > k->limit) return GIVE_UP; /* a ResourceSpans or a ScopeSpans */
             /* a ScopeSpans: its scope's name, wherever the scope comes in it (the runtime merges repeats) */
             k->scope_marked = level == 1 && scope_shows(s, &k->scopes);
             if ((r = table_level(s, level + 1, k)) != 1) return r;
@@ -1000,6 +1001,7 @@ static int table_level(Slice body, int level, Table *k) {
             }
         }
         if (t2 < 0) return GIVE_UP;
+        if (k->n == k->limit) return GIVE_UP;
         if (k->n == k->capacity) {
             Py_ssize_t capacity = k->capacity ? 2 * k->capacity : 256;
             Row *rows = PyMem_Realloc(k->rows, (size_t)capacity * sizeof(Row));
@@ -1085,14 +1087,24 @@ enum { SPAN_TABLE, CHECKED_TABLE, REQUEST_INDEX, PLAIN_INDEX };
  * for. */
 static PyObject *table_of(const char *name, PyObject *const *args, Py_ssize_t nargs, int kind) {
     Markers keys, scopes;
+    Py_ssize_t limit = PY_SSIZE_T_MAX;
+    if (kind == REQUEST_INDEX && nargs == 4) { /* the bound on spans and blocks */
+        limit = PyLong_AsSsize_t(args[3]);
+        if (limit == -1 && PyErr_Occurred()) return NULL;
+        nargs = 3;
+    }
     if (kind == PLAIN_INDEX ? nargs != 1 : kind != SPAN_TABLE && nargs != 3) {
-        PyErr_Format(PyExc_TypeError, kind == PLAIN_INDEX ? "%s(data)" : "%s(data, keys, scopes)", name);
+        PyErr_Format(PyExc_TypeError,
+                     kind == PLAIN_INDEX       ? "%s(data)"
+                     : kind == REQUEST_INDEX ? "%s(data, keys, scopes[, limit])"
+                                             : "%s(data, keys, scopes)",
+                     name);
         return NULL;
     }
     if (!marker_args(name, args, nargs, &keys, &scopes)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
-    Table k = {(const uint8_t *)view.buf, keys, scopes, 0, kind != SPAN_TABLE, NULL, 0, 0, 0, 0};
+    Table k = {(const uint8_t *)view.buf, keys, scopes, 0, kind != SPAN_TABLE, NULL, 0, 0, 0, 0, limit};
     int r = table_level((Slice){(const uint8_t *)view.buf, view.len}, 0, &k);
     if (r == 1 && k.checked && view.len > 0 && k.blocks == 0) r = GIVE_UP; /* unknown fields alone: refused */
     PyObject *out = NULL;
@@ -1144,7 +1156,8 @@ static PyObject *plain_index(PyObject *module, PyObject *const *args, Py_ssize_t
 }
 
 /* One walk of bytes not parsed yet, validated as `checked_table` validates them: (False, `plain_index`'s answer)
- * when no span shows a marker, else (True, `checked_table`'s answer); None where it cannot say. */
+ * when no span shows a marker, else (True, `checked_table`'s answer); None where it cannot say, and past `limit`
+ * spans or blocks (a request a receiver refuses for its size is not walked to its end, nor kept a row per span). */
 static PyObject *request_index(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     return table_of("request_index", args, nargs, REQUEST_INDEX);
@@ -1327,8 +1340,8 @@ static PyMethodDef methods[] = {
      "checked_table(data, keys, scopes): span_table's answer and the block count, of bytes validated as "
      "plain_index validates them, or None."},
     {"request_index", (PyCFunction)(void (*)(void))request_index, METH_FASTCALL,
-     "request_index(data, keys, scopes): (False, plain_index's answer) when no span shows a marker, else (True, "
-     "checked_table's answer), or None."},
+     "request_index(data, keys, scopes[, limit]): (False, plain_index's answer) when no span shows a marker, else "
+     "(True, checked_table's answer), or None (past limit spans or blocks too)."},
     {"plain_index", (PyCFunction)(void (*)(void))plain_index, METH_FASTCALL,
      "(spans per trace id, trace ids of the roots, spans, blocks) of an OTLP trace export, or None."},
     {"decode_span_entry", (PyCFunction)(void (*)(void))decode_span_entry, METH_FASTCALL,

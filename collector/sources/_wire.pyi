@@ -12,7 +12,7 @@ def checked_table(
     data: bytes | bytearray | memoryview, keys: tuple[bytes, ...], scopes: tuple[bytes, ...], /
 ) -> tuple[list[tuple[int, int]], list[bytes], list[int], bytes, int] | None: ...
 def request_index(
-    data: bytes | bytearray | memoryview, keys: tuple[bytes, ...], scopes: tuple[bytes, ...], /
+    data: bytes | bytearray | memoryview, keys: tuple[bytes, ...], scopes: tuple[bytes, ...], limit: int = ..., /
 ) -> (
     tuple[bool, tuple[dict[bytes, int], set[bytes], int, int]]
     | tuple[bool, tuple[list[tuple[int, int]], list[bytes], list[int], bytes, int]]
