@@ -1,6 +1,7 @@
 """`CollectorPipeline`: the `Ingest` behind the OTLP receivers, scoring runs and forwarding every span.
 
-    receiver ─accept(request)─→ pre-filter (`_prefilter`): spans of no agent trace ─→ PlainHold (`_hold`), unread
+    receiver ─accept_bytes(data), else accept(request)─→ pre-filter (`_prefilter`, a compiled walk of the bytes):
+        spans of no agent trace ─→ PlainHold (`_hold`), unread; the agent traces' spans read alone (`_walked`)
         PlainHold ─┬ their trace shows a marker ─→ Engine.offer, ahead of that request's spans
                    └ their trace's root settled, or `prefilter_hold_ms` ─→ Forwarder / RequestSink, as received
         ─→ check ids (bad: rejected, partial success) ─→ Engine.offer((span, block))

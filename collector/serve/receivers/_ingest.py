@@ -53,9 +53,10 @@ class Ingest(Protocol):
         ...
 
     def accept_bytes(self, data: bytes, max_spans: int) -> IngestResult | None:
-        """Take a binary request from its bytes alone, unparsed, when the ingest can (it holds no span of an agent
-        trace: `serve`'s pre-filter); None: parse it and `accept` it. Never raises. A request it takes holds at
-        most `max_spans` spans and blocks, and parses: the answer is the one `accept` would give it."""
+        """Take a binary request from its bytes alone, unparsed, when the ingest can (`serve`'s pre-filter walks it:
+        a request of no agent trace is held whole, of another only the agent traces' spans are read); None: parse
+        it and `accept` it. Never raises. A request it takes holds at most `max_spans` spans and blocks, and
+        parses: the answer is the one `accept` would give it."""
         ...
 
     def accept_logs(self, batch: LogBatch) -> IngestResult:
