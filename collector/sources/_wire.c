@@ -67,7 +67,7 @@ static int read_varint_long(Cursor *c, uint64_t *out) {
 }
 
 /* One field's tag; 0 at the end, -1 on a bad tag. */
-static int read_tag(Cursor *c, uint32_t *field, uint32_t *wire) {
+static inline __attribute__((always_inline)) int read_tag(Cursor *c, uint32_t *field, uint32_t *wire) {
     if (c->p >= c->end) return 0;
     uint64_t tag;
     if (!read_varint(c, &tag) || tag > 0xFFFFFFFFu) return -1;
@@ -77,7 +77,7 @@ static int read_tag(Cursor *c, uint32_t *field, uint32_t *wire) {
     return 1;
 }
 
-static int read_len(Cursor *c, Slice *out) {
+static inline __attribute__((always_inline)) int read_len(Cursor *c, Slice *out) {
     uint64_t n;
     if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
     out->p = c->p;
@@ -142,7 +142,7 @@ static PyObject *text_of(Slice s) {
     return text;
 }
 
-static int check_string(Slice s) { return all_ascii(s) || utf8_ok(s); }
+static inline int check_string(Slice s) { return all_ascii(s) || utf8_ok(s); }
 
 /* A string field that may come more than once: the last one is kept, and the runtime refuses the request
  * when an earlier one is not UTF-8, so each one it replaces is checked here (0: give up). */
@@ -157,33 +157,40 @@ static int replace_string(Slice *slot, int *seen, Slice s) {
 #define FAILED (-1)
 #define MARKED 2 /* validate_key_value: valid, and its key is one of the markers it was given */
 
-/* The pre-filter's markers, a tuple of bytes (NULL: none), with a bit per length under 64 that one of them has:
- * most attribute keys are no marker's length, and are ruled out by that bit alone. */
+/* The pre-filter's markers, a tuple of bytes (NULL: none), with a bit per length under 64 and a bit per first byte
+ * that one of them has: most attribute keys are no marker's length, or do not start as one does ("http." against
+ * "gen_ai."), and are ruled out by those bits alone, inline. */
 typedef struct {
     PyObject *tuple;
     uint64_t lengths;
+    uint64_t firsts[4];
 } Markers;
 
 static Markers markers_of(PyObject *tuple) {
-    Markers m = {tuple, 0};
+    Markers m = {tuple, 0, {0, 0, 0, 0}};
     for (Py_ssize_t i = 0; tuple != NULL && i < PyTuple_GET_SIZE(tuple); i++) {
-        Py_ssize_t n = PyBytes_GET_SIZE(PyTuple_GET_ITEM(tuple, i));
+        PyObject *marker = PyTuple_GET_ITEM(tuple, i);
+        Py_ssize_t n = PyBytes_GET_SIZE(marker);
         m.lengths |= n < 64 ? 1ull << n : 1ull << 63; /* bit 63: 63 bytes or more, compared in full */
+        uint8_t first = n > 0 ? (uint8_t)PyBytes_AS_STRING(marker)[0] : 0;
+        m.firsts[first >> 6] |= 1ull << (first & 63); /* an empty marker: as if it began with byte 0 */
     }
     return m;
 }
 
-static int is_marker(const Markers *markers, Slice s) {
-    if (markers->tuple == NULL || !(markers->lengths >> (s.n < 64 ? s.n : 63) & 1)) return 0;
+static int is_marker_among(const Markers *markers, Slice s) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(markers->tuple); i++) {
         PyObject *marker = PyTuple_GET_ITEM(markers->tuple, i);
-        const char *text = PyBytes_AS_STRING(marker);
-        /* the first byte inline: a key of a marker's length mostly differs there ("http." against "gen_ai.") */
-        if (PyBytes_GET_SIZE(marker) == s.n && (s.n == 0 || text[0] == (char)s.p[0]) &&
-            memcmp(text, s.p, (size_t)s.n) == 0)
-            return 1;
+        if (PyBytes_GET_SIZE(marker) == s.n && memcmp(PyBytes_AS_STRING(marker), s.p, (size_t)s.n) == 0) return 1;
     }
     return 0;
+}
+
+static inline __attribute__((always_inline)) int is_marker(const Markers *markers, Slice s) {
+    if (markers->tuple == NULL || !(markers->lengths >> (s.n < 64 ? s.n : 63) & 1)) return 0;
+    uint8_t first = s.n > 0 ? s.p[0] : 0;
+    if (!(markers->firsts[first >> 6] >> (first & 63) & 1)) return 0;
+    return is_marker_among(markers, s);
 }
 
 static int decode_any(Slice body, int depth, PyObject **out);
