@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -11,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import Any, Self
@@ -23,27 +26,48 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 __all__ = ["Downstream", "LoggedProcess", "ServeProcess", "free_port", "serve_config"]
 
 
-_RECENT_PORTS = 4096
-"""How many of the ports `free_port` gave out it will not give again (well under the kernel's ephemeral range)."""
-_given: dict[int, None] = {}
-_given_lock = threading.Lock()
+_LOWEST_PORT = 10_000
+_ports_lock = threading.Lock()
+_port_order: list[Iterator[int]] = []
+"""The ports to try next, in turn (made at the first call)."""
+
+
+def _ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range (bind to port 0, outgoing connections), 32768 by default."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def free_port() -> int:
-    """A 127.0.0.1 port free now, and none of the last `_RECENT_PORTS` this process was given: the kernel may hand a
-    port just closed out again, and two endpoints of one config on the same port fail its start (seen once in CI:
-    `ui.endpoint` on `receiver.grpc_endpoint`'s port)."""
-    with _given_lock:
-        for _ in range(1000):
+    """A 127.0.0.1 port free now, below the kernel's ephemeral range, and not given out before by this process.
+
+    Below the ephemeral range because a port is only reserved once the process it is for binds it, seconds later:
+    a port the kernel handed out for port 0 could go, meanwhile, to a server binding port 0 (a test's downstream)
+    or to an outgoing connection, and the kernel hands a port just closed out again (seen in CI: `toolscore serve`
+    failed to start, its `ui.endpoint` taken by its own gRPC receiver's port, then by another socket). The ports
+    are taken in turn from a start of this process's own, so that two test processes rarely meet.
+    """
+    with _ports_lock:
+        top = _ephemeral_start()
+        span = top - _LOWEST_PORT
+        if span < 1_000:  # an unusual kernel setting: the kernel's own choice, as a last resort
             with socket.socket() as sock:
                 sock.bind(("127.0.0.1", 0))
-                port = int(sock.getsockname()[1])
-            if port not in _given:
-                _given[port] = None
-                if len(_given) > _RECENT_PORTS:
-                    del _given[next(iter(_given))]
-                return port
-    raise RuntimeError("no free port the kernel gave was one this process had not been given recently")
+                return int(sock.getsockname()[1])
+        if not _port_order:
+            first = random.Random(os.getpid()).randrange(span)
+            _port_order.append(_LOWEST_PORT + (first + k) % span for k in itertools.count())
+        for _ in range(span):
+            port = next(_port_order[0])
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue  # in use
+            return port
+    raise RuntimeError(f"no free port between {_LOWEST_PORT} and {top}")
 
 
 class Downstream(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
