@@ -106,19 +106,18 @@ def wire_accel(data: bytes) -> None:
         assert list(flags) == [(0 if span.parent_span_id else 1) | (2 if ids_ok(span) else 0) for _, span in spans]
     assert (checked is None) == (index is None)
     if checked is not None:
-        _check_walked(data, request, checked, index)
+        _check_walked(compiled, data, request, checked, index)
 
 
-def _check_walked(data: bytes, request: Any, checked: tuple[Any, ...], index: tuple[Any, ...]) -> None:
-    """`checked_table` reads as `span_table` does, and every span's carrier read from the bytes is the parsed one."""
+def _check_walked(compiled: Any, data: bytes, request: Any, checked: tuple[Any, ...], index: tuple[Any, ...]) -> None:
+    """`checked_table` reads as `span_table` does, and every span's carrier read from the bytes is the parsed one
+    (`compiled`: the module, loaded whatever `TOOLSCORE_PURE_PYTHON` says, as `make test-oldest` sets it)."""
     from toolscore.collector.serve._carrier import decode_carrier
     from toolscore.collector.serve._prefilter import SpanPlan
     from toolscore.collector.serve._walked import bytes_carriers, parsed_carriers
-    from toolscore.collector.sources._accel import span_table
 
-    assert span_table is not None
     *table, blocks = checked
-    assert tuple(table) == span_table(data, *_markers())
+    assert tuple(table) == compiled.span_table(data, *_markers())
     assert blocks == index[3]
     offsets, ids, _, flags = table
     plan = SpanPlan([True] * len(ids), offsets, ids, flags)
