@@ -38,6 +38,7 @@ __all__ = [
     "span_entry",
     "span_message",
     "varint",
+    "without_ranges",
     "without_spans",
 ]
 
@@ -249,22 +250,15 @@ def without_spans(data: bytes, offsets: Sequence[tuple[int, int]], cut: Sequence
                 kept_scopes += 1
                 continue
             first, last = bisect.bisect_left(starts, scope_start), bisect.bisect_left(starts, scope_end)
-            body: list[bytes] = []
-            taken = scope_start
-            dropped = 0
+            dropped = k
             while k < len(cut) and cut[k] < last:
                 if cut[k] < first:
                     raise ValueError(f"span {cut[k]} to leave out is in no scope of the request")
-                span_start, span_end = offsets[cut[k]]
-                body.append(data[taken:span_start])
-                taken = span_end
-                dropped += 1
                 k += 1
-            body.append(data[taken:scope_end])
             parts.append(data[done:scope_at])
-            if dropped < last - first:
+            if k - dropped < last - first:
                 kept_scopes += 1
-                payload = b"".join(body)
+                payload = without_ranges(data, scope_start, scope_end, [offsets[i] for i in cut[dropped:k]])
                 parts += (_FIELD_2, varint(len(payload)), payload)
             done = scope_end
         parts.append(data[done:end])
@@ -277,6 +271,18 @@ def without_spans(data: bytes, offsets: Sequence[tuple[int, int]], cut: Sequence
         raise ValueError(f"span {cut[k]} to leave out is in no scope of the request")
     out.append(data[copied:])
     return b"".join(out)
+
+
+def without_ranges(data: bytes, start: int, end: int, cuts: Sequence[tuple[int, int]]) -> bytes:
+    """data[start:end] without the ranges `cuts` (ascending, within it): a message without some of its entries."""
+    pieces: list[bytes] = []
+    at = start
+    for cut_start, cut_end in cuts:
+        if cut_start > at:
+            pieces.append(data[at:cut_start])
+        at = cut_end
+    pieces.append(data[at:end])
+    return b"".join(pieces)
 
 
 def encode_request(blocks: Sequence[tuple[ScopeBlock, Sequence[Encoded]]]) -> bytes:

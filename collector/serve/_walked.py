@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 
 from toolscore.collector.serve._carrier import Carrier, ResourceBlock, ScopeBlock
-from toolscore.collector.serve._encode import entries
+from toolscore.collector.serve._encode import entries, without_ranges
 from toolscore.collector.serve._prefilter import SpanPlan
 
 if TYPE_CHECKING:
@@ -79,9 +78,9 @@ def bytes_carriers(data: bytes, plan: SpanPlan) -> list[Carrier]:
             if k < len(wanted) and wanted[k] < last:
                 if resource is None:
                     cuts = [(at, end) for at, _, end in scopes]
-                    without = _without(data, resource_start, resource_end, cuts)
+                    without = without_ranges(data, resource_start, resource_end, cuts)
                     resource = ResourceBlock(ResourceSpans.FromString(without))
-                scope = ScopeSpans.FromString(_without(data, scope_start, scope_end, offsets[first:last]))
+                scope = ScopeSpans.FromString(without_ranges(data, scope_start, scope_end, offsets[first:last]))
                 block = ScopeBlock(resource, scope)
                 while k < len(wanted) and wanted[k] < last:
                     at, stop = offsets[wanted[k]]
@@ -91,15 +90,3 @@ def bytes_carriers(data: bytes, plan: SpanPlan) -> list[Carrier]:
     if k != len(wanted):
         raise ValueError(f"span {wanted[k]} of the plan is in no scope block of the request")
     return carriers
-
-
-def _without(data: bytes, start: int, end: int, cuts: Sequence[tuple[int, int]]) -> bytes:
-    """data[start:end] without the ranges `cuts` (ascending, within it): a message without some of its entries."""
-    pieces: list[bytes] = []
-    at = start
-    for cut_start, cut_end in cuts:
-        if cut_start > at:
-            pieces.append(data[at:cut_start])
-        at = cut_end
-    pieces.append(data[at:end])
-    return b"".join(pieces)
