@@ -1,8 +1,9 @@
-"""The one compiled part: an optional accelerator for the OTLP wire format (collector/sources/_wire.c): it decodes
-protobuf spans and encodes toolscore's evaluation log records.
+"""The compiled parts, both optional accelerators: the OTLP wire format (collector/sources/_wire.c), which decodes
+protobuf spans and encodes toolscore's evaluation log records, and the span processor's pass-through for plain
+spans (collector/pipeline/_gate.c).
 
 Everything else is in pyproject.toml. `optional=True`: where no C compiler or Python headers are found, the
-install goes on without it and the pure-Python path (the one tested everywhere) does both.
+install goes on without them and the pure-Python paths (the ones tested everywhere) do their work.
 """
 
 from setuptools import Extension, setup
@@ -14,6 +15,12 @@ setup(
             ["collector/sources/_wire.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "toolscore.collector.pipeline._gate",
+            ["collector/pipeline/_gate.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -46,7 +46,7 @@ def _wheel(tmp_path: Path, env: dict[str, str] | None = None, root: Path = ROOT)
 
 
 def _compiled(names: list[str]) -> list[str]:
-    return [n for n in names if n.startswith("toolscore/collector/sources/_wire.") and n.endswith(".so")]
+    return sorted(n.split(".")[0] for n in names if n.endswith(".so"))
 
 
 def test_wheel_holds_only_namespaced_modules(tmp_path: Path) -> None:
@@ -58,8 +58,10 @@ def test_wheel_holds_only_namespaced_modules(tmp_path: Path) -> None:
         assert "/".join(package.split(".")) + "/__init__.py" in names
     assert "toolscore/scorers/py.typed" in names
     assert "toolscore/registry/v1/registry.proto" in names
-    assert len(_compiled(names)) == 1  # the compiled span decoder, with its stub for type checkers
+    # the compiled span decoder and span gate, each with its stub for type checkers
+    assert _compiled(names) == ["toolscore/collector/pipeline/_gate", "toolscore/collector/sources/_wire"]
     assert "toolscore/collector/sources/_wire.pyi" in names
+    assert "toolscore/collector/pipeline/_gate.pyi" in names
 
 
 def test_a_machine_without_a_c_compiler_still_builds_the_wheel(tmp_path: Path) -> None:
@@ -70,3 +72,4 @@ def test_a_machine_without_a_c_compiler_still_builds_the_wheel(tmp_path: Path) -
     names = _wheel(tmp_path, env={**os.environ, "CC": "/bin/false", "LDSHARED": "/bin/false"}, root=source)
     assert _compiled(names) == []
     assert "toolscore/collector/sources/_accel.py" in names
+    assert "toolscore/collector/pipeline/span_gate.py" in names

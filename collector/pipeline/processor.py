@@ -31,6 +31,7 @@ from toolscore.collector.pipeline.markers import AgentTraces, convention_markers
 from toolscore.collector.pipeline.masked_spans import masking
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
+from toolscore.collector.pipeline.span_gate import span_gate
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
 from toolscore.scorers._llm_judge_trace import JUDGE_SCOPE
@@ -118,6 +119,10 @@ def _no_hook(span: Span) -> None:
     pass
 
 
+def _failed(exc: BaseException) -> None:
+    _log.error("toolscore span processor failed on span end", exc_info=exc)
+
+
 class ToolscoreSpanProcessor(SpanProcessor):
     """Scores agent runs as their spans end, and passes every span on to `next` (see the module docstring).
 
@@ -155,6 +160,32 @@ class ToolscoreSpanProcessor(SpanProcessor):
         self._shut_down = False
         self._logs: ToolscoreLogProcessor | None = None
         self._next_on_ending: Callable[[Span], None] = getattr(next, "_on_ending", _no_hook)  # SDKs < 1.31: none
+        self._install_shortcuts()
+
+    def _install_shortcuts(self) -> None:
+        """The calls the SDK makes for every span the application starts and ends, with as little Python between
+        as can be: `on_start` and `_on_ending` become `next`'s own, and with the pre-filter on, `on_end` the
+        compiled gate (`span_gate`) where it is built, which passes plain spans on itself and hands every other
+        span to the `on_end` below. Each is an instance attribute (the SDK's `processor.on_end(span)` calls
+        it), installed only where a subclass did not override the method, which it would bypass."""
+        cls = type(self)
+        if cls.on_start is ToolscoreSpanProcessor.on_start:
+            vars(self)["on_start"] = self.next.on_start
+        if cls._on_ending is ToolscoreSpanProcessor._on_ending:
+            vars(self)["_on_ending"] = self._next_on_ending
+        if self._markers is None or cls.on_end is not ToolscoreSpanProcessor.on_end:
+            return
+        gate = span_gate(
+            agent_ids=self._agent_ids,
+            markers=self._markers,
+            stop_scopes=frozenset({JUDGE_SCOPE}),
+            passed=self.next.on_end,
+            counted=self.engine.intake.skip,
+            slow=self.on_end,
+            failed=_failed,
+        )
+        if gate is not None:
+            vars(self)["on_end"] = gate
 
     @property
     def is_shut_down(self) -> bool:
@@ -181,7 +212,8 @@ class ToolscoreSpanProcessor(SpanProcessor):
 
         This runs on the application's thread for every span it ends, so the fields of an SDK-ended span are
         read directly (each public property is a Python call): most spans of a service are no agent's, and for
-        them the pre-filter's test (`markers`) is all toolscore costs.
+        them the pre-filter's test (`markers`) is all toolscore costs. Where the compiled gate is installed
+        (`_install_gate`), it makes that test first and only the spans it does not pass on come here.
         """
         try:
             if type(span) is ReadableSpan:
@@ -231,5 +263,6 @@ class ToolscoreSpanProcessor(SpanProcessor):
         if self._shut_down:
             return
         self._shut_down = True
+        vars(self).pop("on_end", None)  # the gate: after shutdown every span goes straight on, uncounted
         self.engine.shutdown(_SHUTDOWN_TIMEOUT_MS / 1000)
         self.next.shutdown()

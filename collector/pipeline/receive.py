@@ -39,6 +39,9 @@ class Intake(Generic[C]):
         self._offered = itertools.count()
         self._dropped = itertools.count()
         self._skipped = itertools.count()
+        self.skip: Callable[[], object] = self._skipped.__next__
+        """Count a span its caller passed on unread (the pre-filter, `markers`); reported by the worker in
+        batches. The count's own `next`, so that the compiled gate (`span_gate`) counts with no Python frame."""
         self._reported_skipped = 0
         self._reported_offered = 0
         self._reported_dropped = 0
@@ -57,10 +60,6 @@ class Intake(Generic[C]):
         if not self._wake.is_set():  # set() takes a lock and may wake a thread: once per drain is enough
             self._wake.set()
         return True
-
-    def skip(self) -> None:
-        """Count a span its caller passed on unread (the pre-filter, `markers`); reported by the worker in batches."""
-        next(self._skipped)
 
     def skipped_since_last(self) -> int:
         """Spans counted by `skip` since the previous call (worker thread only)."""

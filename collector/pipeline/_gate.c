@@ -1,0 +1,210 @@
+/* The span processor's pass-through for plain spans, compiled: `SpanGate`, called for every span the
+ * application ends (see span_gate.py, which builds it, and processor.py, which installs it as `on_end`).
+ *
+ * Most spans of a service are no agent's. For each of them the Python `on_end` ran a frame of its own and a
+ * dozen attribute reads before it passed the span on: ~2.5 µs on the application's thread, most of what
+ * toolscore cost a service whose agent spans are 1% of its spans. The gate makes the same decision in C and,
+ * for a plain span, calls `next.on_end` itself. Whatever it is not sure of goes to the Python `on_end`
+ * (`slow`), which decides again from the start, so the gate only ever takes the commonest case off it:
+ *
+ *   - the span is exactly the SDK's `ReadableSpan` (what `Span.end` hands processors), with a `SpanContext`
+ *     whose trace id is an int not among the agent traces (`agent_ids`, the dict `AgentTraces` keeps);
+ *   - its scope's name is a str not among `stop_scopes` (the markers' scopes and toolscore's judge scope);
+ *   - its attributes are the SDK's frozen `BoundedAttributes`, whose dict has only exact-str keys, none
+ *     of them a marker key.
+ *
+ * Then `counted()` is called (the intake's skip counter) and `passed(span)` (`next.on_end`). An exception
+ * from either is handed to `failed(exception)` (which logs it) and not raised, as the Python `on_end` does:
+ * a processor must not break the application. Only exact str keys are compared, so no Python code (a str
+ * subclass's `__eq__` or `__hash__`) runs while a dict is walked. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *span_type;
+    PyObject *attributes_type;
+    PyObject *agent_ids;
+    PyObject *stop_scopes;
+    PyObject *keys;
+    PyObject *passed;
+    PyObject *counted;
+    PyObject *slow;
+    PyObject *failed;
+} SpanGate;
+
+static PyObject *str_context, *str_scope, *str_name, *str_attributes, *str_immutable, *str_dict;
+
+/* 1: the span is plain (pass it on unread); 0: let the Python `on_end` decide. Never leaves an error set. */
+static int is_plain(SpanGate *gate, PyObject *span) {
+    int plain = 0;
+    PyObject *context = NULL, *scope = NULL, *name = NULL, *attributes = NULL, *immutable = NULL, *values = NULL;
+    if ((PyObject *)Py_TYPE(span) != gate->span_type) return 0;
+    context = PyObject_GetAttr(span, str_context);
+    if (context == NULL || !PyTuple_Check(context) || PyTuple_GET_SIZE(context) < 1) goto done;
+    PyObject *trace_id = PyTuple_GET_ITEM(context, 0);
+    if (!PyLong_CheckExact(trace_id) || PyDict_Contains(gate->agent_ids, trace_id) != 0) goto done;
+    scope = PyObject_GetAttr(span, str_scope);
+    if (scope == NULL) goto done;
+    if (scope != Py_None) {
+        name = PyObject_GetAttr(scope, str_name);
+        if (name == NULL || !PyUnicode_CheckExact(name) || PySet_Contains(gate->stop_scopes, name) != 0) goto done;
+    }
+    attributes = PyObject_GetAttr(span, str_attributes);
+    if (attributes == NULL || (PyObject *)Py_TYPE(attributes) != gate->attributes_type) goto done;
+    immutable = PyObject_GetAttr(attributes, str_immutable);
+    if (immutable != Py_True) goto done;
+    values = PyObject_GetAttr(attributes, str_dict);
+    if (values == NULL || !PyDict_CheckExact(values)) goto done;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(values, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key) || PySet_Contains(gate->keys, key) != 0) goto done;
+    }
+    plain = 1;
+done:
+    PyErr_Clear();
+    Py_XDECREF(context);
+    Py_XDECREF(scope);
+    Py_XDECREF(name);
+    Py_XDECREF(attributes);
+    Py_XDECREF(immutable);
+    Py_XDECREF(values);
+    return plain;
+}
+
+/* An exception from `counted` or `passed`: an `Exception` goes to `failed` and the call returns None; anything
+ * else (KeyboardInterrupt, SystemExit) is raised, as the Python `on_end`'s `except Exception` would. */
+static PyObject *handled(SpanGate *gate) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL && value != NULL) PyException_SetTraceback(value, traceback);
+    PyObject *result = PyObject_CallOneArg(gate->failed, value != NULL ? value : Py_None);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    if (result == NULL) PyErr_Clear();
+    Py_XDECREF(result);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gate_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    SpanGate *gate = (SpanGate *)self;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL || !is_plain(gate, args[0]))
+        return PyObject_Vectorcall(gate->slow, args, nargsf, kwnames);
+    PyObject *result = PyObject_CallNoArgs(gate->counted);
+    if (result == NULL) return handled(gate);
+    Py_DECREF(result);
+    result = PyObject_CallOneArg(gate->passed, args[0]);
+    if (result == NULL) return handled(gate);
+    Py_DECREF(result);
+    Py_RETURN_NONE;
+}
+
+static PyObject *gate_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"span_type", "attributes_type", "agent_ids", "stop_scopes", "keys",
+                            "passed", "counted", "slow", "failed", NULL};
+    PyObject *span_type, *attributes_type, *agent_ids, *stop_scopes, *keys, *passed, *counted, *slow, *failed;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!O!O!O!OOOO:SpanGate", names, &PyType_Type, &span_type,
+                                     &PyType_Type, &attributes_type, &PyDict_Type, &agent_ids, &PyFrozenSet_Type,
+                                     &stop_scopes, &PyFrozenSet_Type, &keys, &passed, &counted, &slow, &failed))
+        return NULL;
+    PyObject *callables[] = {passed, counted, slow, failed};
+    for (int i = 0; i < 4; i++) {
+        if (!PyCallable_Check(callables[i])) {
+            PyErr_Format(PyExc_TypeError, "SpanGate: %s must be callable", names[5 + i]);
+            return NULL;
+        }
+    }
+    SpanGate *gate = (SpanGate *)type->tp_alloc(type, 0);
+    if (gate == NULL) return NULL;
+    gate->vectorcall = gate_call;
+    gate->span_type = Py_NewRef(span_type);
+    gate->attributes_type = Py_NewRef(attributes_type);
+    gate->agent_ids = Py_NewRef(agent_ids);
+    gate->stop_scopes = Py_NewRef(stop_scopes);
+    gate->keys = Py_NewRef(keys);
+    gate->passed = Py_NewRef(passed);
+    gate->counted = Py_NewRef(counted);
+    gate->slow = Py_NewRef(slow);
+    gate->failed = Py_NewRef(failed);
+    return (PyObject *)gate;
+}
+
+/* The gate holds its processor's bound `on_end` (`slow`) and the processor holds the gate: a cycle the garbage
+ * collector must be able to see and break. */
+static int gate_traverse(SpanGate *gate, visitproc visit, void *arg) {
+    Py_VISIT(gate->span_type);
+    Py_VISIT(gate->attributes_type);
+    Py_VISIT(gate->agent_ids);
+    Py_VISIT(gate->stop_scopes);
+    Py_VISIT(gate->keys);
+    Py_VISIT(gate->passed);
+    Py_VISIT(gate->counted);
+    Py_VISIT(gate->slow);
+    Py_VISIT(gate->failed);
+    return 0;
+}
+
+static int gate_clear(SpanGate *gate) {
+    Py_CLEAR(gate->span_type);
+    Py_CLEAR(gate->attributes_type);
+    Py_CLEAR(gate->agent_ids);
+    Py_CLEAR(gate->stop_scopes);
+    Py_CLEAR(gate->keys);
+    Py_CLEAR(gate->passed);
+    Py_CLEAR(gate->counted);
+    Py_CLEAR(gate->slow);
+    Py_CLEAR(gate->failed);
+    return 0;
+}
+
+static void gate_dealloc(SpanGate *gate) {
+    PyObject_GC_UnTrack(gate);
+    gate_clear(gate);
+    Py_TYPE(gate)->tp_free((PyObject *)gate);
+}
+
+static PyTypeObject SpanGateType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "toolscore.collector.pipeline._gate.SpanGate",
+    .tp_basicsize = sizeof(SpanGate),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "SpanGate(span_type, attributes_type, agent_ids, stop_scopes, keys, passed, counted, slow, failed)\n"
+              "--\n\nA span processor's on_end that passes plain spans on itself (see span_gate.py).",
+    .tp_new = gate_new,
+    .tp_dealloc = (destructor)gate_dealloc,
+    .tp_traverse = (traverseproc)gate_traverse,
+    .tp_clear = (inquiry)gate_clear,
+    .tp_vectorcall_offset = offsetof(SpanGate, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
+static struct PyModuleDef gate_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "toolscore.collector.pipeline._gate",
+    .m_doc = "The span processor's compiled pass-through for plain spans (span_gate.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__gate(void) {
+    if (PyType_Ready(&SpanGateType) < 0) return NULL;
+    str_context = PyUnicode_InternFromString("_context");
+    str_scope = PyUnicode_InternFromString("_instrumentation_scope");
+    str_name = PyUnicode_InternFromString("_name");
+    str_attributes = PyUnicode_InternFromString("_attributes");
+    str_immutable = PyUnicode_InternFromString("_immutable");
+    str_dict = PyUnicode_InternFromString("_dict");
+    if (!str_context || !str_scope || !str_name || !str_attributes || !str_immutable || !str_dict) return NULL;
+    PyObject *module = PyModule_Create(&gate_module);
+    if (module == NULL) return NULL;
+    if (PyModule_AddObjectRef(module, "SpanGate", (PyObject *)&SpanGateType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

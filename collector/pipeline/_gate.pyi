@@ -1,0 +1,18 @@
+"""Types of the compiled gate (`_gate.c`); `span_gate` builds it."""
+
+from collections.abc import Callable, Mapping
+
+class SpanGate:
+    def __init__(
+        self,
+        span_type: type,
+        attributes_type: type,
+        agent_ids: Mapping[int, None],
+        stop_scopes: frozenset[str],
+        keys: frozenset[str],
+        passed: Callable[..., object],
+        counted: Callable[[], object],
+        slow: Callable[..., None],
+        failed: Callable[[BaseException], object],
+    ) -> None: ...
+    def __call__(self, *args: object, **kwargs: object) -> None: ...

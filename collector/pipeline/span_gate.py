@@ -1,0 +1,66 @@
+"""The span processor's compiled pass-through for plain spans (`_gate.c`), when the install built it.
+
+`ToolscoreSpanProcessor.on_end` runs on the application's thread for every span it ends, and most of those
+spans are no agent's: for them the pre-filter's test (`markers`) is all toolscore does. In Python that test
+still cost a frame and a dozen attribute reads, ~2.5 µs a span beside a service's ~40 µs to make one. The
+gate makes the same test in C and passes a plain span on itself; every other span (one of an agent trace,
+one showing a marker, a span of another type, anything it is not sure of) goes to the processor's Python
+`on_end`, which decides it from the start. So the gate changes which code decides, never the decision:
+`tests/test_span_gate.py` holds the two to the same answers.
+
+`span_gate(...)` is None where the module was not built (no C compiler at install: `setup.py` builds it as
+optional) or `TOOLSCORE_PURE_PYTHON` is set, as for the wire decoder (`sources._accel`); the Python `on_end`
+then decides every span.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.trace import ReadableSpan
+
+from toolscore.collector.pipeline.markers import Markers
+from toolscore.collector.sources._accel import PURE_PYTHON_ENV
+
+__all__ = ["span_gate"]
+
+
+def span_gate(
+    *,
+    agent_ids: Mapping[int, None],
+    markers: Markers,
+    stop_scopes: frozenset[str],
+    passed: Callable[[ReadableSpan], object],
+    counted: Callable[[], object],
+    slow: Callable[[ReadableSpan], None],
+    failed: Callable[[BaseException], object],
+    environ: Mapping[str, str] | None = None,
+) -> Callable[[ReadableSpan], None] | None:
+    """An `on_end` for a processor, or None when the compiled gate is unavailable.
+
+    A span of no trace in `agent_ids` (read live: the dict `AgentTraces.ids` gives), of a scope neither among
+    the markers' nor in `stop_scopes`, with no marker key among its frozen attributes is `counted()` and
+    `passed(span)`; any other span, or a call of another shape, goes to `slow`. An `Exception` from
+    `counted` or `passed` goes to `failed`, never to the caller.
+    """
+    flag = (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "")
+    if flag not in ("", "0") or not isinstance(agent_ids, dict):
+        return None
+    try:
+        from toolscore.collector.pipeline._gate import SpanGate
+    except ImportError:
+        return None
+    gate: Callable[[ReadableSpan], None] = SpanGate(
+        ReadableSpan,
+        BoundedAttributes,
+        agent_ids,
+        markers.scopes | stop_scopes,
+        markers.keys,
+        passed,
+        counted,
+        slow,
+        failed,
+    )
+    return gate
