@@ -10,17 +10,18 @@
  *   - the span is exactly the SDK's `ReadableSpan` (what `Span.end` hands processors), with a `SpanContext`
  *     whose trace id is an int not among the agent traces (`agent_ids`, the dict `AgentTraces` keeps);
  *   - its scope's name is a str not among `stop_scopes` (the markers' scopes and toolscore's judge scope);
- *   - its attributes are the SDK's frozen `BoundedAttributes`, whose dict has only exact-str keys, none
- *     of them a marker key.
+ *   - its attributes are the SDK's `BoundedAttributes`, whose dict has only exact-str keys, none of them a
+ *     marker key.
  *
- * Then `counted()` is called (the intake's skip counter) and `passed(span)` (`next.on_end`). An exception
- * from either is handed to `failed(exception)` (which logs it) and not raised, as the Python `on_end` does:
+ * Then `counted` (an iterator: the intake's skip count) is advanced and `passed(span)` called (`next.on_end`).
+ * An exception from either is handed to `failed(exception)` (which logs it) and not raised, as the Python `on_end` does:
  * a processor must not break the application. Only exact str keys are compared, so no Python code (a str
  * subclass's `__eq__` or `__hash__`) runs while a dict is walked. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     PyObject_HEAD
@@ -34,44 +35,78 @@ typedef struct {
     PyObject *counted;
     PyObject *slow;
     PyObject *failed;
+    PyObject *last_scope; /* the scope of the last span decided by scope, and whether its name stops the gate */
+    int last_scope_stops;
+    uint64_t lengths;     /* bit n: a marker key has n code points (bit 63: 63 or more) */
+    uint64_t firsts[4];   /* bit c: a marker key begins with code point c (255: any from 255 up) */
 } SpanGate;
 
-static PyObject *str_context, *str_scope, *str_name, *str_attributes, *str_immutable, *str_dict;
+static PyObject *str_context, *str_scope, *str_name, *str_attributes, *str_dict;
+
+static inline int length_bit(Py_ssize_t n) { return n < 63 ? (int)n : 63; }
+
+static inline Py_UCS4 first_bucket(PyObject *key) {
+    Py_UCS4 first = PyUnicode_READ_CHAR(key, 0);
+    return first < 255 ? first : 255;
+}
+
+/* Whether a str key may be a marker key: most attribute keys are ruled out by their length or first code point,
+ * without a hash or a probe of the set. An empty key is looked up. */
+static inline int may_mark(SpanGate *gate, PyObject *key) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(key) < 0) { /* a legacy string not made ready: looked up, which readies it */
+        PyErr_Clear();
+        return 1;
+    }
+#endif
+    Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+    if (!(gate->lengths >> length_bit(n) & 1)) return 0;
+    if (n == 0) return 1;
+    Py_UCS4 first = first_bucket(key);
+    return (int)(gate->firsts[first >> 6] >> (first & 63) & 1);
+}
+
+/* Whether spans of `scope` go to Python for their scope's name (a marker scope, toolscore's judge, a name that is
+ * no str): -1 on an error. The answer for the last scope is kept: a provider's spans come from a few tracers. */
+static int scope_stops(SpanGate *gate, PyObject *scope) {
+    if (scope == gate->last_scope) return gate->last_scope_stops;
+    PyObject *name = PyObject_GetAttr(scope, str_name);
+    if (name == NULL) return -1;
+    int stops = !PyUnicode_CheckExact(name) || PySet_Contains(gate->stop_scopes, name) != 0;
+    Py_DECREF(name);
+    if (PyErr_Occurred()) return -1;
+    Py_INCREF(scope);
+    Py_XSETREF(gate->last_scope, scope);
+    gate->last_scope_stops = stops;
+    return stops;
+}
 
 /* 1: the span is plain (pass it on unread); 0: let the Python `on_end` decide. Never leaves an error set. */
 static int is_plain(SpanGate *gate, PyObject *span) {
     int plain = 0;
-    PyObject *context = NULL, *scope = NULL, *name = NULL, *attributes = NULL, *immutable = NULL, *values = NULL;
+    PyObject *context = NULL, *scope = NULL, *attributes = NULL, *values = NULL;
     if ((PyObject *)Py_TYPE(span) != gate->span_type) return 0;
     context = PyObject_GetAttr(span, str_context);
     if (context == NULL || !PyTuple_Check(context) || PyTuple_GET_SIZE(context) < 1) goto done;
     PyObject *trace_id = PyTuple_GET_ITEM(context, 0);
     if (!PyLong_CheckExact(trace_id) || PyDict_Contains(gate->agent_ids, trace_id) != 0) goto done;
     scope = PyObject_GetAttr(span, str_scope);
-    if (scope == NULL) goto done;
-    if (scope != Py_None) {
-        name = PyObject_GetAttr(scope, str_name);
-        if (name == NULL || !PyUnicode_CheckExact(name) || PySet_Contains(gate->stop_scopes, name) != 0) goto done;
-    }
+    if (scope == NULL || (scope != Py_None && scope_stops(gate, scope) != 0)) goto done;
     attributes = PyObject_GetAttr(span, str_attributes);
     if (attributes == NULL || (PyObject *)Py_TYPE(attributes) != gate->attributes_type) goto done;
-    immutable = PyObject_GetAttr(attributes, str_immutable);
-    if (immutable != Py_True) goto done;
     values = PyObject_GetAttr(attributes, str_dict);
     if (values == NULL || !PyDict_CheckExact(values)) goto done;
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(values, &pos, &key, &value)) {
-        if (!PyUnicode_CheckExact(key) || PySet_Contains(gate->keys, key) != 0) goto done;
+        if (!PyUnicode_CheckExact(key) || (may_mark(gate, key) && PySet_Contains(gate->keys, key) != 0)) goto done;
     }
     plain = 1;
 done:
-    PyErr_Clear();
+    if (PyErr_Occurred()) PyErr_Clear();
     Py_XDECREF(context);
     Py_XDECREF(scope);
-    Py_XDECREF(name);
     Py_XDECREF(attributes);
-    Py_XDECREF(immutable);
     Py_XDECREF(values);
     return plain;
 }
@@ -97,9 +132,9 @@ static PyObject *gate_call(PyObject *self, PyObject *const *args, size_t nargsf,
     SpanGate *gate = (SpanGate *)self;
     if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL || !is_plain(gate, args[0]))
         return PyObject_Vectorcall(gate->slow, args, nargsf, kwnames);
-    PyObject *result = PyObject_CallNoArgs(gate->counted);
-    if (result == NULL) return handled(gate);
-    Py_DECREF(result);
+    PyObject *result = Py_TYPE(gate->counted)->tp_iternext(gate->counted);
+    if (result == NULL && PyErr_Occurred()) return handled(gate);
+    Py_XDECREF(result);
     result = PyObject_CallOneArg(gate->passed, args[0]);
     if (result == NULL) return handled(gate);
     Py_DECREF(result);
@@ -114,10 +149,15 @@ static PyObject *gate_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
                                      &PyType_Type, &attributes_type, &PyDict_Type, &agent_ids, &PyFrozenSet_Type,
                                      &stop_scopes, &PyFrozenSet_Type, &keys, &passed, &counted, &slow, &failed))
         return NULL;
-    PyObject *callables[] = {passed, counted, slow, failed};
-    for (int i = 0; i < 4; i++) {
+    if (!PyIter_Check(counted)) {
+        PyErr_SetString(PyExc_TypeError, "SpanGate: counted must be an iterator");
+        return NULL;
+    }
+    PyObject *callables[] = {passed, slow, failed};
+    const char *callable_names[] = {"passed", "slow", "failed"};
+    for (int i = 0; i < 3; i++) {
         if (!PyCallable_Check(callables[i])) {
-            PyErr_Format(PyExc_TypeError, "SpanGate: %s must be callable", names[5 + i]);
+            PyErr_Format(PyExc_TypeError, "SpanGate: %s must be callable", callable_names[i]);
             return NULL;
         }
     }
@@ -133,7 +173,29 @@ static PyObject *gate_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     gate->counted = Py_NewRef(counted);
     gate->slow = Py_NewRef(slow);
     gate->failed = Py_NewRef(failed);
+    PyObject *iterator = PyObject_GetIter(keys), *key;
+    if (iterator == NULL) goto fail;
+    while ((key = PyIter_Next(iterator)) != NULL) {
+        if (!PyUnicode_Check(key)) {
+            Py_DECREF(key);
+            Py_DECREF(iterator);
+            PyErr_SetString(PyExc_TypeError, "SpanGate: every marker key must be a str");
+            goto fail;
+        }
+        Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+        gate->lengths |= 1ull << length_bit(n);
+        if (n > 0) {
+            Py_UCS4 first = first_bucket(key);
+            gate->firsts[first >> 6] |= 1ull << (first & 63);
+        }
+        Py_DECREF(key);
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) goto fail;
     return (PyObject *)gate;
+fail:
+    Py_DECREF(gate);
+    return NULL;
 }
 
 /* The gate holds its processor's bound `on_end` (`slow`) and the processor holds the gate: a cycle the garbage
@@ -148,6 +210,7 @@ static int gate_traverse(SpanGate *gate, visitproc visit, void *arg) {
     Py_VISIT(gate->counted);
     Py_VISIT(gate->slow);
     Py_VISIT(gate->failed);
+    Py_VISIT(gate->last_scope);
     return 0;
 }
 
@@ -161,6 +224,7 @@ static int gate_clear(SpanGate *gate) {
     Py_CLEAR(gate->counted);
     Py_CLEAR(gate->slow);
     Py_CLEAR(gate->failed);
+    Py_CLEAR(gate->last_scope);
     return 0;
 }
 
@@ -197,9 +261,8 @@ PyMODINIT_FUNC PyInit__gate(void) {
     str_scope = PyUnicode_InternFromString("_instrumentation_scope");
     str_name = PyUnicode_InternFromString("_name");
     str_attributes = PyUnicode_InternFromString("_attributes");
-    str_immutable = PyUnicode_InternFromString("_immutable");
     str_dict = PyUnicode_InternFromString("_dict");
-    if (!str_context || !str_scope || !str_name || !str_attributes || !str_immutable || !str_dict) return NULL;
+    if (!str_context || !str_scope || !str_name || !str_attributes || !str_dict) return NULL;
     PyObject *module = PyModule_Create(&gate_module);
     if (module == NULL) return NULL;
     if (PyModule_AddObjectRef(module, "SpanGate", (PyObject *)&SpanGateType) < 0) {

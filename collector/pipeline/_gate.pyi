@@ -1,6 +1,6 @@
 """Types of the compiled gate (`_gate.c`); `span_gate` builds it."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 class SpanGate:
     def __init__(
@@ -11,7 +11,7 @@ class SpanGate:
         stop_scopes: frozenset[str],
         keys: frozenset[str],
         passed: Callable[..., object],
-        counted: Callable[[], object],
+        counted: Iterator[object],
         slow: Callable[..., None],
         failed: Callable[[BaseException], object],
     ) -> None: ...

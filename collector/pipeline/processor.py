@@ -156,6 +156,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
         self._markers = convention_markers() if self.config.prefilter else None
         self._agent_traces: AgentTraces[int] = AgentTraces(2 * self.config.max_pending_traces)
         self._agent_ids = self._agent_traces.ids  # read by `on_end` without a call per span
+        self._skips = self.engine.intake.skips
         self.engine.start()
         self._shut_down = False
         self._logs: ToolscoreLogProcessor | None = None
@@ -180,7 +181,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
             markers=self._markers,
             stop_scopes=frozenset({JUDGE_SCOPE}),
             passed=self.next.on_end,
-            counted=self.engine.intake.skip,
+            counted=self._skips,
             slow=self.on_end,
             failed=_failed,
         )
@@ -229,7 +230,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
                 attributes = frozen_attributes(span)
                 if not markers.marks(scope_name, span.attributes or () if attributes is None else attributes):
                     # no marker in its trace so far, nor on it: passed on unread
-                    self.engine.intake.skip()
+                    next(self._skips)
                     self.next.on_end(span)
                     return
                 self._agent_traces.add(context.trace_id)

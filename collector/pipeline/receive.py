@@ -38,10 +38,9 @@ class Intake(Generic[C]):
         self._wake = wake
         self._offered = itertools.count()
         self._dropped = itertools.count()
-        self._skipped = itertools.count()
-        self.skip: Callable[[], object] = self._skipped.__next__
-        """Count a span its caller passed on unread (the pre-filter, `markers`); reported by the worker in
-        batches. The count's own `next`, so that the compiled gate (`span_gate`) counts with no Python frame."""
+        self.skips: itertools.count[int] = itertools.count()
+        """Advanced (`next`) once per span its caller passed on unread (the pre-filter, `markers`); the worker
+        reports them in batches. The count itself, so the compiled gate (`span_gate`) counts with no call."""
         self._reported_skipped = 0
         self._reported_offered = 0
         self._reported_dropped = 0
@@ -63,7 +62,7 @@ class Intake(Generic[C]):
 
     def skipped_since_last(self) -> int:
         """Spans counted by `skip` since the previous call (worker thread only)."""
-        skipped = _peek(self._skipped)
+        skipped = _peek(self.skips)
         delta, self._reported_skipped = skipped - self._reported_skipped, skipped
         return delta
 

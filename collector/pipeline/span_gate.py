@@ -16,7 +16,7 @@ then decides every span.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
@@ -33,7 +33,7 @@ def span_gate(
     markers: Markers,
     stop_scopes: frozenset[str],
     passed: Callable[[ReadableSpan], object],
-    counted: Callable[[], object],
+    counted: Iterator[object],
     slow: Callable[[ReadableSpan], None],
     failed: Callable[[BaseException], object],
     environ: Mapping[str, str] | None = None,
@@ -41,9 +41,9 @@ def span_gate(
     """An `on_end` for a processor, or None when the compiled gate is unavailable.
 
     A span of no trace in `agent_ids` (read live: the dict `AgentTraces.ids` gives), of a scope neither among
-    the markers' nor in `stop_scopes`, with no marker key among its frozen attributes is `counted()` and
-    `passed(span)`; any other span, or a call of another shape, goes to `slow`. An `Exception` from
-    `counted` or `passed` goes to `failed`, never to the caller.
+    the markers' nor in `stop_scopes`, with no marker key among the SDK's attributes is counted (`counted`, an
+    iterator, is advanced) and `passed(span)`; any other span, or a call of another shape, goes to `slow`. An
+    `Exception` from `counted` or `passed` goes to `failed`, never to the caller.
     """
     flag = (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "")
     if flag not in ("", "0") or not isinstance(agent_ids, dict):
