@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import random
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -206,6 +207,34 @@ def test_the_gate_passes_on_exactly_what_the_python_decision_passes_on() -> None
     assert len(expected) > 300  # both ways taken often
     assert len(rest) > 300
     assert not routes.failures
+
+
+def _random_span(rng: random.Random, trace_ids: list[int]) -> ReadableSpan:
+    """A span whose keys and scope come near the markers: marker keys, their prefixes and extensions, look-alikes
+    of the same length and first letter, non-ASCII keys, the empty key; scopes likewise."""
+    markers = sorted(MARKERS.keys)
+    near = [*markers, *(k[:-1] for k in markers), *(k + "x" for k in markers), *(k.upper() for k in markers)]
+    near += ["g" * len(markers[0]), "http.route", "db.system.name", "é" + markers[0][1:], "ключ", "", "gen_ai"]
+    keys = rng.sample(near, rng.randint(0, 8)) if rng.random() < 0.7 else []
+    scopes = [*sorted(MARKERS.scopes), JUDGE_SCOPE, "opentelemetry.instrumentation.httpx", "gen_ai.", "GEN_AI", ""]
+    scope = None if rng.random() < 0.1 else InstrumentationScope(rng.choice(scopes))
+    context = SpanContext(rng.choice(trace_ids), rng.getrandbits(64) or 1, is_remote=False)
+    attributes = BoundedAttributes(attributes={key: rng.choice(["v", 1, 2.5, True, ("a", "b")]) for key in keys})
+    return ReadableSpan("random", context, attributes=attributes, instrumentation_scope=scope)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_spans_near_the_markers_are_decided_as_python_decides_them(seed: int) -> None:
+    rng = random.Random(seed)
+    trace_ids = [rng.getrandbits(128) or 1 for _ in range(20)]
+    routes = _Routes(dict.fromkeys(trace_ids[:5]))
+    spans = [_random_span(rng, trace_ids) for _ in range(600)]
+    for span in spans:
+        routes.gate(span)
+    expected = [span for span in spans if _plain_by_python(span, routes.agent_ids)]
+    assert routes.passed == expected
+    assert [args[0] for args, _ in routes.slow] == [span for span in spans if not any(span is e for e in expected)]
+    assert 50 < len(expected) < 550
 
 
 def test_a_span_the_gate_leaves_would_not_always_be_plain_but_one_it_passes_always_is() -> None:
