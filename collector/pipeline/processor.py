@@ -214,7 +214,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
         This runs on the application's thread for every span it ends, so the fields of an SDK-ended span are
         read directly (each public property is a Python call): most spans of a service are no agent's, and for
         them the pre-filter's test (`markers`) is all toolscore costs. Where the compiled gate is installed
-        (`_install_gate`), it makes that test first and only the spans it does not pass on come here.
+        (`_install_shortcuts`), it makes that test first and only the spans it does not pass on come here.
         """
         try:
             if type(span) is ReadableSpan:

@@ -61,7 +61,7 @@ class Intake(Generic[C]):
         return True
 
     def skipped_since_last(self) -> int:
-        """Spans counted by `skip` since the previous call (worker thread only)."""
+        """Spans counted in `skips` since the previous call (worker thread only)."""
         skipped = _peek(self.skips)
         delta, self._reported_skipped = skipped - self._reported_skipped, skipped
         return delta
