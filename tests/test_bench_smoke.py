@@ -57,6 +57,8 @@ EXPECTED_FIGURES = {
         "inprocess.gc.us_per_span",
         "inprocess.app_thread.gc.baseline.us_per_span",
         "inprocess.mixed10.app_thread.gc.us_per_span",
+        "inprocess.on_end_plain.spans_per_s",
+        "inprocess.on_end_plain.python.spans_per_s",
         "pipeline.score_delay_ms.p50",
         "pipeline.score_delay_ms.p99",
         "memory.bytes_per_pending_span",

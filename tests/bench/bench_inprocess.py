@@ -12,18 +12,21 @@ does in an application that set up metrics: not with the tests' `Recording`, whi
 score it is told and so would make the garbage collector walk them all. Score delay is wall time
 from a run span's arrival to its scores, with `settle_ms=50` and runs paced 5 ms apart. Memory is
 tracemalloc over 10,000 pending one-run traces (the held run
-spans themselves belong to the application and are not counted).
+spans themselves belong to the application and are not counted). `inprocess.on_end_plain` is `on_end` alone on
+plain spans, the compiled gate against the Python `on_end` (`_plain_on_end`).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import random
 import statistics
 import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
+from unittest import mock
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -35,14 +38,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from tests.bench.bench_extract import EPOCH_NS
 from tests.bench.bench_extract import _run as agent_run
 from tests.bench.harness import Bench
-from tests.bench.mixed import Tracers, generated_spans, play_mixed
+from tests.bench.mixed import AGENT_SCOPE, Tracers, generated_spans, play_mixed
 from tests.pipeline_builders import Recording
 from toolscore.collector.pipeline import Engine, PipelineConfig, RunEnrichment, ToolscoreSpanProcessor
 from toolscore.collector.registry import Registry
 from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.sources import spans_from_readable
+from toolscore.collector.sources._accel import PURE_PYTHON_ENV
 from toolscore.collector.spans import SpanRecord
-from toolscore.collector.telemetry import create_telemetry
+from toolscore.collector.telemetry import NoopTelemetry, create_telemetry
 
 RUNS = 300
 COST_RUNS = 1500
@@ -222,6 +226,53 @@ def _paired(b: Bench, prefix: str, base: list[float], ours: list[float]) -> None
     print(f"{prefix + '.ratio':<55} {figure.ratio:.2f}x  (median of pairs; pairs {min(ratios):.2f}-{max(ratios):.2f})")
 
 
+class _DiscardNext(SpanProcessor):
+    def on_end(self, span: ReadableSpan) -> None:
+        pass
+
+
+def _plain_on_end(b: Bench, registry: Registry, spans: int, runs: int = 9) -> None:
+    """`on_end` alone on the mixed load's plain spans: with the compiled gate (`span_gate`), and with the Python
+    `on_end` deciding every span (`TOOLSCORE_PURE_PYTHON`, as without a C compiler), timed alternately.
+
+    The spans are ended beforehand and `next` discards them, so the figure is what the processor adds to the
+    application's thread per plain span, with nothing else around it (in a service, the span's own making
+    evicts caches between two calls, and each costs more: compare the `mixed` figures' app thread).
+    """
+    ended, _ = generated_spans(0.0, spans)
+    agent_traces = {span.context.trace_id for span in ended if span.instrumentation_scope.name == AGENT_SCOPE}
+    plain = [span for span in ended if span.context.trace_id not in agent_traces]
+    gated = ToolscoreSpanProcessor(registry, _DiscardNext(), telemetry=NoopTelemetry())
+    with mock.patch.dict(os.environ, {PURE_PYTHON_ENV: "1"}):
+        python = ToolscoreSpanProcessor(registry, _DiscardNext(), telemetry=NoopTelemetry())
+    assert "on_end" in vars(gated), "the compiled gate is not built"
+    assert "on_end" not in vars(python)
+    repeat = 20
+
+    def ends(processor: ToolscoreSpanProcessor) -> Callable[[], None]:
+        def run() -> None:
+            on_end = processor.on_end
+            for _ in range(repeat):
+                for span in plain:
+                    on_end(span)
+
+        return run
+
+    try:
+        b.pair(
+            "inprocess.on_end_plain.spans_per_s",
+            ends(gated),
+            "inprocess.on_end_plain.python.spans_per_s",
+            ends(python),
+            len(plain) * repeat,
+            unit="spans/s",
+            runs=runs,
+        )
+    finally:
+        gated.shutdown()
+        python.shutdown()
+
+
 def _delays(b: Bench, registry: Registry, runs: int = 200) -> None:
     telemetry = Recording()
     provider = TracerProvider(resource=RESOURCE)
@@ -283,11 +334,13 @@ def bench(b: Bench, *, quick: bool = False) -> None:
         if quick:
             _costs(b, registry, workload=10, runs=1)
             _mixed_costs(b, registry, spans=2_000, runs=1)
+            _plain_on_end(b, registry, spans=500, runs=1)
             _delays(b, registry, runs=10)
             _pending_memory(b, registry, runs=50)
         else:
             _costs(b, registry, workload=COST_RUNS)
             _mixed_costs(b, registry, spans=MIXED_SPANS)
+            _plain_on_end(b, registry, spans=4_000)
             _delays(b, registry)
             _pending_memory(b, registry)
     finally:
