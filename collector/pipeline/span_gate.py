@@ -15,14 +15,13 @@ then decides every span.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from toolscore.collector.pipeline.markers import Markers
-from toolscore.collector.sources._accel import PURE_PYTHON_ENV
+from toolscore.collector.sources._accel import pure_python
 
 __all__ = ["span_gate"]
 
@@ -45,8 +44,7 @@ def span_gate(
     iterator, is advanced) and `passed(span)`; any other span, or a call of another shape, goes to `slow`. An
     `Exception` from `counted` or `passed` goes to `failed`, never to the caller.
     """
-    flag = (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "")
-    if flag not in ("", "0") or not isinstance(agent_ids, dict):
+    if pure_python(environ) or not isinstance(agent_ids, dict):
         return None
     try:
         from toolscore.collector.pipeline._gate import SpanGate

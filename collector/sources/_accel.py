@@ -35,6 +35,7 @@ __all__ = [
     "decode_spans",
     "load",
     "plain_index",
+    "pure_python",
     "request_index",
     "score_record",
     "span_table",
@@ -43,10 +44,15 @@ __all__ = [
 PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
 
 
+def pure_python(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `TOOLSCORE_PURE_PYTHON` (anything but empty or 0) turns every compiled module off (default: the
+    process's environment): this one and the span processor's gate (`pipeline.span_gate`)."""
+    return (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "") not in ("", "0")
+
+
 def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:
     """The compiled decoder's module, or None when it is not built or `TOOLSCORE_PURE_PYTHON` turns it off."""
-    flag = (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "")
-    if flag not in ("", "0"):
+    if pure_python(environ):
         return None
     try:
         from toolscore.collector.sources import _wire

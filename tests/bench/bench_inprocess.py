@@ -226,25 +226,21 @@ def _paired(b: Bench, prefix: str, base: list[float], ours: list[float]) -> None
     print(f"{prefix + '.ratio':<55} {figure.ratio:.2f}x  (median of pairs; pairs {min(ratios):.2f}-{max(ratios):.2f})")
 
 
-class _DiscardNext(SpanProcessor):
-    def on_end(self, span: ReadableSpan) -> None:
-        pass
-
-
 def _plain_on_end(b: Bench, registry: Registry, spans: int, runs: int = 9) -> None:
     """`on_end` alone on the mixed load's plain spans: with the compiled gate (`span_gate`), and with the Python
     `on_end` deciding every span (`TOOLSCORE_PURE_PYTHON`, as without a C compiler), timed alternately.
 
-    The spans are ended beforehand and `next` discards them, so the figure is what the processor adds to the
-    application's thread per plain span, with nothing else around it (in a service, the span's own making
-    evicts caches between two calls, and each costs more: compare the `mixed` figures' app thread).
+    The spans are ended beforehand and `next` is the SDK's no-op `SpanProcessor`, so the figure is what the
+    processor adds to the application's thread per plain span, with nothing else around it (in a service, the
+    span's own making evicts caches between two calls, and each costs more: compare the `mixed` figures' app
+    thread).
     """
     ended, _ = generated_spans(0.0, spans)
     agent_traces = {span.context.trace_id for span in ended if span.instrumentation_scope.name == AGENT_SCOPE}
     plain = [span for span in ended if span.context.trace_id not in agent_traces]
-    gated = ToolscoreSpanProcessor(registry, _DiscardNext(), telemetry=NoopTelemetry())
+    gated = ToolscoreSpanProcessor(registry, SpanProcessor(), telemetry=NoopTelemetry())
     with mock.patch.dict(os.environ, {PURE_PYTHON_ENV: "1"}):
-        python = ToolscoreSpanProcessor(registry, _DiscardNext(), telemetry=NoopTelemetry())
+        python = ToolscoreSpanProcessor(registry, SpanProcessor(), telemetry=NoopTelemetry())
     assert "on_end" in vars(gated), "the compiled gate is not built"
     assert "on_end" not in vars(python)
     repeat = 20
