@@ -28,7 +28,7 @@ from tests.pipeline_builders import Recording, registry_with, run_attrs
 from tests.test_prefilter import CAPTURES, TRAVEL
 from toolscore.collector.pipeline import PipelineConfig, ToolscoreSpanProcessor
 from toolscore.collector.pipeline._gate import SpanGate  # the test installs build it (make test, make test-oldest)
-from toolscore.collector.pipeline.markers import Markers, convention_markers
+from toolscore.collector.pipeline.markers import convention_markers
 from toolscore.collector.pipeline.span_gate import span_gate
 from toolscore.collector.registry import Registry
 from toolscore.collector.sources import read_trace_file
@@ -71,7 +71,7 @@ _BASE: dict[str, Any] = {
 class _Routes:
     """The gate's four callables, recording what reached each."""
 
-    def __init__(self, agent_ids: dict[int, None] | None = None, markers: Markers = MARKERS) -> None:
+    def __init__(self, agent_ids: dict[int, None] | None = None) -> None:
         self.passed: list[Any] = []
         self.slow: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
         self.counts = _Count()
@@ -79,7 +79,7 @@ class _Routes:
         self.agent_ids: dict[int, None] = {} if agent_ids is None else agent_ids
         gate = span_gate(
             agent_ids=self.agent_ids,
-            markers=markers,
+            markers=MARKERS,
             stop_scopes=frozenset({JUDGE_SCOPE}),
             passed=self.passed.append,
             counted=self.counts,
