@@ -8,9 +8,9 @@ TYPEROOT := $(VENV)/typecheck
 
 .PHONY: run test test-oldest lint typecheck unit bench bench-env fuzz proto clean system-deps
 
-# setup.py builds the two C modules (collector/sources/_wire.c, collector/pipeline/_gate.c), in place: a change to
-# either reinstalls.
-$(STAMP): pyproject.toml setup.py collector/sources/_wire.c collector/pipeline/_gate.c
+# setup.py builds the three C modules (collector/sources/_wire.c, collector/pipeline/_gate.c, scorers/_equal.c), in
+# place: a change to any reinstalls.
+$(STAMP): pyproject.toml setup.py collector/sources/_wire.c collector/pipeline/_gate.c scorers/_equal.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV) || { $(PY) -m pip install -q virtualenv && $(PY) -m virtualenv -q $(VENV); }
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test,postgres]'

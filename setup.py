@@ -1,6 +1,6 @@
-"""The compiled parts, both optional accelerators: the OTLP wire format (collector/sources/_wire.c), which decodes
-protobuf spans and encodes toolscore's evaluation log records, and the span processor's pass-through for plain
-spans (collector/pipeline/_gate.c).
+"""The compiled parts, all optional accelerators: the OTLP wire format (collector/sources/_wire.c), which decodes
+protobuf spans and encodes toolscore's evaluation log records, the span processor's pass-through for plain
+spans (collector/pipeline/_gate.c), and the scorers' JSON equality (scorers/_equal.c).
 
 Everything else is in pyproject.toml. `optional=True`: where no C compiler or Python headers are found, the
 install goes on without them and the pure-Python paths (the ones tested everywhere) do their work.
@@ -19,6 +19,12 @@ setup(
         Extension(
             "toolscore.collector.pipeline._gate",
             ["collector/pipeline/_gate.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "toolscore.scorers._equal",
+            ["scorers/_equal.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -2,7 +2,9 @@
 
 Python's `==` is almost JSON equality, and runs in C; it is wrong only where a bool meets 0 or 1
 (`True == 1`), for NaN and for tuples. Scoring compares the same expected value with many actual
-ones, so `equality_test` finds those hazards in the expected value once and checks only them.
+ones, so `equality_test` finds those hazards in the expected value once and checks only them. Where
+the install built `_equal.c` (`_accel.compiled`), `json_equal` is its C walk, and a value with hazards
+is compared by it instead: no Python frame per comparison.
 """
 
 from __future__ import annotations
@@ -12,9 +14,18 @@ from collections.abc import Callable
 from functools import partial
 from operator import eq
 
+from toolscore.scorers._accel import compiled
 from toolscore.scorers._model import JsonValue
 
-__all__ = ["ArgsTest", "equality_plan", "equality_test", "guarded_equality", "json_equal", "same_bools"]
+__all__ = [
+    "ArgsTest",
+    "equality_plan",
+    "equality_test",
+    "guarded_equality",
+    "json_equal",
+    "python_json_equal",
+    "same_bools",
+]
 
 ArgsTest = Callable[[JsonValue], bool]
 """A compiled comparison of one expected value with an actual one."""
@@ -22,8 +33,8 @@ ArgsTest = Callable[[JsonValue], bool]
 _NUMBER = (int, float)
 
 
-def json_equal(a: JsonValue, b: JsonValue) -> bool:
-    """JSON deep equality, the way a JavaScript peer sees two decoded documents.
+def python_json_equal(a: JsonValue, b: JsonValue) -> bool:
+    """JSON deep equality, the way a JavaScript peer sees two decoded documents (`json_equal`).
 
     Object key order is ignored; numbers compare by value (`1 == 1.0`, `-0.0 == 0`); booleans are
     not numbers (`True != 1`); strings never equal numbers (`"1" != 1`); arrays and objects never
@@ -36,16 +47,21 @@ def json_equal(a: JsonValue, b: JsonValue) -> bool:
     if ta is dict:
         if tb is not dict or len(a) != len(b):
             return False
-        return all(key in b and json_equal(value, b[key]) for key, value in a.items())
+        return all(key in b and python_json_equal(value, b[key]) for key, value in a.items())
     if ta is list or ta is tuple:
         if (tb is not list and tb is not tuple) or len(a) != len(b):
             return False
-        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return all(python_json_equal(x, y) for x, y in zip(a, b, strict=True))
     if ta is bool or tb is bool:
         return False  # `a is b` above already caught equal booleans
     if ta in _NUMBER and tb in _NUMBER:
         return bool(a == b) or (ta is float and tb is float and math.isnan(a) and math.isnan(b))
     return ta is tb and bool(a == b)
+
+
+json_equal: Callable[[JsonValue, JsonValue], bool] = python_json_equal if compiled is None else compiled.json_equal
+"""`python_json_equal`, compiled where the install built it (`tests/test_equal_accel.py` holds the two to the
+same answers)."""
 
 
 _Path = tuple[str | int, ...]
@@ -139,10 +155,11 @@ def _scalar_guard(want: JsonValue, want_bool: bool) -> ArgsTest:
 def equality_test(want: JsonValue) -> ArgsTest:
     """`json_equal(want, x)` compiled for one expected value: Python's C-level `==`, then a check of
     the few places where `==` is wrong (booleans against 0/1). Actual values are decoded JSON
-    (arrays are lists); NaN or tuples in `want` fall back to the full `json_equal` walk."""
+    (arrays are lists); NaN or tuples in `want` fall back to the full `json_equal` walk, and so do
+    the bool checks where that walk is compiled (`_equal.c`)."""
     over: list[tuple[_Path, bool]] = []
-    if _eq_hazards(want, (), over):
-        return lambda got: json_equal(want, got)
+    if _eq_hazards(want, (), over) or (over and compiled is not None):
+        return partial(json_equal, want)
     if over:
         return guarded_equality(want, over)
     return partial(eq, want)

@@ -58,10 +58,11 @@ def test_wheel_holds_only_namespaced_modules(tmp_path: Path) -> None:
         assert "/".join(package.split(".")) + "/__init__.py" in names
     assert "toolscore/scorers/py.typed" in names
     assert "toolscore/registry/v1/registry.proto" in names
-    # the compiled span decoder and span gate, each with its stub for type checkers
-    assert _compiled(names) == ["toolscore/collector/pipeline/_gate", "toolscore/collector/sources/_wire"]
-    assert "toolscore/collector/sources/_wire.pyi" in names
-    assert "toolscore/collector/pipeline/_gate.pyi" in names
+    # the compiled span decoder, span gate and JSON equality, each with its stub for type checkers
+    compiled = ["toolscore/collector/pipeline/_gate", "toolscore/collector/sources/_wire", "toolscore/scorers/_equal"]
+    assert _compiled(names) == compiled
+    for module in compiled:
+        assert module + ".pyi" in names
 
 
 def test_a_machine_without_a_c_compiler_still_builds_the_wheel(tmp_path: Path) -> None:
@@ -73,3 +74,4 @@ def test_a_machine_without_a_c_compiler_still_builds_the_wheel(tmp_path: Path) -
     assert _compiled(names) == []
     assert "toolscore/collector/sources/_accel.py" in names
     assert "toolscore/collector/pipeline/span_gate.py" in names
+    assert "toolscore/scorers/_accel.py" in names

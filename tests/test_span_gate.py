@@ -32,8 +32,8 @@ from toolscore.collector.pipeline.markers import convention_markers
 from toolscore.collector.pipeline.span_gate import span_gate
 from toolscore.collector.registry import Registry
 from toolscore.collector.sources import read_trace_file
-from toolscore.collector.sources._accel import PURE_PYTHON_ENV
 from toolscore.collector.spans import SpanRecord
+from toolscore.scorers._accel import PURE_PYTHON_ENV
 from toolscore.scorers._llm_judge_trace import JUDGE_SCOPE
 
 MARKERS = convention_markers()

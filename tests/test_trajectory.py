@@ -149,10 +149,10 @@ def test_exact_mode_scores_by_args_alone_exactly_as_by_the_whole_call() -> None:
         if None in args_tests:
             continue  # the scorer keeps the per-call tests for this expectation
         plans += 1
-        names, weights = [call.name for call in calls], (0.5, 0.25)
+        names, weights = tuple(call.name for call in calls), (0.5, 0.25)
         oracle = [lambda got, want=call: _evalite_exact(want, got) for call in calls]
         whole = score_exact(names, [peer_exact_test(call) for call in calls], actual, weights, {})
-        alone = score_exact_args(names, args_tests, actual, weights, {})  # type: ignore[arg-type]
+        alone = score_exact_args(names, tuple(args_tests), tuple(actual), weights, {})  # type: ignore[arg-type]
         assert alone == whole == score_exact(names, oracle, actual, weights, {}), (expected, actual)
     assert plans > 300
 

@@ -20,10 +20,11 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from tests.bench.mixed import mixed_batches
 from toolscore.collector.sources import spans_from_proto_bytes
-from toolscore.collector.sources._accel import PURE_PYTHON_ENV, load
+from toolscore.collector.sources._accel import load
 from toolscore.collector.sources.errors import DecodeStats, SpanDecodeError
 from toolscore.collector.sources.otlp_proto import parse_trace_export, spans_from_request
 from toolscore.collector.spans import SpanRecord
+from toolscore.scorers._accel import PURE_PYTHON_ENV
 
 TESTDATA = Path(__file__).parent / "testdata"
 _compiled = load({})

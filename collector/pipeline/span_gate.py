@@ -21,7 +21,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from toolscore.collector.pipeline.markers import Markers
-from toolscore.collector.sources._accel import pure_python
+from toolscore.scorers._accel import pure_python
 
 __all__ = ["span_gate"]
 

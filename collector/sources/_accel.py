@@ -21,33 +21,23 @@ path alone (`make test-oldest` does, so the whole unit suite runs on it too).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
 from toolscore.collector.spans import SpanEvent, SpanRecord
+from toolscore.scorers._accel import pure_python
 
 __all__ = [
-    "PURE_PYTHON_ENV",
     "checked_table",
     "decode_span_entry",
     "decode_spans",
     "load",
     "plain_index",
-    "pure_python",
     "request_index",
     "score_record",
     "span_table",
 ]
-
-PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
-
-
-def pure_python(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether `TOOLSCORE_PURE_PYTHON` (anything but empty or 0) turns every compiled module off (default: the
-    process's environment): this one and the span processor's gate (`pipeline.span_gate`)."""
-    return (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "") not in ("", "0")
 
 
 def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:

@@ -44,9 +44,9 @@ from toolscore.collector.pipeline import Engine, PipelineConfig, RunEnrichment, 
 from toolscore.collector.registry import Registry
 from toolscore.collector.registry.stores import MemoryStore
 from toolscore.collector.sources import spans_from_readable
-from toolscore.collector.sources._accel import PURE_PYTHON_ENV
 from toolscore.collector.spans import SpanRecord
 from toolscore.collector.telemetry import NoopTelemetry, create_telemetry
+from toolscore.scorers._accel import PURE_PYTHON_ENV
 
 RUNS = 300
 COST_RUNS = 1500

@@ -1,0 +1,39 @@
+"""The scorers' compiled equality (`_equal.c`), when the install built it and the environment allows it.
+
+`compiled` is the module, with `json_equal(a, b)` (`_json_equality`'s JSON equality, rule for rule) and
+`exact_counts(names, tests, actual)` (exact mode's pair counts, `_trajectory_evalite`); None when the extension
+is missing (no C compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set, which
+runs the pure-Python paths alone (`make test-oldest` does, so the whole unit suite runs on them too).
+`pure_python` is the one reading of that variable, for every compiled module of the distribution.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import ModuleType
+
+__all__ = ["PURE_PYTHON_ENV", "compiled", "load", "pure_python"]
+
+PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
+
+
+def pure_python(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether `TOOLSCORE_PURE_PYTHON` (anything but empty or 0) turns every compiled module off (default: the
+    process's environment): this one, the OTLP wire code (`collector.sources._accel`) and the span processor's
+    gate (`collector.pipeline.span_gate`)."""
+    return (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "") not in ("", "0")
+
+
+def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:
+    """The compiled equality's module, or None when it is not built or `TOOLSCORE_PURE_PYTHON` turns it off."""
+    if pure_python(environ):
+        return None
+    try:
+        from toolscore.scorers import _equal
+    except ImportError:
+        return None
+    return _equal
+
+
+compiled = load()

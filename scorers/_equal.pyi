@@ -1,0 +1,6 @@
+from collections.abc import Callable
+
+def json_equal(a: object, b: object, /) -> bool: ...
+def exact_counts(
+    names: tuple[str, ...], tests: tuple[Callable[[object], object], ...], actual: tuple[object, ...], /
+) -> tuple[int, int, int]: ...
