@@ -1,7 +1,8 @@
 """The scorers' compiled equality (`_equal.c`), when the install built it and the environment allows it.
 
-`compiled` is the module, with `json_equal(a, b)` (`_json_equality`'s JSON equality, rule for rule) and
-`exact_counts(names, tests, actual)` (exact mode's pair counts, `_trajectory_evalite`); None when the extension
+`compiled` is the module, with `json_equal(a, b)` (`_json_equality`'s JSON equality, rule for rule),
+`freeze(value)` (flexible mode's key of a value) and `exact_counts(names, tests, actual)` (exact mode's pair
+counts, both `_trajectory_evalite`'s); None when the extension
 is missing (no C compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set, which
 runs the pure-Python paths alone (`make test-oldest` does, so the whole unit suite runs on them too).
 `pure_python` is the one reading of that variable, for every compiled module of the distribution.

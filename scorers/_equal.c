@@ -1,21 +1,25 @@
-/* JSON equality and exact mode's pair counts, compiled (see _accel.py, which loads it, and _json_equality.py
+/* JSON equality, flexible mode's keys and exact mode's pair counts, compiled (see _accel.py, which loads it, and _json_equality.py
  * and _trajectory_evalite.py, whose pure-Python functions these are; tests/test_equal_accel.py holds them to the
  * same answers).
  *
  * Trajectory scorers compare each actual call's arguments with the expected call's. In Python that comparison
  * is `want == got` in C plus, where `want` holds a bool, a 0 or a 1, a generated lambda that checks no bool
  * sits where a number should (`True == 1`): one Python frame per pair, and another for the loop. At 50 calls
- * those frames were most of a score. Here both are one C walk:
+ * those frames were most of a score; flexible mode's key of each actual call's arguments, a Python frame per
+ * node of the document, was most of its. Here each is one C walk:
  *
  *   - `json_equal(a, b)`: `python_json_equal`, rule for rule: `a is b`; exact dicts of equal length
  *     whose keys all are in the other with JSON-equal values; lists and tuples (both arrays) of equal length,
  *     item by item; exact ints and floats by value, NaN equal to NaN (a bool, no exact int, equals itself alone);
  *     anything else equal when of the same type and `==`.
+ *   - `freeze(value)`: `python_freeze`, Evalite's flexible-mode key of a value (its `JSON.stringify` of the
+ *     stably serialized value, as a hashable tuple), built in C instead of a Python frame per node.
  *   - `exact_counts(names, tests, actual)`: `python_exact_counts`, one pair per actual call up to the
  *     shorter list: a call of another name is wrong, else `tests[i](call.args)` says exact or name only.
  *
- * A dict or list compared may be changed by the `==` of a value of another type inside it; items are held
- * while compared and a dict's size is checked again, so a change gives a wrong answer at worst, never a crash.
+ * A dict or list walked may be changed by Python code a value of another type runs (its `==`, or its `<` when
+ * `freeze` sorts keys); items are held while compared and sizes read again, so a change gives a RuntimeError
+ * (a dict, as Python's iteration raises) or a wrong answer at worst, never a crash.
  * Depth counts against Python's recursion limit, as the recursive Python function's does. */
 
 #define PY_SSIZE_T_CLEAN
@@ -27,8 +31,14 @@ static PyObject *str_name, *str_args;
 
 static int json_equal(PyObject *a, PyObject *b);
 
+static int changed_size(void) {
+    PyErr_SetString(PyExc_RuntimeError, "dictionary changed size during iteration");
+    return -1;
+}
+
 static int dict_equal(PyObject *a, PyObject *b) {
-    if (!PyDict_CheckExact(b) || PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b)) return 0;
+    Py_ssize_t size = PyDict_GET_SIZE(a);
+    if (!PyDict_CheckExact(b) || size != PyDict_GET_SIZE(b)) return 0;
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(a, &pos, &key, &value)) {
@@ -40,7 +50,7 @@ static int dict_equal(PyObject *a, PyObject *b) {
         Py_DECREF(value);
         Py_DECREF(key);
         if (same != 1) return same;
-        if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b)) return 0; /* a value's `==` changed one of them */
+        if (PyDict_GET_SIZE(a) != size) return changed_size(); /* a value's `==` changed it, as Python raises */
     }
     return 1;
 }
@@ -159,7 +169,103 @@ static PyObject *py_exact_counts(PyObject *Py_UNUSED(module), PyObject *const *a
     return Py_BuildValue("(nnn)", exact, name_only, wrong);
 }
 
+/* `python_freeze` (Evalite's flexible-mode key of a value), rule for rule; NULL on an exception. */
+static PyObject *tag_object, *tag_array, *frozen_true, *frozen_false;
+
+static PyObject *freeze(PyObject *value);
+
+static PyObject *tagged(PyObject *tag, PyObject *items) { /* (tag, tuple(items)), stealing `items` (a list) */
+    if (items == NULL) return NULL;
+    PyObject *tuple = PyList_AsTuple(items);
+    Py_DECREF(items);
+    if (tuple == NULL) return NULL;
+    PyObject *out = PyTuple_Pack(2, tag, tuple);
+    Py_DECREF(tuple);
+    return out;
+}
+
+static PyObject *freeze_dict(PyObject *value) {
+    PyObject *items = PyList_New(0);
+    if (items == NULL) return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    Py_ssize_t size = PyDict_GET_SIZE(value);
+    while (PyDict_Next(value, &pos, &key, &item)) {
+        Py_INCREF(key);
+        Py_INCREF(item);
+        PyObject *frozen = freeze(item);
+        PyObject *pair = frozen == NULL ? NULL : PyTuple_Pack(2, key, frozen);
+        Py_XDECREF(frozen);
+        Py_DECREF(item);
+        Py_DECREF(key);
+        if (pair == NULL || PyList_Append(items, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(items);
+            return NULL;
+        }
+        Py_DECREF(pair);
+        if (PyDict_GET_SIZE(value) != size) { /* an ordering of keys in an item's sort ran code that changed it */
+            Py_DECREF(items);
+            return changed_size(), NULL;
+        }
+    }
+    if (PyList_Sort(items) < 0) { /* as `sorted`: keys of types that do not order raise TypeError */
+        Py_DECREF(items);
+        return NULL;
+    }
+    return tagged(tag_object, items);
+}
+
+static PyObject *freeze_array(PyObject *value) {
+    Py_ssize_t n = Py_SIZE(value);
+    PyObject *items = PyTuple_New(n);
+    if (items == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_SIZE(value) != n) { /* sorting an item's keys ran code that changed the list */
+            Py_DECREF(items);
+            PyErr_SetString(PyExc_RuntimeError, "list changed size during freeze");
+            return NULL;
+        }
+        PyObject *item = PySequence_Fast_ITEMS(value)[i];
+        Py_INCREF(item);
+        PyObject *frozen = freeze(item);
+        Py_DECREF(item);
+        if (frozen == NULL) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(items, i, frozen);
+    }
+    PyObject *out = PyTuple_Pack(2, tag_array, items);
+    Py_DECREF(items);
+    return out;
+}
+
+static PyObject *freeze(PyObject *value) {
+    if (PyDict_CheckExact(value) || is_array(value)) {
+        if (Py_EnterRecursiveCall(" in freeze")) return NULL;
+        PyObject *out = PyDict_CheckExact(value) ? freeze_dict(value) : freeze_array(value);
+        Py_LeaveRecursiveCall();
+        return out;
+    }
+    if (PyBool_Check(value)) return Py_NewRef(value == Py_True ? frozen_true : frozen_false);
+    if (is_number(value)) {
+        double number = PyFloat_CheckExact(value) ? PyFloat_AS_DOUBLE(value) : PyLong_AsDouble(value);
+        if (number == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return NULL;
+            PyErr_Clear(); /* an int past a double: `null`, as float() raising OverflowError reads */
+            Py_RETURN_NONE;
+        }
+        if (!isfinite(number)) Py_RETURN_NONE;
+        return PyFloat_FromDouble(number);
+    }
+    return Py_NewRef(value);
+}
+
+static PyObject *py_freeze(PyObject *Py_UNUSED(module), PyObject *value) { return freeze(value); }
+
 static PyMethodDef equal_methods[] = {
+    {"freeze", (PyCFunction)py_freeze, METH_O, "freeze(value): Evalite's flexible-mode key, as python_freeze."},
     {"json_equal", (PyCFunction)(void (*)(void))py_json_equal, METH_FASTCALL,
      "json_equal(a, b): JSON deep equality, as _json_equality.json_equal."},
     {"exact_counts", (PyCFunction)(void (*)(void))py_exact_counts, METH_FASTCALL,
@@ -168,13 +274,19 @@ static PyMethodDef equal_methods[] = {
 };
 
 static struct PyModuleDef equal_module = {
-    PyModuleDef_HEAD_INIT, "_equal", "JSON equality and exact mode's pair counts, compiled.", -1, equal_methods,
+    PyModuleDef_HEAD_INIT, "_equal", "JSON equality, flexible mode's keys and exact mode's pair counts, compiled.", -1, equal_methods,
     NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__equal(void) {
     str_name = PyUnicode_InternFromString("name");
     str_args = PyUnicode_InternFromString("args");
-    if (str_name == NULL || str_args == NULL) return NULL;
+    tag_object = PyUnicode_InternFromString("{");
+    tag_array = PyUnicode_InternFromString("[");
+    frozen_true = Py_BuildValue("(s)", "true");
+    frozen_false = Py_BuildValue("(s)", "false");
+    if (str_name == NULL || str_args == NULL || tag_object == NULL || tag_array == NULL || frozen_true == NULL ||
+        frozen_false == NULL)
+        return NULL;
     return PyModule_Create(&equal_module);
 }

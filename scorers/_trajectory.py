@@ -21,6 +21,7 @@ from toolscore.scorers._trajectory_evalite import (
     Taken,
     Verdict,
     args_key,
+    key_groups,
     name_only_pairs,
     peer_exact_args_test,
     peer_exact_test,
@@ -183,7 +184,7 @@ class _Plan:
     Derived data only: any two plans compare equal, so scorer equality is decided by the fields.
     """
 
-    __slots__ = ("args_tests", "by_name", "expected", "keys", "memo", "mode", "names", "ruled", "tests", "weights")
+    __slots__ = ("args_tests", "by_name", "expected", "groups", "memo", "mode", "names", "ruled", "tests", "weights")
 
     def __init__(self, scorer: Trajectory, tests: tuple[PairTest, ...], *, ruled: bool) -> None:
         self.mode = scorer.mode
@@ -191,7 +192,7 @@ class _Plan:
         self.tests = tests
         self.ruled = ruled
         self.names = tuple(call.name for call in self.expected)
-        self.keys = tuple((call.name, args_key(call)) for call in self.expected)
+        self.groups = key_groups([(call.name, args_key(call)) for call in self.expected])
         by_name: dict[str, list[int]] = {}
         for j, name in enumerate(self.names):
             by_name.setdefault(name, []).append(j)
@@ -224,7 +225,7 @@ class _Plan:
     def _taken(self, actual: tuple[ToolCall, ...]) -> Taken:
         """The exact matches of the non-positional modes; Evalite's own pairing when no rule applies."""
         if self.mode == "flexible" and not self.ruled:
-            return pop_pairing(self.keys, actual)
+            return pop_pairing(self.groups, actual)
         return rule_pairing(self.by_name, self.tests, actual, len(self.expected))
 
     def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:

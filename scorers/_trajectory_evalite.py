@@ -19,11 +19,13 @@ from toolscore.scorers._matching import ArgsMatch
 from toolscore.scorers._model import JsonValue, ToolCall
 
 __all__ = [
+    "KeyGroups",
     "PairTest",
     "Taken",
     "Verdict",
     "args_key",
     "exact_counts",
+    "key_groups",
     "name_only_pairs",
     "neutral",
     "peer_exact_args_test",
@@ -57,17 +59,17 @@ def _always_args(args: JsonValue) -> bool:
     return True
 
 
-def _freeze(value: JsonValue) -> Any:
-    """A hashable form equal exactly when `JSON.stringify(stableSerialize(value))` is.
+def python_freeze(value: JsonValue) -> Any:
+    """A hashable form equal exactly when `JSON.stringify(stableSerialize(value))` is (`freeze`).
 
     Numbers become doubles (`1 == 1.0`, `-0.0 == 0`); NaN and infinities read as `null`, as
     `JSON.stringify` writes them; booleans are tagged so `true` never meets `1`.
     """
     kind = type(value)
     if kind is dict:
-        return ("{", tuple(sorted((key, _freeze(item)) for key, item in value.items())))
+        return ("{", tuple(sorted((key, python_freeze(item)) for key, item in value.items())))
     if kind is list or kind is tuple:
-        return ("[", tuple(_freeze(item) for item in value))
+        return ("[", tuple(python_freeze(item) for item in value))
     if kind is bool:
         return _TRUE if value else _FALSE
     if kind is int or kind is float:
@@ -79,9 +81,13 @@ def _freeze(value: JsonValue) -> Any:
     return value
 
 
+freeze: Callable[[JsonValue], Any] = python_freeze if compiled is None else compiled.freeze
+"""`python_freeze`, compiled where the install built it (`tests/test_equal_accel.py`)."""
+
+
 def args_key(call: ToolCall) -> Any:
     """Evalite's flexible-mode view of a call's arguments; no arguments is its own value."""
-    return _freeze(call.args) if call.args_state in _HAS_ARGS else _ABSENT
+    return freeze(call.args) if call.args_state in _HAS_ARGS else _ABSENT
 
 
 def neutral(call: ToolCall) -> dict[str, Any]:
@@ -240,17 +246,36 @@ Taken = tuple[list[int], list[int]]
 expected calls no actual call took."""
 
 
-def pop_pairing(keys: Sequence[Any], actual: Sequence[ToolCall]) -> Taken:
+KeyGroups = tuple[dict[Any, int], tuple[tuple[int, ...], ...]]
+"""Expected calls grouped by key (`key_groups`): each key's group number, and each group's calls in order."""
+
+
+def key_groups(keys: Sequence[Any]) -> KeyGroups:
+    """The groups `pop_pairing` takes from, made once per scorer: a key is hashed here, not per evaluation."""
+    number: dict[Any, int] = {}
+    groups: list[list[int]] = []
+    for j, key in enumerate(keys):
+        g = number.setdefault(key, len(groups))
+        if g == len(groups):
+            groups.append([])
+        groups[g].append(j)
+    return number, tuple(tuple(group) for group in groups)
+
+
+def pop_pairing(groups: KeyGroups, actual: Sequence[ToolCall]) -> Taken:
     """Evalite's exact matches: expected calls grouped by key, each actual call takes its group's
     *last* remaining call."""
-    groups: dict[Any, list[int]] = {}
-    for j, key in enumerate(keys):
-        groups.setdefault(key, []).append(j)
+    number, members = groups
+    left = [len(group) for group in members]
     taken: list[int] = []
     for call in actual:
-        group = groups.get((call.name, args_key(call)))
-        taken.append(group.pop() if group else -1)
-    return taken, [j for group in groups.values() for j in group]
+        g = number.get((call.name, args_key(call)))
+        if g is None or not left[g]:
+            taken.append(-1)
+        else:
+            left[g] -= 1
+            taken.append(members[g][left[g]])
+    return taken, [j for g, group in enumerate(members) for j in group[: left[g]]]
 
 
 def name_only_pairs(expected: Sequence[ToolCall], actual: Sequence[ToolCall], taken: Taken) -> dict[int, int]:

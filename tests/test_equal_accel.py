@@ -1,6 +1,6 @@
 """The scorers' compiled equality (`scorers/_equal.c`) answers exactly as the pure-Python functions do.
 
-`python_json_equal` and `python_exact_counts` are the reference. The compiled module is asked for with an empty
+`python_json_equal`, `python_freeze` and `python_exact_counts` are the reference. The compiled module is asked for with an empty
 environment, so these tests hold it to them under `make test-oldest` (`TOOLSCORE_PURE_PYTHON`) too, where the
 scorers themselves run on the Python paths. Documents: the matching tests' look-alikes (a bool for a 1, -0.0 for
 0, ...), NaN, tuples, values of other types, and hostile ones (an `__eq__` that raises, or empties the container
@@ -22,7 +22,7 @@ from tests.test_matching import _mutate, _random_json
 from toolscore.scorers import ToolCall
 from toolscore.scorers._accel import PURE_PYTHON_ENV, load
 from toolscore.scorers._json_equality import equality_plan, guarded_equality, python_json_equal
-from toolscore.scorers._trajectory_evalite import peer_exact_args_test, python_exact_counts
+from toolscore.scorers._trajectory_evalite import peer_exact_args_test, python_exact_counts, python_freeze
 
 _compiled = load({})
 
@@ -149,7 +149,7 @@ def test_an_exception_from_a_values_eq_is_raised_by_both() -> None:
 
 
 def test_a_value_whose_eq_empties_the_containers_gives_an_answer_not_a_crash() -> None:
-    """The Python walk raises (a dict changed size while iterated) or answers; C must do no worse."""
+    """A dict changed while walked raises RuntimeError, as Python's iteration of it does; a list gives an answer."""
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
     items: list[Any] = []
@@ -163,9 +163,16 @@ def test_a_value_whose_eq_empties_the_containers_gives_an_answer_not_a_crash() -
 
         __hash__ = object.__hash__
 
-    for key in "pqrs":
-        a[key], b[key] = Clears(), Clears()
-    assert _module().json_equal(a, b) in (True, False)
+    def fill() -> None:
+        for key in "pqrs":
+            a[key], b[key] = Clears(), Clears()
+
+    fill()
+    with pytest.raises(RuntimeError, match="changed size"):
+        python_json_equal(a, b)
+    fill()
+    with pytest.raises(RuntimeError, match="changed size"):
+        _module().json_equal(a, b)
     items[:] = [Clears(), Clears(), 1]
     assert _module().json_equal(items, [Clears(), Clears(), 1]) in (True, False)
 
@@ -264,3 +271,55 @@ def test_nan_compares_as_evalite_does_in_both() -> None:
     """Evalite's `deepEqual` treats NaN as equal to NaN; one NaN object or two, both walks say so."""
     assert python_json_equal({"x": math.nan}, {"x": float("nan")})
     assert _module().json_equal({"x": math.nan}, {"x": float("nan")})
+
+
+# --- flexible mode's keys ------------------------------------------------------------------------------------
+
+
+def _same_key(a: Any, b: Any) -> None:
+    """The compiled key equals the Python one, hash and all, or both raise the same exception."""
+    expected = _outcome(lambda v, _: python_freeze(v), a, None)
+    got = _outcome(lambda v, _: _module().freeze(v), a, None)
+    assert got == expected, a
+    if not isinstance(expected, type):
+        assert _outcome(lambda v, _: hash(v), got, None) == _outcome(lambda v, _: hash(v), expected, None)
+    del b
+
+
+@pytest.mark.parametrize(("a", "b"), _PAIRS)
+def test_freeze_gives_the_python_key_of_these_documents(a: Any, b: Any) -> None:
+    _same_key(a, None)
+    _same_key(b, None)
+    _same_key({"k": a, "l": [a, b]}, None)
+
+
+def test_freeze_gives_the_python_key_of_look_alike_documents() -> None:
+    rng = random.Random(44)
+    for _ in range(3000):
+        want = _random_json(rng)
+        got = _mutate(rng, want)
+        _same_key(want, None)
+        _same_key(got, None)
+        assert (_module().freeze(want) == _module().freeze(got)) == (python_freeze(want) == python_freeze(got))
+
+
+def test_freeze_reads_numbers_as_javascript_writes_them() -> None:
+    freeze = _module().freeze
+    assert freeze({"x": 1}) == freeze({"x": 1.0}) == freeze({"x": True == 1 and 1})
+    assert freeze(-0.0) == freeze(0)
+    assert freeze(math.nan) is None and freeze(math.inf) is None and freeze(-math.inf) is None
+    assert freeze(2**2000) is None  # past a double: JSON.stringify writes null
+    assert freeze(True) != freeze(1) and freeze(False) != freeze(0)
+    assert freeze({"b": 1, "a": [2, (3,)]}) == freeze({"a": (2.0, [3]), "b": 1.0})
+
+
+def test_freeze_raises_what_python_raises() -> None:
+    with pytest.raises(TypeError):  # keys that do not order, as `sorted` raises
+        _module().freeze({1: "x", "y": 2})
+    with pytest.raises(TypeError):
+        python_freeze({1: "x", "y": 2})  # type: ignore[dict-item]
+    deep: Any = {}
+    for _ in range(100_000):
+        deep = {"k": deep}
+    with pytest.raises(RecursionError):
+        _module().freeze(deep)

@@ -13,7 +13,15 @@ from pydantic import ValidationError
 
 from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
 from toolscore.scorers._json_equality import json_equal
-from toolscore.scorers._trajectory_evalite import peer_exact_args_test, peer_exact_test, score_exact, score_exact_args
+from toolscore.scorers._trajectory_evalite import (
+    args_key,
+    key_groups,
+    peer_exact_args_test,
+    peer_exact_test,
+    pop_pairing,
+    score_exact,
+    score_exact_args,
+)
 
 ORDER_MODES = ("strict", "unordered", "subset", "superset")
 
@@ -573,3 +581,23 @@ def test_a_recorded_run_as_the_expectation_keeps_its_calls_one_message_each() ->
     scorer = Trajectory(mode="strict", expected=list(recorded.calls))  # type: ignore[arg-type]
     assert scorer.score(recorded).value == 1.0  # type: ignore[union-attr]
     assert scorer.score(AgentRun(calls=(ToolCall(name="b"), ToolCall(name="a")))).value == 0.0  # type: ignore[union-attr]
+
+
+def test_flexible_pairing_takes_as_evalite_does() -> None:
+    """`pop_pairing` over groups made once (`key_groups`) takes the calls Evalite's per-evaluation grouping takes:
+    each actual call its key's last remaining expected call; the untaken, in group order."""
+    rng = random.Random(31)
+    for _ in range(800):
+        pool = [ToolCall.model_validate({"name": rng.choice("ab"), **rng.choice(_ARGS_SPELLINGS)}) for _ in range(4)]
+        expected = [rng.choice(pool) for _ in range(rng.randint(0, 6))]
+        actual = [rng.choice(pool) for _ in range(rng.randint(0, 6))]
+        keys = [(call.name, args_key(call)) for call in expected]
+        groups: dict[Any, list[int]] = {}
+        for j, key in enumerate(keys):
+            groups.setdefault(key, []).append(j)
+        taken = []
+        for call in actual:
+            group = groups.get((call.name, args_key(call)))
+            taken.append(group.pop() if group else -1)
+        oracle = (taken, [j for group in groups.values() for j in group])
+        assert pop_pairing(key_groups(keys), actual) == oracle
