@@ -5,16 +5,18 @@
 counts, both `_trajectory_evalite`'s); None when the extension
 is missing (no C compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set, which
 runs the pure-Python paths alone (`make test-oldest` does, so the whole unit suite runs on them too).
-`pure_python` is the one reading of that variable, for every compiled module of the distribution.
+`pure_python` is the one reading of that variable, and `compiled_module` the one way each compiled module of the
+distribution is loaded.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from types import ModuleType
 
-__all__ = ["PURE_PYTHON_ENV", "compiled", "load", "pure_python"]
+__all__ = ["PURE_PYTHON_ENV", "compiled", "compiled_module", "load", "pure_python"]
 
 PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
 
@@ -26,15 +28,19 @@ def pure_python(environ: Mapping[str, str] | None = None) -> bool:
     return (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "") not in ("", "0")
 
 
-def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:
-    """The compiled equality's module, or None when it is not built or `TOOLSCORE_PURE_PYTHON` turns it off."""
+def compiled_module(name: str, environ: Mapping[str, str] | None = None) -> ModuleType | None:
+    """The compiled module `name`, or None when the install did not build it or `TOOLSCORE_PURE_PYTHON` is set."""
     if pure_python(environ):
         return None
     try:
-        from toolscore.scorers import _equal
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return _equal
+
+
+def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:
+    """The compiled equality's module, or None when it is not built or `TOOLSCORE_PURE_PYTHON` turns it off."""
+    return compiled_module("toolscore.scorers._equal", environ)
 
 
 compiled = load()

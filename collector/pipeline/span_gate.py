@@ -21,7 +21,7 @@ from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
 
 from toolscore.collector.pipeline.markers import Markers
-from toolscore.scorers._accel import pure_python
+from toolscore.scorers._accel import compiled_module
 
 __all__ = ["span_gate"]
 
@@ -44,13 +44,10 @@ def span_gate(
     iterator, is advanced) and `passed(span)`; any other span, or a call of another shape, goes to `slow`. An
     `Exception` from `counted` or `passed` goes to `failed`, never to the caller.
     """
-    if pure_python(environ) or not isinstance(agent_ids, dict):
+    module = compiled_module("toolscore.collector.pipeline._gate", environ)
+    if module is None or not isinstance(agent_ids, dict):
         return None
-    try:
-        from toolscore.collector.pipeline._gate import SpanGate
-    except ImportError:
-        return None
-    gate: Callable[[ReadableSpan], None] = SpanGate(
+    gate: Callable[[ReadableSpan], None] = module.SpanGate(
         ReadableSpan,
         BoundedAttributes,
         agent_ids,

@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from toolscore.collector.spans import SpanEvent, SpanRecord
-from toolscore.scorers._accel import pure_python
+from toolscore.scorers._accel import compiled_module
 
 __all__ = [
     "checked_table",
@@ -42,14 +42,10 @@ __all__ = [
 
 def load(environ: Mapping[str, str] | None = None) -> ModuleType | None:
     """The compiled decoder's module, or None when it is not built or `TOOLSCORE_PURE_PYTHON` turns it off."""
-    if pure_python(environ):
-        return None
-    try:
-        from toolscore.collector.sources import _wire
-    except ImportError:
-        return None
-    _wire.configure(SpanRecord, SpanEvent)
-    return _wire
+    wire = compiled_module("toolscore.collector.sources._wire", environ)
+    if wire is not None:
+        wire.configure(SpanRecord, SpanEvent)
+    return wire
 
 
 _module = load()
