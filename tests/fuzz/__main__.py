@@ -26,7 +26,9 @@ def _one(name: str, argv: list[str]) -> None:
         import toolscore.collector.serve._encode
         import toolscore.collector.serve.receivers._otlp_export
         import toolscore.collector.serve.receivers._otlp_json_request
-        import toolscore.collector.sources.otlp_json  # noqa: F401
+        import toolscore.collector.sources.otlp_json
+        import toolscore.scorers._json_equality
+        import toolscore.scorers._trajectory_evalite  # noqa: F401
     atheris.Setup([sys.argv[0], *argv], TARGETS[name].run)
     atheris.Fuzz()
 

@@ -109,6 +109,37 @@ def wire_accel(data: bytes) -> None:
         _check_walked(compiled, data, request, checked, index)
 
 
+def equal_accel(data: bytes) -> None:
+    """The scorers' compiled JSON equality and flexible-mode key against the pure-Python functions, on JSON
+    documents read from the bytes (split at the first NUL: two documents; and the first read again with its
+    integers as floats, a look-alike): the same answers, or the same exception."""
+    import json
+
+    from toolscore.scorers._accel import load
+    from toolscore.scorers._json_equality import python_json_equal
+    from toolscore.scorers._trajectory_evalite import python_freeze
+
+    compiled = load({})
+    assert compiled is not None, "the install did not build scorers/_equal.c"
+    first, _, second = data.partition(b"\0")
+    try:
+        docs = [json.loads(first), json.loads(second or first), json.loads(first, parse_int=float)]
+    except (ValueError, RecursionError):
+        return
+    for a in docs:
+        assert _outcome(compiled.freeze, a) == _outcome(python_freeze, a)
+        for b in docs:
+            assert _outcome(compiled.json_equal, a, b) == _outcome(python_json_equal, a, b)
+
+
+def _outcome(function: Callable[..., Any], *args: Any) -> Any:
+    """What `function(*args)` returns, or the type of what it raises."""
+    try:
+        return function(*args)
+    except Exception as exc:
+        return type(exc)
+
+
 def _check_walked(compiled: Any, data: bytes, request: Any, checked: tuple[Any, ...], index: tuple[Any, ...]) -> None:
     """`checked_table` reads as `span_table` does, and every span's carrier read from the bytes is the parsed one
     (`compiled`: the module, loaded whatever `TOOLSCORE_PURE_PYTHON` says, as `make test-oldest` sets it)."""
@@ -177,6 +208,7 @@ TARGETS = {
         Target("otlp_protobuf", otlp_protobuf, _glob("traces/*/*.pb", "serve/**/*.pb")),
         Target("wire_accel", wire_accel, _glob("traces/*/*.pb", "serve/**/*.pb")),
         Target("otlp_json", otlp_json, _glob("traces/*/*.json", "serve/**/*.json")),
+        Target("equal_accel", equal_accel, _glob("truth/*/*.json", "traces/*/*.json")),
         Target(
             "expectation_file",
             expectation_file,
