@@ -9,8 +9,10 @@ the container being compared, and nesting past the recursion limit).
 
 from __future__ import annotations
 
+import gc
 import math
 import random
+import tracemalloc
 from collections import OrderedDict
 from enum import IntEnum
 from functools import partial
@@ -324,3 +326,38 @@ def test_freeze_raises_what_python_raises() -> None:
         deep = {"k": deep}
     with pytest.raises(RecursionError):
         _module().freeze(deep)
+
+
+def test_the_compiled_functions_keep_no_memory_on_any_path() -> None:
+    """A reference kept on any path (an answer, an exception from a value or a test) would grow the heap per call:
+    tracemalloc sees every object the module makes."""
+    docs: list[Any] = [{"a": [1, 2.5, {"b": True, "c": None}], "d": "x" * 50, "e": math.nan}, [1, (2, 3)], 2**3000]
+    docs.append({1: "x", "y": 2})  # keys that do not order: freeze raises
+    calls = (ToolCall(name="a", args={"x": 1}), ToolCall(name="b", args={"x": [0, 1]}))
+    tests = (partial(_module().json_equal, {"x": 1}), partial(_module().json_equal, {"x": [0, 1]}))
+
+    def fails(args: object) -> bool:
+        raise KeyError(args)
+
+    def work() -> None:
+        for a in docs:
+            for b in docs:
+                _outcome(_module().json_equal, a, b)
+            _outcome(lambda v, _: _module().freeze(v), a, None)
+        _outcome(_module().json_equal, {"k": _Raises()}, {"k": _Raises()})
+        assert _module().exact_counts(("a", "b"), tests, calls) == (2, 0, 0)
+        _outcome(lambda names, tests: _module().exact_counts(names, tests, calls), ("a",), (fails,))
+
+    for _ in range(100):
+        work()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            work()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 10_000, grown  # one object kept per call would be ~100 KB
