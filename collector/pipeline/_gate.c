@@ -248,11 +248,211 @@ static PyTypeObject SpanGateType = {
     .tp_call = PyVectorcall_Call,
 };
 
+
+/* ---- The worker's decoder: an SDK-ended span as a SpanRecord (`record_from_readable`, compiled) ---------------
+ *
+ * The pipeline's worker turns every span of an agent trace into a `SpanRecord` (`sources.sdk.record_from_readable`):
+ * ~6 µs a span in Python, most of it formatting ids as hex, copying the attribute dict and reading a dozen fields
+ * one attribute lookup at a time. `decode_readable(span)` builds the same record in C for the common shape: an
+ * exact `ReadableSpan` with an exact `SpanContext` of valid ids (and such a parent, or none), no events, the SDK's
+ * frozen attributes, a known kind and status code. It hands any other span to the Python function (`fallback`),
+ * which decides it from the start, so the two never differ in what they decide (`tests/test_span_decoder.py`). */
+
+static PyObject *dec_span_type, *dec_context_type, *dec_attributes_type, *dec_record_type, *dec_kinds, *dec_statuses,
+    *dec_resource_fn, *dec_fallback, *dec_last_resource, *dec_last_resource_attributes;
+static PyObject *dec_zero, *dec_sixty_four, *dec_empty_str, *dec_empty_tuple;
+static PyObject *str_parent, *str_events, *str_kind, *str_start, *str_end, *str_status, *str_status_code,
+    *str_description, *str_resource, *str_immutable, *str_public_name;
+
+/* A positive exact int below 2**bits (64 or 128) as `digits` lowercase hex digits; NULL with no exception set
+ * when the id is anything else (the Python path then decides). */
+static PyObject *id_hex(PyObject *id, int digits) {
+    if (!PyLong_CheckExact(id)) return NULL;
+    uint64_t high = 0, low;
+    if (digits == 32) {
+        PyObject *top = PyNumber_Rshift(id, dec_sixty_four);
+        if (top == NULL) goto refuse;
+        high = PyLong_AsUnsignedLongLong(top); /* a negative id shifts to a negative: OverflowError */
+        Py_DECREF(top);
+        if (high == (uint64_t)-1 && PyErr_Occurred()) goto refuse;
+        low = PyLong_AsUnsignedLongLongMask(id);
+    } else {
+        low = PyLong_AsUnsignedLongLong(id);
+    }
+    if (low == (uint64_t)-1 && PyErr_Occurred()) goto refuse;
+    if (high == 0 && low == 0) return NULL;
+    static const char hex[] = "0123456789abcdef";
+    char out[32];
+    for (int i = digits - 1; i >= 0; i--) {
+        uint64_t *part = i >= digits - 16 ? &low : &high;
+        out[i] = hex[*part & 15];
+        *part >>= 4;
+    }
+    return PyUnicode_FromStringAndSize(out, digits);
+refuse:
+    PyErr_Clear();
+    return NULL;
+}
+
+/* The index of `member` in `members` (identity), or -1. */
+static Py_ssize_t member_index(PyObject *members, PyObject *member) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++)
+        if (PyTuple_GET_ITEM(members, i) == member) return i;
+    return -1;
+}
+
+/* `value or default`, as a new reference; NULL on an error. */
+static PyObject *or_default(PyObject *value, PyObject *fallback) {
+    int truth = PyObject_IsTrue(value);
+    if (truth < 0) return NULL;
+    return Py_NewRef(truth ? value : fallback);
+}
+
+/* The SDK's frozen attribute dict copied, sequences (tuples) as lists; NULL with no exception: not that shape. */
+static PyObject *frozen_copy(PyObject *span) {
+    PyObject *held = PyObject_GetAttr(span, str_attributes);
+    if (held == NULL) goto refuse;
+    PyObject *values = NULL, *immutable = NULL, *out = NULL;
+    if (Py_TYPE(held) != (PyTypeObject *)dec_attributes_type) goto done;
+    immutable = PyObject_GetAttr(held, str_immutable);
+    if (immutable == NULL || PyObject_IsTrue(immutable) != 1) goto done;
+    values = PyObject_GetAttr(held, str_dict);
+    if (values == NULL || !PyDict_CheckExact(values)) goto done;
+    out = PyDict_Copy(values);
+    if (out == NULL) goto done;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(values, &pos, &key, &value)) {
+        if (!PyTuple_CheckExact(value)) continue;
+        PyObject *items = PySequence_List(value);
+        if (items == NULL || PyDict_SetItem(out, key, items) < 0) { /* a key already in `out`: no resize, no code */
+            Py_XDECREF(items);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(items);
+    }
+done:
+    Py_XDECREF(values);
+    Py_XDECREF(immutable);
+    Py_DECREF(held);
+    if (out != NULL) return out;
+refuse:
+    PyErr_Clear();
+    return NULL;
+}
+
+/* The resource's converted attributes: the last resource's kept, any other asked of Python (which keeps its own). */
+static PyObject *resource_attributes(PyObject *resource) {
+    if (resource != Py_None && resource == dec_last_resource) return Py_NewRef(dec_last_resource_attributes);
+    PyObject *converted = PyObject_CallOneArg(dec_resource_fn, resource);
+    if (converted != NULL && resource != Py_None) {
+        Py_XSETREF(dec_last_resource, Py_NewRef(resource));
+        Py_XSETREF(dec_last_resource_attributes, Py_NewRef(converted));
+    }
+    return converted;
+}
+
+/* The record's fields but the resource's into `fields` (13 new references): 1, or 0 when the span is not the
+ * common shape or reading it raised (nothing kept, no exception: the Python path decides it, and raises what it
+ * raises). */
+static int read_fields(PyObject *span, PyObject **fields) {
+    PyObject *context = PyObject_GetAttr(span, str_context);
+    PyObject *parent = PyObject_GetAttr(span, str_parent);
+    PyObject *events = PyObject_GetAttr(span, str_events);
+    PyObject *kind = PyObject_GetAttr(span, str_kind);
+    PyObject *status = PyObject_GetAttr(span, str_status);
+    PyObject *code = status ? PyObject_GetAttr(status, str_status_code) : NULL;
+    int found = 0;
+    if (!context || !parent || !events || !kind || !status || !code) goto done;
+    if (Py_TYPE(context) != (PyTypeObject *)dec_context_type || PyTuple_GET_SIZE(context) < 2) goto done;
+    if (parent != Py_None && (Py_TYPE(parent) != (PyTypeObject *)dec_context_type || PyTuple_GET_SIZE(parent) < 2))
+        goto done;
+    if (events != Py_None && PyObject_IsTrue(events) != 0) goto done; /* events, or a length that raised */
+    Py_ssize_t kind_index = member_index(dec_kinds, kind), code_index = member_index(dec_statuses, code);
+    if (kind_index < 0 || code_index < 0) goto done;
+    fields[0] = id_hex(PyTuple_GET_ITEM(context, 0), 32);
+    fields[1] = id_hex(PyTuple_GET_ITEM(context, 1), 16);
+    fields[2] = parent == Py_None ? Py_NewRef(Py_None) : id_hex(PyTuple_GET_ITEM(parent, 1), 16);
+    fields[3] = PyObject_GetAttr(span, str_name);
+    fields[4] = PyLong_FromSsize_t(kind_index + 1); /* OTLP numbers from UNSPECIFIED = 0 */
+    PyObject *start = PyObject_GetAttr(span, str_start), *end = PyObject_GetAttr(span, str_end);
+    fields[5] = start ? or_default(start, dec_zero) : NULL;
+    fields[6] = end ? or_default(end, dec_zero) : NULL;
+    Py_XDECREF(start);
+    Py_XDECREF(end);
+    fields[7] = PyLong_FromSsize_t(code_index);
+    PyObject *description = PyObject_GetAttr(status, str_description);
+    fields[8] = description ? or_default(description, dec_empty_str) : NULL;
+    Py_XDECREF(description);
+    fields[9] = frozen_copy(span);
+    fields[10] = Py_NewRef(dec_empty_tuple);
+    PyObject *scope = PyObject_GetAttr(span, str_scope);
+    fields[12] = !scope ? NULL : scope == Py_None ? Py_NewRef(dec_empty_str) : PyObject_GetAttr(scope, str_public_name);
+    Py_XDECREF(scope);
+    found = 1;
+    for (int i = 0; i < 13; i++)
+        if (i != 11 && fields[i] == NULL) found = 0; /* fields[11], the resource's, is the caller's */
+    if (!found)
+        for (int i = 0; i < 13; i++) Py_CLEAR(fields[i]);
+done:
+    Py_XDECREF(code);
+    Py_XDECREF(status);
+    Py_XDECREF(kind);
+    Py_XDECREF(events);
+    Py_XDECREF(parent);
+    Py_XDECREF(context);
+    PyErr_Clear();
+    return found;
+}
+
+static PyObject *decode_readable(PyObject *module, PyObject *span) {
+    (void)module;
+    if (dec_record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_gate.configure_decoder(...) was not called");
+        return NULL;
+    }
+    if (Py_TYPE(span) != (PyTypeObject *)dec_span_type) return PyObject_CallOneArg(dec_fallback, span);
+    PyObject *fields[13] = {NULL};
+    if (!read_fields(span, fields)) return PyObject_CallOneArg(dec_fallback, span);
+    PyObject *resource = PyObject_GetAttr(span, str_resource);
+    fields[11] = resource ? resource_attributes(resource) : NULL;
+    Py_XDECREF(resource);
+    PyObject *record = fields[11] ? PyObject_Vectorcall(dec_record_type, fields, 13, NULL) : NULL;
+    for (int i = 0; i < 13; i++) Py_XDECREF(fields[i]);
+    return record;
+}
+
+static PyObject *configure_decoder(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    if (nargs != 8 || !PyTuple_CheckExact(args[4]) || !PyTuple_CheckExact(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "configure_decoder(span_type, context_type, attributes_type, record_type, "
+                                         "kinds, statuses, resource_attributes, fallback): kinds and statuses tuples");
+        return NULL;
+    }
+    PyObject **slots[] = {&dec_span_type, &dec_context_type, &dec_attributes_type, &dec_record_type,
+                          &dec_kinds,     &dec_statuses,     &dec_resource_fn,     &dec_fallback};
+    for (int i = 0; i < 8; i++) Py_XSETREF(*slots[i], Py_NewRef(args[i]));
+    Py_CLEAR(dec_last_resource);
+    Py_CLEAR(dec_last_resource_attributes);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef gate_methods[] = {
+    {"configure_decoder", (PyCFunction)(void (*)(void))configure_decoder, METH_FASTCALL,
+     "configure_decoder(span_type, context_type, attributes_type, record_type, kinds, statuses, resource_attributes, "
+     "fallback): what decode_readable reads and builds (span_gate.span_decoder calls it)."},
+    {"decode_readable", decode_readable, METH_O,
+     "decode_readable(span): the span's SpanRecord, built here for the common shape, else by fallback(span)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef gate_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "toolscore.collector.pipeline._gate",
-    .m_doc = "The span processor's compiled pass-through for plain spans (span_gate.py).",
+    .m_doc = "The span processor's compiled pass-through for plain spans, and its worker's span decoder (span_gate.py).",
     .m_size = -1,
+    .m_methods = gate_methods,
 };
 
 PyMODINIT_FUNC PyInit__gate(void) {
@@ -263,6 +463,25 @@ PyMODINIT_FUNC PyInit__gate(void) {
     str_attributes = PyUnicode_InternFromString("_attributes");
     str_dict = PyUnicode_InternFromString("_dict");
     if (!str_context || !str_scope || !str_name || !str_attributes || !str_dict) return NULL;
+    str_parent = PyUnicode_InternFromString("_parent");
+    str_events = PyUnicode_InternFromString("_events");
+    str_kind = PyUnicode_InternFromString("_kind");
+    str_start = PyUnicode_InternFromString("_start_time");
+    str_end = PyUnicode_InternFromString("_end_time");
+    str_status = PyUnicode_InternFromString("_status");
+    str_status_code = PyUnicode_InternFromString("status_code");
+    str_description = PyUnicode_InternFromString("description");
+    str_resource = PyUnicode_InternFromString("_resource");
+    str_immutable = PyUnicode_InternFromString("_immutable");
+    str_public_name = PyUnicode_InternFromString("name");
+    dec_zero = PyLong_FromLong(0);
+    dec_sixty_four = PyLong_FromLong(64);
+    dec_empty_str = PyUnicode_FromString("");
+    dec_empty_tuple = PyTuple_New(0);
+    if (!str_parent || !str_events || !str_kind || !str_start || !str_end || !str_status || !str_status_code ||
+        !str_description || !str_resource || !str_immutable || !str_public_name || !dec_zero || !dec_sixty_four ||
+        !dec_empty_str || !dec_empty_tuple)
+        return NULL;
     PyObject *module = PyModule_Create(&gate_module);
     if (module == NULL) return NULL;
     if (PyModule_AddObjectRef(module, "SpanGate", (PyObject *)&SpanGateType) < 0) {

@@ -31,7 +31,7 @@ from toolscore.collector.pipeline.markers import AgentTraces, convention_markers
 from toolscore.collector.pipeline.masked_spans import masking
 from toolscore.collector.pipeline.match import Matcher
 from toolscore.collector.pipeline.sink import RunEnrichment
-from toolscore.collector.pipeline.span_gate import span_gate
+from toolscore.collector.pipeline.span_gate import span_decoder, span_gate
 from toolscore.collector.sources.sdk import frozen_attributes, record_from_readable
 from toolscore.collector.telemetry import NoopTelemetry, PipelineTelemetry
 from toolscore.scorers._llm_judge_trace import JUDGE_SCOPE
@@ -148,7 +148,7 @@ class ToolscoreSpanProcessor(SpanProcessor):
         self.engine: Engine[ReadableSpan] = Engine(
             registry,
             _NextSink(next),
-            record_from_readable,
+            span_decoder() or record_from_readable,
             self.config,
             telemetry or _default_telemetry(),
             tracer=judge_tracer,

@@ -8,9 +8,13 @@ one showing a marker, a span of another type, anything it is not sure of) goes t
 `on_end`, which decides it from the start. So the gate changes which code decides, never the decision:
 `tests/test_span_gate.py` holds the two to the same answers.
 
-`span_gate(...)` is None where the module was not built (no C compiler at install: `setup.py` builds it as
-optional) or `TOOLSCORE_PURE_PYTHON` is set, as for the wire decoder (`sources._accel`); the Python `on_end`
-then decides every span.
+The same module decodes, on the pipeline's worker, each span that does reach it (`span_decoder`): the SDK
+span's `SpanRecord`, built in C for the common shape and by `sources.sdk.record_from_readable` otherwise
+(`tests/test_span_decoder.py` holds the two to the same records).
+
+`span_gate(...)` and `span_decoder()` are None where the module was not built (no C compiler at install:
+`setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set, as for the wire decoder (`sources._accel`);
+the Python `on_end` then decides every span, and `record_from_readable` decodes it.
 """
 
 from __future__ import annotations
@@ -19,11 +23,35 @@ from collections.abc import Callable, Iterator, Mapping
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanContext, SpanKind, StatusCode
 
 from toolscore.collector.pipeline.markers import Markers
+from toolscore.collector.sources.sdk import record_from_readable, resource_attributes
+from toolscore.collector.spans import SpanRecord
 from toolscore.scorers._accel import compiled_module
 
-__all__ = ["span_gate"]
+__all__ = ["span_decoder", "span_gate"]
+
+
+def span_decoder(environ: Mapping[str, str] | None = None) -> Callable[[ReadableSpan], SpanRecord | None] | None:
+    """`record_from_readable`, compiled for the common shape of an SDK-ended span; None when unavailable."""
+    module = compiled_module("toolscore.collector.pipeline._gate", environ)
+    if module is None:
+        return None
+    kinds = tuple(sorted(SpanKind, key=lambda kind: kind.value))  # OTLP's number is the index + 1
+    statuses = tuple(sorted(StatusCode, key=lambda code: code.value))
+    module.configure_decoder(
+        ReadableSpan,
+        SpanContext,
+        BoundedAttributes,
+        SpanRecord,
+        kinds,
+        statuses,
+        resource_attributes,
+        record_from_readable,
+    )
+    decoder: Callable[[ReadableSpan], SpanRecord | None] = module.decode_readable
+    return decoder
 
 
 def span_gate(

@@ -26,7 +26,7 @@ from toolscore.collector.forks import on_fork
 from toolscore.collector.sources.errors import DecodeStats
 from toolscore.collector.spans import SpanEvent, SpanRecord
 
-__all__ = ["frozen_attributes", "record_from_readable", "spans_from_readable"]
+__all__ = ["frozen_attributes", "record_from_readable", "resource_attributes", "spans_from_readable"]
 
 _RESOURCE_CACHE_SIZE = 32
 """Resources whose converted attributes are kept; a process rarely has more than one or two."""
@@ -83,7 +83,7 @@ def _span_attributes(span: ReadableSpan) -> dict[str, Any]:
     return values.copy()
 
 
-def _resource_attributes(resource: Resource | None) -> dict[str, Any]:
+def resource_attributes(resource: Resource | None) -> dict[str, Any]:
     """Converted once per Resource object; the entry keeps the Resource alive so its id stays unique."""
     if resource is None:
         return {}
@@ -134,7 +134,7 @@ def record_from_readable(span: ReadableSpan) -> SpanRecord | None:
         status.description or "",
         _span_attributes(span),
         tuple([SpanEvent(e.name, e.timestamp, _plain(e.attributes)) for e in events]) if events else (),
-        _resource_attributes(resource),
+        resource_attributes(resource),
         scope.name if scope is not None else "",
     )
 
