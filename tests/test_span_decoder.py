@@ -1,4 +1,5 @@
-"""The compiled span decoder (`pipeline.span_gate.span_decoder`) gives exactly `record_from_readable`'s records.
+"""The compiled span decoder (`pipeline.span_gate.span_decoder`) gives exactly `record_from_readable`'s records,
+and the compiled size of kept attributes (`_gate.attributes_bytes`) `group.python_attributes_bytes`' count.
 
 `record_from_readable` is the reference. The decoder builds the record itself for the common shape of an ended
 SDK span and hands every other span to it; either way the record must be the same, or the same exception
@@ -28,7 +29,8 @@ from tests.bench.bench_inprocess import _play as play_agent_runs
 from tests.bench.mixed import generated_spans
 from tests.test_prefilter import CAPTURES
 from tests.test_span_gate import _sdk_values
-from toolscore.collector.pipeline import ToolscoreSpanProcessor
+from toolscore.collector.pipeline import ToolscoreSpanProcessor, _gate
+from toolscore.collector.pipeline.group import python_attributes_bytes, record_bytes
 from toolscore.collector.pipeline.span_gate import span_decoder
 from toolscore.collector.registry import Registry
 from toolscore.collector.registry.stores import MemoryStore
@@ -176,37 +178,91 @@ def test_attribute_sequences_become_lists_in_a_copy() -> None:
     assert record.attributes is not span._attributes._dict
 
 
-def test_the_processor_decodes_with_it() -> None:
+def test_the_processor_decodes_with_it_unless_pure_python_is_asked_for() -> None:
     registry = Registry(MemoryStore())
     processor = ToolscoreSpanProcessor(registry, SimpleSpanProcessor(InMemorySpanExporter()))
     try:
-        assert processor.engine.decode is _decoder
+        expected = record_from_readable if span_decoder() is None else _decoder
+        assert processor.engine.decode is expected
     finally:
         processor.shutdown()
         registry.close()
 
 
 def test_configure_decoder_takes_eight_arguments() -> None:
-    from toolscore.collector.pipeline import _gate
-
     with pytest.raises(TypeError, match="configure_decoder"):
         _gate.configure_decoder(1, 2, 3)  # type: ignore[call-arg]
 
 
 def test_the_decoder_keeps_no_memory_on_any_path() -> None:
     spans = _live_spans()[:200] + _odd_spans()
-    for _ in range(5):
+    deep: dict[str, Any] = {}
+    for _ in range(10_000):
+        deep = {"k": deep}
+    sized = [{"list": ["ab", {"x": "y"}, 1]}, {7: "int key"}, deep]
+
+    def work() -> None:
         for span in spans:
             _outcome(_decode(), span)
+        for attributes in sized:
+            _outcome(_compiled_bytes, attributes)
+
+    for _ in range(5):
+        work()
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(30):
-            for span in spans:
-                _outcome(_decode(), span)
+            work()
         gc.collect()
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
     assert grown < 20_000, grown  # one object kept per span would be ~200 KB
+
+
+# --- the bytes kept attributes count for --------------------------------------------------------------------
+
+
+def _compiled_bytes(attributes: Any) -> int:
+    return int(_gate.attributes_bytes(90, 16, python_attributes_bytes, attributes))
+
+
+def _same_bytes(attributes: Any) -> None:
+    assert _outcome(_compiled_bytes, attributes) == _outcome(python_attributes_bytes, attributes), attributes
+
+
+def test_attributes_bytes_count_as_python_counts_every_capture() -> None:
+    records = [record for capture in CAPTURES for record in read_trace_file(capture)]
+    for record in records:
+        _same_bytes(record.attributes)
+        for event in record.events:
+            _same_bytes(event.attributes)
+    assert record_bytes(records[0]) > 700  # the per-span cost and its text, through whichever walk is installed
+
+
+class _Key(str):
+    def __len__(self) -> int:
+        return 1000
+
+
+class _DictLike(dict[str, Any]):
+    """A dict subclass: not the exact dict the walk reads, so the Python walk counts it."""
+
+
+def test_attributes_bytes_count_as_python_counts_odd_values() -> None:
+    deep: dict[str, Any] = {}
+    for _ in range(100_000):
+        deep = {"k": deep}
+    for attributes in (
+        {},
+        {"a": "x" * 10, "é": "ü", "n": 1, "f": 1.5, "b": True, "none": None, "t": ("x", "y")},
+        {"list": ["ab", 1, {"name": "tool", "args": {"q": "v"}}, ["nested"], None]},
+        {"body": {"tool_calls": [{"id": "c1", "function": {"name": "f"}}]}},
+        {_Key("k"): "v"},
+        {7: "int key"},  # len() of an int raises TypeError, as Python's walk does
+        deep,  # RecursionError, as Python's walk raises
+        _DictLike({"a": "b"}),
+    ):
+        _same_bytes(attributes)

@@ -53,12 +53,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from toolscore.collector.extract import ClassifiedSpan, Role, classify, classify_span
 from toolscore.collector.pipeline.finished import FinishedTraces, Seen, seen_bytes, seen_ids
 from toolscore.collector.sources.log_events import LogEvent, merge_events
 from toolscore.collector.spans import SpanEvent, SpanRecord
+from toolscore.scorers._accel import compiled_module
 
 if TYPE_CHECKING:
     from toolscore.collector.pipeline.rebuilt import Rebuilt
@@ -72,6 +74,7 @@ __all__ = [
     "cut_under",
     "event_bytes",
     "item_bytes",
+    "python_attributes_bytes",
     "record_bytes",
 ]
 
@@ -124,7 +127,7 @@ def event_bytes(event: SpanEvent) -> int:
     return _EVENT_BYTES + _attributes_bytes(event.attributes)
 
 
-def _attributes_bytes(attributes: Mapping[str, Any]) -> int:
+def python_attributes_bytes(attributes: Mapping[str, Any]) -> int:
     """The attributes' text and their per-attribute cost (`_ATTRIBUTE_BYTES` each, as `item_bytes` counts)."""
     total = _ATTRIBUTE_BYTES * len(attributes)
     for key, value in attributes.items():
@@ -135,14 +138,23 @@ def _attributes_bytes(attributes: Mapping[str, Any]) -> int:
             total += sum(
                 len(item)
                 if item.__class__ is str
-                else _attributes_bytes(item)
+                else python_attributes_bytes(item)
                 if item.__class__ is dict
                 else _ITEM_BYTES
                 for item in value
             )  # a map: a tool call in a log event's body
         elif value.__class__ is dict:  # a log event's body
-            total += _attributes_bytes(value)
+            total += python_attributes_bytes(value)
     return total
+
+
+_gate = compiled_module("toolscore.collector.pipeline._gate")
+_attributes_bytes: Callable[[Mapping[str, Any]], int] = (
+    python_attributes_bytes
+    if _gate is None
+    else partial(_gate.attributes_bytes, _ATTRIBUTE_BYTES, _ITEM_BYTES, python_attributes_bytes)
+)
+"""`python_attributes_bytes`, the walk compiled where the install built `_gate.c` (`tests/test_span_decoder.py`)."""
 
 
 class Admit(enum.Enum):
