@@ -9,10 +9,8 @@ the container being compared, and nesting past the recursion limit).
 
 from __future__ import annotations
 
-import gc
 import math
 import random
-import tracemalloc
 from collections import OrderedDict
 from enum import IntEnum
 from functools import partial
@@ -20,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.memory_growth import bytes_kept
 from tests.test_matching import _mutate, _random_json
 from toolscore.scorers import ToolCall
 from toolscore.scorers._accel import PURE_PYTHON_ENV, load
@@ -348,16 +347,5 @@ def test_the_compiled_functions_keep_no_memory_on_any_path() -> None:
         assert _module().exact_counts(("a", "b"), tests, calls) == (2, 0, 0)
         _outcome(lambda names, tests: _module().exact_counts(names, tests, calls), ("a",), (fails,))
 
-    for _ in range(100):
-        work()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(2000):
-            work()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = bytes_kept(work, 2000, warm_up=100)
     assert grown < 10_000, grown  # one object kept per call would be ~100 KB

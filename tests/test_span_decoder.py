@@ -10,8 +10,6 @@ shapes. The decoder is asked for with an empty environment, so this runs under `
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +25,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 from tests.bench.bench_inprocess import RESOURCE
 from tests.bench.bench_inprocess import _play as play_agent_runs
 from tests.bench.mixed import generated_spans
+from tests.memory_growth import bytes_kept
 from tests.test_prefilter import CAPTURES
 from tests.test_span_gate import _sdk_values
 from toolscore.collector.pipeline import ToolscoreSpanProcessor, _gate
@@ -207,18 +206,7 @@ def test_the_decoder_keeps_no_memory_on_any_path() -> None:
         for attributes in sized:
             _outcome(_compiled_bytes, attributes)
 
-    for _ in range(5):
-        work()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(30):
-            work()
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    grown = bytes_kept(work, 30)
     assert grown < 20_000, grown  # one object kept per span would be ~200 KB
 
 
