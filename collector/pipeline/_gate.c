@@ -41,7 +41,7 @@ typedef struct {
     uint64_t firsts[4];   /* bit c: a marker key begins with code point c (255: any from 255 up) */
 } SpanGate;
 
-static PyObject *str_context, *str_scope, *str_name, *str_attributes, *str_dict;
+static PyObject *str_context, *str_scope, *str_name, *str_attributes, *str_dict, *str_immutable;
 
 static inline int length_bit(Py_ssize_t n) { return n < 63 ? (int)n : 63; }
 
@@ -81,10 +81,30 @@ static int scope_stops(SpanGate *gate, PyObject *scope) {
     return stops;
 }
 
+/* The SDK's own attribute dict of `span` (a new reference): its `_attributes`, of exactly `attributes_type`, and
+ * that object's `_dict`, an exact dict; with `frozen`, only once the span has ended (`_immutable`). NULL with no
+ * exception for any other shape: the gate and the decoder then leave the span to Python. */
+static PyObject *sdk_attribute_dict(PyObject *span, PyObject *attributes_type, int frozen) {
+    PyObject *held = PyObject_GetAttr(span, str_attributes), *values = NULL;
+    if (held == NULL || (PyObject *)Py_TYPE(held) != attributes_type) goto done;
+    if (frozen) {
+        PyObject *immutable = PyObject_GetAttr(held, str_immutable);
+        int truth = immutable == NULL ? -1 : PyObject_IsTrue(immutable);
+        Py_XDECREF(immutable);
+        if (truth != 1) goto done;
+    }
+    values = PyObject_GetAttr(held, str_dict);
+    if (values != NULL && !PyDict_CheckExact(values)) Py_CLEAR(values);
+done:
+    Py_XDECREF(held);
+    PyErr_Clear();
+    return values;
+}
+
 /* 1: the span is plain (pass it on unread); 0: let the Python `on_end` decide. Never leaves an error set. */
 static int is_plain(SpanGate *gate, PyObject *span) {
     int plain = 0;
-    PyObject *context = NULL, *scope = NULL, *attributes = NULL, *values = NULL;
+    PyObject *context = NULL, *scope = NULL, *values = NULL;
     if ((PyObject *)Py_TYPE(span) != gate->span_type) return 0;
     context = PyObject_GetAttr(span, str_context);
     if (context == NULL || !PyTuple_Check(context) || PyTuple_GET_SIZE(context) < 1) goto done;
@@ -92,10 +112,8 @@ static int is_plain(SpanGate *gate, PyObject *span) {
     if (!PyLong_CheckExact(trace_id) || PyDict_Contains(gate->agent_ids, trace_id) != 0) goto done;
     scope = PyObject_GetAttr(span, str_scope);
     if (scope == NULL || (scope != Py_None && scope_stops(gate, scope) != 0)) goto done;
-    attributes = PyObject_GetAttr(span, str_attributes);
-    if (attributes == NULL || (PyObject *)Py_TYPE(attributes) != gate->attributes_type) goto done;
-    values = PyObject_GetAttr(attributes, str_dict);
-    if (values == NULL || !PyDict_CheckExact(values)) goto done;
+    values = sdk_attribute_dict(span, gate->attributes_type, 0);
+    if (values == NULL) goto done;
     Py_ssize_t pos = 0;
     PyObject *key, *value;
     while (PyDict_Next(values, &pos, &key, &value)) {
@@ -106,7 +124,6 @@ done:
     if (PyErr_Occurred()) PyErr_Clear();
     Py_XDECREF(context);
     Py_XDECREF(scope);
-    Py_XDECREF(attributes);
     Py_XDECREF(values);
     return plain;
 }
@@ -262,7 +279,7 @@ static PyObject *dec_span_type, *dec_context_type, *dec_attributes_type, *dec_re
     *dec_resource_fn, *dec_fallback, *dec_last_resource, *dec_last_resource_attributes;
 static PyObject *dec_zero, *dec_sixty_four, *dec_empty_str, *dec_empty_tuple;
 static PyObject *str_parent, *str_events, *str_kind, *str_start, *str_end, *str_status, *str_status_code,
-    *str_description, *str_resource, *str_immutable, *str_public_name;
+    *str_description, *str_resource, *str_public_name;
 
 /* A positive exact int below 2**bits (64 or 128) as `digits` lowercase hex digits; NULL with no exception set
  * when the id is anything else (the Python path then decides). */
@@ -310,36 +327,20 @@ static PyObject *or_default(PyObject *value, PyObject *fallback) {
 
 /* The SDK's frozen attribute dict copied, sequences (tuples) as lists; NULL with no exception: not that shape. */
 static PyObject *frozen_copy(PyObject *span) {
-    PyObject *held = PyObject_GetAttr(span, str_attributes);
-    if (held == NULL) goto refuse;
-    PyObject *values = NULL, *immutable = NULL, *out = NULL;
-    if (Py_TYPE(held) != (PyTypeObject *)dec_attributes_type) goto done;
-    immutable = PyObject_GetAttr(held, str_immutable);
-    if (immutable == NULL || PyObject_IsTrue(immutable) != 1) goto done;
-    values = PyObject_GetAttr(held, str_dict);
-    if (values == NULL || !PyDict_CheckExact(values)) goto done;
-    out = PyDict_Copy(values);
-    if (out == NULL) goto done;
+    PyObject *values = sdk_attribute_dict(span, dec_attributes_type, 1);
+    if (values == NULL) return NULL;
+    PyObject *out = PyDict_Copy(values);
     Py_ssize_t pos = 0;
     PyObject *key, *value;
-    while (PyDict_Next(values, &pos, &key, &value)) {
+    while (out != NULL && PyDict_Next(values, &pos, &key, &value)) {
         if (!PyTuple_CheckExact(value)) continue;
         PyObject *items = PySequence_List(value);
-        if (items == NULL || PyDict_SetItem(out, key, items) < 0) { /* a key already in `out`: no resize, no code */
-            Py_XDECREF(items);
-            Py_CLEAR(out);
-            goto done;
-        }
-        Py_DECREF(items);
+        if (items == NULL || PyDict_SetItem(out, key, items) < 0) Py_CLEAR(out); /* a key already in `out`: no code */
+        Py_XDECREF(items);
     }
-done:
-    Py_XDECREF(values);
-    Py_XDECREF(immutable);
-    Py_DECREF(held);
-    if (out != NULL) return out;
-refuse:
+    Py_DECREF(values);
     PyErr_Clear();
-    return NULL;
+    return out;
 }
 
 /* The resource's converted attributes: the last resource's kept, any other asked of Python (which keeps its own). */
