@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import partial
-from operator import eq
 from typing import Any
 
 from toolscore.scorers._accel import compiled
-from toolscore.scorers._json_equality import ArgsTest, equality_plan, equality_test, guarded_equality, json_equal
+from toolscore.scorers._json_equality import ArgsTest, equality_plan, equality_test
 from toolscore.scorers._matching import ArgsMatch
 from toolscore.scorers._model import JsonValue, ToolCall
 
@@ -109,12 +107,9 @@ def peer_exact_args_test(expected: ToolCall) -> ArgsTest | None:
     if expected.args_state not in _HAS_ARGS:
         return _always_args
     want = expected.args
-    full_walk, over = equality_plan(want)
-    if full_walk or want is None:
+    if want is None or equality_plan(want)[0]:
         return None
-    if not over:
-        return partial(eq, want)
-    return guarded_equality(want, over) if compiled is None else partial(json_equal, want)
+    return equality_test(want)
 
 
 def peer_exact_test(expected: ToolCall) -> PairTest:
