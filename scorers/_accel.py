@@ -5,8 +5,8 @@
 counts, both `_trajectory_evalite`'s); None when the extension
 is missing (no C compiler at install: `setup.py` builds it as optional) or `TOOLSCORE_PURE_PYTHON` is set, which
 runs the pure-Python paths alone (`make test-oldest` does, so the whole unit suite runs on them too).
-`pure_python` is the one reading of that variable, and `compiled_module` the one way each compiled module of the
-distribution is loaded.
+`compiled_module` is the one reading of that variable, and the one way each compiled module of the distribution
+is loaded.
 """
 
 from __future__ import annotations
@@ -16,21 +16,17 @@ import os
 from collections.abc import Mapping
 from types import ModuleType
 
-__all__ = ["PURE_PYTHON_ENV", "compiled", "compiled_module", "load", "pure_python"]
+__all__ = ["PURE_PYTHON_ENV", "compiled", "compiled_module", "load"]
 
 PURE_PYTHON_ENV = "TOOLSCORE_PURE_PYTHON"
 
 
-def pure_python(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether `TOOLSCORE_PURE_PYTHON` (anything but empty or 0) turns every compiled module off (default: the
-    process's environment): this one, the OTLP wire code (`collector.sources._accel`) and the span processor's
-    gate (`collector.pipeline.span_gate`)."""
-    return (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "") not in ("", "0")
-
-
 def compiled_module(name: str, environ: Mapping[str, str] | None = None) -> ModuleType | None:
-    """The compiled module `name`, or None when the install did not build it or `TOOLSCORE_PURE_PYTHON` is set."""
-    if pure_python(environ):
+    """The compiled module `name`, or None when the install did not build it or `TOOLSCORE_PURE_PYTHON` (anything but
+    empty or 0, in `environ`, default the process's environment) turns every compiled module off: this one, the OTLP
+    wire code (`collector.sources._accel`) and the span processor's gate and decoder (`collector.pipeline.span_gate`).
+    """
+    if (os.environ if environ is None else environ).get(PURE_PYTHON_ENV, "") not in ("", "0"):
         return None
     try:
         return importlib.import_module(name)
