@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.memory_growth import bytes_kept
+from tests.accel_checks import bytes_kept, outcome
 from tests.test_matching import _mutate, _random_json
 from toolscore.scorers import ToolCall
 from toolscore.scorers._accel import PURE_PYTHON_ENV, load
@@ -33,17 +33,10 @@ def _module() -> Any:
     return _compiled
 
 
-def _outcome(compare: Any, a: Any, b: Any) -> object:
-    try:
-        return compare(a, b)
-    except Exception as exc:
-        return type(exc)
-
-
 def _agree(a: Any, b: Any) -> None:
-    expected = _outcome(python_json_equal, a, b)
-    assert _outcome(_module().json_equal, a, b) == expected, (a, b)
-    assert _outcome(_module().json_equal, b, a) == _outcome(python_json_equal, b, a), (b, a)
+    expected = outcome(python_json_equal, a, b)
+    assert outcome(_module().json_equal, a, b) == expected, (a, b)
+    assert outcome(_module().json_equal, b, a) == outcome(python_json_equal, b, a), (b, a)
 
 
 def test_the_test_install_builds_the_compiled_equality() -> None:
@@ -277,21 +270,20 @@ def test_nan_compares_as_evalite_does_in_both() -> None:
 # --- flexible mode's keys ------------------------------------------------------------------------------------
 
 
-def _same_key(a: Any, b: Any) -> None:
+def _same_key(a: Any) -> None:
     """The compiled key equals the Python one, hash and all, or both raise the same exception."""
-    expected = _outcome(lambda v, _: python_freeze(v), a, None)
-    got = _outcome(lambda v, _: _module().freeze(v), a, None)
+    expected = outcome(python_freeze, a)
+    got = outcome(_module().freeze, a)
     assert got == expected, a
     if not isinstance(expected, type):
-        assert _outcome(lambda v, _: hash(v), got, None) == _outcome(lambda v, _: hash(v), expected, None)
-    del b
+        assert outcome(hash, got) == outcome(hash, expected)
 
 
 @pytest.mark.parametrize(("a", "b"), _PAIRS)
 def test_freeze_gives_the_python_key_of_these_documents(a: Any, b: Any) -> None:
-    _same_key(a, None)
-    _same_key(b, None)
-    _same_key({"k": a, "l": [a, b]}, None)
+    _same_key(a)
+    _same_key(b)
+    _same_key({"k": a, "l": [a, b]})
 
 
 def test_freeze_gives_the_python_key_of_look_alike_documents() -> None:
@@ -299,8 +291,8 @@ def test_freeze_gives_the_python_key_of_look_alike_documents() -> None:
     for _ in range(3000):
         want = _random_json(rng)
         got = _mutate(rng, want)
-        _same_key(want, None)
-        _same_key(got, None)
+        _same_key(want)
+        _same_key(got)
         assert (_module().freeze(want) == _module().freeze(got)) == (python_freeze(want) == python_freeze(got))
 
 
@@ -341,11 +333,11 @@ def test_the_compiled_functions_keep_no_memory_on_any_path() -> None:
     def work() -> None:
         for a in docs:
             for b in docs:
-                _outcome(_module().json_equal, a, b)
-            _outcome(lambda v, _: _module().freeze(v), a, None)
-        _outcome(_module().json_equal, {"k": _Raises()}, {"k": _Raises()})
+                outcome(_module().json_equal, a, b)
+            outcome(_module().freeze, a)
+        outcome(_module().json_equal, {"k": _Raises()}, {"k": _Raises()})
         assert _module().exact_counts(("a", "b"), tests, calls) == (2, 0, 0)
-        _outcome(lambda names, tests: _module().exact_counts(names, tests, calls), ("a",), (fails,))
+        outcome(_module().exact_counts, ("a",), (fails,), calls)
 
     grown = bytes_kept(work, 2000, warm_up=100)
     assert grown < 10_000, grown  # one object kept per call would be ~100 KB

@@ -22,10 +22,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
+from tests.accel_checks import bytes_kept, outcome
 from tests.bench.bench_inprocess import RESOURCE
 from tests.bench.bench_inprocess import _play as play_agent_runs
 from tests.bench.mixed import generated_spans
-from tests.memory_growth import bytes_kept
 from tests.test_prefilter import CAPTURES
 from tests.test_span_gate import _sdk_values
 from toolscore.collector.pipeline import ToolscoreSpanProcessor, _gate
@@ -48,16 +48,9 @@ def _decode() -> Callable[[Any], SpanRecord | None]:
     return _decoder
 
 
-def _outcome(decode: Callable[[Any], SpanRecord | None], span: Any) -> object:
-    try:
-        return decode(span)
-    except Exception as exc:
-        return type(exc)
-
-
 def _same(spans: list[Any]) -> None:
     for span in spans:
-        assert _outcome(_decode(), span) == _outcome(record_from_readable, span), span
+        assert outcome(_decode(), span) == outcome(record_from_readable, span), span
 
 
 def _readable(record: SpanRecord, resource: Resource) -> ReadableSpan:
@@ -202,9 +195,9 @@ def test_the_decoder_keeps_no_memory_on_any_path() -> None:
 
     def work() -> None:
         for span in spans:
-            _outcome(_decode(), span)
+            outcome(_decode(), span)
         for attributes in sized:
-            _outcome(_compiled_bytes, attributes)
+            outcome(_compiled_bytes, attributes)
 
     grown = bytes_kept(work, 30)
     assert grown < 20_000, grown  # one object kept per span would be ~200 KB
@@ -218,7 +211,7 @@ def _compiled_bytes(attributes: Any) -> int:
 
 
 def _same_bytes(attributes: Any) -> None:
-    assert _outcome(_compiled_bytes, attributes) == _outcome(python_attributes_bytes, attributes), attributes
+    assert outcome(_compiled_bytes, attributes) == outcome(python_attributes_bytes, attributes), attributes
 
 
 def test_attributes_bytes_count_as_python_counts_every_capture() -> None:

@@ -115,6 +115,7 @@ def equal_accel(data: bytes) -> None:
     integers as floats, a look-alike): the same answers, or the same exception."""
     import json
 
+    from tests.accel_checks import outcome
     from toolscore.scorers._accel import load
     from toolscore.scorers._json_equality import python_json_equal
     from toolscore.scorers._trajectory_evalite import python_freeze
@@ -127,17 +128,9 @@ def equal_accel(data: bytes) -> None:
     except (ValueError, RecursionError):
         return
     for a in docs:
-        assert _outcome(compiled.freeze, a) == _outcome(python_freeze, a)
+        assert outcome(compiled.freeze, a) == outcome(python_freeze, a)
         for b in docs:
-            assert _outcome(compiled.json_equal, a, b) == _outcome(python_json_equal, a, b)
-
-
-def _outcome(function: Callable[..., Any], *args: Any) -> Any:
-    """What `function(*args)` returns, or the type of what it raises."""
-    try:
-        return function(*args)
-    except Exception as exc:
-        return type(exc)
+            assert outcome(compiled.json_equal, a, b) == outcome(python_json_equal, a, b)
 
 
 def _check_walked(compiled: Any, data: bytes, request: Any, checked: tuple[Any, ...], index: tuple[Any, ...]) -> None:

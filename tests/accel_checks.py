@@ -1,10 +1,12 @@
-"""How much memory a piece of work leaves behind: for tests that show compiled code keeps no reference on any path."""
+"""For tests holding compiled code to its pure-Python reference: what a call gives (its value, or the type of what
+it raises), and how much memory a piece of work leaves behind (no reference kept on any path)."""
 
 from __future__ import annotations
 
 import gc
 import tracemalloc
 from collections.abc import Callable
+from typing import Any
 
 
 def bytes_kept(work: Callable[[], None], rounds: int, warm_up: int = 5) -> int:
@@ -23,3 +25,11 @@ def bytes_kept(work: Callable[[], None], rounds: int, warm_up: int = 5) -> int:
         return int(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()
+
+
+def outcome(function: Callable[..., Any], *args: Any) -> Any:
+    """What `function(*args)` returns, or the type of what it raises: two paths agree when their outcomes are equal."""
+    try:
+        return function(*args)
+    except Exception as exc:
+        return type(exc)
