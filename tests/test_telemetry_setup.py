@@ -175,3 +175,35 @@ def test_exemplars_are_kept_only_when_otel_metrics_exemplar_filter_asks(
     assert [point.count for point in points] == [1]
     trace_id = span.get_span_context().trace_id.to_bytes(16, "big")
     assert [e.trace_id for e in points[0].exemplars] == [trace_id] * exemplars
+
+
+@pytest.mark.parametrize(("preference", "temporality"), [(None, 2), ("delta", 1), ("lowmemory", 1), ("cumulative", 2)])
+def test_otlp_histograms_follow_the_exporters_temporality(
+    monkeypatch: pytest.MonkeyPatch,
+    otlp_collector: tuple[str, TelemetryReceiver],
+    preference: str | None,
+    temporality: int,
+) -> None:
+    """The histograms toolscore sums itself (`_histogram_tally`) go out as the SDK's would: delta for a delta or
+    low-memory preference (`OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`), else cumulative."""
+    endpoint, collector = otlp_collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    if preference is not None:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", preference)
+    setup = setup_telemetry()
+    setup.telemetry.score_recorded(Score(name="f1", value=0.5, label="fail"), "book-flight", 2, None, None)
+    setup.telemetry.run_finished("scored", None)
+    setup.telemetry.score_delay(0.2)
+    setup.shutdown()
+    found = {
+        m.name: (m.histogram.aggregation_temporality, [(p.count, p.sum) for p in m.histogram.data_points])
+        for req in collector.metrics
+        for rm in req.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.HasField("histogram")
+    }
+    assert found == {
+        "toolscore.evaluation.score": (temporality, [(1, 0.5)]),
+        "toolscore.score.delay": (temporality, [(1, 0.2)]),
+    }

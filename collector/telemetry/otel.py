@@ -9,6 +9,7 @@ the run span by an explicit context, and carries the unbounded parts: explanatio
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -18,11 +19,12 @@ from importlib import metadata
 from opentelemetry import _logs, metrics
 from opentelemetry._logs import LoggerProvider, SeverityNumber
 from opentelemetry.context import Context
-from opentelemetry.metrics import CallbackOptions, Counter, Histogram, MeterProvider, Observation
+from opentelemetry.metrics import CallbackOptions, Counter, MeterProvider, Observation
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
 from toolscore.collector.forks import on_fork
+from toolscore.collector.telemetry._histogram_tally import Attributes, HistogramTally, TalliedMeterProvider
 from toolscore.collector.telemetry.base import ExpectationInfo, RegistryState, RunSpanRef
 from toolscore.collector.telemetry.direct_logs import (
     DirectLogger,
@@ -38,7 +40,7 @@ from toolscore.collector.telemetry.versions import DEFAULT_MAX_AGENT_VERSIONS, V
 from toolscore.collector.utf8 import valid_utf8, valid_utf8_values
 from toolscore.scorers._model import Score, ScoreResult
 
-__all__ = ["EVALUATION_EVENT", "SCOPE_NAME", "OTelPipelineTelemetry", "run_span_context"]
+__all__ = ["EVALUATION_EVENT", "SCOPE_NAME", "OTelPipelineTelemetry", "run_span_context", "toolscore_version"]
 
 SCOPE_NAME = "toolscore.collector"
 """Instrumentation scope of every metric and event toolscore emits about itself."""
@@ -50,7 +52,7 @@ _SEVERITY = "toolscore.expectation.severity"
 _log = logging.getLogger(__name__)
 
 
-def _version() -> str | None:
+def toolscore_version() -> str | None:
     try:
         return metadata.version("toolscore")
     except metadata.PackageNotFoundError:
@@ -181,6 +183,23 @@ def _refused(reason: str) -> tuple[tuple[str, AttributeValue], ...]:
     return (("toolscore.span.outcome", "refused"), ("toolscore.refusal.reason", reason))
 
 
+def _recorder(
+    meter: metrics.Meter, spec: MetricSpec, tally: HistogramTally | None
+) -> Callable[[float, Attributes], None]:
+    """How histogram `spec` records a value with its attributes: into the provider's tally when it has one
+    (`_histogram_tally`), else through an SDK instrument."""
+    if tally is not None:
+        return functools.partial(tally.record, spec.name)
+    histogram = meter.create_histogram(
+        spec.name, spec.unit, spec.description, explicit_bucket_boundaries_advisory=spec.buckets
+    )
+
+    def record(value: float, attributes: Attributes) -> None:
+        histogram.record(value, dict(attributes))
+
+    return record
+
+
 class OTelPipelineTelemetry:
     """`PipelineTelemetry` over an OTel `MeterProvider` and `LoggerProvider` (global ones when None)."""
 
@@ -198,7 +217,7 @@ class OTelPipelineTelemetry:
         max_attribute_values: int | None = None,
         max_agent_versions: int | None = None,
     ) -> None:
-        version = _version()
+        version = toolscore_version()
         self._versions = VersionRuns(
             DEFAULT_MAX_AGENT_VERSIONS if max_agent_versions is None else max_agent_versions,
             lambda: self._count_overflow("toolscore.agent.version"),
@@ -224,12 +243,13 @@ class OTelPipelineTelemetry:
             "toolscore.registry.unreadable": lambda options: self._observe_registry(1),
         }
         counters: dict[str, Counter] = {}
-        histograms: dict[str, Histogram] = {}
+        histograms: dict[str, Callable[[float, Attributes], None]] = {}
+        tally = meter_provider.tally if isinstance(meter_provider, TalliedMeterProvider) else None
         for spec in METRICS:
             if spec.kind == "counter":
                 counters[spec.name] = meter.create_counter(spec.name, spec.unit, spec.description)
             elif spec.kind == "histogram":
-                histograms[spec.name] = self._histogram(meter, spec)
+                histograms[spec.name] = _recorder(meter, spec, tally)
             elif spec.kind == "observable_counter":
                 meter.create_observable_counter(spec.name, [self._observe_versions], spec.unit, spec.description)
             else:
@@ -270,12 +290,6 @@ class OTelPipelineTelemetry:
     def _after_fork(self) -> None:
         """A forked child's lock: the parent's may be held by its metric reader, a thread the child lacks."""
         self._callbacks_lock = threading.Lock()
-
-    @staticmethod
-    def _histogram(meter: metrics.Meter, spec: MetricSpec) -> Histogram:
-        return meter.create_histogram(
-            spec.name, spec.unit, spec.description, explicit_bucket_boundaries_advisory=spec.buckets
-        )
 
     def _count_overflow(self, attribute: str) -> None:
         self._overflow.add(1, {"toolscore.attribute.name": attribute})
@@ -386,7 +400,7 @@ class OTelPipelineTelemetry:
 
     def request_waited(self, seconds: float, outcome: str) -> None:
         outcome = self._limiter.bound("toolscore.wait.outcome", outcome)
-        self._wait.record(max(seconds, 0.0), {"toolscore.wait.outcome": outcome})  # only after 10 ms or more
+        self._wait(max(seconds, 0.0), (("toolscore.wait.outcome", outcome),))  # only after 10 ms or more
 
     def spans_refused(self, n: int, reason: str) -> None:
         self._tally.add(self._spans, _refused(self._limiter.bound("toolscore.refusal.reason", reason)), n)
@@ -429,7 +443,7 @@ class OTelPipelineTelemetry:
             )
 
     def score_delay(self, seconds: float) -> None:
-        self._delay.record(max(seconds, 0.0))
+        self._delay(max(seconds, 0.0), ())
 
     def judge_outcome(self, outcome: str) -> None:
         outcome = self._limiter.bound("toolscore.judge.outcome", outcome)
@@ -499,18 +513,18 @@ class OTelPipelineTelemetry:
 
     def _score_metrics(self, result: ScoreResult, expectation: str, agent: str | None) -> None:
         bound = self._limiter.bound
-        names: dict[str, AttributeValue] = {
-            "gen_ai.evaluation.name": bound("gen_ai.evaluation.name", result.name),
-            "toolscore.expectation.name": bound("toolscore.expectation.name", expectation),
-        }
+        names: Attributes = (
+            ("gen_ai.evaluation.name", bound("gen_ai.evaluation.name", result.name)),
+            ("toolscore.expectation.name", bound("toolscore.expectation.name", expectation)),
+        )
         if agent:
-            names["gen_ai.agent.name"] = bound("gen_ai.agent.name", agent)
+            names += (("gen_ai.agent.name", bound("gen_ai.agent.name", agent)),)
         if isinstance(result, Score):
-            self._score.record(result.value, names)
+            self._score(result.value, names)
             outcome = ("gen_ai.evaluation.score.label", bound("gen_ai.evaluation.score.label", result.label))
         else:
             outcome = ("error.type", bound("error.type", result.error_type))
-        self._tally.add(self._evaluations, (*names.items(), outcome))
+        self._tally.add(self._evaluations, (*names, outcome))
 
     def _emit_event(
         self,

@@ -20,9 +20,11 @@ from opentelemetry.sdk.environment_variables import OTEL_METRICS_EXEMPLAR_FILTER
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, ExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolscore.collector import env
+from toolscore.collector.telemetry._histogram_tally import TalliedMeterProvider, TalliedReader, tally_for
 from toolscore.collector.telemetry.base import PipelineTelemetry, create_telemetry
 from toolscore.collector.telemetry.direct_logs import DirectLogs, grpc_exporter
 from toolscore.collector.telemetry.limits import DEFAULT_MAX_ATTRIBUTE_VALUES
@@ -247,13 +249,20 @@ class TelemetrySetup:
             self.prometheus_server.server_close()
 
 
+class _TalliedPeriodicReader(TalliedReader, PeriodicExportingMetricReader):
+    """The SDK's periodic reader, reading the provider's tallied histograms too (`_histogram_tally`)."""
+
+
 def _prometheus_reader(config: TelemetryConfig) -> tuple[MetricReader, WSGIServer]:
     """A Prometheus reader on its own registry (never the process-global one) and its HTTP server."""
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import CollectorRegistry, start_http_server
 
+    class TalliedPrometheusReader(TalliedReader, PrometheusMetricReader):
+        """The Prometheus reader, reading the provider's tallied histograms too (`_histogram_tally`)."""
+
     registry = CollectorRegistry(auto_describe=True)
-    reader = PrometheusMetricReader(registry=registry)
+    reader = TalliedPrometheusReader(registry=registry)
     server, _thread = start_http_server(config.prometheus_port, addr=config.prometheus_host, registry=registry)
     return reader, server
 
@@ -278,10 +287,21 @@ def build_meter_provider(config: TelemetryConfig, resource: Resource) -> tuple[M
         readers.append(reader)
     if config.otlp_metrics:
         interval = config.export_interval_ms
-        readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter(), export_interval_millis=interval))
+        readers.append(_TalliedPeriodicReader(_otlp_metric_exporter(), export_interval_millis=interval))
     if not readers:
         return None, None
-    return MeterProvider(metric_readers=readers, resource=resource, exemplar_filter=_exemplar_filter()), server
+    exemplars = _exemplar_filter()
+    if exemplars is not None:  # no exemplars: the histograms are summed here (`_histogram_tally`)
+        from toolscore.collector.telemetry.metrics_table import METRICS
+        from toolscore.collector.telemetry.otel import SCOPE_NAME, toolscore_version
+
+        scope = InstrumentationScope(SCOPE_NAME, toolscore_version() or "")
+        tally = tally_for(readers, METRICS, scope, resource)
+        if tally is not None:
+            return TalliedMeterProvider(
+                tally, metric_readers=readers, resource=resource, exemplar_filter=exemplars
+            ), server
+    return MeterProvider(metric_readers=readers, resource=resource, exemplar_filter=exemplars), server
 
 
 def build_logger_provider(config: TelemetryConfig, resource: Resource) -> LoggerProvider | DirectLogs | None:
