@@ -21,6 +21,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 from toolscore.collector.telemetry import create_telemetry
 from toolscore.collector.telemetry._histogram_tally import (
+    CARDINALITY_LIMIT,
     HistogramTally,
     TalliedMeterProvider,
     TalliedReader,
@@ -39,7 +40,7 @@ class _TalliedMemoryReader(TalliedReader, InMemoryMetricReader):
     pass
 
 
-def _pair(delta: bool) -> Iterator[tuple[Any, ...]]:
+def _pair(delta: bool, max_values: int | None = None) -> Iterator[tuple[Any, ...]]:
     temporality = {SdkHistogram: AggregationTemporality.DELTA} if delta else None
     sdk_reader = InMemoryMetricReader(preferred_temporality=temporality)
     sdk = MeterProvider(metric_readers=[sdk_reader], resource=RESOURCE)
@@ -47,7 +48,12 @@ def _pair(delta: bool) -> Iterator[tuple[Any, ...]]:
     tally = tally_for([tallied_reader], METRICS, InstrumentationScope(SCOPE_NAME, ""), RESOURCE)
     assert tally is not None
     tallied = TalliedMeterProvider(tally, metric_readers=[tallied_reader], resource=RESOURCE)
-    yield (create_telemetry(meter_provider=sdk), sdk_reader, create_telemetry(meter_provider=tallied), tallied_reader)
+    yield (
+        create_telemetry(meter_provider=sdk, max_attribute_values=max_values),
+        sdk_reader,
+        create_telemetry(meter_provider=tallied, max_attribute_values=max_values),
+        tallied_reader,
+    )
     sdk.shutdown()
     tallied.shutdown()
 
@@ -214,3 +220,15 @@ def test_the_built_provider_tallies_unless_exemplars_are_asked_for(monkeypatch: 
 def test_a_reader_that_cannot_read_the_tally_keeps_the_sdk_histograms() -> None:
     assert tally_for([InMemoryMetricReader()], METRICS, InstrumentationScope(SCOPE_NAME, ""), RESOURCE) is None
     assert tally_for([], METRICS, InstrumentationScope(SCOPE_NAME, ""), RESOURCE) is None
+
+
+@pytest.mark.parametrize("delta", [False, True])
+def test_attribute_sets_past_the_limit_share_the_overflow_point_as_in_the_sdk(delta: bool) -> None:
+    sdk, sdk_reader, tallied, tallied_reader = next(_pair(delta, max_values=CARDINALITY_LIMIT * 2))
+    for telemetry in (sdk, tallied):
+        for i in range(CARDINALITY_LIMIT + 50):
+            telemetry.score_recorded(Score(name=f"scorer-{i}", value=i % 3 / 2, label="pass"), "e", 1, None, None)
+    want, got = _histogram_points(sdk_reader.get_metrics_data()), _histogram_points(tallied_reader.get_metrics_data())
+    assert len(want) == CARDINALITY_LIMIT + 1
+    assert want[("toolscore.evaluation.score", (("otel.metric.overflow", True),))][3] == 50
+    assert got == want

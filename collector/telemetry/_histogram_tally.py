@@ -44,9 +44,13 @@ from opentelemetry.util.types import AttributeValue
 from toolscore.collector.forks import on_fork
 from toolscore.collector.telemetry.metrics_table import MetricSpec
 
-__all__ = ["HistogramTally", "TalliedMeterProvider", "TalliedReader", "tally_for"]
+__all__ = ["CARDINALITY_LIMIT", "HistogramTally", "TalliedMeterProvider", "TalliedReader", "tally_for"]
 
 Attributes = tuple[tuple[str, AttributeValue], ...]
+
+CARDINALITY_LIMIT = 2000
+"""Attribute sets per histogram and reader before further ones share the overflow point, as the SDK's default."""
+_OVERFLOW: Attributes = (("otel.metric.overflow", True),)
 
 
 class _Point:
@@ -78,6 +82,8 @@ class _Sink:
     def __init__(self, delta: bool, start_ns: int) -> None:
         self.delta = delta
         self.points: dict[tuple[str, Attributes], _Point] = {}
+        self.sets: dict[str, int] = {}
+        """Attribute sets per histogram among `points`, for `CARDINALITY_LIMIT`."""
         self.last_ns = start_ns
 
 
@@ -97,7 +103,7 @@ class HistogramTally:
         """A forked child starts with no points, on a lock no thread of the parent can hold."""
         self._lock = threading.Lock()
         for sink in self._sinks:
-            sink.points = {}
+            sink.points, sink.sets = {}, {}
 
     def sink(self, delta: bool) -> _Sink:
         """A new reader's sink (before the provider records anything: a reader comes with the provider)."""
@@ -118,15 +124,30 @@ class HistogramTally:
             for sink in self._sinks:
                 point = sink.points.get(key)
                 if point is None:
-                    point = sink.points[key] = _Point(len(bounds) + 1, sink.last_ns if sink.delta else time.time_ns())
+                    point = self._new_point(sink, key, len(bounds) + 1)
                 point.add(index, value)
+
+    @staticmethod
+    def _new_point(sink: _Sink, key: tuple[str, Attributes], buckets: int) -> _Point:
+        """The sink's point for a new attribute set, or its overflow point past `CARDINALITY_LIMIT` sets (the
+        SDK's rule: the limit's sets, then one more with only `otel.metric.overflow`)."""
+        name = key[0]
+        if sink.sets.get(name, 0) >= CARDINALITY_LIMIT:
+            key = (name, _OVERFLOW)
+            point = sink.points.get(key)
+            if point is not None:
+                return point
+        else:
+            sink.sets[name] = sink.sets.get(name, 0) + 1
+        point = sink.points[key] = _Point(buckets, sink.last_ns if sink.delta else time.time_ns())
+        return point
 
     def collect(self, sink: _Sink, now_ns: int) -> list[Metric]:
         """The sink's points now, as metrics (one per histogram with points); a delta sink starts afresh."""
         with self._lock:
             points = sink.points
             if sink.delta:
-                sink.points = {}
+                sink.points, sink.sets = {}, {}
                 sink.last_ns = now_ns
             else:
                 points = dict(points)
