@@ -193,25 +193,19 @@ def test_merged_adds_a_scope_and_a_resource_when_the_sdk_collected_none() -> Non
     assert [metric.name for metric in scope_metrics.metrics] == ["toolscore.score.delay"]
 
 
-def test_the_built_provider_tallies_unless_exemplars_are_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
-    config = TelemetryConfig(prometheus_enabled=True, prometheus_port=0)
-    provider, server = build_meter_provider(config, RESOURCE)
+@pytest.mark.parametrize(("exemplar_filter", "tallied"), [(None, True), ("trace_based", False), ("always_off", False)])
+def test_the_built_provider_tallies_unless_exemplars_are_asked_for(
+    monkeypatch: pytest.MonkeyPatch, exemplar_filter: str | None, tallied: bool
+) -> None:
+    """With OTEL_METRICS_EXEMPLAR_FILTER set (even to always_off) the SDK decides exemplars, so its histograms stay."""
+    if exemplar_filter is not None:
+        monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", exemplar_filter)
+    provider, server = build_meter_provider(TelemetryConfig(prometheus_enabled=True, prometheus_port=0), RESOURCE)
+    assert provider is not None
+    assert server is not None
     try:
-        assert isinstance(provider, TalliedMeterProvider)
+        assert isinstance(provider, TalliedMeterProvider) is tallied
     finally:
-        assert provider is not None
-        assert server is not None
-        provider.shutdown()
-        server.shutdown()
-        server.server_close()
-    monkeypatch.setenv("OTEL_METRICS_EXEMPLAR_FILTER", "trace_based")
-    provider, server = build_meter_provider(config, RESOURCE)
-    try:
-        assert provider is not None
-        assert not isinstance(provider, TalliedMeterProvider), "exemplars need the SDK's"
-    finally:
-        assert provider is not None
-        assert server is not None
         provider.shutdown()
         server.shutdown()
         server.server_close()
