@@ -110,7 +110,7 @@ def test_capture_gives_same_runs_shuffled_duplicated_and_split(truth_path: Path)
 
 def test_failed_calls_keep_their_error_type() -> None:
     by_framework = {}
-    for framework in ("pydantic-ai", "vercel-ai", "openai-agents"):
+    for framework in ("pydantic-ai", "vercel-ai", "openai-agents", "mastra"):
         runs = rebuild_runs(read_trace_file(TRACES / framework / "e_tool_error_retry.pb"))
         by_framework[framework] = [(c.error, c.error_type) for c in runs[0].calls]
 
@@ -118,6 +118,7 @@ def test_failed_calls_keep_their_error_type() -> None:
         "pydantic-ai": [(True, "pydantic_ai.exceptions.ToolRetryError"), (False, None)],
         "vercel-ai": [(True, "Error"), (False, None)],
         "openai-agents": [(True, "_OTHER"), (False, None)],
+        "mastra": [(True, "_OTHER"), (False, None)],  # `error.type` = Mastra's placeholder `unknown`
     }
 
 

@@ -60,6 +60,9 @@ def _only_run(path: Path) -> AgentRun:
         ("strands/a_single_tool", [("get_weather", "Get the current weather for a city.", ["city", "unit"])]),
         # Strands opt-in definitions: the schema inside Bedrock's `inputSchema: {"json": ...}`
         ("strands-latest/a_single_tool", [("get_weather", "Get the current weather for a city.", ["city", "unit"])]),
+        # Mastra: names on the run span (`gen_ai.tool.definitions`), descriptions from the tool spans, no schema
+        ("mastra/a_single_tool", [("get_weather", "Get the current weather for a city.", None)]),
+        ("mastra/d_no_tool", [("get_weather", None, None)]),
     ],
 )
 def test_captures_give_the_tools_their_model_was_offered(capture: str, expected: list[Any]) -> None:

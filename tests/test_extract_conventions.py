@@ -303,6 +303,62 @@ def test_mastra_counts_tool_spans_not_chunks_and_orders_by_the_step_output() -> 
     assert _calls(result) == [("w", {"c": "m2"}, "m2", False), ("w", {"c": "m1"}, "m1", False)]
 
 
+def _mastra_tool(kind: str, name: str, call_id: str, **extra: Any) -> dict[str, Any]:
+    """A tool span's attributes as @mastra/otel-exporter 1.4 converts a `tool_call`, `mcp_tool_call` or
+    `provider_tool_call` span (one branch of its `getAttributes` for the three)."""
+    attrs = {"gen_ai.operation.name": "execute_tool", "mastra.span.type": kind, "gen_ai.tool.name": name}
+    return attrs | {"gen_ai.tool.call.id": call_id, "gen_ai.tool.call.arguments": json.dumps({"q": call_id}), **extra}
+
+
+def test_mastra_provider_tools_are_tools_and_client_tools_are_the_step_outputs_calls() -> None:
+    """The exporter converts a `provider_tool_call` span (a tool the model's provider ran, rebuilt under its
+    step) as it does a `tool_call`: a call with its result. A `client_tool_call` span only marks a call the
+    client runs (no `gen_ai.tool.*`, input in `mastra.client_tool_call.input`): the step output's call,
+    model-only."""
+    t = Traces()
+    scope = "@mastra/otel-exporter"
+    run_attrs = {"mastra.span.type": "agent_run", "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "A"}
+    run = t.span("invoke_agent A", run_attrs, scope=scope, end=100)
+    issued = [
+        {"toolCallId": "p1", "toolName": "web_search", "args": {"q": "p1"}},
+        {"toolCallId": "c1", "toolName": "confirm", "args": {"q": "c1"}},
+    ]
+    step_attrs = {"mastra.span.type": "model_step", "mastra.model_step.output": json.dumps({"toolCalls": issued})}
+    step = t.span("agent_step A", step_attrs, parent=run, start=2, end=98, scope=scope)
+    provider = _mastra_tool("provider_tool_call", "web_search", "p1", **{"gen_ai.tool.call.result": '["hit"]'})
+    t.span(
+        "execute_tool web_search", provider | {"gen_ai.tool.type": "provider-tool"}, parent=step, start=3, scope=scope
+    )
+    client = {"gen_ai.operation.name": "client_tool_call", "mastra.span.type": "client_tool_call"}
+    client |= {"mastra.client_tool_call.input": json.dumps({"q": "c1"})}
+    t.span("client_tool_call confirm", client, parent=run, start=4, scope=scope)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("web_search", {"q": "p1"}, "p1", False), ("confirm", {"q": "c1"}, "c1", False)]
+    assert [(c.model_only, c.result) for c in result.calls] == [(False, '["hit"]'), (True, None)]
+
+
+def test_mastra_error_type_is_the_mastra_error_id_and_its_placeholder_is_other() -> None:
+    """The exporter writes `error.type` = the MastraError's id, else `unknown` (any other error: its class is
+    exported nowhere, the exception event's `exception.type` is always `Error`), which is no type: `_OTHER`."""
+    t = Traces()
+    scope = "@mastra/otel-exporter"
+    run_attrs = {"mastra.span.type": "agent_run", "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "A"}
+    run = t.span("invoke_agent A", run_attrs, scope=scope, end=100)
+    events = [("exception", {"exception.type": "Error", "exception.message": "boom"})]
+    for call_id, error_id in (("e1", "unknown"), ("e2", "TOOL_EXECUTION_FAILED")):
+        attrs = _mastra_tool("tool_call", "w", call_id, **{"error.type": error_id, "error.message": "boom"})
+        t.span("execute_tool w", attrs, parent=run, start=int(call_id[1]), scope=scope, error="boom", events=events)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.error_type) for c in result.calls] == [
+        ("e1", True, "_OTHER"),
+        ("e2", True, "TOOL_EXECUTION_FAILED"),
+    ]
+
+
 def test_strands_reads_arguments_and_order_from_span_events() -> None:
     t = Traces()
     scope = "strands.telemetry.tracer"
