@@ -186,3 +186,25 @@ def test_strict_trajectory_takes_the_parallel_calls_of_a_trace_in_any_order(fram
     assert len(run.calls) == 3
     assert (one_message.value, one_per_message.value) == (1.0, 0.0)
     assert one_per_message.details["first_mismatch_message"] == 0
+
+
+@pytest.mark.parametrize("folder", ["agent-framework", "agent-framework-chat"])
+def test_agent_framework_tool_without_arguments_reads_empty_arguments_from_its_span_alone(folder: str) -> None:
+    # Agent Framework records a call without arguments as `gen_ai.tool.call.arguments` = "None"; the model's `{}`
+    # in the chat span would cover it, so the chat spans and their events are left out here.
+    spans = [s for s in _read(TRACES / folder / "j_no_arg_tool.pb") if not s.name.startswith("chat ")]
+    assert [s.attributes["gen_ai.tool.call.arguments"] for s in spans if s.name.startswith("execute_tool")] == ["None"]
+
+    (run,) = rebuild_runs(spans)
+
+    assert [(c.name, c.args, c.args_state, c.call_id) for c in run.calls] == [("get_utc_time", {}, "value", "call_j1")]
+
+
+def test_agent_framework_without_sensitive_data_marks_arguments_not_captured() -> None:
+    # ENABLE_SENSITIVE_DATA off: no arguments on tool spans, no messages on chat spans, no message events.
+    for capture in sorted((TRACES / "agent-framework-nosensitive").glob("*.pb")):
+        runs = rebuild_runs(_read(capture))
+
+        calls = [c for run in runs for c in run.calls]
+        assert calls, capture.name
+        assert all(c.args is None and c.args_state == "not_captured" for c in calls), capture.name

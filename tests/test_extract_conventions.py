@@ -420,3 +420,40 @@ def test_genai_older_spellings() -> None:
     (result,) = rebuild_runs(t.records())
 
     assert _calls(result) == [("q", {"n": 2}, "o2", False), ("q", {"n": 1}, "o1", False)]
+
+
+AGENT_FRAMEWORK = "agent_framework"
+"""Microsoft Agent Framework's tracer scope (tests/captures/agent-framework/NOTES.md)."""
+
+
+def test_agent_framework_no_arguments_placeholder_is_empty_arguments() -> None:
+    # Agent Framework writes `gen_ai.tool.call.arguments` = "None" when the tool received no arguments.
+    t = Traces()
+    run = t.span("invoke_agent clock", genai_run("clock"), start=0, end=100, scope=AGENT_FRAMEWORK)
+    t.span("execute_tool now", genai_tool("now", "c1", args="None"), parent=run, start=5, scope=AGENT_FRAMEWORK)
+    other = t.span("invoke_agent other", genai_run("other"), start=200, end=300)
+    t.span("execute_tool now", genai_tool("now", "c2", args="None"), parent=other, start=205)
+
+    runs = {r.agent_name: r for r in rebuild_runs(t.records())}
+    mine, theirs = runs["clock"], runs["other"]
+
+    assert [(c.name, c.args, c.args_state, c.call_id) for c in mine.calls] == [("now", {}, "value", "c1")]
+    # Another emitter's "None" is text that is not JSON, kept as it is.
+    assert [(c.args, c.args_state) for c in theirs.calls] == [("None", "raw")]
+
+
+def test_agent_framework_unknown_call_id_placeholder_is_no_call_id() -> None:
+    # Agent Framework writes `gen_ai.tool.call.id` = "unknown" for a tool run without a call id.
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100, scope=AGENT_FRAMEWORK)
+    for i, city in enumerate(("Paris", "Rome")):
+        attrs = genai_tool("w", "unknown", {"city": city})
+        t.span("execute_tool w", attrs, parent=run, start=5 + i, end=6 + i, scope=AGENT_FRAMEWORK)
+    other = t.span("invoke_agent b", genai_run("b"), start=200, end=300)
+    t.span("execute_tool w", genai_tool("w", "unknown", {"city": "Oslo"}), parent=other, start=205)
+
+    runs = {r.agent_name: r for r in rebuild_runs(t.records())}
+    mine, theirs = runs["a"], runs["b"]
+
+    assert _calls(mine) == [("w", {"city": "Paris"}, None, False), ("w", {"city": "Rome"}, None, False)]
+    assert _calls(theirs) == [("w", {"city": "Oslo"}, "unknown", False)]

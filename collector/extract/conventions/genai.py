@@ -55,6 +55,8 @@ __all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "
 # gen_ai.client.inference.operation.details   attribute gen_ai.output.messages (as the span attribute)
 # not read         gen_ai.assistant.message: on a chat span it is the input history, the calls of earlier
 #                  responses (read, they would count again); gen_ai.user/system/tool.message: inputs
+# Agent Framework  (scope `agent_framework`) placeholders on execute_tool spans: arguments "None" when the tool
+#                  received none (`json.dumps(kwargs) if kwargs else "None"`), call id "unknown" when it had none
 # tools offered   gen_ai.tool.definitions (JSON array of {"type": "function", "name", "description",
 #                 "parameters"}) on inference and agent spans; gen_ai.tool.description on tool spans
 
@@ -77,6 +79,12 @@ EXECUTE_TOOL: Final = "execute_tool"
 # Role members as module constants, read per span (see `runs`: each `Role.X` costs a lookup hook on Python 3.11).
 _RUN, _TOOL, _LLM, _OTHER = Role.RUN, Role.TOOL, Role.LLM, Role.OTHER
 INVOKE_AGENT: Final = "invoke_agent"
+AGENT_FRAMEWORK_SCOPE: Final = "agent_framework"
+"""Microsoft Agent Framework's tracer (`agent_framework.observability.get_tracer()`)."""
+AGENT_FRAMEWORK_NO_ARGS: Final = "None"
+"""Agent Framework's `gen_ai.tool.call.arguments` for a tool that received no arguments (Python's text, not JSON)."""
+AGENT_FRAMEWORK_NO_CALL_ID: Final = "unknown"
+"""Agent Framework's `gen_ai.tool.call.id` for a tool run without a call id."""
 
 
 def tool_args(attrs: Any, keys: tuple[str, ...] = ARGS_KEYS) -> Any:
@@ -103,19 +111,33 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
     call_id = attrs.get(TOOL_CALL_ID)
     if not (call_id.__class__ is str or isinstance(call_id, str)) or not call_id:
         call_id = None
+    args = tool_args(attrs)
+    if span.scope == AGENT_FRAMEWORK_SCOPE:
+        args, call_id = _agent_framework_placeholders(args, call_id)
     # `error_of`'s answer for a span that neither failed nor says how, without the call: most tool spans
     error, error_type = (
         (False, None) if span.status_code != StatusCode.ERROR and "error.type" not in attrs else error_of(span)
     )
     return ToolRead(
         name=name or span.name,
-        args=tool_args(attrs),
+        args=args,
         call_id=call_id,
         result=_first(attrs, RESULT_KEYS),
         error=error,
         error_type=error_type,
         description=attrs.get(TOOL_DESCRIPTION),
     )
+
+
+def _agent_framework_placeholders(args: Any, call_id: str | None) -> tuple[Any, str | None]:
+    """Agent Framework's placeholders read for what they stand for: its tool span writes the arguments as
+    `json.dumps(kwargs) if kwargs else "None"` (no arguments: `{}`, not text that is not JSON) and the call id
+    as `tool_call_id or "unknown"` (no id: none, not an id every such call shares)."""
+    if args == AGENT_FRAMEWORK_NO_ARGS:
+        args = {}
+    if call_id == AGENT_FRAMEWORK_NO_CALL_ID:
+        call_id = None
+    return args, call_id
 
 
 def read_genai_run(span: SpanRecord) -> RunInfo:
