@@ -145,7 +145,17 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
     AttributeSpec(
         "toolscore.convention",
         "The span convention that recognised a span but could not read it.",
-        ("pydantic_ai", "google_adk", "strands", "mastra", "traceloop", "vercel_ai", "openinference", "genai"),
+        (
+            "pydantic_ai",
+            "google_adk",
+            "strands",
+            "mastra",
+            "openlit",
+            "traceloop",
+            "vercel_ai",
+            "openinference",
+            "genai",
+        ),
     ),
     AttributeSpec(
         "toolscore.forget.reason",

@@ -26,6 +26,7 @@ from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
 from toolscore.collector.extract.conventions.openinference import OpenInferenceExtractor
+from toolscore.collector.extract.conventions.openlit import OpenLITExtractor
 from toolscore.collector.extract.conventions.pydantic_ai import PydanticAIExtractor
 from toolscore.collector.extract.conventions.strands import StrandsExtractor
 from toolscore.collector.extract.conventions.traceloop import TraceloopExtractor
@@ -53,6 +54,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     GoogleADKExtractor(),
     StrandsExtractor(),
     MastraExtractor(),
+    OpenLITExtractor(),
     TraceloopExtractor(),
     VercelAIExtractor(),
     OpenInferenceExtractor(),
