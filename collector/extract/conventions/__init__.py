@@ -27,6 +27,7 @@ from toolscore.collector.extract.conventions.google_adk import GoogleADKExtracto
 from toolscore.collector.extract.conventions.logfire_openai_agents import LogfireOpenAIAgentsExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
 from toolscore.collector.extract.conventions.openinference import OpenInferenceExtractor
+from toolscore.collector.extract.conventions.openlit import OpenLITExtractor
 from toolscore.collector.extract.conventions.pydantic_ai import PydanticAIExtractor
 from toolscore.collector.extract.conventions.strands import StrandsExtractor
 from toolscore.collector.extract.conventions.traceloop import TraceloopExtractor
@@ -55,6 +56,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     GoogleADKExtractor(),
     StrandsExtractor(),
     MastraExtractor(),
+    OpenLITExtractor(),
     TraceloopExtractor(),
     VercelAIExtractor(),
     OpenInferenceExtractor(),
