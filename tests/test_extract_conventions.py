@@ -161,6 +161,62 @@ def test_vercel_ai_sdk_telemetry_reads_the_step_tool_call_order(shape: str) -> N
     assert _calls(result) == [("w", {"city": "B"}, "c_b", False), ("w", {"city": "A"}, "c_a", False)]
 
 
+def _vercel_run(t: Traces, operation: str, tool_calls: Any, tool_args: list[tuple[str, dict[str, Any]]]) -> None:
+    """A Vercel AI SDK run: one model step issuing `tool_calls` (None: no `ai.response.toolCalls`), then one
+    `ai.toolCall` span per (call id, `ai.toolCall.args`)."""
+    run_attrs = {"ai.operationId": operation, "ai.telemetry.functionId": "weather"}
+    run = t.span(operation, run_attrs, start=0, end=100, scope="ai")
+    model_op = f"{operation}.doGenerate" if operation == "ai.generateText" else f"{operation}.doStream"
+    step_attrs = {"ai.operationId": model_op}
+    if tool_calls is not None:
+        step_attrs["ai.response.toolCalls"] = json.dumps(tool_calls)
+    t.span(model_op, step_attrs, parent=run, start=1, end=30, scope="ai")
+    for start, (call_id, args) in enumerate(tool_args, start=40):
+        attrs = {"ai.operationId": "ai.toolCall", "ai.toolCall.name": "get_weather", "ai.toolCall.id": call_id}
+        t.span("ai.toolCall", {**attrs, "ai.toolCall.args": json.dumps(args)}, parent=run, start=start, scope="ai")
+
+
+PARSED = {"city": "Paris", "unit": "celsius"}  # the tool's input after its zod schema filled in a default
+
+
+@pytest.mark.parametrize("key", ["input", "args"])  # ai@5+ `input`, ai@4 `args`: the provider's JSON text
+def test_vercel_ai_generate_text_takes_the_model_arguments_text_over_the_parsed_input(key: str) -> None:
+    t = Traces()
+    issued = [{"toolCallId": "c1", "toolName": "get_weather", key: '{"city": "Paris"}'}]
+    _vercel_run(t, "ai.generateText", issued, [("c1", PARSED)])
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("get_weather", {"city": "Paris"}, "c1", False)]
+
+
+def test_vercel_ai_stream_text_keeps_the_parsed_input_its_step_records_too() -> None:
+    t = Traces()
+    issued = [{"type": "tool-call", "toolCallId": "c1", "toolName": "get_weather", "input": PARSED}]
+    _vercel_run(t, "ai.streamText", issued, [("c1", PARSED)])
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("get_weather", PARSED, "c1", False)]
+
+
+@pytest.mark.parametrize(
+    "tool_calls",
+    [
+        None,  # the step recorded no calls: the tool span's input is all there is
+        [{"toolCallId": "c1", "toolName": "get_weather", "input": '{"city": "Par'}],  # text that does not decode
+        [{"toolCallId": "c9", "toolName": "get_weather", "input": '{"city": "Rome"}'}],  # another call's text
+    ],
+)
+def test_vercel_ai_keeps_the_parsed_input_without_the_model_text_of_that_call(tool_calls: Any) -> None:
+    t = Traces()
+    _vercel_run(t, "ai.generateText", tool_calls, [("c1", PARSED)])
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [c for c in _calls(result) if c[2] == "c1"] == [("get_weather", PARSED, "c1", False)]
+
+
 def test_pydantic_ai_v2_names_and_output_functions() -> None:
     t = Traces()
     events = json.dumps([{"event.name": "gen_ai.user.message", "role": "user", "content": "Weather?"}])

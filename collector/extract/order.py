@@ -169,9 +169,10 @@ def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], us
 
 
 def _incomplete(read: ToolRead) -> bool:
-    """Whether the model response may hold what the tool span lacks: call id, name or JSON arguments."""
+    """Whether the model response may hold what the tool span lacks: call id, name, JSON arguments, or the
+    model's own arguments for arguments the tool's schema parsed (`ToolRead.args_parsed`)."""
     args = read.args
-    if args is NOT_CAPTURED or not read.call_id or read.handoff:
+    if args is NOT_CAPTURED or not read.call_id or read.handoff or read.args_parsed:
         return True
     if not isinstance(args, str) or args[:1] in ("{", "["):
         return False
@@ -192,8 +193,10 @@ def needs_model_responses(calls: list[PendingCall]) -> bool:
     previous: SpanRecord | None = None
     for call in calls:
         read = call.read
-        args = read.args  # `_incomplete`'s usual answer, inlined: JSON text arguments, a call id, no handoff
-        complete = args.__class__ is str and args[:1] in ("{", "[") and read.call_id and not read.handoff
+        # `_incomplete`'s usual answer, inlined: JSON text arguments (not parsed ones), a call id, no handoff
+        args = read.args
+        plain = not (read.handoff or read.args_parsed)
+        complete = plain and args.__class__ is str and args[:1] in ("{", "[") and read.call_id
         if not complete and _incomplete(read):
             return True
         span = call.span

@@ -118,6 +118,8 @@ def build_call(
     The response supplies what the tool span lacks: a call id (OpenInference records none on tool
     spans), a handoff's tool name, and arguments when the span recorded none or a bare value. Its name for the
     tool wins over the span's other spelling of it (`order.same_tool_name`): the model called the tool by it.
+    Its arguments text wins over arguments the span holds after the tool's schema parsed them
+    (`ToolRead.args_parsed`): the model wrote that text.
     """
     args = read.args
     if args.__class__ is str and args[:1] in _JSON_OPENERS and len(args) * 4 <= config.max_args_bytes:
@@ -134,7 +136,9 @@ def build_call(
         call_id = call_id or issued.call_id
         if read.handoff or not name or (issued.name and issued.name != name):
             name = issued.name or name  # the model's name for the tool, as the expectations name it
-        if state in ("not_captured", "raw") and issued.args is not None:
+        if issued.args is not None and (
+            state in ("not_captured", "raw") or (read.args_parsed and issued.args.__class__ is str)
+        ):
             issued_args, issued_state, issued_cut = normalize_args(issued.args, config)
             if issued_state == "value":
                 args, state, cut = issued_args, issued_state, False

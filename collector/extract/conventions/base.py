@@ -104,6 +104,10 @@ class ToolRead:
     and the call id the wrapper carries (None: none). Left to extraction, which unwraps only arguments
     that fit `ExtractConfig.max_args_bytes`, so that an oversized wrapper is cut as raw text and never
     decoded whole; the convention has no config to measure against."""
+    args_parsed: bool = False
+    """`args` are the tool's input after the framework parsed it with the tool's schema (defaults filled in,
+    values coerced), not the model's text (the Vercel AI SDK's `ai.toolCall.args`): the model response that
+    issued the call wins when it recorded the call's arguments as text."""
     description: Any = None
     """The tool's own description as the span records it (for the run's catalog, see `catalog`)."""
     schema: Any = None

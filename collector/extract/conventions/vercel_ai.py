@@ -33,8 +33,14 @@ __all__ = ["VercelAIExtractor"]
 #          ai.prompt (JSON {system, prompt | messages}), ai.response.text
 #   tool   ai.toolCall: ai.toolCall.name, ai.toolCall.id, ai.toolCall.args (ai.toolCall.input in
 #          some builds), ai.toolCall.result (ai.toolCall.output), status, exception event
+#          (recordErrorOnSpan: ERROR status with the error's message, `exception` event)
 #   model  ai.generateText.doGenerate | ai.streamText.doStream: ai.response.toolCalls (JSON array
 #          of {toolCallId, toolName, input | args}; `input` is an object in v7, a JSON string in v6)
+#   args   ai.toolCall.args is the input after the tool's schema parsed it (zod defaults filled in,
+#          values coerced): `parseToolCall` runs before the span (v4 `args`, v5+ `input`). doGenerate's
+#          ai.response.toolCalls holds the provider's own JSON text of the arguments (v5 `input`, v4
+#          `args`: a string), so a call tied to it takes those (ToolRead.args_parsed); doStream's holds
+#          the parsed calls (an object), like the tool span: a streamed call keeps the parsed input.
 #   other  ai.generateObject, ai.streamObject, ai.embed, ...: OTHER
 #   tools offered: ai.prompt.tools on model spans (array of JSON strings {type, name, description,
 #          parameters | inputSchema}); v7 gen_ai scope: gen_ai.tool.definitions
@@ -69,6 +75,7 @@ def _tool(span: SpanRecord) -> ToolRead:
         result=attrs.get("ai.toolCall.result", attrs.get("ai.toolCall.output")),
         error=error,
         error_type=error_type,
+        args_parsed=True,
     )
 
 
