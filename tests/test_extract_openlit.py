@@ -148,7 +148,9 @@ def test_responses_api_call_ids_come_from_the_flat_ids_not_the_output_item_ids()
 
 def test_a_non_streamed_responses_api_span_gives_no_call() -> None:
     """It keeps the last function_call of the response only: how many calls the response issued is unknown, so
-    its calls are not read (no model-only call, no id, no order); tool spans still give theirs, in start order."""
+    its calls are not read (no model-only call, no id, no order); tool spans still give theirs, in start order.
+    A run with no call of a tool span has only its responses to go by: it is flagged incomplete, not read as a
+    run that called nothing; one whose tool spans recorded its calls is not."""
     t = Traces()
     loop = t.span("loop", {}, end=100, scope=MANUAL)
     last_only = _chat([("fc_1_2", "s", {"x": 3})], api="responses", flat_ids=["call_3"])
@@ -165,6 +167,22 @@ def test_a_non_streamed_responses_api_span_gives_no_call() -> None:
         "a": [("q", {"x": 1}, None, False), ("r", {"x": 2}, None, False), ("s", {"x": 3}, None, False)],
     }
     assert stats.model_only_calls == 0
+    assert {r.agent_name: r.incomplete for r in runs} == {"loop": True, "a": False}
+
+
+def test_a_streamed_or_chat_completions_response_lists_every_call_and_leaves_the_run_complete() -> None:
+    t = Traces()
+    for i, (api, stream) in enumerate((("responses", True), ("chat_completions", False))):
+        loop = t.span(f"loop{i}", {}, start=i * 100, end=i * 100 + 50, scope=MANUAL)
+        t.span(
+            "chat m",
+            _chat([("call_1", "s", {"x": 3})], api=api, stream=stream),
+            parent=loop,
+            start=i * 100 + 1,
+            scope=OPENAI,
+        )
+    runs = rebuild_runs(t.records())
+    assert {r.agent_name: (len(r.calls), r.incomplete) for r in runs} == {"loop0": (1, False), "loop1": (1, False)}
 
 
 def test_chat_completions_calls_are_model_only_calls_of_the_start_trace_run_in_the_models_order() -> None:

@@ -100,6 +100,8 @@ class _Run:
 
 
 _UNKNOWN: tuple[None, None] = (None, None)
+_INCOMPLETE: tuple[dict[str, bool], dict[str, bool]] = ({}, {"incomplete": True})
+"""`_finish`'s extra run field: none (the default, not in the fields set), or flagged incomplete."""
 _NO_MODELS: list[ClassifiedSpan] = []  # never appended to: the empty list `_models` and `_children` hand out
 
 # Role members as module constants: in Python 3.11 every `Role.X` goes through `EnumType.__getattr__`'s
@@ -570,6 +572,7 @@ class _TraceRuns:
             ordered = ordered[: config.max_calls_per_run]
         models = self._models(run) if self.llm_nodes else _NO_MODELS
         messages = message_indices(ordered, [node.span for node in models]) if models else [None] * len(ordered)
+        short = bool(models) and all(c.model_only for c in ordered) and any(self._partial(node) for node in models)
         calls = tuple(
             [
                 build_model_call(c, config, stats, message=message)
@@ -609,5 +612,14 @@ class _TraceRuns:
                 "parent_span_id": parent_run,
                 "start_ns": span.start_ns or None,
                 "available_tools": tools,
+                **_INCOMPLETE[short],
             }
         )
+
+    def _partial(self, node: ClassifiedSpan) -> bool:
+        """Whether a model response lists only some of the calls it issued (`IssuedCalls.partial`): read again
+        only for the extractors that can say so."""
+        if not getattr(node.extractor, "partial_responses", False):
+            return False
+        read = self._read(node)
+        return isinstance(read, IssuedCalls) and read.partial

@@ -225,6 +225,7 @@ def agent_run(fields: dict[str, Any]) -> AgentRun:
         and type(fields["inferred"]) is bool
         and type(fields.get("available_tools", ())) is tuple
         and (start_ns is None or type(start_ns) is int)
+        and type(fields.get("incomplete", False)) is bool
     ):
         return AgentRun(**fields)
     return AgentRun.trusted(fields)

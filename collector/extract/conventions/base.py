@@ -145,6 +145,11 @@ class IssuedCalls:
     output_tools: frozenset[str] = frozenset()
     """Names of the framework's structured-output tools (pydantic-ai's `final_result`), not tools the agent
     chose: a call of theirs no tool span recorded is no call of the run (see `model_calls`)."""
+    partial: bool = False
+    """The response issued calls this record does not all list (OpenLIT keeps a non-streamed Responses API
+    response's last call only): a run whose calls come from its model responses alone is then flagged
+    incomplete (`AgentRun.incomplete`) rather than scored as if it made only the calls listed. An extractor
+    that can say so has `partial_responses = True` (only its model spans are read again for it)."""
 
 
 Read = ToolRead | RunInfo | IssuedCalls

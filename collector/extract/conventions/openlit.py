@@ -87,7 +87,7 @@ def read_openlit_issued(span: SpanRecord) -> IssuedCalls:
     if attrs.get(API_TYPE) != "responses" or not calls:
         return IssuedCalls(calls)
     if attrs.get(STREAMED) is not True:
-        return IssuedCalls()  # the last function_call only: how many the response issued is unknown
+        return IssuedCalls(partial=True)  # the last function_call only: how many the response issued is unknown
     flat = string(attrs, FLAT_CALL_IDS)
     ids: list[str | None] = [i.strip() or None for i in flat.split(",")] if flat else []
     if len(ids) != len(calls):
@@ -105,6 +105,8 @@ class OpenLITExtractor:
 
     name = "openlit"
     gate = Gate(scopes=frozenset({SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI}))
+    partial_responses = True
+    """A non-streamed Responses API span lists one call of several (`IssuedCalls.partial`)."""
     tool_keys = ("gen_ai.tool.definitions",)
 
     def classify(self, span: SpanRecord) -> Role | None:
