@@ -226,9 +226,10 @@ def request_of(otlp: dict[str, Any]) -> ExportTraceServiceRequest:
 
 def without_folder(node: Any, folder: Path) -> Any:
     """The document with the folder's absolute path (in exception stack traces) replaced by
-    `capture-js`: nothing machine-specific in testdata."""
+    `capture-js`, and tests/captures' (the frames of the shared ../capture_tools.mjs) by `capture-js/..`:
+    nothing machine-specific in testdata."""
     if isinstance(node, str):
-        return node.replace(str(folder), "capture-js")
+        return node.replace(str(folder), "capture-js").replace(str(folder.parent), "capture-js/..")
     if isinstance(node, dict):
         return {k: without_folder(v, folder) for k, v in node.items()}
     if isinstance(node, list):
