@@ -4,7 +4,7 @@ Needs Node 20+ with this folder's packages (`npm ci` here) and a Python with the
 (requirements.txt: opentelemetry-sdk, opentelemetry-proto, protobuf). From anywhere:
 
     (cd tests/captures/mastra && npm ci)
-    .venv/bin/python tests/captures/mastra/capture.py [scenario ...]   # or any venv with requirements.txt
+    .venv/bin/python tests/captures/mastra/capture.py [--out DIR] [scenario ...]   # or any venv with requirements.txt
 
 For each scenario this script starts the kit's scripted OpenAI server and an OTLP/HTTP receiver on
 127.0.0.1 (`POST /v1/traces`, `application/x-protobuf`: what a Collector's OTLP receiver gets), writes
@@ -18,66 +18,54 @@ Mastra builds its own span tree and ids; the exporter converts each ended Mastra
 (scope `@mastra/otel-exporter`). The run span of each run is `invoke_agent <agent name>`
 (`mastra.span.type=agent_run`). An agent used as a tool is Mastra's own sub-agent (`agents: { key:
 agent }`), which the parent's model sees as the tool `agent-<key>` with arguments `{"prompt": ...}`.
+
+The receiver, node run, checks and file writing are the kit's js_capture.py; `--out DIR` writes into
+DIR/traces and DIR/truth instead of tests/testdata.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import subprocess
 import sys
-import tempfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
 
-from capture_kit import (  # noqa: E402
-    APP_SPAN_NAME,
-    SCENARIOS,
-    TOOLS,
-    RecordedCall,
-    Recorder,
-    Scenario,
-    ScriptedOpenAI,
-    otlp_json,
-    scenario,
-    truth_for,
-)
-from google.protobuf import json_format  # noqa: E402
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
+from capture_kit import SCENARIOS, Scenario, ScriptedOpenAI, otlp_json, scenario, truth_for  # noqa: E402
+from js_capture import (  # noqa: E402
+    agents_spec,
+    attr,
+    check_mode,
+    main,
+    node_version,
+    one_span,
+    package_versions,
+    play_exported,
+    recorder_of,
+    request_of,
+    spans_of,
+    without_folder,
+    write_request,
 )
 
 FOLDER = "mastra"
-TRACES = REPO / "tests" / "testdata" / "traces" / FOLDER
-TRUTH = REPO / "tests" / "testdata" / "truth" / FOLDER
 
 STREAMED = {"b_sequential", "c_parallel"}  # agent.stream(); the others agent.generate()
 RESPONSES_API = {"i_parallel_random_ids"}  # openai.responses(); the others openai.chat()
-ID_KEYS = ("traceId", "spanId", "parentSpanId")
 SUB_AGENT_TOOL = "agent-{}"  # the tool Mastra offers the parent's model for `agents: { key: agent }`
-
-
-def package_versions() -> dict[str, str]:
-    """The installed versions of the packages the capture depends on (from node_modules)."""
-    names = (
-        "@mastra/core",
-        "@mastra/observability",
-        "@mastra/otel-exporter",
-        "@ai-sdk/openai",
-        "@opentelemetry/exporter-trace-otlp-proto",
-    )
-    return {n: json.loads((HERE / "node_modules" / n / "package.json").read_text())["version"] for n in names}
+PACKAGES = (
+    "@mastra/core",
+    "@mastra/observability",
+    "@mastra/otel-exporter",
+    "@ai-sdk/openai",
+    "@opentelemetry/exporter-trace-otlp-proto",
+)
 
 
 def meta(name: str) -> dict[str, str]:
-    v = package_versions()
+    v = package_versions(HERE, PACKAGES)
     api = "Responses API" if name in RESPONSES_API else "Chat Completions"
     call = "agent.stream()" if name in STREAMED else "agent.generate()"
     return {
@@ -87,17 +75,13 @@ def meta(name: str) -> dict[str, str]:
             f"@mastra/observability {v['@mastra/observability']} with @mastra/otel-exporter "
             f"{v['@mastra/otel-exporter']} (custom provider, OTLP/HTTP protobuf through "
             f"@opentelemetry/exporter-trace-otlp-proto {v['@opentelemetry/exporter-trace-otlp-proto']}); "
-            f"{call}, @ai-sdk/openai {v['@ai-sdk/openai']} ({api}), node {_node_version()}"
+            f"{call}, @ai-sdk/openai {v['@ai-sdk/openai']} ({api}), node {node_version()}"
         ),
         "conventions": (
             "Mastra span types (mastra.span.type agent_run / model_step / tool_call ...) converted to OTel "
             "GenAI v1.38 (invoke_agent / execute_tool, gen_ai.*)"
         ),
     }
-
-
-def _node_version() -> str:
-    return subprocess.run(["node", "--version"], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def adapted(scen: Scenario) -> Scenario:
@@ -112,183 +96,40 @@ def adapted(scen: Scenario) -> Scenario:
     return scen
 
 
-class Receiver:
-    """An OTLP/HTTP trace receiver on 127.0.0.1: keeps every `POST /v1/traces` protobuf body."""
-
-    def __init__(self) -> None:
-        self.bodies: list[bytes] = []
-        bodies = self.bodies
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self._body()
-                if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
-                    self.send_error(404, f"unexpected {self.path} {self.headers.get('Content-Type')}")
-                    return
-                ExportTraceServiceRequest.FromString(body)  # raises on a malformed export
-                bodies.append(body)
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def _body(self) -> bytes:
-                """The request body, sent with a length or chunked (Node's exporter sends it chunked)."""
-                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
-                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                parts = []
-                while size := int(self.rfile.readline().split(b";")[0].strip(), 16):
-                    parts.append(self.rfile.read(size))
-                    self.rfile.readline()
-                self.rfile.readline()  # the blank line after the last chunk (no trailers are sent)
-                return b"".join(parts)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def request(self) -> ExportTraceServiceRequest:
-        """Every export received, as one request (their resource spans in arrival order)."""
-        merged = ExportTraceServiceRequest()
-        for body in self.bodies:
-            merged.MergeFromString(body)
-        return merged
-
-
 def spec_for(scen: Scenario, base_url: str, otlp_endpoint: str) -> dict[str, Any]:
-    subs = set(scen.sub_agents.values())
-    top = [a.name for a in scen.agents if a.name not in subs]
     return {
         "base_url": base_url,
         "otlp_endpoint": otlp_endpoint,
         "api": "responses" if scen.name in RESPONSES_API else "chat",
         "call": "stream" if scen.name in STREAMED else "generate",
-        "agents": [
-            {"name": a.name, "prompt": a.prompt, "tools": list(a.tools), "instructions": a.instructions}
-            for a in scen.agents
-        ],
-        "top_level": top,
-        "sub_agents": dict(scen.sub_agents),
-        "app_span": APP_SPAN_NAME if len(top) > 1 else None,
+        **agents_spec(scen),
     }
 
 
-def play(scen: Scenario) -> tuple[dict[str, Any], ExportTraceServiceRequest]:
-    """Run capture.mjs for the scenario; its output document and the spans the receiver got."""
-    with ScriptedOpenAI(scen.script) as server, Receiver() as receiver, tempfile.TemporaryDirectory() as tmp:
-        spec_path, out_path = Path(tmp, "spec.json"), Path(tmp, "out.json")
-        spec_path.write_text(json.dumps(spec_for(scen, server.base_url, receiver.endpoint)), encoding="utf-8")
-        done = subprocess.run(
-            ["node", "capture.mjs", str(spec_path), str(out_path)],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin", "MASTRA_TELEMETRY_DISABLED": "1"},
-        )
-        if done.returncode != 0 or "fetch failed" in done.stderr:
-            raise RuntimeError(f"{scen.name}: capture.mjs failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        server.assert_consumed()
-        check_mode(scen.name, server)
-        out: dict[str, Any] = json.loads(out_path.read_text(encoding="utf-8"))
-        request = receiver.request()
-    subs = set(scen.sub_agents.values())
-    expected = [a.final_text for a in scen.agents if a.name not in subs]
-    if out["outputs"] != expected:
-        raise AssertionError(f"{scen.name}: final texts {out['outputs']} != scripted {expected}")
-    return out, request
-
-
-def check_mode(name: str, server: ScriptedOpenAI) -> None:
+def check(name: str, server: ScriptedOpenAI) -> None:
     """Raise unless every model request used the API the scenario asks for."""
-    path = "/v1/responses" if name in RESPONSES_API else "/v1/chat/completions"
-    if set(server.paths) != {path}:
-        raise AssertionError(f"{name}: model requests {server.paths}")
-
-
-def recorder_of(recorded: list[dict[str, Any]]) -> Recorder:
-    """A kit `Recorder` holding what the JavaScript tools received (defaults filled in by signature)."""
-    recorder = Recorder()
-    for fn in TOOLS.values():
-        recorder.wrap(fn)  # registers the signature used to fill in defaults
-    for rec in recorded:
-        args = dict(rec["args"])
-        recorder.calls.append(RecordedCall(rec["name"], args, recorder.full_args(rec["name"], args), rec["error"]))
-    return recorder
-
-
-def request_of(otlp: dict[str, Any]) -> ExportTraceServiceRequest:
-    """The OTLP/JSON document as a protobuf request (hex ids back to the bytes protobuf's JSON wants)."""
-
-    def unhex(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {
-                k: base64.b64encode(bytes.fromhex(v)).decode() if k in ID_KEYS and isinstance(v, str) else unhex(v)
-                for k, v in node.items()
-            }
-        if isinstance(node, list):
-            return [unhex(item) for item in node]
-        return node
-
-    request = ExportTraceServiceRequest()
-    json_format.ParseDict(unhex(otlp), request)
-    return request
-
-
-def without_folder(node: Any) -> Any:
-    """The document with this folder's absolute path (in exception stack traces) replaced by
-    `capture-js`, as in the vercel-ai captures: nothing machine-specific in testdata."""
-    if isinstance(node, str):
-        return node.replace(str(HERE), "capture-js")
-    if isinstance(node, dict):
-        return {k: without_folder(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [without_folder(item) for item in node]
-    return node
-
-
-def spans_of(request: ExportTraceServiceRequest) -> list[Any]:
-    return [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
-
-
-def attr(span: Any, key: str) -> str | None:
-    for kv in span.attributes:
-        if kv.key == key:
-            return str(kv.value.string_value)
-    return None
+    check_mode(name, server, responses_api=RESPONSES_API)
 
 
 def run_span(spans: list[Any], agent_name: str) -> tuple[str, str]:
     """The agent's `agent_run` span (`invoke_agent <name>`), named by `gen_ai.agent.name`."""
-    found = [
-        s for s in spans if attr(s, "mastra.span.type") == "agent_run" and attr(s, "gen_ai.agent.name") == agent_name
-    ]
-    if len(found) != 1:
-        raise LookupError(f"{len(found)} agent_run spans of {agent_name!r}")
-    return found[0].trace_id.hex(), found[0].span_id.hex()
+    return one_span(
+        spans,
+        f"agent_run spans of {agent_name!r}",
+        lambda s: attr(s, "mastra.span.type") == "agent_run" and attr(s, "gen_ai.agent.name") == agent_name,
+    )
 
 
-def capture(name: str) -> None:
+def capture(name: str, out_dir: Path) -> None:
     scen = adapted(scenario(name))
-    out, received = play(scen)
-    request = request_of(without_folder(otlp_json(received)))
+    out, received = play_exported(
+        scen,
+        HERE,
+        lambda base_url, endpoint: spec_for(scen, base_url, endpoint),
+        lambda server: check(name, server),
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "MASTRA_TELEMETRY_DISABLED": "1"},
+    )
+    request = request_of(without_folder(otlp_json(received), HERE))
     spans = spans_of(request)
     runs = {agent.name: run_span(spans, agent.name) for agent in scen.agents}
     for run in out["runs"]:
@@ -296,13 +137,7 @@ def capture(name: str) -> None:
             raise AssertionError(f"{name}: {run['agent']} ran in trace {run['traceId']}, its span is elsewhere")
     sub_tools = {SUB_AGENT_TOOL.format(t) for t in scen.sub_agents}
     truth = truth_for(scen, meta(name), recorder_of(out["recorded"]), runs, unrecorded=sub_tools)
-    TRACES.mkdir(parents=True, exist_ok=True)
-    TRUTH.mkdir(parents=True, exist_ok=True)
-    (TRACES / f"{name}.pb").write_bytes(request.SerializeToString())
-    text = json.dumps(otlp_json(request), indent=2, ensure_ascii=False) + "\n"
-    (TRACES / f"{name}.json").write_text(text, encoding="utf-8")
-    text = json.dumps(truth, indent=2, ensure_ascii=False) + "\n"
-    (TRUTH / f"{name}.truth.json").write_text(text, encoding="utf-8")
+    write_request(out_dir, FOLDER, name, request, truth)
     print(
         f"{name}: {len(received.resource_spans)} resource spans, {len(spans)} spans, "
         f"{sum(len(r['calls']) for r in truth['runs'])} calls"
@@ -310,5 +145,4 @@ def capture(name: str) -> None:
 
 
 if __name__ == "__main__":
-    for scenario_name in sys.argv[1:] or list(SCENARIOS):
-        capture(scenario_name)
+    main(capture, SCENARIOS, __doc__)

@@ -30,6 +30,8 @@ import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace
 import { generateText, streamText, tool } from "ai";
 import { z } from "zod";
 
+import { playTopLevel, recording, TOOLS as SHARED_TOOLS } from "../capture_tools.mjs";
+
 const [specPath, outPath] = process.argv.slice(2);
 const spec = JSON.parse(readFileSync(specPath, "utf8"));
 
@@ -40,90 +42,20 @@ const provider = new NodeTracerProvider({
 });
 provider.register();
 
-// The same tools, answers and failures as tests/captures/capture_tools.py.
-const TEMPERATURES_C = { Paris: 21, London: 15, Tokyo: 18, Lisbon: 24, Oslo: 4, Rome: 26, Berlin: 12, Madrid: 28 };
-const LOCAL_TIMES = {
-  "Asia/Tokyo": "2026-11-28T22:00:00+09:00",
-  "Europe/Paris": "2026-11-28T14:00:00+01:00",
-  "Europe/Rome": "2026-11-28T14:00:00+01:00",
-  "America/New_York": "2026-11-28T08:00:00-05:00",
-};
-const PRICES = { SONY: 92.4, AAPL: 231.5, NVDA: 141.2, MSFT: 512.8 };
-
+// The same tools, answers and failures as tests/captures/capture_tools.py (../capture_tools.mjs).
 const recorded = [];
 
 // The SDK calls `execute(args, { toolCallId, messages, ... })`: args are the arguments after the schema.
-function recorder(name, fn) {
-  return async (args, { toolCallId }) => {
-    const entry = { name, id: toolCallId, args: structuredClone(args), error: null };
-    recorded.push(entry);
-    try {
-      return await fn(args);
-    } catch (err) {
-      entry.error = `${err.name}: ${err.message}`;
-      throw err;
-    }
-  };
-}
-
-function failure(message) {
-  const err = new Error(message);
-  err.name = "ToolFailure";
-  return err;
-}
-
-const TOOLS = {
-  get_weather: tool({
-    description: "Get the current weather for a city.",
-    parameters: z.object({
-      city: z.string().describe('The city name, for example "Paris".'),
-      unit: z.string().default("celsius").describe('The temperature unit, "celsius" or "fahrenheit".'),
+const TOOLS = Object.fromEntries(
+  Object.entries(SHARED_TOOLS).map(([name, t]) => [
+    name,
+    tool({
+      description: t.description,
+      parameters: t.schema(z),
+      execute: recording(recorded, name, (args, { toolCallId }) => toolCallId),
     }),
-    execute: recorder("get_weather", ({ city, unit }) => {
-      if (!(city in TEMPERATURES_C)) throw failure(`unknown city: ${city}`);
-      const c = TEMPERATURES_C[city];
-      return unit === "fahrenheit" ? `${Math.round((c * 9) / 5 + 32)}F and sunny in ${city}` : `${c}C and sunny in ${city}`;
-    }),
-  }),
-  get_time: tool({
-    description: "Get the current local time in a timezone.",
-    parameters: z.object({ timezone: z.string().describe('An IANA timezone name, for example "Asia/Tokyo".') }),
-    execute: recorder("get_time", ({ timezone }) => {
-      if (!(timezone in LOCAL_TIMES)) throw failure(`unknown timezone: ${timezone}`);
-      return LOCAL_TIMES[timezone];
-    }),
-  }),
-  get_stock_price: tool({
-    description: "Get the latest stock price for a ticker symbol.",
-    parameters: z.object({ symbol: z.string().describe('The ticker symbol, for example "SONY".') }),
-    execute: recorder("get_stock_price", ({ symbol }) => {
-      if (!(symbol in PRICES)) throw failure(`unknown symbol: ${symbol}`);
-      return `${symbol}: ${PRICES[symbol]} USD`;
-    }),
-  }),
-  search_flights: tool({
-    description: "Search flights between two airports.",
-    parameters: z.object({
-      origin: z.string().describe("IATA code of the departure airport."),
-      destination: z.string().describe("IATA code of the arrival airport."),
-      passengers: z
-        .array(z.record(z.string(), z.any()))
-        .describe("One object per traveller: name, age, and an optional seat object."),
-      depart_date: z.string().describe("The departure date, YYYY-MM-DD."),
-      max_price: z.number().nullable().optional().describe("The highest acceptable price in EUR, or null for no limit."),
-      direct_only: z.boolean().optional().describe("Whether to list only direct flights."),
-      cabin: z.string().nullable().optional().describe("The cabin class, or null for any."),
-      filters: z
-        .record(z.string(), z.any())
-        .nullable()
-        .optional()
-        .describe("Extra filters: airlines (a list), max_stops (a number), and so on."),
-    }),
-    execute: recorder("search_flights", ({ origin, destination, passengers, depart_date }) => {
-      return `2 flights ${origin}->${destination} on ${depart_date} for ${passengers.length} passengers, from 899.0 EUR`;
-    }),
-  }),
-};
+  ]),
+);
 
 // `compatibility: "strict"` as @ai-sdk/openai 1.x's default `openai` instance has it: streamed chat requests
 // then ask for usage (`stream_options.include_usage`); createOpenAI's default ("compatible") leaves it out and
@@ -169,29 +101,18 @@ async function runAgent(name, messages) {
   return { text: result.text, response: result.response };
 }
 
-const outputs = [];
-
 // The top-level runs in order; a later run continues the earlier one's conversation.
-async function playAll() {
-  let history = [];
-  for (const name of spec.top_level) {
-    const messages = [...history, { role: "user", content: byName[name].prompt }];
-    const result = await runAgent(name, messages);
-    history = [...messages, { role: "assistant", content: result.text }];
-    outputs.push(result.text);
-  }
-}
-
+let outputs;
 if (spec.app_span) {
   await trace.getTracer("toolscore.capture").startActiveSpan(spec.app_span, async (span) => {
     try {
-      await playAll();
+      outputs = await playTopLevel(spec, runAgent);
     } finally {
       span.end();
     }
   });
 } else {
-  await playAll();
+  outputs = await playTopLevel(spec, runAgent);
 }
 
 await provider.forceFlush();
