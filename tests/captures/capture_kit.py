@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,10 @@ __all__ = [
     "check_recorded",
     "find_span",
     "find_spans",
+    "loopback_only_connections",
+    "loopback_only_lookups",
     "otlp_json",
+    "out_option",
     "scenario",
     "span_ref",
     "truth_for",
@@ -222,6 +226,46 @@ def check_recorded(
             start = end
     if problems:
         raise AssertionError(f"{scenario.name}: truth disagrees with the tools' record:\n  " + "\n  ".join(problems))
+
+
+def out_option(argv: Sequence[str]) -> tuple[Path | None, list[str]]:
+    """`--out DIR` taken out of a script's arguments: (DIR or None, the other arguments)."""
+    args = list(argv)
+    if "--out" not in args:
+        return None, args
+    at = args.index("--out")
+    if at + 1 >= len(args):
+        raise SystemExit("--out needs a folder")
+    return Path(args[at + 1]), args[:at] + args[at + 2 :]
+
+
+def loopback_only_lookups() -> None:
+    """Refuse every name lookup but the loopback's: nothing in a capture may reach the internet."""
+    lookup = socket.getaddrinfo
+
+    def loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise OSError(f"capture: no network beyond the loopback (asked for {host!r})")
+        return lookup(host, *args, **kwargs)
+
+    socket.getaddrinfo = loopback_only
+
+
+def loopback_only_connections() -> list[Any]:
+    """Refuse every socket connection to anything but the loopback address; returns the list the refused
+    addresses are added to (a script fails when it is not empty). Call it before importing the framework."""
+    refused: list[Any] = []
+    connect = socket.socket.connect
+
+    def loopback_only(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else None
+        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
+            refused.append(address)
+            raise ConnectionRefusedError(f"capture: no connection outside 127.0.0.1 ({address!r})")
+        return connect(self, address)
+
+    socket.socket.connect = loopback_only  # type: ignore[method-assign]
+    return refused
 
 
 def otlp_json(message: Message) -> dict[str, Any]:

@@ -4,6 +4,8 @@ Run from the repository root with the venv of requirements.txt beside this file:
 
     /work/venvs/agent-framework/bin/python tests/captures/agent-framework/capture.py [--chat] [MODE] [SCENARIO ...]
 
+(`--out DIR` writes into DIR/traces and DIR/truth instead of tests/testdata.)
+
 Agent Framework (`agent_framework.observability`) emits OTel GenAI spans itself, always on unless
 ENABLE_INSTRUMENTATION=false; ENABLE_SENSITIVE_DATA=true adds arguments, results and messages. Its tracer and
 event logger come from the global OTel providers (scope `agent_framework`), which this script sets to in-memory
@@ -39,13 +41,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import sys
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 CHAT = "--chat" in sys.argv
 NO_SENSITIVE = "--no-sensitive" in sys.argv
 V136 = "--v136" in sys.argv
@@ -57,21 +57,6 @@ os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "" if V136 else "gen_ai_latest_exp
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-REFUSED: list[Any] = []
-"""Connections tried to anything but the loopback address (the script fails when there is one)."""
-_connect = socket.socket.connect
-
-
-def _loopback_only(self: socket.socket, address: Any) -> Any:
-    host = address[0] if isinstance(address, tuple) else None
-    if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
-        REFUSED.append(address)
-        raise ConnectionRefusedError(f"capture: no connection outside 127.0.0.1 ({address!r})")
-    return _connect(self, address)
-
-
-socket.socket.connect = _loopback_only  # type: ignore[method-assign]
-
 from capture_kit import (  # noqa: E402
     APP_SPAN_NAME,
     SCENARIOS,
@@ -82,6 +67,8 @@ from capture_kit import (  # noqa: E402
     ToolCall,
     Turn,
     find_span,
+    loopback_only_connections,
+    out_option,
     truth_for,
     write_capture,
 )
@@ -93,6 +80,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 
+REFUSED = loopback_only_connections()
+"""Connections tried to anything but the loopback address (the script fails when there is one)."""
+OUT, _rest = out_option(sys.argv[1:])
+"""`--out DIR`: write into DIR/traces and DIR/truth instead of tests/testdata."""
+ARGS = [a for a in _rest if not a.startswith("--")]
 RESOURCE = Resource.create({"service.name": "capture-agent-framework"})
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider(resource=RESOURCE)
@@ -117,8 +109,8 @@ FOLDER = (
     + ("-nosensitive" if NO_SENSITIVE else "")
     + ("-v136" if V136 else "")
 )
-TRACES = ROOT / "tests" / "testdata" / "traces" / FOLDER
-TRUTHS = ROOT / "tests" / "testdata" / "truth" / FOLDER
+TRACES = (OUT or ROOT / "tests" / "testdata") / "traces" / FOLDER
+TRUTHS = (OUT or ROOT / "tests" / "testdata") / "truth" / FOLDER
 
 META = {
     "framework": "agent-framework",

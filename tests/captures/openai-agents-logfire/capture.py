@@ -5,6 +5,8 @@ Run from the repository root with the venv of requirements.txt beside this file:
     /work/venvs/openai-agents-logfire/bin/python tests/captures/openai-agents-logfire/capture.py [SCENARIO ...]
     /work/venvs/openai-agents-logfire/bin/python tests/captures/openai-agents-logfire/capture.py --chat [SCENARIO ...]
 
+(`--out DIR` writes into DIR/traces and DIR/truth instead of tests/testdata.)
+
 Logfire is configured as a plain OpenTelemetry SDK that sends nothing to Logfire
 (`logfire.configure(send_to_logfire=False, console=False, additional_span_processors=[...])`); its spans go to the
 OTel SDK's in-memory exporter through a `SimpleSpanProcessor`, the same spans a `BatchSpanProcessor(OTLPSpanExporter())`
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import socket
 import sys
 from importlib.metadata import version
 from pathlib import Path
@@ -43,22 +44,6 @@ CHAT = "--chat" in sys.argv
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-REFUSED: list[Any] = []
-"""Connections tried to anything but the loopback address (the script fails when there is one)."""
-_connect = socket.socket.connect
-
-
-def _loopback_only(self: socket.socket, address: Any) -> Any:
-    host = address[0] if isinstance(address, tuple) else None
-    if self.family in (socket.AF_INET, socket.AF_INET6) and host not in ("127.0.0.1", "::1", "localhost"):
-        REFUSED.append(address)
-        raise ConnectionRefusedError(f"capture: no connection outside 127.0.0.1 ({address!r})")
-    return _connect(self, address)
-
-
-socket.socket.connect = _loopback_only  # type: ignore[method-assign]
-
-import logfire  # noqa: E402
 from capture_kit import (  # noqa: E402
     APP_SPAN_NAME,
     SCENARIOS,
@@ -69,9 +54,18 @@ from capture_kit import (  # noqa: E402
     ToolCall,
     Turn,
     find_span,
+    loopback_only_connections,
+    out_option,
     truth_for,
     write_capture,
 )
+
+REFUSED = loopback_only_connections()
+"""Connections tried to anything but the loopback address (the script fails when there is one)."""
+OUT, ARGS = out_option(sys.argv[1:])
+"""`--out DIR`: write into DIR/traces and DIR/truth instead of tests/testdata."""
+
+import logfire  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
@@ -92,8 +86,8 @@ agents.set_trace_processors([])  # the SDK's own export to OpenAI; Logfire's wra
 
 ROOT = HERE.parents[2]
 FOLDER = "openai-agents-logfire-chat" if CHAT else "openai-agents-logfire"
-TRACES = ROOT / "tests" / "testdata" / "traces" / FOLDER
-TRUTHS = ROOT / "tests" / "testdata" / "truth" / FOLDER
+TRACES = (OUT or ROOT / "tests" / "testdata") / "traces" / FOLDER
+TRUTHS = (OUT or ROOT / "tests" / "testdata") / "truth" / FOLDER
 
 META = {
     "framework": "openai-agents",
@@ -205,4 +199,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(ARGS)

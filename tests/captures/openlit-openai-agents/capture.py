@@ -15,11 +15,9 @@ handoff, the model calls `transfer_to_weather_expert`) to a weather agent that c
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib.metadata
 import os
-import socket
 import sys
 from pathlib import Path
 from types import MappingProxyType
@@ -29,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 
 os.environ.setdefault("OPENAI_API_KEY", "scripted-not-a-key")
 
+import openlit_capture
 from capture_kit import (
     APP_SPAN_NAME,
     SCENARIOS,
@@ -40,14 +39,11 @@ from capture_kit import (
     Turn,
     find_span,
     truth_for,
-    write_capture,
 )
 
 __all__: list[str] = []
 
-REPO = Path(__file__).resolve().parents[3]
 FOLDER = "openlit-openai-agents"
-PRICING = Path(__file__).resolve().parents[1] / "openlit-openai" / "pricing.json"
 CHAT = {"b_sequential", "i_parallel_random_ids", "l_handoff"}
 """Scenarios whose model is `OpenAIChatCompletionsModel` (the others: `OpenAIResponsesModel`). Only these
 record call ids: OpenLIT's Responses API spans list no call (not streamed), or there is no model span at all
@@ -171,9 +167,7 @@ def capture(name: str, scenario: Scenario, exporter: Any, out: Path) -> dict[str
         unrecorded=set(scenario.sub_agents) | {"transfer_to_weather_expert"},
         flags={"call_l1": {"model_only": True}} if scenario is HANDOFF else None,
     )
-    written = write_capture(out / "traces" / FOLDER, out / "truth" / FOLDER, name, spans, truth)
-    if written:
-        print(f"wrote {FOLDER}/{name}: {len(spans)} spans")
+    openlit_capture.write(out, FOLDER, name, spans, truth)
     return truth
 
 
@@ -194,55 +188,8 @@ def meta(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def local_only() -> None:
-    """Refuse every name lookup but the loopback's: nothing in a capture may reach the internet."""
-    lookup = socket.getaddrinfo
-
-    def loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            raise OSError(f"capture: no network beyond the loopback (asked for {host!r})")
-        return lookup(host, *args, **kwargs)
-
-    socket.getaddrinfo = loopback_only
-
-
-def setup() -> Any:
-    """Global providers, in-memory span exporter (OpenLIT reuses an SDK provider it finds), then `openlit.init()`."""
-    from opentelemetry import _logs, trace
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    resource = Resource.create({"service.name": f"capture-{FOLDER}"})
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    trace.set_tracer_provider(tracer_provider)
-    _logs.set_logger_provider(LoggerProvider(resource=resource))  # inference events: not exported (all on the spans)
-
-    import openlit
-
-    openlit.init(
-        application_name=f"capture-{FOLDER}",
-        disable_metrics=True,
-        capture_message_content=True,
-        pricing_json=str(PRICING),  # else init fetches OpenLIT's price list from GitHub
-    )
-    return spans
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenarios", nargs="*", help="default: all")
-    parser.add_argument("--out", type=Path, default=REPO / "tests" / "testdata", help="default: tests/testdata")
-    args = parser.parse_args()
-    local_only()
-    exporter = setup()
-    known = all_scenarios()
-    for name in args.scenarios or list(known):
-        capture(name, known[name], exporter, args.out)
+    openlit_capture.main(__doc__.splitlines()[0], FOLDER, all_scenarios(), capture)
 
 
 if __name__ == "__main__":

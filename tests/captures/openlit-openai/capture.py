@@ -21,11 +21,9 @@ only the last function_call of each response, and toolscore reads no call from i
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import os
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "openai-v2"))  # it
 
 os.environ.setdefault("OPENAI_API_KEY", "scripted-not-a-key")
 
+import openlit_capture
 from capture_kit import (
     APP_SPAN_NAME,
     SCENARIOS,
@@ -47,16 +46,12 @@ from capture_kit import (
     ToolFailure,
     find_span,
     truth_for,
-    write_capture,
 )
 from schemas import tool_schema
 
 __all__: list[str] = []
 
-REPO = Path(__file__).resolve().parents[3]
 FOLDER = "openlit-openai"
-PRICING = Path(__file__).resolve().parent / "pricing.json"
-"""An empty price list (OpenLIT's cost attribute is then 0)."""
 STREAMED = {"b_sequential", "h_complex_args", "i_parallel_random_ids", "k_responses_streamed"}
 RESPONSES = {"k_responses_streamed"}
 EXTRA = {
@@ -230,9 +225,7 @@ def capture(name: str, scenario: Scenario, exporter: Any, out: Path) -> dict[str
     for call in [c for a in scenario.agents for c in a.calls if scenario.raises(c.name, c.args)]:
         flags[call.id]["error_note"] = "the tool's @openlit.trace span (ERROR) and the tool message text"
     truth = truth_for(scenario, meta(loop), loop.recorder, runs, flags=flags)
-    written = write_capture(out / "traces" / FOLDER, out / "truth" / FOLDER, name, spans, truth)
-    if written:
-        print(f"wrote {FOLDER}/{name}: {len(spans)} spans")
+    openlit_capture.write(out, FOLDER, name, spans, truth)
     return truth
 
 
@@ -258,55 +251,8 @@ def meta(loop: Loop) -> dict[str, Any]:
     }
 
 
-def setup() -> Any:
-    """Global providers with in-memory exporters (OpenLIT reuses an SDK provider it finds), then `openlit.init()`."""
-    from opentelemetry import _logs, trace
-    from opentelemetry.sdk._logs import LoggerProvider
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    resource = Resource.create({"service.name": f"capture-{FOLDER}"})
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    trace.set_tracer_provider(tracer_provider)
-    _logs.set_logger_provider(LoggerProvider(resource=resource))  # inference events: not exported (all on the spans)
-
-    import openlit
-
-    openlit.init(
-        application_name=f"capture-{FOLDER}",
-        disable_metrics=True,
-        capture_message_content=True,
-        pricing_json=str(PRICING),  # else init fetches OpenLIT's price list from GitHub
-    )
-    return spans
-
-
-def local_only() -> None:
-    """Refuse every name lookup but the loopback's: nothing in a capture may reach the internet."""
-    lookup = socket.getaddrinfo
-
-    def loopback_only(host: Any, *args: Any, **kwargs: Any) -> Any:
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            raise OSError(f"capture: no network beyond the loopback (asked for {host!r})")
-        return lookup(host, *args, **kwargs)
-
-    socket.getaddrinfo = loopback_only
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenarios", nargs="*", help="default: all")
-    parser.add_argument("--out", type=Path, default=REPO / "tests" / "testdata", help="default: tests/testdata")
-    args = parser.parse_args()
-    local_only()
-    exporter = setup()
-    known = all_scenarios()
-    for name in args.scenarios or list(known):
-        capture(name, known[name], exporter, args.out)
+    openlit_capture.main(__doc__.splitlines()[0], FOLDER, all_scenarios(), capture)
 
 
 if __name__ == "__main__":
