@@ -182,10 +182,10 @@ def test_merged_adds_a_scope_and_a_resource_when_the_sdk_collected_none() -> Non
     scope = InstrumentationScope(SCOPE_NAME, "9.9")
     tally = HistogramTally(METRICS, scope, RESOURCE)
     sink = tally.sink(delta=False)
-    assert tally.merged(sink, None) is None, "nothing collected, nothing tallied: no data"
+    empty = MetricsData(resource_metrics=[])
+    assert tally.merged(sink, empty) is empty, "nothing tallied: the SDK's data as it is"
     tally.record("toolscore.score.delay", 0.2, ())
-    merged = tally.merged(sink, None)
-    assert merged is not None
+    merged = tally.merged(sink, empty)
     (resource_metrics,) = merged.resource_metrics
     assert resource_metrics.resource is RESOURCE
     (scope_metrics,) = resource_metrics.scope_metrics

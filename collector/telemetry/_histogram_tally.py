@@ -181,12 +181,13 @@ class HistogramTally:
             for name, points_of in by_name.items()
         ]
 
-    def merged(self, sink: _Sink, data: MetricsData | None) -> MetricsData | None:
-        """`data` with the sink's points added under the tally's scope (in the resource's scope metrics)."""
+    def merged(self, sink: _Sink, data: MetricsData) -> MetricsData:
+        """`data` with the sink's points added under the tally's scope (in the first resource's scope metrics,
+        or in a resource of the tally's own when `data` has none); `data` itself when there are none."""
         extra = self.collect(sink, time.time_ns())
         if not extra:
             return data
-        resources = list(data.resource_metrics) if data is not None else []
+        resources = list(data.resource_metrics)
         for i, resource_metrics in enumerate(resources):
             scopes = list(resource_metrics.scope_metrics)
             for j, scope_metrics in enumerate(scopes):
@@ -207,11 +208,16 @@ class TalliedReader:
     """Mixed into a `MetricReader` subclass (before it): each collection it takes gets the tally's points.
 
     `_receive_metrics` is the method every reader implements to take what `MetricReader.collect` collected;
-    overriding it adds the points without touching how the reader collects or exports.
+    overriding it adds the points without touching how the reader collects or exports (`collect` itself is
+    final). The SDK skips it for a collection with no data at all; the tally's points then go with the next
+    one that has some: none is lost (a delta reader's period runs on). Each measurement toolscore tallies
+    comes with counters moving in the same or a later collection (a score with `toolscore.evaluations`, a
+    delay with `toolscore.runs`, a wait with the counts of the spans its request brought, or with
+    `toolscore.receiver.refused`), and a cumulative reader's counters are in every collection once set.
     """
 
-    _tally_sink: _Sink | None = None
-    _tally: HistogramTally | None = None
+    _tallied: tuple[HistogramTally, _Sink] | None = None
+    """The tally this reader reads and its sink in it (`tally_into`), None until then."""
 
     def tally_into(self, tally: HistogramTally) -> None:
         """Read `tally` too, with this reader's temporality for histograms: what it was given to prefer (the
@@ -219,13 +225,12 @@ class TalliedReader:
         cumulative when nothing (`tests/test_telemetry_histogram_tally.py` holds both to the SDK's)."""
         preferred: dict[type, AggregationTemporality] | None = getattr(self, "_preferred_temporality", None)
         delta = (preferred or {}).get(SdkHistogram) is AggregationTemporality.DELTA
-        self._tally, self._tally_sink = tally, tally.sink(delta)
+        self._tallied = (tally, tally.sink(delta))
 
     def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> None:
-        if self._tally is not None and self._tally_sink is not None:
-            merged = self._tally.merged(self._tally_sink, metrics_data)
-            if merged is not None:
-                metrics_data = merged
+        if self._tallied is not None:
+            tally, sink = self._tallied
+            metrics_data = tally.merged(sink, metrics_data)
         super()._receive_metrics(metrics_data, timeout_millis, **kwargs)  # type: ignore[misc]
 
 
