@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from toolscore.collector.extract.catalog import defines_tools, run_tools
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
@@ -100,8 +101,6 @@ class _Run:
 
 
 _UNKNOWN: tuple[None, None] = (None, None)
-_INCOMPLETE: tuple[dict[str, bool], dict[str, bool]] = ({}, {"incomplete": True})
-"""`_finish`'s extra run field: none (the default, not in the fields set), or flagged incomplete."""
 _NO_MODELS: list[ClassifiedSpan] = []  # never appended to: the empty list `_models` and `_children` hand out
 
 # Role members as module constants: in Python 3.11 every `Role.X` goes through `EnumType.__getattr__`'s
@@ -597,24 +596,24 @@ class _TraceRuns:
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)
-        return agent_run(
-            {
-                "trace_id": span.trace_id,
-                "span_id": span.span_id,
-                "agent_name": info.agent_name,
-                "input": info.input,
-                "output": info.output,
-                "calls": calls,
-                "attributes": capped_attributes(span.attributes, config.max_attribute_bytes),
-                "resource": dict(span.resource),
-                "convention": run.convention if run.inferred or extractor is None else extractor.name,
-                "inferred": run.inferred,
-                "parent_span_id": parent_run,
-                "start_ns": span.start_ns or None,
-                "available_tools": tools,
-                **_INCOMPLETE[short],
-            }
-        )
+        fields: dict[str, Any] = {
+            "trace_id": span.trace_id,
+            "span_id": span.span_id,
+            "agent_name": info.agent_name,
+            "input": info.input,
+            "output": info.output,
+            "calls": calls,
+            "attributes": capped_attributes(span.attributes, config.max_attribute_bytes),
+            "resource": dict(span.resource),
+            "convention": run.convention if run.inferred or extractor is None else extractor.name,
+            "inferred": run.inferred,
+            "parent_span_id": parent_run,
+            "start_ns": span.start_ns or None,
+            "available_tools": tools,
+        }
+        if short:  # a field set only when it differs from its default, as validation would record it
+            fields["incomplete"] = True
+        return agent_run(fields)
 
     def _partial(self, node: ClassifiedSpan) -> bool:
         """Whether a model response lists only some of the calls it issued (`IssuedCalls.partial`): read again
