@@ -19,6 +19,7 @@ On a provider the application gave, the SDK's instruments are used as before.
 from __future__ import annotations
 
 import bisect
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -63,8 +64,8 @@ class _Point:
         self.counts = [0] * buckets
         self.count = 0
         self.sum = 0.0
-        self.min = float("inf")
-        self.max = float("-inf")
+        self.min = math.inf
+        self.max = -math.inf
         self.start_ns = start_ns
 
     def add(self, index: int, value: float) -> None:
@@ -115,7 +116,7 @@ class HistogramTally:
     def record(self, name: str, value: float, attributes: Attributes) -> None:
         """One measurement of histogram `name` (one of `specs`), of a finite non-negative `value`, as the SDK's
         `Histogram.record` takes it (others are left out, as the SDK leaves them out with a warning)."""
-        if not 0.0 <= value < float("inf"):  # NaN fails both
+        if not 0.0 <= value < math.inf:  # NaN fails both
             return
         bounds = self._bounds[name]
         index = bisect.bisect_left(bounds, value)
