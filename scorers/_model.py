@@ -8,10 +8,13 @@ Inputs accept the spellings of the ecosystem (`toolName`, `tool`, `input`, `argu
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from toolscore.scorers._accel import compiled
 
 __all__ = [
     "AgentRun",
@@ -76,7 +79,7 @@ _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _new = object.__new__
 
 
-def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
+def python_unvalidated(cls: type[_M], values: dict[str, Any], fields_set: set[str]) -> _M:
     """An instance with its state set as validation sets it, from values already of their declared types.
 
     For the hot paths that build one model per call or per evaluation from values they produced
@@ -90,6 +93,13 @@ def _unvalidated(cls: type[_M], values: dict[str, Any], fields_set: set[str]) ->
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj
+
+
+_unvalidated: Callable[[type[_M], dict[str, Any], set[str]], _M] = (
+    python_unvalidated if compiled is None else compiled.unvalidated
+)
+"""`python_unvalidated`, compiled where the install built `_equal.c` (one C call instead of five Python ones:
+a built-in scorer makes one `Score` per evaluation, extraction one `ToolCall` per call; `tests/test_equal_accel.py`)."""
 
 
 class ToolCall(BaseModel):
@@ -287,13 +297,8 @@ class Score(BaseModel):
         a fifth of the cost; this sets the instance state exactly as `model_construct` would, at
         a third of its cost. `tests/test_model.py` checks it equals the validated construction.
         """
-        # `_unvalidated`, written out: this runs once per evaluation, and a call costs as much as a step.
-        obj = _new(cls)
-        _set_dict(obj, {"name": name, "value": value, "label": label, "explanation": explanation, "details": details})
-        _set_fields_set(obj, set(_SCORE_FIELDS))
-        _set_extra(obj, None)
-        _set_private(obj, None)
-        return obj
+        values = {"name": name, "value": value, "label": label, "explanation": explanation, "details": details}
+        return _unvalidated(cls, values, set(_SCORE_FIELDS))
 
     @property
     def ok(self) -> bool:

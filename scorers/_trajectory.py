@@ -13,14 +13,16 @@ from typing import Any, ClassVar, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 
 from toolscore.scorers._base import ScorerBase
-from toolscore.scorers._json_equality import ArgsTest
 from toolscore.scorers._matching import ArgsMatch, ExpectedCall, resolve_args_match
 from toolscore.scorers._model import AgentRun, Score, ToolCall
 from toolscore.scorers._trajectory_evalite import (
+    ExactPlan,
     PairTest,
     Taken,
     Verdict,
     args_key,
+    exact_plan,
+    exact_score,
     key_groups,
     name_only_pairs,
     peer_exact_args_test,
@@ -29,7 +31,6 @@ from toolscore.scorers._trajectory_evalite import (
     pop_pairing,
     rule_test,
     score_exact,
-    score_exact_args,
     score_flexible,
 )
 from toolscore.scorers._trajectory_order import order_mode, rule_pairing, strict_message_pairs
@@ -158,12 +159,22 @@ class Trajectory(ScorerBase):
         plan = _Plan(self, tuple(tests), ruled=any(rule is not None for rule in rules))
         if self.mode == "exact" and self.expected and not plan.ruled:
             args_tests = [peer_exact_args_test(call) for call in self.expected]
-            if None not in args_tests:
-                plan.args_tests = tuple(args_tests)  # type: ignore[arg-type]  # no None, checked above
+            tests_of_args = tuple(test for test in args_tests if test is not None)
+            if len(tests_of_args) == len(args_tests):
+                plan.exact = exact_plan(
+                    plan.names,
+                    tests_of_args,
+                    plan.weights,
+                    plan.memo,
+                    scorer_name=self._scorer_name,
+                    threshold=self._threshold,
+                )
         self._plan = plan
 
     def _score(self, run: AgentRun) -> Score:
         plan: _Plan = self.__pydantic_private__["_plan"]  # type: ignore[index]  # skips pydantic's __getattr__
+        if plan.exact is not None and run.calls:  # exact mode's common case, in one step
+            return exact_score(plan.exact, run.calls)
         return self._result(*plan.verdict(run.calls))
 
     def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
@@ -184,7 +195,7 @@ class _Plan:
     Derived data only: any two plans compare equal, so scorer equality is decided by the fields.
     """
 
-    __slots__ = ("args_tests", "by_name", "expected", "groups", "memo", "mode", "names", "ruled", "tests", "weights")
+    __slots__ = ("by_name", "exact", "expected", "groups", "memo", "mode", "names", "ruled", "tests", "weights")
 
     def __init__(self, scorer: Trajectory, tests: tuple[PairTest, ...], *, ruled: bool) -> None:
         self.mode = scorer.mode
@@ -201,7 +212,7 @@ class _Plan:
         penalty = w.wrong_penalty if self.mode == "exact" else w.extra_penalty
         self.weights = (w.name_only or 0.0, penalty or 0.0)  # JavaScript: null * x == 0
         self.memo: dict[Any, tuple[float, str]] = {}
-        self.args_tests: tuple[ArgsTest, ...] | None = None
+        self.exact: ExactPlan | None = None
         """Exact mode with expected calls and no rules, when every expected call's test reads `args` alone."""
 
     def __eq__(self, other: object) -> bool:
@@ -210,8 +221,6 @@ class _Plan:
     __hash__ = None  # type: ignore[assignment]
 
     def verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
-        if self.args_tests is not None and actual:  # exact mode's common case, checked first
-            return score_exact_args(self.names, self.args_tests, actual, self.weights, self.memo)
         mode = self.mode
         if mode not in _PEER_MODES:
             return order_mode(mode, self.expected, self.by_name, self.tests, actual)

@@ -1,6 +1,7 @@
 """The scorers' compiled equality (`scorers/_equal.c`) answers exactly as the pure-Python functions do.
 
-`python_json_equal`, `python_freeze` and `python_exact_counts` are the reference. The compiled module is asked
+`python_json_equal`, `python_freeze`, `python_exact_counts`, `python_exact_score` and `python_unvalidated` are the
+reference. The compiled module is asked
 for with an empty environment, so these tests hold it to them under `make test-oldest` (`TOOLSCORE_PURE_PYTHON`)
 too, where the scorers themselves run on the Python paths. Documents: the matching tests' look-alikes (a bool for
 a 1, -0.0 for 0, ...), NaN, tuples, values of other types, and hostile ones (an `__eq__` that raises, or empties
@@ -20,10 +21,17 @@ import pytest
 
 from tests.accel_checks import bytes_kept, outcome
 from tests.test_matching import _mutate, _random_json
-from toolscore.scorers import ToolCall
+from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
 from toolscore.scorers._accel import PURE_PYTHON_ENV, load
 from toolscore.scorers._json_equality import equality_plan, guarded_equality, python_json_equal
-from toolscore.scorers._trajectory_evalite import peer_exact_args_test, python_exact_counts, python_freeze
+from toolscore.scorers._model import python_unvalidated
+from toolscore.scorers._trajectory_evalite import (
+    exact_plan,
+    peer_exact_args_test,
+    python_exact_counts,
+    python_exact_score,
+    python_freeze,
+)
 
 _compiled = load({})
 
@@ -253,6 +261,97 @@ def test_exact_counts_read_attributes_a_class_computes() -> None:
     assert python_exact_counts(("a", "a"), tests, (Computed(), Computed())) == (1, 1, 0)  # type: ignore[arg-type]
 
 
+def _state(score: Any) -> tuple[Any, ...]:
+    """Everything a model instance holds, its type and the order of its values' keys included."""
+    return (
+        type(score),
+        list(score.__dict__.items()),
+        score.__pydantic_fields_set__,
+        score.__pydantic_extra__,
+        score.__pydantic_private__,
+    )
+
+
+def test_exact_score_gives_the_python_score() -> None:
+    """Value, label, explanation and details (their key order too), on the memo's first sight of the counts and
+    after, for thresholds either side of the value, runs shorter and longer than the expectation."""
+    rng = random.Random(47)
+    plans = 0
+    for _ in range(800):
+        expected = _calls(rng, rng.randint(1, 6))
+        tests = tuple(peer_exact_args_test(call) for call in expected)
+        if None in tests:
+            continue
+        plans += 1
+        names = tuple(call.name for call in expected)
+        weights = (rng.choice((0.5, 0.0, 2.0, -1.5)), rng.choice((0.25, 0.0, 1.0)))
+        threshold = rng.choice((0.0, 0.4, 0.5, 1.0))
+        memos: tuple[dict[Any, Any], dict[Any, Any]] = ({}, {})
+        plans_ = [
+            exact_plan(names, tests, weights, memo, scorer_name="trajectory", threshold=threshold) for memo in memos
+        ]
+        actual = tuple(rng.sample(expected, len(expected))) + _calls(rng, rng.randint(0, 3))
+        for cut in (actual, actual[: len(actual) // 2 or 1], actual[:1]):
+            for _ in range(2):  # a miss, then a hit
+                ours = _module().exact_score(plans_[0], cut)
+                theirs = python_exact_score(plans_[1], cut)
+                assert _state(ours) == _state(theirs), (expected, cut)
+                assert ours.label == ("pass" if ours.value >= threshold else "fail")
+        assert memos[0] == memos[1]
+    assert plans > 300
+
+
+def test_exact_score_is_what_the_scorer_returns_by_its_general_path() -> None:
+    """The one-step path equals the scorer's own verdict and `_result` (the path of calls with rules)."""
+    calls = [{"name": "a", "args": {"x": 1}}, {"name": "b", "args": {"y": [1, 2]}}, {"name": "a"}]
+    scorer = Trajectory(expected=calls, threshold=0.5)
+    plan = scorer.__pydantic_private__["_plan"]  # type: ignore[index]
+    assert plan.exact is not None
+    for actual in ([calls[1], calls[0]], calls, calls + calls, [{"name": "c"}]):
+        run = AgentRun.model_validate({"calls": actual})
+        fast = scorer.score(run)
+        general = scorer._result(*plan.verdict(run.calls))
+        assert _state(fast) == _state(general)
+        assert fast == Score.model_validate(fast.model_dump())
+
+
+def test_exact_score_raises_what_a_test_raises_and_refuses_other_plans() -> None:
+    call = ToolCall(name="a", args={"x": 1})
+
+    def fails(args: object) -> bool:
+        raise KeyError("test failed")
+
+    plan = exact_plan(("a",), (fails,), (0.5, 0.25), {}, scorer_name="t", threshold=1.0)  # type: ignore[arg-type]
+    with pytest.raises(KeyError, match="test failed"):
+        _module().exact_score(plan, (call,))
+    with pytest.raises(TypeError, match="exact_plan's"):
+        _module().exact_score(plan[:9], (call,))
+    with pytest.raises(TypeError, match="exact_plan's"):
+        _module().exact_score((*plan[:6], dict, *plan[7:]), (call,))  # not a pydantic model
+    with pytest.raises(TypeError, match="2 arguments"):
+        _module().exact_score(plan)
+
+    def no_pair(*args: object) -> object:
+        return "not a pair"
+
+    passing = exact_plan(("a",), (bool,), (0.5, 0.25), {}, scorer_name="t", threshold=1.0)
+    with pytest.raises(TypeError, match="no \\(value, explanation\\) pair"):
+        _module().exact_score((*passing[:5], no_pair, *passing[6:]), (call,))
+
+
+def test_unvalidated_builds_what_the_python_function_builds() -> None:
+    values = {"name": "a", "args": {"x": 1}, "call_id": "c1"}
+    ours = _module().unvalidated(ToolCall, dict(values), {"name", "args", "call_id"})
+    theirs = python_unvalidated(ToolCall, dict(values), {"name", "args", "call_id"})
+    assert _state(ours) == _state(theirs)
+    with pytest.raises(TypeError, match="BaseModel subclass"):
+        _module().unvalidated(dict, {}, set())
+    with pytest.raises(TypeError, match="dict of values and a set"):
+        _module().unvalidated(ToolCall, {}, frozenset())
+    with pytest.raises(TypeError, match="3 arguments"):
+        _module().unvalidated(ToolCall, {})
+
+
 def test_exact_counts_take_three_tuples() -> None:
     call = ToolCall(name="a")
     with pytest.raises(TypeError, match="three tuples"):
@@ -330,6 +429,9 @@ def test_the_compiled_functions_keep_no_memory_on_any_path() -> None:
     def fails(args: object) -> bool:
         raise KeyError(args)
 
+    plan = exact_plan(("a", "b"), tests, (0.5, 0.25), {}, scorer_name="t", threshold=1.0)
+    failing = exact_plan(("a",), (fails,), (0.5, 0.25), {}, scorer_name="t", threshold=1.0)
+
     def work() -> None:
         for a in docs:
             for b in docs:
@@ -338,6 +440,10 @@ def test_the_compiled_functions_keep_no_memory_on_any_path() -> None:
         outcome(_module().json_equal, {"k": _Raises()}, {"k": _Raises()})
         assert _module().exact_counts(("a", "b"), tests, calls) == (2, 0, 0)
         outcome(_module().exact_counts, ("a",), (fails,), calls)
+        assert _module().exact_score(plan, calls).value == 1.0
+        outcome(_module().exact_score, failing, calls)
+        outcome(_module().exact_score, plan[:3], calls)
+        _module().unvalidated(ToolCall, {"name": "a"}, {"name"})
 
     grown = bytes_kept(work, 2000, warm_up=100)
     assert grown < 10_000, grown  # one object kept per call would be ~100 KB

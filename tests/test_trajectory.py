@@ -15,12 +15,13 @@ from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
 from toolscore.scorers._json_equality import json_equal
 from toolscore.scorers._trajectory_evalite import (
     args_key,
+    exact_plan,
+    exact_score,
     key_groups,
     peer_exact_args_test,
     peer_exact_test,
     pop_pairing,
     score_exact,
-    score_exact_args,
 )
 
 ORDER_MODES = ("strict", "unordered", "subset", "superset")
@@ -144,7 +145,7 @@ def _evalite_exact(expected: ToolCall, actual: ToolCall) -> bool:
 
 
 def test_exact_mode_scores_by_args_alone_exactly_as_by_the_whole_call() -> None:
-    """The exact-mode path that tests `args` alone (`score_exact_args`) agrees with the per-call tests and with
+    """The exact-mode path that tests `args` alone (`exact_score`) agrees with the per-call tests and with
     Evalite's rule written plainly."""
     rng = random.Random(29)
     plans = 0
@@ -160,8 +161,10 @@ def test_exact_mode_scores_by_args_alone_exactly_as_by_the_whole_call() -> None:
         names, weights = tuple(call.name for call in calls), (0.5, 0.25)
         oracle = [lambda got, want=call: _evalite_exact(want, got) for call in calls]
         whole = score_exact(names, [peer_exact_test(call) for call in calls], actual, weights, {})
-        alone = score_exact_args(names, tuple(args_tests), tuple(actual), weights, {})  # type: ignore[arg-type]
-        assert alone == whole == score_exact(names, oracle, actual, weights, {}), (expected, actual)
+        plan = exact_plan(names, tuple(args_tests), weights, {}, scorer_name="trajectory", threshold=1.0)  # type: ignore[arg-type]
+        alone = exact_score(plan, tuple(actual))
+        assert (alone.value, alone.explanation, alone.details) == whole, (expected, actual)
+        assert whole == score_exact(names, oracle, actual, weights, {}), (expected, actual)
     assert plans > 300
 
 
