@@ -14,7 +14,7 @@ import pytest
 from toolscore.collector.extract import EXTRACTORS, ExtractConfig, Extractor, ExtractStats, rebuild_runs
 from toolscore.scorers import AgentRun
 
-from .test_extract_support import Traces, genai_run, genai_tool, hex_id
+from .test_extract_support import Traces, genai_chat, genai_run, genai_tool, hex_id
 
 OI = "openinference.instrumentation.openai_agents"
 KIND = "openinference.span.kind"
@@ -116,6 +116,90 @@ def test_openllmetry_langgraph_envelopes_unwrap_and_the_workflow_span_is_not_a_s
 
     assert (run.span_id, run.inferred) == (hex_id(root), False)
     assert _calls(run) == [("w", {"city": "Paris"}, "call_1", False)]
+
+
+LI = "opentelemetry.instrumentation.llamaindex"
+
+
+def _li_task(name: str = "BaseWorkflowAgent.task", **attrs: Any) -> dict[str, Any]:
+    return {"traceloop.span.kind": "task", "traceloop.entity.name": name, **attrs}
+
+
+def _li_call_tool(name: str, args: dict[str, Any], call_id: str | None, *, is_error: bool = False) -> dict[str, Any]:
+    """A call_tool step as OpenLLMetry's span handler writes it; `call_id` None: content capture off (no output)."""
+    attrs = _li_task(**{"tool.name": name, "tool.arguments": json.dumps(args)})
+    if call_id is not None:
+        output = {"tool_name": name, "tool_kwargs": args, "tool_id": call_id, "return_direct": False}
+        output["tool_output"] = {"tool_name": name, "raw_output": "done", "is_error": is_error}
+        attrs["traceloop.entity.output"] = json.dumps(output)
+    return attrs
+
+
+def test_openllmetry_llamaindex_call_tool_steps_are_calls_of_the_workflow_named_by_its_steps() -> None:
+    t = Traces()
+    root = t.span("FunctionAgent.workflow", {"traceloop.span.kind": "workflow"}, start=0, end=100, scope=LI)
+    init = {"traceloop.entity.output": json.dumps({"input": [], "current_agent_name": "weather_agent"})}
+    t.span("BaseWorkflowAgent.task", _li_task(**init), parent=root, start=1, scope=LI)
+    step = t.span("BaseWorkflowAgent.task", _li_task(), parent=root, start=2, end=5, scope=LI)
+    # an LLM class other than `OpenAI`: the span handler records the chat on its own task span
+    chat = genai_chat(("c_2", "w", {"city": "Rome"}), ("c_1", "w", {"city": "Atlantis"}))
+    t.span("OpenAILike.task", _li_task("OpenAILike.task", **chat), parent=step, start=3, scope=LI)
+    failed = _li_call_tool("w", {"city": "Atlantis"}, "c_1", is_error=True)
+    t.span("BaseWorkflowAgent.task", failed, parent=root, start=10, end=20, scope=LI)
+    tool = t.span(
+        "BaseWorkflowAgent.task", _li_call_tool("w", {"city": "Rome"}, "c_2"), parent=root, start=10, scope=LI
+    )
+    kwargs = {"traceloop.entity.input": json.dumps({"kwargs": {"city": "Rome", "ctx": "<Context object at 0x1>"}})}
+    t.span("FunctionTool.task", _li_task("FunctionTool.task", **kwargs), parent=tool, start=11, scope=LI)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert (run.span_id, run.inferred, run.agent_name, run.convention) == (
+        hex_id(root),
+        True,
+        "weather_agent",
+        "traceloop",
+    )
+    assert _calls(run) == [("w", {"city": "Rome"}, "c_2", False), ("w", {"city": "Atlantis"}, "c_1", True)]
+    assert not any(call.model_only for call in run.calls)
+
+
+def test_openllmetry_llamaindex_nested_run_and_capture_off() -> None:
+    """`run.task` (a workflow run under another LlamaIndex span) is a run of its own; without content capture a
+    call keeps the `tool.arguments` the handler always writes, with no id, and the run its class name."""
+    t = Traces()
+    root = t.span("FunctionAgent.workflow", {"traceloop.span.kind": "workflow"}, start=0, end=100, scope=LI)
+    outer = t.span(
+        "BaseWorkflowAgent.task",
+        _li_call_tool("expert", {"input": "Oslo?"}, None),
+        parent=root,
+        start=1,
+        end=90,
+        scope=LI,
+    )
+    function = t.span("FunctionTool.task", _li_task("FunctionTool.task"), parent=outer, start=2, end=89, scope=LI)
+    nested = t.span("run.task", _li_task("run.task"), parent=function, start=3, end=88, scope=LI)
+    named = {"traceloop.entity.output": json.dumps({"input": [], "current_agent_name": "weather_expert"})}
+    t.span("BaseWorkflowAgent.task", _li_task(**named), parent=nested, start=4, scope=LI)
+    t.span("BaseWorkflowAgent.task", _li_call_tool("w", {"city": "Oslo"}, "c_9"), parent=nested, start=5, scope=LI)
+
+    coordinator, expert = rebuild_runs(t.records())
+
+    assert (coordinator.agent_name, coordinator.inferred) == ("FunctionAgent", True)
+    assert _calls(coordinator) == [("expert", {"input": "Oslo?"}, None, False)]
+    assert (expert.span_id, expert.agent_name, expert.inferred) == (hex_id(nested), "weather_expert", False)
+    assert expert.parent_span_id == hex_id(root)
+    assert _calls(expert) == [("w", {"city": "Oslo"}, "c_9", False)]
+
+
+def test_openllmetry_llamaindex_root_span_without_tools_is_no_run() -> None:
+    """A query engine's query is a root `<Class>.workflow` span too: with no call and no model offered tools
+    below it, no run is inferred there."""
+    t = Traces()
+    root = t.span("RetrieverQueryEngine.workflow", {"traceloop.span.kind": "workflow"}, start=0, end=10, scope=LI)
+    t.span("openai.chat", genai_chat(), parent=root, start=1)
+
+    assert rebuild_runs(t.records()) == []
 
 
 def test_openllmetry_decorators_and_legacy_indexed_completions() -> None:

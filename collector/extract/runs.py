@@ -505,9 +505,20 @@ class _TraceRuns:
             current = above
 
     def _inferred_info(self, node: ClassifiedSpan) -> RunInfo:
-        """An inferred run's name: the agent a tool span it stands for delegates to, else its span's name."""
+        """An inferred run's name: the agent a tool span it stands for delegates to, else what the convention
+        that recognised its span says of it (`inferred_run`), else its span's name."""
         if node.role is _TOOL and isinstance(read := self._read(node), ToolRead) and read.delegates_to:
             return RunInfo(agent_name=read.delegates_to)
+        describe = getattr(node.extractor, "inferred_run", None) if node.role is Role.OTHER else None
+        if describe is not None:
+            try:
+                info = describe(node.span)
+            except Exception:  # a malformed span costs its own data only
+                _log.debug("%s could not describe span %s", node.extractor, node.span.span_id, exc_info=True)
+                info = None
+            if isinstance(info, RunInfo):
+                info.agent_name = info.agent_name or node.span.name
+                return info
         return RunInfo(agent_name=node.span.name)
 
     def _name_below(self, span: SpanRecord, named_below: Callable[[SpanRecord], str | None]) -> str | None:

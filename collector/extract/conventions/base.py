@@ -21,6 +21,11 @@ The run's tool catalog (`AgentRun.available_tools`, see `catalog`) comes from an
 of the tools offered (each a mapping or its JSON text, shapes in `catalog`). Both optional, like `gate`:
 an extractor without them adds no tools. A tool span's own description and schema ride on its
 `ToolRead` (`description`, `schema`), read with the rest of the span.
+
+A run inferred at a span that no convention marks as a run (see `runs`) is named after that span, unless
+the convention that recognised the span describes it: an optional `inferred_run(span)` returning a
+`RunInfo` (or None), asked only about spans it classified `Role.OTHER` that a run is inferred at (OpenLLMetry's
+LlamaIndex root `<Class>.workflow` span, which is a workflow's run or any other top-level LlamaIndex call).
 """
 
 from __future__ import annotations

@@ -7,6 +7,15 @@ the callback's `{"input_str", "inputs", "kwargs": {"tool_call_id"}, ...}`. Both 
 to extraction with its unwrapper (`ToolRead.unwrap`) rather than decoded here: only extraction knows
 `max_args_bytes`, and an envelope over it is kept as raw text, cut, like any other oversized arguments,
 instead of being decoded whole first.
+
+OpenLLMetry's LlamaIndex instrumentation (scope `opentelemetry.instrumentation.llamaindex`, >= 0.10.20 of
+llama-index-core) is a LlamaIndex span handler: every span LlamaIndex's dispatcher opens becomes an entity
+span, `workflow` when it has no LlamaIndex parent and `task` below (`dispatcher_wrapper.py`
+`OpenLLMetrySpanHandler.new_span`). It never writes `tool` or `agent`, so its spans are read by their own
+rules (`_llamaindex_role`): a workflow's `call_tool` step is the tool call, a nested workflow run
+(`run.task`) a run, the root `workflow` span the place a run is inferred at (`inferred_run`), since a
+workflow's run and any other top-level LlamaIndex call (a query engine's query) both give
+`<Class>.workflow` there.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from toolscore.collector.extract.conventions.common import (
     genai_issued_calls,
     indexed_issued_calls,
     json_list,
+    load_json,
     message_text,
     string,
 )
@@ -47,6 +57,24 @@ __all__ = ["TraceloopExtractor"]
 #   v0.5x  gen_ai.output.messages (GenAI JSON parts)
 #   tools offered: llm.request.functions.<i>.name | description | parameters (JSON text), or
 #          gen_ai.tool.definitions
+# --- LlamaIndex (scope opentelemetry.instrumentation.llamaindex, dispatcher_wrapper.py) -------------------
+# span names     `<Class>.workflow` (no LlamaIndex parent), `<Class>.task` (a step: the class that defines it,
+#                `BaseWorkflowAgent.task`, the method is not in the name), `run.task` (a workflow's run under
+#                another LlamaIndex span: the only span entered with a Workflow instance, so the only one
+#                named after its method); traceloop.entity.name = the span name
+# call_tool step task span with tool.name, tool.arguments (JSON of the model's tool_kwargs; written with or
+#                without content capture): a tool call, the model's arguments (no injected `ctx`);
+#                traceloop.entity.output = ToolCallResult JSON {tool_name, tool_kwargs, tool_id (the call id),
+#                tool_output: {..., raw_output, is_error}, return_direct} (content capture only). A tool that
+#                raised is is_error true (LlamaIndex answers the model with the error text; the tool's own
+#                `FunctionTool.task` span is never ended, so never exported); so is a tool the agent was not
+#                offered ("Tool <name> not found", no tool span under the step)
+# FunctionTool.task  the tool's own `acall` under its call_tool step, entity.input {"kwargs": {...}}: OTHER
+# run            `run.task`: a run; a root `workflow` span: OTHER, a run inferred there is named by its steps
+# agent name     the steps' traceloop.entity.output: top-level "current_agent_name" (init_run's AgentInput,
+#                setup_agent's AgentSetup, run_agent_step / parse_agent_output's AgentOutput)
+# LLM            a task span with gen_ai.operation.name=chat (an LLM class other than `OpenAI`, whose calls
+#                are left to opentelemetry-instrumentation-openai's `openai.chat` spans): gen_ai.output.messages
 
 KIND: Final = "traceloop.span.kind"
 ENTITY_NAME: Final = "traceloop.entity.name"
@@ -55,10 +83,65 @@ ENTITY_OUTPUT: Final = "traceloop.entity.output"
 REQUEST_TYPE: Final = "llm.request.type"
 FUNCTIONS: Final = "llm.request.functions"
 TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+LLAMAINDEX_SCOPE: Final = "opentelemetry.instrumentation.llamaindex"
+LLAMAINDEX_TOOL_NAME: Final = "tool.name"
+LLAMAINDEX_TOOL_ARGS: Final = "tool.arguments"
+LLAMAINDEX_NESTED_RUN: Final = "run.task"
+"""A workflow's run under another LlamaIndex span (`f"{method_name}.{kind}"` for a Workflow instance)."""
+_WORKFLOW_SUFFIX: Final = ".workflow"
+_CURRENT_AGENT: Final = '"current_agent_name"'
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return next((attrs[key] for key in keys if key in attrs), None)
+
+
+def _llamaindex_role(span: SpanRecord, kind: Any) -> Role:
+    """A LlamaIndex dispatcher span's role: the `call_tool` step (it alone carries `tool.name`) is a tool
+    call, `run.task` a nested workflow run, a task span that records a chat call (`gen_ai.operation.name`)
+    a model response; every other span (the root `workflow` span included) is OTHER."""
+    attrs = span.attributes
+    if LLAMAINDEX_TOOL_NAME in attrs:
+        return Role.TOOL
+    if kind == "task" and span.name == LLAMAINDEX_NESTED_RUN:
+        return Role.RUN
+    if attrs.get("gen_ai.operation.name") == "chat":
+        return Role.LLM
+    return Role.OTHER
+
+
+def _llamaindex_tool(span: SpanRecord) -> ToolRead:
+    """A `call_tool` step's call: `tool.name`, `tool.arguments`; the call id, result and outcome from its
+    ToolCallResult output (`tool_id`, `tool_output`, `tool_output.is_error`)."""
+    attrs = span.attributes
+    output = load_json(attrs.get(ENTITY_OUTPUT))
+    output = output if isinstance(output, Mapping) else {}
+    tool_output = output.get("tool_output")
+    tool_output = tool_output if isinstance(tool_output, Mapping) else {}
+    args = attrs.get(LLAMAINDEX_TOOL_ARGS, output.get("tool_kwargs", NOT_CAPTURED))
+    call_id = output.get("tool_id")
+    error, error_type = error_of(span, failed=tool_output.get("is_error") is True)
+    return ToolRead(
+        name=string(attrs, LLAMAINDEX_TOOL_NAME) or span.name,
+        args=NOT_CAPTURED if args is None else args,
+        call_id=call_id if isinstance(call_id, str) and call_id else None,
+        result=tool_output.get("raw_output", tool_output.get("content")) if tool_output else None,
+        error=error,
+        error_type=error_type,
+        description=attrs.get("tool.description"),
+    )
+
+
+def _llamaindex_agent(span: SpanRecord) -> str | None:
+    """The agent a LlamaIndex agent workflow's step works for: the top-level `current_agent_name` of the step's
+    output event (AgentInput, AgentSetup, AgentOutput, as JSON); the first step that has it, in start order,
+    names the agent the workflow started with (its root agent)."""
+    output = span.attributes.get(ENTITY_OUTPUT)
+    if not isinstance(output, str) or _CURRENT_AGENT not in output:
+        return None
+    decoded = load_json(output)
+    name = decoded.get("current_agent_name") if isinstance(decoded, Mapping) else None
+    return name if isinstance(name, str) and name else None
 
 
 class TraceloopExtractor:
@@ -79,6 +162,8 @@ class TraceloopExtractor:
         if kind is None:
             request_type = attrs.get(REQUEST_TYPE)
             return Role.LLM if request_type in ("chat", "completion") else None
+        if span.scope == LLAMAINDEX_SCOPE:
+            return _llamaindex_role(span, kind)
         if kind == "tool":
             return Role.TOOL
         if kind == "agent":
@@ -87,6 +172,10 @@ class TraceloopExtractor:
 
     def read(self, span: SpanRecord, role: Role) -> Read:
         attrs = span.attributes
+        if span.scope == LLAMAINDEX_SCOPE and role is not Role.LLM:
+            if role is Role.TOOL:
+                return _llamaindex_tool(span)
+            return RunInfo(agent_name=string(attrs, ENTITY_NAME), named_below=_llamaindex_agent)
         if role is Role.TOOL:
             raw = _first(attrs, (*ARGS_KEYS, ENTITY_INPUT))
             error, error_type = error_of(span)
@@ -109,6 +198,14 @@ class TraceloopExtractor:
         if "gen_ai.output.messages" in attrs:
             return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
         return IssuedCalls(indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments")))
+
+    def inferred_run(self, span: SpanRecord) -> RunInfo | None:
+        """A run inferred at a LlamaIndex root `<Class>.workflow` span: named by its steps (`current_agent_name`),
+        else after the class."""
+        if span.scope != LLAMAINDEX_SCOPE or span.attributes.get(KIND) != "workflow":
+            return None
+        name = span.name[: -len(_WORKFLOW_SUFFIX)] if span.name.endswith(_WORKFLOW_SUFFIX) else span.name
+        return RunInfo(agent_name=name or None, named_below=_llamaindex_agent)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """`llm.request.functions.<i>.*` (the legacy flattened request), or `gen_ai.tool.definitions`."""
