@@ -301,6 +301,85 @@ def test_vercel_ai_keeps_the_parsed_input_without_the_model_text_of_that_call(to
     assert [c for c in _calls(result) if c[2] == "c1"] == [("get_weather", PARSED, "c1", False)]
 
 
+def _vercel_steps(operation: str, steps: list[tuple[Any, Any]]) -> Traces:
+    """A Vercel AI SDK run of model steps only, each `(ai.response.toolCalls, ai.prompt.messages)` (None: absent),
+    offered `get_weather` (`ai.prompt.tools`); no `ai.toolCall` span (the SDK ran no tool)."""
+    t = Traces()
+    run = t.span(operation, {"ai.operationId": operation, "ai.telemetry.functionId": "w"}, start=0, end=100, scope="ai")
+    model_op = f"{operation}.doGenerate" if operation == "ai.generateText" else f"{operation}.doStream"
+    offered = [json.dumps({"type": "function", "name": "get_weather", "inputSchema": {"type": "object"}})]
+    for start, (tool_calls, messages) in enumerate(steps, start=1):
+        attrs: dict[str, Any] = {"ai.operationId": model_op, "ai.prompt.tools": offered}
+        if tool_calls is not None:
+            attrs["ai.response.toolCalls"] = json.dumps(tool_calls)
+        if messages is not None:
+            attrs["ai.prompt.messages"] = json.dumps(messages)
+        t.span(model_op, attrs, parent=run, start=start * 10, end=start * 10 + 5, scope="ai")
+    return t
+
+
+def _answered(output: dict[str, Any]) -> list[dict[str, Any]]:
+    """The later step's prompt: the user's request, the model's call c1, the SDK's answer for it (`tool-result`)."""
+    call = {"type": "tool-call", "toolCallId": "c1", "toolName": "get_weather", "input": {"town": "Paris"}}
+    answer = {"type": "tool-result", "toolCallId": "c1", "toolName": "get_weather", **output}
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+        {"role": "assistant", "content": [call]},
+        {"role": "tool", "content": [answer]},
+    ]
+
+
+def test_vercel_ai_a_streamed_call_the_sdk_refused_is_a_failed_model_only_call() -> None:
+    # streamText's step lists a call whose input failed the tool's schema as `invalid`, with the error (ai@5+
+    # parseToolCall): no `ai.toolCall` span, and no later step when the loop stops there.
+    error = {"name": "AI_InvalidToolInputError", "cause": {"name": "AI_TypeValidationError"}, "toolName": "get_weather"}
+    refused = {"type": "tool-call", "toolCallId": "c1", "toolName": "get_weather", "input": {"town": "Paris"}}
+    t = _vercel_steps("ai.streamText", [([{**refused, "dynamic": True, "invalid": True, "error": error}], None)])
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.call_id, c.model_only, c.error, c.error_type) for c in result.calls] == [
+        ("get_weather", "c1", True, True, "AI_InvalidToolInputError")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("output", "failed", "error_type", "result"),
+    [
+        # ai@5+: what the SDK answered the model says whether the call failed (LanguageModelV2/V3ToolResultOutput)
+        ({"output": {"type": "error-text", "value": "Invalid input"}}, True, "_OTHER", "Invalid input"),
+        ({"output": {"type": "error-json", "value": {"code": 1}}}, True, "_OTHER", '{"code": 1}'),
+        ({"output": {"type": "execution-denied", "reason": "no"}}, True, "execution-denied", "no"),
+        ({"output": {"type": "text", "value": "Error 404 is a city"}}, False, None, "Error 404 is a city"),
+        ({"output": {"type": "json", "value": {"t": 21}}}, False, None, '{"t": 21}'),
+        # ai@4: `result` and `isError`
+        ({"result": "boom", "isError": True}, True, "_OTHER", "boom"),
+        ({"result": "21C"}, False, None, "21C"),
+    ],
+)
+def test_vercel_ai_a_model_only_call_takes_its_outcome_from_the_later_steps_tool_result(
+    output: dict[str, Any], failed: bool, error_type: str | None, result: str
+) -> None:
+    # generateText's step lists the provider's calls as they came (no `invalid` flag): the next step's
+    # ai.prompt.messages holds the SDK's answer for the call no tool ran.
+    issued = [{"toolCallId": "c1", "toolName": "get_weather", "input": '{"town": "Paris"}'}]
+    t = _vercel_steps("ai.generateText", [(issued, None), (None, _answered(output))])
+
+    (call,) = rebuild_runs(t.records())[0].calls
+
+    assert (call.model_only, call.args, call.error, call.error_type) == (True, {"town": "Paris"}, failed, error_type)
+    assert call.result == result
+
+
+def test_vercel_ai_a_model_only_call_nobody_answered_is_no_failure() -> None:
+    issued = [{"toolCallId": "c1", "toolName": "get_weather", "input": '{"city": "Paris"}'}]
+    t = _vercel_steps("ai.generateText", [(issued, None)])
+
+    (call,) = rebuild_runs(t.records())[0].calls
+
+    assert (call.model_only, call.error, call.error_type, call.result) == (True, False, None, None)
+
+
 def test_pydantic_ai_v2_names_and_output_functions() -> None:
     t = Traces()
     events = json.dumps([{"event.name": "gen_ai.user.message", "role": "user", "content": "Weather?"}])

@@ -44,6 +44,7 @@ from typing import Any
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
+from toolscore.collector.extract.conventions.vercel_ai import PROMPT_MESSAGES, tool_results
 from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
 from toolscore.collector.sources.log_events import BODY_KEY
@@ -134,7 +135,13 @@ def model_only_calls(
             if not (name and isinstance(name, str)):
                 stats.skip("model_call_without_name")
                 continue
-            read = ToolRead(name=name, args=issued.args, call_id=call_id if isinstance(call_id, str) else None)
+            read = ToolRead(
+                name=name,
+                args=issued.args,
+                call_id=call_id if isinstance(call_id, str) else None,
+                error=issued.error_type is not None,
+                error_type=issued.error_type,
+            )
             found.append(PendingCall(span, read, issued, span_id, index, model_only=True))
     return found
 
@@ -154,8 +161,8 @@ def build_model_call(
         "args_state": state,
         "result": None,
         "call_id": call_id,
-        "error": False,
-        "error_type": None,
+        "error": read.error,
+        "error_type": read.error_type,
         "start_ns": None,
         "end_ns": None,
         "span_id": None,
@@ -164,13 +171,18 @@ def build_model_call(
         "final": False,
         "model_only": True,
     }
+    given = _MODEL_FIELDS if message is None else _MODEL_FIELDS_IN_MESSAGE
+    if read.error:
+        given = given | _ERROR_FIELDS
     if type(name) is str and (call_id is None or type(call_id) is str):  # as `build_call`: see there
-        return ToolCall.trusted(fields, _MODEL_FIELDS if message is None else _MODEL_FIELDS_IN_MESSAGE)
-    return ToolCall(**{key: fields[key] for key in (_MODEL_FIELDS if message is None else _MODEL_FIELDS_IN_MESSAGE)})
+        return ToolCall.trusted(fields, given)
+    return ToolCall(**{key: fields[key] for key in given})
 
 
 _MODEL_FIELDS = frozenset(("name", "args", "args_state", "call_id", "model_only"))
 """The fields `build_model_call` gives; the others keep their defaults, unset as validation leaves them."""
+_ERROR_FIELDS = frozenset(("error", "error_type"))
+"""Given too when the response that issued the call says the framework refused it (`IssuedCall.error_type`)."""
 _MODEL_FIELDS_IN_MESSAGE = _MODEL_FIELDS | {"message_index"}
 
 
@@ -183,10 +195,12 @@ def with_outcomes(
     """`calls` with each model-only call's outcome, which no tool span records: a call of a tool the model was not
     offered failed (the framework has no such tool: `unknown_tool`); so did one whose step failed (`step_errors`,
     aligned with `calls`: the error type of the span around the model response that issued it, when that span
-    is no run span and ended in error, as smolagents' step does when it refuses a call's arguments); else its
+    is no run span and ended in error, as smolagents' step does when it refuses a call's arguments), and one the
+    response that issued it says the framework refused (`IssuedCall.error_type`, already on the call); else its
     result is what the agent answered the model with, from a later model request's tool message for its call
-    id, and a result that starts with "Error" (how frameworks and hand-written loops report a failed tool to the
-    model) failed.
+    id, and it failed when that message says so (the Vercel AI SDK's `error-text`/`error-json`/`execution-denied`
+    outputs) or, when the message does not say, when the result starts with "Error" (how frameworks and
+    hand-written loops report a failed tool to the model).
 
     Only model-only calls change, and only when the run has one: the rest of the run is left as it is.
     """
@@ -200,26 +214,42 @@ def with_outcomes(
 
 
 def _outcome(
-    call: ToolCall, offered: AbstractSet[str], responses: Mapping[str, str], step_error: str | None
+    call: ToolCall, offered: AbstractSet[str], responses: Mapping[str, ToolResponse], step_error: str | None
 ) -> ToolCall:
     if offered and call.name not in offered:
         return call.model_copy(update={"error": True, "error_type": "unknown_tool"})
     if step_error is not None:
         return call.model_copy(update={"error": True, "error_type": step_error})
-    text = responses.get(call.call_id) if call.call_id is not None else None
-    if text is None:
+    response = responses.get(call.call_id) if call.call_id is not None else None
+    if response is None:
         return call
-    failed = text.lstrip()[:5].lower() == "error"
-    return call.model_copy(update={"result": text, "error": failed, "error_type": ERROR_TYPE_OTHER if failed else None})
+    result, failed, error_type = response
+    if call.error:  # the response that issued it said the framework refused it: that error stands
+        return call.model_copy(update={"result": result})
+    if failed is None:
+        failed = isinstance(result, str) and result.lstrip()[:5].lower() == "error"
+    error_type = (error_type or ERROR_TYPE_OTHER) if failed else None
+    return call.model_copy(update={"result": result, "error": failed, "error_type": error_type})
 
 
-def tool_responses(models: list[SpanRecord]) -> dict[str, str]:
+ToolResponse = tuple[Any, bool | None, str | None]
+"""What the agent answered the model for one call: the result, whether the call failed (None: the message does not
+say, and a result that starts with "Error" failed) and the error's type when it says."""
+
+
+def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
     """Tool results the agent sent back to the model, by call id, from the model spans' input messages: GenAI
     `tool_call_response` parts (`gen_ai.input.messages`, or a `gen_ai.tool.message` event), OpenInference
-    `llm.input_messages.<i>.message` of role `tool`."""
-    found: dict[str, str] = {}
+    `llm.input_messages.<i>.message` of role `tool`, the Vercel AI SDK's `ai.prompt.messages` (its `tool-result`
+    parts say themselves whether the call failed: `vercel_ai.tool_results`)."""
+    found: dict[str, ToolResponse] = {}
     for span in models:
         attrs = span.attributes
+        prompt = attrs.get(PROMPT_MESSAGES)
+        if prompt is not None:
+            for call_id, result, failed, error_type in tool_results(prompt):
+                if call_id not in found:
+                    found[call_id] = (result, failed, error_type)
         messages = load_json(attrs.get("gen_ai.input.messages"))
         for message in messages if isinstance(messages, list) else ():
             parts = message.get("parts") if isinstance(message, Mapping) else None
@@ -245,6 +275,6 @@ _MAX_MESSAGES = 256
 """Input messages read per model span, as the flattened attributes are probed one index after another."""
 
 
-def _keep(found: dict[str, str], call_id: Any, text: Any) -> None:
+def _keep(found: dict[str, ToolResponse], call_id: Any, text: Any) -> None:
     if isinstance(call_id, str) and call_id and call_id not in found:
-        found[call_id] = text if isinstance(text, str) else json.dumps(text, default=str)
+        found[call_id] = (text if isinstance(text, str) else json.dumps(text, default=str), None, None)

@@ -1,21 +1,23 @@
-"""The Vercel AI SDK capture, shared by vercel-ai-v4/capture.py and vercel-ai-v5/capture.py.
+"""The Vercel AI SDK capture, shared by the vercel-ai-v4, -v5 and -v6 folders' capture.py.
 
-Each folder's capture.py names its folder and the scenarios it streams, sends to the Responses API or
-leaves out, and calls `main`; the folder's capture.mjs and package.json pin the SDK version.
+Each folder's capture.py names its folder and the scenarios it streams, sends to the Responses API, plays
+through a `ToolLoopAgent` or leaves out, and calls `main`; the folder's package.json pins the SDK version
+and its capture.mjs passes those packages to the shared ../vercel_ai_capture.mjs, which plays the spec.
 
 For each scenario this starts the kit's scripted OpenAI server and an OTLP/HTTP receiver on
 127.0.0.1 (`POST /v1/traces`, `application/x-protobuf`: what a Collector's OTLP receiver gets), writes
-a spec for `capture.mjs` (server URL, receiver URL, agents, API and call mode), runs it with node, and
-turns the export requests the receiver got into tests/testdata/traces/<folder>/<scenario>.pb/.json (the
-requests merged into one `ExportTraceServiceRequest`, in arrival order; only the folder's absolute
+a spec for `capture.mjs` (server URL, receiver URL, agents, API, call mode and runner), runs it with node,
+and turns the export requests the receiver got into tests/testdata/traces/<folder>/<scenario>.pb/.json
+(the requests merged into one `ExportTraceServiceRequest`, in arrival order; only the folder's absolute
 path in exception stack traces is replaced by `capture-js`) and the truth, built from the script and
 checked against the arguments the JavaScript tool functions received (`recorded`). <folder> is the
-capture script's folder name (`vercel-ai-v4`, `vercel-ai-v5`).
+capture script's folder name (`vercel-ai-v4`, `vercel-ai-v5`, `vercel-ai-v6`).
 
 Each agent's run is one `generateText` / `streamText` call with `experimental_telemetry: { isEnabled:
-true, functionId: <agent name> }`: its run span is `ai.generateText` / `ai.streamText` with
-`ai.telemetry.functionId` = the agent's name. An agent used as a tool is a tool whose `execute` runs the
-sub-agent's own `generateText`.
+true, functionId: <agent name> }` (or, for the `agent` scenarios, one `ToolLoopAgent.generate` /
+`.stream` call of an agent built with that telemetry setting, which calls `generateText` / `streamText`
+itself): its run span is `ai.generateText` / `ai.streamText` with `ai.telemetry.functionId` = the
+agent's name. An agent used as a tool is a tool whose `execute` runs the sub-agent's own run.
 """
 
 from __future__ import annotations
@@ -56,11 +58,15 @@ class VercelCapture:
     """The scenarios whose model is openai.responses(); the others' is openai.chat()."""
     unsupported: Collection[str] = ()
     """The scenarios the SDK version cannot play, left out when no scenario is named."""
+    agent: Collection[str] = ()
+    """The scenarios played through a `ToolLoopAgent` (ai@6+); the others call generateText/streamText."""
 
     def meta(self, name: str) -> dict[str, str]:
         v = package_versions(self.folder, PACKAGES)
         api = "Responses API" if name in self.responses_api else "Chat Completions"
         call = "streamText()" if name in self.streamed else "generateText()"
+        if name in self.agent:
+            call = f"ToolLoopAgent.{'stream' if name in self.streamed else 'generate'}() (it calls {call})"
         return {
             "framework": "vercel-ai",
             "framework_version": v["ai"],
@@ -82,6 +88,7 @@ class VercelCapture:
             "otlp_endpoint": otlp_endpoint,
             "api": "responses" if name in self.responses_api else "chat",
             "call": "stream" if name in self.streamed else "generate",
+            "runner": "agent" if name in self.agent else "text",
             **agents_spec(scenario(name)),
         }
 

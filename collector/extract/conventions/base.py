@@ -140,6 +140,10 @@ class IssuedCall:
     call_id: str | None
     name: str | None
     args: Any = None
+    error_type: str | None = None
+    """The response itself says the framework refused the call and ran no tool (its error's type): the Vercel AI
+    SDK's streamed step lists an input its schema rejected as `invalid` with the error. A call no tool span
+    claims is then a failed call (see `model_calls`)."""
 
 
 @dataclass(slots=True)
