@@ -163,7 +163,11 @@ def test_openllmetry_crewai_the_crew_span_is_no_run_and_each_agent_span_is_one(s
     agent = {**crewai, "traceloop.span.kind": "agent", "gen_ai.agent.name": "coordinator"}
     lead = t.span("coordinator.agent", agent, parent=task, scope=scope, start=2, end=98)
     delegate = ("c_d", "delegate_work_to_coworker", {"task": "Weather?", "context": "", "coworker": "expert"})
-    t.span("openai.chat", _crewai_chat(delegate), parent=lead, scope=oai, start=3, kind=SpanKind.CLIENT)
+    # LLM.call's span (LiteLLM's class only) around the client's: its output is `str(result)`, one text part
+    listed = [{"role": "assistant", "parts": [{"type": "text", "content": "[ToolCall(id='c_d', ...)]"}]}]
+    llm_call = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(listed)}
+    step = t.span("openai/m.llm", llm_call, parent=lead, scope=scope, start=3, end=9, kind=SpanKind.CLIENT)
+    t.span("openai.chat", _crewai_chat(delegate), parent=step, scope=oai, start=4, kind=SpanKind.CLIENT)
     expert = {**crewai, "traceloop.span.kind": "agent", "gen_ai.agent.name": "expert"}
     sub = t.span("expert.agent", expert, parent=lead, scope=scope, start=10, end=50)
     parallel = (("c_b", "get_weather", {"city": "B"}), ("c_a", "get_weather", {"city": "A"}))
