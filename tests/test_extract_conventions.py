@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from opentelemetry.trace import SpanKind
 
 from toolscore.collector.extract import EXTRACTORS, ExtractConfig, Extractor, ExtractStats, rebuild_runs
 from toolscore.scorers import AgentRun
@@ -220,6 +221,65 @@ def test_openllmetry_decorators_and_legacy_indexed_completions() -> None:
 
     assert (result.agent_name, result.convention) == ("planner", "traceloop")
     assert _calls(result) == [("s", {"q": "t_2"}, "t_2", False), ("s", {"q": "t_1"}, "t_1", False)]
+
+
+def _crewai_chat(*calls: tuple[str, str, dict[str, Any]], text: str = "") -> dict[str, Any]:
+    """An `openai.chat` span of opentelemetry-instrumentation-openai: offered tools, the response's calls."""
+    parts = [{"type": "text", "content": text}] if text else []
+    parts += [{"type": "tool_call", "id": i, "name": n, "arguments": a} for i, n, a in calls]
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.tool.definitions": json.dumps([{"type": "function", "name": "get_weather", "parameters": {}}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+
+
+CREWAI_AGENT_SCOPE = "opentelemetry.instrumentation.crewai.instrumentation"
+
+
+@pytest.mark.parametrize("scope", [CREWAI_AGENT_SCOPE, "opentelemetry.instrumentation.crewai"])
+def test_openllmetry_crewai_the_crew_span_is_no_run_and_each_agent_span_is_one(scope: str) -> None:
+    t, oai = Traces(), "opentelemetry.instrumentation.openai.v1"
+    crewai = {"gen_ai.provider.name": "crewai", "gen_ai.operation.name": "invoke_agent"}
+    crew = t.span("crewai.workflow", crewai, scope=scope, start=0, end=100)
+    task = t.span("Trip?.task", {**crewai, "traceloop.span.kind": "task"}, parent=crew, scope=scope, start=1, end=99)
+    agent = {**crewai, "traceloop.span.kind": "agent", "gen_ai.agent.name": "coordinator"}
+    lead = t.span("coordinator.agent", agent, parent=task, scope=scope, start=2, end=98)
+    delegate = ("c_d", "delegate_work_to_coworker", {"task": "Weather?", "context": "", "coworker": "expert"})
+    # LLM.call's span (LiteLLM's class only) around the client's: its output is `str(result)`, one text part
+    listed = [{"role": "assistant", "parts": [{"type": "text", "content": "[ToolCall(id='c_d', ...)]"}]}]
+    llm_call = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(listed)}
+    step = t.span("openai/m.llm", llm_call, parent=lead, scope=scope, start=3, end=9, kind=SpanKind.CLIENT)
+    t.span("openai.chat", _crewai_chat(delegate), parent=step, scope=oai, start=4, kind=SpanKind.CLIENT)
+    expert = {**crewai, "traceloop.span.kind": "agent", "gen_ai.agent.name": "expert"}
+    sub = t.span("expert.agent", expert, parent=lead, scope=scope, start=10, end=50)
+    parallel = (("c_b", "get_weather", {"city": "B"}), ("c_a", "get_weather", {"city": "A"}))
+    t.span("openai.chat", _crewai_chat(*parallel), parent=sub, scope=oai, start=11, kind=SpanKind.CLIENT)
+    t.span("openai.chat", _crewai_chat(text="4C"), parent=sub, scope=oai, start=20, kind=SpanKind.CLIENT)
+    t.span("openai.chat", _crewai_chat(text="Pack a coat."), parent=lead, scope=oai, start=60, kind=SpanKind.CLIENT)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.span_id, r.agent_name, r.convention, r.inferred) for r in runs] == [
+        (hex_id(lead), "coordinator", "traceloop", False),
+        (hex_id(sub), "expert", "traceloop", False),
+    ]
+    assert [(c.name, c.call_id, c.model_only) for c in runs[0].calls] == [("delegate_work_to_coworker", "c_d", True)]
+    assert _calls(runs[1]) == [
+        ("get_weather", {"city": "B"}, "c_b", False),
+        ("get_weather", {"city": "A"}, "c_a", False),
+    ]
+    assert runs[1].parent_span_id == hex_id(lead)
+
+
+def test_an_invoke_agent_span_without_entity_kind_is_a_run_outside_the_crewai_scope() -> None:
+    t = Traces()
+    t.span("invoke_agent", {"gen_ai.provider.name": "crewai", "gen_ai.operation.name": "invoke_agent"}, scope="x")
+
+    (run,) = rebuild_runs(t.records())
+
+    assert run.convention == "genai"
 
 
 @pytest.mark.parametrize("shape", ["v7-legacy", "v6"])

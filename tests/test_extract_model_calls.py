@@ -136,6 +136,21 @@ def test_model_spans_alone_make_no_run() -> None:
     assert rebuild_runs(t.records()) == []
 
 
+def test_a_model_span_that_is_its_own_root_makes_no_run() -> None:
+    # CrewAI's Agent.kickoff under OpenLLMetry: no span around the agent, each model call a trace of its own
+    t = Traces()
+    offered = {"gen_ai.tool.definitions": json.dumps([{"type": "function", "name": "w", "parameters": {}}])}
+    t.span("openai.chat", {**genai_chat(("c1", "w", {})), **offered}, start=0)
+    t.span("openai.chat", {**genai_chat(), **offered}, start=10)
+    below = Traces()
+    root = below.span("app", {"gen_ai.operation.name": "invoke_workflow"}, start=0, end=100)
+    below.span("openai.chat", {**genai_chat(), **offered}, parent=root, start=1)
+
+    assert rebuild_runs(t.records()) == []
+    # the same response below a span a convention recognises is still an agent's run that called nothing
+    assert [(run.inferred, run.calls) for run in rebuild_runs(below.records())] == [(True, ())]
+
+
 def test_a_folded_layer_and_a_handoff_stay_one_call_each() -> None:
     t = Traces()
     run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)

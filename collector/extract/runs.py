@@ -405,13 +405,17 @@ class _TraceRuns:
         (a LangGraph graph's root, a framework's entry step) or below a tool span, and no run is there yet.
 
         An agent that answers without calling a tool is still a run, the one that must score 0 when a tool
-        was expected; a model offered no tools (a chat turn, a RAG answer) is not an agent's run. Assigns
-        every model response to its run on the way (`_models`).
+        was expected; a model offered no tools (a chat turn, a RAG answer) is not an agent's run. Nor is a
+        model response that is its own owner (the root of its trace, or the topmost span arrived): it is below
+        nothing, and one response is one step of an agent's loop, not the loop (CrewAI's `Agent.kickoff` under
+        OpenLLMetry, which wraps no span around it, leaves each model call a trace of its own: a run each
+        would split the agent into as many runs as it made model calls). Assigns every model response to its
+        run on the way (`_models`).
         """
         self._assign_models()
         for node, owner in self.inferred_models:
             owner_id = owner.span.span_id
-            if owner_id in self.runs or not defines_tools(node):
+            if owner_id in self.runs or owner is node or not defines_tools(node):
                 continue
             if owner.role is not None or self._tool_of(owner) is not None:
                 assert node.extractor is not None  # an LLM span was classified by one

@@ -52,6 +52,12 @@ __all__ = ["TraceloopExtractor"]
 # traceloop.span.kind = workflow | task | unknown: OTHER (LangGraph's `<name>.workflow` span also
 #                                 says gen_ai.operation.name=invoke_agent under the real
 #                                 `invoke_agent` span; reading it as a run would split the run)
+# CrewAI (scope opentelemetry.instrumentation.crewai[.instrumentation]): `<role>.agent` (Agent.execute_task)
+#                                 says traceloop.span.kind=agent and is the run; `crewai.workflow`
+#                                 (Crew.kickoff) says gen_ai.operation.name=invoke_agent with no
+#                                 traceloop.span.kind: the crew, OTHER (read as a run by the OTel GenAI
+#                                 fallback, it would be a second, empty run around the agents'); its
+#                                 `<model>.llm` spans (LLM.call) are left to the fallback (chat spans)
 # LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat):
 #   v0.4x  gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments
 #   v0.5x  gen_ai.output.messages (GenAI JSON parts)
@@ -90,6 +96,11 @@ LLAMAINDEX_NESTED_RUN: Final = "run.task"
 """A workflow's run under another LlamaIndex span (`f"{method_name}.{kind}"` for a Workflow instance)."""
 _WORKFLOW_SUFFIX: Final = ".workflow"
 _CURRENT_AGENT: Final = '"current_agent_name"'
+CREWAI_SCOPES: Final = frozenset(
+    {"opentelemetry.instrumentation.crewai.instrumentation", "opentelemetry.instrumentation.crewai"}
+)
+"""OpenLLMetry's CrewAI instrumentation: `get_tracer(__name__)` in its `instrumentation` module (0.62.4), and the
+package's own name, under which wrappers that add the async path 0.62.4 lacks (`Crew.akickoff`) write the same spans."""
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -148,18 +159,22 @@ class TraceloopExtractor:
     """Spans of Traceloop OpenLLMetry."""
 
     name = "traceloop"
-    gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}))
+    gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}), scopes=CREWAI_SCOPES)
     issued_text = "gen_ai.output.messages"
     tool_keys = (f"{FUNCTIONS}.0.name", TOOL_DEFINITIONS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.
 
-        A legacy LLM span (`llm.request.type`) is read for the order of the calls it issued.
+        A legacy LLM span (`llm.request.type`) is read for the order of the calls it issued. The CrewAI
+        instrumentation's crew span (`crewai.workflow`, `Crew.kickoff`) says `invoke_agent` without an entity
+        kind: it is no run, the agents' `<role>.agent` spans below it are.
         """
         attrs = span.attributes
         kind = attrs.get(KIND)
         if kind is None:
+            if span.scope in CREWAI_SCOPES and attrs.get("gen_ai.operation.name") == "invoke_agent":
+                return Role.OTHER
             request_type = attrs.get(REQUEST_TYPE)
             return Role.LLM if request_type in ("chat", "completion") else None
         if span.scope == LLAMAINDEX_SCOPE:
