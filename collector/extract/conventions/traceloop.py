@@ -7,6 +7,15 @@ the callback's `{"input_str", "inputs", "kwargs": {"tool_call_id"}, ...}`. Both 
 to extraction with its unwrapper (`ToolRead.unwrap`) rather than decoded here: only extraction knows
 `max_args_bytes`, and an envelope over it is kept as raw text, cut, like any other oversized arguments,
 instead of being decoded whole first.
+
+OpenLLMetry's model spans carry no `traceloop.span.kind`; those of its OpenAI Agents SDK processor and of its
+`openai` client instrumentation are recognised by their scopes. The client instrumentation's Responses API span
+(`openai.response`) lists each `function_call` output item's own `id` (`fc_...`) as the tool call's id, in
+`gen_ai.output.messages` and in the older `gen_ai.completion.0.tool_calls.<j>.id` alike
+(`v1/responses_wrappers.py`: `"id": block_dict.get("id")`), never its `call_id`, which is what the tool's
+result answers and what every other span calls the call: its calls are read without an id. Under the Agents
+SDK that span is the same response the SDK's own `openai.response` span records one layer up (with the real
+call ids): `runs` reads such a model span layer as one response.
 """
 
 from __future__ import annotations
@@ -14,7 +23,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import NOT_CAPTURED, Gate, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.base import (
+    NOT_CAPTURED,
+    Gate,
+    IssuedCall,
+    IssuedCalls,
+    Read,
+    Role,
+    RunInfo,
+    ToolRead,
+)
 from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
@@ -24,7 +42,7 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_envelope
-from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS
+from toolscore.collector.extract.conventions.genai import ARGS_KEYS, INFERENCE_OPERATIONS, OPERATION, RESULT_KEYS
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["TraceloopExtractor"]
@@ -39,12 +57,19 @@ __all__ = ["TraceloopExtractor"]
 #                                 result gen_ai.tool.call.result, else traceloop.entity.output
 # traceloop.span.kind = agent     run: gen_ai.agent.name, else traceloop.entity.name;
 #                                 traceloop.entity.input / traceloop.entity.output
+# traceloop.span.kind = handoff  the OpenAI Agents SDK's handoff (`<from> → <to>.handoff`, under the
+#                                 handing-off agent's span): a call of the handoff tool, whose name, id
+#                                 and arguments only the model response that issued it holds
 # traceloop.span.kind = workflow | task | unknown: OTHER (LangGraph's `<name>.workflow` span also
 #                                 says gen_ai.operation.name=invoke_agent under the real
 #                                 `invoke_agent` span; reading it as a run would split the run)
-# LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat):
+# LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat | text_completion |
+# generate_content on a span of SCOPES: the Agents SDK's `openai.response`, the client's `openai.chat`,
+# `openai.response`):
 #   v0.4x  gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments
 #   v0.5x  gen_ai.output.messages (GenAI JSON parts)
+#   Responses API client span (scope opentelemetry.instrumentation.openai.v1, `openai.response`): the
+#          ids listed are output item ids, not call ids: read as no id
 #   tools offered: llm.request.functions.<i>.name | description | parameters (JSON text), or
 #          gen_ai.tool.definitions
 
@@ -53,6 +78,14 @@ ENTITY_NAME: Final = "traceloop.entity.name"
 ENTITY_INPUT: Final = "traceloop.entity.input"
 ENTITY_OUTPUT: Final = "traceloop.entity.output"
 REQUEST_TYPE: Final = "llm.request.type"
+HANDOFF: Final = "handoff"
+AGENTS_SCOPE: Final = "opentelemetry.instrumentation.openai_agents"
+"""OpenLLMetry's OpenAI Agents SDK processor (`opentelemetry-instrumentation-openai-agents`)."""
+OPENAI_SCOPE: Final = "opentelemetry.instrumentation.openai.v1"
+"""OpenLLMetry's `openai` client instrumentation (`opentelemetry-instrumentation-openai`, openai >= 1)."""
+SCOPES: Final = frozenset({AGENTS_SCOPE, OPENAI_SCOPE})
+RESPONSES_SPAN: Final = "openai.response"
+"""The client instrumentation's Responses API span (`v1/responses_wrappers.py` SPAN_NAME)."""
 FUNCTIONS: Final = "llm.request.functions"
 TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 
@@ -65,21 +98,28 @@ class TraceloopExtractor:
     """Spans of Traceloop OpenLLMetry."""
 
     name = "traceloop"
-    gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}))
+    gate = Gate(scopes=SCOPES, keys=frozenset({KIND, REQUEST_TYPE}))
     issued_text = "gen_ai.output.messages"
     tool_keys = (f"{FUNCTIONS}.0.name", TOOL_DEFINITIONS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.
 
-        A legacy LLM span (`llm.request.type`) is read for the order of the calls it issued.
+        A handoff is a tool call (of the handoff tool the model called). A legacy LLM span
+        (`llm.request.type`), or an inference span of OpenLLMetry's Agents SDK processor or `openai` client
+        instrumentation (`SCOPES`), is read for the calls it issued; the scopes' other spans are left to the
+        other conventions.
         """
         attrs = span.attributes
         kind = attrs.get(KIND)
         if kind is None:
             request_type = attrs.get(REQUEST_TYPE)
-            return Role.LLM if request_type in ("chat", "completion") else None
-        if kind == "tool":
+            if request_type in ("chat", "completion"):
+                return Role.LLM
+            if span.scope in SCOPES and attrs.get(OPERATION) in INFERENCE_OPERATIONS:
+                return Role.LLM
+            return None
+        if kind in ("tool", HANDOFF):
             return Role.TOOL
         if kind == "agent":
             return Role.RUN
@@ -88,6 +128,8 @@ class TraceloopExtractor:
     def read(self, span: SpanRecord, role: Role) -> Read:
         attrs = span.attributes
         if role is Role.TOOL:
+            if attrs.get(KIND) == HANDOFF:
+                return ToolRead(name=None, handoff=True)
             raw = _first(attrs, (*ARGS_KEYS, ENTITY_INPUT))
             error, error_type = error_of(span)
             return ToolRead(
@@ -107,8 +149,12 @@ class TraceloopExtractor:
                 output=message_text(attrs.get(ENTITY_OUTPUT), "assistant"),
             )
         if "gen_ai.output.messages" in attrs:
-            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
-        return IssuedCalls(indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments")))
+            calls = genai_issued_calls(attrs["gen_ai.output.messages"])
+        else:
+            calls = indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments"))
+        if span.scope == OPENAI_SCOPE and span.name == RESPONSES_SPAN:  # item ids, not call ids: see the docstring
+            calls = [IssuedCall(None, call.name, call.args) for call in calls]
+        return IssuedCalls(calls)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """`llm.request.functions.<i>.*` (the legacy flattened request), or `gen_ai.tool.definitions`."""
