@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.trace import SpanKind
 
 from toolscore.collector.extract import EXTRACTORS, ExtractConfig, Extractor, ExtractStats, rebuild_runs
+from toolscore.collector.extract.conventions import classify
 from toolscore.scorers import AgentRun
 
 from .test_extract_support import Traces, genai_chat, genai_run, genai_tool, hex_id
@@ -280,6 +281,96 @@ def test_an_invoke_agent_span_without_entity_kind_is_a_run_outside_the_crewai_sc
     (run,) = rebuild_runs(t.records())
 
     assert run.convention == "genai"
+
+
+OL_AGENTS = "opentelemetry.instrumentation.openai_agents"
+OL_OPENAI = "opentelemetry.instrumentation.openai.v1"
+
+
+def _ol_agent(name: str) -> dict[str, Any]:
+    """An OpenLLMetry Agents SDK agent span's attributes (`_hooks.py` `_start_agent_span`)."""
+    return {"traceloop.span.kind": "agent", "gen_ai.agent.name": name, "gen_ai.operation.name": "invoke_agent"}
+
+
+def _ol_tool(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """An OpenLLMetry Agents SDK function span's attributes: no call id (`FunctionSpanData` has none)."""
+    return {
+        "traceloop.span.kind": "tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.call.arguments": json.dumps(args),
+    }
+
+
+def _legacy_completion(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+    for j, (call_id, name, args) in enumerate(calls):
+        prefix = f"gen_ai.completion.0.tool_calls.{j}"
+        attrs |= {f"{prefix}.id": call_id, f"{prefix}.name": name, f"{prefix}.arguments": json.dumps(args)}
+    return attrs
+
+
+@pytest.mark.parametrize("form", ["messages", "indexed"])
+def test_openllmetry_openai_responses_span_lists_item_ids_which_are_no_call_ids(form: str) -> None:
+    # `v1/responses_wrappers.py` writes each function_call item's own `id` (fc_...) as the call's id; the
+    # tool's result answers its `call_id`. Alone (no SDK span above it) the response still gives its calls.
+    t = Traces()
+    run = t.span("weather.agent", _ol_agent("weather"), start=0, end=100, scope=OL_AGENTS)
+    issued = [("fc_1", "get_weather", {"city": "Rome"}), ("fc_2", "get_time", {})]
+    response = genai_chat(*issued) if form == "messages" else _legacy_completion(*issued)
+    t.span("openai.response", response, parent=run, start=1, end=9, scope=OL_OPENAI)
+    chat = genai_chat(("call_3", "get_time", {}))  # the chat completions span's ids are the call ids
+    t.span("openai.chat", chat, parent=run, start=10, end=19, scope=OL_OPENAI)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.convention) == ("weather", "traceloop")
+    assert _calls(result) == [
+        ("get_weather", {"city": "Rome"}, None, False),
+        ("get_time", {}, None, False),
+        ("get_time", {}, "call_3", False),
+    ]
+
+
+def test_openllmetry_openai_agents_handoff_span_is_the_call_the_model_issued() -> None:
+    t = Traces()
+    workflow = {"traceloop.span.kind": "workflow", "traceloop.workflow.name": "Agent Workflow"}
+    root = t.span("Agent Workflow", workflow, start=0, end=100, scope=OL_AGENTS)
+    triage = t.span("triage.agent", _ol_agent("triage"), parent=root, start=1, end=40, scope=OL_AGENTS)
+    issued = genai_chat(("call_h", "transfer_to_expert", {}))
+    t.span("openai.response", issued, parent=triage, start=2, end=9, scope=OL_AGENTS)
+    handoff = {"traceloop.span.kind": "handoff", "gen_ai.operation.name": "handoff", "gen_ai.agent.name": "triage"}
+    t.span("triage → unknown.handoff", handoff, parent=triage, start=10, end=11, scope=OL_AGENTS)
+    expert = t.span("expert.agent", _ol_agent("expert"), parent=root, start=41, end=90, scope=OL_AGENTS)
+    t.span("openai.response", genai_chat(("call_w", "w", {})), parent=expert, start=42, end=49, scope=OL_AGENTS)
+    t.span("w.tool", _ol_tool("w", {}), parent=expert, start=50, end=51, scope=OL_AGENTS)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.agent_name, _calls(r)) for r in runs] == [
+        ("triage", [("transfer_to_expert", {}, "call_h", False)]),
+        ("expert", [("w", {}, "call_w", False)]),
+    ]
+    assert runs[0].calls[0].span_id is not None  # the handoff span's call, not a model-only one
+    assert stats.model_only_calls == 0
+
+
+def test_openllmetry_openai_agents_model_spans_are_traceloops_but_its_other_spans_are_not() -> None:
+    t = Traces()
+    t.span("openai.response", {"gen_ai.operation.name": "chat"}, scope=OL_AGENTS)
+    t.span("openai.chat", {"gen_ai.operation.name": "chat"}, scope=OL_OPENAI)
+    t.span("openai.realtime.speech", {"gen_ai.operation.name": "speech"}, scope=OL_AGENTS)
+    t.span("openai.embeddings", {"gen_ai.operation.name": "embeddings"}, scope=OL_OPENAI)
+
+    found = {s.name: classify(s) for s in t.records()}
+
+    assert {name: (c[0].name, c[1].value) if c else None for name, c in found.items()} == {
+        "openai.response": ("traceloop", "llm"),
+        "openai.chat": ("traceloop", "llm"),
+        "openai.realtime.speech": ("genai", "other"),
+        "openai.embeddings": ("genai", "other"),
+    }
 
 
 @pytest.mark.parametrize("shape", ["v7-legacy", "v6"])

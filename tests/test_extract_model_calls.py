@@ -324,3 +324,60 @@ def test_a_model_only_call_fails_when_its_tool_was_not_offered_or_answered_an_er
         ({"city": "Atlantis"}, True, "Error: unknown city: Atlantis"),
         ({"city": "Lisbon"}, False, "24C and sunny in Lisbon"),
     ]
+
+
+def _layered_run(t: Traces, outer: dict[str, Any], inners: list[tuple[dict[str, Any], str | None]]) -> Any:
+    """A run whose one model response is traced twice: `outer` (the agent SDK's span) over each of `inners` (the
+    client's spans, each with its error or None); a `get_weather` tool span without call id ran after it."""
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    response = t.span("chat outer", outer, parent=run, start=1, end=20)
+    for k, (inner, error) in enumerate(inners):
+        t.span("chat inner", inner, parent=response, start=2 + k, end=3 + k, error=error)
+    t.span("execute_tool get_weather", genai_tool("get_weather", args={"city": "Rome"}), parent=run, start=30)
+    t.span("chat outer", genai_chat(), parent=run, start=40, end=50)
+    return run
+
+
+def test_a_model_span_under_a_model_span_is_one_response_read_from_the_outer_one() -> None:
+    # The SDK's span lists the real call ids; the client's span under it lists other ids (a Responses API
+    # instrumentation writing output item ids): one response, not two.
+    t = Traces()
+    outer = genai_chat(("call_1", "get_weather", {"city": "Rome"}), ("call_2", "transfer_to_b", {}))
+    inner = genai_chat(("fc_1", "get_weather", {"city": "Rome"}), ("fc_2", "transfer_to_b", {}))
+    _layered_run(t, outer, [(inner, None)])
+    stats = ExtractStats()
+
+    (run,) = rebuild_runs(t.records(), stats=stats)
+
+    assert _calls(run) == [("get_weather", "call_1", False), ("transfer_to_b", "call_2", True)]
+    assert [c.message_index for c in run.calls] == [1, 1]  # one model message, not two
+    assert stats.model_only_calls == 1
+
+
+def test_a_response_whose_outer_span_lists_nothing_takes_its_latest_good_layers_calls() -> None:
+    # The SDK's chat-completions span records no output; the client's spans do; a failed attempt is no response.
+    t = Traces()
+    failed = genai_chat(("call_x", "get_time", {}))
+    good = genai_chat(("call_1", "get_weather", {"city": "Rome"}), ("call_2", "transfer_to_b", {}))
+    _layered_run(t, {"gen_ai.operation.name": "chat"}, [(failed, "timeout"), (good, None)])
+
+    (run,) = rebuild_runs(t.records())
+
+    assert _calls(run) == [("get_weather", "call_1", False), ("transfer_to_b", "call_2", True)]
+    assert [c.message_index for c in run.calls] == [1, 1]
+
+
+def test_a_model_span_under_a_tool_span_is_no_layer_of_the_response_above() -> None:
+    # A sub-agent's model (under the tool that runs it) answers for the sub-agent, not for the caller's response,
+    # even when the caller's response span records no output of its own.
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    response = t.span("chat", {"gen_ai.operation.name": "chat"}, parent=run, start=1, end=60)
+    tool = t.span("execute_tool ask_b", genai_tool("ask_b", "call_1"), parent=response, start=10, end=50)
+    t.span("chat", genai_chat(("call_9", "get_weather", {"city": "Oslo"})), parent=tool, start=11, end=12)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.agent_name, _calls(r)) for r in runs] == [("a", [("ask_b", "call_1", False)])]
+    assert stats.model_only_calls == 0

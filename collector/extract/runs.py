@@ -17,6 +17,13 @@ Rules, applied per trace:
 - **Layers.** A tool span under a tool span of the same name (and call id, when both carry one), with no
   run span between them, is the same call traced one layer down (an MCP client and server under the
   framework's tool span): see `layers`. It is folded into the call, neither a call nor an inferred run.
+- **Model response layers.** A model span under another model span, with no run or tool span between
+  them, is the same model request traced one layer down (an agent SDK traces the response it asked for,
+  and the client library's instrumentation the HTTP call inside it: OpenLLMetry's Agents SDK processor and
+  its `openai` instrumentation). Together they are one response of the run, the outermost span's: one
+  model message, whose calls are the ones the outermost span lists, or, when it lists none, those of its
+  latest layer that did not fail and lists some (the layers' tool definitions and tool results are read
+  too). Read as responses of their own, every call would be listed twice.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
   span id.
 - **Tools offered.** Each run's catalog of tools, from its run span, model spans and, for a tool they
@@ -253,6 +260,8 @@ class _TraceRuns:
         """Spans by parent span id, built on first use (`_children`)."""
         self.inferred_models: list[tuple[ClassifiedSpan, ClassifiedSpan]] = []
         """Model responses with no run span above them, each with the span its run is inferred at."""
+        self.model_layers: dict[str, list[ClassifiedSpan]] = {}
+        """Model spans that are a layer of a response (see the module docstring), by the outermost span's id."""
         self.claimers: dict[str, list[PendingCall]] = {}
         """Tool spans that are no call of their run yet claim the call they ran (see `model_calls`), by run."""
 
@@ -387,10 +396,17 @@ class _TraceRuns:
         """Every model response by its run (`models_by_run`), and the inferred runs' ones, with their owners."""
         by_run: dict[str, list[ClassifiedSpan]] = {}
         self.models_by_run, nodes = by_run, self.nodes
-        self.inferred_models = []
+        self.inferred_models, self.model_layers = [], {}
         for node in self.llm_nodes:
             parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
-            owner, inferred = (parent, False) if parent is not None and parent.role is _RUN else self._owner(node)
+            if parent is not None and parent.role is _RUN:
+                owner, inferred = parent, False
+            else:
+                response = self._response_of(node)
+                if response is not None:
+                    self.model_layers.setdefault(response.span.span_id, []).append(node)
+                    continue
+                owner, inferred = self._owner(node)
             found = by_run.get(owner.span.span_id)
             if found is None:
                 by_run[owner.span.span_id] = [node]
@@ -399,6 +415,28 @@ class _TraceRuns:
             if inferred:
                 self.inferred_models.append((node, owner))
         return by_run
+
+    def _response_of(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
+        """The outermost model span above the model span `node` with no run or tool span between them (the
+        response `node` is a layer of), or None. A loop of parents ends the walk."""
+        found, current = None, self._parent(node)
+        for _ in range(len(self.nodes)):
+            if current is None or current.role is _RUN or current.role is _TOOL:
+                break
+            if current.role is _LLM:
+                found = current
+            current = self._parent(current)
+        return found
+
+    def _with_layers(self, models: list[ClassifiedSpan]) -> list[ClassifiedSpan]:
+        """`models` and their layers, in start order (the spans a response's tool definitions and results are
+        read from)."""
+        layers = self.model_layers
+        if not layers:
+            return models
+        spans = models + [layer for node in models for layer in layers.get(node.span.span_id, ())]
+        spans.sort(key=lambda node: (node.span.start_ns, node.span.span_id))
+        return spans
 
     def _add_model_runs(self) -> None:
         """Inferred runs with no call: where a model was offered tools, below a span a convention recognised
@@ -415,7 +453,11 @@ class _TraceRuns:
         self._assign_models()
         for node, owner in self.inferred_models:
             owner_id = owner.span.span_id
-            if owner_id in self.runs or owner is node or not defines_tools(node):
+            if (
+                owner_id in self.runs
+                or owner is node
+                or not any(defines_tools(model) for model in self._with_layers([node]))
+            ):
                 continue
             if owner.role is not None or self._tool_of(owner) is not None:
                 assert node.extractor is not None  # an LLM span was classified by one
@@ -543,10 +585,24 @@ class _TraceRuns:
         batches: list[IssuedBatch] = []
         for node in models:
             read = self._read(node)
+            if not (isinstance(read, IssuedCalls) and read.calls):
+                read = self._layer_calls(node)
             if isinstance(read, IssuedCalls) and read.calls:
                 batches.append(IssuedBatch(node.span, read.calls, read.output_tools))
         batches.sort(key=batch_order)
         return batches
+
+    def _layer_calls(self, node: ClassifiedSpan) -> IssuedCalls | None:
+        """The calls of the latest layer of the response `node` that did not fail and lists some (see the
+        module docstring), or None."""
+        layers = self.model_layers.get(node.span.span_id) if self.model_layers else None
+        for layer in sorted(layers or (), key=lambda n: (n.span.start_ns, n.span.span_id), reverse=True):
+            if layer.span.status_code == StatusCode.ERROR:
+                continue
+            read = self._read(layer)
+            if isinstance(read, IssuedCalls) and read.calls:
+                return read
+        return None
 
     def _issue_order(self, run: _Run, ordered: list[PendingCall], needed: bool) -> tuple[list[PendingCall], bool]:
         """The run's calls with its model-only calls (see `model_calls`), and whether they were ordered by
@@ -558,11 +614,12 @@ class _TraceRuns:
         claimers = run.calls + more if more else run.calls
         if not needed:
             texts: list[str] = []
+            layers = self.model_layers
             for node in models:  # `issued_text`, inlined: it runs for every model span
                 key = getattr(node.extractor, "issued_text", None)
                 text = node.span.attributes.get(key) if key is not None else None
-                if text.__class__ is not str:
-                    break
+                if text.__class__ is not str or (layers and node.span.span_id in layers):
+                    break  # a response with layers may take its calls from them (`_batches`)
                 texts.append(text)
             else:
                 if skim_claimed(claimers, texts):
@@ -604,10 +661,13 @@ class _TraceRuns:
         top = self.top
         parent_run = top[1] if top is not None and top[0] == span.span_id else self._parent_run(run.node)
         called = zip(calls, ordered, strict=True)
-        tools = run_tools(run.node, models, called, max_bytes=config.max_attribute_bytes, stats=stats)
+        read_models = self._with_layers(models)
+        tools = run_tools(run.node, read_models, called, max_bytes=config.max_attribute_bytes, stats=stats)
         if tied and any(c.model_only for c in ordered):  # model-only calls come with the model's order only
             step_errors = [self._step_error(c.span) if c.model_only else None for c in ordered]
-            calls = with_outcomes(calls, {tool.name for tool in tools}, [node.span for node in models], step_errors)
+            calls = with_outcomes(
+                calls, {tool.name for tool in tools}, [node.span for node in read_models], step_errors
+            )
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)

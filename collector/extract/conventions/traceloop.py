@@ -16,6 +16,15 @@ rules (`_llamaindex_role`): a workflow's `call_tool` step is the tool call, a ne
 (`run.task`) a run, the root `workflow` span the place a run is inferred at (`inferred_run`), since a
 workflow's run and any other top-level LlamaIndex call (a query engine's query) both give
 `<Class>.workflow` there.
+
+OpenLLMetry's model spans carry no `traceloop.span.kind`; those of its OpenAI Agents SDK processor and of its
+`openai` client instrumentation are recognised by their scopes. The client instrumentation's Responses API span
+(`openai.response`) lists each `function_call` output item's own `id` (`fc_...`) as the tool call's id, in
+`gen_ai.output.messages` and in the older `gen_ai.completion.0.tool_calls.<j>.id` alike
+(`v1/responses_wrappers.py`: `"id": block_dict.get("id")`), never its `call_id`, which is what the tool's
+result answers and what every other span calls the call: its calls are read without an id. Under the Agents
+SDK that span is the same response the SDK's own `openai.response` span records one layer up (with the real
+call ids): `runs` reads such a model span layer as one response.
 """
 
 from __future__ import annotations
@@ -23,7 +32,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import NOT_CAPTURED, Gate, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.base import (
+    NOT_CAPTURED,
+    Gate,
+    IssuedCall,
+    IssuedCalls,
+    Read,
+    Role,
+    RunInfo,
+    ToolRead,
+)
 from toolscore.collector.extract.conventions.common import (
     error_of,
     genai_issued_calls,
@@ -34,7 +52,7 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_envelope
-from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS
+from toolscore.collector.extract.conventions.genai import ARGS_KEYS, INFERENCE_OPERATIONS, OPERATION, RESULT_KEYS
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["TraceloopExtractor"]
@@ -49,6 +67,9 @@ __all__ = ["TraceloopExtractor"]
 #                                 result gen_ai.tool.call.result, else traceloop.entity.output
 # traceloop.span.kind = agent     run: gen_ai.agent.name, else traceloop.entity.name;
 #                                 traceloop.entity.input / traceloop.entity.output
+# traceloop.span.kind = handoff  the OpenAI Agents SDK's handoff (`<from> → <to>.handoff`, under the
+#                                 handing-off agent's span): a call of the handoff tool, whose name, id
+#                                 and arguments only the model response that issued it holds
 # traceloop.span.kind = workflow | task | unknown: OTHER (LangGraph's `<name>.workflow` span also
 #                                 says gen_ai.operation.name=invoke_agent under the real
 #                                 `invoke_agent` span; reading it as a run would split the run)
@@ -58,9 +79,13 @@ __all__ = ["TraceloopExtractor"]
 #                                 traceloop.span.kind: the crew, OTHER (read as a run by the OTel GenAI
 #                                 fallback, it would be a second, empty run around the agents'); its
 #                                 `<model>.llm` spans (LLM.call) are left to the fallback (chat spans)
-# LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat):
+# LLM spans (llm.request.type = chat | completion, or gen_ai.operation.name = chat | text_completion |
+# generate_content on a span of SCOPES: the Agents SDK's `openai.response`, the client's `openai.chat`,
+# `openai.response`):
 #   v0.4x  gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments
 #   v0.5x  gen_ai.output.messages (GenAI JSON parts)
+#   Responses API client span (scope opentelemetry.instrumentation.openai.v1, `openai.response`): the
+#          ids listed are output item ids, not call ids: read as no id
 #   tools offered: llm.request.functions.<i>.name | description | parameters (JSON text), or
 #          gen_ai.tool.definitions
 # --- LlamaIndex (scope opentelemetry.instrumentation.llamaindex, dispatcher_wrapper.py) -------------------
@@ -87,6 +112,14 @@ ENTITY_NAME: Final = "traceloop.entity.name"
 ENTITY_INPUT: Final = "traceloop.entity.input"
 ENTITY_OUTPUT: Final = "traceloop.entity.output"
 REQUEST_TYPE: Final = "llm.request.type"
+HANDOFF: Final = "handoff"
+AGENTS_SCOPE: Final = "opentelemetry.instrumentation.openai_agents"
+"""OpenLLMetry's OpenAI Agents SDK processor (`opentelemetry-instrumentation-openai-agents`)."""
+OPENAI_SCOPE: Final = "opentelemetry.instrumentation.openai.v1"
+"""OpenLLMetry's `openai` client instrumentation (`opentelemetry-instrumentation-openai`, openai >= 1)."""
+SCOPES: Final = frozenset({AGENTS_SCOPE, OPENAI_SCOPE})
+RESPONSES_SPAN: Final = "openai.response"
+"""The client instrumentation's Responses API span (`v1/responses_wrappers.py` SPAN_NAME)."""
 FUNCTIONS: Final = "llm.request.functions"
 TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 LLAMAINDEX_SCOPE: Final = "opentelemetry.instrumentation.llamaindex"
@@ -159,16 +192,19 @@ class TraceloopExtractor:
     """Spans of Traceloop OpenLLMetry."""
 
     name = "traceloop"
-    gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}), scopes=CREWAI_SCOPES)
+    gate = Gate(keys=frozenset({KIND, REQUEST_TYPE}), scopes=SCOPES | CREWAI_SCOPES)
     issued_text = "gen_ai.output.messages"
     tool_keys = (f"{FUNCTIONS}.0.name", TOOL_DEFINITIONS)
 
     def classify(self, span: SpanRecord) -> Role | None:
         """Entity kind `tool` is a tool call and `agent` a run; workflows and tasks are neither.
 
-        A legacy LLM span (`llm.request.type`) is read for the order of the calls it issued. The CrewAI
-        instrumentation's crew span (`crewai.workflow`, `Crew.kickoff`) says `invoke_agent` without an entity
-        kind: it is no run, the agents' `<role>.agent` spans below it are.
+        A handoff is a tool call (of the handoff tool the model called). A legacy LLM span
+        (`llm.request.type`), or an inference span of OpenLLMetry's Agents SDK processor or `openai` client
+        instrumentation (`SCOPES`), is read for the calls it issued; the scopes' other spans are left to the
+        other conventions. The CrewAI instrumentation's crew span (`crewai.workflow`, `Crew.kickoff`) says
+        `invoke_agent` without an entity kind: it is no run, the agents' `<role>.agent` spans below it are.
+        LlamaIndex's spans are read by their own rules (`_llamaindex_role`).
         """
         attrs = span.attributes
         kind = attrs.get(KIND)
@@ -176,10 +212,14 @@ class TraceloopExtractor:
             if span.scope in CREWAI_SCOPES and attrs.get("gen_ai.operation.name") == "invoke_agent":
                 return Role.OTHER
             request_type = attrs.get(REQUEST_TYPE)
-            return Role.LLM if request_type in ("chat", "completion") else None
+            if request_type in ("chat", "completion"):
+                return Role.LLM
+            if span.scope in SCOPES and attrs.get(OPERATION) in INFERENCE_OPERATIONS:
+                return Role.LLM
+            return None
         if span.scope == LLAMAINDEX_SCOPE:
             return _llamaindex_role(span, kind)
-        if kind == "tool":
+        if kind in ("tool", HANDOFF):
             return Role.TOOL
         if kind == "agent":
             return Role.RUN
@@ -192,6 +232,8 @@ class TraceloopExtractor:
                 return _llamaindex_tool(span)
             return RunInfo(agent_name=string(attrs, ENTITY_NAME), named_below=_llamaindex_agent)
         if role is Role.TOOL:
+            if attrs.get(KIND) == HANDOFF:
+                return ToolRead(name=None, handoff=True)
             raw = _first(attrs, (*ARGS_KEYS, ENTITY_INPUT))
             error, error_type = error_of(span)
             return ToolRead(
@@ -211,8 +253,12 @@ class TraceloopExtractor:
                 output=message_text(attrs.get(ENTITY_OUTPUT), "assistant"),
             )
         if "gen_ai.output.messages" in attrs:
-            return IssuedCalls(genai_issued_calls(attrs["gen_ai.output.messages"]))
-        return IssuedCalls(indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments")))
+            calls = genai_issued_calls(attrs["gen_ai.output.messages"])
+        else:
+            calls = indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments"))
+        if span.scope == OPENAI_SCOPE and span.name == RESPONSES_SPAN:  # item ids, not call ids: see the docstring
+            calls = [IssuedCall(None, call.name, call.args) for call in calls]
+        return IssuedCalls(calls)
 
     def inferred_run(self, span: SpanRecord) -> RunInfo | None:
         """A run inferred at a LlamaIndex root `<Class>.workflow` span: named by its steps (`current_agent_name`),
