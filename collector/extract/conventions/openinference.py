@@ -35,6 +35,7 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
+from toolscore.collector.extract.conventions.google_adk import function_response_error
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["OpenInferenceExtractor"]
@@ -112,6 +113,11 @@ no AGENT span; DSPy traces its tool-using modules' `forward` as CHAIN spans."""
 _DELEGATION_TOOLS: Final = {_SCOPE + "crewai": ("Delegate work to coworker", "Ask question to coworker")}
 """Per instrumentation, its framework's tools that run another agent inside the tool span, with no run span of
 that agent's own; their arguments name the agent (`coworker`)."""
+
+_ANSWERED_ERRORS: Final[dict[str, Callable[[Any], str | None]]] = {_SCOPE + "google_adk": function_response_error}
+"""Per instrumentation, how a tool failure its framework answered for the model (so the span is OK) reads in the
+TOOL span's `output.value`: the error type, else None. Google ADK's ReflectAndRetryToolPlugin hands the model an
+error response instead of raising; the instrumentor records ADK's `FunctionResponse` holding it."""
 
 _FINAL_TOOLS: Final = {_SCOPE + "smolagents": "final_answer", _SCOPE + "dspy": "finish"}
 """Per instrumentation, the framework's built-in tool that ends a run: a real call, flagged `final`."""
@@ -333,6 +339,9 @@ class OpenInferenceExtractor:
         if name is None and not handoff:
             name = _bare_name(span.name, _METHODS)
         error, error_type = error_of(span)
+        answered = _ANSWERED_ERRORS.get(span.scope)
+        if not error and answered is not None and (answered_type := answered(attrs.get(OUTPUT_VALUE))) is not None:
+            error, error_type = True, answered_type
         args = NOT_CAPTURED if handoff else _args(attrs)
         delegates_to = None
         if name in _DELEGATION_TOOLS.get(span.scope, ()):
