@@ -390,6 +390,20 @@ def test_openinference_adk_tool_reads_a_failure_the_retry_plugin_answered_as_a_f
     assert [c.error_type for c in result.calls if c.error] == ["ToolFailure", "ToolFailure"]
 
 
+def test_openinference_autogen_agent_without_node_id_is_named_by_its_span() -> None:
+    # the instrumentor's BaseChatAgent wrapper (agents other than AssistantAgent) writes no graph.node.id
+    t = Traces()
+    scope = "openinference.instrumentation.autogen_agentchat"
+    run = t.span("helper.on_messages_stream", {KIND: "AGENT", "input.value": "{}"}, start=0, end=10, scope=scope)
+    t.span(
+        "helper.search", {KIND: "TOOL", "tool.name": "search", "input.value": "{}"}, parent=run, start=1, scope=scope
+    )
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, [c.name for c in result.calls]) == ("helper", ["search"])
+
+
 def test_mastra_counts_tool_spans_not_chunks_and_orders_by_the_step_output() -> None:
     t = Traces()
     scope = "@mastra/otel-exporter"
