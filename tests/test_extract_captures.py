@@ -142,7 +142,15 @@ PARALLEL = ("c_parallel", "i_parallel_random_ids", "j_tool_spans_parallel")
 """Scenarios whose model issues every tool call in one response (tests/captures/capture_scenarios.py)."""
 SEQUENTIAL = ("b_sequential", "e_tool_error_retry")
 """Scenarios whose model issues one tool call per response."""
-MESSAGE_CASES = [p for p in TRUTHS if p.name.removesuffix(".truth.json") in PARALLEL + SEQUENTIAL]
+MESSAGE_NAMES = PARALLEL + SEQUENTIAL
+NO_MODEL_SPANS = {
+    "adk-openinference": "OpenInference's ADK instrumentor records every model call of a run onto ADK's invoke_agent "
+    "span, each overwriting the last (ADK schema v2 has no call_llm span), so no span holds one model response",
+}
+"""Capture folders whose traces have no span per model response: their calls state no model message."""
+MESSAGE_CASES = [
+    p for p in TRUTHS if p.name.removesuffix(".truth.json") in MESSAGE_NAMES and p.parent.name not in NO_MODEL_SPANS
+]
 
 
 def _messages(run: AgentRun) -> list[list[str]]:
@@ -171,6 +179,18 @@ def test_calls_of_one_model_response_share_a_message(truth_path: Path) -> None:
     else:
         expected = [[[c] for c in mine] + [[f] for f in final] for mine, final in zip(calls, finals, strict=True)]
     assert messages == expected
+
+
+@pytest.mark.parametrize("folder", sorted(NO_MODEL_SPANS))
+def test_calls_of_a_trace_without_model_responses_state_no_message(folder: str) -> None:
+    # No model span to tell one response's calls from the next: the calls compare one by one, none grouped.
+    cases = [p for p in TRUTHS if p.parent.name == folder and p.name.removesuffix(".truth.json") in MESSAGE_NAMES]
+    assert cases
+    for truth_path in cases:
+        runs = rebuild_runs(_read(_capture(truth_path, ".pb")))
+        calls = [call for run in runs for call in run.calls]
+        assert calls
+        assert not any("message_index" in call.model_fields_set for call in calls), truth_path.name
 
 
 @pytest.mark.parametrize("framework", ["pydantic-ai", "openai-agents", "langgraph-openinference", "crewai"])

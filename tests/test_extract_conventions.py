@@ -627,6 +627,97 @@ def test_google_adk_reads_a_failure_the_retry_plugin_answered_as_a_failed_call()
     assert result.calls[0].error_type == "ToolFailure"
 
 
+OI_ADK = "openinference.instrumentation.google_adk"
+
+
+def _oi_adk_tool(name: str, call_id: str | None, args: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    """A TOOL span as openinference-instrumentation-google-adk writes it over ADK's own `execute_tool` attributes."""
+    attrs = genai_tool(name, call_id, None) | {KIND: "TOOL", "tool.name": name, "input.value": json.dumps(args)}
+    if call_id is not None:
+        attrs |= {"tool.id": call_id, "output.value": json.dumps({"id": call_id, "name": name, "response": response})}
+    return attrs
+
+
+def _adk_sink(t: Traces, agent: str, parent: Any, *calls: tuple[str, str, str]) -> Any:
+    """ADK's `invoke_agent` span (scope gcp.vertex.agent) as it ends up beside the OpenInference instrumentor under
+    ADK schema v2: the run's model calls written into it, each over the last, the last one's calls left listed."""
+    attrs = genai_run(agent) | {"gen_ai.operation.name": "generate_content"} | _oi_llm(*calls)
+    return t.span(f"invoke_agent {agent}", attrs, parent=parent, start=2, end=98, scope="gcp.vertex.agent")
+
+
+def test_google_adk_beside_openinference_one_run_no_merged_call_no_model_response() -> None:
+    t = Traces()
+    run = t.span("agent_run [root]", {KIND: "AGENT", "agent.name": "root"}, start=1, end=99, scope=OI_ADK)
+    # the sink lists only the second response's call (the first was overwritten): read as a model response, it
+    # would put both calls in one message and the first one in no response at all
+    sink = _adk_sink(t, "root", run, ("b2", "t", '{"k": "b2"}'))
+    t.span("execute_tool t", _oi_adk_tool("t", "b1", {"k": "b1"}, {"result": 1}), parent=sink, start=5, scope=OI_ADK)
+    t.span("execute_tool t", _oi_adk_tool("t", "b2", {"k": "b2"}, {"result": 2}), parent=sink, start=20, scope=OI_ADK)
+    merged = genai_tool("(merged tools)", "e-1", None)  # ADK's bookkeeping span, re-emitted with no kind
+    t.span("execute_tool (merged)", merged, parent=sink, start=21, scope=OI_ADK)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.span_id, result.agent_name, result.convention) == (hex_id(run), "root", "openinference")
+    assert _calls(result) == [("t", {"k": "b1"}, "b1", False), ("t", {"k": "b2"}, "b2", False)]
+    assert not any("message_index" in call.model_fields_set for call in result.calls)
+
+
+def test_google_adk_call_llm_span_openinference_wrote_into_is_still_one_model_response() -> None:
+    # ADK schema v1 has a `call_llm` span per model call, which the instrumentor writes into: one response each.
+    t = Traces()
+    adk = "gcp.vertex.agent"
+    run = t.span("invoke_agent root", genai_run("root"), start=0, end=100, scope=adk)
+    parts = [{"function_call": {"id": i, "name": "t", "args": {"k": i}}} for i in ("a2", "a1")]
+    llm = _oi_llm(("a2", "t", '{"k": "a2"}'), ("a1", "t", '{"k": "a1"}'))
+    llm["gcp.vertex.agent.llm_response"] = json.dumps({"content": {"parts": parts}})
+    t.span("call_llm", llm, parent=run, start=2, end=30, scope=adk)
+    for call_id in ("a1", "a2"):
+        t.span("execute_tool t", _oi_adk_tool("t", call_id, {"k": call_id}, {}), parent=run, start=5, scope=OI_ADK)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [c.call_id for c in result.calls] == ["a2", "a1"]
+    assert [c.message_index for c in result.calls] == [1, 1]
+
+
+def test_openinference_adk_tool_reads_a_failure_the_retry_plugin_answered_as_a_failed_call() -> None:
+    t = Traces()
+    run = t.span("agent_run [root]", {KIND: "AGENT", "agent.name": "root"}, start=0, end=100, scope=OI_ADK)
+    answered = {"response_type": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN", "error_type": "ToolFailure"}
+    t.span("execute_tool t", _oi_adk_tool("t", "r1", {"k": 1}, answered), parent=run, start=1, scope=OI_ADK)
+    other = {"result": "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"}  # the words, not the plugin's answer
+    t.span("execute_tool t", _oi_adk_tool("t", "r2", {"k": 2}, other), parent=run, start=5, scope=OI_ADK)
+    raised = _oi_adk_tool("t", None, {"k": 3}, {}) | {"error.type": "ToolFailure"}  # no plugin: the span failed
+    t.span("execute_tool t", raised, parent=run, start=9, scope=OI_ADK, error="ToolFailure: unknown")
+    # the same answer from another instrumentation's tool span is that framework's business, not ADK's
+    t.span("t", _oi_adk_tool("t", "r4", {"k": 4}, answered), parent=run, start=13, scope=OI)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [
+        ("t", {"k": 1}, "r1", True),
+        ("t", {"k": 2}, "r2", False),
+        ("t", {"k": 3}, None, True),
+        ("t", {"k": 4}, "r4", False),
+    ]
+    assert [c.error_type for c in result.calls if c.error] == ["ToolFailure", "ToolFailure"]
+
+
+def test_openinference_autogen_agent_without_node_id_is_named_by_its_span() -> None:
+    # the instrumentor's BaseChatAgent wrapper (agents other than AssistantAgent) writes no graph.node.id
+    t = Traces()
+    scope = "openinference.instrumentation.autogen_agentchat"
+    run = t.span("helper.on_messages_stream", {KIND: "AGENT", "input.value": "{}"}, start=0, end=10, scope=scope)
+    t.span(
+        "helper.search", {KIND: "TOOL", "tool.name": "search", "input.value": "{}"}, parent=run, start=1, scope=scope
+    )
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, [c.name for c in result.calls]) == ("helper", ["search"])
+
+
 def test_mastra_counts_tool_spans_not_chunks_and_orders_by_the_step_output() -> None:
     t = Traces()
     scope = "@mastra/otel-exporter"

@@ -91,6 +91,28 @@ def test_an_mcp_client_span_under_the_agent_is_the_call_and_the_server_span_a_la
     assert stats.skipped == {"tool_layer": 1}
 
 
+@pytest.mark.parametrize(
+    ("scope", "failed"),
+    [("openinference.instrumentation.autogen_agentchat", True), ("openinference.instrumentation.crewai", False)],
+)
+def test_a_call_whose_span_cannot_show_a_failure_takes_the_failure_of_its_layer(scope: str, failed: bool) -> None:
+    # openinference-instrumentation-autogen-agentchat sets its TOOL span OK before it checks the result (the SDK then
+    # ignores its ERROR); AutoGen's own execute_tool span below it failed. Another instrumentation's OK span is
+    # taken at its word. Either way the call takes the call id only the layer below records.
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    oi = {"openinference.span.kind": "TOOL", "tool.name": "get_weather", "input.value": '{"city": "Atlantis"}'}
+    tool = t.span("a.get_weather", oi, parent=run, start=10, end=50, scope=scope)
+    core = genai_tool("get_weather", "call_1", None) | {"error.type": "ToolFailure"}
+    t.span("execute_tool get_weather", core, parent=tool, start=11, end=49, error="ToolFailure: unknown city")
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.args, c.call_id, c.error, c.error_type) for c in result.calls] == [
+        ("get_weather", {"city": "Atlantis"}, "call_1", failed, "ToolFailure" if failed else None)
+    ]
+
+
 def test_a_same_named_tool_of_a_sub_agent_is_a_call_of_that_sub_agent() -> None:
     """A run span between two `search` spans: a sub-agent called `search`, not a layer of the outer call."""
     t = Traces()

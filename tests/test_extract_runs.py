@@ -136,6 +136,71 @@ def test_nested_agent_is_its_own_run_and_the_parent_keeps_the_invoking_call() ->
     assert runs["outer"].parent_span_id is None
 
 
+OI_AUTOGEN = "openinference.instrumentation.autogen_agentchat"
+
+
+def _oi_agent(name: str) -> dict[str, str]:
+    """openinference-instrumentation-autogen-agentchat's AGENT span of an agent's turn (`<name>.on_messages_stream`)."""
+    return {"openinference.span.kind": "AGENT", "graph.node.id": name}
+
+
+def test_a_run_span_right_under_a_run_span_of_the_same_agent_is_that_run_traced_twice() -> None:
+    # AutoGen's own invoke_agent around OpenInference's AGENT span: one run, the inner span's, the outer a layer
+    t = Traces()
+    outer = t.span("invoke_agent coordinator", genai_run("coordinator"), start=0, end=100)
+    inner = t.span(
+        "coordinator.on_messages_stream", _oi_agent("coordinator"), parent=outer, start=1, end=99, scope=OI_AUTOGEN
+    )
+    delegate = t.span("execute_tool expert", genai_tool("expert", "c_d"), parent=inner, start=10, end=60)
+    expert_outer = t.span("invoke_agent expert", genai_run("expert"), parent=delegate, start=11, end=59)
+    expert = t.span(
+        "expert.on_messages_stream", _oi_agent("expert"), parent=expert_outer, start=12, end=58, scope=OI_AUTOGEN
+    )
+    t.span("execute_tool search", genai_tool("search", "c_s"), parent=expert, start=20)
+    t.span("execute_tool late", genai_tool("late", "c_l"), parent=outer, start=99.5)  # beside the inner span
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.span_id, r.agent_name, _names(r)) for r in runs] == [
+        (hex_id(inner), "coordinator", ["expert:c_d", "late:c_l"]),
+        (hex_id(expert), "expert", ["search:c_s"]),
+    ]
+    assert [r.parent_span_id for r in runs] == [None, hex_id(inner)]
+    assert stats.skipped["run_layer"] == 2
+
+
+def test_a_layer_of_a_layer_folds_into_the_innermost_run() -> None:
+    t = Traces()
+    top = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    middle = t.span("a.on_messages_stream", _oi_agent("a"), parent=top, start=1, end=99, scope=OI_AUTOGEN)
+    inner = t.span("invoke_agent a", genai_run("a"), parent=middle, start=2, end=98)
+    t.span("execute_tool search", genai_tool("search", "c_s"), parent=inner, start=20)
+    stats = ExtractStats()
+
+    (run,) = rebuild_runs(t.records(), stats=stats)
+
+    assert (run.span_id, _names(run), run.parent_span_id) == (hex_id(inner), ["search:c_s"], None)
+    assert stats.skipped["run_layer"] == 2
+
+
+def test_a_run_span_right_under_a_run_span_of_another_agent_is_a_run_of_its_own() -> None:
+    t = Traces()
+    outer = t.span("invoke_agent team", genai_run("team"), start=0, end=100)
+    inner = t.span("member.on_messages_stream", _oi_agent("member"), parent=outer, start=1, end=99, scope=OI_AUTOGEN)
+    t.span("execute_tool search", genai_tool("search", "c_s"), parent=inner, start=20)
+    nameless = t.span("invoke_agent", {"gen_ai.operation.name": "invoke_agent"}, parent=inner, start=30, end=40)
+    t.span("invoke_agent", {"gen_ai.operation.name": "invoke_agent"}, parent=nameless, start=31, end=39)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.span_id, r.agent_name) for r in runs][:2] == [(hex_id(outer), "team"), (hex_id(inner), "member")]
+    assert len(runs) == 4, "two runs without a name are no layers of each other"
+    assert runs[1].parent_span_id == hex_id(outer)
+    assert "run_layer" not in stats.skipped
+
+
 def test_trace_without_run_span_makes_the_root_an_inferred_run() -> None:
     t = Traces()
     root = t.span("handle_request", start=0, end=10)

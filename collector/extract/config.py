@@ -100,7 +100,8 @@ class ExtractStats:
     skipped: Counter[str] = field(default_factory=Counter)
     """What was left out, by reason: `unknown_convention` (a trace no extractor recognised),
     `read_error:<convention>`, `output_tool`, `tool_layer` (a tool span folded into the call it is a
-    lower layer of, such as an MCP client or server span), `call_without_run`, `calls_over_limit`,
+    lower layer of, such as an MCP client or server span), `run_layer` (a run span folded into the run of the
+    same agent right under it, the same run traced by another instrumentation), `call_without_run`, `calls_over_limit`,
     `model_call_without_name` (a call a model response lists without a tool name, see `model_calls`),
     `tool_definition_malformed` (a tool definition in none of the shapes `catalog` reads)."""
 

@@ -25,8 +25,13 @@ call (the outermost span of the chain of layers): it is neither a call nor a run
   not capture them: content capture is opt-in per instrumentation, so a framework may have it off while
   the MCP server records `gen_ai.tool.call.arguments`. Those are this call's arguments as the tool
   received them, and leaving the call `not_captured` would fail argument rules on a call whose arguments
-  the trace holds; the nearest layer that captured them gives them. Results are not taken: a result of
-  None does not say whether it was captured.
+  the trace holds; the nearest layer that captured them gives them. So does a call id the call's span lacks
+  (OpenInference's AutoGen TOOL span has none; AutoGen's own `execute_tool` below it has the model's).
+  Results are not taken: a result of None does not say whether it was captured. Nor is a failure, but where
+  the call's span cannot record one
+  (`ToolRead.failure_recorded` False: openinference-instrumentation-autogen-agentchat sets its TOOL span OK
+  before it checks the tool's result): the nearest layer that failed then gives the call its error (AutoGen's
+  own `execute_tool` span, one layer down, has it).
 """
 
 from __future__ import annotations
@@ -74,11 +79,17 @@ def fold_layers(reads: dict[str, ToolRead], above: Mapping[str, str]) -> dict[st
 
 
 def _fill_arguments(reads: dict[str, ToolRead], folded: Mapping[str, tuple[str, int]]) -> None:
-    """Give each call that did not capture its arguments those of its nearest layer that did.
+    """Give each call that did not capture its arguments those of its nearest layer that did, each call without a
+    call id that of its nearest layer with one, and each call whose span cannot record a failure the error of its
+    nearest layer that failed.
 
-    Nearest first, then by span id, so that the same spans always give the same arguments.
+    Nearest first, then by span id, so that the same spans always give the same values.
     """
     for span_id, (top, _) in sorted(folded.items(), key=lambda item: (item[1][1], item[0])):
-        args = reads[span_id].args
-        if args is not NOT_CAPTURED and reads[top].args is NOT_CAPTURED:
-            reads[top] = dataclasses.replace(reads[top], args=args)
+        layer, call = reads[span_id], reads[top]
+        if layer.args is not NOT_CAPTURED and call.args is NOT_CAPTURED:
+            reads[top] = call = dataclasses.replace(call, args=layer.args)
+        if layer.call_id is not None and call.call_id is None:
+            reads[top] = call = dataclasses.replace(call, call_id=layer.call_id)
+        if layer.error and not call.error and not call.failure_recorded:
+            reads[top] = dataclasses.replace(call, error=True, error_type=layer.error_type)

@@ -24,6 +24,11 @@ Rules, applied per trace:
   model message, whose calls are the ones the outermost span lists, or, when it lists none, those of its
   latest layer that did not fail and lists some (the layers' tool definitions and tool results are read
   too). Read as responses of their own, every call would be listed twice.
+- **Run layers.** A run span whose parent is a run span naming the same agent is that run traced twice, by two
+  instrumentations (AutoGen's own `invoke_agent` around OpenInference's AGENT span; OpenInference's ADK
+  `agent_run` around ADK's `invoke_agent`): the innermost span is the run, the ones above it are folded into it
+  (counted as `run_layer`). The innermost, because its run then depends on its own subtree alone, as
+  `rebuild_under` needs: a layer above learns it is one from its child, which ends (and arrives) first.
 - **Order.** See `order`: batch start, position in the model response, start time, call id,
   span id.
 - **Tools offered.** Each run's catalog of tools, from its run span, model spans and, for a tool they
@@ -264,6 +269,8 @@ class _TraceRuns:
         """Model spans that are a layer of a response (see the module docstring), by the outermost span's id."""
         self.claimers: dict[str, list[PendingCall]] = {}
         """Tool spans that are no call of their run yet claim the call they ran (see `model_calls`), by run."""
+        self.run_layers: dict[str, str] = {}
+        """Run spans folded into the run they are a layer of (see *Run layers* above), with that run's span id."""
 
     def _parent(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         parent_id = node.span.parent_id
@@ -375,6 +382,8 @@ class _TraceRuns:
             self.stats.skip("unknown_convention")
             return []
         self.stats.by_convention.update(conventions)
+        if len(self.runs) > 1:
+            self._fold_run_layers()
         self._add_calls(tools)
         if self.llm_nodes and self.config.infer_runs:
             self._add_model_runs()
@@ -407,9 +416,12 @@ class _TraceRuns:
                     self.model_layers.setdefault(response.span.span_id, []).append(node)
                     continue
                 owner, inferred = self._owner(node)
-            found = by_run.get(owner.span.span_id)
+            owner_id = owner.span.span_id
+            if self.run_layers:
+                owner_id = self.run_layers.get(owner_id, owner_id)
+            found = by_run.get(owner_id)
             if found is None:
-                by_run[owner.span.span_id] = [node]
+                by_run[owner_id] = [node]
             else:
                 found.append(node)
             if inferred:
@@ -503,6 +515,8 @@ class _TraceRuns:
             self._claim(owner, PendingCall(node.span, read))
             return
         run = self.runs.get(owner.span.span_id)
+        if run is None and self.run_layers and owner.span.span_id in self.run_layers:
+            run = self.runs[self.run_layers[owner.span.span_id]]
         if run is None:
             if not (inferred and self.config.infer_runs):
                 self.stats.calls_dropped("call_without_run", 1, None)
@@ -513,21 +527,54 @@ class _TraceRuns:
         run.calls.append(PendingCall(node.span, read))
 
     def _claim(self, owner: ClassifiedSpan, claimer: PendingCall) -> None:
-        self.claimers.setdefault(owner.span.span_id, []).append(claimer)
+        owner_id = owner.span.span_id
+        self.claimers.setdefault(self.run_layers.get(owner_id, owner_id), []).append(claimer)
 
     def _parent_run(self, node: ClassifiedSpan) -> str | None:
         """The run that invoked this one: the run owning the nearest tool span (the call it is a layer of,
         if any) or run span above it; a run that a tool span stands for (see `_owner`) starts at that call."""
-        current = node if node.role is _TOOL else self._parent(node)
+        below, current = node, node if node.role is _TOOL else self._parent(node)
         for _ in range(len(self.nodes)):
             if current is None:
                 return None
             if current.role is _RUN:
-                return current.span.span_id
-            if current.role is _TOOL:
-                return self._owner(self._call_of(current))[0].span.span_id
-            current = self._parent(current)
+                if not self._same_run(current, below):
+                    return current.span.span_id
+                if self.top is not None and self.top[0] == current.span.span_id:  # a layer at the top: above it
+                    return self.top[1]
+            elif current.role is _TOOL:
+                owner = self._owner(self._call_of(current))[0].span.span_id
+                return self.run_layers.get(owner, owner)
+            below, current = current, self._parent(current)
         return None
+
+    def _same_run(self, outer: ClassifiedSpan, inner: ClassifiedSpan) -> bool:
+        """Whether the run span `inner`, right under the run span `outer`, is `outer`'s run one layer down: both
+        name the same agent (see *Run layers* above)."""
+        if inner.role is not _RUN or outer.role is not _RUN:
+            return False
+        mine, theirs = self._read(inner), self._read(outer)
+        if not (isinstance(mine, RunInfo) and isinstance(theirs, RunInfo)):
+            return False
+        return mine.agent_name is not None and mine.agent_name == theirs.agent_name
+
+    def _fold_run_layers(self) -> None:
+        """Take the run spans that are layers of the run right under them out of `runs` (see *Run layers*)."""
+        inner_of: dict[str, str] = {}
+        for span_id, run in self.runs.items():
+            parent = self._parent(run.node)
+            if parent is not None and parent.span.span_id in self.runs and self._same_run(parent, run.node):
+                inner_of[parent.span.span_id] = span_id
+        for outer, below in inner_of.items():
+            innermost, seen = below, {outer}
+            while innermost in inner_of and innermost not in seen:  # a layer of a layer: the innermost is the run
+                seen.add(innermost)
+                innermost = inner_of[innermost]
+            if innermost not in seen:  # parents that loop (a bad exporter) fold nothing
+                self.run_layers[outer] = innermost
+        for outer in self.run_layers:
+            del self.runs[outer]
+            self.stats.skip("run_layer")
 
     def _call_of(self, tool: ClassifiedSpan) -> ClassifiedSpan:
         """The call a tool span is a layer of (itself when none): from `layers` once the calls are added,

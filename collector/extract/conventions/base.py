@@ -118,6 +118,10 @@ class ToolRead:
     schema: Any = None
     """The tool's own parameters schema as the span records it (JSON text or a mapping; `catalog` keeps it
     only when it is a JSON schema object)."""
+    failure_recorded: bool = True
+    """Whether the span would show the call's failure. False where the instrumentation cannot record one (it sets
+    the span OK before it checks the tool's result, and the SDK ignores a later ERROR): `error` False then does
+    not say the call succeeded, and a lower layer of the call that failed tells it (see `layers`)."""
 
 
 @dataclass(slots=True)

@@ -4,6 +4,13 @@ ADK mostly speaks OTel GenAI, with quirks this module absorbs: the `(merged tool
 that is not a model call, the `<not specified>` call id of a failed tool, arguments in
 `gcp.vertex.agent.tool_call_args` before GenAI attributes existed, and model responses recorded as
 `gcp.vertex.agent.llm_response` (function calls in the model's order).
+
+With OpenInference's ADK instrumentor (openinference-instrumentation-google-adk) on, a user gets ADK's spans
+and OpenInference's in one trace, partly merged: the instrumentor traces each run itself (`agent_run [<agent>]`,
+AGENT) and re-emits ADK's `execute_tool` spans through its own tracer as TOOL spans (both read by
+`openinference`). What is left of ADK's here: its `invoke_agent` span, which the instrumentor turns into the
+sink of the run's model calls (not a run, nor one model response), and the merged-tools span, re-emitted
+under the instrumentor's scope without a span kind. See the names below.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from toolscore.collector.extract.conventions.genai import (
 )
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["GoogleADKExtractor"]
+__all__ = ["GoogleADKExtractor", "function_response_error"]
 
 # --- Names read ----------------------------------------------------------------------------------
 # recognised by  scope `gcp.vertex.agent`
@@ -63,8 +70,23 @@ __all__ = ["GoogleADKExtractor"]
 #   model span    `call_llm`: gcp.vertex.agent.llm_response; tools offered in gcp.vertex.agent.llm_request
 #                 JSON config.tools[].function_declarations[] {name, description, parameters_json_schema
 #                 or parameters}
+# beside OpenInference's ADK instrumentor (openinference-instrumentation-google-adk 1.x, ADK 2.x):
+#   not a run     ADK's `invoke_agent <agent>` carrying openinference.span.kind: the instrumentor wraps
+#                 `BaseAgent.run_async` in its own AGENT span `agent_run [<agent>]` (the run, its parent), and
+#                 records every model call of the run onto the span current at ADK's `trace_call_llm`,
+#                 which under schema v2 (no `call_llm` span) is this one: kind LLM, llm.output_messages.*,
+#                 input.value / output.value of each request and response, each overwriting the last;
+#                 ADK's own `generate_content` spans are suppressed into it too (gen_ai.operation.name
+#                 becomes `generate_content`). It holds no one model response: OTHER
+#   not a call    `execute_tool (merged)` in scope `openinference.instrumentation.google_adk`: ADK's span
+#                 re-emitted through the instrumentor's tracer, with no openinference.span.kind
+#   failed tool   the TOOL span's output.value is ADK's FunctionResponse `{"id", "name", "response"}`; a
+#                 retry-plugin answer there is a failed call (`function_response_error`, read by
+#                 `openinference`)
 
 SCOPE: Final = "gcp.vertex.agent"
+OI_SCOPE: Final = "openinference.instrumentation.google_adk"
+OI_KIND: Final = "openinference.span.kind"
 MERGED: Final = "(merged tools)"
 UNSPECIFIED: Final = "<not specified>"
 ADK_ARGS: Final = (*ARGS_KEYS, "gcp.vertex.agent.tool_call_args")
@@ -82,6 +104,19 @@ def _handled_error(result: Any) -> str | None:
     if not isinstance(decoded, Mapping) or decoded.get("response_type") != RETRY_PLUGIN_RESPONSE:
         return None
     return string(decoded, "error_type") or ERROR_TYPE_OTHER
+
+
+def function_response_error(output: Any) -> str | None:
+    """The error type of a tool failure answered by ADK's ReflectAndRetryToolPlugin, from ADK's `FunctionResponse`
+    as JSON (`{"id", "name", "response": {...}}`: how OpenInference's ADK instrumentor records a tool's output,
+    `output.value`); None when it is no such answer."""
+    if not isinstance(output, str) or RETRY_PLUGIN_RESPONSE not in output:
+        return None
+    decoded = load_json(output)
+    response = decoded.get("response") if isinstance(decoded, Mapping) else None
+    if not isinstance(response, Mapping) or response.get("response_type") != RETRY_PLUGIN_RESPONSE:
+        return None
+    return string(response, "error_type") or ERROR_TYPE_OTHER
 
 
 def _one_per_call_id(calls: list[IssuedCall]) -> list[IssuedCall]:
@@ -141,7 +176,7 @@ class GoogleADKExtractor:
     """Spans of Google ADK."""
 
     name = "google_adk"
-    gate = Gate(scopes=frozenset({SCOPE}))
+    gate = Gate(scopes=frozenset({SCOPE, OI_SCOPE}))
     issued_text = "gen_ai.output.messages"
     tool_keys = (*TOOL_KEYS, LLM_REQUEST)
 
@@ -149,11 +184,15 @@ class GoogleADKExtractor:
         """`invoke_agent` (or the older `agent_run [...]`) is a run; `execute_tool` a tool call.
 
         The `(merged tools)` span repeats the calls of a parallel step under one event id, so it is
-        OTHER, as are `invoke_workflow` (it wraps the agent span) and ADK's bookkeeping spans.
+        OTHER, as are `invoke_workflow` (it wraps the agent span) and ADK's bookkeeping spans. Beside
+        OpenInference's ADK instrumentor (see the names above): the merged span it re-emits under its own scope is
+        OTHER (its other spans are `openinference`'s), and so is ADK's `invoke_agent` it wrote model calls into.
         """
-        if span.scope != SCOPE:
-            return None
         attrs = span.attributes
+        if span.scope != SCOPE:
+            return Role.OTHER if span.scope == OI_SCOPE and attrs.get("gen_ai.tool.name") == MERGED else None
+        if OI_KIND in attrs and span.name.startswith("invoke_agent"):
+            return Role.OTHER
         operation = attrs.get("gen_ai.operation.name")
         if operation == "invoke_agent" or span.name.startswith("agent_run"):
             return Role.RUN

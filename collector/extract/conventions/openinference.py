@@ -35,6 +35,7 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
+from toolscore.collector.extract.conventions.google_adk import function_response_error
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["OpenInferenceExtractor"]
@@ -51,7 +52,7 @@ __all__ = ["OpenInferenceExtractor"]
 #               (result; LangChain's serialized ToolMessage holds `tool_call_id`), status (error),
 #               exception event
 # AGENT span    a run, named by gen_ai.agent.name, else agent.name, else graph.node.id (CrewAI: the
-#               role), else the span name
+#               role; AutoGen AgentChat: the agent's name), else the span name
 #               without its method (smolagents `<name>.run`, CrewAI `<role>._execute_core`);
 #               input.value, output.value. Not a run: `_NOT_A_RUN`.
 # CHAIN span    a run when `_CHAIN_RUNS` says so (LlamaIndex `FunctionAgent.run`, DSPy `ReAct.forward`),
@@ -86,8 +87,9 @@ _METHODS: Final = frozenset(
     ("__call__", "acall", "call", "run", "arun", "_run", "_arun", "forward", "aforward", "invoke", "ainvoke")
 )
 """Method names instrumentations append to a tool's or an agent's name in the span name (`<name>.<method>`);
-CrewAI's `_execute_core` is its agent's."""
-_AGENT_METHODS: Final = _METHODS | {"_execute_core", "execute_task", "kickoff"}
+CrewAI's `_execute_core` is its agent's, AutoGen AgentChat's `on_messages_stream` (an agent other than
+`AssistantAgent` has no `graph.node.id`)."""
+_AGENT_METHODS: Final = _METHODS | {"_execute_core", "execute_task", "kickoff", "on_messages_stream"}
 
 
 def _llama_index_run(name: str) -> bool:
@@ -112,6 +114,17 @@ no AGENT span; DSPy traces its tool-using modules' `forward` as CHAIN spans."""
 _DELEGATION_TOOLS: Final = {_SCOPE + "crewai": ("Delegate work to coworker", "Ask question to coworker")}
 """Per instrumentation, its framework's tools that run another agent inside the tool span, with no run span of
 that agent's own; their arguments name the agent (`coworker`)."""
+
+_ANSWERED_ERRORS: Final[dict[str, Callable[[Any], str | None]]] = {_SCOPE + "google_adk": function_response_error}
+"""Per instrumentation, how a tool failure its framework answered for the model (so the span is OK) reads in the
+TOOL span's `output.value`: the error type, else None. Google ADK's ReflectAndRetryToolPlugin hands the model an
+error response instead of raising; the instrumentor records ADK's `FunctionResponse` holding it."""
+
+_UNRECORDED_FAILURES: Final = frozenset({_SCOPE + "autogen_agentchat"})
+"""Instrumentations whose TOOL spans cannot show a failed call: openinference-instrumentation-autogen-agentchat
+sets the span OK when `_execute_tool_call` returns and only then its ERROR for a result with `is_error`, which the
+SDK ignores (an OK status is final). The call's failure is then on a layer below it, if any (AutoGen's own
+`execute_tool` span: see `layers`)."""
 
 _FINAL_TOOLS: Final = {_SCOPE + "smolagents": "final_answer", _SCOPE + "dspy": "finish"}
 """Per instrumentation, the framework's built-in tool that ends a run: a real call, flagged `final`."""
@@ -333,6 +346,9 @@ class OpenInferenceExtractor:
         if name is None and not handoff:
             name = _bare_name(span.name, _METHODS)
         error, error_type = error_of(span)
+        answered = _ANSWERED_ERRORS.get(span.scope)
+        if not error and answered is not None and (answered_type := answered(attrs.get(OUTPUT_VALUE))) is not None:
+            error, error_type = True, answered_type
         args = NOT_CAPTURED if handoff else _args(attrs)
         delegates_to = None
         if name in _DELEGATION_TOOLS.get(span.scope, ()):
@@ -351,6 +367,7 @@ class OpenInferenceExtractor:
             schema=attrs.get(TOOL_PARAMETERS),
             delegates_to=delegates_to,
             final=name is not None and _FINAL_TOOLS.get(span.scope) == name,
+            failure_recorded=error or span.scope not in _UNRECORDED_FAILURES,
             unwrap=unwrap_unless_declared(args, attrs.get(TOOL_PARAMETERS)),
         )
 
