@@ -21,6 +21,11 @@ The run's tool catalog (`AgentRun.available_tools`, see `catalog`) comes from an
 of the tools offered (each a mapping or its JSON text, shapes in `catalog`). Both optional, like `gate`:
 an extractor without them adds no tools. A tool span's own description and schema ride on its
 `ToolRead` (`description`, `schema`), read with the rest of the span.
+
+An extractor may also have `is_step(span) -> bool`, asked only about a span of its own that is the child of a
+tool span on the way up from a call with no run span above it: True when the span is one step of an agent run
+(OpenLIT's LangChain chain span for one node step of a graph), never the root of one, so that the run inferred
+for what the tool ran is the tool span itself, not one run per step (see `runs._TraceRuns._owner`).
 """
 
 from __future__ import annotations
