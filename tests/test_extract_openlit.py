@@ -19,6 +19,11 @@ from .test_extract_support import Traces
 AGENTS = "openlit.instrumentation.openai_agents"
 OPENAI = "openlit.instrumentation.openai"
 MANUAL = "openlit"
+LANGGRAPH = "openlit.instrumentation.langgraph"
+LANGCHAIN = "openlit.instrumentation.langchain"
+RUN_ID = "01a227a4-2c40-74e9-ab58-6c1c248f39b4"
+"""A LangChain run id, what OpenLIT's LangChain tool span says `gen_ai.tool.call.id` until the tool returns a
+`ToolMessage`."""
 
 
 def _calls(run: AgentRun) -> list[tuple[str, Any, str | None, bool]]:
@@ -62,7 +67,7 @@ def _chat(
 def test_openlit_is_asked_before_the_genai_fallback_and_only_about_its_scopes() -> None:
     names = [e.name for e in EXTRACTORS]
     assert names.index("openlit") < names.index("genai")
-    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS}
+    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN}
     assert not OpenLITExtractor.gate.keys
 
 
@@ -227,3 +232,136 @@ def test_manual_spans_start_trace_is_a_run_a_traced_function_is_not_even_when_it
         None,
         ("genai", Role.LLM),  # a span with a GenAI operation is left to the GenAI reader
     ]
+
+
+def _workflow(graph: str) -> dict[str, Any]:
+    return {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": graph}
+
+
+def _chain(name: str) -> dict[str, Any]:
+    """The LangChain handler's span of a chain whose name says "agent" (a graph's root chain, or a node step)."""
+    return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, "gen_ai.agent.id": RUN_ID}
+
+
+def _lc_tool(name: str, args_repr: str, call_id: str | None, *, returned: str | None = None) -> dict[str, Any]:
+    """The LangChain handler's tool span: the arguments' repr; the result a ToolMessage's repr naming `call_id`
+    (`returned`: another result), the call id the model's when the result names it, else the run id."""
+    result = returned if returned is not None else f"content='ok' name='{name}' tool_call_id='{call_id}'"
+    return {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.arguments": args_repr,
+        "gen_ai.tool.call.id": call_id if returned is None and call_id else RUN_ID,
+        "gen_ai.tool.call.result": result,
+    }
+
+
+def _lc_chat(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    parts = [{"type": "tool_call", "id": i, "name": n, "arguments": json.dumps(a)} for i, n, a in calls]
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "tool_calls"}]),
+    }
+
+
+def test_langgraph_graph_run_is_the_workflow_span_not_node_steps_root_chains_or_checkpoints() -> None:
+    """The `Pregel` wrappers' `invoke_workflow <graph>` is the run; `invoke_agent <node>` spans of both the
+    `add_node` wrapper and the LangChain handler are steps; a checkpoint span (`invoke_workflow checkpoint_write`)
+    names no workflow."""
+    t = Traces()
+    graph = t.span("invoke_workflow weather_agent", _workflow("weather_agent"), end=100, scope=LANGGRAPH)
+    t.span(
+        "invoke_workflow checkpoint_write", {"gen_ai.operation.name": "invoke_workflow"}, parent=graph, scope=LANGGRAPH
+    )
+    t.span("create_agent default", {"gen_ai.operation.name": "create_agent"}, parent=graph, scope=LANGGRAPH)
+    root = t.span("invoke_agent weather_agent", _chain("weather_agent"), parent=graph, start=1, end=99, scope=LANGCHAIN)
+    node = {**_chain("agent"), "gen_ai.agent.id": "agent"}
+    t.span("invoke_agent agent", node, parent=graph, start=2, end=3, scope=LANGGRAPH)
+    step = t.span("invoke_agent agent", _chain("agent"), parent=root, start=2, end=9, scope=LANGCHAIN)
+    t.span("chat m", _lc_chat([("call_1", "w", {"city": "Oslo"})]), parent=step, start=3, scope=LANGCHAIN)
+    t.span("execute_tool w", _lc_tool("w", "{'city': 'Oslo'}", "call_1"), parent=root, start=10, scope=LANGCHAIN)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.convention, r.inferred, _calls(r)) for r in runs] == [
+        ("weather_agent", "openlit", False, [("w", {"city": "Oslo"}, "call_1", False)])
+    ]
+
+
+def test_langchain_tool_call_id_is_kept_only_when_its_result_names_it() -> None:
+    """A failed tool keeps the LangChain run id (only `on_tool_end` sets the model's id, from the ToolMessage), as
+    does one that returned no ToolMessage: no call id from the span, the model response's id stands in."""
+    t = Traces()
+    graph = t.span("invoke_workflow g", _workflow("g"), end=100, scope=LANGGRAPH)
+    t.span("chat m", _lc_chat([("call_1", "w", {"city": "X"})]), parent=graph, start=1, scope=LANGCHAIN)
+    failed = {**_lc_tool("w", "{'city': 'X'}", None), "error.type": "ToolFailure"}
+    del failed["gen_ai.tool.call.result"]
+    t.span("execute_tool w", failed, parent=graph, start=10, scope=LANGCHAIN, error="unknown city: X")
+    t.span("chat m", _lc_chat([("call_2", "w", {"city": "Y"})]), parent=graph, start=20, scope=LANGCHAIN)
+    plain = _lc_tool("w", "{'city': 'Y'}", "call_2", returned="sunny")
+    t.span("execute_tool w", plain, parent=graph, start=30, scope=LANGCHAIN)
+    unverified = _lc_tool("v", "{'q': 1}", None, returned="done")
+    t.span("execute_tool v", unverified, parent=graph, start=40, scope=LANGCHAIN)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.args, c.call_id, c.error, c.error_type) for c in run.calls] == [
+        ("w", {"city": "X"}, "call_1", True, "ToolFailure"),
+        ("w", {"city": "Y"}, "call_2", False, None),
+        ("v", {"q": 1}, None, False, None),  # no model response lists it: no id at all, never the run id
+    ]
+
+
+def test_langchain_tool_arguments_are_a_python_repr_and_the_models_text_wins() -> None:
+    """`str()` of the arguments: Python literals (None, True, quotes, unicode) decode; a repr that is no literal
+    (cut, or holding an object) stays text, and the model response's arguments replace it."""
+    t = Traces()
+    graph = t.span("invoke_workflow g", _workflow("g"), end=100, scope=LANGGRAPH)
+    args = {"seat": None, "direct": True, "note": 'it\'s "✈"', "ages": [34, 7.5]}
+    t.span("execute_tool a", _lc_tool("a", repr(args), "call_a"), parent=graph, start=10, scope=LANGCHAIN)
+    t.span(
+        "execute_tool b",
+        _lc_tool("b", "{'when': datetime.date(2026, 1, 1)}", "call_b"),
+        parent=graph,
+        start=20,
+        scope=LANGCHAIN,
+    )
+    t.span("chat m", _lc_chat([("call_b", "b", {"when": "2026-01-01"})]), parent=graph, start=15, scope=LANGCHAIN)
+    t.span("execute_tool c", _lc_tool("c", "{'city': 'Par", "call_c"), parent=graph, start=30, scope=LANGCHAIN)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.args, c.args_state) for c in run.calls] == [
+        ("a", args, "value"),
+        ("b", {"when": "2026-01-01"}, "value"),
+        ("c", "{'city': 'Par", "raw"),  # no model response: the text as recorded, not decoded
+    ]
+
+
+def test_langchain_steps_under_a_tool_are_one_inferred_run_at_the_tool_span() -> None:
+    """A graph invoked inside a tool has no `invoke_workflow` span (the wrapper suppresses itself in a running
+    graph); its LangChain chain spans (its root chain when its name says "agent", its node steps) hang under the
+    tool span. They are steps: the tool span stands for the sub-agent's run, one run, whichever of them is there."""
+    t = Traces()
+    graph = t.span("invoke_workflow coordinator", _workflow("coordinator"), end=100, scope=LANGGRAPH)
+    t.span("chat m", _lc_chat([("call_f1", "ask", {"input": "q"})]), parent=graph, start=1, scope=LANGCHAIN)
+    ask = t.span(
+        "execute_tool ask", _lc_tool("ask", "{'input': 'q'}", "call_f1"), parent=graph, start=5, end=90, scope=LANGCHAIN
+    )
+    sub = t.span("invoke_agent sub_agent", _chain("sub_agent"), parent=ask, start=6, end=89, scope=LANGCHAIN)
+    for start, call in ((7, "call_s1"), (30, "call_s2")):
+        step = t.span("invoke_agent agent", _chain("agent"), parent=sub, start=start, end=start + 9, scope=LANGCHAIN)
+        t.span("chat m", _lc_chat([(call, "w", {"n": start})]), parent=step, start=start + 1, scope=LANGCHAIN)
+        t.span(
+            "execute_tool w", _lc_tool("w", f"{{'n': {start}}}", call), parent=sub, start=start + 10, scope=LANGCHAIN
+        )
+    t.span("invoke_agent agent", _chain("agent"), parent=sub, start=60, end=70, scope=LANGCHAIN)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.inferred, _calls(r)) for r in runs] == [
+        ("coordinator", False, [("ask", {"input": "q"}, "call_f1", False)]),
+        ("execute_tool ask", True, [("w", {"n": 7}, "call_s1", False), ("w", {"n": 30}, "call_s2", False)]),
+    ]
+    assert OpenLITExtractor().is_step(next(r for r in t.records() if r.name == "invoke_agent sub_agent"))
+    assert not OpenLITExtractor().is_step(next(r for r in t.records() if r.name == "execute_tool ask"))

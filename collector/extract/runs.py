@@ -242,6 +242,12 @@ def _under(nodes: Mapping[str, ClassifiedSpan], top: str) -> dict[str, Classifie
     return under
 
 
+def _is_step(node: ClassifiedSpan) -> bool:
+    """Whether the span's convention calls it one step of an agent run, not the root of one (`Extractor.is_step`)."""
+    is_step = getattr(node.extractor, "is_step", None)
+    return is_step is not None and bool(is_step(node.span))
+
+
 class _TraceRuns:
     """The runs of one trace, from its classified spans (`top`: a run span whose parent run is known, and
     whose ancestors are not among `nodes`)."""
@@ -281,8 +287,9 @@ class _TraceRuns:
 
         Below a tool span (something the tool ran: a sub-agent without a run span of its own), the run is the
         tool span's child on the way up, the sub-agent's own root; or the tool span itself when that child is a
-        tool or model span, so that a sub-agent whose steps sit right under the tool span (CrewAI's delegated
-        coworker) is one run, not one per step.
+        tool or model span, or a span its convention calls one step of a run (`Extractor.is_step`), so that a
+        sub-agent whose steps sit right under the tool span (CrewAI's delegated coworker, the node steps of a
+        LangGraph graph traced by OpenLIT) is one run, not one per step.
         """
         child, current, claimed = node, self._parent(node), None
         for _ in range(len(self.nodes)):
@@ -291,7 +298,7 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current, False
             if current.role is _TOOL:
-                if child.role is _TOOL or child.role is _LLM:
+                if child.role is _TOOL or child.role is _LLM or _is_step(child):
                     return current, True
                 twin = self._empty_run_beside(child, current)
                 return (twin, False) if twin is not None else (child, True)

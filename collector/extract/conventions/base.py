@@ -26,6 +26,11 @@ A run inferred at a span that no convention marks as a run (see `runs`) is named
 the convention that recognised the span describes it: an optional `inferred_run(span)` returning a
 `RunInfo` (or None), asked only about spans it classified `Role.OTHER` that a run is inferred at (OpenLLMetry's
 LlamaIndex root `<Class>.workflow` span, which is a workflow's run or any other top-level LlamaIndex call).
+
+An extractor may also have `is_step(span) -> bool`, asked only about a span of its own that is the child of a
+tool span on the way up from a call with no run span above it: True when the span is one step of an agent run
+(OpenLIT's LangChain chain span for one node step of a graph), never the root of one, so that the run inferred
+for what the tool ran is the tool span itself, not one run per step (see `runs._TraceRuns._owner`).
 """
 
 from __future__ import annotations

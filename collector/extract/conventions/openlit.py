@@ -15,14 +15,39 @@ their operation says, so its spans are recognised by their instrumentation scope
   say how many calls the response issued, so its calls are not read.
 - Its manual tracing (`openlit.start_trace(name)`, `@openlit.trace`, scope `openlit`) is how a hand-written
   agent loop marks its runs: `start_trace` is a run.
+- LangGraph (`openlit.instrumentation.langgraph`): a graph run is the `invoke_workflow <graph>` span its
+  `Pregel.invoke`/`ainvoke`/`stream`/`astream` wrappers open (`gen_ai.workflow.name`); they suppress themselves
+  inside a running graph (`_LANGGRAPH_SUPPRESS_KEY`), so a graph invoked by a tool of another graph has no run
+  span (its run is inferred under the tool span). Its `StateGraph.add_node` wrapper opens `invoke_agent <node>`
+  with `gen_ai.agent.id` = the node's name for every *step* of every node but tool nodes: no run.
+- LangChain (`openlit.instrumentation.langchain`, its callback handler): a chain becomes `invoke_agent <name>`
+  (with `gen_ai.agent.id` = its LangChain run id) when its name or class path contains "agent"
+  (`detect_observation_type`): the graph's root chain when the graph is so named, but also every step of
+  `create_react_agent`'s `agent` node, so no run either. Under a tool span these chain spans are steps
+  (`is_step`): a graph a tool invoked, which has no run span, is one run inferred at the tool span, not one per
+  step. A tool span's `gen_ai.tool.call.arguments` is `str()` of the arguments (a Python repr, read
+  with `ast.literal_eval`, and the model's own text wins); its `gen_ai.tool.call.id` starts as the LangChain
+  run id and becomes the model's call id only when the tool returns a `ToolMessage` (`on_tool_end`), so a
+  failed call carries the run id: only an id the result names (`tool_call_id='...'`) is kept. Its chat spans
+  list every call with its id (LangChain's `tool_calls`, Chat Completions and Responses API alike).
 """
 
 from __future__ import annotations
 
+import ast
+import re
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, RunInfo
-from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, genai_issued_calls, string
+from toolscore.collector.extract.conventions.base import (
+    Gate,
+    IssuedCall,
+    IssuedCalls,
+    Read,
+    Role,
+    RunInfo,
+    ToolRead,
+)
+from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, genai_issued_calls, message_text, string
 from toolscore.collector.extract.conventions.genai import (
     EXECUTE_TOOL,
     INVOKE_AGENT,
@@ -66,6 +91,22 @@ __all__ = ["OpenLITExtractor"]
 #                               in the same order; gen_ai.request.stream=false: only the last function_call
 #                               of the response is listed: its calls are not read
 #   tools offered               gen_ai.tool.definitions (Responses API with chat-format tools only)
+# scope openlit.instrumentation.langgraph   (langgraph.py, async_langgraph.py, utils.py)
+#   invoke_workflow <graph>     Pregel.invoke/ainvoke ([...] stream: `invoke_workflow <graph> stream`):
+#                               gen_ai.workflow.name, gen_ai.output.messages (the assistant texts, JSON parts);
+#                               none for a graph run inside another (suppressed): RUN, named by the workflow
+#   invoke_agent <node>         a step of a node (StateGraph.add_node wrapper; gen_ai.agent.id = node name): OTHER
+#   create_agent <graph>, retrieval graph_state, invoke_workflow checkpoint_* (no workflow name): OTHER
+# scope openlit.instrumentation.langchain   (__init__.py: OpenLITCallbackHandler; utils.py common_chat_logic)
+#   invoke_agent <chain>        a chain whose name/class path says "agent" (a graph's root chain, every step of
+#                               its `agent` node): OTHER
+#   invoke_workflow <chain>     a top-level chain outside a LangGraph wrapper: OTHER
+#   execute_tool <tool>         gen_ai.tool.call.arguments = str(tool input) (Python repr), gen_ai.tool.call.id
+#                               = run id, replaced by the ToolMessage's tool_call_id on_tool_end,
+#                               gen_ai.tool.call.result = str(output); a failure: status ERROR, error.type =
+#                               the exception's class name, the run id stays: TOOL
+#   chat <model>                gen_ai.output.messages tool_call parts {"id", "name", "arguments" (JSON
+#                               text)} from the message's tool_calls: LLM
 # other openlit.instrumentation.* scopes: not claimed here (the GenAI fallback reads them)
 
 SCOPE_MANUAL: Final = "openlit"
@@ -78,6 +119,14 @@ API_TYPE: Final = "openai.api.type"
 STREAMED: Final = "gen_ai.request.stream"
 FLAT_CALL_IDS: Final = "gen_ai.tool.call.id"
 CHAT: Final = "chat"
+SCOPE_LANGGRAPH: Final = "openlit.instrumentation.langgraph"
+SCOPE_LANGCHAIN: Final = "openlit.instrumentation.langchain"
+INVOKE_WORKFLOW: Final = "invoke_workflow"
+WORKFLOW_NAME: Final = "gen_ai.workflow.name"
+TOOL_RESULT: Final = "gen_ai.tool.call.result"
+MAX_REPR_CHARS: Final = 1 << 16
+"""Longer Python reprs are left as text (the model's arguments stand in) rather than evaluated."""
+_ID_IN_RESULT: Final = re.compile(r"""tool_call_id=(?:'([^']*)'|"([^"]*)")""")
 
 
 def read_openlit_issued(span: SpanRecord) -> IssuedCalls:
@@ -95,6 +144,37 @@ def read_openlit_issued(span: SpanRecord) -> IssuedCalls:
     return IssuedCalls([IssuedCall(call_id, call.name, call.args) for call, call_id in zip(calls, ids, strict=True)])
 
 
+def _repr_args(text: Any) -> Any:
+    """A LangChain tool input as OpenLIT records it (`str()` of the dict the model's arguments decoded to): the
+    dict again, or the text as it was (not a dict literal, too long, or cut by OpenLIT's content limit)."""
+    if not isinstance(text, str) or not text.startswith("{") or len(text) > MAX_REPR_CHARS:
+        return text
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, dict) else text
+
+
+def read_langchain_tool(span: SpanRecord) -> ToolRead:
+    """An `execute_tool` span of OpenLIT's LangChain callback handler (see the module's notes)."""
+    read = read_genai_tool(span)
+    read.args = _repr_args(read.args)
+    read.args_parsed = True  # LangChain's decoded arguments: the model response's own text wins
+    result = span.attributes.get(TOOL_RESULT)
+    named = _ID_IN_RESULT.search(result) if isinstance(result, str) else None
+    if read.call_id is not None and (named is None or read.call_id not in named.groups()):
+        read.call_id = None  # the LangChain run id (a failure, or a tool that returned no ToolMessage)
+    return read
+
+
+def _workflow_run(span: SpanRecord) -> RunInfo:
+    attrs = span.attributes
+    return RunInfo(
+        agent_name=string(attrs, WORKFLOW_NAME), output=message_text(attrs.get(OUTPUT_MESSAGES), "assistant")
+    )
+
+
 def _manual_run(span: SpanRecord) -> RunInfo:
     output = span.attributes.get(OUTPUT_MESSAGES)
     return RunInfo(agent_name=span.name or None, output=output if isinstance(output, str) and output else None)
@@ -104,7 +184,7 @@ class OpenLITExtractor:
     """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai` instrumentation and its manual tracing."""
 
     name = "openlit"
-    gate = Gate(scopes=frozenset({SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI}))
+    gate = Gate(scopes=frozenset({SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI, SCOPE_LANGGRAPH, SCOPE_LANGCHAIN}))
     partial_responses = True
     """A non-streamed Responses API span lists one call of several (`IssuedCalls.partial`)."""
     tool_keys = ("gen_ai.tool.definitions",)
@@ -121,6 +201,15 @@ class OpenLITExtractor:
             if operation == EXECUTE_TOOL:
                 return Role.OTHER if attrs.get(TOOL_NAME) == MCP_LIST_TOOLS else Role.TOOL
             return Role.OTHER
+        if scope == SCOPE_LANGCHAIN:
+            operation = attrs.get(OPERATION)
+            if operation == EXECUTE_TOOL:
+                return Role.TOOL
+            return Role.LLM if operation == CHAT else Role.OTHER
+        if scope == SCOPE_LANGGRAPH:
+            if attrs.get(OPERATION) == INVOKE_WORKFLOW and string(attrs, WORKFLOW_NAME) is not None:
+                return Role.RUN
+            return Role.OTHER
         if scope == SCOPE_MANUAL:
             if any(key in attrs for key in MANUAL_FUNCTION_KEYS) or OPERATION in attrs:
                 return None
@@ -129,11 +218,26 @@ class OpenLITExtractor:
             return Role.RUN
         return None
 
+    def is_step(self, span: SpanRecord) -> bool:
+        """A LangChain chain span (`invoke_agent`/`invoke_workflow` of the callback handler): under a tool span,
+        one step of the graph the tool ran (a node such as `create_react_agent`'s `agent`, or the graph's root
+        chain when its name says "agent"; the handler writes both alike), so the tool span stands for that run."""
+        return span.scope == SCOPE_LANGCHAIN and span.attributes.get(OPERATION) in (INVOKE_AGENT, INVOKE_WORKFLOW)
+
     def read(self, span: SpanRecord, role: Role) -> Read:
+        scope = span.scope
         if role is Role.LLM:
-            return read_openlit_issued(span)
+            return (
+                read_openlit_issued(span)
+                if scope == SCOPE_OPENAI
+                else IssuedCalls(genai_issued_calls(span.attributes.get(OUTPUT_MESSAGES)))
+            )
         if role is Role.RUN:
-            return _manual_run(span) if span.scope == SCOPE_MANUAL else read_genai_run(span)
+            if scope == SCOPE_LANGGRAPH:
+                return _workflow_run(span)
+            return _manual_run(span) if scope == SCOPE_MANUAL else read_genai_run(span)
+        if scope == SCOPE_LANGCHAIN:
+            return read_langchain_tool(span)
         read = read_genai_tool(span)
         if read.error:  # the SDK error's message, not a type
             read.error_type = ERROR_TYPE_OTHER
