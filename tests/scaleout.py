@@ -31,6 +31,7 @@ from tests.capture_replay import CAPTURES, TRUTH
 from tests.serve_harness import Downstream, ServeProcess, free_port, serve_config
 from toolscore.collector.extract import rebuild_runs
 from toolscore.collector.sources import read_trace_file
+from toolscore.collector.spans import SpanRecord
 
 __all__ = ["AgentLoad", "HostsFile", "Replica", "RunRow", "every_run_expectation", "forwarded", "start_replica"]
 
@@ -98,7 +99,7 @@ def _retrace(trace_id: bytes, copy: int) -> bytes:
 @dataclass
 class AgentLoad:
     """`copies` copies of every capture (tests/testdata/traces), each with its own trace ids, as agents would
-    send them: a trace's spans in the order they ended (its run span, which ends last, in the last batch),
+    send them: a trace's spans in the order they ended (its run span, which mostly ends last, in the last batch),
     split into `parts` batches `gap_s` apart; a new trace every 1/`traces_per_s` seconds."""
 
     copies: int
@@ -114,6 +115,10 @@ class AgentLoad:
     """(trace id, run span id) hex of every run: how many calls it made."""
     inferred: set[tuple[str, str]] = field(default_factory=set)
     """The runs of `truth` with no run span of their own (inferred at a span, as `rebuild_runs` tells them)."""
+    ends_early: set[tuple[str, str]] = field(default_factory=set)
+    """The runs of `truth` whose run span ended before some of its own spans (LlamaIndex's workflow `run.task` under
+    OpenLLMetry closes when the run starts its steps): sent in an earlier batch than those spans, such a run settles
+    before they arrive, and is scored flagged incomplete, as a live collector must."""
 
     def __post_init__(self) -> None:
         for copy in range(1, self.copies + 1):
@@ -144,9 +149,13 @@ class AgentLoad:
                     if run.inferred
                 }
                 truth = TRUTH / path.parent.name / path.name.replace(".pb", ".truth.json")
-                for run in json.loads(truth.read_text())["runs"] if truth.exists() else ():
+                runs = json.loads(truth.read_text())["runs"] if truth.exists() else ()
+                early = _ending_early(read_trace_file(path), {run["agent_span_id"] for run in runs})
+                for run in runs:
                     trace_id = _retrace(bytes.fromhex(run["trace_id"]), copy).hex()
                     self.truth[(trace_id, run["agent_span_id"])] = len(run["calls"])
+                    if run["agent_span_id"] in early:
+                        self.ends_early.add((trace_id, run["agent_span_id"]))
 
     @property
     def keys(self) -> set[tuple[str, str]]:
@@ -246,3 +255,16 @@ def forwarded(replicas: list[Replica]) -> Iterator[tuple[str, str, str]]:
     for replica in replicas:
         for _, span in replica.downstream.spans():
             yield replica.name, span.trace_id.hex(), span.span_id.hex()
+
+
+def _ending_early(spans: list[SpanRecord], run_span_ids: set[str]) -> set[str]:
+    """The run spans among `run_span_ids` that ended before one of the spans under them did."""
+    by_id = {span.span_id: span for span in spans}
+    early: set[str] = set()
+    for span in spans:
+        parent = by_id.get(span.parent_id or "")
+        while parent is not None:
+            if parent.span_id in run_span_ids and span.end_ns > parent.end_ns:
+                early.add(parent.span_id)
+            parent = by_id.get(parent.parent_id or "")
+    return early

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -381,3 +382,75 @@ def test_a_model_span_under_a_tool_span_is_no_layer_of_the_response_above() -> N
 
     assert [(r.agent_name, _calls(r)) for r in runs] == [("a", [("ask_b", "call_1", False)])]
     assert stats.model_only_calls == 0
+
+
+def _no_content(reasons: list[str]) -> dict[str, Any]:
+    """A chat span as the OTel GenAI instrumentations write it with content capture off: no messages, the finish
+    reasons kept."""
+    return {"gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": reasons}
+
+
+def test_a_response_that_stopped_for_tools_and_lists_none_leaves_its_run_incomplete() -> None:
+    """Content capture off keeps a response's finish reasons and drops its messages: a run whose calls could only
+    come from its responses is flagged incomplete, not read as a run that called nothing."""
+    for reasons in (["tool_calls"], ["tool_call"], ["TOOL_USE"], ["function_call"], ["stop", "tool_calls"]):
+        t = Traces()
+        run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+        t.span("chat", _no_content(reasons), parent=run, start=1, end=5)
+        t.span("chat", _no_content(["stop"]), parent=run, start=10, end=15)
+
+        (built,) = rebuild_runs(t.records())
+
+        assert (built.calls, built.incomplete) == ((), True), reasons
+
+
+def test_a_response_that_stopped_for_anything_else_or_whose_calls_are_known_leaves_its_run_complete() -> None:
+    cases: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
+        ("answered", [("chat", _no_content(["stop"]))]),
+        ("one string", [("chat", {**_no_content([]), "gen_ai.response.finish_reasons": "length"})]),
+        ("listed", [("chat", {**genai_chat(("c1", "w", {})), "gen_ai.response.finish_reasons": ["tool_calls"]})]),
+        ("tool span", [("chat", _no_content(["tool_calls"])), ("execute_tool w", genai_tool("w", "c1"))]),
+    ]
+    for label, spans in cases:
+        t = Traces()
+        run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+        for i, (name, attributes) in enumerate(spans):
+            t.span(name, attributes, parent=run, start=1 + 10 * i, end=5 + 10 * i)
+
+        (built,) = rebuild_runs(t.records())
+
+        assert not built.incomplete, label
+    assert [c.name for c in built.calls] == ["w"]
+
+
+def _without_content(path: Path) -> list[SpanRecord]:
+    """A capture's spans as the instrumentation writes them with content capture off: no messages."""
+    dropped = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+    spans = read_trace_file(path)
+    return [
+        dataclasses.replace(span, attributes={k: v for k, v in span.attributes.items() if k not in dropped})
+        for span in spans
+    ]
+
+
+def test_real_runs_read_without_content_are_flagged_not_misread() -> None:
+    """The openai-v2 captures (calls only in the chat spans' messages) without their messages: every run that made
+    calls is flagged incomplete where its responses record their finish reasons, the run that made none stays a
+    complete run with no call. Streamed responses record no finish reason in openai-v2 (b, h, i): no sign is left
+    there, and the run reads as one without calls (docs/conventions.md says so)."""
+    folder = TRACES / "openai-v2-latest"
+    seen = {True: 0, False: 0}
+    for path in sorted(folder.glob("[a-i]_*.pb")):
+        truth = json.loads((TRACES.parent / "truth" / folder.name / f"{path.stem}.truth.json").read_text())
+        made_calls = {run["agent_span_id"]: bool(run["calls"]) for run in truth["runs"]}
+        spans = _without_content(path)
+        with_reasons = {span.parent_id for span in spans if "gen_ai.response.finish_reasons" in span.attributes}
+        for run in rebuild_runs(spans):
+            if run.span_id not in made_calls:
+                continue
+            assert run.calls == (), path
+            flagged = made_calls[run.span_id] and run.span_id in with_reasons
+            assert run.incomplete == flagged, (path.name, run.agent_name)
+            seen[run.incomplete] += 1
+    assert seen[True] >= 6, seen
+    assert seen[False] >= 4, seen

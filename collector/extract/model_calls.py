@@ -23,6 +23,11 @@ it is a layer of does. So no call is counted twice.
   (`ExtractConfig.include_output_tools`); it is no call of the agent's, so it is not counted.
 - An issued call without a tool name is left out, counted `model_call_without_name`.
 - Model-only calls join the runs that exist: model spans alone (no run span, no tool span) make no run.
+- A response that stopped to call tools (`gen_ai.response.finish_reasons`: `tool_calls`, ...) yet lists no call
+  recorded none of its calls: the instrumentation kept no content (the OTel GenAI instrumentations' default,
+  with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` unset, keeps the finish reasons and drops the
+  messages). A run whose calls come from its responses alone then cannot be read, and is flagged incomplete
+  (`runs`) rather than read as a run that called nothing (`stopped_for_tools`).
 - A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
   arguments are the response's, capped as any others.
 
@@ -56,6 +61,7 @@ __all__ = [
     "build_model_call",
     "model_only_calls",
     "skim_claimed",
+    "stopped_for_tools",
     "tool_responses",
     "unread_claimer",
     "with_outcomes",
@@ -65,6 +71,24 @@ _TOOL_CALL = '"tool_call"'
 """In the text of every GenAI `tool_call` part (its type; no encoder escapes ASCII letters)."""
 _SPACED_ID = '"id": "'
 _COMPACT_ID = '"id":"'
+
+
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+_TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "tool_use"})
+"""The finish reasons that say a response ended to have tools called: OpenAI's `tool_calls` (and the older
+`function_call`), the GenAI output-message schema's `tool_call`, Anthropic's and Bedrock's `tool_use`; compared
+lower-cased (Cohere's `TOOL_CALL`). Gemini ends a response that calls functions with `STOP`: no sign there."""
+
+
+def stopped_for_tools(span: SpanRecord) -> bool:
+    """Whether the model span says its response ended to have tools called (`gen_ai.response.finish_reasons`,
+    an array of strings, or one string as some emitters write it)."""
+    reasons = span.attributes.get(FINISH_REASONS)
+    if isinstance(reasons, str):
+        return reasons.lower() in _TOOL_FINISH_REASONS
+    if isinstance(reasons, (list, tuple)):
+        return any(isinstance(reason, str) and reason.lower() in _TOOL_FINISH_REASONS for reason in reasons)
+    return False
 
 
 def unread_claimer() -> ToolRead:

@@ -68,6 +68,7 @@ from toolscore.collector.extract.model_calls import (
     build_model_call,
     model_only_calls,
     skim_claimed,
+    stopped_for_tools,
     unread_claimer,
     with_outcomes,
 )
@@ -745,9 +746,14 @@ class _TraceRuns:
         return agent_run(fields)
 
     def _partial(self, node: ClassifiedSpan) -> bool:
-        """Whether a model response lists only some of the calls it issued (`IssuedCalls.partial`): read again
-        only for the extractors that can say so."""
-        if not getattr(node.extractor, "partial_responses", False):
+        """Whether a model response lists only some of the calls it issued: it says so (`IssuedCalls.partial`,
+        read again only for the extractors that can), or it stopped to call tools and none of its layers lists a
+        call (`model_calls.calls_unrecorded`: content capture off)."""
+        if getattr(node.extractor, "partial_responses", False):
+            read = self._read(node)
+            if isinstance(read, IssuedCalls) and read.partial:
+                return True
+        layers = self._with_layers([node])
+        if not any(stopped_for_tools(layer.span) for layer in layers):
             return False
-        read = self._read(node)
-        return isinstance(read, IssuedCalls) and read.partial
+        return not any(isinstance(read := self._read(layer), IssuedCalls) and read.calls for layer in layers)
