@@ -130,7 +130,8 @@ def resize(
             thread.join(60)
         _quiet(replicas, load, settle_s=trace_idle_timeout_s + 1.5, timeout_s=120)
         assert stopped == [0], leaving.process.log()
-        rows = [row for replica in replicas for row in replica.runs()]
+        # a layered run's outer span, ending first, is where a collector settles the run: read as the run itself
+        rows = [(*load.layers.get(row[:2], row[:2]), *row[2:]) for replica in replicas for row in replica.runs()]
         owners: dict[str, set[str]] = defaultdict(set)
         spans: Counter[tuple[str, str]] = Counter()
         for name, trace_id, span_id in forwarded(replicas):
