@@ -16,6 +16,7 @@ from toolscore.scorers._base import ScorerBase
 from toolscore.scorers._json_equality import ArgsTest
 from toolscore.scorers._matching import ArgsMatch, ExpectedCall, resolve_args_match
 from toolscore.scorers._model import AgentRun, Score, ToolCall
+from toolscore.scorers._pairing import Pairing
 from toolscore.scorers._trajectory_evalite import (
     PairTest,
     Taken,
@@ -142,6 +143,11 @@ class Trajectory(ScorerBase):
     tool_args: dict[str, ArgsMatch] = Field(
         default_factory=dict, description="Argument rule per tool name; overrides `args_match`."
     )
+    pairing: Pairing = Field(
+        default="greedy",
+        description="How strict (within a message), unordered, subset and superset pair calls: `greedy` "
+        "(agentevals) or `optimal` (a maximum matching). Default: greedy.",
+    )
 
     _plan: _Plan = PrivateAttr()
 
@@ -184,10 +190,23 @@ class _Plan:
     Derived data only: any two plans compare equal, so scorer equality is decided by the fields.
     """
 
-    __slots__ = ("args_tests", "by_name", "expected", "groups", "memo", "mode", "names", "ruled", "tests", "weights")
+    __slots__ = (
+        "args_tests",
+        "by_name",
+        "expected",
+        "groups",
+        "memo",
+        "mode",
+        "names",
+        "pairing",
+        "ruled",
+        "tests",
+        "weights",
+    )
 
     def __init__(self, scorer: Trajectory, tests: tuple[PairTest, ...], *, ruled: bool) -> None:
         self.mode = scorer.mode
+        self.pairing = scorer.pairing
         self.expected = tuple(scorer.expected)
         self.tests = tests
         self.ruled = ruled
@@ -214,7 +233,7 @@ class _Plan:
             return score_exact_args(self.names, self.args_tests, actual, self.weights, self.memo)
         mode = self.mode
         if mode not in _PEER_MODES:
-            return order_mode(mode, self.expected, self.by_name, self.tests, actual)
+            return order_mode(mode, self.expected, self.by_name, self.tests, actual, pairing=self.pairing)
         if not actual or not self.expected:
             return _empty_inputs(len(self.expected), len(actual))
         if mode == "exact":
@@ -223,20 +242,23 @@ class _Plan:
         return score_flexible(self.expected, actual, name_only_w, extra_w, self._taken(actual))
 
     def _taken(self, actual: tuple[ToolCall, ...]) -> Taken:
-        """The exact matches of the non-positional modes; Evalite's own pairing when no rule applies."""
-        if self.mode == "flexible" and not self.ruled:
+        """Flexible mode's exact matches: Evalite's own pairing when no rule applies, else a maximum matching."""
+        if not self.ruled:
             return pop_pairing(self.groups, actual)
         return rule_pairing(self.by_name, self.tests, actual, len(self.expected))
 
     def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
         if self.mode == "strict":
-            by_message = strict_message_pairs(self.expected, self.tests, actual)
+            by_message = strict_message_pairs(self.expected, self.tests, actual, self.pairing)
             if by_message is not None:
                 return by_message
         if self.mode in _POSITIONAL_MODES:
             names, tests = self.names, self.tests
             return {i: (i, call.name == names[i] and tests[i](call)) for i, call in enumerate(actual[: len(names)])}
-        taken = self._taken(actual)
+        if self.mode == "flexible":
+            taken = self._taken(actual)
+        else:
+            taken = rule_pairing(self.by_name, self.tests, actual, len(self.expected), self.pairing)
         out = {i: (j, True) for j, i in enumerate(taken[0]) if i >= 0}
         if self.mode == "flexible":
             out.update({i: (j, False) for j, i in name_only_pairs(self.expected, actual, taken).items()})
