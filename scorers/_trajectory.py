@@ -90,17 +90,23 @@ class Trajectory(ScorerBase):
     no args.
 
     **strict**: the same calls in the same order. **unordered**: the same calls in any order
-    (multisets). **subset**: every actual call is one of the expected calls; the agent did
-    nothing beyond what was expected, and may have done less. **superset**: every expected call
-    is among the actual calls; the agent may have done more. Each actual call stands for at most one
-    expected call (a maximum bipartite matching, so repeats and order never change the result).
-    Score 1.0 or 0.0; weights are unused. Arguments: the call's rule, default `ArgsMatch()`.
-    Directions as in agentevals' `create_trajectory_match_evaluator(trajectory_match_mode=...)`:
+    (multisets): `subset` and `superset` both hold. **subset**: every actual call is one of the expected
+    calls; the agent did nothing beyond what was expected, and may have done less. **superset**: every
+    expected call is among the actual calls; the agent may have done more. Each actual call stands for at
+    most one expected call. Score 1.0 or 0.0; weights are unused. Arguments: the call's rule, default
+    `ArgsMatch()`. Directions as in agentevals' `create_trajectory_match_evaluator(trajectory_match_mode=...)`:
     `subset` = the reference is a superset of the output; `superset` = the output is a superset of
-    the reference. Differences from agentevals: calls form one flat list (agentevals' `strict`
-    compares messages, treating the calls inside one message as a multiset; toolscore does too when the
-    calls state their `message` index, see below), equality is JSON
-    equality (agentevals uses Python's `==`, so `True == 1`), and pairing is optimal, not greedy.
+    the reference.
+
+    `pairing` (these four modes only): `greedy` (the default) pairs as agentevals does, each call taking the
+    first unused call of the other side that fits, so with rules that are not plain equality (containment,
+    matchers, an expected call without `args`) a pairing that exists can be missed and the order of the
+    calls can change the verdict, exactly as in agentevals. `optimal` pairs by a maximum bipartite matching:
+    repeats and order never change the result. Under the exact rule with stated arguments both agree.
+    Differences from agentevals (docs/scorers.md, "Deviations from the peers"): equality is JSON equality
+    (agentevals uses Python's `==`, so `True == 1`); `strict` compares the messages that hold calls, not the
+    others (user turns, text-only replies); `unordered` with a containment rule checks it in one direction
+    (agentevals checks its `subset` pass with the sides swapped, so it demands equal arguments).
 
     Messages in `strict`: when every expected and every actual call states its `message` index
     (`ToolCall.message_index`, given in a spec or a request; not the default), neighbours of one index form one
