@@ -19,10 +19,9 @@ from toolscore.scorers._base import ScorerBase
 from toolscore.scorers._json_equality import equality_test
 from toolscore.scorers._matching import ArgsMatch, ExpectedCall, json_equal, resolve_args_match
 from toolscore.scorers._model import AgentRun, Score, ToolCall
+from toolscore.scorers._pairing import Pairing, max_matching
 
 __all__ = ["F1", "js_round_3", "js_to_fixed_1", "peer_args_equal"]
-
-Pairing = Literal["greedy", "optimal"]
 
 
 def js_round_3(x: float) -> float:
@@ -91,25 +90,6 @@ def _greedy(expected: list[ExpectedCall], actual: tuple[ToolCall, ...], equal: E
     return pairs
 
 
-def _augment(i: int, edges: list[list[int]], owner: dict[int, int], seen: set[int]) -> bool:
-    for j in edges[i]:
-        if j in seen:
-            continue
-        seen.add(j)
-        if j not in owner or _augment(owner[j], edges, owner, seen):
-            owner[j] = i
-            return True
-    return False
-
-
-def _max_matching(edges: list[list[int]]) -> dict[int, int]:
-    """Maximum bipartite matching (augmenting paths); returns actual index -> expected index."""
-    owner: dict[int, int] = {}
-    for i in range(len(edges)):
-        _augment(i, edges, owner, set())
-    return owner
-
-
 def _optimal(expected: list[ExpectedCall], actual: tuple[ToolCall, ...], equal: Equal) -> dict[int, tuple[int, bool]]:
     """Most correct pairs, then most name-only pairs among the rest.
 
@@ -118,10 +98,11 @@ def _optimal(expected: list[ExpectedCall], actual: tuple[ToolCall, ...], equal: 
     """
     by_name = _by_name(actual)
     names = [by_name.get(exp.name, []) for exp in expected]
-    correct = _max_matching([[j for j in js if equal(i, j)] for i, js in enumerate(names)])
-    pairs = {i: (j, True) for j, i in correct.items()}
-    rest = [[] if i in pairs else [j for j in js if j not in correct] for i, js in enumerate(names)]
-    pairs.update({i: (j, False) for j, i in _max_matching(rest).items()})
+    correct, taken = max_matching([[j for j in js if equal(i, j)] for i, js in enumerate(names)], len(actual))
+    pairs = {i: (j, True) for i, j in enumerate(correct) if j >= 0}
+    rest = [[] if i in pairs else [j for j in js if taken[j] < 0] for i, js in enumerate(names)]
+    named, _ = max_matching(rest, len(actual))
+    pairs.update({i: (j, False) for i, j in enumerate(named) if j >= 0})
     return pairs
 
 

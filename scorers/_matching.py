@@ -167,9 +167,11 @@ class ArgsMatch(BaseModel):
     - `exact`: the same key set, every value `json_equal` (or accepted by that key's matcher).
     - `expected_subset` (also spelled `subset`): every key of the expected args and every matcher key must be
       present in the actual call and match; the actual call may pass more keys. agentevals calls this
-      direction `superset` (`tool_args_match_mode`), naming the actual side.
+      direction `superset` (`tool_args_match_mode`), naming the actual side, except in trajectory mode
+      `subset`, which compares with the sides swapped and calls it `subset`.
     - `actual_subset`: every key the actual call passes must be in the expected args with an equal value (or
-      pass its matcher); expected keys may be left out. agentevals' `tool_args_match_mode="subset"`.
+      pass its matcher); expected keys may be left out. agentevals' `tool_args_match_mode="subset"`
+      (`"superset"` in trajectory mode `subset`).
     - `ignore`: arguments are never compared; any call of the right name matches.
 
     `ignore_keys` are dropped from both sides first, so volatile values such as request ids or timestamps

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 from toolscore.scorers._base import ScorerBase
 from toolscore.scorers._matching import ArgsMatch, ExpectedCall, resolve_args_match
 from toolscore.scorers._model import AgentRun, Score, ToolCall
+from toolscore.scorers._pairing import Pairing
 from toolscore.scorers._trajectory_evalite import (
     ExactPlan,
     PairTest,
@@ -90,17 +91,23 @@ class Trajectory(ScorerBase):
     no args.
 
     **strict**: the same calls in the same order. **unordered**: the same calls in any order
-    (multisets). **subset**: every actual call is one of the expected calls; the agent did
-    nothing beyond what was expected, and may have done less. **superset**: every expected call
-    is among the actual calls; the agent may have done more. Each actual call stands for at most one
-    expected call (a maximum bipartite matching, so repeats and order never change the result).
-    Score 1.0 or 0.0; weights are unused. Arguments: the call's rule, default `ArgsMatch()`.
-    Directions as in agentevals' `create_trajectory_match_evaluator(trajectory_match_mode=...)`:
+    (multisets): `subset` and `superset` both hold. **subset**: every actual call is one of the expected
+    calls; the agent did nothing beyond what was expected, and may have done less. **superset**: every
+    expected call is among the actual calls; the agent may have done more. Each actual call stands for at
+    most one expected call. Score 1.0 or 0.0; weights are unused. Arguments: the call's rule, default
+    `ArgsMatch()`. Directions as in agentevals' `create_trajectory_match_evaluator(trajectory_match_mode=...)`:
     `subset` = the reference is a superset of the output; `superset` = the output is a superset of
-    the reference. Differences from agentevals: calls form one flat list (agentevals' `strict`
-    compares messages, treating the calls inside one message as a multiset; toolscore does too when the
-    calls state their `message` index, see below), equality is JSON
-    equality (agentevals uses Python's `==`, so `True == 1`), and pairing is optimal, not greedy.
+    the reference.
+
+    `pairing` (these four modes only): `greedy` (the default) pairs as agentevals does, each call taking the
+    first unused call of the other side that fits, so with rules that are not plain equality (containment,
+    matchers, an expected call without `args`) a pairing that exists can be missed and the order of the
+    calls can change the verdict, exactly as in agentevals. `optimal` pairs by a maximum bipartite matching:
+    repeats and order never change the result. Under the exact rule with stated arguments both agree.
+    Differences from agentevals (docs/scorers.md, "Deviations from the peers"): equality is JSON equality
+    (agentevals uses Python's `==`, so `True == 1`); `strict` compares the messages that hold calls, not the
+    others (user turns, text-only replies); `unordered` with a containment rule checks it in one direction
+    (agentevals checks its `subset` pass with the sides swapped, so it demands equal arguments).
 
     Messages in `strict`: when every expected and every actual call states its `message` index
     (`ToolCall.message_index`, given in a spec or a request; not the default), neighbours of one index form one
@@ -142,6 +149,11 @@ class Trajectory(ScorerBase):
     )
     tool_args: dict[str, ArgsMatch] = Field(
         default_factory=dict, description="Argument rule per tool name; overrides `args_match`."
+    )
+    pairing: Pairing = Field(
+        default="greedy",
+        description="How strict (within a message), unordered, subset and superset pair calls: `greedy` "
+        "(agentevals) or `optimal` (a maximum matching). Default: greedy.",
     )
 
     _plan: _Plan = PrivateAttr()
@@ -195,10 +207,23 @@ class _Plan:
     Derived data only: any two plans compare equal, so scorer equality is decided by the fields.
     """
 
-    __slots__ = ("by_name", "exact", "expected", "groups", "memo", "mode", "names", "ruled", "tests", "weights")
+    __slots__ = (
+        "by_name",
+        "exact",
+        "expected",
+        "groups",
+        "memo",
+        "mode",
+        "names",
+        "pairing",
+        "ruled",
+        "tests",
+        "weights",
+    )
 
     def __init__(self, scorer: Trajectory, tests: tuple[PairTest, ...], *, ruled: bool) -> None:
         self.mode = scorer.mode
+        self.pairing = scorer.pairing
         self.expected = tuple(scorer.expected)
         self.tests = tests
         self.ruled = ruled
@@ -223,7 +248,7 @@ class _Plan:
     def verdict(self, actual: tuple[ToolCall, ...]) -> Verdict:
         mode = self.mode
         if mode not in _PEER_MODES:
-            return order_mode(mode, self.expected, self.by_name, self.tests, actual)
+            return order_mode(mode, self.expected, self.by_name, self.tests, actual, pairing=self.pairing)
         if not actual or not self.expected:
             return _empty_inputs(len(self.expected), len(actual))
         if mode == "exact":
@@ -232,20 +257,23 @@ class _Plan:
         return score_flexible(self.expected, actual, name_only_w, extra_w, self._taken(actual))
 
     def _taken(self, actual: tuple[ToolCall, ...]) -> Taken:
-        """The exact matches of the non-positional modes; Evalite's own pairing when no rule applies."""
-        if self.mode == "flexible" and not self.ruled:
+        """Flexible mode's exact matches: Evalite's own pairing when no rule applies, else a maximum matching."""
+        if not self.ruled:
             return pop_pairing(self.groups, actual)
         return rule_pairing(self.by_name, self.tests, actual, len(self.expected))
 
     def pairs(self, actual: tuple[ToolCall, ...]) -> dict[int, tuple[int, bool]]:
         if self.mode == "strict":
-            by_message = strict_message_pairs(self.expected, self.tests, actual)
+            by_message = strict_message_pairs(self.expected, self.tests, actual, self.pairing)
             if by_message is not None:
                 return by_message
         if self.mode in _POSITIONAL_MODES:
             names, tests = self.names, self.tests
             return {i: (i, call.name == names[i] and tests[i](call)) for i, call in enumerate(actual[: len(names)])}
-        taken = self._taken(actual)
+        if self.mode == "flexible":
+            taken = self._taken(actual)
+        else:
+            taken = rule_pairing(self.by_name, self.tests, actual, len(self.expected), self.pairing)
         out = {i: (j, True) for j, i in enumerate(taken[0]) if i >= 0}
         if self.mode == "flexible":
             out.update({i: (j, False) for j, i in name_only_pairs(self.expected, actual, taken).items()})

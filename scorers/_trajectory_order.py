@@ -1,10 +1,14 @@
-"""agentevals' trajectory match modes over a flat call list, and the call matching they rest on.
+"""agentevals' trajectory match modes over a flat call list, and the call pairing they rest on.
 
-agentevals (`trajectory/utils.py` `_is_trajectory_superset`) pairs calls greedily: each reference
-call takes the first unused output call that fits. With argument rules that are not plain
-equality (a per-key matcher, `subset`), greedy pairing can miss a pairing that exists, so a
-reordering of the same calls could change the verdict. Here pairing is a maximum bipartite
-matching, so repeats and order never change the result.
+agentevals (`trajectory/utils.py` `_is_trajectory_superset`, `trajectory/strict.py`) pairs calls
+greedily, and so does `pairing="greedy"` (the default) here: each call takes the first unused call of
+the other side that fits. agentevals' `superset` walks the expected calls, `subset` the actual ones,
+`unordered` does both and `strict` walks each message's actual calls; under one argument test the
+pairing is the same whichever side leads (`toolscore.scorers._pairing`), so one greedy pairing serves
+every mode. With argument rules that are not plain equality (a per-key matcher, a containment mode, an
+expected call without arguments) greedy pairing can miss a pairing that exists, so a reordering of the
+same calls can change the verdict. `pairing="optimal"` pairs by a maximum bipartite matching instead,
+so repeats and order never change the result.
 """
 
 from __future__ import annotations
@@ -14,47 +18,10 @@ from typing import Any
 
 from toolscore.scorers._json_text import compact_json
 from toolscore.scorers._model import ToolCall
+from toolscore.scorers._pairing import Pairing, greedy_matching, max_matching
 from toolscore.scorers._trajectory_evalite import PairTest, Taken, Verdict, neutral
 
-__all__ = ["max_matching", "message_groups", "order_mode", "rule_pairing", "strict_message_pairs"]
-
-
-def _augment(start: int, adj: Sequence[Sequence[int]], match_left: list[int], match_right: list[int]) -> bool:
-    """Breadth-first search for an augmenting path from free left vertex `start`; flips it if found."""
-    reached_from: dict[int, int] = {}
-    queue = [start]
-    for left in queue:
-        for right in adj[left]:
-            if right in reached_from:
-                continue
-            reached_from[right] = left
-            owner = match_right[right]
-            if owner >= 0:
-                queue.append(owner)
-                continue
-            free = right
-            while True:  # flip the path back to `start`
-                left_on_path = reached_from[free]
-                previous = match_left[left_on_path]
-                match_left[left_on_path], match_right[free] = free, left_on_path
-                if left_on_path == start:
-                    return True
-                free = previous
-    return False
-
-
-def max_matching(adj: Sequence[Sequence[int]], n_right: int) -> tuple[list[int], list[int]]:
-    """Maximum bipartite matching; `adj[i]` lists the right vertices left vertex `i` may take.
-
-    Returns `(match_left, match_right)`, -1 for unmatched. Left vertices are tried in order and a
-    matched one stays matched, so the matched left set is the earliest possible.
-    """
-    match_left = [-1] * len(adj)
-    match_right = [-1] * n_right
-    for left in range(len(adj)):
-        if adj[left]:
-            _augment(left, adj, match_left, match_right)
-    return match_left, match_right
+__all__ = ["message_groups", "order_mode", "rule_pairing", "strict_message_pairs"]
 
 
 def _adjacency(
@@ -65,11 +32,23 @@ def _adjacency(
 
 
 def rule_pairing(
-    by_name: Mapping[str, Sequence[int]], tests: Sequence[PairTest], actual: Sequence[ToolCall], m: int
+    by_name: Mapping[str, Sequence[int]],
+    tests: Sequence[PairTest],
+    actual: Sequence[ToolCall],
+    m: int,
+    pairing: Pairing = "optimal",
 ) -> Taken:
-    """The calls that match under the argument rules, paired by a maximum matching: for each actual call
-    the expected call it took (-1: none), then the expected calls left alone (in order)."""
-    match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
+    """The calls that match under the argument rules, paired greedily (agentevals) or by a maximum matching:
+    for each actual call the expected call it took (-1: none), then the expected calls left alone (in order).
+
+    Greedy pairing is the same whichever side leads (`toolscore.scorers._pairing`): this one pairing is
+    agentevals' superset pass and its subset pass alike.
+    """
+    if pairing == "greedy":
+        options = [by_name.get(call.name, ()) for call in actual]
+        match_left, match_right = greedy_matching(options, lambda i, j: tests[j](actual[i]), m)
+    else:
+        match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
     return match_left, [j for j in range(m) if match_right[j] < 0]
 
 
@@ -102,10 +81,18 @@ def _message_pairs(
     expected: Sequence[ToolCall],
     tests: Sequence[PairTest],
     actual: Sequence[ToolCall],
+    *,
+    pairing: Pairing,
 ) -> dict[int, tuple[int, bool]]:
-    """One message's calls paired as a multiset: matches by a maximum matching, the rest in order, unmatched."""
-    adj = [[k for k, j in enumerate(eg) if expected[j].name == actual[i].name and tests[j](actual[i])] for i in ag]
-    match_left, match_right = max_matching(adj, len(eg))
+    """One message's calls paired as a multiset: matches first (greedy: each actual call, in order, takes the
+    first unused expected call that fits, as agentevals' strict mode; optimal: a maximum matching), then the
+    rest in order, unmatched."""
+    options = [[k for k, j in enumerate(eg) if expected[j].name == actual[i].name] for i in ag]
+    if pairing == "greedy":
+        match_left, match_right = greedy_matching(options, lambda a, k: tests[eg[k]](actual[ag[a]]), len(eg))
+    else:
+        adj = [[k for k in ks if tests[eg[k]](actual[i])] for i, ks in zip(ag, options, strict=True)]
+        match_left, match_right = max_matching(adj, len(eg))
     pairs = {eg[k]: (ag[i], True) for i, k in enumerate(match_left) if k >= 0}
     left_expected = [eg[k] for k in range(len(eg)) if match_right[k] < 0]
     left_actual = [ag[i] for i in range(len(ag)) if match_left[i] < 0]
@@ -119,15 +106,17 @@ def _same_message(
     expected: Sequence[ToolCall],
     tests: Sequence[PairTest],
     actual: Sequence[ToolCall],
+    *,
+    pairing: Pairing,
 ) -> bool:
     if len(eg) != len(ag):
         return False
-    pairs = _message_pairs(eg, ag, expected, tests, actual)
+    pairs = _message_pairs(eg, ag, expected, tests, actual, pairing=pairing)
     return len(pairs) == len(eg) and all(ok for _, ok in pairs.values())
 
 
 def strict_message_pairs(
-    expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]
+    expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall], pairing: Pairing
 ) -> dict[int, tuple[int, bool]] | None:
     """Strict mode's pairs when every call on both sides states its message: message by message, each as a
     multiset. None otherwise (the calls compare one by one)."""
@@ -136,7 +125,7 @@ def strict_message_pairs(
         return None
     pairs: dict[int, tuple[int, bool]] = {}
     for eg, ag in zip(exp_groups, act_groups, strict=False):
-        pairs.update(_message_pairs(eg, ag, expected, tests, actual))
+        pairs.update(_message_pairs(eg, ag, expected, tests, actual, pairing=pairing))
     return pairs
 
 
@@ -146,6 +135,8 @@ def _strict_messages(
     actual: Sequence[ToolCall],
     exp_groups: list[list[int]],
     act_groups: list[list[int]],
+    *,
+    pairing: Pairing,
 ) -> Verdict:
     """agentevals' strict: the same messages in the same order, the calls inside one message in any order."""
     m, n = len(expected), len(actual)
@@ -153,7 +144,7 @@ def _strict_messages(
         (
             k
             for k, (eg, ag) in enumerate(zip(exp_groups, act_groups, strict=False))
-            if not _same_message(eg, ag, expected, tests, actual)
+            if not _same_message(eg, ag, expected, tests, actual, pairing=pairing)
         ),
         None,
     )
@@ -180,10 +171,12 @@ def _strict_messages(
     return value, f"strict: {why} -> {value:g}", details
 
 
-def _strict(expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall]) -> Verdict:
+def _strict(
+    expected: Sequence[ToolCall], tests: Sequence[PairTest], actual: Sequence[ToolCall], pairing: Pairing
+) -> Verdict:
     exp_groups, act_groups = message_groups(expected), message_groups(actual)
     if exp_groups is not None and act_groups is not None:
-        return _strict_messages(expected, tests, actual, exp_groups, act_groups)
+        return _strict_messages(expected, tests, actual, exp_groups, act_groups, pairing=pairing)
     m, n = len(expected), len(actual)
     mismatch = next(
         (
@@ -239,12 +232,14 @@ def order_mode(
     by_name: Mapping[str, Sequence[int]],
     tests: Sequence[PairTest],
     actual: Sequence[ToolCall],
+    *,
+    pairing: Pairing,
 ) -> Verdict:
     """1.0 or 0.0 by agentevals' rule for `mode` (`strict`, `unordered`, `subset`, `superset`)."""
     if mode == "strict":
-        return _strict(expected, tests, actual)
+        return _strict(expected, tests, actual, pairing)
     m, n = len(expected), len(actual)
-    match_left, missing = rule_pairing(by_name, tests, actual, m)
+    match_left, missing = rule_pairing(by_name, tests, actual, m, pairing)
     matched = m - len(missing)
     ok = {"unordered": matched == m == n, "subset": matched == n, "superset": matched == m}[mode]
     value = 1.0 if ok else 0.0
@@ -258,7 +253,7 @@ def order_mode(
         "unmatched_actual": [neutral(call) for call in unmatched_actual],
     }
     explanation = (
-        f"{mode}: {matched} of {m} expected and {n} actual calls paired; {_RULES[mode]}: "
+        f"{mode}: {matched} of {m} expected and {n} actual calls paired ({pairing} pairing); {_RULES[mode]}: "
         f"{'yes' if ok else 'no'} -> {value:g}"
     )
     return value, explanation, details

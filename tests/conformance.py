@@ -8,6 +8,11 @@ request line for the CLI, and both the peer's output and toolscore's result are 
 Where toolscore deliberately differs, the case's expected view is derived from the documented rule
 rather than read from the peer: tpmjs' three argument bugs, Mastra's empty-output precondition and
 Evalite's unvalidated mode (see `Outcome`).
+
+agentevals' cases (`agentevals.jsonl`, recorded from the Python package) map onto a `trajectory` request
+with the default (greedy) pairing (`agentevals_spec`). Where a case falls under one of agentevals'
+documented deviations (`agentevals_deviations`), toolscore must give the score agentevals gave on the case
+as the deviation reads it (`documented_output`, recorded too) instead.
 """
 
 from __future__ import annotations
@@ -21,20 +26,27 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "AGENTEVALS_CORPUS",
+    "AGENTEVALS_DEVIATIONS",
     "CORPUS",
     "TPMJS_DEVIATIONS",
     "Outcome",
+    "agentevals_args_mode",
+    "agentevals_deviations",
+    "agentevals_spec",
     "deviation_kinds",
     "load_cases",
     "outcome",
     "peer_view",
     "request_line",
     "score_all",
+    "score_lines",
     "toolscore_view",
     "tpmjs_args_equal",
 ]
 
 CORPUS = Path(__file__).parent / "testdata" / "conformance" / "scorers-public.jsonl"
+AGENTEVALS_CORPUS = Path(__file__).parent / "testdata" / "conformance" / "agentevals.jsonl"
 
 _MASTRA_PARAMS = {"expectedTool": "expected_tool", "strictMode": "strict", "expectedToolOrder": "expected_order"}
 _EVALITE_WEIGHTS = {
@@ -66,7 +78,38 @@ def _scorer_spec(case: dict[str, Any]) -> dict[str, Any]:
         if "weights" in params:
             spec["weights"] = {_EVALITE_WEIGHTS[key]: value for key, value in params["weights"].items()}
         return spec
+    if case["peer"] == "agentevals":
+        return agentevals_spec(case)
     return {"type": "f1", "expected": case["expected_calls"]}
+
+
+# agentevals' `tool_args_match_mode` names the side its matcher reads first: `subset` = that side's
+# arguments are contained in the other's. Trajectory mode `subset` runs the matcher with the sides
+# swapped (`_is_trajectory_superset(reference_outputs, outputs)`), so there its modes mean the reverse.
+# `unordered` runs it both ways; toolscore keeps the direction of the first pass (a documented deviation).
+_ACTUAL_FIRST = {"exact": "exact", "ignore": "ignore", "subset": "actual_subset", "superset": "expected_subset"}
+_EXPECTED_FIRST = {"exact": "exact", "ignore": "ignore", "subset": "expected_subset", "superset": "actual_subset"}
+
+
+def agentevals_args_mode(trajectory_mode: str, args_mode: str) -> str:
+    """The toolscore `ArgsMatch.mode` that means what agentevals' `tool_args_match_mode` means in this mode."""
+    return (_EXPECTED_FIRST if trajectory_mode == "subset" else _ACTUAL_FIRST)[args_mode]
+
+
+def agentevals_spec(case: dict[str, Any]) -> dict[str, Any]:
+    """A `trajectory` scorer spec for an agentevals case; pairing is left to its default (greedy)."""
+    params = case["params"]
+    mode = params["trajectory_match_mode"]
+    spec: dict[str, Any] = {
+        "type": "trajectory",
+        "mode": mode,
+        "expected": case["expected_calls"],
+        "args_match": {"mode": agentevals_args_mode(mode, params.get("tool_args_match_mode", "exact"))},
+    }
+    overrides = params.get("tool_args_match_overrides", {})
+    if overrides:
+        spec["tool_args"] = {tool: {"mode": agentevals_args_mode(mode, rule)} for tool, rule in overrides.items()}
+    return spec
 
 
 def request_line(case: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +122,12 @@ def request_line(case: dict[str, Any]) -> dict[str, Any]:
 
 def score_all(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every case through the real CLI in one subprocess; results by case id."""
-    stdin = "".join(json.dumps(request_line(case), ensure_ascii=False) + "\n" for case in cases)
+    return score_lines([request_line(case) for case in cases])
+
+
+def score_lines(lines: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """`toolscore score` request lines through the real CLI in one subprocess; results by id."""
+    stdin = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     proc = subprocess.run(
         [sys.executable, "-m", "toolscore.collector.cli", "score"],
         input=stdin,
@@ -90,8 +138,8 @@ def score_all(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         check=False,
     )
     results = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    if len(results) != len(cases):
-        raise AssertionError(f"CLI returned {len(results)} lines for {len(cases)} cases:\n{proc.stderr[-4000:]}")
+    if len(results) != len(lines):
+        raise AssertionError(f"CLI returned {len(results)} lines for {len(lines)} requests:\n{proc.stderr[-4000:]}")
     return {result["id"]: result for result in results}
 
 
@@ -206,6 +254,52 @@ TPMJS_DEVIATIONS: dict[str, tuple[set[str], dict[str, Any]]] = {
 }
 
 
+def _has_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, dict):
+        return any(_has_bool(item) for item in value.values())
+    return isinstance(value, list) and any(_has_bool(item) for item in value)
+
+
+def _message_gaps(calls: list[dict[str, Any]]) -> bool:
+    """Whether the calls skip a message index: a message without tool calls sits there (see the README)."""
+    return sorted({call["message"] for call in calls}) != list(range(len({call["message"] for call in calls})))
+
+
+AGENTEVALS_DEVIATIONS = {
+    "bool_equality": "agentevals compares arguments with Python `==`, so `true == 1`; toolscore with JSON equality",
+    "text_messages": "agentevals' strict mode also compares the messages without tool calls; toolscore only calls",
+    "unordered_containment": "agentevals' unordered mode checks a containment rule once in each direction; "
+    "toolscore keeps its direction (unordered = superset and subset)",
+}
+"""The documented deviations from agentevals (docs/scorers.md, "Deviations from the peers"), by kind."""
+
+
+def agentevals_deviations(case: dict[str, Any]) -> set[str]:
+    """Which documented deviations from agentevals could change this case's score (`AGENTEVALS_DEVIATIONS`).
+
+    `bool_equality`: some argument holds a boolean. `text_messages`: strict mode, and a side's `message`
+    indices skip one (an assistant message without tool calls). `unordered_containment`: unordered mode,
+    and a tool the calls name has a `subset` or `superset` argument mode (default or override).
+    """
+    if case["peer"] != "agentevals":
+        return set()
+    kinds: set[str] = set()
+    params, calls = case["params"], case["expected_calls"] + case["actual_calls"]
+    if any(_has_bool(call["args"]) for call in calls):
+        kinds.add("bool_equality")
+    mode = params["trajectory_match_mode"]
+    if mode == "strict" and (_message_gaps(case["expected_calls"]) or _message_gaps(case["actual_calls"])):
+        kinds.add("text_messages")
+    if mode == "unordered":
+        overrides = params.get("tool_args_match_overrides", {})
+        rules = {overrides.get(call["name"]) or params.get("tool_args_match_mode", "exact") for call in calls}
+        if rules & {"subset", "superset"}:
+            kinds.add("unordered_containment")
+    return kinds
+
+
 class Outcome(Enum):
     """What toolscore must return for a case."""
 
@@ -214,9 +308,12 @@ class Outcome(Enum):
     TPMJS_DEVIATION = "a score where tpmjs is buggy (TPMJS_DEVIATIONS)"
     NO_OUTPUT_SCORES_ZERO = "Mastra refused a run with no output messages; toolscore scores it 0"
     INVALID_MODE = "an error: toolscore validates the mode when the scorer is built, Evalite only on use"
+    AGENTEVALS_DEVIATION = "agentevals' score on the case read as a documented deviation reads it"
 
 
 def outcome(case: dict[str, Any]) -> Outcome:
+    if case["peer"] == "agentevals":
+        return Outcome.AGENTEVALS_DEVIATION if agentevals_deviations(case) else Outcome.SAME
     if case["peer"] == "tpmjs" and deviation_kinds(case):
         return Outcome.TPMJS_DEVIATION
     if case["peer"] == "evalite" and case["params"].get("mode", "exact") not in _EVALITE_MODES:
@@ -253,8 +350,13 @@ def _snake_keys(value: Any) -> Any:
 
 
 def peer_view(case: dict[str, Any]) -> dict[str, Any]:
-    """The peer's output reduced to the fields toolscore must reproduce."""
+    """The peer's output reduced to the fields toolscore must reproduce. agentevals: under a documented
+    deviation, its score on the case read as the deviation reads it (`documented_output`, when that differs)."""
     out = case["output"]
+    if case["peer"] == "agentevals":
+        if outcome(case) is Outcome.AGENTEVALS_DEVIATION:
+            out = case.get("documented_output", out)
+        return {"score": 1.0 if out["score"] else 0.0}
     if case["peer"] == "mastra":
         return _mastra_view(out["score"], _snake_keys(out["preprocessStepResult"]))
     if case["peer"] == "evalite":
@@ -274,6 +376,8 @@ def peer_view(case: dict[str, Any]) -> dict[str, Any]:
 
 def toolscore_view(case: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """toolscore's result line reduced like `peer_view` (only the keys the peer's view has)."""
+    if case["peer"] == "agentevals":
+        return {"score": result["score"]}
     details = result["details"]
     if case["peer"] == "mastra":
         return _mastra_view(result["score"], details)

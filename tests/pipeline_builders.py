@@ -145,13 +145,15 @@ def record(
     return SpanRecord(trace_id, span_id, parent, name, 1, start, start + 500, attributes=attributes, scope="test")
 
 
-def genai_run(run_id: str, tools: Sequence[str], parent: str | None = None, trace_id: str = TRACE) -> list[SpanRecord]:
-    """The records of one GenAI run, children before the run span (as they end)."""
+def genai_run(
+    run_id: str, tools: Sequence[str], parent: str | None = None, trace_id: str = TRACE, agent: str = "travel"
+) -> list[SpanRecord]:
+    """The records of one GenAI run of `agent`, children before the run span (as they end)."""
     calls = [
         record(f"{run_id[:12]}{i + 1:04x}", run_id, f"execute_tool {name}", tool_attrs(name, f"c{i}"), trace_id)
         for i, name in enumerate(tools)
     ]
-    return [*calls, record(run_id, parent, "invoke_agent travel", run_attrs(), trace_id)]
+    return [*calls, record(run_id, parent, f"invoke_agent {agent}", run_attrs(agent), trace_id)]
 
 
 class Recording:

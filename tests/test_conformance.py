@@ -1,8 +1,9 @@
-"""Every recorded Mastra, Evalite and tpmjs case through the real `toolscore score` CLI.
+"""Every recorded Mastra, Evalite, tpmjs and agentevals case through the real `toolscore score` CLI.
 
 All cases go through one subprocess (module fixture); each case is its own test so a failure names
 it. toolscore must give the peer's score (to 1e-9) and count fields, report an error where the peer
 threw, and follow the documented rule where it deliberately differs (see `conformance.Outcome`).
+agentevals' cases run with toolscore's default pairing (greedy, as agentevals pairs).
 """
 
 from __future__ import annotations
@@ -12,25 +13,32 @@ from typing import Any
 import pytest
 
 from tests.conformance import (
+    AGENTEVALS_CORPUS,
+    AGENTEVALS_DEVIATIONS,
     TPMJS_DEVIATIONS,
     Outcome,
+    agentevals_args_mode,
+    agentevals_deviations,
+    agentevals_spec,
     deviation_kinds,
     load_cases,
     outcome,
     peer_view,
     request_line,
     score_all,
+    score_lines,
     toolscore_view,
     tpmjs_args_equal,
 )
 
 CASES = load_cases()
-BY_ID = {case["id"]: case for case in CASES}
+AGENTEVALS = load_cases(AGENTEVALS_CORPUS)
+BY_ID = {case["id"]: case for case in CASES + AGENTEVALS}
 
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict[str, Any]]:
-    return score_all(CASES)
+    return score_all(CASES + AGENTEVALS)
 
 
 def _scored(result: dict[str, Any]) -> dict[str, Any]:
@@ -53,6 +61,8 @@ def test_case_matches_peer(case_id: str, results: dict[str, dict[str, Any]]) -> 
     elif expect in (Outcome.ERROR, Outcome.INVALID_MODE):
         assert "error" in result, f"peer threw {case['output'].get('error')}, toolscore scored {result.get('score')}"
         assert result["error"]["type"] == "invalid_request"
+    elif expect is Outcome.AGENTEVALS_DEVIATION:
+        _assert_same_view(toolscore_view(case, _scored(result)), peer_view(case))
     elif expect is Outcome.TPMJS_DEVIATION:
         assert case_id in TPMJS_DEVIATIONS, f"reaches tpmjs bugs {deviation_kinds(case)}: check by hand, then list it"
         _, want = TPMJS_DEVIATIONS[case_id]
@@ -119,3 +129,76 @@ def test_tpmjs_model_reproduces_its_documented_quirks() -> None:
     assert not tpmjs_args_equal({"n": None}, {"n": {}})
     with pytest.raises(TypeError):
         tpmjs_args_equal(None, {})
+
+
+# --- agentevals -----------------------------------------------------------------------------------------
+
+# Cases that fall under each documented deviation, and those where it changes agentevals' score (the case has a
+# `documented_output`). Exact counts: a rule that grew to excuse more cases, or a re-recording that moved them,
+# must be looked at, not absorbed.
+AGENTEVALS_FLAGGED = {"bool_equality": 30, "text_messages": 20, "unordered_containment": 90}
+AGENTEVALS_CHANGED = {"bool_equality": 12, "text_messages": 3, "unordered_containment": 23}
+
+
+def test_agentevals_corpus_covers_every_mode_and_argument_mode() -> None:
+    assert len(AGENTEVALS) >= 600
+    assert {case["peer"] for case in AGENTEVALS} == {"agentevals"}
+    assert all(case["provenance"] == "observed" for case in AGENTEVALS)
+    combos = {(case["params"]["trajectory_match_mode"], case["params"]["tool_args_match_mode"]) for case in AGENTEVALS}
+    assert len(combos) == 16
+    for mode in ("strict", "unordered", "subset", "superset"):
+        scores = {case["output"]["score"] for case in AGENTEVALS if case["params"]["trajectory_match_mode"] == mode}
+        assert scores == {True, False}, mode
+    assert sum("tool_args_match_overrides" in case["params"] for case in AGENTEVALS) >= 90
+    assert any(
+        len({call["message"] for call in case["expected_calls"]}) < len(case["expected_calls"]) for case in AGENTEVALS
+    )
+
+
+def test_agentevals_deviations_are_counted_and_are_the_only_cases_read_otherwise() -> None:
+    """Only a flagged case may have a documented reading that differs; each rule flags as many cases as counted."""
+    flagged = dict.fromkeys(AGENTEVALS_DEVIATIONS, 0)
+    changed = dict.fromkeys(AGENTEVALS_DEVIATIONS, 0)
+    for case in AGENTEVALS:
+        kinds = agentevals_deviations(case)
+        for kind in kinds:
+            flagged[kind] += 1
+            changed[kind] += "documented_output" in case
+        assert kinds or "documented_output" not in case, f"{case['id']}: read otherwise, but no deviation covers it"
+    assert flagged == AGENTEVALS_FLAGGED
+    assert changed == AGENTEVALS_CHANGED
+    assert sum(outcome(case) is Outcome.AGENTEVALS_DEVIATION for case in AGENTEVALS) <= len(AGENTEVALS) // 4
+
+
+def test_agentevals_argument_modes_map_by_the_side_agentevals_reads_first() -> None:
+    """agentevals' `subset` argument mode: the output call's arguments are in the reference's, except in
+    trajectory mode `subset`, which swaps the sides."""
+    assert [agentevals_args_mode(mode, "subset") for mode in ("strict", "unordered", "superset", "subset")] == [
+        "actual_subset",
+        "actual_subset",
+        "actual_subset",
+        "expected_subset",
+    ]
+    assert agentevals_args_mode("subset", "superset") == "actual_subset"
+    assert agentevals_args_mode("superset", "superset") == "expected_subset"
+    case = next(case for case in AGENTEVALS if case["params"].get("tool_args_match_overrides"))
+    spec = agentevals_spec(case)
+    assert set(spec["tool_args"]) == set(case["params"]["tool_args_match_overrides"])
+    assert "pairing" not in spec, "the corpus checks the default pairing"
+
+
+@pytest.mark.integration
+def test_optimal_pairing_departs_from_agentevals_where_greedy_pairing_misses(
+    results: dict[str, dict[str, Any]],
+) -> None:
+    """The corpus holds cases where agentevals' greedy pairing misses a pairing that exists, in every order mode:
+    there `pairing: optimal` scores 1 and the default, agentevals' 0."""
+    lines = [request_line(case) for case in AGENTEVALS]
+    for line in lines:
+        line["scorer"]["pairing"] = "optimal"
+    optimal = score_lines(lines)
+    differ = [case for case in AGENTEVALS if optimal[case["id"]]["score"] != results[case["id"]]["score"]]
+    assert {case["params"]["trajectory_match_mode"] for case in differ} == {"strict", "unordered", "subset", "superset"}
+    assert len(differ) >= 30
+    for case in differ:
+        assert (optimal[case["id"]]["score"], results[case["id"]]["score"]) == (1.0, 0.0)

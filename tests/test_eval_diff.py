@@ -300,22 +300,30 @@ def test_flexible_diff_shows_evalites_name_only_match() -> None:
     assert row.keys == [KeyDiff(key="", kind="changed", expected="<no arguments>", actual={"city": "Rome"})]
 
 
-def test_unordered_diff_pairs_by_the_scores_maximum_matching() -> None:
-    """Under a subset rule the first expected call fits both calls; first-fit pairing would take the one
-    the second needs, the score's maximum matching does not."""
+@pytest.mark.parametrize(
+    ("pairing", "value", "rows"),
+    [
+        ("optimal", 1.0, [("ok", 1, 2, False), ("ok", 2, 1, False)]),
+        ("greedy", 0.0, [("ok", 1, 1, False), ("wrong_args", 2, 2, False)]),
+    ],
+)
+def test_unordered_diff_pairs_as_the_score_pairs(pairing: str, value: float, rows: list[Any]) -> None:
+    """Under a subset rule the first expected call fits both calls: greedy pairing (agentevals', the default)
+    takes the one the second needs, and the diff shows that; the optimal pairing's maximum matching does not."""
     scorer = parse_scorer(
         {
             "type": "trajectory",
             "mode": "unordered",
             "expected": [{"name": "a", "args": {"x": 1}}, {"name": "a", "args": {"x": 1, "y": 2}}],
             "args_match": {"mode": "subset"},
+            "pairing": pairing,
         }
     )
     actual = (call("a", x=1, y=2), call("a", x=1))
-    assert scorer.score(AgentRun(trace_id="1" * 32, span_id="1" * 16, calls=actual)).value == 1.0
+    assert scorer.score(AgentRun(trace_id="1" * 32, span_id="1" * 16, calls=actual)).value == value
     diff = diff_for_scorer(scorer, actual)
     assert diff is not None
-    assert statuses(diff) == [("ok", 1, 2, False), ("ok", 2, 1, False)]
+    assert statuses(diff) == rows
 
 
 def test_a_rule_scorer_diff_lists_each_call_with_the_rules_it_broke() -> None:

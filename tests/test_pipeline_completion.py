@@ -133,7 +133,9 @@ def test_trace_without_run_span_is_complete_once_its_root_has_ended() -> None:
 
 
 def test_nested_runs_are_scored_each_on_its_own_span() -> None:
-    inner = genai_run(INNER, ["search_flights"], parent=RUN)
+    """A sub-agent's run right under its caller's (a run of the same agent there would be a layer of it, see
+    docs/conventions.md *One run, several layers*)."""
+    inner = genai_run(INNER, ["search_flights"], parent=RUN, agent="flights")
     outer = genai_run(RUN, ["book_flight"])
     with recording_engine(PipelineConfig(settle_ms=20)) as (pipeline, sink, _):
         offer(pipeline, inner + outer)

@@ -13,6 +13,8 @@ from pydantic import ValidationError
 
 from toolscore.scorers import AgentRun, Score, ToolCall, Trajectory
 from toolscore.scorers._json_equality import json_equal
+from toolscore.scorers._matching import ArgsMatch, ExpectedCall
+from toolscore.scorers._pairing import greedy_matching
 from toolscore.scorers._trajectory_evalite import (
     args_key,
     exact_plan,
@@ -369,21 +371,61 @@ def test_superset_mode_means_the_agent_made_every_expected_call() -> None:
 
 
 @pytest.mark.parametrize("mode", ["unordered", "subset", "superset"])
-def test_order_modes_ignore_the_order_of_actual_calls(mode: str) -> None:
+def test_optimal_pairing_ignores_the_order_of_actual_calls(mode: str) -> None:
     rule = {"mode": "subset"}
     expected = [a(), a(x=1), b(y=2)]
     actual = [a(x=1, z=0), a(y=5), b(y=2)]
-    results = {
-        score(expected, list(order), mode=mode, args_match=rule).value for order in itertools.permutations(actual)
-    }
-    assert results == {1.0}
+    orders = list(itertools.permutations(actual))
+    optimal = {score(expected, list(order), mode=mode, args_match=rule, pairing="optimal").value for order in orders}
+    assert optimal == {1.0}
+    greedy = {score(expected, list(order), mode=mode, args_match=rule).value for order in orders}
+    assert greedy == {0.0, 1.0}, "greedy pairing (the default) depends on the order, as agentevals' does"
 
 
-def test_pairing_finds_a_match_that_greedy_pairing_misses() -> None:
+def test_optimal_pairing_finds_a_match_that_greedy_pairing_misses() -> None:
     # greedy (agentevals): a{} takes a{x:1} first, leaving a{y:2} for a{x:1}: no superset
-    result = score([a(), a(x=1)], [a(x=1), a(y=2)], mode="superset", args_match={"mode": "subset"})
+    result = score([a(), a(x=1)], [a(x=1), a(y=2)], mode="superset", args_match={"mode": "subset"}, pairing="optimal")
     assert result.value == 1.0
     assert result.details["matched"] == 2
+    assert "(optimal pairing)" in result.explanation
+
+
+def test_default_pairing_is_agentevals_greedy_pairing() -> None:
+    """Each of these is 0 in agentevals 0.0.9 (checked against it), though a pairing that fits every call exists."""
+    superset = score([a(), a(x=1)], [a(x=1), a(y=2)], mode="superset", args_match={"mode": "expected_subset"})
+    assert (superset.value, superset.details["matched"]) == (0.0, 1)
+    assert superset.details["unmatched_expected"] == [a(x=1)]
+    assert "(greedy pairing)" in superset.explanation
+    # subset: each actual call takes the first expected call it fits: a{x:1} takes a{}, a{} fits no a{x:1}
+    subset = score([a(), a(x=1)], [a(x=1), a()], mode="subset", args_match={"mode": "expected_subset"})
+    assert (subset.value, subset.details["unmatched_actual"]) == (0.0, [a()])
+    assert (
+        score(
+            [a(), a(x=1)], [a(x=1), a()], mode="subset", args_match={"mode": "expected_subset"}, pairing="optimal"
+        ).value
+        == 1.0
+    )
+    unordered = score([a(), a(x=1)], [a(x=1), a()], mode="unordered", args_match={"mode": "expected_subset"})
+    assert unordered.value == 0.0
+    one_message = [{"name": "a", "args": {}, "message": 0}, {"name": "a", "args": {"x": 1}, "message": 0}]
+    parallel = [{"name": "a", "args": {"x": 1}, "message": 0}, {"name": "a", "args": {"y": 2}, "message": 0}]
+    rule = {"mode": "expected_subset"}
+    assert score(one_message, parallel, mode="strict", args_match=rule).value == 0.0
+    assert score(one_message, parallel, mode="strict", args_match=rule, pairing="optimal").value == 1.0
+
+
+def test_greedy_and_optimal_pairing_agree_under_equality() -> None:
+    """With exact arguments fitting is an equivalence, where greedy pairing is as good as any: the default
+    changes no score of the common case."""
+    rng = random.Random(7)
+    pool = [a(), a(x=1), a(x=1.0), b(), b(y=[1, 2])]
+    for _ in range(300):
+        expected = [rng.choice(pool) for _ in range(rng.randint(0, 4))]
+        actual = [rng.choice(pool) for _ in range(rng.randint(0, 4))]
+        for mode in ("unordered", "subset", "superset"):
+            greedy = score(expected, actual, mode=mode)
+            optimal = score(expected, actual, mode=mode, pairing="optimal")
+            assert greedy.value == optimal.value, (mode, expected, actual)
 
 
 def test_order_modes_compare_args_exactly_by_default() -> None:
@@ -604,3 +646,86 @@ def test_flexible_pairing_takes_as_evalite_does() -> None:
             taken.append(group.pop() if group else -1)
         oracle = (taken, [j for group in groups.values() for j in group])
         assert pop_pairing(key_groups(keys), actual) == oracle
+
+
+# --- greedy pairing, call for call as agentevals pairs -------------------------------------------------
+
+
+def _agentevals_superset(outputs: list[Any], references: list[Any], fits: Any) -> bool:
+    """agentevals 0.0.9's `_is_trajectory_superset` loop, with `fits(output, reference)` for its matcher."""
+    used: set[int] = set()
+    for ref in references:
+        for k, out in enumerate(outputs):
+            if out.name == ref.name and k not in used and fits(out, ref):
+                used.add(k)
+                break
+        else:
+            return False
+    return True
+
+
+def _agentevals_strict_message(outputs: list[Any], references: list[Any], fits: Any) -> bool:
+    """agentevals 0.0.9's comparison of one message's tool calls in `trajectory/strict.py`."""
+    if len(outputs) != len(references):
+        return False
+    seen = [False] * len(references)
+    for out in outputs:
+        k = next((k for k, ref in enumerate(references) if not seen[k] and out.name == ref.name and fits(out, ref)), -1)
+        if k < 0:
+            return False
+        seen[k] = True
+    return True
+
+
+def test_greedy_pairing_walks_the_calls_as_agentevals_does() -> None:
+    """Each mode's verdict equals agentevals' loops run with toolscore's argument test (expected call's rule
+    applied to the actual call): superset walks the expected calls, subset the actual ones, unordered both,
+    strict each message's actual calls."""
+    rng = random.Random(11)
+    pool = [a(), a(x=1), a(y=2), a(x=1, y=2), a(x=9), b(), b(x=1)]
+    for _ in range(1500):
+        args_match = {"mode": rng.choice(["exact", "expected_subset", "actual_subset", "ignore"])}
+        expected = [rng.choice(pool) for _ in range(rng.randint(0, 5))]
+        actual = [rng.choice(pool) for _ in range(rng.randint(0, 5))]
+        want = _agentevals_verdicts(args_match, expected, actual)
+        for mode in ("superset", "subset", "unordered"):
+            assert score(expected, actual, mode=mode, args_match=args_match).value == want[mode], (mode, args_match)
+        one_message = score(
+            [call | {"message": 0} for call in expected],
+            [call | {"message": 0} for call in actual],
+            mode="strict",
+            args_match=args_match,
+        )
+        assert one_message.value == want["strict"], (args_match, expected, actual)
+
+
+def _agentevals_verdicts(
+    args_match: dict[str, Any], expected: list[dict[str, Any]], actual: list[dict[str, Any]]
+) -> dict[str, bool]:
+    """agentevals' verdict per mode, with the expected call's rule applied to the actual call as its matcher."""
+    rule = ArgsMatch.model_validate(args_match)
+    exp = [ExpectedCall.model_validate(call) for call in expected]
+    act = [ToolCall.model_validate(call) for call in actual]
+
+    def fits_reference(out: ToolCall, ref: ToolCall) -> bool:  # an output call against a reference call
+        return rule.matches(ref, out)
+
+    verdicts = {
+        "superset": _agentevals_superset(act, exp, fits_reference),
+        "subset": _agentevals_superset(exp, act, rule.matches),  # the sides swapped, as agentevals' subset
+        "strict": _agentevals_strict_message(act, exp, fits_reference),
+    }
+    verdicts["unordered"] = verdicts["superset"] and verdicts["subset"]
+    return verdicts
+
+
+def test_greedy_pairing_is_the_same_whichever_side_leads() -> None:
+    """agentevals' superset pass (led by the reference calls) and subset pass (led by the output calls) pair
+    alike under one argument test, so one greedy pairing serves every mode: checked on every bipartite graph
+    up to 3 x 3."""
+    for m, n in itertools.product(range(4), repeat=2):
+        for bits in range(2 ** (m * n)):
+            edges = {(j, i) for j in range(m) for i in range(n) if bits >> (j * n + i) & 1}
+            led_by_left = greedy_matching([range(n)] * m, lambda j, i: (j, i) in edges, n)  # noqa: B023
+            led_by_right = greedy_matching([range(m)] * n, lambda i, j: (j, i) in edges, m)  # noqa: B023
+            assert led_by_left == led_by_right[::-1], sorted(edges)
