@@ -12,9 +12,10 @@ it"), `CrewAIInstrumentor().instrument()` (`init_crewai_instrumentor`, which als
 messages as `gen_ai.input.messages`/`gen_ai.output.messages`). Content capture on
 (`TRACELOOP_TRACE_CONTENT=true`), Traceloop's own telemetry off (`TRACELOOP_TELEMETRY=false`).
 
-Agents, tasks, tools and delegation as in `tests/captures/crewai/capture.py` (the OpenInference capture of
-the same framework): CrewAI `Agent`s in a `Crew`, one `Task` each, tools made with CrewAI's `@tool`
-from the kit's recorded functions; streamed model calls (`LLM(stream=True)`) in c, h and i.
+Agents, tasks, tools and delegation are the shared `crewai_crews.py`, as in `tests/captures/crewai/capture.py`
+(the OpenInference capture of the same framework): CrewAI `Agent`s in a `Crew`, one `Task` each, tools made
+with CrewAI's `@tool` from the kit's recorded functions; streamed model calls (`LLM(stream=True)`) in c, h
+and i.
 
 - a..e, h, i: one agent, one task, one crew.
 - f_agent_as_tool: CrewAI's delegation. The coordinator has `allow_delegation=True`; the coworker
@@ -46,12 +47,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from contextlib import nullcontext
 from importlib.metadata import version
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
 os.environ.update(
     TRACELOOP_TRACE_CONTENT="true",  # prompts, completions and tool calls on the spans (also the default)
@@ -68,14 +65,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # tests/captures
 
 from capture_kit import (  # noqa: E402
-    APP_SPAN_NAME,
     SCENARIOS,
-    Agent,
     Recorder,
     Scenario,
-    ScriptedOpenAI,
-    ToolCall,
-    Turn,
     find_span,
     loopback_only_connections,
     loopback_only_lookups,
@@ -108,9 +100,16 @@ ThreadingInstrumentor().instrument()
 CrewAIInstrumentor().instrument()
 OpenAIInstrumentor(enrich_assistant=True, use_attributes=True).instrument()
 
-from crewai import LLM, Crew, Process, Task  # noqa: E402
-from crewai import Agent as CrewAgent  # noqa: E402
-from crewai.tools import tool  # noqa: E402
+from crewai_crews import (  # noqa: E402
+    CACHED,
+    DELEGATE_FUNCTION,
+    HIERARCHICAL,
+    NEVER_RAN,
+    UNKNOWN,
+    crewai_scenario,
+    play,
+    role_of,
+)
 
 ROOT = HERE.parents[2]
 FOLDER = "crewai-openllmetry"
@@ -118,9 +117,6 @@ TRACES = (OUT or ROOT / "tests" / "testdata") / "traces" / FOLDER
 TRUTHS = (OUT or ROOT / "tests" / "testdata") / "truth" / FOLDER
 TOOLSCORE = ROOT / ".venv" / "bin" / "toolscore"
 
-STREAMED = {"c_parallel", "h_complex_args", "i_parallel_random_ids"}
-DELEGATE_FUNCTION = "delegate_work_to_coworker"
-"""CrewAI's `Delegate work to coworker` tool as the model is offered it (`sanitize_tool_name`)."""
 META = {
     "framework": "crewai",
     "framework_version": version("crewai"),
@@ -142,141 +138,8 @@ F_NOTES = [
     "a child of the delegating agent's `<role>.agent` span.",
 ]
 
-MANAGER_ROLE = "Crew Manager"
-"""The role CrewAI gives the manager agent it creates for `Process.hierarchical`."""
-DELEGATION_ARGS = {
-    "task": "What is the weather in Oslo?",
-    "context": "The user asks whether to pack a coat for Oslo.",
-    "coworker": "weather_expert",
-}
-EXPERT = Agent(
-    name="weather_expert",
-    prompt="What is the weather in Oslo?",
-    tools=("get_weather",),
-    turns=(Turn([ToolCall("call_fm2", "get_weather", {"city": "Oslo"})]), Turn(text="It is 4C in Oslo.")),
-    final_call_id="call_fm8",
-)
-HIERARCHICAL = Scenario(
-    "f_hierarchical",
-    "Process.hierarchical: CrewAI's own manager agent delegates the task to the crew's one agent.",
-    (
-        Agent(
-            name="crew_manager",
-            prompt="Should I pack a coat for Oslo?",
-            tools=(DELEGATE_FUNCTION,),
-            turns=(
-                Turn([ToolCall("call_fm1", DELEGATE_FUNCTION, DELEGATION_ARGS)]),
-                Turn(text="Yes, pack a coat: it is 4C in Oslo."),
-            ),
-            final_call_id="call_fm9",
-        ),
-        EXPERT,
-    ),
-    sub_agents=MappingProxyType({DELEGATE_FUNCTION: "weather_expert"}),
-)
-CACHED = Scenario(
-    "model_only_cached_repeat",
-    "Crew(cache=True): the model repeats an identical call; CrewAI answers it from its tool cache.",
-    (
-        Agent(
-            name="cache_agent",
-            prompt="What is the weather in Paris? Check twice.",
-            tools=("get_weather",),
-            turns=(
-                Turn([ToolCall("call_mc1", "get_weather", {"city": "Paris"})]),
-                Turn([ToolCall("call_mc2", "get_weather", {"city": "Paris"})]),
-                Turn(text="It is 21C in Paris, twice checked."),
-            ),
-            final_call_id="call_mc9",
-        ),
-    ),
-)
-UNKNOWN = Scenario(
-    "model_only_unknown_tool",
-    "The model calls a tool it was not offered (CrewAI answers 'Tool not found'), then a real one.",
-    (
-        Agent(
-            name="forecast_agent",
-            prompt="What is the forecast for Paris?",
-            tools=("get_weather",),
-            turns=(
-                Turn([ToolCall("call_mu1", "get_forecast", {"city": "Paris"})]),
-                Turn([ToolCall("call_mu2", "get_weather", {"city": "Paris"})]),
-                Turn(text="It is 21C in Paris."),
-            ),
-            final_call_id="call_mu9",
-        ),
-    ),
-)
-NEVER_RAN = {"model_only_cached_repeat": "call_mc2", "model_only_unknown_tool": "call_mu1"}
-"""Per scenario, the call no tool received (answered from the cache, or of a tool never offered)."""
 EXTRA = {s.name: s for s in (HIERARCHICAL, CACHED, UNKNOWN)}
 """CrewAI forms beyond the kit's list: the hierarchical crew's manager, and two calls no tool received."""
-
-
-def crewai_scenario(scenario: Scenario) -> Scenario:
-    """The scenario as CrewAI runs it: f's sub-agent call becomes CrewAI's delegation tool call."""
-    if scenario.name != "f_agent_as_tool":
-        return scenario
-    return scenario.with_call("call_f1", DELEGATE_FUNCTION, DELEGATION_ARGS)
-
-
-def build_crew(scenario: Scenario, base_url: str, recorder: Recorder) -> Crew:
-    """One crew: an Agent per scenario agent (the delegation coworker without a task), a Task per run."""
-    stream = scenario.name in STREAMED
-    wrapped: dict[str, Callable[..., Any]] = {}
-
-    def tools_of(names: tuple[str, ...]) -> list[Any]:
-        out = []
-        for name in names:
-            if name in scenario.sub_agents:
-                continue  # CrewAI adds its delegation tools itself (allow_delegation=True)
-            if name not in wrapped:
-                wrapped[name] = tool(recorder.tools([name])[0])
-            out.append(wrapped[name])
-        return out
-
-    agents, tasks = [], []
-    coworkers = set(scenario.sub_agents.values())
-    for spec in scenario.agents:
-        delegate = any(t in scenario.sub_agents for t in spec.tools)
-        agent = new_agent(spec, base_url, tools_of(spec.tools), stream=stream, delegate=delegate)
-        agents.append(agent)
-        if spec.name not in coworkers:
-            tasks.append(Task(description=spec.prompt, expected_output="A short answer.", agent=agent))
-    return Crew(agents=agents, tasks=tasks, cache=scenario is CACHED)
-
-
-def role_of(agent: str) -> str:
-    """The role CrewAI's agent has (the scenario's name, but for the hierarchical crew's manager)."""
-    return MANAGER_ROLE if agent == "crew_manager" else agent
-
-
-def new_agent(spec: Agent, base_url: str, tools: list[Any], *, stream: bool = False, delegate: bool = False) -> Any:
-    return CrewAgent(
-        role=spec.name,
-        goal=f"Help as the {spec.name}.",
-        backstory=f"You are {spec.name}.",
-        llm=llm(spec, base_url, stream=stream),
-        tools=tools,
-        allow_delegation=delegate,
-    )
-
-
-def llm(spec: Agent, base_url: str, *, stream: bool = False) -> LLM:
-    return LLM(model=f"openai/{spec.model}", base_url=base_url, api_key="sk-scripted", stream=stream)
-
-
-def run_scenario(scenario: Scenario, base_url: str, recorder: Recorder) -> None:
-    """Run the scenario the CrewAI way: a crew (hierarchical for f_hierarchical)."""
-    if scenario is HIERARCHICAL:
-        manager, expert = scenario.agents
-        worker = new_agent(expert, base_url, [tool(t) for t in recorder.tools(expert.tools)])
-        task = Task(description=manager.prompt, expected_output="A short answer.")
-        crew = Crew(agents=[worker], tasks=[task], process=Process.hierarchical, manager_llm=llm(manager, base_url))
-        crew.kickoff()
-    else:
-        build_crew(scenario, base_url, recorder).kickoff()
 
 
 def run_span(spans: list[ReadableSpan], role: str) -> ReadableSpan:
@@ -301,11 +164,7 @@ def capture(scenario: Scenario) -> None:
     EXPORTER.clear()
     recorder = Recorder()
     tracer = PROVIDER.get_tracer("toolscore.capture")
-    with ScriptedOpenAI(scenario.script) as server:
-        app = tracer.start_as_current_span(APP_SPAN_NAME) if scenario.name == "g_two_runs_one_trace" else nullcontext()
-        with app:
-            run_scenario(scenario, server.base_url, recorder)
-        server.assert_consumed()
+    play(scenario, tracer, recorder)
     PROVIDER.force_flush()
     spans = list(EXPORTER.get_finished_spans())
     runs = {spec.name: run_span(spans, role_of(spec.name)) for spec in scenario.agents}
