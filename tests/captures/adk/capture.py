@@ -2,19 +2,20 @@
 
 Run from the repository root with the ADK venv (see requirements.txt beside this file):
 
-    /work/venvs/adk/bin/python tests/captures/adk/capture.py [SCENARIO ...]
+    /work/venvs/adk/bin/python tests/captures/adk/capture.py [--out DIR] [SCENARIO ...]
 
 Each canonical scenario (tests/captures/capture_scenarios.py) runs against `ScriptedOpenAI` through
 ADK's `LiteLlm` model wrapper (`openai/<model>` on the server's base URL), with plain functions as
-tools (ADK wraps them in `FunctionTool`) and `InMemoryRunner`; ADK's tracer (`gcp.vertex.agent`, from
-the global tracer provider) writes to the OTel SDK's in-memory exporter. The spans are written to
-tests/testdata/traces/adk/ with the truth in tests/testdata/truth/adk/.
+tools (ADK wraps them in `FunctionTool`) and `InMemoryRunner`, as the shared `adk_agents.py` plays them
+(`adk-openinference/` plays the same runs); ADK's tracer (`gcp.vertex.agent`, from the global tracer provider)
+writes to the OTel SDK's in-memory exporter. The spans are written to tests/testdata/traces/adk/ with the
+truth in tests/testdata/truth/adk/ (or under `--out DIR`).
 
 ADK records tool arguments and results on its `execute_tool` spans only when message content capture
 is on: this script sets `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, as a user who
 wants tool arguments in the trace would (ADK 2.x, default telemetry schema v2).
 
-ADK-specific shapes captured here:
+ADK-specific shapes captured here (played by `adk_agents.py`):
 - e_tool_error_retry: a tool that raises ends an ADK run unless an error callback answers it, so the
   runner has ADK's own `ReflectAndRetryToolPlugin`, which hands the error back to the model.
 - f_agent_as_tool uses `AgentTool(agent=weather_expert)`: ADK's schema for it takes `{"request": ...}`.
@@ -32,12 +33,10 @@ traces as `<scenario>.logs.pb`/`.logs.json` into traces/adk-events/.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 LEGACY = "--legacy" in sys.argv
 EVENTS = "--events" in sys.argv
@@ -52,25 +51,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm: no cos
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from capture_kit import (  # noqa: E402
-    APP_SPAN_NAME,
-    SCENARIOS,
-    Agent,
-    Recorder,
-    Scenario,
-    ScriptedOpenAI,
-    ToolCall,
-    Turn,
-    find_span,
-    truth_for,
-    write_capture,
-)
+from capture_kit import Agent, Recorder, find_span, out_option, truth_for, write_capture  # noqa: E402
 from opentelemetry import _logs, trace  # noqa: E402
 from opentelemetry.sdk._logs import LoggerProvider  # noqa: E402
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+
+OUT, _rest = out_option(sys.argv[1:])
+"""`--out DIR`: write into DIR/traces and DIR/truth instead of tests/testdata."""
+ARGS = [a for a in _rest if a not in ("--legacy", "--events")]
 
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider()
@@ -81,18 +72,12 @@ LOGGER_PROVIDER = LoggerProvider()
 LOGGER_PROVIDER.add_log_record_processor(SimpleLogRecordProcessor(LOGS))
 _logs.set_logger_provider(LOGGER_PROVIDER)
 
-from google.adk.agents import LlmAgent, RunConfig  # noqa: E402
-from google.adk.agents.run_config import StreamingMode  # noqa: E402
-from google.adk.models.lite_llm import LiteLlm  # noqa: E402
-from google.adk.plugins.reflect_retry_tool_plugin import ReflectAndRetryToolPlugin  # noqa: E402
-from google.adk.runners import InMemoryRunner  # noqa: E402
-from google.adk.tools.agent_tool import AgentTool  # noqa: E402
-from google.genai import types  # noqa: E402
+import adk_agents  # noqa: E402  (imports google.adk: after the providers are set)
 
 ROOT = HERE.parents[2]
 FOLDER = "adk-legacy" if LEGACY else "adk-events" if EVENTS else "adk"
-TRACES = ROOT / "tests" / "testdata" / "traces" / FOLDER
-TRUTHS = ROOT / "tests" / "testdata" / "truth" / FOLDER
+TRACES = (OUT or ROOT / "tests" / "testdata") / "traces" / FOLDER
+TRUTHS = (OUT or ROOT / "tests" / "testdata") / "truth" / FOLDER
 
 META = {
     "framework": "google-adk",
@@ -112,91 +97,6 @@ EVENTS_UNREADABLE = {
     "e_tool_error_retry": "with EVENT_ONLY the failed call's span is OK and has no result; the retry plugin's "
     "error response is only in the next model request's input messages (see NOTES.md)",
 }
-STREAMED = {"b_sequential", "i_parallel_random_ids"}
-REQUEST = "What is the weather in Oslo?"
-
-TRANSFER = Scenario(
-    "j_sub_agent_transfer",
-    "ADK only: a coordinator with `sub_agents` hands the conversation to weather_expert with ADK's "
-    "built-in transfer_to_agent tool; the sub-agent runs in the same invocation and calls its own tool.",
-    (
-        Agent(
-            name="travel_coordinator",
-            prompt="Should I pack a coat for Oslo?",
-            tools=(),
-            turns=(Turn([ToolCall("call_j1", "transfer_to_agent", {"agent_name": "weather_expert"})]),),
-            final_call_id="call_j9",
-        ),
-        Agent(
-            name="weather_expert",
-            prompt="Should I pack a coat for Oslo?",
-            tools=("get_weather",),
-            turns=(
-                Turn([ToolCall("call_j2", "get_weather", {"city": "Oslo"})]),
-                Turn(text="It is 4C in Oslo: pack a coat."),
-            ),
-            final_call_id="call_j8",
-        ),
-    ),
-)
-
-
-def _model(agent: Agent, server: ScriptedOpenAI) -> LiteLlm:
-    return LiteLlm(model=f"openai/{agent.model}", api_base=server.base_url, api_key="scripted")
-
-
-def _agent(agent: Agent, server: ScriptedOpenAI, tools: list[Any], **extra: Any) -> LlmAgent:
-    """An LlmAgent as a user writes one: plain functions (ADK wraps them) and a LiteLlm model."""
-    return LlmAgent(
-        name=agent.name,
-        model=_model(agent, server),
-        instruction=agent.instructions,
-        tools=tools,
-        **extra,
-    )
-
-
-async def _run(root: LlmAgent, prompt: str, stream: bool, plugins: list[Any] | None = None) -> str:
-    """One invocation through ADK's `InMemoryRunner`; returns the last final text."""
-    runner = InMemoryRunner(agent=root, app_name="capture", plugins=plugins or [])
-    session = await runner.session_service.create_session(app_name="capture", user_id="user")
-    config = RunConfig(streaming_mode=StreamingMode.SSE if stream else StreamingMode.NONE)
-    message = types.Content(role="user", parts=[types.Part(text=prompt)])
-    final = ""
-    async for event in runner.run_async(user_id="user", session_id=session.id, new_message=message, run_config=config):
-        if event.is_final_response() and event.content and event.content.parts:
-            final = "".join(p.text or "" for p in event.content.parts if not p.thought)
-    return final
-
-
-async def _play(sc: Scenario, recorder: Recorder) -> tuple[list[str], list[str]]:
-    """Run the scenario's agents as an ADK user would; returns (answers, expected answers)."""
-    stream = sc.name in STREAMED
-    with ScriptedOpenAI(sc.script) as server:
-        if sc.name == TRANSFER.name:
-            coordinator, expert = sc.agents
-            sub = _agent(expert, server, recorder.tools(expert.tools), description="Answers weather questions.")
-            top = _agent(coordinator, server, [], sub_agents=[sub])
-            answers = [await _run(top, coordinator.prompt, stream)]
-            expected = [expert.final_text]
-        elif sc.sub_agents:
-            coordinator, expert = sc.agents
-            sub = _agent(expert, server, recorder.tools(expert.tools), description="Answers weather questions.")
-            top = _agent(coordinator, server, [AgentTool(agent=sub)])
-            answers = [await _run(top, coordinator.prompt, stream)]
-            expected = [coordinator.final_text]
-        elif sc.name == "g_two_runs_one_trace":
-            with PROVIDER.get_tracer("capture").start_as_current_span(APP_SPAN_NAME):
-                answers = [await _run(_agent(a, server, recorder.tools(a.tools)), a.prompt, stream) for a in sc.agents]
-            expected = [a.final_text for a in sc.agents]
-        else:
-            plugins = [ReflectAndRetryToolPlugin()] if sc.failing else None
-            answers = [
-                await _run(_agent(a, server, recorder.tools(a.tools)), a.prompt, stream, plugins) for a in sc.agents
-            ]
-            expected = [a.final_text for a in sc.agents]
-        server.assert_consumed()
-    return answers, expected
 
 
 def _run_span(spans: list[ReadableSpan], agent: Agent) -> ReadableSpan:
@@ -205,18 +105,11 @@ def _run_span(spans: list[ReadableSpan], agent: Agent) -> ReadableSpan:
 
 
 def capture(name: str) -> None:
-    sc = TRANSFER if name == TRANSFER.name else SCENARIOS[name]
-    unrecorded: list[str] = []
-    if sc.sub_agents:
-        sc = sc.with_call("call_f1", args={"request": REQUEST})
-        unrecorded += list(sc.sub_agents)
-    if sc.name == TRANSFER.name:
-        unrecorded.append("transfer_to_agent")  # ADK's own tool: the sub-agent's run is the check
+    sc, unrecorded = adk_agents.prepare(name)
     recorder = Recorder()
     EXPORTER.clear()
     LOGS.clear()
-    answers, expected = asyncio.run(_play(sc, recorder))
-    assert [a.strip() for a in answers] == expected, f"{sc.name}: answers {answers} != {expected}"
+    adk_agents.play(sc, recorder, PROVIDER)
     PROVIDER.force_flush()
     spans = list(EXPORTER.get_finished_spans())
     runs = {a.name: _run_span(spans, a) for a in sc.agents}
@@ -230,9 +123,8 @@ def capture(name: str) -> None:
     )
 
 
-def main(argv: list[str]) -> None:
-    names = [a for a in argv if a not in ("--legacy", "--events")] or [*SCENARIOS, TRANSFER.name]
-    for name in names:
+def main(names: list[str]) -> None:
+    for name in names or adk_agents.scenario_names():
         if EVENTS and name in EVENTS_UNREADABLE:
             print(f"{FOLDER}/{name}: not written: {EVENTS_UNREADABLE[name]}")
             continue
@@ -240,4 +132,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(ARGS)

@@ -1,7 +1,7 @@
 """Captures of AutoGen AgentChat (`AssistantAgent` on autogen-ext's `OpenAIChatCompletionClient`) traced by
 Arize's OpenInference instrumentation for AgentChat.
 
-The same runs as tests/captures/autogen/capture.py, traced as a user of
+The same runs as tests/captures/autogen/capture.py (the shared `autogen_agents.py`), traced as a user of
 `openinference-instrumentation-autogen-agentchat` does: one OTel SDK tracer provider, set as the global one, and
 `AutogenAgentChatInstrumentor().instrument(tracer_provider=...)` (no openai-v2 instrumentation). autogen-core's
 own GenAI spans (`create_agent`, `invoke_agent`, `execute_tool`; tracer `autogen-core` from the global provider,
@@ -17,22 +17,17 @@ under the `conversation` span, and `l_round_robin_team` (g's two agents, one tur
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata
 import sys
-from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 
+from autogen_agents import all_scenarios, meta, play
 from capture_kit import (
-    APP_SPAN_NAME,
-    SCENARIOS,
     Agent,
     Recorder,
     Scenario,
-    ScriptedOpenAI,
     find_span,
     loopback_only_connections,
     out_option,
@@ -65,78 +60,6 @@ REPO = Path(__file__).resolve().parents[3]
 FOLDER = "autogen-openinference"
 TRACES = (OUT or REPO / "tests" / "testdata") / "traces" / FOLDER
 TRUTHS = (OUT or REPO / "tests" / "testdata") / "truth" / FOLDER
-STREAMED = {"c_parallel", "i_parallel_random_ids"}
-TEAM = "l_round_robin_team"
-MODEL_INFO = {
-    "vision": False,
-    "function_calling": True,
-    "json_output": False,
-    "family": "unknown",
-    "structured_output": False,
-    "multiple_system_messages": True,
-}
-
-
-def all_scenarios() -> dict[str, Scenario]:
-    found = dict(SCENARIOS)
-    # AgentTool's argument is `task`; the tool is the sub-agent itself (no Recorder wraps it).
-    found["f_agent_as_tool"] = SCENARIOS["f_agent_as_tool"].with_call(
-        "call_f1", args={"task": "What is the weather in Oslo?"}
-    )
-    found[TEAM] = replace(
-        SCENARIOS["g_two_runs_one_trace"],
-        name=TEAM,
-        description="g's two agents take one turn each in a RoundRobinGroupChat (max_turns=2); one run per turn.",
-    )
-    return found
-
-
-def make_agent(agent: Agent, server: ScriptedOpenAI, tools: list[Any], streamed: bool) -> Any:
-    from autogen_agentchat.agents import AssistantAgent
-    from autogen_ext.models.openai import OpenAIChatCompletionClient
-
-    client = OpenAIChatCompletionClient(
-        model=agent.model, base_url=server.base_url, api_key="scripted", model_info=MODEL_INFO, max_retries=0
-    )
-    return AssistantAgent(
-        agent.name,
-        model_client=client,
-        tools=tools,
-        system_message=agent.instructions,
-        description=f"The {agent.name.replace('_', ' ')}.",
-        model_client_stream=streamed,
-        max_tool_iterations=len(agent.turns),  # the loop ends when the model answers with text
-    )
-
-
-async def run(scenario: Scenario, server: ScriptedOpenAI, recorder: Recorder) -> None:
-    """Build the agents (their create_agent spans are separate traces, as for a user) and run them."""
-    from autogen_agentchat.conditions import MaxMessageTermination
-    from autogen_agentchat.teams import RoundRobinGroupChat
-    from autogen_agentchat.tools import AgentTool
-
-    streamed = scenario.name in STREAMED
-    built: dict[str, Any] = {}
-    for agent in reversed(scenario.agents):  # sub-agents first: AgentTool needs the agent
-        tools = [AgentTool(built[n]) if n in scenario.sub_agents else recorder.tools([n])[0] for n in agent.tools]
-        built[agent.name] = make_agent(agent, server, tools, streamed)
-    top = [a for a in scenario.agents if a.name not in scenario.sub_agents.values()]
-    clients = [a._model_client for a in built.values()]
-    if scenario.name == TEAM:
-        team = RoundRobinGroupChat(
-            [built[a.name] for a in top], termination_condition=MaxMessageTermination(99), max_turns=len(top)
-        )
-        with trace.get_tracer("capture-autogen").start_as_current_span(APP_SPAN_NAME):
-            await team.run(task=top[0].prompt)
-    elif scenario.name == "g_two_runs_one_trace":
-        with trace.get_tracer("capture-autogen").start_as_current_span(APP_SPAN_NAME):
-            for agent in top:
-                await built[agent.name].run(task=agent.prompt)
-    else:
-        for agent in top:
-            await built[agent.name].run(task=agent.prompt)
-    for client in clients:
-        await client.close()
 
 
 def run_span(spans: list[ReadableSpan], agent: Agent) -> ReadableSpan:
@@ -169,28 +92,22 @@ def layers(spans: list[ReadableSpan]) -> dict[str, int]:
 def capture(name: str, scenario: Scenario) -> None:
     EXPORTER.clear()
     recorder = Recorder()
-    with ScriptedOpenAI(scenario.script) as server:
-        asyncio.run(run(scenario, server, recorder))
-        server.assert_consumed()
+    play(scenario, recorder)
     assert not REFUSED, f"connections refused: {REFUSED}"
     PROVIDER.force_flush()
     spans = list(EXPORTER.get_finished_spans())
     runs = [run_span(spans, a) for a in scenario.agents]
     version = importlib.metadata.version
-    meta = {
-        "framework": "autogen-agentchat (AssistantAgent, OpenAIChatCompletionClient)",
-        "framework_version": version("autogen-agentchat"),
-        "instrumentation": (
-            f"openinference-instrumentation-autogen-agentchat {version(INSTRUMENTATION)}"
-            f" (openinference-instrumentation {version('openinference-instrumentation')}) + autogen-core "
-            f"{version('autogen-core')}'s own GenAI spans (create_agent, invoke_agent, execute_tool) on the same "
-            "global tracer provider"
-        ),
-        "conventions": "OpenInference (AGENT <agent>.on_messages_stream, TOOL <agent>.<tool>, LLM "
+    framework = meta(
+        name,
+        f"openinference-instrumentation-autogen-agentchat {version(INSTRUMENTATION)}"
+        f" (openinference-instrumentation {version('openinference-instrumentation')}) + autogen-core "
+        f"{version('autogen-core')}'s own GenAI spans (create_agent, invoke_agent, execute_tool) on the same "
+        "global tracer provider",
+        "OpenInference (AGENT <agent>.on_messages_stream, TOOL <agent>.<tool>, LLM "
         "OpenAIChatCompletionClient.create / create_stream) beside autogen-core's OTel GenAI spans",
-        "streamed": name in STREAMED,
-    }
-    truth = truth_for(scenario, meta, recorder, runs, unrecorded=set(scenario.sub_agents))
+    )
+    truth = truth_for(scenario, framework, recorder, runs, unrecorded=set(scenario.sub_agents))
     truth["skipped"] = layers(spans)
     write_capture(TRACES, TRUTHS, name, spans, truth)
     print(f"wrote {FOLDER}/{name}: {len(spans)} spans, {len({s.context.trace_id for s in spans})} traces")
