@@ -194,7 +194,7 @@ ExactPlan = tuple[
     float,  # weights.name_only
     float,  # weights.wrong_penalty
     dict[Any, tuple[float, str]],  # the scorer's memo of (value, explanation) by counts
-    Callable[..., tuple[float, str]],  # `_exact_text`, on a memo miss
+    Callable[..., tuple[float, str]],  # `_exact_text`, on a memo miss (the Python twin reaches it through `_exact_verdict`)
     type[Score],
     frozenset[str],  # `Score`'s fields
     str,  # the scorer's name
@@ -236,20 +236,12 @@ def python_exact_score(plan: ExactPlan, actual: tuple[ToolCall, ...]) -> Score:
     Exact mode's common case, scored at rates where each Python call on the way is a tenth of the work; the
     install compiles it (`exact_score`), and `tests/test_equal_accel.py` holds the two to the same scores.
     """
-    names, tests, name_only_w, wrong_w, memo, text, score_type, fields, scorer_name, threshold = plan
+    names, tests, name_only_w, wrong_w, memo, _text, score_type, fields, scorer_name, threshold = plan
     m, n = len(names), len(actual)
     exact, name_only, wrong = python_exact_counts(names, tests, actual)
     if n > m:
         wrong += 2 * (n - m)  # unpaired, then again as extras
-    counts = (exact, name_only, wrong)
-    value, explanation = memo.get(counts) or text(counts, m, name_only_w, wrong_w, memo)
-    details = {
-        "mode": "exact",
-        "exact_matches": exact,
-        "name_only_matches": name_only,
-        "wrong_or_missing": wrong,
-        "totals": {"reference": m, "output": n},
-    }
+    value, explanation, details = _exact_verdict((exact, name_only, wrong), m, n, (name_only_w, wrong_w), memo)
     value = float(value)
     label = "pass" if value >= threshold else "fail"  # as ScorerBase._result labels
     values = {"name": scorer_name, "value": value, "label": label, "explanation": explanation, "details": details}
