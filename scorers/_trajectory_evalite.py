@@ -194,7 +194,7 @@ ExactPlan = tuple[
     float,  # weights.name_only
     float,  # weights.wrong_penalty
     dict[Any, tuple[float, str]],  # the scorer's memo of (value, explanation) by counts
-    Callable[..., tuple[float, str]],  # `_exact_text`, on a memo miss (the Python twin reaches it through `_exact_verdict`)
+    Callable[..., tuple[float, str]],  # `_exact_text` on a memo miss (the Python twin calls it via `_exact_verdict`)
     type[Score],
     frozenset[str],  # `Score`'s fields
     str,  # the scorer's name
