@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-__all__ = ["Pairing", "greedy_matching", "max_matching"]
+__all__ = ["Pairing", "greedy_matching", "max_matching", "paired"]
 
 Pairing = Literal["greedy", "optimal"]
 """`greedy`: the peer's pairing (`greedy_matching`); `optimal`: a maximum matching (`max_matching`)."""
@@ -44,6 +44,19 @@ def greedy_matching(
                 match_left[left], match_right[right] = right, left
                 break
     return match_left, match_right
+
+
+def paired(
+    pairing: Pairing, options: Sequence[Sequence[int]], fits: Callable[[int, int], bool], n_right: int
+) -> tuple[list[int], list[int]]:
+    """The pairs `pairing` chooses among `options` (left vertex -> the right vertices it may take, in order) by
+    `fits(left, right)`: `greedy_matching`, which asks `fits` only as it goes, or `max_matching` of the options
+    that fit."""
+    if pairing == "greedy":
+        return greedy_matching(options, fits, n_right)
+    return max_matching(
+        [[right for right in rights if fits(left, right)] for left, rights in enumerate(options)], n_right
+    )
 
 
 def _augment(start: int, adj: Sequence[Sequence[int]], match_left: list[int], match_right: list[int]) -> bool:

@@ -18,17 +18,10 @@ from typing import Any
 
 from toolscore.scorers._json_text import compact_json
 from toolscore.scorers._model import ToolCall
-from toolscore.scorers._pairing import Pairing, greedy_matching, max_matching
+from toolscore.scorers._pairing import Pairing, paired
 from toolscore.scorers._trajectory_evalite import PairTest, Taken, Verdict, neutral
 
 __all__ = ["message_groups", "order_mode", "rule_pairing", "strict_message_pairs"]
-
-
-def _adjacency(
-    by_name: Mapping[str, Sequence[int]], tests: Sequence[PairTest], actual: Sequence[ToolCall]
-) -> list[list[int]]:
-    """For each actual call, the expected calls (indices) of its name whose argument rule it satisfies."""
-    return [[j for j in by_name.get(call.name, ()) if tests[j](call)] for call in actual]
 
 
 def rule_pairing(
@@ -44,11 +37,8 @@ def rule_pairing(
     Greedy pairing is the same whichever side leads (`toolscore.scorers._pairing`): this one pairing is
     agentevals' superset pass and its subset pass alike.
     """
-    if pairing == "greedy":
-        options = [by_name.get(call.name, ()) for call in actual]
-        match_left, match_right = greedy_matching(options, lambda i, j: tests[j](actual[i]), m)
-    else:
-        match_left, match_right = max_matching(_adjacency(by_name, tests, actual), m)
+    options = [by_name.get(call.name, ()) for call in actual]
+    match_left, match_right = paired(pairing, options, lambda i, j: tests[j](actual[i]), m)
     return match_left, [j for j in range(m) if match_right[j] < 0]
 
 
@@ -88,11 +78,7 @@ def _message_pairs(
     first unused expected call that fits, as agentevals' strict mode; optimal: a maximum matching), then the
     rest in order, unmatched."""
     options = [[k for k, j in enumerate(eg) if expected[j].name == actual[i].name] for i in ag]
-    if pairing == "greedy":
-        match_left, match_right = greedy_matching(options, lambda a, k: tests[eg[k]](actual[ag[a]]), len(eg))
-    else:
-        adj = [[k for k in ks if tests[eg[k]](actual[i])] for i, ks in zip(ag, options, strict=True)]
-        match_left, match_right = max_matching(adj, len(eg))
+    match_left, match_right = paired(pairing, options, lambda a, k: tests[eg[k]](actual[ag[a]]), len(eg))
     pairs = {eg[k]: (ag[i], True) for i, k in enumerate(match_left) if k >= 0}
     left_expected = [eg[k] for k in range(len(eg)) if match_right[k] < 0]
     left_actual = [ag[i] for i in range(len(ag)) if match_left[i] < 0]
