@@ -424,9 +424,7 @@ class _TraceRuns:
                     self.model_layers.setdefault(response.span.span_id, []).append(node)
                     continue
                 owner, inferred = self._owner(node)
-            owner_id = owner.span.span_id
-            if self.run_layers:
-                owner_id = self.run_layers.get(owner_id, owner_id)
+            owner_id = self._run_id(owner.span.span_id)
             found = by_run.get(owner_id)
             if found is None:
                 by_run[owner_id] = [node]
@@ -522,9 +520,7 @@ class _TraceRuns:
             self.stats.skip("output_tool")
             self._claim(owner, PendingCall(node.span, read))
             return
-        run = self.runs.get(owner.span.span_id)
-        if run is None and self.run_layers and owner.span.span_id in self.run_layers:
-            run = self.runs[self.run_layers[owner.span.span_id]]
+        run = self.runs.get(self._run_id(owner.span.span_id))
         if run is None:
             if not (inferred and self.config.infer_runs):
                 self.stats.calls_dropped("call_without_run", 1, None)
@@ -535,8 +531,7 @@ class _TraceRuns:
         run.calls.append(PendingCall(node.span, read))
 
     def _claim(self, owner: ClassifiedSpan, claimer: PendingCall) -> None:
-        owner_id = owner.span.span_id
-        self.claimers.setdefault(self.run_layers.get(owner_id, owner_id), []).append(claimer)
+        self.claimers.setdefault(self._run_id(owner.span.span_id), []).append(claimer)
 
     def _parent_run(self, node: ClassifiedSpan) -> str | None:
         """The run that invoked this one: the run owning the nearest tool span (the call it is a layer of,
@@ -551,10 +546,13 @@ class _TraceRuns:
                 if self.top is not None and self.top[0] == current.span.span_id:  # a layer at the top: above it
                     return self.top[1]
             elif current.role is _TOOL:
-                owner = self._owner(self._call_of(current))[0].span.span_id
-                return self.run_layers.get(owner, owner)
+                return self._run_id(self._owner(self._call_of(current))[0].span.span_id)
             below, current = current, self._parent(current)
         return None
+
+    def _run_id(self, span_id: str) -> str:
+        """The run a run span stands for: itself, or the run it is a folded layer of (see *Run layers*)."""
+        return self.run_layers.get(span_id, span_id) if self.run_layers else span_id
 
     def _same_run(self, outer: ClassifiedSpan, inner: ClassifiedSpan) -> bool:
         """Whether the run span `inner`, right under the run span `outer`, is `outer`'s run one layer down: both
@@ -650,9 +648,8 @@ class _TraceRuns:
     def _layer_calls(self, node: ClassifiedSpan) -> IssuedCalls | None:
         """The calls of the latest layer of the response `node` that did not fail and lists some (see the
         module docstring), or None."""
-        layers = self.model_layers.get(node.span.span_id) if self.model_layers else None
-        for layer in sorted(layers or (), key=lambda n: (n.span.start_ns, n.span.span_id), reverse=True):
-            if layer.span.status_code == StatusCode.ERROR:
+        for layer in reversed(self._with_layers([node])):
+            if layer is node or layer.span.status_code == StatusCode.ERROR:
                 continue
             read = self._read(layer)
             if isinstance(read, IssuedCalls) and read.calls:
@@ -748,7 +745,7 @@ class _TraceRuns:
     def _partial(self, node: ClassifiedSpan) -> bool:
         """Whether a model response lists only some of the calls it issued: it says so (`IssuedCalls.partial`,
         read again only for the extractors that can), or it stopped to call tools and none of its layers lists a
-        call (`model_calls.calls_unrecorded`: content capture off)."""
+        call (`model_calls.stopped_for_tools`: content capture off)."""
         if getattr(node.extractor, "partial_responses", False):
             read = self._read(node)
             if isinstance(read, IssuedCalls) and read.partial:
