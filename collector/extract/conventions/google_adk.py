@@ -96,14 +96,19 @@ LLM_REQUEST: Final = "gcp.vertex.agent.llm_request"
 RETRY_PLUGIN_RESPONSE: Final = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
 
 
+def _plugin_answer_error(answer: Any) -> str | None:
+    """The error type of ADK's ReflectAndRetryToolPlugin answer (decoded: `{"response_type", "error_type", ...}`),
+    or None when `answer` is no such answer."""
+    if not isinstance(answer, Mapping) or answer.get("response_type") != RETRY_PLUGIN_RESPONSE:
+        return None
+    return string(answer, "error_type") or ERROR_TYPE_OTHER
+
+
 def _handled_error(result: Any) -> str | None:
     """The error type of a tool failure answered by ADK's ReflectAndRetryToolPlugin (see the names above)."""
     if not isinstance(result, str) or RETRY_PLUGIN_RESPONSE not in result:
         return None
-    decoded = load_json(result)
-    if not isinstance(decoded, Mapping) or decoded.get("response_type") != RETRY_PLUGIN_RESPONSE:
-        return None
-    return string(decoded, "error_type") or ERROR_TYPE_OTHER
+    return _plugin_answer_error(load_json(result))
 
 
 def function_response_error(output: Any) -> str | None:
@@ -113,10 +118,7 @@ def function_response_error(output: Any) -> str | None:
     if not isinstance(output, str) or RETRY_PLUGIN_RESPONSE not in output:
         return None
     decoded = load_json(output)
-    response = decoded.get("response") if isinstance(decoded, Mapping) else None
-    if not isinstance(response, Mapping) or response.get("response_type") != RETRY_PLUGIN_RESPONSE:
-        return None
-    return string(response, "error_type") or ERROR_TYPE_OTHER
+    return _plugin_answer_error(decoded.get("response") if isinstance(decoded, Mapping) else None)
 
 
 def _one_per_call_id(calls: list[IssuedCall]) -> list[IssuedCall]:
