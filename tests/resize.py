@@ -14,10 +14,12 @@ starts, and enters the hosts file once ready. Counted over every run of the load
 - `short_unflagged`: runs scored with fewer calls than they made and not flagged incomplete (the harm: a
   score that looks sound and is not);
 - `missing_runs`: runs of the load not scored anywhere (under their own span id); of them `missing_marked`: runs
-  with a run span of their own, and `missing_unflagged`: runs of a trace no replica scored a run of flagged
-  incomplete (both 0 by design: only an inferred run is lost to a split, when its model response and its root
-  went to different replicas, and the side with the response scores what it holds as an inferred run flagged
-  incomplete: tests/test_split_trace_runs.py);
+  with a run span of their own; `missing_bare`: inferred runs that no replica could rebuild from the spans it got
+  (a run that called no tool, whose model response reached a replica with no span above it: one response alone is
+  no run, tests/test_split_trace_runs.py); and `missing_unflagged`: the others of a trace no replica scored a run
+  of flagged incomplete (`missing_marked` and `missing_unflagged` are 0 by design: only an inferred run is lost to
+  a split, when its model response and its root went to different replicas, and the side with the response scores
+  what it holds as an inferred run flagged incomplete, or holds no run at all);
 - `spans_lost`, `spans_doubled`: spans not forwarded / forwarded more than once, over all replicas.
 """
 
@@ -54,6 +56,7 @@ class ResizeOutcome:
     short_unflagged: int
     missing_runs: int
     missing_marked: int
+    missing_bare: int
     missing_unflagged: int
     spans_lost: int
     spans_doubled: int
@@ -134,12 +137,21 @@ def resize(
         rows = [(*load.layers.get(row[:2], row[:2]), *row[2:]) for replica in replicas for row in replica.runs()]
         owners: dict[str, set[str]] = defaultdict(set)
         spans: Counter[tuple[str, str]] = Counter()
-        for name, trace_id, span_id in forwarded(replicas):
+        held = list(forwarded(replicas))
+        for name, trace_id, span_id in held:
             owners[trace_id].add(name)
             spans[(trace_id, span_id)] += 1
     scored = {(trace_id, span_id) for trace_id, span_id, _, _ in rows}
     missing = load.truth.keys() - scored
     flagged_traces = {trace_id for trace_id, _, incomplete, _ in rows if incomplete}
+    shares: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for name, trace_id, span_id in held:
+        shares[trace_id][name].add(span_id)
+    bare = {
+        (t, s)
+        for t, s in missing
+        if (t, s) in load.inferred and not any(load.rebuilt(t, share) for share in shares[t].values())
+    }
     return ResizeOutcome(
         settle_ms=settle_ms,
         trace_idle_timeout_s=trace_idle_timeout_s,
@@ -156,7 +168,8 @@ def resize(
         ),
         missing_runs=len(missing),
         missing_marked=len(missing - load.inferred),
-        missing_unflagged=sum(1 for trace_id, _ in missing if trace_id not in flagged_traces),
+        missing_bare=len(bare),
+        missing_unflagged=sum(1 for trace_id, _ in missing - bare if trace_id not in flagged_traces),
         spans_lost=len(load.keys - spans.keys()),
         spans_doubled=sum(1 for count in spans.values() if count > 1),
     )

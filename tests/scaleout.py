@@ -124,6 +124,8 @@ class AgentLoad:
     LlamaIndex root `<Class>.workflow` closes when the workflow has started): a collector takes the root's arrival,
     settled, as the trace's end, so the runs of such a trace sent over seconds can be scored before their last calls
     arrive, and unflagged (docs/conventions.md, `traceloop`): a known limit these tests state rather than hide."""
+    origin: dict[str, Path] = field(default_factory=dict)
+    """The capture each trace (hex id) is a copy of (`rebuilt`)."""
     layers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     """The outer layer of each layered run of `truth` (*One run, several layers*) that ends before the run span
     (autogen-core's `invoke_agent` around OpenInference's AGENT span), mapped to that run: it arrives first, so a
@@ -164,6 +166,7 @@ class AgentLoad:
                     trace_id = _retrace(bytes.fromhex(run["trace_id"]), copy).hex()
                     self.truth[(trace_id, run["agent_span_id"])] = len(run["calls"])
                 spans = {span.span_id: span for span in read_trace_file(path)}
+                self.origin |= {_retrace(bytes.fromhex(span.trace_id), copy).hex(): path for span in spans.values()}
                 run_spans = {run["agent_span_id"] for run in runs}
                 self.ends_early |= {
                     (_retrace(bytes.fromhex(spans[s].trace_id), copy).hex(), s) for s in _ending_early(spans, run_spans)
@@ -180,6 +183,15 @@ class AgentLoad:
                     if outer is not None and outer.end_ns < spans[inner].end_ns:
                         trace_id = _retrace(bytes.fromhex(outer.trace_id), copy).hex()
                         self.layers[(trace_id, outer.span_id)] = (trace_id, inner)
+
+    def rebuilt(self, trace_id: str, span_ids: set[str]) -> list[tuple[str, bool]]:
+        """(span id, inferred) of the runs `rebuild_runs` finds in the spans `span_ids` of trace `trace_id` alone:
+        what a replica that got only those can rebuild."""
+        original = trace_id[8:]
+        share = [
+            s for s in read_trace_file(self.origin[trace_id]) if s.trace_id[8:] == original and s.span_id in span_ids
+        ]
+        return [(run.span_id or "", run.inferred) for run in rebuild_runs(share)]
 
     @property
     def keys(self) -> set[tuple[str, str]]:

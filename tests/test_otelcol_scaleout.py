@@ -113,8 +113,9 @@ def test_a_replica_leaving_and_one_joining_under_load_lose_and_double_nothing(tm
     interval), and it flushes before it exits; replica 4 joins. Every span reaches a downstream once, each trace
     split by the change is scored flagged incomplete on at least one side, and the only runs not scored under
     their own span id are inferred runs (no run span of their own) whose model response and root went to
-    different replicas: the response's side scores what it holds flagged incomplete, the root's side has no
-    run to rebuild (tests/test_split_trace_runs.py; 1-4 of 196 on the shared 2-core VM; docs/deploy.md)."""
+    different replicas: the response's side scores what it holds flagged incomplete, or, when the response
+    reached it with no span above it, has no run either, as the root's side has none to rebuild
+    (tests/test_split_trace_runs.py; 1-4 of the load's runs on the shared 2-core VM; docs/deploy.md)."""
     outcome = resize(tmp_path, settle_ms=250, trace_idle_timeout_s=3, interval_s=1, prestop_s=2, copies=1)
     assert (outcome.spans_lost, outcome.spans_doubled) == (0, 0), outcome
     assert (outcome.missing_marked, outcome.missing_unflagged) == (0, 0), outcome

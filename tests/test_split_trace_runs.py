@@ -7,7 +7,8 @@ span (an agent span of its convention) is rebuilt on the side that holds that sp
 *inferred* run (a convention with no agent span, such as OpenInference from LangChain.js: the run is inferred at
 the top of the spans above a model response) is rebuilt only where its model response is, at the topmost of its
 ancestors that side holds, so when the response and the run's root are on different replicas, no replica
-rebuilds the run under its own span id."""
+rebuilds the run under its own span id. When the response is the topmost span its side holds, that side rebuilds
+no run at all for a run that called no tool (a response alone is one step of a loop, not a run)."""
 
 from __future__ import annotations
 
@@ -59,3 +60,15 @@ def test_an_inferred_run_whose_model_response_went_to_the_other_replica_is_rebui
     (fragment,) = rebuild_runs(before)
     assert fragment.inferred
     assert fragment.span_id != whole.span_id, "inferred at the top of what this side holds"
+
+
+def test_an_inferred_run_whose_model_response_reached_a_replica_alone_is_rebuilt_on_neither_side() -> None:
+    """LangGraph `d_no_tool_coordinator` (OpenInference) split after its 2nd span: the prompt and the model
+    response, which called no tool, on one side without the chain they ran in, the rest on the other."""
+    spans = read_trace_file(CAPTURES / "langgraph-openinference" / "d_no_tool_coordinator.pb")
+    (whole,) = rebuild_runs(spans)
+    assert (whole.agent_name, whole.inferred, whole.calls) == ("coordinator", True, ())
+    before, after = next((b, a) for b, a in _splits(spans) if len(b) == 2)
+    assert [span.name for span in before] == ["Prompt", "ChatOpenAI"]
+    assert rebuild_runs(before) == [], "a model response alone is no run"
+    assert rebuild_runs(after) == [], "the root's side has no model response"
