@@ -119,11 +119,6 @@ class AgentLoad:
     """The runs of `truth` whose run span ended before some of its own spans (LlamaIndex's workflow `run.task` under
     OpenLLMetry closes when the run starts its steps): sent in an earlier batch than those spans, such a run settles
     before they arrive, and is scored flagged incomplete, as a live collector must."""
-    late_roots: set[str] = field(default_factory=set)
-    """Traces (hex ids) whose root span, where a run is inferred, ended before other spans of theirs (OpenLLMetry's
-    LlamaIndex root `<Class>.workflow` closes when the workflow has started): a collector takes the root's arrival,
-    settled, as the trace's end, so the runs of such a trace sent over seconds can be scored before their last calls
-    arrive, and unflagged (docs/conventions.md, `traceloop`): a known limit these tests state rather than hide."""
     origin: dict[str, Path] = field(default_factory=dict)
     """The capture each trace (hex id) is a copy of (`rebuilt`)."""
     layers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
@@ -171,13 +166,6 @@ class AgentLoad:
                 self.ends_early |= {
                     (_retrace(bytes.fromhex(spans[s].trace_id), copy).hex(), s) for s in _ending_early(spans, run_spans)
                 }
-                inferred_at = {run.span_id for run in rebuild_runs(list(spans.values())) if run.inferred}
-                for span in spans.values():
-                    root = span
-                    while root.parent_id in spans:
-                        root = spans[root.parent_id]
-                    if root.span_id in inferred_at and root.parent_id is None and span.end_ns > root.end_ns:
-                        self.late_roots.add(_retrace(bytes.fromhex(span.trace_id), copy).hex())
                 for inner in run_spans if truth.get("skipped", {}).get("run_layer") else ():
                     outer = spans.get(spans[inner].parent_id or "")
                     if outer is not None and outer.end_ns < spans[inner].end_ns:

@@ -6,6 +6,7 @@ that is neither a run nor a tool, so a run is inferred at the topmost such span 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -240,3 +241,51 @@ def test_a_tool_span_over_a_tool_span_is_one_call_and_goes_on_unchanged_at_its_r
         assert wait_until(lambda: outer in {r.span_id for r in sink.released})
         assert pipeline.flush(5.0)
         every_span_once(sink, spans)
+
+
+LLAMAINDEX = Path(__file__).parent / "testdata" / "traces" / "llamaindex-openllmetry"
+
+
+def test_a_root_that_ends_before_its_work_is_scored_whole_when_its_trace_goes_idle() -> None:
+    """OpenLLMetry ends LlamaIndex's `Workflow.run` span (the root `FunctionAgent.workflow`, where the run is
+    inferred) when `run` returns its handler: the model and tool steps end after it. Sent as an exporter sends
+    them, the root's batch first and the rest 2 s later (past `settle_ms`), the run waits for its trace to go
+    idle and is scored with its call, not flagged; taken at the root's settle it would have had none."""
+    spans = sorted(read_trace_file(LLAMAINDEX / "a_single_tool.pb"), key=lambda s: s.end_ns)
+    (root,) = [s for s in spans if s.parent_id is None]
+    first, rest = [s for s in spans if s.end_ns <= root.end_ns], [s for s in spans if s.end_ns > root.end_ns]
+    assert [s.attributes.get("tool.name") for s in rest if "tool.name" in s.attributes] == ["get_weather"]
+    expectation = {
+        "name": "weather",
+        "match": {"agent": "weather_agent"},
+        "scorers": [{"type": "trajectory", "expected": [{"name": "get_weather"}]}],
+    }
+    config = PipelineConfig(settle_ms=250, trace_idle_timeout_s=5, max_hold_ms=60_000)
+    with hand_driven(config, expectation) as driven:
+        driven.offer(first)
+        driven.at(2_000)
+        assert driven.telemetry.scores == [], "the root's arrival, settled, is not its trace's end"
+        assert root.span_id not in {r.span_id for r in driven.sink.released}, "held: its run is inferred at it"
+        driven.offer(rest)
+        driven.at(6_999)
+        assert driven.sink.enriched == []
+        driven.at(7_000)  # idle: 5 s after the last span
+        ((run_span, enrichment),) = driven.sink.enriched
+        assert run_span.span_id == root.span_id
+        assert enrichment.attributes["toolscore.tool_calls"] == ["get_weather"]
+        assert enrichment.attributes["toolscore.evaluation.weather.trajectory.label"] == "pass"
+        assert "toolscore.run.incomplete" not in enrichment.attributes
+        every_span_once(driven.sink, spans)
+
+
+def test_only_a_root_its_convention_says_ends_early_waits_for_idle() -> None:
+    """The same trace with the root's scope renamed (no convention's LlamaIndex root): the root's arrival,
+    settled, ends the trace, as for any other root (so the run is scored from the spans come by then)."""
+    spans = sorted(read_trace_file(LLAMAINDEX / "a_single_tool.pb"), key=lambda s: s.end_ns)
+    (root,) = [s for s in spans if s.parent_id is None]
+    spans = [dataclasses.replace(s, scope="app") if s is root else s for s in spans]
+    first = [s for s in spans if s.end_ns <= root.end_ns]
+    with hand_driven(PipelineConfig(settle_ms=250, trace_idle_timeout_s=5, max_hold_ms=60_000)) as driven:
+        driven.offer(first)
+        driven.at(250)
+        assert driven.engine.store.traces.get(root.trace_id) is None, "finished at its root's settle"

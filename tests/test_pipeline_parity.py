@@ -283,7 +283,10 @@ def fed() -> Iterator[Fed]:
             renamed = [dataclasses.replace(s, trace_id=_trace_id(c, o, s.trace_id)) for s in spans]
             offered[(case, name)] = order(renamed)
             sent.update(dict.fromkeys((s.trace_id for s in renamed), (case, name)))
-    config = PipelineConfig(settle_ms=300, max_hold_ms=60_000, queue_size=sum(map(len, offered.values())))
+    # idle 1 s: a trace whose root ends before its work (OpenLLMetry's LlamaIndex workflows) finishes when idle
+    config = PipelineConfig(
+        settle_ms=300, trace_idle_timeout_s=1.0, max_hold_ms=60_000, queue_size=sum(map(len, offered.values()))
+    )
     with registry_with(BY_TEST_CASE, EVERY_AGENT, IN_MCP_SERVICE) as registry:
         noting = NotingRegistry(registry)
         pipeline: Engine[SpanRecord] = Engine(noting, ListSink(), lambda r: r, config, Recording())

@@ -104,6 +104,11 @@ class ClassifiedSpan:
     extractor: Extractor | None
     role: Role | None
 
+    def ends_before_its_work(self) -> bool:
+        """Whether its convention says the span ends before the work under it (`Extractor.ends_before_its_work`)."""
+        hook = getattr(self.extractor, "ends_before_its_work", None)
+        return hook is not None and bool(hook(self.span))
+
 
 @dataclass(slots=True)
 class _Run:

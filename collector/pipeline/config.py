@@ -54,7 +54,7 @@ class PipelineConfig(BaseModel):
         default=30.0,
         gt=0,
         description="A trace that has received no span for this long is finished: runs without a run "
-        "span are scored and flagged incomplete, and its state is freed. Default: 30.",
+        "span are scored (flagged incomplete if its root never came), and its state is freed. Default: 30.",
     )
     max_hold_ms: float = Field(
         default=10_000.0,

@@ -247,8 +247,8 @@ class Engine(Worker, Generic[C]):
         for trace_id, span_id in self._settle.pop_due(now):
             self._guarded(trace_id, self._settled, trace_id, span_id, now)
         for trace_id in self._idle.pop_due(now):
-            if (trace := self.store.traces.get(trace_id)) is not None:
-                self._guarded(trace_id, self._finish_trace, trace, False, now)
+            if (trace := self.store.traces.get(trace_id)) is not None:  # whole if its root came (one ending early)
+                self._guarded(trace_id, self._finish_trace, trace, trace.root_seen, now)
         for key in self._hold.pop_due(now):
             self._guarded(key[0], self._hold_expired, key, now)
 
@@ -411,7 +411,7 @@ class Engine(Worker, Generic[C]):
         elif admission.kind is _CANDIDATE:  # waits for its trace to finish, never longer than a run span
             assert record is not None
             self._hold.arm_once((trace_id, record.span_id), arrived)
-        if trace.root_seen:
+        if trace.root_settles:
             self._settle.arm((trace_id, ""), now)
 
     def _guarded(self, trace_id: str, action: Callable[..., None], *args: object) -> None:
@@ -457,7 +457,7 @@ class Engine(Worker, Generic[C]):
             return
         if span_id:
             self._finish_run(trace, span_id, incomplete=False, now=now)
-        if trace.root_seen and not trace.holds_runs and (trace_id, "") not in self._settle:
+        if trace.root_settles and not trace.holds_runs and (trace_id, "") not in self._settle:
             self._finish_trace(trace, complete=True, now=now)
 
     def _finish_run(self, trace: PendingTrace[C], span_id: str, incomplete: bool, now: int) -> None:

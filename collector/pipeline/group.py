@@ -203,6 +203,9 @@ class PendingTrace(Generic[C]):
     whole); at most `max_spans_per_trace` of them."""
     root_id: str | None = None
     """The local root (a span without parent), once it has arrived."""
+    root_ends_early: bool = False
+    """Its root's convention says the root ends before the work under it (`ClassifiedSpan.ends_before_its_work`):
+    the root's arrival does not start the trace's settle, and the trace finishes when it goes idle."""
     truncated: bool = False
     waiting: dict[str | None, list[str]] = field(default_factory=dict)
     """Held candidates by the id of the nearest ancestor not arrived yet (None: they reach the root)."""
@@ -233,6 +236,11 @@ class PendingTrace(Generic[C]):
     @property
     def root_seen(self) -> bool:
         return self.root_id is not None
+
+    @property
+    def root_settles(self) -> bool:
+        """Whether the trace finishes once its root has come and settled (else: when it goes idle)."""
+        return self.root_id is not None and not self.root_ends_early
 
 
 @dataclass(slots=True)
@@ -370,6 +378,7 @@ class TraceStore(Generic[C]):
             self._place(trace, children, slim=role is not _TOOL)
         if record.parent_id is None:
             trace.root_id = record.span_id
+            trace.root_ends_early = node.ends_before_its_work()
         admission = Admission(_STORED, trace, touched, evicted)
         if self.max_bytes is not None and self.size > self.max_bytes:
             admission.evicted_for_bytes = self._shed(trace)

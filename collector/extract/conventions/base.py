@@ -31,6 +31,12 @@ An extractor may also have `is_step(span) -> bool`, asked only about a span of i
 tool span on the way up from a call with no run span above it: True when the span is one step of an agent run
 (OpenLIT's LangChain chain span for one node step of a graph), never the root of one, so that the run inferred
 for what the tool ran is the tool span itself, not one run per step (see `runs._TraceRuns._owner`).
+
+And `ends_before_its_work(span) -> bool`, asked by a live collector about a trace's root span of its own: True
+when the instrumentation ends that span before the work under it is done (OpenLLMetry ends LlamaIndex's
+`Workflow.run` span when `run` returns its handler, and the workflow's steps run after it, still its children).
+Such a root's arrival does not mark its trace's end, so the trace is finished when it goes idle, not when its
+root has settled (`toolscore.collector.pipeline`).
 """
 
 from __future__ import annotations

@@ -268,6 +268,14 @@ class TraceloopExtractor:
         name = span.name[: -len(_WORKFLOW_SUFFIX)] if span.name.endswith(_WORKFLOW_SUFFIX) else span.name
         return RunInfo(agent_name=name or None, named_below=_llamaindex_agent)
 
+    def ends_before_its_work(self, span: SpanRecord) -> bool:
+        """A LlamaIndex root `workflow` span: the instrumentation ends a `Workflow.run` span when `run` returns its
+        handler, before the workflow's steps have run (`prepare_to_exit_span` ends it, leaving its context attached
+        so the steps are its children). Any LlamaIndex root is `workflow`, and the span does not tell a
+        `Workflow`'s from another class's, so every such root is taken as ending early: a trace then finishes
+        when it goes idle, later but whole, rather than early and short."""
+        return span.scope == LLAMAINDEX_SCOPE and span.attributes.get(KIND) == "workflow"
+
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """`llm.request.functions.<i>.*` (the legacy flattened request), or `gen_ai.tool.definitions`."""
         attrs = span.attributes
