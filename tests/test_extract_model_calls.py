@@ -553,7 +553,22 @@ def test_a_model_only_call_without_id_stays_without_one_when_its_repetition_is_u
 
         (built,) = rebuild_runs(t.records())
 
-        assert [(c.call_id, c.error) for c in built.calls] == [(None, False)], label
+        # the answer it may have had is there, unattributed: its outcome is unknown, and the run says so
+        assert ([(c.call_id, c.error) for c in built.calls], built.incomplete) == ([(None, False)], True), label
+
+
+def test_a_model_only_call_without_id_and_no_answer_to_anything_leaves_its_run_complete() -> None:
+    # Nothing answered that the run cannot attribute (no later request, or only answers to calls it holds).
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("", "get_weather", {"city": "Rome"}), ("call_2", "get_time", {})), parent=run, start=1)
+    later = _history(("call_2", "get_time", {}, "call_2:12:00"))
+    t.span("chat", {**genai_chat(), "gen_ai.input.messages": later}, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.result) for c in built.calls] == [(None, None), ("call_2", "12:00")]
+    assert not built.incomplete
 
 
 def test_openinference_finish_reason_says_a_response_with_hidden_output_called_tools() -> None:

@@ -30,7 +30,9 @@ it is a layer of does. So no call is counted twice.
   calls come from its responses alone then cannot be read, and is flagged incomplete (`runs`) rather than read
   as a run that called nothing (`stopped_for_tools`).
 - A model-only call listed without its call id takes the id a later request of the run repeats it under and
-  answers (`_with_repeated_ids`: OpenLLMetry's Responses API spans), so that its outcome can be read.
+  answers (`_with_repeated_ids`: OpenLLMetry's Responses API spans), so that its outcome can be read; when no
+  such id is found and the run answered a call it cannot attribute, the call's outcome is unknown and its run is
+  flagged incomplete (`outcome_unknown`).
 - A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
   arguments are the response's, capped as any others.
 
@@ -63,6 +65,7 @@ __all__ = [
     "all_claimed",
     "build_model_call",
     "model_only_calls",
+    "outcome_unknown",
     "skim_claimed",
     "stopped_for_tools",
     "tool_responses",
@@ -290,6 +293,22 @@ def _with_repeated_ids(
         )
         found.append(call.model_copy(update={"call_id": next(iter(ids))}) if len(ids) == 1 else call)
     return tuple(found)
+
+
+def outcome_unknown(calls: tuple[ToolCall, ...], models: list[SpanRecord]) -> bool:
+    """Whether a model-only call's outcome cannot be read: it has no call id and no result (`with_outcomes` found
+    no answer for it), while the run's requests answer a call id that no call of the run holds.
+
+    That answer is for a call the run cannot name: this one, maybe, and it may say the call failed. OpenLLMetry's
+    Responses API span lists its calls by item id (read as none), and a loop that hands the response's items back
+    as they came repeats each call under that item id too (OpenLLMetry writes an input item's `id` before its
+    `call_id`), while its answer carries the `call_id`: nothing in the trace links the two. Read as a success, a
+    failed call would be scored as one; the run is flagged incomplete instead (`runs`).
+    """
+    if not any(call.model_only and call.call_id is None and call.result is None for call in calls):
+        return False
+    held = {call.call_id for call in calls if call.call_id is not None}
+    return any(call_id not in held for call_id in tool_responses(models))
 
 
 def _canonical(args: Any) -> str:
