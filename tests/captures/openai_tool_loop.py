@@ -1,19 +1,22 @@
 """A user's hand-written tool loop on the plain `openai` client, shared by the captures that trace one.
 
-The captures of an instrumentation of the `openai` client itself (`openlit-openai/`, `openai-openinference/`,
-`openai-openllmetry/`) all need the same loop: ask the model, run each tool it called, feed the results back,
-until it answers with text; through Chat Completions or the Responses API, streamed or not. What differs is
-how each user marks a run and wraps a tool, so the loop takes those as hooks:
+The captures of an instrumentation of the `openai` client itself (`openai-v2/`, `openlit-openai/`,
+`openai-openinference/`, `openai-openllmetry/`) all need the same loop: ask the model, run each tool it called,
+feed the results back, until it answers with text; through Chat Completions or the Responses API, streamed or
+not (`Mode`). What differs is how each user marks a run and wraps or traces a tool, so the loop takes those as
+hooks:
 
 - `run_span(agent)`: a context manager around one run (OpenLIT's `start_trace`, OpenInference's AGENT span,
   a hand-made `invoke_agent` span); it may yield a callable that is given the run's final text.
 - `wrap_tool(fn)`: what the user does to each tool function (OpenLIT's `@openlit.trace`; default: nothing).
+- `call_tool(call_id, name, args, fn)`: how the loop runs one call (openai-v2's util-genai `TelemetryHandler.tool`
+  span around it; default: `fn(**args)`).
 
 The sub-agent of f runs inside its tool function, the way a user nests one agent in another. A call of a
 tool the loop does not have is answered `Error: unknown tool <name>`, as a failing tool is answered
 `Error: <message>`: nothing but that text tells the model (and a reader) that the call failed.
 
-Imported from the capture venvs only (it imports `openai` lazily through the client it is given).
+Imported from the capture venvs only (`play` imports `openai`; the tool schemas come from `openai-v2/schemas.py`).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ __all__ = [
     "Loop",
     "Mode",
     "RunHook",
+    "ToolHook",
     "failure_notes",
     "main",
     "model_only",
@@ -108,8 +112,16 @@ def variant(base: str, name: str, description: str) -> Scenario:
     return replace(found, name=name, description=description)
 
 
+ToolHook = Callable[[str, str, dict[str, Any], Callable[..., Any]], Any]
+"""`call_tool(call_id, name, args, fn)`: runs one call of the tool `fn` (it may raise `ToolFailure`)."""
+
+
 def _identity(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
+
+
+def _call(call_id: str, name: str, args: dict[str, Any], fn: Callable[..., Any]) -> Any:
+    return fn(**args)
 
 
 class Loop:
@@ -121,9 +133,12 @@ class Loop:
         client: Any,
         mode: Mode,
         run_span: RunHook,
+        *,
         wrap_tool: Callable[[Callable[..., Any]], Callable[..., Any]] = _identity,
+        call_tool: ToolHook = _call,
     ) -> None:
         self.scenario, self.client, self.mode, self.run_span = scenario, client, mode, run_span
+        self.call_tool = call_tool
         self._echoed: list[Any] = []
         """The last response's output items, when the loop hands them back as they came (`Mode.items_back`)."""
         self.recorder = Recorder()
@@ -163,8 +178,12 @@ class Loop:
         """The agents the application runs itself (a sub-agent runs inside its tool)."""
         return [a for a in self.scenario.agents if a.name not in self.scenario.sub_agents.values()]
 
+    def offered(self, agent: Agent) -> list[dict[str, Any]]:
+        """The Chat Completions `tools` entries `agent` is offered."""
+        return [self.schemas[n] for n in agent.tools]
+
     def run(self, agent: Agent, prompt: str | None = None) -> str:
-        schemas = [self.schemas[n] for n in agent.tools]
+        schemas = self.offered(agent)
         with self.run_span(agent) as finish:
             messages: list[dict[str, Any]] = [
                 {"role": "system", "content": agent.instructions},
@@ -178,7 +197,7 @@ class Loop:
                     return text
                 messages.extend(self._echoed or self._assistant(calls))
                 for call in calls:
-                    result = self._tool(call["name"], call["arguments"])
+                    result = self._tool(call["id"], call["name"], call["arguments"])
                     if self.responses:
                         messages.append({"type": "function_call_output", "call_id": call["id"], "output": result})
                     else:
@@ -247,12 +266,12 @@ class Loop:
         self._echoed = list(response.output) if self.mode.items_back else []
         return response.output_text or "", calls
 
-    def _tool(self, name: str, arguments: str) -> str:
+    def _tool(self, call_id: str, name: str, arguments: str) -> str:
         tool = self.tools.get(name)
         if tool is None:
             return f"Error: unknown tool {name}"
         try:
-            return str(tool(**json.loads(arguments)))
+            return str(self.call_tool(call_id, name, json.loads(arguments), tool))
         except ToolFailure as exc:  # a span the user wrapped the tool in ended ERROR on the way out
             return f"Error: {exc}"
 
