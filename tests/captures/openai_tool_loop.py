@@ -47,12 +47,12 @@ from capture_kit import (
 from schemas import tool_schema
 
 __all__ = [
+    "FAILURE_NOTE",
     "UNKNOWN_TOOL",
     "Loop",
     "Mode",
     "RunHook",
     "ToolHook",
-    "failure_notes",
     "main",
     "model_only",
     "not_captured",
@@ -62,6 +62,8 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
+FAILURE_NOTE = "only in the loop's 'Error: ...' tool message fed back to the model (the next request's input)"
+"""How a failed call shows when no span records the tool: the loop's answer to the model (truth `error_note`)."""
 RunHook = Callable[[Agent], AbstractContextManager[Callable[[str], None] | None]]
 """`run_span(agent)`: the context manager a run is played in; it may yield a callable taking the final text."""
 
@@ -300,11 +302,6 @@ def model_only(scenario: Scenario, error_note: str) -> dict[str, dict[str, Any]]
     for call in [c for a in scenario.agents for c in a.calls if scenario.raises(c.name, c.args)]:
         flags[call.id]["error_note"] = error_note
     return flags
-
-
-def failure_notes() -> str:
-    """How a failed call shows when no span records the tool: the loop's answer to the model."""
-    return "only in the loop's 'Error: ...' tool message fed back to the model (the next request's input)"
 
 
 def main(

@@ -130,7 +130,7 @@ def capture(name: str, scenario: Scenario, mode: Mode, parts: dict[str, Any], ou
     loop = openai_tool_loop.play(lambda client: Loop(scenario, client, mode, run_span(tracer)), scenario, tracer)
     spans = parts["spans"].get_finished_spans()
     runs = [find_span(spans, a.name, attributes={"openinference.span.kind": "AGENT"}) for a in scenario.agents]
-    flags = openai_tool_loop.model_only(scenario, openai_tool_loop.failure_notes())
+    flags = openai_tool_loop.model_only(scenario, openai_tool_loop.FAILURE_NOTE)
     unrecorded = {"get_forecast"} if scenario is UNKNOWN_TOOL else set()
     form = parts["form"]
     truth = truth_for(scenario, meta(mode, form), loop.recorder, runs, flags=flags, unrecorded=unrecorded)
