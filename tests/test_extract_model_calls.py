@@ -454,3 +454,156 @@ def test_real_runs_read_without_content_are_flagged_not_misread() -> None:
             seen[run.incomplete] += 1
     assert seen[True] >= 6, seen
     assert seen[False] >= 4, seen
+
+
+def _oi_llm(calls: list[tuple[str, str, str]] = (), **attrs: Any) -> dict[str, Any]:  # type: ignore[assignment]
+    """An LLM span of openinference-instrumentation-openai with `(call_id, name, args)` calls in its output."""
+    found: dict[str, Any] = {KIND: "LLM", **attrs}
+    for j, (call_id, name, args) in enumerate(calls):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call."
+        found |= {prefix + "id": call_id, prefix + "function.name": name, prefix + "function.arguments": args}
+    return found
+
+
+def _oi_run(t: Traces, *responses: dict[str, Any]) -> Any:
+    run = t.span("weather_agent", {KIND: "AGENT", "agent.name": "weather_agent"}, start=0, end=100)
+    for i, attrs in enumerate(responses):
+        t.span(
+            "Response",
+            attrs,
+            parent=run,
+            start=1 + 10 * i,
+            end=5 + 10 * i,
+            scope="openinference.instrumentation.openai",
+        )
+    return run
+
+
+def test_a_tool_result_of_responses_api_input_items_from_index_one_is_read() -> None:
+    """openinference-instrumentation-openai keeps `llm.input_messages.0` for a Responses API request's
+    `instructions` and lists its `input` items from index 1: without instructions the messages start at 1, and the
+    tool's answer (here its failure) is still read."""
+    t = Traces()
+    answered = {
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": "Weather in Atlantis?",
+        "llm.input_messages.2.message.role": "tool",
+        "llm.input_messages.2.message.tool_call_id": "call_1",
+        "llm.input_messages.2.message.content": "Error: unknown city: Atlantis",
+    }
+    _oi_run(t, _oi_llm([("call_1", "get_weather", '{"city": "Atlantis"}')]), _oi_llm(**answered))
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.result) for c in run.calls] == [("call_1", True, "Error: unknown city: Atlantis")]
+
+
+def _history(*items: tuple[str, str, dict[str, Any], str | None]) -> str:
+    """GenAI input messages repeating calls `(id, name, args, answer)`: a `tool_call` part each, and a
+    `tool_call_response` for it when `answer` is given, under the answer's own id (`"call:<id>"` answers `<id>`)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "parts": [{"type": "text", "content": "Weather?"}]}]
+    for call_id, name, args, answer in items:
+        messages.append(
+            {"role": "assistant", "parts": [{"type": "tool_call", "id": call_id, "name": name, "arguments": args}]}
+        )
+        if answer is not None:
+            answered_id, _, text = answer.partition(":")
+            messages.append(
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": answered_id, "response": text}]}
+            )
+    return json.dumps(messages)
+
+
+def test_a_model_only_call_without_id_takes_the_id_its_next_request_repeats_and_answers() -> None:
+    """OpenLLMetry's Responses API span lists calls by their item ids, read as none; the next request repeats each
+    call under the id its answer carries: the call takes that id, and its outcome with it."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("", "get_weather", {"city": "Atlantis"}), ("", "get_time", {})), parent=run, start=1)
+    later = _history(
+        ("call_1", "get_weather", {"city": "Atlantis"}, "call_1:Error: unknown city"),
+        ("call_2", "get_time", {}, "call_2:12:00"),
+    )
+    t.span("chat", {**genai_chat(), "gen_ai.input.messages": later}, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.call_id, c.error, c.result) for c in built.calls] == [
+        ("get_weather", "call_1", True, "Error: unknown city"),
+        ("get_time", "call_2", False, "12:00"),
+    ]
+
+
+def test_a_model_only_call_without_id_stays_without_one_when_its_repetition_is_unanswered_or_ambiguous() -> None:
+    cases = {
+        # the loop handed the response's items back: the repeated call has the item id, its answer the call id
+        "item id": [("fc_1", "get_weather", {"city": "Rome"}, "call_1:Error: no")],
+        # the same call made twice: two answered ids fit it
+        "twice": [
+            ("call_1", "get_weather", {"city": "Rome"}, "call_1:Error: no"),
+            ("call_2", "get_weather", {"city": "Rome"}, "call_2:21C"),
+        ],
+        "other arguments": [("call_1", "get_weather", {"city": "Oslo"}, "call_1:Error: no")],
+    }
+    for label, items in cases.items():
+        t = Traces()
+        run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+        t.span("chat", genai_chat(("", "get_weather", {"city": "Rome"})), parent=run, start=1)
+        t.span("chat", {**genai_chat(), "gen_ai.input.messages": _history(*items)}, parent=run, start=10)
+
+        (built,) = rebuild_runs(t.records())
+
+        # the answer it may have had is there, unattributed: its outcome is unknown, and the run says so
+        assert ([(c.call_id, c.error) for c in built.calls], built.incomplete) == ([(None, False)], True), label
+
+
+def test_a_model_only_call_without_id_and_no_answer_to_anything_leaves_its_run_complete() -> None:
+    # Nothing answered that the run cannot attribute (no later request, or only answers to calls it holds).
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("", "get_weather", {"city": "Rome"}), ("call_2", "get_time", {})), parent=run, start=1)
+    later = _history(("call_2", "get_time", {}, "call_2:12:00"))
+    t.span("chat", {**genai_chat(), "gen_ai.input.messages": later}, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.result) for c in built.calls] == [(None, None), ("call_2", "12:00")]
+    assert not built.incomplete
+
+
+def test_openinference_finish_reason_says_a_response_with_hidden_output_called_tools() -> None:
+    """OPENINFERENCE_HIDE_OUTPUTS drops `llm.output_messages` and keeps `llm.finish_reason` (Chat Completions): a
+    run whose response stopped for tools is flagged incomplete; one whose responses all stopped is complete."""
+    hidden = {"output.value": "__REDACTED__", "input.value": "__REDACTED__"}
+    t = Traces()
+    _oi_run(
+        t, _oi_llm(**hidden, **{"llm.finish_reason": "tool_calls"}), _oi_llm(**hidden, **{"llm.finish_reason": "stop"})
+    )
+    answered = Traces()
+    _oi_run(answered, _oi_llm(**hidden, **{"llm.finish_reason": "stop"}))
+
+    (flagged,) = rebuild_runs(t.records())
+    (complete,) = rebuild_runs(answered.records())
+
+    assert (flagged.calls, flagged.incomplete) == ((), True)
+    assert (complete.calls, complete.incomplete) == ((), False)
+
+
+def test_an_openinference_response_with_hidden_output_and_no_finish_reason_leaves_its_run_incomplete() -> None:
+    """A Responses API span with its output hidden says neither its calls nor a finish reason: whether it called a
+    tool is unknown. A span whose output is there, or whose calls other spans record, is read as usual."""
+    hidden = _oi_llm(**{"output.value": "__REDACTED__"})
+    t = Traces()
+    _oi_run(t, hidden)
+    shown = Traces()
+    _oi_run(shown, _oi_llm(**{"output.value": '{"output": []}'}))
+    with_call = Traces()
+    _oi_run(with_call, _oi_llm([("call_1", "get_weather", "{}")], **{"output.value": "__REDACTED__"}))
+
+    (unknown,) = rebuild_runs(t.records())
+    (answered,) = rebuild_runs(shown.records())
+    (listed,) = rebuild_runs(with_call.records())
+
+    assert (unknown.calls, unknown.incomplete) == ((), True)
+    assert (answered.calls, answered.incomplete) == ((), False)
+    assert ([c.call_id for c in listed.calls], listed.incomplete) == (["call_1"], False)

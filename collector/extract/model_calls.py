@@ -23,11 +23,16 @@ it is a layer of does. So no call is counted twice.
   (`ExtractConfig.include_output_tools`); it is no call of the agent's, so it is not counted.
 - An issued call without a tool name is left out, counted `model_call_without_name`.
 - Model-only calls join the runs that exist: model spans alone (no run span, no tool span) make no run.
-- A response that stopped to call tools (`gen_ai.response.finish_reasons`: `tool_calls`, ...) yet lists no call
-  recorded none of its calls: the instrumentation kept no content (the OTel GenAI instrumentations' default,
-  with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` unset, keeps the finish reasons and drops the
-  messages). A run whose calls come from its responses alone then cannot be read, and is flagged incomplete
-  (`runs`) rather than read as a run that called nothing (`stopped_for_tools`).
+- A response that stopped to call tools (`gen_ai.response.finish_reasons`, or OpenInference's
+  `llm.finish_reason`: `tool_calls`, ...) yet lists no call recorded none of its calls: the instrumentation kept
+  no content (the OTel GenAI instrumentations' default, with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
+  unset, keeps the finish reasons and drops the messages; `OPENINFERENCE_HIDE_OUTPUTS` likewise). A run whose
+  calls come from its responses alone then cannot be read, and is flagged incomplete (`runs`) rather than read
+  as a run that called nothing (`stopped_for_tools`).
+- A model-only call listed without its call id takes the id a later request of the run repeats it under and
+  answers (`_with_repeated_ids`: OpenLLMetry's Responses API spans), so that its outcome can be read; when no
+  such id is found and the run answered a call it cannot attribute, the call's outcome is unknown and its run is
+  flagged incomplete (`outcome_unknown`).
 - A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
   arguments are the response's, capped as any others.
 
@@ -60,6 +65,7 @@ __all__ = [
     "all_claimed",
     "build_model_call",
     "model_only_calls",
+    "outcome_unknown",
     "skim_claimed",
     "stopped_for_tools",
     "tool_responses",
@@ -80,10 +86,19 @@ _TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "t
 lower-cased (Cohere's `TOOL_CALL`). Gemini ends a response that calls functions with `STOP`: no sign there."""
 
 
+OPENINFERENCE_FINISH_REASON = "llm.finish_reason"
+"""OpenInference's one finish reason, the first choice's (`SpanAttributes.LLM_FINISH_REASON`; openinference-
+instrumentation-openai writes it for Chat Completions). It survives `OPENINFERENCE_HIDE_OUTPUTS`, which drops
+`llm.output_messages`."""
+
+
 def stopped_for_tools(span: SpanRecord) -> bool:
     """Whether the model span says its response ended to have tools called (`gen_ai.response.finish_reasons`,
-    an array of strings, or one string as some emitters write it)."""
-    reasons = span.attributes.get(FINISH_REASONS)
+    an array of strings, or one string as some emitters write it; else OpenInference's `llm.finish_reason`)."""
+    attrs = span.attributes
+    reasons = attrs.get(FINISH_REASONS)
+    if reasons is None:
+        reasons = attrs.get(OPENINFERENCE_FINISH_REASON)
     if isinstance(reasons, str):
         return reasons.lower() in _TOOL_FINISH_REASONS
     if isinstance(reasons, (list, tuple)):
@@ -231,10 +246,75 @@ def with_outcomes(
     if not any(call.model_only for call in calls):
         return calls
     responses = tool_responses(models)
+    if any(call.model_only and call.call_id is None for call in calls):
+        calls = _with_repeated_ids(calls, models, responses)
     return tuple(
         _outcome(call, offered, responses, step_error) if call.model_only else call
         for call, step_error in zip(calls, step_errors, strict=True)
     )
+
+
+def _with_repeated_ids(
+    calls: tuple[ToolCall, ...], models: list[SpanRecord], responses: Mapping[str, ToolResponse]
+) -> tuple[ToolCall, ...]:
+    """`calls` with the call id of each model-only call that has none, where a later request of the run repeats
+    the call and answers it under one id.
+
+    A response may list its calls without their call ids: OpenLLMetry's Responses API span gives each
+    `function_call` item's own `id` (`fc_...`), which toolscore reads as no id (`conventions.traceloop`). The
+    agent then sends the call back in its next request, as a GenAI `tool_call` part, with the id its
+    `function_call_output` answers (a `tool_call_response` part): OpenLLMetry writes an input `function_call`
+    item's `id`, else its `call_id`, so a loop that repeats the call by its `call_id` shows it. The call takes
+    that id when exactly one repeated call with the same name and equal arguments has an answered id that no
+    other call of the run holds; else (no such call, or several: the same call made twice) it keeps none, and
+    its outcome stays unknown. A repeated call whose id is not answered (an item id: a loop that hands the
+    response's items back as they came) gives nothing.
+    """
+    held = {call.call_id for call in calls if call.call_id is not None}
+    repeated: dict[tuple[str, str], set[str]] = {}
+    for span in models:
+        messages = load_json(span.attributes.get("gen_ai.input.messages"))
+        for message in messages if isinstance(messages, list) else ():
+            parts = message.get("parts") if isinstance(message, Mapping) else None
+            for part in parts if isinstance(parts, list) else ():
+                if not (isinstance(part, Mapping) and part.get("type") == "tool_call"):
+                    continue
+                call_id, name = part.get("id"), part.get("name")
+                if isinstance(call_id, str) and call_id in responses and call_id not in held and isinstance(name, str):
+                    repeated.setdefault((name, _canonical(part.get("arguments"))), set()).add(call_id)
+    if not repeated:
+        return calls
+    found: list[ToolCall] = []
+    for call in calls:
+        ids = (
+            repeated.get((call.name, _canonical(call.args)), set())
+            if call.model_only and call.call_id is None and call.args_state == "value"
+            else set()
+        )
+        found.append(call.model_copy(update={"call_id": next(iter(ids))}) if len(ids) == 1 else call)
+    return tuple(found)
+
+
+def outcome_unknown(calls: tuple[ToolCall, ...], models: list[SpanRecord]) -> bool:
+    """Whether a model-only call's outcome cannot be read: it has no call id and no result (`with_outcomes` found
+    no answer for it), while the run's requests answer a call id that no call of the run holds.
+
+    That answer is for a call the run cannot name: this one, maybe, and it may say the call failed. OpenLLMetry's
+    Responses API span lists its calls by item id (read as none), and a loop that hands the response's items back
+    as they came repeats each call under that item id too (OpenLLMetry writes an input item's `id` before its
+    `call_id`), while its answer carries the `call_id`: nothing in the trace links the two. Read as a success, a
+    failed call would be scored as one; the run is flagged incomplete instead (`runs`).
+    """
+    if not any(call.model_only and call.call_id is None and call.result is None for call in calls):
+        return False
+    held = {call.call_id for call in calls if call.call_id is not None}
+    return any(call_id not in held for call_id in tool_responses(models))
+
+
+def _canonical(args: Any) -> str:
+    """Arguments (an object, or its JSON text) as comparable text: keys sorted."""
+    decoded = load_json(args) if isinstance(args, str) else args
+    return json.dumps(decoded, sort_keys=True, default=str)
 
 
 def _outcome(
@@ -264,8 +344,9 @@ say, and a result that starts with "Error" failed) and the error's type when it 
 def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
     """Tool results the agent sent back to the model, by call id, from the model spans' input messages: GenAI
     `tool_call_response` parts (`gen_ai.input.messages`, or a `gen_ai.tool.message` event), OpenInference
-    `llm.input_messages.<i>.message` of role `tool`, the Vercel AI SDK's `ai.prompt.messages` (its `tool-result`
-    parts say themselves whether the call failed: `vercel_ai.tool_results`)."""
+    `llm.input_messages.<i>.message` of role `tool` (from index 0, or 1: see `_MAX_MESSAGES`), the Vercel AI SDK's
+    `ai.prompt.messages` (its `tool-result` parts say themselves whether the call failed:
+    `vercel_ai.tool_results`)."""
     found: dict[str, ToolResponse] = {}
     for span in models:
         attrs = span.attributes
@@ -288,6 +369,8 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
         for i in range(_MAX_MESSAGES):
             role = attrs.get(f"llm.input_messages.{i}.message.role")
             if role is None:
+                if i == 0:  # no instructions: OpenInference's Responses API input items start at 1
+                    continue
                 break
             if role == "tool":
                 prefix = f"llm.input_messages.{i}.message."
@@ -296,7 +379,10 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
 
 
 _MAX_MESSAGES = 256
-"""Input messages read per model span, as the flattened attributes are probed one index after another."""
+"""Input messages read per model span, as the flattened attributes are probed one index after another, up to the
+first gap past index 0. Index 0 may be missing: openinference-instrumentation-openai keeps it for a Responses API
+request's `instructions` and lists the `input` items from index 1 (`_ResponsesApiAttributes.
+_get_attributes_from_response_input_item_params`, `msg_idx=1`), so a request without instructions starts at 1."""
 
 
 def _keep(found: dict[str, ToolResponse], call_id: Any, text: Any) -> None:

@@ -34,7 +34,9 @@ Rules, applied per trace:
 - **Tools offered.** Each run's catalog of tools, from its run span, model spans and, for a tool they
   do not define, its tool spans: see `catalog`.
 - **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
-  a call of the run too, marked `model_only`: see `model_calls`.
+  a call of the run too, marked `model_only`: see `model_calls`. A run with such a call whose outcome cannot be
+  read (no call id, while the run answered a call it cannot attribute) is flagged incomplete
+  (`model_calls.outcome_unknown`).
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -67,6 +69,7 @@ from toolscore.collector.extract.model_calls import (
     all_claimed,
     build_model_call,
     model_only_calls,
+    outcome_unknown,
     skim_claimed,
     stopped_for_tools,
     unread_claimer,
@@ -722,9 +725,9 @@ class _TraceRuns:
         tools = run_tools(run.node, read_models, called, max_bytes=config.max_attribute_bytes, stats=stats)
         if tied and any(c.model_only for c in ordered):  # model-only calls come with the model's order only
             step_errors = [self._step_error(c.span) if c.model_only else None for c in ordered]
-            calls = with_outcomes(
-                calls, {tool.name for tool in tools}, [node.span for node in read_models], step_errors
-            )
+            model_spans = [node.span for node in read_models]
+            calls = with_outcomes(calls, {tool.name for tool in tools}, model_spans, step_errors)
+            short = short or outcome_unknown(calls, model_spans)
         stats.runs += 1
         stats.inferred_runs += run.inferred
         stats.calls += len(calls)

@@ -13,6 +13,7 @@ Standard library only: the module is imported from each framework's own virtual 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import socket
 import threading
@@ -91,7 +92,6 @@ class ScriptedOpenAI:
     def __init__(self, script: Mapping[str, Sequence[Turn]], host: str = "127.0.0.1", port: int = 0) -> None:
         self._turns: dict[str, deque[Turn]] = {model: deque(turns) for model, turns in script.items()}
         self._lock = threading.Lock()
-        self._counter = 0
         self.requests: list[dict[str, Any]] = []
         """Every request body received (parsed JSON), in arrival order."""
         self.paths: list[str] = []
@@ -148,10 +148,15 @@ class ScriptedOpenAI:
                 raise ScriptError(f"model {model!r} has no scripted turn left")
             return turns.popleft()
 
+    _ids = itertools.count(1)
+    """Response ids (`chatcmpl-<n>`, `resp_<n>`, ...) are unique in the process, across servers, as the real API's
+    are: OpenLLMetry's Responses API wrapper keeps each response's data by its id in a module-level dict and merges
+    a later response with the same id into it (`responses_wrappers.responses`), so ids that start again at 1 in
+    each scenario's server would merge one scenario's responses into another's trace."""
+
     def _next_id(self) -> int:
         with self._lock:
-            self._counter += 1
-            return self._counter
+            return next(ScriptedOpenAI._ids)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -64,7 +64,10 @@ __all__ = ["OpenInferenceExtractor"]
 #               LangChain.js without flattened calls, or flattened without ids: output.value
 #               generations[0][0].message.kwargs.tool_calls[] {id, name, args}; Responses API items
 #               flattened with the item id as tool_call.id (Agno): output.value [{tool_calls: [{id,
-#               call_id, function: {name}}]}], the call id is call_id
+#               call_id, function: {name}}]}], the call id is call_id; llm.finish_reason (first
+#               choice, Chat Completions only). Output hidden (OPENINFERENCE_HIDE_OUTPUTS /
+#               _HIDE_OUTPUT_MESSAGES): no llm.output_messages, output.value "__REDACTED__": with
+#               no llm.finish_reason the response's calls are unknown (`IssuedCalls.partial`)
 # tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
 #               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
 #               (the tool's own, kept when it is a JSON schema)
@@ -269,12 +272,33 @@ def _responses_call_ids(calls: list[IssuedCall], output: Any) -> list[IssuedCall
     return found
 
 
+REDACTED: Final = "__REDACTED__"
+"""What OpenInference's `TraceConfig.mask` writes for a hidden `input.value`/`output.value`
+(`openinference.instrumentation.config.REDACTED_VALUE`); the hidden `llm.output_messages.*` it drops."""
+FINISH_REASON: Final = "llm.finish_reason"
+
+
+def _hidden_response(attrs: Mapping[str, Any]) -> bool:
+    """Whether an LLM span hides what its response said and so cannot tell whether it called a tool.
+
+    `OPENINFERENCE_HIDE_OUTPUTS` (or `_HIDE_OUTPUT_MESSAGES`) drops every `llm.output_messages.*` attribute and
+    writes `output.value = "__REDACTED__"`. A Chat Completions span still says `llm.finish_reason` (kept by
+    the mask), which tells a response that called tools (`model_calls.stopped_for_tools`) from one that did
+    not; a Responses API span has none (openinference-instrumentation-openai writes it from a completion's
+    first choice only): its calls are unknown.
+    """
+    return attrs.get(OUTPUT_VALUE) == REDACTED and FINISH_REASON not in attrs
+
+
 class OpenInferenceExtractor:
     """Spans with `openinference.span.kind`."""
 
     name = "openinference"
     gate = Gate(keys=frozenset({KIND}))
     tool_keys = (f"{TOOLS}.0{TOOL_SCHEMA}", SMOLAGENTS_TOOLS, f"{SMOLAGENTS_MANAGED}.0.name")
+    partial_responses = True
+    """An LLM span whose output was hidden, with no finish reason, may have issued calls it does not list
+    (`_hidden_response`)."""
 
     def classify(self, span: SpanRecord) -> Role | None:
         """TOOL spans are tool calls (handoffs included); AGENT spans are runs, nested ones too.
@@ -325,6 +349,8 @@ class OpenInferenceExtractor:
                 calls = with_ids
         else:
             calls = _responses_call_ids(calls, attrs.get(OUTPUT_VALUE))
+        if not calls and _hidden_response(attrs):
+            return IssuedCalls(partial=True)
         return IssuedCalls(calls)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:

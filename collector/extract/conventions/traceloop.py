@@ -24,7 +24,9 @@ OpenLLMetry's model spans carry no `traceloop.span.kind`; those of its OpenAI Ag
 (`v1/responses_wrappers.py`: `"id": block_dict.get("id")`), never its `call_id`, which is what the tool's
 result answers and what every other span calls the call: its calls are read without an id. Under the Agents
 SDK that span is the same response the SDK's own `openai.response` span records one layer up (with the real
-call ids): `runs` reads such a model span layer as one response.
+call ids): `runs` reads such a model span layer as one response. In a hand-written loop, no layer: such a call
+takes the id the run's next request repeats it under and answers (`model_calls._with_repeated_ids`), or, when
+none fits, leaves its run flagged incomplete (`model_calls.outcome_unknown`).
 """
 
 from __future__ import annotations

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.metadata
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -37,19 +36,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from capture_kit import (
-    APP_SPAN_NAME,
-    SCENARIOS,
-    Agent,
-    Recorder,
-    Scenario,
-    ScriptedOpenAI,
-    ToolFailure,
-    find_span,
-    truth_for,
-    write_capture,
-)
-from schemas import tool_schema
+import openai_tool_loop
+from capture_kit import SCENARIOS, Agent, Scenario, find_span, truth_for, write_capture
+from openai_tool_loop import Loop, Mode
 
 __all__: list[str] = []
 
@@ -95,143 +84,70 @@ def all_scenarios(form: str) -> dict[str, tuple[Scenario, bool]]:
     return found
 
 
-class Loop:
-    """A user's tool loop: model turn, run each requested tool, feed the results back, until text."""
+def loop(scenario: Scenario, client: Any, handler: Any, form: str, tool_spans: bool) -> Loop:
+    """The shared loop (`openai_tool_loop`, Chat Completions), each run in util-genai's `invoke_local_agent`
+    span, each call in `TelemetryHandler.tool`'s `execute_tool` span when `tool_spans`."""
+    mode = Mode("chat", streamed=scenario.name in FORMS[form]["streamed"])
 
-    def __init__(self, scenario: Scenario, client: Any, handler: Any, form: str, tool_spans: bool) -> None:
-        self.scenario, self.client, self.handler, self.form = scenario, client, handler, form
-        self.tool_spans = tool_spans
-        self.streamed = scenario.name in FORMS[form]["streamed"]
-        self.recorder = Recorder()
-        self.tools: dict[str, Callable[..., Any]] = {}
-        for agent in scenario.agents:
-            for name in agent.tools:
-                if name in scenario.sub_agents:
-                    sub = scenario.agent(scenario.sub_agents[name])
-                    self.tools[name] = self.recorder.wrap(self._sub_agent(sub), name)
-                elif name not in self.tools:
-                    self.tools[name] = self.recorder.tools([name])[0]
+    def agent_span(agent: Agent) -> contextlib.AbstractContextManager[None]:
+        return _agent_span(handler, form, agent, played.offered(agent))
 
-    def _sub_agent(self, agent: Agent) -> Callable[..., Any]:
-        def weather_expert(input: str) -> str:
-            """Ask the weather expert agent a question about the weather.
+    def call_tool(call_id: str, name: str, args: dict[str, Any], fn: Callable[..., Any]) -> Any:
+        if not tool_spans:
+            return fn(**args)
+        with handler.tool(name) as invocation:  # an exception leaving it ends the span ERROR
+            invocation.tool_call_id = call_id
+            invocation.tool_type = "function"
+            invocation.arguments = args
+            result = str(fn(**args))
+            invocation.tool_result = result
+            return result
 
-            Args:
-                input: The question for the weather expert.
-            """
-            return self.run(agent, input)
+    played = Loop(scenario, client, mode, agent_span, call_tool=call_tool)
+    return played
 
-        return weather_expert
 
-    def run(self, agent: Agent, prompt: str | None = None) -> str:
-        schemas = [tool_schema(self.tools[n], n) for n in agent.tools]
-        with self._agent_span(agent, schemas):
-            messages: list[dict[str, Any]] = [
-                {"role": "system", "content": agent.instructions},
-                {"role": "user", "content": prompt or agent.prompt},
+@contextlib.contextmanager
+def _agent_span(handler: Any, form: str, agent: Agent, schemas: list[dict[str, Any]]) -> Iterator[None]:
+    if form == "latest":
+        from opentelemetry.util.genai.types import FunctionToolDefinition
+
+        with handler.invoke_local_agent(agent_name=agent.name, request_model=agent.model) as invocation:
+            invocation.tool_definitions = [
+                FunctionToolDefinition(
+                    name=s["function"]["name"],
+                    description=s["function"]["description"],
+                    parameters=s["function"]["parameters"],
+                )
+                for s in schemas
             ]
-            while True:
-                message = self._model(agent, messages, schemas)
-                if not message.get("tool_calls"):
-                    return str(message.get("content") or "")
-                messages.append(message)
-                for call in message["tool_calls"]:
-                    result = self._tool(call["id"], call["function"]["name"], call["function"]["arguments"])
-                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
-
-    @contextlib.contextmanager
-    def _agent_span(self, agent: Agent, schemas: list[dict[str, Any]]) -> Iterator[None]:
-        if self.form == "latest":
-            from opentelemetry.util.genai.types import FunctionToolDefinition
-
-            with self.handler.invoke_local_agent(agent_name=agent.name, request_model=agent.model) as invocation:
-                invocation.tool_definitions = [
-                    FunctionToolDefinition(
-                        name=s["function"]["name"],
-                        description=s["function"]["description"],
-                        parameters=s["function"]["parameters"],
-                    )
-                    for s in schemas
-                ]
-                yield
-        else:  # util-genai 0.4b0: the provider is positional, the agent's name an attribute
-            with self.handler.invoke_local_agent("openai", request_model=agent.model) as invocation:
-                invocation.agent_name = agent.name
-                yield
-
-    def _model(self, agent: Agent, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]) -> dict[str, Any]:
-        """The assistant message as a dict ready to go back into `messages`."""
-        if not self.streamed:
-            response = self.client.chat.completions.create(model=agent.model, messages=messages, tools=schemas)
-            return dict(response.choices[0].message.model_dump(exclude_none=True))
-        stream = self.client.chat.completions.create(
-            model=agent.model, messages=messages, tools=schemas, stream=True, stream_options={"include_usage": True}
-        )
-        text, calls = [], {}
-        for chunk in stream:
-            for choice in chunk.choices:
-                text.append(choice.delta.content or "")
-                for delta in choice.delta.tool_calls or []:
-                    call = calls.setdefault(delta.index, {"id": "", "type": "function", "function": {}})
-                    call["id"] = delta.id or call["id"]
-                    function = call["function"]
-                    if delta.function and delta.function.name:
-                        function["name"] = delta.function.name
-                    function["arguments"] = function.get("arguments", "") + (
-                        delta.function.arguments or "" if delta.function else ""
-                    )
-        if calls:
-            return {"role": "assistant", "tool_calls": [calls[i] for i in sorted(calls)]}
-        return {"role": "assistant", "content": "".join(text)}
-
-    def _tool(self, call_id: str, name: str, arguments: str) -> str:
-        args = json.loads(arguments)
-        if not self.tool_spans:
-            try:
-                return str(self.tools[name](**args))
-            except ToolFailure as exc:
-                return f"Error: {exc}"
-        try:
-            with self.handler.tool(name) as invocation:
-                invocation.tool_call_id = call_id
-                invocation.tool_type = "function"
-                invocation.arguments = args
-                result = str(self.tools[name](**args))
-                invocation.tool_result = result
-                return result
-        except ToolFailure as exc:  # the tool span ended with status ERROR on the way out
-            return f"Error: {exc}"
+            yield
+    else:  # util-genai 0.4b0: the provider is positional, the agent's name an attribute
+        with handler.invoke_local_agent("openai", request_model=agent.model) as invocation:
+            invocation.agent_name = agent.name
+            yield
 
 
 def capture(
     name: str, scenario: Scenario, *, tool_spans: bool, form: str, parts: dict[str, Any], out: Path
 ) -> dict[str, Any]:
     """Run one scenario, write its capture and truth, and return the truth."""
-    import openai
     from opentelemetry import trace
 
     parts["spans"].clear()
     parts["logs"].clear()
-    with ScriptedOpenAI(scenario.script) as server:
-        client = openai.OpenAI(base_url=server.base_url, api_key="scripted", max_retries=0)
-        loop = Loop(scenario, client, parts["handler"], form, tool_spans)
-        top = [a for a in scenario.agents if a.name not in scenario.sub_agents.values()]
-        if scenario.name == "g_two_runs_one_trace":
-            with trace.get_tracer("capture-openai-v2").start_as_current_span(APP_SPAN_NAME):
-                for agent in top:
-                    loop.run(agent)
-        else:
-            for agent in top:
-                loop.run(agent)
-        client.close()
-        server.assert_consumed()
+    played = openai_tool_loop.play(
+        lambda client: loop(scenario, client, parts["handler"], form, tool_spans),
+        scenario,
+        trace.get_tracer("capture-openai-v2"),
+    )
     spans = parts["spans"].get_finished_spans()
     runs = [find_span(spans, f"invoke_agent {a.name}") for a in scenario.agents]
     flags = {} if tool_spans else {c.id: {"model_only": True} for a in scenario.agents for c in a.calls}
     for call in [c for a in scenario.agents for c in a.calls if scenario.raises(c.name, c.args)]:
         if not tool_spans:  # nothing structured says so: only the loop's "Error: ..." tool message text
             flags[call.id] = {**flags[call.id], "error_note": "only in the tool message text fed back to the model"}
-    truth = truth_for(scenario, meta(form, tool_spans, loop.streamed), loop.recorder, runs, flags=flags)
+    truth = truth_for(scenario, meta(form, tool_spans, played.streamed), played.recorder, runs, flags=flags)
     logs = parts["logs"].get_finished_logs() if form == "events" else None
     folder = FORMS[form]["folder"]
     written = write_capture(out / "traces" / folder, out / "truth" / folder, name, spans, truth, logs=logs)
