@@ -119,6 +119,9 @@ class AgentLoad:
     """The runs of `truth` whose run span ended before some of its own spans (LlamaIndex's workflow `run.task` under
     OpenLLMetry closes when the run starts its steps): sent in an earlier batch than those spans, such a run settles
     before they arrive, and is scored flagged incomplete, as a live collector must."""
+    incomplete: set[tuple[str, str]] = field(default_factory=set)
+    """The runs of `truth` that cannot be read whole from their spans (their truth says `incomplete`: content
+    capture off, say): flagged incomplete wherever they are scored."""
     origin: dict[str, Path] = field(default_factory=dict)
     """The capture each trace (hex id) is a copy of (`rebuilt`)."""
     layers: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
@@ -160,6 +163,8 @@ class AgentLoad:
                 for run in runs:
                     trace_id = _retrace(bytes.fromhex(run["trace_id"]), copy).hex()
                     self.truth[(trace_id, run["agent_span_id"])] = len(run["calls"])
+                    if run.get("incomplete"):
+                        self.incomplete.add((trace_id, run["agent_span_id"]))
                 spans = {span.span_id: span for span in read_trace_file(path)}
                 self.origin |= {_retrace(bytes.fromhex(span.trace_id), copy).hex(): path for span in spans.values()}
                 run_spans = {run["agent_span_id"] for run in runs}
