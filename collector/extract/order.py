@@ -105,6 +105,10 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
     Ids repeat across responses (providers that number calls per response, `call_0`, ...; a call run
     twice), so the first response listing an id is not enough. Calls claim in start order, not arrival
     order, so that the same spans always give the same ties.
+
+    A call whose id only a response already claimed, one that started before it, is that call run again (a
+    retry middleware runs the tool once more for the same call: LangChain's `ToolRetryMiddleware`): it is tied
+    to the same issued call, as a call of its own, since the tool ran again.
     """
     by_id: dict[str, list[tuple[IssuedBatch, int]]] = {}
     for batch in batches:  # in start order
@@ -113,11 +117,15 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
                 by_id.setdefault(issued.call_id, []).append((batch, index))
     for call in sorted(pending, key=lambda c: _span_order(c.span)):
         slots = by_id.get(call.read.call_id) if call.read.call_id else None
-        free = [(b, i) for b, i in slots or () if (b.span.span_id, i) not in used]
+        if not slots:
+            continue
+        free = [(b, i) for b, i in slots if (b.span.span_id, i) not in used]
         before = [(b, i) for b, i in free if b.span.start_ns <= call.span.start_ns]
         if before or free:
             batch, index = before[-1] if before else free[0]
             _claim(call, batch, index, used)
+        elif again := [(b, i) for b, i in slots if b.span.start_ns <= call.span.start_ns]:
+            _claim(call, *again[-1], used)
 
 
 def _sanitized(name: str) -> str:
