@@ -720,7 +720,7 @@ class _TraceRuns:
         if not (needed or extra):
             return ordered, False
         self.stats.model_only_calls += len(extra)
-        return sort_tied(run.calls + extra), True
+        return sort_tied(run.calls + extra, [node.span for node in models]), True
 
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats
