@@ -120,6 +120,139 @@ def test_openllmetry_langgraph_envelopes_unwrap_and_the_workflow_span_is_not_a_s
     assert _calls(run) == [("w", {"city": "Paris"}, "call_1", False)]
 
 
+OI_LC = "openinference.instrumentation.langchain"
+OL_LC = "opentelemetry.instrumentation.langchain"
+
+
+def _agent_metadata(agent: str, node: str | None = None, **more: Any) -> str:
+    """The metadata `create_agent` compiles its graph with (`factory.py`), as a node's span inherits it."""
+    metadata: dict[str, Any] = {"ls_integration": "langchain_create_agent", "lc_agent_name": agent}
+    if node is not None:
+        metadata |= {"langgraph_step": 1, "langgraph_node": node}
+    return json.dumps(metadata | more)
+
+
+def _structured_update(form: str) -> str:
+    """A create_agent model node's update after a ToolStrategy call: the AIMessage and the node's own ToolMessage
+    answering it, serialised as OpenInference (`data`) or LangChain's constructor form (`kwargs`, OpenLLMetry)."""
+    call = {"name": "Report", "args": {"city": "Oslo"}, "id": "call_out", "type": "tool_call"}
+    answer = {"content": "Returning structured response: city='Oslo'", "name": "Report", "tool_call_id": "call_out"}
+    if form == "data":
+        messages = [{"type": "ai", "data": {"content": "", "tool_calls": [call]}}, {"type": "tool", "data": answer}]
+        return json.dumps([{"graph": None, "update": {"messages": messages, "structured_response": {"city": "Oslo"}}}])
+    lc = ["langchain", "schema", "messages"]
+    messages = [
+        {"lc": 1, "type": "constructor", "id": [*lc, "AIMessage"], "kwargs": {"content": "", "tool_calls": [call]}},
+        {"lc": 1, "type": "constructor", "id": [*lc, "ToolMessage"], "kwargs": answer},
+    ]
+    return json.dumps({"outputs": [{"graph": None, "update": {"messages": messages}}], "kwargs": {}})
+
+
+def test_openinference_create_agent_root_chain_is_a_run_and_its_structured_output_call_no_call() -> None:
+    # A create_agent graph whose name lacks "agent" has a CHAIN root; its model node answers the ToolStrategy call.
+    t = Traces()
+    root = t.span("coordinator", {KIND: "CHAIN", "metadata": _agent_metadata("coordinator")}, end=100, scope=OI_LC)
+    first = t.span("model", {KIND: "CHAIN", "metadata": _agent_metadata("coordinator", "model")}, parent=root, start=1)
+    t.span("ChatOpenAI", _oi_llm(("call_w", "w", '{"city": "Oslo"}')), parent=first, start=1, scope=OI_LC)
+    tools = t.span("tools", {KIND: "CHAIN", "metadata": _agent_metadata("coordinator", "tools")}, parent=root, start=3)
+    out = json.dumps({"type": "tool", "data": {"tool_call_id": "call_w", "content": "4C"}})
+    t.span("w", {KIND: "TOOL", "tool.name": "w", "input.value": "Oslo", "output.value": out}, parent=tools, start=3)
+    node = {
+        KIND: "CHAIN",
+        "metadata": _agent_metadata("coordinator", "model"),
+        "output.value": _structured_update("data"),
+    }
+    last = t.span("model", node, parent=root, start=5, end=9, scope=OI_LC)
+    t.span("ChatOpenAI", _oi_llm(("call_out", "Report", '{"city": "Oslo"}')), parent=last, start=6, scope=OI_LC)
+    stats = ExtractStats()
+
+    (run,) = rebuild_runs(t.records(), stats=stats)
+    (with_output,) = rebuild_runs(t.records(), ExtractConfig(include_output_tools=True))
+
+    assert (run.span_id, run.inferred, run.agent_name) == (hex_id(root), False, "coordinator")
+    assert _calls(run) == [("w", {"city": "Oslo"}, "call_w", False)]
+    assert stats.model_only_calls == 0
+    assert [c.name for c in with_output.calls] == ["w", "Report"]
+
+
+def test_openinference_langgraph_tool_attempts_without_a_result_take_the_call_of_their_tools_task() -> None:
+    # ToolRetryMiddleware runs the tool twice in one ToolNode task: the failed attempt has no result to name the call.
+    t = Traces()
+    root = t.span("flaky_agent", {KIND: "AGENT", "metadata": _agent_metadata("flaky_agent")}, end=100, scope=OI_LC)
+    t.span("ChatOpenAI", _oi_llm(("call_r", "w", '{"city": "Oslo"}')), parent=root, start=1, scope=OI_LC)
+    call = json.dumps([{"name": "w", "args": {"city": "Oslo"}, "id": "call_r", "type": "tool_call"}])
+    task = {KIND: "CHAIN", "metadata": _agent_metadata("flaky_agent", "tools"), "input.value": call}
+    tools = t.span("tools", task, parent=root, start=3, end=20, scope=OI_LC)
+    tool = {KIND: "TOOL", "tool.name": "w", "input.value": "Oslo"}
+    t.span("w", tool, parent=tools, start=4, error="ToolFailure", scope=OI_LC)
+    out = json.dumps({"type": "tool", "data": {"tool_call_id": "call_r", "content": "4C"}})
+    t.span("w", {**tool, "output.value": out}, parent=tools, start=6, scope=OI_LC)
+    other = t.span("tools", {**task, "input.value": call.replace('"w"', '"v"')}, parent=root, start=30, scope=OI_LC)
+    t.span("w", tool, parent=other, start=31, error="ToolFailure", scope=OI_LC)  # not the task's tool: no id
+
+    (run,) = rebuild_runs(t.records())
+
+    assert _calls(run) == [
+        ("w", {"city": "Oslo"}, "call_r", True),
+        ("w", {"city": "Oslo"}, "call_r", False),
+        ("w", "Oslo", None, True),
+    ]
+
+
+def test_openllmetry_openai_client_span_beside_a_langchain_chat_span_is_the_same_response() -> None:
+    # The Responses API wrapper ignores LangChain's suppression; the request carried the chat span's traceparent.
+    t = Traces()
+    root = t.span("invoke_agent weather", genai_run("weather"), start=0, end=100, scope=OL_LC)
+    node = t.span("execute_task model", {"traceloop.span.kind": "task"}, parent=root, start=1, end=9, scope=OL_LC)
+    chat = t.span("ChatOpenAI.chat", genai_chat(("call_1", "w", {"city": "Oslo"})), parent=node, start=2, scope=OL_LC)
+    trace_id = format(chat.get_span_context().trace_id, "032x")
+    headers = str({"traceparent": f"00-{trace_id}-{hex_id(chat)}-01", "X-Stainless-Raw-Response": "true"})
+    client = {**genai_chat(("fc_1", "w", {"city": "Oslo"})), "gen_ai.headers": headers}
+    t.span("openai.response", client, parent=node, start=2, scope=OL_OPENAI)
+    elsewhere = str({"traceparent": f"00-{'0' * 31}1-{hex_id(chat)}-01"})  # another trace's span: no layer
+    t.span(
+        "openai.response",
+        {**genai_chat(("fc_2", "v", {})), "gen_ai.headers": elsewhere},
+        parent=node,
+        start=3,
+        scope=OL_OPENAI,
+    )
+    envelope = {"inputs": {"city": "Oslo"}, "input_str": "{'city': 'Oslo'}", "kwargs": {"tool_call_id": "call_1"}}
+    tool = {"traceloop.span.kind": "tool", "gen_ai.tool.name": "w", "gen_ai.tool.call.arguments": json.dumps(envelope)}
+    t.span("execute_tool w", tool, parent=root, start=10, scope=OL_LC)
+    stats = ExtractStats()
+
+    (run,) = rebuild_runs(t.records(), stats=stats)
+
+    assert [(c.name, c.call_id, c.model_only) for c in run.calls] == [("v", None, True), ("w", "call_1", False)]
+    assert stats.model_only_calls == 1  # the unlinked response's call alone
+
+
+def test_openllmetry_create_agent_model_node_names_its_structured_output_call() -> None:
+    t = Traces()
+    root = t.span("invoke_agent weather", genai_run("weather"), start=0, end=100, scope=OL_LC)
+    given = json.dumps({"inputs": {}, "metadata": json.loads(_agent_metadata("weather", "model"))})
+    node = {"traceloop.span.kind": "task", "traceloop.entity.name": "model", "traceloop.entity.input": given}
+    answered = t.span(
+        "execute_task model",
+        {**node, "traceloop.entity.output": _structured_update("kwargs")},
+        parent=root,
+        start=1,
+        end=9,
+        scope=OL_LC,
+    )
+    t.span(
+        "ChatOpenAI.chat", genai_chat(("call_out", "Report", {"city": "Oslo"})), parent=answered, start=2, scope=OL_LC
+    )
+    stats = ExtractStats()
+
+    (run,) = rebuild_runs(t.records(), stats=stats)
+    (with_output,) = rebuild_runs(t.records(), ExtractConfig(include_output_tools=True))
+
+    assert (run.calls, stats.model_only_calls) == ((), 0)
+    assert [(c.name, c.call_id) for c in with_output.calls] == [("Report", "call_out")]
+
+
 LI = "opentelemetry.instrumentation.llamaindex"
 
 

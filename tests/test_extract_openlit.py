@@ -365,3 +365,41 @@ def test_langchain_steps_under_a_tool_are_one_inferred_run_at_the_tool_span() ->
     ]
     assert OpenLITExtractor().is_step(next(r for r in t.records() if r.name == "invoke_agent sub_agent"))
     assert not OpenLITExtractor().is_step(next(r for r in t.records() if r.name == "execute_tool ask"))
+
+
+def test_langchain_retried_attempt_without_an_id_is_the_call_it_ran_again() -> None:
+    """LangChain's ToolRetryMiddleware runs the tool again for the same call: the failed attempt keeps the run id
+    (no id from the span), the successful one names the call; both are that call, as the tool received it."""
+    t = Traces()
+    graph = t.span("invoke_workflow g", _workflow("g"), end=100, scope=LANGGRAPH)
+    t.span("chat m", _lc_chat([("call_1", "w", {"city": "Oslo"})]), parent=graph, start=1, scope=LANGCHAIN)
+    failed = {**_lc_tool("w", "{'city': 'Oslo'}", None), "error.type": "ToolFailure"}
+    del failed["gen_ai.tool.call.result"]
+    t.span("execute_tool w", failed, parent=graph, start=10, scope=LANGCHAIN, error="transient")
+    t.span("execute_tool w", _lc_tool("w", "{'city': 'Oslo'}", "call_1"), parent=graph, start=12, scope=LANGCHAIN)
+    other = {**_lc_tool("w", "{'city': 'Rome'}", None), "error.type": "ToolFailure"}  # other arguments: no retry
+    del other["gen_ai.tool.call.result"]
+    t.span("execute_tool w", other, parent=graph, start=14, scope=LANGCHAIN, error="no model call")
+
+    (run,) = rebuild_runs(t.records())
+
+    assert _calls(run) == [
+        ("w", {"city": "Oslo"}, "call_1", True),
+        ("w", {"city": "Oslo"}, "call_1", False),
+        ("w", {"city": "Rome"}, None, True),
+    ]
+
+
+def test_a_response_whose_chat_span_ends_with_the_run_is_ordered_before_the_next_request() -> None:
+    """Under an async graph OpenLIT's chat span ends with the agent's root chain (its `on_llm_end` fails before
+    ending it): a response no tool ran (a tool never offered) is complete when the run's next request starts."""
+    t = Traces()
+    graph = t.span("invoke_workflow g", _workflow("g"), end=100, scope=LANGGRAPH)
+    unknown = _lc_chat([("call_u", "get_forecast", {"city": "Oslo"})])
+    t.span("chat m", unknown, parent=graph, start=1, end=99, scope=LANGCHAIN)
+    t.span("chat m", _lc_chat([("call_w", "w", {"city": "Oslo"})]), parent=graph, start=20, end=99, scope=LANGCHAIN)
+    t.span("execute_tool w", _lc_tool("w", "{'city': 'Oslo'}", "call_w"), parent=graph, start=30, scope=LANGCHAIN)
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.model_only) for c in run.calls] == [("call_u", True), ("call_w", False)]

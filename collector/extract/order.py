@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,10 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
     Ids repeat across responses (providers that number calls per response, `call_0`, ...; a call run
     twice), so the first response listing an id is not enough. Calls claim in start order, not arrival
     order, so that the same spans always give the same ties.
+
+    A call whose id only a response already claimed, one that started before it, is that call run again (a
+    retry middleware runs the tool once more for the same call: LangChain's `ToolRetryMiddleware`): it is tied
+    to the same issued call, as a call of its own, since the tool ran again.
     """
     by_id: dict[str, list[tuple[IssuedBatch, int]]] = {}
     for batch in batches:  # in start order
@@ -113,11 +118,15 @@ def _match_by_id(pending: list[PendingCall], batches: list[IssuedBatch], used: s
                 by_id.setdefault(issued.call_id, []).append((batch, index))
     for call in sorted(pending, key=lambda c: _span_order(c.span)):
         slots = by_id.get(call.read.call_id) if call.read.call_id else None
-        free = [(b, i) for b, i in slots or () if (b.span.span_id, i) not in used]
+        if not slots:
+            continue
+        free = [(b, i) for b, i in slots if (b.span.span_id, i) not in used]
         before = [(b, i) for b, i in free if b.span.start_ns <= call.span.start_ns]
         if before or free:
             batch, index = before[-1] if before else free[0]
             _claim(call, batch, index, used)
+        elif again := [(b, i) for b, i in slots if b.span.start_ns <= call.span.start_ns]:
+            _claim(call, *again[-1], used)
 
 
 def _sanitized(name: str) -> str:
@@ -155,6 +164,9 @@ def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> 
 
 
 def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], used: set[tuple[str, int]]) -> None:
+    """Tie each call without an id to the latest response before it listing a free call of its name (its arguments
+    first); then a call still untied to an issued call already claimed with the same name and arguments, in the
+    latest response before it: that call run again (a retry middleware's attempt, see `_match_by_id`)."""
     unmatched = [c for c in pending if c.batch is None and not c.read.call_id]
     unmatched.sort(key=lambda c: (c.read.handoff, *_span_order(c.span)))
     latest_first = sorted(batches, key=batch_order, reverse=True)
@@ -165,6 +177,20 @@ def _match_by_content(pending: list[PendingCall], batches: list[IssuedBatch], us
             index = _find(call, batch, used)
             if index is not None:
                 _claim(call, batch, index, used)
+                break
+    for call in unmatched:
+        if call.batch is not None or call.read.handoff:
+            continue
+        for batch in latest_first:
+            if batch.span.start_ns > call.span.start_ns:
+                continue
+            again = [
+                i
+                for i, issued in enumerate(batch.calls)
+                if issued.name == call.read.name and _same_args(issued.args, call.read.args)
+            ]
+            if again:
+                _claim(call, batch, again[0], used)
                 break
 
 
@@ -215,18 +241,30 @@ def tie_calls(pending: list[PendingCall], batches: list[IssuedBatch]) -> set[tup
     return used
 
 
-def sort_tied(pending: list[PendingCall]) -> list[PendingCall]:
-    """Calls already tied (`tie_calls`), model-only calls among them, in issue order (rules 1-4)."""
+def sort_tied(pending: list[PendingCall], models: Sequence[SpanRecord] = ()) -> list[PendingCall]:
+    """Calls already tied (`tie_calls`), model-only calls among them, in issue order (rules 1-4).
+
+    A batch no tool span ran starts when its response was complete: its model span's end, or the start of the run's
+    next model span (`models`: the run's responses) when that is earlier. The next request is sent once the response
+    is in, so its start bounds the response's completion where the span's own end does not: OpenLIT's LangChain chat
+    span under an async graph ends with the agent's root chain, not at `on_llm_end` (which fails to reset its
+    context token there and leaves the span to the parent's clean-up).
+    """
     batch_start: dict[str, float] = {}
     for call in pending:
         if call.batch is not None and not call.model_only:
             batch_start[call.batch] = min(batch_start.get(call.batch, math.inf), call.span.start_ns)
+    starts = sorted(span.start_ns for span in models)
+
+    def complete(span: SpanRecord) -> float:
+        found = bisect_right(starts, span.start_ns)
+        return min(span.end_ns, starts[found]) if found < len(starts) else span.end_ns
 
     def key(call: PendingCall) -> tuple[float, int, int, str, str]:
         if call.batch is None:
             start: float = call.span.start_ns
-        else:  # a batch no tool span ran starts when its response was complete: the model span's end
-            start = batch_start.get(call.batch, call.span.end_ns)
+        else:  # a batch no tool span ran starts when its response was complete (see above)
+            start = batch_start.get(call.batch, complete(call.span))
         call_id = call.read.call_id or (call.issued.call_id if call.issued else None) or ""
         return start, call.index, call.span.start_ns, call_id, "" if call.model_only else call.span.span_id
 

@@ -23,7 +23,10 @@ Rules, applied per trace:
   its `openai` instrumentation). Together they are one response of the run, the outermost span's: one
   model message, whose calls are the ones the outermost span lists, or, when it lists none, those of its
   latest layer that did not fail and lists some (the layers' tool definitions and tool results are read
-  too). Read as responses of their own, every call would be listed twice.
+  too). Read as responses of their own, every call would be listed twice. A model span may also say which
+  response it recorded again when the tree does not (`Extractor.sent_for`: OpenLLMetry's `openai` client span of a
+  LangChain model call, a sibling of LangChain's own span, names it by the `traceparent` LangChain sent): it is
+  a layer of that response.
 - **Run layers.** A run span whose parent is a run span naming the same agent is that run traced twice, by two
   instrumentations (AutoGen's own `invoke_agent` around OpenInference's AGENT span; OpenInference's ADK
   `agent_run` around ADK's `invoke_agent`): the innermost span is the run, the ones above it are folded into it
@@ -370,6 +373,13 @@ class _TraceRuns:
             return None
         try:
             read = extractor.read(node.span, role)
+            if (
+                read.__class__ is ToolRead
+                and read.call_id is None
+                and (hook := getattr(extractor, "call_id_above", None))
+            ):
+                parent = self._parent(node)
+                read.call_id = hook(node.span, parent.span) if parent is not None else None
             if read.__class__ is ToolRead and read.unwrap is not None:
                 # Unwrapped here, within the same guard: a malformed envelope is this span's read error.
                 return unwrapped(read, self.config.max_args_bytes)
@@ -423,6 +433,10 @@ class _TraceRuns:
         self.models_by_run, nodes = by_run, self.nodes
         self.inferred_models, self.model_layers = [], {}
         for node in self.llm_nodes:
+            sent_for = self._sent_for(node)
+            if sent_for is not None:
+                self.model_layers.setdefault(sent_for.span.span_id, []).append(node)
+                continue
             parent = nodes.get(node.span.parent_id or "")  # mostly the run span: `_owner`'s first step
             if parent is not None and parent.role is _RUN:
                 owner, inferred = parent, False
@@ -441,6 +455,24 @@ class _TraceRuns:
             if inferred:
                 self.inferred_models.append((node, owner))
         return by_run
+
+    def _sent_for(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
+        """The response the model span `node` recorded again, named by its convention (`Extractor.sent_for`: the
+        model span whose trace context the request carried) rather than by the tree, or None. Only another model
+        span that is no layer itself is such a response (then `node` is one of its layers)."""
+        hook = getattr(node.extractor, "sent_for", None)
+        span_id = hook(node.span) if hook is not None else None
+        if not span_id or span_id == node.span.span_id:
+            return None
+        found = self.nodes.get(span_id)
+        if found is None or found.role is not _LLM or self._sent_for_hook(found):
+            return None
+        return self._response_of(found) or found
+
+    @staticmethod
+    def _sent_for_hook(node: ClassifiedSpan) -> bool:
+        hook = getattr(node.extractor, "sent_for", None)
+        return hook is not None and bool(hook(node.span))
 
     def _response_of(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         """The outermost model span above the model span `node` with no run or tool span between them (the
@@ -691,7 +723,7 @@ class _TraceRuns:
         if not (needed or extra):
             return ordered, False
         self.stats.model_only_calls += len(extra)
-        return sort_tied(run.calls + extra), True
+        return sort_tied(run.calls + extra, [node.span for node in models]), True
 
     def _finish(self, run: _Run) -> AgentRun:
         span, config, stats = run.node.span, self.config, self.stats

@@ -37,6 +37,16 @@ when the instrumentation ends that span before the work under it is done (OpenLL
 `Workflow.run` span when `run` returns its handler, and the workflow's steps run after it, still its children).
 Such a root's arrival does not mark its trace's end, so the trace is finished when it goes idle, not when its
 root has settled (`toolscore.collector.pipeline`).
+
+And `sent_for(span) -> str | None`, asked about a model span of its own: the span id of another model span whose
+request this span recorded again, when the tree does not show it (OpenLLMetry's LangChain instrumentation sends
+its model span's `traceparent` with the OpenAI request, while the `openai` client span is parented beside it): the
+span is then a layer of that response, not a response of its own (see `runs`, *Model response layers*).
+
+And `call_id_above(span, parent) -> str | None`, asked about a tool span of its own that it read without a call
+id, with its parent span: the call id the parent records for the one call it ran (LangGraph's ToolNode runs each
+tool call as a task of its own, whose span OpenInference records with that call as its input; a retry middleware
+runs the tool again inside the same task, and a failed attempt's tool span has no result to name the call).
 """
 
 from __future__ import annotations

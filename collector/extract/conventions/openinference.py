@@ -36,6 +36,7 @@ from toolscore.collector.extract.conventions.common import (
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
 from toolscore.collector.extract.conventions.google_adk import function_response_error
+from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["OpenInferenceExtractor"]
@@ -56,7 +57,8 @@ __all__ = ["OpenInferenceExtractor"]
 #               without its method (smolagents `<name>.run`, CrewAI `<role>._execute_core`);
 #               input.value, output.value. Not a run: `_NOT_A_RUN`.
 # CHAIN span    a run when `_CHAIN_RUNS` says so (LlamaIndex `FunctionAgent.run`, DSPy `ReAct.forward`),
-#               named after the span's class; else OTHER
+#               named after the span's class, or when it is a LangChain create_agent graph's root (metadata
+#               ls_integration langchain_create_agent, lc_agent_name = the span name); else OTHER
 # LLM span      llm.output_messages.<i>.message.tool_calls.<j>.tool_call.id | function.name |
 #               function.arguments (model order; both the openai-agents and LangChain
 #               instrumentations leave the arguments out when they are empty, `{}`); legacy
@@ -68,6 +70,9 @@ __all__ = ["OpenInferenceExtractor"]
 #               choice, Chat Completions only). Output hidden (OPENINFERENCE_HIDE_OUTPUTS /
 #               _HIDE_OUTPUT_MESSAGES): no llm.output_messages, output.value "__REDACTED__": with
 #               no llm.finish_reason the response's calls are unknown (`IssuedCalls.partial`)
+# CHAIN `model`  LangChain create_agent's model node (metadata ls_integration langchain_create_agent) whose
+#               output.value update answers structured-output calls with ToolMessages: read as the model
+#               response its LLM span is a layer of, those calls' tools output tools (`langchain_agent`)
 # tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
 #               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
 #               (the tool's own, kept when it is a JSON schema)
@@ -148,6 +153,37 @@ def _not_a_run(span: SpanRecord) -> bool:
         decoded = load_json(metadata)
         return isinstance(decoded, Mapping) and decoded.get("langgraph_node") == span.name
     return False
+
+
+def _create_agent_root(span: SpanRecord) -> bool:
+    """The root of a LangChain `create_agent` graph, a CHAIN when its name lacks "agent" (OpenInference makes a span
+    AGENT only then): create_agent compiles its graph with the metadata `{"ls_integration": "langchain_create_agent",
+    "lc_agent_name": <name>}` (`factory.py`), which every span of the run inherits, so the root is the span named
+    after the agent; or, for an agent without a name (`LangGraph`), the one span of it that runs in no node. A
+    node's span (`model`, `tools`, a middleware hook) has its node as `metadata.langgraph_node`, never the root."""
+    metadata = span.attributes.get(METADATA)
+    if span.scope != _SCOPE + "langchain" or not (isinstance(metadata, str) and CREATE_AGENT in metadata):
+        return False
+    decoded = load_json(metadata)
+    if not (isinstance(decoded, Mapping) and decoded.get("ls_integration") == CREATE_AGENT):
+        return False
+    if decoded.get("langgraph_node") == span.name:
+        return False
+    named = decoded.get("lc_agent_name")
+    return named == span.name if named is not None else "langgraph_node" not in decoded
+
+
+def _answering_model_node(span: SpanRecord) -> bool:
+    """A LangChain `create_agent` model node whose output answers structured-output calls (see `langchain_agent`):
+    the model response its LLM span is a layer of, with those calls named as output tools."""
+    if span.name != MODEL_NODE or span.scope != _SCOPE + "langchain":
+        return False
+    metadata = span.attributes.get(METADATA)
+    return (
+        isinstance(metadata, str)
+        and CREATE_AGENT in metadata
+        and node_response(span.attributes.get(OUTPUT_VALUE)) is not None
+    )
 
 
 _CURRENT_AGENT = "current_agent_name='"
@@ -320,6 +356,10 @@ class OpenInferenceExtractor:
             return Role.OTHER if _not_a_run(span) else Role.RUN
         if kind == "CHAIN" and (runs := _CHAIN_RUNS.get(span.scope)) is not None and runs(span.name):
             return Role.RUN
+        if kind == "CHAIN" and _create_agent_root(span):
+            return Role.RUN
+        if kind == "CHAIN" and _answering_model_node(span):
+            return Role.LLM
         return Role.OTHER
 
     def read(self, span: SpanRecord, role: Role) -> Read:
@@ -336,6 +376,8 @@ class OpenInferenceExtractor:
                 output=message_text(attrs.get(OUTPUT_VALUE), "assistant"),
                 named_below=None if AGENT_NAME in attrs or GENAI_AGENT_NAME in attrs else _NAMED_BELOW.get(span.scope),
             )
+        if attrs.get(KIND) == "CHAIN":  # a create_agent model node that answered structured output
+            return node_response(attrs.get(OUTPUT_VALUE)) or IssuedCalls()
         calls = [
             call if call.args is not None else IssuedCall(call.call_id, call.name, "{}")
             for call in indexed_issued_calls(attrs, OUTPUT_MESSAGES, ".message.tool_calls", CALL_KEYS)
@@ -352,6 +394,32 @@ class OpenInferenceExtractor:
         if not calls and _hidden_response(attrs):
             return IssuedCalls(partial=True)
         return IssuedCalls(calls)
+
+    def call_id_above(self, span: SpanRecord, parent: SpanRecord) -> str | None:
+        """The call a LangChain TOOL span without a call id ran, from its parent LangGraph `tools` task.
+
+        LangGraph's ToolNode sends each tool call of a response to a task of its own (`Send("tools", ...)`), whose
+        CHAIN span (named `tools`, `metadata.langgraph_node` = `tools`) OpenInference records with that one call,
+        `{"name", "args", "id", "type": "tool_call"}`, as its input (a list of it). The tool span names the call
+        only in its result's `tool_call_id` (`_call_id`), which a failed attempt lacks: the task's call is then its
+        call, when it is of the same tool. A retry middleware (`ToolRetryMiddleware`) runs the tool again in the
+        same task, so every attempt is that call.
+        """
+        if span.scope != _SCOPE + "langchain" or parent.name != "tools" or parent.attributes.get(KIND) != "CHAIN":
+            return None
+        metadata, given = parent.attributes.get(METADATA), parent.attributes.get(INPUT_VALUE)
+        if not (isinstance(metadata, str) and '"langgraph_node": "tools"' in metadata and isinstance(given, str)):
+            return None
+        if '"tool_call"' not in given:
+            return None
+        decoded = load_json(given)
+        if isinstance(decoded, list) and len(decoded) == 1:
+            decoded = decoded[0]
+        if not (isinstance(decoded, Mapping) and decoded.get("type") == "tool_call"):
+            return None
+        call_id = decoded.get("id")
+        same_tool = decoded.get("name") == string(span.attributes, TOOL_NAME)
+        return call_id if same_tool and isinstance(call_id, str) and call_id else None
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """`llm.tools.<i>.tool.json_schema`, smolagents' tool names and its managed agents (offered like tools)."""

@@ -31,6 +31,7 @@ none fits, leaves its run flagged incomplete (`model_calls.outcome_unknown`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -55,6 +56,7 @@ from toolscore.collector.extract.conventions.common import (
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_envelope
 from toolscore.collector.extract.conventions.genai import ARGS_KEYS, INFERENCE_OPERATIONS, OPERATION, RESULT_KEYS
+from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["TraceloopExtractor"]
@@ -72,6 +74,9 @@ __all__ = ["TraceloopExtractor"]
 # traceloop.span.kind = handoff  the OpenAI Agents SDK's handoff (`<from> → <to>.handoff`, under the
 #                                 handing-off agent's span): a call of the handoff tool, whose name, id
 #                                 and arguments only the model response that issued it holds
+# LangChain create_agent's `execute_task model` node (task; ls_integration langchain_create_agent in its entity
+#                                 input) whose traceloop.entity.output update answers structured-output calls:
+#                                 the model response its chat span is a layer of (`langchain_agent`)
 # traceloop.span.kind = workflow | task | unknown: OTHER (LangGraph's `<name>.workflow` span also
 #                                 says gen_ai.operation.name=invoke_agent under the real
 #                                 `invoke_agent` span; reading it as a run would split the run)
@@ -130,6 +135,9 @@ LLAMAINDEX_TOOL_ARGS: Final = "tool.arguments"
 LLAMAINDEX_NESTED_RUN: Final = "run.task"
 """A workflow's run under another LlamaIndex span (`f"{method_name}.{kind}"` for a Workflow instance)."""
 _WORKFLOW_SUFFIX: Final = ".workflow"
+HEADERS: Final = "gen_ai.headers"
+"""The client instrumentation's record of the request's extra headers (`str(extra_headers)`, shared/__init__.py)."""
+_TRACEPARENT: Final = re.compile(r"traceparent['\"]?\s*[:=]\s*['\"]?[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-")
 _CURRENT_AGENT: Final = '"current_agent_name"'
 CREWAI_SCOPES: Final = frozenset(
     {"opentelemetry.instrumentation.crewai.instrumentation", "opentelemetry.instrumentation.crewai"}
@@ -190,6 +198,20 @@ def _llamaindex_agent(span: SpanRecord) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+LANGCHAIN_SCOPE: Final = "opentelemetry.instrumentation.langchain"
+
+
+def _answering_model_node(span: SpanRecord) -> bool:
+    """A LangChain `create_agent` model node (`execute_task model`, its metadata in the entity input) whose output
+    answers structured-output calls (see `langchain_agent`): the model response its chat span is a layer of."""
+    if span.scope != LANGCHAIN_SCOPE or span.attributes.get(ENTITY_NAME) != MODEL_NODE:
+        return False
+    entity_input = span.attributes.get(ENTITY_INPUT)
+    if not (isinstance(entity_input, str) and CREATE_AGENT in entity_input):
+        return False
+    return node_response(span.attributes.get(ENTITY_OUTPUT)) is not None
+
+
 class TraceloopExtractor:
     """Spans of Traceloop OpenLLMetry."""
 
@@ -225,6 +247,8 @@ class TraceloopExtractor:
             return Role.TOOL
         if kind == "agent":
             return Role.RUN
+        if kind == "task" and _answering_model_node(span):
+            return Role.LLM
         return Role.OTHER
 
     def read(self, span: SpanRecord, role: Role) -> Read:
@@ -254,6 +278,8 @@ class TraceloopExtractor:
                 input=None if raw_input is None else message_text(unwrap_envelope(raw_input)[0], "user"),
                 output=message_text(attrs.get(ENTITY_OUTPUT), "assistant"),
             )
+        if span.scope == LANGCHAIN_SCOPE and attrs.get(KIND) == "task":  # a create_agent model node (classify)
+            return node_response(attrs.get(ENTITY_OUTPUT)) or IssuedCalls()
         if "gen_ai.output.messages" in attrs:
             calls = genai_issued_calls(attrs["gen_ai.output.messages"])
         else:
@@ -261,6 +287,28 @@ class TraceloopExtractor:
         if span.scope == OPENAI_SCOPE and span.name == RESPONSES_SPAN:  # item ids, not call ids: see the docstring
             calls = [IssuedCall(None, call.name, call.args) for call in calls]
         return IssuedCalls(calls)
+
+    def sent_for(self, span: SpanRecord) -> str | None:
+        """The LangChain model span an `openai` client span recorded again: the span whose `traceparent` the request
+        carried (`gen_ai.headers`), in the same trace.
+
+        OpenLLMetry's LangChain instrumentation injects its model span's context into the OpenAI request's
+        `extra_headers` (`_OpenAITracingWrapper`), and its callback handler detaches that span's context before the
+        request, attaching only `SUPPRESS_LANGUAGE_MODEL_INSTRUMENTATION_KEY` (`callback_handler.py`). The client
+        instrumentation's Chat Completions wrapper honours that key and writes nothing; its Responses API wrapper
+        (`v1/responses_wrappers.py`) checks only `_SUPPRESS_INSTRUMENTATION_KEY`, so a `ChatOpenAI(use_responses_api=
+        True)` call gets an `openai.response` span too, parented beside LangChain's `ChatOpenAI.chat` span, and with
+        the request's headers, which name it. The two are one response.
+        """
+        if span.scope != OPENAI_SCOPE:
+            return None
+        headers = span.attributes.get(HEADERS)
+        if not isinstance(headers, str) or "traceparent" not in headers:
+            return None
+        found = _TRACEPARENT.search(headers)
+        if found is None or found.group(1) != span.trace_id:
+            return None
+        return found.group(2)
 
     def inferred_run(self, span: SpanRecord) -> RunInfo | None:
         """A run inferred at a LlamaIndex root `<Class>.workflow` span: named by its steps (`current_agent_name`),
