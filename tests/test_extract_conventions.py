@@ -6,6 +6,7 @@ order that differs from the model's, so only the convention's record of the resp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -209,7 +210,7 @@ def test_openllmetry_openai_client_span_beside_a_langchain_chat_span_is_the_same
     headers = str({"traceparent": f"00-{trace_id}-{hex_id(chat)}-01", "X-Stainless-Raw-Response": "true"})
     client = {**genai_chat(("fc_1", "w", {"city": "Oslo"})), "gen_ai.headers": headers}
     t.span("openai.response", client, parent=node, start=2, scope=OL_OPENAI)
-    elsewhere = str({"traceparent": f"00-{'0' * 31}1-{hex_id(chat)}-01"})  # another trace's span: no layer
+    elsewhere = str({"traceparent": f"00-{trace_id}-{'0' * 15}1-01"})  # a span not in the trace: no layer
     t.span(
         "openai.response",
         {**genai_chat(("fc_2", "v", {})), "gen_ai.headers": elsewhere},
@@ -226,6 +227,8 @@ def test_openllmetry_openai_client_span_beside_a_langchain_chat_span_is_the_same
 
     assert [(c.name, c.call_id, c.model_only) for c in run.calls] == [("v", None, True), ("w", "call_1", False)]
     assert stats.model_only_calls == 1  # the unlinked response's call alone
+    copied = [dataclasses.replace(s, trace_id="f" * 32) for s in t.records()]  # new trace ids, headers as they were
+    assert [c.name for c in rebuild_runs(copied)[0].calls] == ["v", "w"], "the span id is looked up in its own trace"
 
 
 def test_openllmetry_create_agent_model_node_names_its_structured_output_call() -> None:

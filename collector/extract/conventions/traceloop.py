@@ -298,7 +298,9 @@ class TraceloopExtractor:
         instrumentation's Chat Completions wrapper honours that key and writes nothing; its Responses API wrapper
         (`v1/responses_wrappers.py`) checks only `_SUPPRESS_INSTRUMENTATION_KEY`, so a `ChatOpenAI(use_responses_api=
         True)` call gets an `openai.response` span too, parented beside LangChain's `ChatOpenAI.chat` span, and with
-        the request's headers, which name it. The two are one response.
+        the request's headers, which name it. The two are one response. The span id is looked up in the span's own
+        trace, so the header's trace id is not compared: a pipeline that gives a trace new ids (a replay, a test's
+        copies) rewrites the span's, not the text of its attributes.
         """
         if span.scope != OPENAI_SCOPE:
             return None
@@ -306,9 +308,7 @@ class TraceloopExtractor:
         if not isinstance(headers, str) or "traceparent" not in headers:
             return None
         found = _TRACEPARENT.search(headers)
-        if found is None or found.group(1) != span.trace_id:
-            return None
-        return found.group(2)
+        return None if found is None else found.group(2)
 
     def inferred_run(self, span: SpanRecord) -> RunInfo | None:
         """A run inferred at a LlamaIndex root `<Class>.workflow` span: named by its steps (`current_agent_name`),
