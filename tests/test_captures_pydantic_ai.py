@@ -1,5 +1,6 @@
 """The pydantic-ai captures (tests/testdata/traces/pydantic-ai*: releases 0.8, 1.x and 2.x, data formats 1, 2, 5 and 6,
-events as attributes or log records, content included or not) read from the model's output alone.
+events as attributes or log records, content included or not, OpenInference's span processor over them) read from
+the model's output alone.
 
 `test_extract_captures` holds every capture to its truth, where pydantic-ai's tool spans carry each call. A call
 pydantic-ai does not run has no tool span (calls it skips once an output tool ends the run, say); it is read from
@@ -57,6 +58,7 @@ def test_every_pydantic_ai_form_is_here() -> None:
         "pydantic-ai-v6",
         "pydantic-ai-logs",
         "pydantic-ai-nocontent",
+        "pydantic-ai-openinference",
     }
 
 

@@ -1,6 +1,7 @@
 """Capture pydantic-ai runs traced by pydantic-ai's own instrumentation, one data format (or release) per folder.
 
-Run from the repository root with the venv of the folder's release (requirements-<release>.txt beside this file):
+Run from the repository root with the venv of the folder's release (requirements-<release>.txt beside this file;
+requirements-2-openinference.txt for pydantic-ai-openinference):
 
     /work/venvs/pydantic-ai-2/bin/python tests/captures/pydantic-ai/capture.py FOLDER [SCENARIO ...]
 
@@ -48,6 +49,9 @@ class Form:
     release: str
     settings: dict[str, Any] = field(default_factory=dict)
     describe: str = "defaults"
+    openinference: bool = False
+    """OpenInference's `OpenInferenceSpanProcessor` added before the exporter (it rewrites each ending span's
+    attributes in place: OpenInference's beside pydantic-ai's, status OK unless ERROR)."""
     compare_only: bool = False
     """A form whose spans were found identical to a committed folder's (NOTES.md): written only with `--out`."""
 
@@ -58,6 +62,7 @@ FORMS: dict[str, Form] = {
     "pydantic-ai-nocontent": Form("2", {"include_content": False}, "include_content=False"),
     "pydantic-ai-logs": Form("1", {"version": 1, "event_mode": "logs"}, "version=1, event_mode='logs'"),
     "pydantic-ai-0x": Form("0"),  # 0.x's default data format is 1, its events in the `events` attribute
+    "pydantic-ai-openinference": Form("2", openinference=True),
     # the same spans as a folder above (NOTES.md), for comparison:
     "pydantic-ai-v2-on-2x": Form("2", {"version": 2}, "version=2", compare_only=True),
     "pydantic-ai-v3": Form("2", {"version": 3}, "version=3", compare_only=True),
@@ -86,6 +91,10 @@ ROOT = OUT or HERE.parents[1] / "testdata"
 TRACES, TRUTHS = ROOT / "traces" / FOLDER, ROOT / "truth" / FOLDER
 EXPORTER = InMemorySpanExporter()
 PROVIDER = TracerProvider(resource=Resource.create({"service.name": f"capture-{FOLDER}"}))
+if FORM.openinference:  # as its README sets it up: the processor first, the exporter's after it
+    from openinference.instrumentation.pydantic_ai import OpenInferenceSpanProcessor
+
+    PROVIDER.add_span_processor(OpenInferenceSpanProcessor())
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
 LOGS = FORM.settings.get("event_mode") == "logs"
 extra: dict[str, Any] = {}
@@ -106,10 +115,12 @@ DATA_FORMAT = SETTINGS.version
 META = {
     "framework": "pydantic-ai",
     "framework_version": RELEASE,
-    "instrumentation": f"pydantic-ai native (Agent.instrument_all(InstrumentationSettings({FORM.describe})))",
+    "instrumentation": f"pydantic-ai native (Agent.instrument_all(InstrumentationSettings({FORM.describe})))"
+    + (" + openinference-instrumentation-pydantic-ai's OpenInferenceSpanProcessor" if FORM.openinference else ""),
     "conventions": f"pydantic-ai data format version {DATA_FORMAT}"
     + (", GenAI events as OTel log records" if LOGS else "")
-    + ("" if SETTINGS.include_content else ", content not included"),
+    + ("" if SETTINGS.include_content else ", content not included")
+    + (", OpenInference attributes added by openinference-instrumentation-pydantic-ai" if FORM.openinference else ""),
 }
 NO_CONTENT = not SETTINGS.include_content
 
