@@ -58,6 +58,7 @@ def test_every_pydantic_ai_form_is_here() -> None:
         "pydantic-ai-v6",
         "pydantic-ai-logs",
         "pydantic-ai-nocontent",
+        "pydantic-ai-v2-nocontent",
         "pydantic-ai-openinference",
     }
 
@@ -72,12 +73,33 @@ def test_calls_without_tool_spans_come_from_the_model_output_as_the_truth_lists_
     for expected in truth["runs"]:
         calls = runs[expected["agent_span_id"]].calls
         want: list[tuple[Any, ...]] = [
-            (c["call_id"], c["name"], c["args"], c.get("args_captured", True), c["call_id"] in dropped)
+            (
+                c["call_id"],
+                c["name"],
+                c["args"],
+                c.get("args_captured", True),
+                c["call_id"] in dropped or "model_only" in c,
+            )
             for c in expected["calls"]
         ]
         got = [(c.call_id, c.name, c.args, c.args_state != "not_captured", c.model_only) for c in calls]
         assert got == want
     assert dropped or all(not run["calls"] for run in truth["runs"])
+
+
+@pytest.mark.parametrize("folder", ["pydantic-ai-v2", "pydantic-ai-v2-nocontent", "pydantic-ai-logs", "pydantic-ai-0x"])
+def test_a_call_pydantic_ai_skipped_is_a_model_only_call_flagged_without_content(folder: str) -> None:
+    # k_output_ends_run: the model calls the output tool and get_weather at once; 0.x and 1.x end the run on the
+    # output tool and skip get_weather (no tool span). It counts, from the model's output, not captured without
+    # content; the output tool is no call.
+    (run,) = rebuild_runs(_spans(TESTDATA / "truth" / folder / "k_output_ends_run.truth.json"))
+
+    calls = [(c.call_id, c.args, c.args_state, c.model_only) for c in run.calls]
+
+    if folder.endswith("nocontent"):
+        assert calls == [("call_k1", None, "not_captured", False), ("call_k2", None, "not_captured", True)]
+    else:
+        assert calls == [("call_k1", {"city": "Paris"}, "value", False), ("call_k2", {"city": "Rome"}, "value", True)]
 
 
 @pytest.mark.parametrize("truth_path", [p for p in TRUTHS if p.parent.name == "pydantic-ai-logs"], ids=_case_id)

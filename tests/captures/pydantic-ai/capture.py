@@ -33,7 +33,6 @@ from capture_kit import (  # noqa: E402
     find_span,
     loopback_only_connections,
     out_option,
-    truth_for,
     write_capture,
 )
 from opentelemetry.sdk.resources import Resource  # noqa: E402
@@ -60,6 +59,7 @@ FORMS: dict[str, Form] = {
     "pydantic-ai-v2": Form("1"),  # 1.x's default data format is 2
     "pydantic-ai-v6": Form("2", {"version": 6}, "version=6"),
     "pydantic-ai-nocontent": Form("2", {"include_content": False}, "include_content=False"),
+    "pydantic-ai-v2-nocontent": Form("1", {"include_content": False}, "include_content=False"),
     "pydantic-ai-logs": Form("1", {"version": 1, "event_mode": "logs"}, "version=1, event_mode='logs'"),
     "pydantic-ai-0x": Form("0"),  # 0.x's default data format is 1, its events in the `events` attribute
     "pydantic-ai-openinference": Form("2", openinference=True),
@@ -85,7 +85,7 @@ if FORM.compare_only and OUT is None:
 
 from pydantic_ai import Agent  # noqa: E402
 from pydantic_ai.models.instrumented import InstrumentationSettings  # noqa: E402
-from pydantic_ai_runs import play, run_agent_names  # noqa: E402
+from pydantic_ai_runs import EXTRA, play, run_agent_names, truth_of  # noqa: E402
 
 ROOT = OUT or HERE.parents[1] / "testdata"
 TRACES, TRUTHS = ROOT / "traces" / FOLDER, ROOT / "truth" / FOLDER
@@ -126,7 +126,7 @@ NO_CONTENT = not SETTINGS.include_content
 
 
 def capture(name: str) -> None:
-    scenario = SCENARIOS[name]
+    scenario = {**SCENARIOS, **EXTRA}[name]
     recorder = Recorder()
     EXPORTER.clear()
     if LOGS:
@@ -138,7 +138,7 @@ def capture(name: str) -> None:
     assert not REFUSED, f"connections refused: {REFUSED}"
     spans: list[ReadableSpan] = list(EXPORTER.get_finished_spans())
     runs = {a.name: find_span(spans, where=lambda s, n=a.name: run_agent_names(s) == n) for a in scenario.agents}
-    truth = truth_for(scenario, META, recorder, runs)
+    truth = truth_of(scenario, META, recorder, runs)
     if NO_CONTENT:
         # No arguments anywhere in the trace: the reader must say so, not invent them.
         for run in truth["runs"]:
@@ -154,5 +154,5 @@ def capture(name: str) -> None:
 
 
 if __name__ == "__main__":
-    for scenario_name in NAMES or list(SCENARIOS):
+    for scenario_name in NAMES or [*SCENARIOS, *EXTRA]:
         capture(scenario_name)
