@@ -691,6 +691,80 @@ def test_pydantic_ai_v2_names_and_output_functions() -> None:
     assert with_output.tool_names == ["get", "get", "final_result"]
 
 
+def _pydantic_v1_run(t: Traces) -> str:
+    events = json.dumps([{"event.name": "gen_ai.user.message", "role": "user", "content": "Weather?"}])
+    run_attrs = {"agent_name": "weather", "logfire.msg": "weather run", "all_messages_events": events}
+    return t.span("agent run", run_attrs, start=0, end=100, scope="pydantic-ai")
+
+
+def _pydantic_v1_choice(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """A data-format-1 `gen_ai.choice` body; a call without arguments (`{}` given as None) has no `arguments` key,
+    as pydantic-ai writes it with `include_content=False`."""
+    tool_calls = [
+        {"id": i, "type": "function", "function": {"name": "get", **({} if a is None else {"arguments": a})}}
+        for i, a in calls
+    ]
+    return {"index": 0, "message": {"role": "assistant", "tool_calls": tool_calls}}
+
+
+def _model_only(run: AgentRun) -> list[tuple[str | None, Any, str, bool]]:
+    return [(c.call_id, c.args, c.args_state, c.model_only) for c in run.calls]
+
+
+def test_pydantic_ai_v1_logs_mode_reads_the_choice_log_record_joined_to_the_chat_span() -> None:
+    # event_mode='logs': no `events` attribute on the chat span; its events came as log records in its context,
+    # joined as span events (body under "body"). Calls no tool span ran are read from the choice alone.
+    t = Traces()
+    run = _pydantic_v1_run(t)
+    assistant = {"event.name": "gen_ai.assistant.message", "body": {"role": "assistant", "tool_calls": []}}
+    choice = {"event.name": "gen_ai.choice", "body": _pydantic_v1_choice(("c2", {"x": 2}), ("c1", {"x": 1}))}
+    t.span("chat m", {}, parent=run, start=1, scope="pydantic-ai", events=[("gen_ai.assistant.message", assistant)])
+    t.span("chat m", {}, parent=run, start=10, scope="pydantic-ai", events=[("gen_ai.choice", choice)])
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _model_only(result) == [("c2", {"x": 2}, "value", True), ("c1", {"x": 1}, "value", True)]
+
+
+def test_pydantic_ai_call_without_arguments_key_is_not_captured_in_every_format() -> None:
+    # include_content=False leaves `arguments` out of the model's calls (v2+ tool_call parts, v1 choice events):
+    # a call no tool span ran must say its arguments were not captured, not that it had none.
+    t = Traces()
+    v1 = _pydantic_v1_run(t)
+    t.span(
+        "chat m", {"events": json.dumps([_pydantic_v1_choice(("a1", None))])}, parent=v1, start=1, scope="pydantic-ai"
+    )
+    v5 = t.span("invoke_agent b", genai_run("b"), start=0, end=100, scope="pydantic-ai")
+    parts = [{"type": "tool_call", "id": "b1", "name": "get"}, {"type": "tool_call", "id": "b2", "name": "get"}]
+    parts[1]["arguments"] = {"x": 2}
+    output = json.dumps([{"role": "assistant", "parts": parts}])
+    t.span(
+        "chat m",
+        {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output},
+        parent=v5,
+        start=1,
+        scope="pydantic-ai",
+    )
+
+    runs = {run.agent_name: run for run in rebuild_runs(t.records())}
+
+    assert _model_only(runs["weather"]) == [("a1", None, "not_captured", True)]
+    assert _model_only(runs["b"]) == [("b1", None, "not_captured", True), ("b2", {"x": 2}, "value", True)]
+
+
+def test_genai_call_without_arguments_key_still_has_no_arguments() -> None:
+    # The rule is pydantic-ai's: for the GenAI convention itself a tool_call part without `arguments` is a call
+    # without arguments.
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    output = json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "id": "g1", "name": "now"}]}])
+    t.span("chat m", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output}, parent=run, start=1)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _model_only(result) == [("g1", None, "absent", True)]
+
+
 def test_google_adk_merged_span_unspecified_id_and_model_order() -> None:
     t = Traces()
     adk = "gcp.vertex.agent"

@@ -136,11 +136,13 @@ def message_text(value: Any, role: str) -> str | None:
     return _content_text(value) if parts_only else None
 
 
-def genai_issued_calls(messages: Any) -> list[IssuedCall]:
+def genai_issued_calls(messages: Any, unstated: Any = None) -> list[IssuedCall]:
     """Tool calls in GenAI output messages: parts `{"type": "tool_call", "id", "name", "arguments"}`.
 
     Text without `"tool_call"` lists none and is not decoded: every model response is read for the calls
-    no tool span recorded (see `model_calls`), and most list none (a final answer) or few.
+    no tool span recorded (see `model_calls`), and most list none (a final answer) or few. `unstated` is a
+    part's arguments when it has no `arguments` key: None (no arguments) unless the emitter leaves the key
+    out for content it did not record (pydantic-ai's `include_content=False`: `NOT_CAPTURED`).
     """
     if type(messages) is str and '"tool_call"' not in messages:
         return []
@@ -159,7 +161,7 @@ def genai_issued_calls(messages: Any) -> list[IssuedCall]:
                     IssuedCall(
                         call_id if call_id.__class__ is str and call_id else None,
                         name if name.__class__ is str and name else None,
-                        part.get("arguments"),
+                        part.get("arguments", unstated),
                     )
                 )
     return calls

@@ -1,7 +1,18 @@
 """pydantic-ai's own instrumentation (`Agent(instrument=...)`, logfire), every data-format version.
 
 Versions 3+ follow the OTel GenAI conventions and are read as such, plus the run's final output and
-the exclusion of structured-output spans; version 1/2 (`agent run`, `running tool`) is read here.
+the exclusion of structured-output spans; version 1/2 (`agent run`, `running tool`) is read here, and
+version 1's model output either from the chat span's `events` attribute or, with `event_mode='logs'`,
+from its `gen_ai.choice` log record joined to the span as an event.
+
+Content not included (`InstrumentationSettings(include_content=False)`): pydantic-ai leaves the tool
+span's arguments attribute out (read as not captured by `tool_args`) and the `arguments` key out of the
+model's tool calls (`messages._tool_call_otel_part`: `if settings.include_content and part.args is not
+None`; version 1 `ModelResponse.otel_events`: `**({'arguments': part.args} if settings.include_content
+else {})`). A call in the model's output without `arguments` is therefore not captured, never "no
+arguments": a call no tool span ran (one pydantic-ai skipped) must be flagged, not scored as `{}`. A call
+whose arguments were None with content on is flagged too (the two cannot be told apart); its tool span,
+when it ran, still gives its arguments.
 """
 
 from __future__ import annotations
@@ -10,7 +21,16 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from toolscore.collector.extract.conventions.base import Gate, IssuedCall, IssuedCalls, Read, Role, RunInfo, ToolRead
+from toolscore.collector.extract.conventions.base import (
+    NOT_CAPTURED,
+    Gate,
+    IssuedCall,
+    IssuedCalls,
+    Read,
+    Role,
+    RunInfo,
+    ToolRead,
+)
 from toolscore.collector.extract.conventions.common import (
     MAX_DEFINITIONS_CHARS,
     error_of,
@@ -20,7 +40,8 @@ from toolscore.collector.extract.conventions.common import (
     message_text,
     string,
 )
-from toolscore.collector.extract.conventions.genai import ARGS_KEYS, RESULT_KEYS, tool_args
+from toolscore.collector.extract.conventions.genai import ARGS_KEYS, CHOICE_EVENT, RESULT_KEYS, tool_args
+from toolscore.collector.sources.log_events import BODY_KEY
 from toolscore.collector.spans import SpanRecord
 
 __all__ = ["PydanticAIExtractor"]
@@ -38,11 +59,16 @@ __all__ = ["PydanticAIExtractor"]
 #                `final_result` by default, which pydantic-ai calls without a tool span);
 #                tools offered: gen_ai.tool.definitions, else model_request_parameters.function_tools[]
 #                {name, description, parameters_json_schema}
-# v1/v2 (older default):
-#   run span     `agent run`: agent_name, all_messages_events (JSON events), final_result
+# v1/v2 (`agent run`, `running tool`; data format 1 is 0.x's default, 2 is 1.x's):
+#   run span     `agent run`: agent_name, final_result; v1 all_messages_events (JSON events), v2
+#                pydantic_ai.all_messages
 #   tool span    `running tool` / `running output function`: gen_ai.tool.name, gen_ai.tool.call.id,
 #                tool_arguments, tool_response
-#   model span   `chat <model>`: events (JSON: gen_ai.choice message.tool_calls[].id/function)
+#   model span   `chat <model>`: v2 gen_ai.output.messages as above; v1 events (JSON events: the
+#                `gen_ai.choice` one's message.tool_calls[].id/function {name, arguments}), or with
+#                event_mode='logs' no `events` attribute but the same events as log records in the
+#                chat span's context (`InstrumentationSettings._emit_events`), read as its span events
+#                (body under BODY_KEY)
 
 SCOPES: Final = frozenset({"pydantic-ai", "pydantic_ai"})
 RUN_NAMES: Final = frozenset({"agent run"})
@@ -62,15 +88,24 @@ def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def _v2_issued(events: Any) -> list[IssuedCall]:
-    decoded = load_json(events)
+def _v1_issued(span: SpanRecord) -> list[IssuedCall]:
+    """Data format 1's model output: the `gen_ai.choice` events' `message.tool_calls`, from the `events`
+    attribute (event_mode 'attributes') or, when it is absent, the span's events (event_mode 'logs')."""
+    events = span.attributes.get("events")
+    if events is not None:
+        decoded = load_json(events)
+        # the input's assistant events carry `tool_calls` at their top: only the choice nests a `message`
+        bodies = decoded if isinstance(decoded, list) else []
+    else:
+        bodies = [event.attributes.get(BODY_KEY) for event in span.events if event.name == CHOICE_EVENT]
     calls: list[IssuedCall] = []
-    for event in decoded if isinstance(decoded, list) else []:
-        message = event.get("message") if isinstance(event, Mapping) else None
+    for each in bodies:
+        body = load_json(each) if isinstance(each, str) else each
+        message = body.get("message") if isinstance(body, Mapping) else None
         for call in message.get("tool_calls") or () if isinstance(message, Mapping) else ():
             function = call.get("function") if isinstance(call, Mapping) else None
             if isinstance(function, Mapping):
-                calls.append(IssuedCall(call.get("id"), function.get("name"), function.get("arguments")))
+                calls.append(IssuedCall(call.get("id"), function.get("name"), function.get("arguments", NOT_CAPTURED)))
     return calls
 
 
@@ -138,9 +173,9 @@ class PydanticAIExtractor:
                 output=final if isinstance(final, str) or final is None else json.dumps(final, default=str),
             )
         if "gen_ai.output.messages" in attrs:
-            calls = genai_issued_calls(attrs["gen_ai.output.messages"])
+            calls = genai_issued_calls(attrs["gen_ai.output.messages"], unstated=NOT_CAPTURED)
         else:
-            calls = _v2_issued(attrs.get("events"))
+            calls = _v1_issued(span)
         return IssuedCalls(calls, _output_tools(attrs) if calls else frozenset())
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
