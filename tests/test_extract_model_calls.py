@@ -423,6 +423,37 @@ def test_a_response_that_stopped_for_anything_else_or_whose_calls_are_known_leav
     assert [c.name for c in built.calls] == ["w"]
 
 
+def test_an_openinference_response_that_stopped_for_tools_with_outputs_hidden_leaves_its_run_incomplete() -> None:
+    """OPENINFERENCE_HIDE_OUTPUTS drops `llm.output_messages` (and `output.value` reads `__REDACTED__`), but the
+    instrumentors still write `llm.finish_reason` (openinference-instrumentation-anthropic: the message's
+    `stop_reason`): a response that stopped for tools, listing none, leaves the run incomplete; one that stopped
+    for anything else, or that lists its calls, does not."""
+    scope = "openinference.instrumentation.anthropic"
+    hidden = {KIND: "LLM", "output.value": "__REDACTED__"}
+    listed = {
+        **hidden,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "w",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": "{}",
+    }
+    cases = [
+        ("tool_use", hidden, True),
+        ("tool_calls", hidden, True),
+        ("end_turn", hidden, False),
+        ("tool_use", listed, False),
+    ]
+    for reason, attributes, flagged in cases:
+        t = Traces()
+        run = t.span("weather_agent", {KIND: "AGENT", "agent.name": "a"}, start=0, end=100, scope=scope)
+        t.span("messages.create", {**attributes, "llm.finish_reason": reason}, parent=run, start=1, scope=scope)
+
+        (built,) = rebuild_runs(t.records())
+
+        assert built.incomplete == flagged, (reason, attributes)
+        assert [c.call_id for c in built.calls] == ([] if attributes is hidden else ["c1"])
+
+
 def _without_content(path: Path) -> list[SpanRecord]:
     """A capture's spans as the instrumentation writes them with content capture off: no messages."""
     dropped = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")

@@ -23,11 +23,14 @@ it is a layer of does. So no call is counted twice.
   (`ExtractConfig.include_output_tools`); it is no call of the agent's, so it is not counted.
 - An issued call without a tool name is left out, counted `model_call_without_name`.
 - Model-only calls join the runs that exist: model spans alone (no run span, no tool span) make no run.
-- A response that stopped to call tools (`gen_ai.response.finish_reasons`: `tool_calls`, ...) yet lists no call
-  recorded none of its calls: the instrumentation kept no content (the OTel GenAI instrumentations' default,
-  with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` unset, keeps the finish reasons and drops the
-  messages). A run whose calls come from its responses alone then cannot be read, and is flagged incomplete
-  (`runs`) rather than read as a run that called nothing (`stopped_for_tools`).
+- A response that stopped to call tools (`gen_ai.response.finish_reasons`: `tool_calls`, ...; OpenInference's
+  `llm.finish_reason`) yet lists no call recorded none of its calls: the instrumentation kept no content (the
+  OTel GenAI instrumentations' default, with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` unset, keeps
+  the finish reasons and drops the messages; OpenLLMetry with `TRACELOOP_TRACE_CONTENT=false` likewise;
+  OpenInference with `OPENINFERENCE_HIDE_OUTPUTS` keeps `llm.finish_reason`, which openinference-instrumentation-
+  anthropic sets from the message's `stop_reason` whatever is hidden). A run whose calls come from its responses
+  alone then cannot be read, and is flagged incomplete (`runs`) rather than read as a run that called nothing
+  (`stopped_for_tools`).
 - A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
   arguments are the response's, capped as any others.
 
@@ -49,6 +52,7 @@ from typing import Any
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
+from toolscore.collector.extract.conventions.openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
 from toolscore.collector.extract.conventions.vercel_ai import PROMPT_MESSAGES, tool_results
 from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
@@ -82,8 +86,11 @@ lower-cased (Cohere's `TOOL_CALL`). Gemini ends a response that calls functions 
 
 def stopped_for_tools(span: SpanRecord) -> bool:
     """Whether the model span says its response ended to have tools called (`gen_ai.response.finish_reasons`,
-    an array of strings, or one string as some emitters write it)."""
+    an array of strings, or one string as some emitters write it; else OpenInference's `llm.finish_reason`,
+    one string)."""
     reasons = span.attributes.get(FINISH_REASONS)
+    if reasons is None:
+        reasons = span.attributes.get(OPENINFERENCE_FINISH_REASON)
     if isinstance(reasons, str):
         return reasons.lower() in _TOOL_FINISH_REASONS
     if isinstance(reasons, (list, tuple)):

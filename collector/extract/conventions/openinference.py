@@ -68,6 +68,9 @@ __all__ = ["OpenInferenceExtractor"]
 # tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
 #               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
 #               (the tool's own, kept when it is a JSON schema)
+# finish        LLM span llm.finish_reason (one string, the provider's own: Anthropic's `tool_use`,
+#               OpenAI's `tool_calls`), written with or without output content: with outputs hidden
+#               (OPENINFERENCE_HIDE_OUTPUTS) it is what says a response called tools (`model_calls`)
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -78,6 +81,7 @@ OUTPUT_VALUE: Final = "output.value"
 AGENT_NAME: Final = "agent.name"
 GENAI_AGENT_NAME: Final = "gen_ai.agent.name"
 OUTPUT_MESSAGES: Final = "llm.output_messages"
+FINISH_REASON: Final = "llm.finish_reason"
 CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
 GRAPH_NODE_ID: Final = "graph.node.id"
 METADATA: Final = "metadata"
