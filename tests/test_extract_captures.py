@@ -29,6 +29,7 @@ def _as_truth(runs: list[AgentRun]) -> list[dict[str, Any]]:
             "trace_id": run.trace_id,
             "agent_span_id": run.span_id,
             "agent_name": run.agent_name,
+            "incomplete": run.incomplete,
             "calls": [
                 {"name": c.name, "args": c.args, "call_id": c.call_id, "error": c.error, "final": c.final}
                 for c in run.calls
@@ -48,10 +49,17 @@ def _expected_call(call: dict[str, Any]) -> dict[str, Any]:
 
 
 def _expected(truth_path: Path) -> list[dict[str, Any]]:
+    """The truth's runs as `_as_truth` writes them. A run the truth marks `incomplete` made its calls, but the
+    capture does not record them (content capture off): it must come out flagged incomplete, with none of them."""
     truth = json.loads(truth_path.read_text())
     keys = ("trace_id", "agent_span_id", "agent_name")
     return [
-        {**{key: run[key] for key in keys}, "calls": [_expected_call(c) for c in run["calls"]]} for run in truth["runs"]
+        {
+            **{key: run[key] for key in keys},
+            "incomplete": run.get("incomplete", False),
+            "calls": [] if run.get("incomplete") else [_expected_call(c) for c in run["calls"]],
+        }
+        for run in truth["runs"]
     ]
 
 
@@ -149,7 +157,11 @@ NO_MODEL_SPANS = {
 }
 """Capture folders whose traces have no span per model response: their calls state no model message."""
 MESSAGE_CASES = [
-    p for p in TRUTHS if p.name.removesuffix(".truth.json") in MESSAGE_NAMES and p.parent.name not in NO_MODEL_SPANS
+    p
+    for p in TRUTHS
+    if p.name.removesuffix(".truth.json") in MESSAGE_NAMES
+    and p.parent.name not in NO_MODEL_SPANS
+    and not any(run.get("incomplete") for run in json.loads(p.read_text())["runs"])  # no call recorded to group
 ]
 
 
