@@ -327,6 +327,46 @@ def test_a_model_only_call_fails_when_its_tool_was_not_offered_or_answered_an_er
     ]
 
 
+def test_a_tool_response_of_text_blocks_is_read_as_their_text() -> None:
+    """The `anthropic` client's own tracing (content mode) writes a `tool_result`'s content as Anthropic's content
+    blocks in the `tool_call_response` part: their text is the result, and "Error: ..." there is a failure."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {"city": "Atlantis"}), ("c2", "w", {"city": "Rome"})), parent=run, start=1)
+    blocks = [{"type": "text", "text": "Error: unknown "}, {"type": "text", "text": "city"}]
+    answered = [
+        {"type": "tool_call_response", "id": "c1", "response": blocks},
+        {"type": "tool_call_response", "id": "c2", "response": [{"type": "image", "source": {}}]},
+    ]
+    second = {**genai_chat(), "gen_ai.input.messages": json.dumps([{"role": "user", "parts": answered}])}
+    t.span("chat", second, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.result) for c in built.calls] == [
+        ("c1", True, "Error: unknown city"),
+        ("c2", False, '[{"type": "image", "source": {}}]'),
+    ]
+
+
+def test_model_spans_side_by_side_with_one_response_id_are_one_response() -> None:
+    """OpenLLMetry's `anthropic.chat` and the `anthropic` client's own span record one request side by side (neither
+    inside the other), both with the message's `gen_ai.response.id`: one response, its calls listed once. Another
+    response id, or none, is a response of its own."""
+    t = Traces()
+    run = t.span("a.agent", {"traceloop.span.kind": "agent", "traceloop.entity.name": "a"}, start=0, end=100)
+    chat = {**genai_chat(("c1", "w", {"city": "Rome"})), "gen_ai.response.id": "msg_1"}
+    t.span("anthropic.messages.create", chat, parent=run, start=1, end=9, scope="com.anthropic.sdk.python")
+    t.span("anthropic.chat", chat, parent=run, start=2, end=8, scope="opentelemetry.instrumentation.anthropic")
+    second = {**genai_chat(("c2", "w", {"city": "Oslo"})), "gen_ai.response.id": "msg_2"}
+    t.span("anthropic.chat", second, parent=run, start=20, end=28, scope="opentelemetry.instrumentation.anthropic")
+    t.span("chat", genai_chat(("c3", "w", {"city": "Oslo"})), parent=run, start=30, end=38)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.message_index) for c in built.calls] == [("c1", 1), ("c2", 2), ("c3", 3)]
+
+
 def _layered_run(t: Traces, outer: dict[str, Any], inners: list[tuple[dict[str, Any], str | None]]) -> Any:
     """A run whose one model response is traced twice: `outer` (the agent SDK's span) over each of `inners` (the
     client's spans, each with its error or None); a `get_weather` tool span without call id ran after it."""

@@ -308,4 +308,16 @@ _MAX_MESSAGES = 256
 
 def _keep(found: dict[str, ToolResponse], call_id: Any, text: Any) -> None:
     if isinstance(call_id, str) and call_id and call_id not in found:
-        found[call_id] = (text if isinstance(text, str) else json.dumps(text, default=str), None, None)
+        found[call_id] = (text if isinstance(text, str) else _block_text(text), None, None)
+
+
+def _block_text(response: Any) -> str:
+    """A tool response as text: a list of text content blocks (`[{"type": "text", "text": ...}]`, Anthropic's
+    `tool_result` content as the `anthropic` client's own tracing writes it in `tool_call_response` parts, a plain
+    string sent as one block) is their text joined, so a result that reads "Error: ..." still says the call failed;
+    anything else its JSON text."""
+    if isinstance(response, list) and response:
+        texts = [b.get("text") for b in response if isinstance(b, Mapping) and b.get("type") == "text"]
+        if len(texts) == len(response) and all(isinstance(text, str) for text in texts):
+            return "".join(texts)  # type: ignore[arg-type]  # checked: every one is a str
+    return json.dumps(response, default=str)

@@ -23,7 +23,9 @@ Rules, applied per trace:
   its `openai` instrumentation). Together they are one response of the run, the outermost span's: one
   model message, whose calls are the ones the outermost span lists, or, when it lists none, those of its
   latest layer that did not fail and lists some (the layers' tool definitions and tool results are read
-  too). Read as responses of their own, every call would be listed twice.
+  too). Read as responses of their own, every call would be listed twice. Model spans of one run side by side
+  that carry the same `gen_ai.response.id` are layers too, of the first to start (the `anthropic` client's own
+  span beside OpenLLMetry's `anthropic.chat`).
 - **Run layers.** A run span whose parent is a run span naming the same agent is that run traced twice, by two
   instrumentations (AutoGen's own `invoke_agent` around OpenInference's AGENT span; OpenInference's ADK
   `agent_run` around ADK's `invoke_agent`): the innermost span is the run, the ones above it are folded into it
@@ -112,6 +114,9 @@ class _Run:
     calls: list[PendingCall] = field(default_factory=list)
     convention: str | None = None
 
+
+RESPONSE_ID = "gen_ai.response.id"
+"""The model's id of a response (OTel GenAI): two model spans of a run that carry the same one record one response."""
 
 _UNKNOWN: tuple[None, None] = (None, None)
 _NO_MODELS: list[ClassifiedSpan] = []  # never appended to: the empty list `_models` and `_children` hand out
@@ -432,7 +437,35 @@ class _TraceRuns:
                 found.append(node)
             if inferred:
                 self.inferred_models.append((node, owner))
+        for owner_id, models in by_run.items():
+            if len(models) > 1:
+                by_run[owner_id] = self._fold_same_responses(models)
         return by_run
+
+    def _fold_same_responses(self, models: list[ClassifiedSpan]) -> list[ClassifiedSpan]:
+        """`models` (one run's responses) less those that record a response another of them records too (the same
+        `gen_ai.response.id`), which become layers of the first one to start (`model_layers`).
+
+        Two tracers may record one request side by side rather than one inside the other: the `anthropic` client's
+        own tracing (scope `com.anthropic.sdk.python`) opens its span beside OpenLLMetry's `anthropic.chat`, which is
+        never made current, and both carry the message's id. Read as two responses, each call they list would be
+        two calls."""
+        first: dict[str, ClassifiedSpan] = {}
+        for node in sorted(models, key=lambda n: (n.span.start_ns, n.span.span_id)):
+            response_id = node.span.attributes.get(RESPONSE_ID)
+            if response_id.__class__ is str and response_id:
+                first.setdefault(response_id, node)
+        if len(first) == len(models):
+            return models
+        kept = []
+        for node in models:
+            response_id = node.span.attributes.get(RESPONSE_ID)
+            response = first.get(response_id) if response_id.__class__ is str else None
+            if response is None or response is node:
+                kept.append(node)
+            else:
+                self.model_layers.setdefault(response.span.span_id, []).append(node)
+        return kept
 
     def _response_of(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         """The outermost model span above the model span `node` with no run or tool span between them (the
