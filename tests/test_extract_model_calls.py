@@ -367,6 +367,46 @@ def test_model_spans_side_by_side_with_one_response_id_are_one_response() -> Non
     assert [(c.call_id, c.message_index) for c in built.calls] == [("c1", 1), ("c2", 2), ("c3", 3)]
 
 
+def _oi_anthropic_run(provider: str, blocks: list[dict[str, Any]]) -> AgentRun:
+    """A run of two OpenInference LLM spans: the first issues c1 and c2, the second's request (`input.value`, as
+    openinference-instrumentation-anthropic records it) answers them with `blocks`."""
+    scope = "openinference.instrumentation.anthropic"
+    t = Traces()
+    run = t.span("a", {KIND: "AGENT", "agent.name": "a"}, start=0, end=100, scope=scope)
+    issued = {KIND: "LLM", "llm.provider": provider, "llm.output_messages.0.message.role": "assistant"}
+    for j, call_id in enumerate(("c1", "c2")):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call."
+        issued |= {prefix + "id": call_id, prefix + "function.name": "w", prefix + "function.arguments": "{}"}
+    t.span("messages.create", issued, parent=run, start=1, scope=scope)
+    request = {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "user", "content": blocks}]}
+    answered = {KIND: "LLM", "llm.provider": provider, "input.value": json.dumps(request)}
+    for i, block in enumerate(blocks):  # the flattened tool messages: no is_error
+        answered |= {f"llm.input_messages.{i}.message.role": "tool"}
+        answered |= {f"llm.input_messages.{i}.message.tool_call_id": block["tool_use_id"]}
+        answered |= {f"llm.input_messages.{i}.message.content": json.dumps(block["content"])}
+    t.span("messages.create", answered, parent=run, start=10, scope=scope)
+    (built,) = rebuild_runs(t.records())
+    return built
+
+
+def test_an_anthropic_tool_result_says_whether_the_call_failed_through_openinference() -> None:
+    """`is_error` of a `tool_result` is how a Messages API client reports a failed tool; openinference-instrumentation-
+    anthropic keeps it only in the request it records as `input.value`: read there, whatever the text says."""
+    blocks = [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "ToolFailure: unknown city", "is_error": True},
+        {"type": "tool_result", "tool_use_id": "c2", "content": [{"type": "text", "text": "21C"}]},
+    ]
+
+    anthropic = _oi_anthropic_run("anthropic", blocks)
+    other = _oi_anthropic_run("openai", blocks)
+
+    assert [(c.call_id, c.error, c.result) for c in anthropic.calls] == [
+        ("c1", True, "ToolFailure: unknown city"),
+        ("c2", False, "21C"),
+    ]
+    assert [c.error for c in other.calls] == [False, False]  # another provider's input.value is not read
+
+
 def _layered_run(t: Traces, outer: dict[str, Any], inners: list[tuple[dict[str, Any], str | None]]) -> Any:
     """A run whose one model response is traced twice: `outer` (the agent SDK's span) over each of `inners` (the
     client's spans, each with its error or None); a `get_weather` tool span without call id ran after it."""

@@ -53,6 +53,7 @@ from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
 from toolscore.collector.extract.conventions.openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
+from toolscore.collector.extract.conventions.openinference import anthropic_tool_results
 from toolscore.collector.extract.conventions.vercel_ai import PROMPT_MESSAGES, tool_results
 from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
@@ -272,7 +273,9 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
     """Tool results the agent sent back to the model, by call id, from the model spans' input messages: GenAI
     `tool_call_response` parts (`gen_ai.input.messages`, or a `gen_ai.tool.message` event), OpenInference
     `llm.input_messages.<i>.message` of role `tool`, the Vercel AI SDK's `ai.prompt.messages` (its `tool-result`
-    parts say themselves whether the call failed: `vercel_ai.tool_results`)."""
+    parts say themselves whether the call failed: `vercel_ai.tool_results`), and, before OpenInference's `tool`
+    messages, the Anthropic request openinference-instrumentation-anthropic keeps in `input.value`, whose
+    `tool_result` blocks say whether the call failed (`is_error`: `openinference.anthropic_tool_results`)."""
     found: dict[str, ToolResponse] = {}
     for span in models:
         attrs = span.attributes
@@ -292,6 +295,9 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
                 body = event.attributes.get(BODY_KEY)
                 if isinstance(body, Mapping):
                     _keep(found, body.get("id"), body.get("content"))
+        for call_id, content, is_error in anthropic_tool_results(attrs):
+            if call_id not in found:
+                found[call_id] = (content if isinstance(content, str) else _block_text(content), is_error, None)
         for i in range(_MAX_MESSAGES):
             role = attrs.get(f"llm.input_messages.{i}.message.role")
             if role is None:
