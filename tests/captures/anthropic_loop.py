@@ -27,6 +27,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +138,14 @@ class Loop:
         return _assembled(self.client.messages.create(**request, stream=True))
 
     def _tool(self, tool_use_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        """The `tool_result` block for one call; a tool's failure goes back with `is_error`, as Anthropic asks."""
+        """The `tool_result` block for one call; a tool's failure goes back with `is_error`, as Anthropic asks, and
+        the text `Error: ...`, or, in the scenarios `TYPED_ERRORS`, `<exception class>: ...` as Anthropic's own
+        examples word it (only `is_error` then says it failed)."""
         try:
             content, failed = str(self.tools[name](**args)), False
         except ToolFailure as exc:
-            content, failed = f"Error: {exc}", True
+            typed = self.scenario.name in TYPED_ERRORS
+            content, failed = f"{type(exc).__name__ if typed else 'Error'}: {exc}", True
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
         if failed:
             block["is_error"] = True
@@ -212,8 +216,11 @@ def run_spans(scenario: Scenario, spans: Any, scope: str, span_name: str = "{}")
 def truth(scenario: Scenario, meta: dict[str, Any], loop: Loop, runs: list[Any], **options: Any) -> dict[str, Any]:
     """The truth: every call `model_only` (no tool span), checked against the recorder."""
     flags: dict[str, dict[str, Any]] = {c.id: {"model_only": True} for a in scenario.agents for c in a.calls}
+    note = "the tool_result block sent back in the next request: is_error, and the text " + (
+        "'ToolFailure: ...'" if scenario.name in TYPED_ERRORS else "'Error: ...'"
+    )
     for call in [c for a in scenario.agents for c in a.calls if scenario.raises(c.name, c.args)]:
-        flags[call.id]["error_note"] = "only the tool_result block's is_error, in the next request"
+        flags[call.id]["error_note"] = note
     for call_id, extra in options.pop("flags", {}).items():
         flags[call_id] = {**flags.get(call_id, {}), **extra}
     return truth_for(scenario, meta, loop.recorder, runs, flags=flags, **options)
@@ -286,3 +293,11 @@ def main(
 
 ALL = SCENARIOS
 """Every canonical scenario: the Messages API expresses each of them."""
+TYPED_ERRORS = {
+    "k_is_error": replace(
+        SCENARIOS["e_tool_error_retry"],
+        name="k_is_error",
+        description="As e, the failure sent back as `ToolFailure: ...` with `is_error: true` (no 'Error' text).",
+    )
+}
+"""Scenarios whose loop words a failure as Anthropic's examples do: only the `tool_result`'s `is_error` says it."""

@@ -7,7 +7,8 @@ made with OpenInference's own manual tracing (`OITracer.start_as_current_span(..
 instrumentor makes one LLM span `messages.create` / `messages.stream` per request (`llm.output_messages`
 with the `tool_use` blocks as tool calls, `llm.finish_reason` the stop reason); it traces no tool, so every
 call is `model_only`. The client's own tracing (scope `com.anthropic.sdk.python`) adds an
-`anthropic.messages.create` span under each LLM span. See NOTES.md.
+`anthropic.messages.create` span under each LLM span. Besides a..i, `k_is_error` (`anthropic_loop.TYPED_ERRORS`):
+e with the failure worded `ToolFailure: ...`, only `is_error` saying it failed. See NOTES.md.
 
 `--hide-outputs` sets OPENINFERENCE_HIDE_OUTPUTS=true (OpenInference's switch for output content, `TraceConfig`)
 and writes into `anthropic-openinference-hidden/` the scenarios `HIDDEN`: the LLM spans then hold no call, and each
@@ -78,7 +79,9 @@ def main() -> None:
     def play_one(scenario: Scenario) -> tuple[list[Any], dict[str, Any]]:
         return anthropic_loop.capture(scenario, exporter, run_span, scope=SCOPE, meta=meta, incomplete=hidden)
 
-    scenarios = {n: anthropic_loop.ALL[n] for n in HIDDEN} if hidden else anthropic_loop.ALL
+    scenarios = (
+        {n: anthropic_loop.ALL[n] for n in HIDDEN} if hidden else {**anthropic_loop.ALL, **anthropic_loop.TYPED_ERRORS}
+    )
     anthropic_loop.main(__doc__.splitlines()[0], folder, scenarios, play_one)
 
 
