@@ -48,7 +48,20 @@ from capture_kit import (
 )
 from schemas import tool_schema as chat_schema
 
-__all__ = ["MODES", "MODE_OF", "Loop", "main", "play", "tool_schema"]
+__all__ = [
+    "ALL",
+    "MODES",
+    "MODE_OF",
+    "TYPED_ERRORS",
+    "Loop",
+    "capture",
+    "main",
+    "play",
+    "run_spans",
+    "setup",
+    "tool_schema",
+    "truth",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -90,7 +103,6 @@ class Loop:
                     )
                 elif name not in self.tools:
                     self.tools[name] = self.recorder.tools([name])[0]
-        self.stop_reasons: list[str] = []
 
     def _sub_agent(self, agent: Agent) -> Callable[..., Any]:
         def weather_expert(input: str) -> str:
@@ -110,7 +122,6 @@ class Loop:
             messages: list[dict[str, Any]] = [{"role": "user", "content": prompt or agent.prompt}]
             while True:
                 message = self._model(agent, messages, tools)
-                self.stop_reasons.append(message.stop_reason)
                 uses = [b for b in message.content if b.type == "tool_use"]
                 if message.stop_reason != "tool_use":
                     return "".join(b.text for b in message.content if b.type == "text")
