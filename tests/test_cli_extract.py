@@ -24,7 +24,7 @@ CAPTURES = sorted(p.with_suffix("") for p in TRACES.glob("*/*.pb") if not p.name
 LOGS = sorted(TRACES.glob("*/*.logs.pb"))
 """The logs exports beside some captures (their GenAI events carry the calls), given to extract with them."""
 EPOCH_NS = 1_767_225_600_000_000_000
-LINE_KEYS = {"trace_id", "run_span_id", "agent_name", "request", "convention", "inferred", "calls"}
+LINE_KEYS = {"trace_id", "run_span_id", "agent_name", "request", "convention", "inferred", "incomplete", "calls"}
 
 
 def run_cli(*args: str) -> tuple[int, list[dict[str, Any]], str]:
@@ -72,6 +72,7 @@ def test_every_capture_yields_its_truth_runs_in_stable_order() -> None:
         assert line["trace_id"] == expected["trace_id"]
         assert line["agent_name"] == expected["agent_name"]
         assert line["request"] is None or isinstance(line["request"], str)
+        assert line["incomplete"] == expected.get("incomplete", False)  # flagged where the trace is not whole
         assert neutral_calls(line["calls"], like=expected["calls"]) == neutral_calls(expected["calls"])
     assert [line["trace_id"] for line in lines] == sorted(line["trace_id"] for line in lines)
     inferred = sum(

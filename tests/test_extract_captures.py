@@ -29,6 +29,7 @@ def _as_truth(runs: list[AgentRun]) -> list[dict[str, Any]]:
             "trace_id": run.trace_id,
             "agent_span_id": run.span_id,
             "agent_name": run.agent_name,
+            "incomplete": run.incomplete,
             "calls": [
                 {"name": c.name, "args": c.args, "call_id": c.call_id, "error": c.error, "final": c.final}
                 for c in run.calls
@@ -59,10 +60,18 @@ def _like(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -> list[
 
 
 def _expected(truth_path: Path) -> list[dict[str, Any]]:
+    """The truth's runs as `_as_truth` writes them. A run the truth marks `incomplete` must come out flagged: its
+    trace does not record all it did (content capture off: the calls it made are the truth's `calls_made`, and
+    `calls`, what the trace records, is empty; or an outcome no span holds)."""
     truth = json.loads(truth_path.read_text())
     keys = ("trace_id", "agent_span_id", "agent_name")
     return [
-        {**{key: run[key] for key in keys}, "calls": [_expected_call(c) for c in run["calls"]]} for run in truth["runs"]
+        {
+            **{key: run[key] for key in keys},
+            "incomplete": run.get("incomplete", False),
+            "calls": [_expected_call(c) for c in run["calls"]],
+        }
+        for run in truth["runs"]
     ]
 
 

@@ -327,6 +327,86 @@ def test_a_model_only_call_fails_when_its_tool_was_not_offered_or_answered_an_er
     ]
 
 
+def test_a_tool_response_of_text_blocks_is_read_as_their_text() -> None:
+    """The `anthropic` client's own tracing (content mode) writes a `tool_result`'s content as Anthropic's content
+    blocks in the `tool_call_response` part: their text is the result, and "Error: ..." there is a failure."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("c1", "w", {"city": "Atlantis"}), ("c2", "w", {"city": "Rome"})), parent=run, start=1)
+    blocks = [{"type": "text", "text": "Error: unknown "}, {"type": "text", "text": "city"}]
+    answered = [
+        {"type": "tool_call_response", "id": "c1", "response": blocks},
+        {"type": "tool_call_response", "id": "c2", "response": [{"type": "image", "source": {}}]},
+    ]
+    second = {**genai_chat(), "gen_ai.input.messages": json.dumps([{"role": "user", "parts": answered}])}
+    t.span("chat", second, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.result) for c in built.calls] == [
+        ("c1", True, "Error: unknown city"),
+        ("c2", False, '[{"type": "image", "source": {}}]'),
+    ]
+
+
+def test_model_spans_side_by_side_with_one_response_id_are_one_response() -> None:
+    """OpenLLMetry's `anthropic.chat` and the `anthropic` client's own span record one request side by side (neither
+    inside the other), both with the message's `gen_ai.response.id`: one response, its calls listed once. Another
+    response id, or none, is a response of its own."""
+    t = Traces()
+    run = t.span("a.agent", {"traceloop.span.kind": "agent", "traceloop.entity.name": "a"}, start=0, end=100)
+    chat = {**genai_chat(("c1", "w", {"city": "Rome"})), "gen_ai.response.id": "msg_1"}
+    t.span("anthropic.messages.create", chat, parent=run, start=1, end=9, scope="com.anthropic.sdk.python")
+    t.span("anthropic.chat", chat, parent=run, start=2, end=8, scope="opentelemetry.instrumentation.anthropic")
+    second = {**genai_chat(("c2", "w", {"city": "Oslo"})), "gen_ai.response.id": "msg_2"}
+    t.span("anthropic.chat", second, parent=run, start=20, end=28, scope="opentelemetry.instrumentation.anthropic")
+    t.span("chat", genai_chat(("c3", "w", {"city": "Oslo"})), parent=run, start=30, end=38)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.message_index) for c in built.calls] == [("c1", 1), ("c2", 2), ("c3", 3)]
+
+
+def _oi_anthropic_run(provider: str, blocks: list[dict[str, Any]]) -> AgentRun:
+    """A run of two OpenInference LLM spans: the first issues c1 and c2, the second's request (`input.value`, as
+    openinference-instrumentation-anthropic records it) answers them with `blocks`."""
+    scope = "openinference.instrumentation.anthropic"
+    t = Traces()
+    run = t.span("a", {KIND: "AGENT", "agent.name": "a"}, start=0, end=100, scope=scope)
+    issued = {KIND: "LLM", "llm.provider": provider, "llm.output_messages.0.message.role": "assistant"}
+    for j, call_id in enumerate(("c1", "c2")):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call."
+        issued |= {prefix + "id": call_id, prefix + "function.name": "w", prefix + "function.arguments": "{}"}
+    t.span("messages.create", issued, parent=run, start=1, scope=scope)
+    request = {"model": "m", "messages": [{"role": "user", "content": "go"}, {"role": "user", "content": blocks}]}
+    answered = {KIND: "LLM", "llm.provider": provider, "input.value": json.dumps(request)}
+    for i, block in enumerate(blocks):  # the flattened tool messages: no is_error
+        answered |= {f"llm.input_messages.{i}.message.role": "tool"}
+        answered |= {f"llm.input_messages.{i}.message.tool_call_id": block["tool_use_id"]}
+        answered |= {f"llm.input_messages.{i}.message.content": json.dumps(block["content"])}
+    t.span("messages.create", answered, parent=run, start=10, scope=scope)
+    (built,) = rebuild_runs(t.records())
+    return built
+
+
+def test_an_anthropic_tool_result_says_whether_the_call_failed_through_openinference() -> None:
+    """`is_error` of a `tool_result` is how a Messages API client reports a failed tool; openinference-instrumentation-
+    anthropic keeps it only in the request it records as `input.value`: read there, whatever the text says."""
+    blocks = [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "ToolFailure: unknown city", "is_error": True},
+        {"type": "tool_result", "tool_use_id": "c2", "content": [{"type": "text", "text": "21C"}]},
+    ]
+
+    anthropic = _oi_anthropic_run("anthropic", blocks)
+    other = _oi_anthropic_run("openai", blocks)
+
+    assert [(c.call_id, c.error, c.result) for c in anthropic.calls] == [
+        ("c1", True, "ToolFailure: unknown city"),
+        ("c2", False, "21C"),
+    ]
+    assert [c.error for c in other.calls] == [False, False]  # another provider's input.value is not read
+
+
 def _layered_run(t: Traces, outer: dict[str, Any], inners: list[tuple[dict[str, Any], str | None]]) -> Any:
     """A run whose one model response is traced twice: `outer` (the agent SDK's span) over each of `inners` (the
     client's spans, each with its error or None); a `get_weather` tool span without call id ran after it."""
@@ -421,6 +501,37 @@ def test_a_response_that_stopped_for_anything_else_or_whose_calls_are_known_leav
 
         assert not built.incomplete, label
     assert [c.name for c in built.calls] == ["w"]
+
+
+def test_an_openinference_response_that_stopped_for_tools_with_outputs_hidden_leaves_its_run_incomplete() -> None:
+    """OPENINFERENCE_HIDE_OUTPUTS drops `llm.output_messages` (and `output.value` reads `__REDACTED__`), but the
+    instrumentors still write `llm.finish_reason` (openinference-instrumentation-anthropic: the message's
+    `stop_reason`): a response that stopped for tools, listing none, leaves the run incomplete; one that stopped
+    for anything else, or that lists its calls, does not."""
+    scope = "openinference.instrumentation.anthropic"
+    hidden = {KIND: "LLM", "output.value": "__REDACTED__"}
+    listed = {
+        **hidden,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": "c1",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "w",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": "{}",
+    }
+    cases = [
+        ("tool_use", hidden, True),
+        ("tool_calls", hidden, True),
+        ("end_turn", hidden, False),
+        ("tool_use", listed, False),
+    ]
+    for reason, attributes, flagged in cases:
+        t = Traces()
+        run = t.span("weather_agent", {KIND: "AGENT", "agent.name": "a"}, start=0, end=100, scope=scope)
+        t.span("messages.create", {**attributes, "llm.finish_reason": reason}, parent=run, start=1, scope=scope)
+
+        (built,) = rebuild_runs(t.records())
+
+        assert built.incomplete == flagged, (reason, attributes)
+        assert [c.call_id for c in built.calls] == ([] if attributes is hidden else ["c1"])
 
 
 def _without_content(path: Path) -> list[SpanRecord]:

@@ -29,7 +29,8 @@ __all__ = ["extract_command", "run_line", "sorted_runs"]
 
 
 def run_line(run: AgentRun) -> dict[str, Any]:
-    """The output object of one run; calls in the order the model issued them."""
+    """The output object of one run; calls in the order the model issued them. `incomplete`: the trace does not
+    record all the run's calls (content capture off, a partial response), so `calls` is not all it made."""
     return {
         "trace_id": run.trace_id,
         "run_span_id": run.span_id,
@@ -37,6 +38,7 @@ def run_line(run: AgentRun) -> dict[str, Any]:
         "request": run.input,
         "convention": run.convention,
         "inferred": run.inferred,
+        "incomplete": run.incomplete,
         "calls": [call.to_json() for call in run.calls],
     }
 
@@ -92,7 +94,7 @@ def extract_command(files: tuple[str, ...], output_path: str | None, **privacy: 
     FILES may be OTLP protobuf (an http/protobuf export body), OTLP/JSON (one document, or JSON Lines
     as the Collector's file exporter writes them), length-prefixed protobuf, any of them gzipped. OTLP
     logs exports among them (e.g. `run.logs.pb` beside `run.pb`) add their GenAI events to their spans.
-    Each line: {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "calls": [...]}.
+    Each line: {"trace_id", "run_span_id", "agent_name", "convention", "inferred", "incomplete", "calls": [...]}.
     Exit status 1 when any file, or any line of one, could not be read. The privacy options mask the
     arguments as `toolscore serve` does (docs/security.md).
     """

@@ -23,12 +23,14 @@ it is a layer of does. So no call is counted twice.
   (`ExtractConfig.include_output_tools`); it is no call of the agent's, so it is not counted.
 - An issued call without a tool name is left out, counted `model_call_without_name`.
 - Model-only calls join the runs that exist: model spans alone (no run span, no tool span) make no run.
-- A response that stopped to call tools (`gen_ai.response.finish_reasons`, or OpenInference's
-  `llm.finish_reason`: `tool_calls`, ...) yet lists no call recorded none of its calls: the instrumentation kept
-  no content (the OTel GenAI instrumentations' default, with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`
-  unset, keeps the finish reasons and drops the messages; `OPENINFERENCE_HIDE_OUTPUTS` likewise). A run whose
-  calls come from its responses alone then cannot be read, and is flagged incomplete (`runs`) rather than read
-  as a run that called nothing (`stopped_for_tools`).
+- A response that stopped to call tools (`gen_ai.response.finish_reasons`: `tool_calls`, ...; OpenInference's
+  `llm.finish_reason`) yet lists no call recorded none of its calls: the instrumentation kept no content (the
+  OTel GenAI instrumentations' default, with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` unset, keeps
+  the finish reasons and drops the messages; OpenLLMetry with `TRACELOOP_TRACE_CONTENT=false` likewise;
+  OpenInference with `OPENINFERENCE_HIDE_OUTPUTS` keeps `llm.finish_reason`, which openinference-instrumentation-
+  anthropic sets from the message's `stop_reason` whatever is hidden). A run whose calls come from its responses
+  alone then cannot be read, and is flagged incomplete (`runs`) rather than read as a run that called nothing
+  (`stopped_for_tools`).
 - A model-only call listed without its call id takes the id a later request of the run repeats it under and
   answers (`_with_repeated_ids`: OpenLLMetry's Responses API spans), so that its outcome can be read; when no
   such id is found and the run answered a call it cannot attribute, the call's outcome is unknown and its run is
@@ -54,6 +56,8 @@ from typing import Any
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
+from toolscore.collector.extract.conventions.openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
+from toolscore.collector.extract.conventions.openinference import anthropic_tool_results
 from toolscore.collector.extract.conventions.vercel_ai import PROMPT_MESSAGES, tool_results
 from toolscore.collector.extract.order import IssuedBatch, PendingCall
 from toolscore.collector.extract.values import normalize_args
@@ -84,12 +88,6 @@ _TOOL_FINISH_REASONS = frozenset({"tool_calls", "tool_call", "function_call", "t
 """The finish reasons that say a response ended to have tools called: OpenAI's `tool_calls` (and the older
 `function_call`), the GenAI output-message schema's `tool_call`, Anthropic's and Bedrock's `tool_use`; compared
 lower-cased (Cohere's `TOOL_CALL`). Gemini ends a response that calls functions with `STOP`: no sign there."""
-
-
-OPENINFERENCE_FINISH_REASON = "llm.finish_reason"
-"""OpenInference's one finish reason, the first choice's (`SpanAttributes.LLM_FINISH_REASON`; openinference-
-instrumentation-openai writes it for Chat Completions). It survives `OPENINFERENCE_HIDE_OUTPUTS`, which drops
-`llm.output_messages`."""
 
 
 def stopped_for_tools(span: SpanRecord) -> bool:
@@ -345,8 +343,10 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
     """Tool results the agent sent back to the model, by call id, from the model spans' input messages: GenAI
     `tool_call_response` parts (`gen_ai.input.messages`, or a `gen_ai.tool.message` event), OpenInference
     `llm.input_messages.<i>.message` of role `tool` (from index 0, or 1: see `_MAX_MESSAGES`), the Vercel AI SDK's
-    `ai.prompt.messages` (its `tool-result` parts say themselves whether the call failed:
-    `vercel_ai.tool_results`)."""
+    `ai.prompt.messages` (its `tool-result` parts say themselves whether the call failed: `vercel_ai.tool_results`),
+    and, before OpenInference's `tool` messages, the Anthropic request openinference-instrumentation-anthropic keeps
+    in `input.value`, whose `tool_result` blocks say whether the call failed (`is_error`:
+    `openinference.anthropic_tool_results`)."""
     found: dict[str, ToolResponse] = {}
     for span in models:
         attrs = span.attributes
@@ -366,6 +366,9 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
                 body = event.attributes.get(BODY_KEY)
                 if isinstance(body, Mapping):
                     _keep(found, body.get("id"), body.get("content"))
+        for call_id, content, is_error in anthropic_tool_results(attrs):
+            if call_id not in found:
+                found[call_id] = (content if isinstance(content, str) else _block_text(content), is_error, None)
         for i in range(_MAX_MESSAGES):
             role = attrs.get(f"llm.input_messages.{i}.message.role")
             if role is None:
@@ -387,4 +390,16 @@ _get_attributes_from_response_input_item_params`, `msg_idx=1`), so a request wit
 
 def _keep(found: dict[str, ToolResponse], call_id: Any, text: Any) -> None:
     if isinstance(call_id, str) and call_id and call_id not in found:
-        found[call_id] = (text if isinstance(text, str) else json.dumps(text, default=str), None, None)
+        found[call_id] = (text if isinstance(text, str) else _block_text(text), None, None)
+
+
+def _block_text(response: Any) -> str:
+    """A tool response as text: a list of text content blocks (`[{"type": "text", "text": ...}]`, Anthropic's
+    `tool_result` content as the `anthropic` client's own tracing writes it in `tool_call_response` parts, a plain
+    string sent as one block) is their text joined, so a result that reads "Error: ..." still says the call failed;
+    anything else its JSON text."""
+    if isinstance(response, list) and response:
+        texts = [b.get("text") for b in response if isinstance(b, Mapping) and b.get("type") == "text"]
+        if len(texts) == len(response) and all(isinstance(text, str) for text in texts):
+            return "".join(texts)  # type: ignore[arg-type]  # checked: every one is a str
+    return json.dumps(response, default=str)

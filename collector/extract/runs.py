@@ -26,7 +26,8 @@ Rules, applied per trace:
   too). Read as responses of their own, every call would be listed twice. A model span may also say which
   response it recorded again when the tree does not (`Extractor.sent_for`: OpenLLMetry's `openai` client span of a
   LangChain model call, a sibling of LangChain's own span, names it by the `traceparent` LangChain sent): it is
-  a layer of that response.
+  a layer of that response. Model spans of one run side by side that carry the same `gen_ai.response.id` are
+  layers too, of the first to start (the `anthropic` client's own span beside OpenLLMetry's `anthropic.chat`).
 - **Run layers.** A run span whose parent is a run span naming the same agent is that run traced twice, by two
   instrumentations (AutoGen's own `invoke_agent` around OpenInference's AGENT span; OpenInference's ADK
   `agent_run` around ADK's `invoke_agent`): the innermost span is the run, the ones above it are folded into it
@@ -123,6 +124,9 @@ class _Run:
     calls: list[PendingCall] = field(default_factory=list)
     convention: str | None = None
 
+
+RESPONSE_ID = "gen_ai.response.id"
+"""The model's id of a response (OTel GenAI): two model spans of a run that carry the same one record one response."""
 
 _UNKNOWN: tuple[None, None] = (None, None)
 _NO_MODELS: list[ClassifiedSpan] = []  # never appended to: the empty list `_models` and `_children` hand out
@@ -454,6 +458,9 @@ class _TraceRuns:
                 found.append(node)
             if inferred:
                 self.inferred_models.append((node, owner))
+        for owner_id, models in by_run.items():
+            if len(models) > 1:
+                by_run[owner_id] = self._fold_same_responses(models)
         return by_run
 
     def _sent_for(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
@@ -473,6 +480,31 @@ class _TraceRuns:
     def _sent_for_hook(node: ClassifiedSpan) -> bool:
         hook = getattr(node.extractor, "sent_for", None)
         return hook is not None and bool(hook(node.span))
+
+    def _fold_same_responses(self, models: list[ClassifiedSpan]) -> list[ClassifiedSpan]:
+        """`models` (one run's responses) less those that record a response another of them records too (the same
+        `gen_ai.response.id`), which become layers of the first one to start (`model_layers`).
+
+        Two tracers may record one request side by side rather than one inside the other: the `anthropic` client's
+        own tracing (scope `com.anthropic.sdk.python`) opens its span beside OpenLLMetry's `anthropic.chat`, which is
+        never made current, and both carry the message's id. Read as two responses, each call they list would be
+        two calls."""
+        first: dict[str, ClassifiedSpan] = {}
+        for node in sorted(models, key=lambda n: (n.span.start_ns, n.span.span_id)):
+            response_id = node.span.attributes.get(RESPONSE_ID)
+            if response_id.__class__ is str and response_id:
+                first.setdefault(response_id, node)
+        if len(first) == len(models):
+            return models
+        kept = []
+        for node in models:
+            response_id = node.span.attributes.get(RESPONSE_ID)
+            response = first.get(response_id) if response_id.__class__ is str else None
+            if response is None or response is node:
+                kept.append(node)
+            else:
+                self.model_layers.setdefault(response.span.span_id, []).append(node)
+        return kept
 
     def _response_of(self, node: ClassifiedSpan) -> ClassifiedSpan | None:
         """The outermost model span above the model span `node` with no run or tool span between them (the

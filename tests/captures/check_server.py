@@ -1,15 +1,20 @@
-"""Checks `ScriptedOpenAI` against the real `openai` Python client, in all four modes.
+"""Checks `ScriptedOpenAI` against the real `openai` and `anthropic` Python clients, whichever are installed.
 
-Chat Completions and Responses, each streamed and not: tool calls (parallel, with nested, list,
+`openai`: Chat Completions and Responses, each streamed and not: tool calls (parallel, with nested, list,
 number, boolean, null and unicode arguments) and final text must come back exactly as scripted, and a
 script mistake must fail with the model named. When the OpenAI Agents SDK (`openai-agents`) is installed too, an
-agent with the recorded tools also runs through it in the four modes. Run from a venv that has `openai`:
+agent with the recorded tools also runs through it in the four modes. `anthropic`: the Messages API, not
+streamed, `messages.stream` (the client's accumulator) and `stream=True` (the raw events), the same parallel
+calls as `tool_use` blocks and the same text, stop reasons `tool_use`/`end_turn`, usage, and an exhausted model.
+Run from a venv that has either client:
 
     /work/venvs/kit/bin/python tests/captures/check_server.py
+    /work/venvs/anthropic/bin/python tests/captures/check_server.py
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -17,8 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import openai
 from scripted_openai import ScriptedOpenAI, ToolCall, Turn
+
+if importlib.util.find_spec("openai"):
+    import openai
 
 __all__: list[str] = []
 
@@ -41,7 +48,7 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": 
 RESPONSE_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
 
 
-def chat(client: openai.OpenAI, model: str, stream: bool) -> tuple[list[tuple[str, str, Any]], str]:
+def chat(client: Any, model: str, stream: bool) -> tuple[list[tuple[str, str, Any]], str]:
     messages: list[Any] = [{"role": "user", "content": "go"}]
     if not stream:
         first = client.chat.completions.create(model=model, messages=messages, tools=TOOLS)
@@ -70,7 +77,7 @@ def chat(client: openai.OpenAI, model: str, stream: bool) -> tuple[list[tuple[st
     return calls, text
 
 
-def responses(client: openai.OpenAI, model: str, stream: bool) -> tuple[list[tuple[str, str, Any]], str]:
+def responses(client: Any, model: str, stream: bool) -> tuple[list[tuple[str, str, Any]], str]:
     if not stream:
         first = client.responses.create(model=model, input="go", tools=RESPONSE_TOOLS)
         calls = [(o.call_id, o.name, json.loads(o.arguments)) for o in first.output if o.type == "function_call"]
@@ -158,6 +165,88 @@ def agents_sdk() -> None:
         server.assert_consumed()
 
 
+ANTHROPIC_TOOLS = [{"name": "get_weather", "description": "The weather.", "input_schema": {"type": "object"}}]
+
+
+def anthropic_messages() -> None:
+    """The `anthropic` client against `/v1/messages`: plain, `messages.stream` and `stream=True`, then a failure."""
+    import anthropic
+
+    modes = ("plain", "stream", "raw")
+    with ScriptedOpenAI({f"scripted-messages-{m}": SCRIPT for m in modes}) as server:
+        client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="scripted", max_retries=0)
+        for mode in modes:
+            model = f"scripted-messages-{mode}"
+            first, second = (_anthropic_turn(client, model, mode) for _ in range(2))
+            calls = [(b.id, b.name, b.input) for b in first.content if b.type == "tool_use"]
+            assert (calls, first.stop_reason) == (EXPECTED, "tool_use"), (mode, calls, first.stop_reason)
+            assert first.usage.output_tokens > 1, (mode, first.usage)
+            assert first.usage.input_tokens > 0, (mode, first.usage)
+            text = "".join(b.text for b in second.content if b.type == "text")
+            assert (text, second.stop_reason) == (SCRIPT[1].text, "end_turn"), (mode, text, second.stop_reason)
+            print(f"ok anthropic {mode:6}: {len(calls)} parallel tool_use blocks and the final text round-trip")
+        server.assert_consumed()
+        assert server.paths == ["/v1/messages"] * 6, server.paths
+        assert server.requests[0]["tools"] == ANTHROPIC_TOOLS
+        failure = ""
+        try:
+            _anthropic_turn(client, "scripted-messages-plain", "plain")
+        except anthropic.InternalServerError as exc:
+            failure = str(exc)
+        if "scripted-messages-plain" not in failure:
+            raise AssertionError(f"an exhausted model must answer 500 naming it, got {failure!r}")
+        print("ok anthropic exhausted model: HTTP 500 naming it")
+
+
+def _anthropic_turn(client: Any, model: str, mode: str) -> Any:
+    """One Messages API response, as a `Message` whichever way it was asked for."""
+    request: dict[str, Any] = {
+        "model": model,
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "go"}],
+        "tools": ANTHROPIC_TOOLS,
+    }
+    if mode == "plain":
+        return client.messages.create(**request)
+    if mode == "stream":
+        with client.messages.stream(**request) as stream:
+            kinds = [event.type for event in stream]
+            assert kinds[0] == "message_start", kinds
+            assert "content_block_delta" in kinds, kinds
+            return stream.get_final_message()
+    # The raw events (the client drops `ping`), put together by hand as a loop reading `stream=True` does.
+    import anthropic
+
+    message: Any = None
+    pieces: dict[int, str] = {}
+    kinds = []
+    for event in client.messages.create(**request, stream=True):
+        kinds.append(event.type)
+        if event.type == "message_start":
+            message = event.message
+        elif event.type == "content_block_start":
+            message.content.append(event.content_block)
+        elif event.type == "content_block_delta" and event.delta.type == "input_json_delta":
+            pieces[event.index] = pieces.get(event.index, "") + event.delta.partial_json
+        elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+            message.content[event.index].text += event.delta.text
+        elif event.type == "message_delta":
+            message.stop_reason = event.delta.stop_reason
+            message.usage.output_tokens = event.usage.output_tokens
+    assert kinds[0] == "message_start", kinds
+    assert kinds[-2:] == ["message_delta", "message_stop"], kinds
+    for index, text in pieces.items():
+        message.content[index].input = json.loads(text)
+    assert isinstance(message, anthropic.types.Message)
+    return message
+
+
 if __name__ == "__main__":
-    main()
-    agents_sdk()
+    clients = [name for name in ("openai", "anthropic") if importlib.util.find_spec(name)]
+    if not clients:
+        raise SystemExit("neither openai nor anthropic is installed in this venv")
+    if "openai" in clients:
+        main()
+        agents_sdk()
+    if "anthropic" in clients:
+        anthropic_messages()

@@ -1,11 +1,14 @@
-"""A real OpenAI-compatible HTTP server on 127.0.0.1 whose model answers come from a script.
+"""A real OpenAI-compatible (and Anthropic-compatible) HTTP server on 127.0.0.1 whose model answers come from a script.
 
 Capture scripts point a framework's OpenAI client at `base_url` and name the model
 `scripted-<agent>`; each request pops that model's next `Turn` (tool calls, or final text), so the
 tool calls a run makes are known before it starts. Chat Completions and the Responses API are both
 served, streamed (SSE, chunked the way OpenAI chunks them) or not, because frameworks differ in which
-they use. An unknown or exhausted model answers HTTP 500 naming the model, so a script mistake fails
-loudly instead of letting the framework loop. Every request body is kept in `requests` for checks.
+they use. Anthropic's Messages API (`POST /v1/messages`, `anthropic_base_url` for the `anthropic`
+client) is served from the same turns, plain or streamed as Anthropic streams it, so a loop on the
+`anthropic` client is captured against the same scenarios. An unknown or exhausted model answers HTTP
+500 naming the model, so a script mistake fails loudly instead of letting the framework loop. Every
+request body is kept in `requests` for checks.
 
 Standard library only: the module is imported from each framework's own virtual environment.
 """
@@ -110,6 +113,11 @@ class ScriptedOpenAI:
         """What an OpenAI client takes as `base_url`: `http://127.0.0.1:PORT/v1`."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def anthropic_base_url(self) -> str:
+        """What the `anthropic` client takes as `base_url` (it appends `/v1/messages` itself)."""
+        return f"http://127.0.0.1:{self.port}"
+
     def remaining(self) -> dict[str, int]:
         """Turns not yet served, per model (only models with some left)."""
         with self._lock:
@@ -189,6 +197,8 @@ class _Handler(BaseHTTPRequestHandler):
             build, stream = _chat_completion, _chat_chunks
         elif path.endswith("/responses"):
             build, stream = _response_object, _response_events
+        elif path.endswith("/messages"):
+            build, stream = _anthropic_message, _anthropic_events
         else:
             self._send_json(404, _error(f"no route POST {self.path}"))
             return
@@ -196,7 +206,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             turn = owner._next_turn(model)
         except ScriptError as exc:
-            self._send_json(500, _error(str(exc)))
+            self._send_json(500, _anthropic_error(str(exc)) if path.endswith("/messages") else _error(str(exc)))
             return
         ident = f"{owner._next_id():04d}"
         if body.get("stream"):
@@ -227,7 +237,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            pass  # a client may hang up once it has read `[DONE]` or `response.completed`
+            pass  # a client may hang up once it has read `[DONE]`, `response.completed` or `message_stop`
         self.close_connection = True
 
 
@@ -235,10 +245,18 @@ def _error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "scripted_error", "code": "script"}}
 
 
+def _anthropic_error(message: str) -> dict[str, Any]:
+    """Anthropic's error body (the `anthropic` client reads `error.message`)."""
+    return {"type": "error", "error": {"type": "api_error", "message": message}}
+
+
 # --- Wire format ---------------------------------------------------------------------------------
 # Chat Completions: https://platform.openai.com/docs/api-reference/chat (object `chat.completion`,
 # streamed as `chat.completion.chunk`s). Responses: https://platform.openai.com/docs/api-reference/responses
-# (object `response`, streamed as typed events). Token counts are fixed small numbers: nothing scores them.
+# (object `response`, streamed as typed events). Anthropic Messages: https://docs.anthropic.com/en/api/messages
+# (object `message`, streamed as `message_start`, `content_block_*`, `message_delta`, `message_stop`, see
+# https://docs.anthropic.com/en/docs/build-with-claude/streaming). Token counts are fixed small numbers: nothing
+# scores them.
 
 _CREATED = 1_760_000_000
 
@@ -415,3 +433,65 @@ def _response_events(turn: Turn, model: str, ident: str, body: Mapping[str, Any]
             yield event("response.content_part.done", **where, content_index=0, part=part)
         yield event("response.output_item.done", output_index=index, item=item)
     yield event("response.completed", response=_response_object(turn, model, ident))
+
+
+def _anthropic_blocks(turn: Turn) -> list[dict[str, Any]]:
+    """The message's content: one `tool_use` block per call (the scripted id as the block's `id`), or one `text`."""
+    if turn.calls:
+        return [{"type": "tool_use", "id": c.id, "name": c.name, "input": dict(c.args)} for c in turn.calls]
+    return [{"type": "text", "text": turn.text, "citations": None}]
+
+
+def _anthropic_usage(turn: Turn, output: bool = True) -> dict[str, Any]:
+    usage = _chat_usage(turn)
+    return {
+        "input_tokens": usage["prompt_tokens"],
+        "output_tokens": usage["completion_tokens"] if output else 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "service_tier": "standard",
+    }
+
+
+def _anthropic_message(turn: Turn, model: str, ident: str) -> dict[str, Any]:
+    """A whole `message`: stop reason `tool_use` when it calls tools, else `end_turn`."""
+    return {
+        "id": f"msg_{ident}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _anthropic_blocks(turn),
+        "stop_reason": "tool_use" if turn.calls else "end_turn",
+        "stop_sequence": None,
+        "usage": _anthropic_usage(turn),
+    }
+
+
+def _anthropic_events(turn: Turn, model: str, ident: str, body: Mapping[str, Any]) -> Iterator[str]:
+    """`message_start` (empty content, no stop reason), `ping`, then per block `content_block_start` (a
+    `tool_use` block with `input: {}`), its deltas (`text_delta`; `input_json_delta`, the first one empty as
+    Anthropic sends it) and `content_block_stop`; `message_delta` with the stop reason and the output tokens,
+    `message_stop`."""
+
+    def event(kind: str, **fields: Any) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields}, ensure_ascii=False)}\n\n"
+
+    start = {**_anthropic_message(turn, model, ident), "content": [], "stop_reason": None}
+    yield event("message_start", message={**start, "usage": _anthropic_usage(turn, output=False)})
+    yield event("ping")
+    for index, block in enumerate(_anthropic_blocks(turn)):
+        if block["type"] == "tool_use":
+            yield event("content_block_start", index=index, content_block={**block, "input": {}})
+            arguments = json.dumps(block["input"], ensure_ascii=False)
+            for piece in ["", *_pieces(arguments)]:
+                yield event(
+                    "content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": piece}
+                )
+        else:
+            yield event("content_block_start", index=index, content_block={**block, "text": ""})
+            for piece in _pieces(block["text"]):
+                yield event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
+        yield event("content_block_stop", index=index)
+    delta = {"stop_reason": "tool_use" if turn.calls else "end_turn", "stop_sequence": None}
+    yield event("message_delta", delta=delta, usage={"output_tokens": _anthropic_usage(turn)["output_tokens"]})
+    yield event("message_stop")

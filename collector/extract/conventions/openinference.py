@@ -39,7 +39,7 @@ from toolscore.collector.extract.conventions.google_adk import function_response
 from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord
 
-__all__ = ["OpenInferenceExtractor"]
+__all__ = ["OpenInferenceExtractor", "anthropic_tool_results"]
 
 # --- Names read (OpenInference semantic conventions, spec/semantic_conventions.md) -----------------
 # span marker   openinference.span.kind = TOOL | AGENT | LLM | CHAIN (the other kinds: OTHER)
@@ -76,6 +76,12 @@ __all__ = ["OpenInferenceExtractor"]
 # tools offered LLM spans: llm.tools.<i>.tool.json_schema (OpenAI tool JSON); smolagents' run span:
 #               smolagents.tools_names (names only); TOOL spans: tool.description, tool.parameters
 #               (the tool's own, kept when it is a JSON schema)
+# tool results  openinference-instrumentation-anthropic (llm.provider = anthropic): input.value is the
+#               Messages API request; its `tool_result` blocks carry `is_error`, which the flattened
+#               llm.input_messages.<i> tool messages leave out (`anthropic_tool_results`)
+# finish        LLM span llm.finish_reason (one string, the provider's own: Anthropic's `tool_use`,
+#               OpenAI's `tool_calls`), written with or without output content: with outputs hidden
+#               (OPENINFERENCE_HIDE_OUTPUTS) it is what says a response called tools (`model_calls`)
 
 KIND: Final = "openinference.span.kind"
 TOOL_NAME: Final = "tool.name"
@@ -86,6 +92,8 @@ OUTPUT_VALUE: Final = "output.value"
 AGENT_NAME: Final = "agent.name"
 GENAI_AGENT_NAME: Final = "gen_ai.agent.name"
 OUTPUT_MESSAGES: Final = "llm.output_messages"
+FINISH_REASON: Final = "llm.finish_reason"
+PROVIDER: Final = "llm.provider"
 CALL_KEYS: Final = ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments")
 GRAPH_NODE_ID: Final = "graph.node.id"
 METADATA: Final = "metadata"
@@ -311,7 +319,6 @@ def _responses_call_ids(calls: list[IssuedCall], output: Any) -> list[IssuedCall
 REDACTED: Final = "__REDACTED__"
 """What OpenInference's `TraceConfig.mask` writes for a hidden `input.value`/`output.value`
 (`openinference.instrumentation.config.REDACTED_VALUE`); the hidden `llm.output_messages.*` it drops."""
-FINISH_REASON: Final = "llm.finish_reason"
 
 
 def _hidden_response(attrs: Mapping[str, Any]) -> bool:
@@ -475,3 +482,30 @@ class OpenInferenceExtractor:
             args = attrs.get(f"{OUTPUT_MESSAGES}.{i}.message.function_call_arguments_json")
             calls.append(IssuedCall(None, str(name), args))
         return calls
+
+
+def anthropic_tool_results(attributes: Mapping[str, Any]) -> list[tuple[str, Any, bool | None]]:
+    """The `tool_result` blocks of the Anthropic Messages API request an LLM span of openinference-instrumentation-
+    anthropic records in `input.value` (`llm.provider` = `anthropic`): (`tool_use_id`, `content`, whether it failed).
+
+    `is_error` is how a Messages API client tells the model a tool failed, and the instrumentor keeps it only there
+    (`_content.py` writes a `tool_result` as a `tool` message with `tool_call_id` and `content` alone). Failed is
+    None when the block does not say (`is_error` absent). Nothing for another provider, or an `input.value` that
+    is not such a request (hidden inputs read `__REDACTED__`)."""
+    if attributes.get(PROVIDER) != "anthropic":
+        return []
+    request = attributes.get(INPUT_VALUE)
+    if not (isinstance(request, str) and "tool_result" in request):
+        return []
+    decoded = load_json(request)
+    messages = decoded.get("messages") if isinstance(decoded, Mapping) else None
+    found = []
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else ():
+            if not (isinstance(block, Mapping) and block.get("type") == "tool_result"):
+                continue
+            call_id, is_error = block.get("tool_use_id"), block.get("is_error")
+            if isinstance(call_id, str) and call_id:
+                found.append((call_id, block.get("content"), is_error if isinstance(is_error, bool) else None))
+    return found
