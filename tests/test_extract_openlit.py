@@ -22,6 +22,7 @@ MANUAL = "openlit"
 LANGGRAPH = "openlit.instrumentation.langgraph"
 LANGCHAIN = "openlit.instrumentation.langchain"
 CREWAI = "openlit.instrumentation.crewai"
+SMOLAGENTS = "openlit.instrumentation.smolagents"
 RUN_ID = "01a227a4-2c40-74e9-ab58-6c1c248f39b4"
 """A LangChain run id, what OpenLIT's LangChain tool span says `gen_ai.tool.call.id` until the tool returns a
 `ToolMessage`."""
@@ -68,7 +69,7 @@ def _chat(
 def test_openlit_is_asked_before_the_genai_fallback_and_only_about_its_scopes() -> None:
     names = [e.name for e in EXTRACTORS]
     assert names.index("openlit") < names.index("genai")
-    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN, CREWAI}
+    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN, CREWAI, SMOLAGENTS}
     assert not OpenLITExtractor.gate.keys
 
 
@@ -486,3 +487,39 @@ def test_crewai_delegation_tool_span_holds_the_coworkers_inferred_run_named_by_i
     executor = next(r for r in t.records() if r.name == "invoke_workflow AgentExecutor")
     assert OpenLITExtractor().is_step(executor)
     assert not OpenLITExtractor().is_step(next(r for r in t.records() if r.name == "invoke_agent coordinator"))
+
+
+def test_smolagents_run_is_the_agent_span_not_its_steps_and_tool_call_ids_are_not_the_models() -> None:
+    """`MultiStepAgent.run` carries `gen_ai.agent.id`, its `step_<n>` spans do not. A tool span's call id is a fresh
+    uuid4 (or a tool argument named like an id): the calls are matched to the model's by name and arguments, in the
+    model's order though the parallel tool spans started the other way; `final_answer` is flagged final."""
+    t = Traces()
+    run = t.span("invoke_agent weather_agent", _agent("weather_agent"), end=100, scope=SMOLAGENTS)
+    step_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"}
+    step = t.span("invoke_agent weather_agent step_1", step_attrs, parent=run, start=1, end=49, scope=SMOLAGENTS)
+    issued = [("call_b", "w", {"city": "Berlin"}), ("call_m", "w", {"city": "Madrid"})]
+    t.span("chat m", _chat(issued), parent=step, start=2, scope=OPENAI)
+    madrid = {**_tool("w", {"city": "Madrid"}), "gen_ai.tool.call.id": "5b675418-073a-4107-a18e-bf2d712ae1b6"}
+    t.span("execute_tool w", madrid, parent=step, start=10, scope=SMOLAGENTS)
+    berlin = {**_tool("w", {"city": "Berlin"}), "gen_ai.tool.call.id": "51ae2e1d-a3fc-42e5-99f8-90e2bdae4b7d"}
+    t.span("execute_tool w", berlin, parent=step, start=11, scope=SMOLAGENTS)
+    last = t.span("invoke_agent weather_agent step_2", step_attrs, parent=run, start=50, end=99, scope=SMOLAGENTS)
+    t.span("chat m", _chat([("call_9", "final_answer", {"answer": "ok"})]), parent=last, start=51, scope=OPENAI)
+    t.span(
+        "execute_tool final_answer", _tool("final_answer", {"answer": "ok"}), parent=last, start=60, scope=SMOLAGENTS
+    )
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.convention, _calls(r)) for r in runs] == [
+        (
+            "weather_agent",
+            "openlit",
+            [
+                ("w", {"city": "Berlin"}, "call_b", False),
+                ("w", {"city": "Madrid"}, "call_m", False),
+                ("final_answer", {"answer": "ok"}, "call_9", False),
+            ],
+        )
+    ]
+    assert [(c.model_only, c.final) for c in runs[0].calls] == [(False, False), (False, False), (False, True)]

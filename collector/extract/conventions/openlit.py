@@ -40,6 +40,10 @@ their operation says, so its spans are recognised by their instrumentation scope
   `@tool` decorator's `Tool` overrides `run`, so such tools have no span (their calls are in the model's output
   only). CrewAI's delegation tools run the coworker inside their span (no run span of its own): their
   arguments' `coworker` names the run inferred there.
+- smolagents (`openlit.instrumentation.smolagents`): a run is `MultiStepAgent.run`'s `invoke_agent <agent>`, with
+  `gen_ai.agent.id`; its steps are `invoke_agent <agent> step_<n>` without one: no runs. A tool span's
+  `gen_ai.tool.call.id` is a tool argument named like an id, else a fresh uuid4 (`_resolve_tool_call_id`), never
+  the model's call id: not read (the call is matched to the model's by name and arguments).
 """
 
 from __future__ import annotations
@@ -133,6 +137,16 @@ __all__ = ["OpenLITExtractor"]
 #                               json.dumps(kwargs) (or of the positional arguments), gen_ai.tool.call.result =
 #                               str(result), no call id; a failure: status ERROR (handle_exception): TOOL
 #   invoke_workflow <crew|flow> Crew.kickoff, Flow.kickoff (AgentExecutor), create_agent <role>: OTHER
+# scope openlit.instrumentation.smolagents   (smolagents.py, utils.py)
+#   invoke_agent <agent>        MultiStepAgent.run: gen_ai.agent.name, gen_ai.agent.id (id() of the agent): RUN
+#   invoke_agent <agent> step_N a step (ToolCallingAgent._step_stream; gen_ai.smolagents.step_number), no
+#                               gen_ai.agent.id: OTHER
+#   execute_tool <tool>         ToolCallingAgent.execute_tool_call (or Tool.__call__): gen_ai.tool.name,
+#                               gen_ai.tool.call.arguments (JSON), gen_ai.tool.call.result; gen_ai.tool.call.id
+#                               = `_resolve_tool_call_id`: a tool argument named tool_call_id/id/call_id/
+#                               tool_use_id, else a fresh uuid4, never the model's id: not read. final_answer is
+#                               smolagents' built-in final tool: TOOL
+#   create_agent <agent>        MultiStepAgent.__init__: OTHER
 # other openlit.instrumentation.* scopes: not claimed here (the GenAI fallback reads them)
 
 SCOPE_MANUAL: Final = "openlit"
@@ -148,6 +162,9 @@ CHAT: Final = "chat"
 SCOPE_LANGGRAPH: Final = "openlit.instrumentation.langgraph"
 SCOPE_LANGCHAIN: Final = "openlit.instrumentation.langchain"
 SCOPE_CREWAI: Final = "openlit.instrumentation.crewai"
+SCOPE_SMOLAGENTS: Final = "openlit.instrumentation.smolagents"
+SMOLAGENTS_FINAL: Final = "final_answer"
+"""smolagents' built-in tool that ends a run: a real call, flagged `final`."""
 CREWAI_DELEGATION_TOOLS: Final = frozenset({"Delegate work to coworker", "Ask question to coworker"})
 """CrewAI's tools that run a coworker agent inside their span (`allow_delegation=True`); `coworker` names it."""
 INVOKE_WORKFLOW: Final = "invoke_workflow"
@@ -207,6 +224,14 @@ def read_crewai_tool(span: SpanRecord) -> ToolRead:
     return read
 
 
+def read_smolagents_tool(span: SpanRecord) -> ToolRead:
+    """An `execute_tool` span of OpenLIT's smolagents wrappers (see the module's notes): its call id is none."""
+    read = read_genai_tool(span)
+    read.call_id = None  # `_resolve_tool_call_id`: an argument named id/call_id/..., else a fresh uuid4
+    read.final = read.name == SMOLAGENTS_FINAL
+    return read
+
+
 def _workflow_run(span: SpanRecord) -> RunInfo:
     attrs = span.attributes
     return RunInfo(
@@ -220,12 +245,14 @@ def _manual_run(span: SpanRecord) -> RunInfo:
 
 
 class OpenLITExtractor:
-    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain and CrewAI
+    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain, CrewAI and smolagents
     instrumentations and its manual tracing."""
 
     name = "openlit"
     gate = Gate(
-        scopes=frozenset({SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI, SCOPE_LANGGRAPH, SCOPE_LANGCHAIN, SCOPE_CREWAI})
+        scopes=frozenset(
+            {SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI, SCOPE_LANGGRAPH, SCOPE_LANGCHAIN, SCOPE_CREWAI, SCOPE_SMOLAGENTS}
+        )
     )
     partial_responses = True
     """A non-streamed Responses API span lists one call of several (`IssuedCalls.partial`)."""
@@ -248,10 +275,10 @@ class OpenLITExtractor:
             if operation == EXECUTE_TOOL:
                 return Role.TOOL
             return Role.LLM if operation == CHAT else Role.OTHER
-        if scope == SCOPE_CREWAI:
+        if scope in (SCOPE_CREWAI, SCOPE_SMOLAGENTS):
             operation = attrs.get(OPERATION)
             if operation == INVOKE_AGENT:
-                return Role.RUN if AGENT_ID in attrs else Role.OTHER  # else a Flow method's step
+                return Role.RUN if AGENT_ID in attrs else Role.OTHER  # else a Flow method's or a smolagents step
             return Role.TOOL if operation == EXECUTE_TOOL else Role.OTHER
         if scope == SCOPE_LANGGRAPH:
             if attrs.get(OPERATION) == INVOKE_WORKFLOW and string(attrs, WORKFLOW_NAME) is not None:
@@ -294,6 +321,8 @@ class OpenLITExtractor:
             return read_langchain_tool(span)
         if scope == SCOPE_CREWAI:
             return read_crewai_tool(span)
+        if scope == SCOPE_SMOLAGENTS:
+            return read_smolagents_tool(span)
         read = read_genai_tool(span)
         if read.error:  # the SDK error's message, not a type
             read.error_type = ERROR_TYPE_OTHER
