@@ -295,7 +295,7 @@ def fed() -> Iterator[Fed]:
             for spans in offered.values():
                 for record in spans:
                     assert pipeline.offer(record)
-            assert wait_until(lambda: len(pipeline.store) == 0 and not pipeline.backlog(), timeout_s=8.0)
+            assert wait_until(lambda: len(pipeline.store) == 0 and not pipeline.backlog(), timeout_s=60.0)
             assert pipeline.flush(5.0)
         finally:
             pipeline.shutdown(5.0)
