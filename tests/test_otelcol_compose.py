@@ -168,14 +168,18 @@ def test_toolscore_refusing_under_overload_makes_the_collector_retry_not_drop(tm
     RESOURCE_EXHAUSTED with RetryInfo, and the Collector's `retry_on_failure` sends them again until taken:
     nothing is lost or doubled, and every run is scored. (Not every score is right: a batch retried for longer
     than `settle_ms` brings its spans after their run was scored; docs/deploy.md says how to avoid that.)"""
-    started = _start(tmp_path, queue_size=1, overload_wait_ms=0, max_waiting_requests=0)
+    # settle_ms 20 s (and a hold past it): longer than the retries of a batch refused several times in a row take
+    # here, as docs/deploy.md advises, so that no run span comes after its trace was finished
+    started = _start(
+        tmp_path, settle_ms=20_000, max_hold_ms=30_000, queue_size=1, overload_wait_ms=0, max_waiting_requests=0
+    )
     with started.serve, started.otelcol:
         started.serve.wait_ready()
         started.otelcol.wait_ready()
         burst = AgentLoad(copies=2, parts=1, gap_s=0, traces_per_s=1000)  # 2 more copies within a second
         burst.send(started.grpc)
         keys = _send_captures(started.grpc, senders=4) | burst.keys
-        counts = started.backend.wait_for(keys, timeout_s=60)
+        counts = started.backend.wait_for(keys, timeout_s=120)
         refused = started.serve_metric("toolscore_receiver_refused")
         assert refused > 0, "the load must overflow toolscore's queue"
         assert set(counts) == keys, f"{len(keys - set(counts))} spans lost"
