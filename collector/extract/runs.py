@@ -489,13 +489,15 @@ class _TraceRuns:
         own tracing (scope `com.anthropic.sdk.python`) opens its span beside OpenLLMetry's `anthropic.chat`, which is
         never made current, and both carry the message's id. Read as two responses, each call they list would be
         two calls."""
+        ids = [node.span.attributes.get(RESPONSE_ID) for node in models]
+        named = [i for i in ids if i.__class__ is str and i]
+        if len(set(named)) == len(named):  # the common case, no response recorded twice: no sort, no copy
+            return models
         first: dict[str, ClassifiedSpan] = {}
         for node in sorted(models, key=lambda n: (n.span.start_ns, n.span.span_id)):
             response_id = node.span.attributes.get(RESPONSE_ID)
             if response_id.__class__ is str and response_id:
                 first.setdefault(response_id, node)
-        if len(first) == len(models):
-            return models
         kept = []
         for node in models:
             response_id = node.span.attributes.get(RESPONSE_ID)
