@@ -1128,3 +1128,100 @@ def test_agent_framework_unknown_call_id_placeholder_is_no_call_id() -> None:
 
     assert _calls(mine) == [("w", {"city": "Paris"}, None, False), ("w", {"city": "Rome"}, None, False)]
     assert _calls(theirs) == [("w", {"city": "Oslo"}, "unknown", False)]
+
+
+def _contrib_chat(*texts: str) -> dict[str, Any]:
+    """A `chat <model>` span of OTel contrib's OpenAI Agents processor: each output item a text part `str(item)`."""
+    parts = [{"type": "text", "content": text} for text in texts]
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}]),
+    }
+
+
+_CONTRIB_FORMS = {
+    # `OpenAIResponsesModel`: `str(ResponseFunctionToolCall)`, one part per item
+    "responses": (
+        "ResponseFunctionToolCall(arguments='{\"city\": \"B\"}', call_id='c_b', name='w', type='function_call', "
+        "id='fc_1', status='completed')",
+        "ResponseFunctionToolCall(arguments='{\"city\": \"A\"}', call_id='c_a', name='w', type='function_call', "
+        "id='fc_2', status='completed')",
+    ),
+    # `OpenAIChatCompletionsModel`: `str(message.model_dump())`
+    "chat": (
+        "{'content': None, 'role': 'assistant', 'tool_calls': [{'id': 'c_b', 'function': {'arguments': "
+        "'{\"city\": \"B\"}', 'name': 'w'}, 'type': 'function'}, {'id': 'c_a', 'function': {'arguments': "
+        "'{\"city\": \"A\"}', 'name': 'w'}, 'type': 'function'}]}",
+    ),
+    # streamed chat completions: `str(Response.model_dump())` of the response the SDK built from the stream
+    "chat-streamed": (
+        "{'id': '__fake_id__', 'object': 'response', 'output': [{'arguments': '{\"city\": \"B\"}', 'call_id': 'c_b', "
+        "'name': 'w', 'type': 'function_call'}, {'arguments': '{\"city\": \"A\"}', 'call_id': 'c_a', 'name': 'w', "
+        "'type': 'function_call'}]}",
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(_CONTRIB_FORMS))
+def test_otel_contrib_openai_agents_root_is_no_run_and_repr_outputs_give_the_call_ids(form: str) -> None:
+    # opentelemetry-instrumentation-openai-agents-v2 (span_processor.py): `on_trace_start` opens a SERVER span
+    # saying invoke_agent for the SDK trace; the agents' spans are CLIENT; tool spans have no call id; the model's
+    # calls are only in `str(item)` text parts, in the model's order (B before A, while the tools start A first).
+    t = Traces()
+    root = t.span(
+        "Agent workflow",
+        genai_run("ignored") | {"gen_ai.agent.name": "x"},
+        start=0,
+        end=100,
+        scope=OL_AGENTS,
+        kind=SpanKind.SERVER,
+    )
+    run = t.span(
+        "invoke_agent weather",
+        genai_run("weather"),
+        parent=root,
+        start=1,
+        end=90,
+        scope=OL_AGENTS,
+        kind=SpanKind.CLIENT,
+    )
+    t.span(
+        "chat m",
+        _contrib_chat(*_CONTRIB_FORMS[form]),
+        parent=run,
+        start=2,
+        end=9,
+        scope=OL_AGENTS,
+        kind=SpanKind.CLIENT,
+    )
+    t.span("execute_tool w", genai_tool("w", args={"city": "A"}), parent=run, start=10, end=11, scope=OL_AGENTS)
+    t.span("execute_tool w", genai_tool("w", args={"city": "B"}), parent=run, start=12, end=13, scope=OL_AGENTS)
+    t.span("chat m", _contrib_chat("Done."), parent=run, start=20, end=29, scope=OL_AGENTS, kind=SpanKind.CLIENT)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.span_id, r.agent_name) for r in runs] == [(hex_id(run), "weather")]
+    assert _calls(runs[0]) == [("w", {"city": "B"}, "c_b", False), ("w", {"city": "A"}, "c_a", False)]
+
+
+def test_otel_contrib_openai_agents_handoff_call_comes_from_the_repr_and_a_bad_repr_lists_none() -> None:
+    # The handoff span (`agent_handoff`) is no tool span: the handoff tool's call is the model's (model-only).
+    # A text that only looks like a repr (not Python literals) lists nothing: it is never evaluated.
+    t = Traces()
+    triage = t.span("invoke_agent triage", genai_run("triage"), start=0, end=40, scope=OL_AGENTS)
+    handoff = "ResponseFunctionToolCall(arguments='{}', call_id='c_h', name='transfer_to_expert', type='function_call')"
+    t.span("chat m", _contrib_chat(handoff), parent=triage, start=1, end=9, scope=OL_AGENTS)
+    t.span("agent_handoff", {"gen_ai.operation.name": "agent_handoff"}, parent=triage, start=10, scope=OL_AGENTS)
+    other = t.span("invoke_agent other", genai_run("other"), start=50, end=90, scope=OL_AGENTS)
+    bad = "ResponseFunctionToolCall(arguments=__import__('os').getcwd(), call_id=f(), name='w', type='function_call')"
+    t.span("chat m", _contrib_chat(bad), parent=other, start=51, end=59, scope=OL_AGENTS)
+    t.span("execute_tool w", genai_tool("w", args={}), parent=other, start=60, end=61, scope=OL_AGENTS)
+
+    runs = rebuild_runs(t.records())
+
+    by_agent = {r.agent_name: r for r in runs}
+    assert {name: _calls(r) for name, r in by_agent.items()} == {
+        "triage": [("transfer_to_expert", {}, "c_h", False)],
+        "other": [("w", {}, None, False)],
+    }
+    assert by_agent["triage"].calls[0].model_only

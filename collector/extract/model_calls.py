@@ -56,6 +56,7 @@ from typing import Any
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
+from toolscore.collector.extract.conventions.genai import REPR_MARKERS
 from toolscore.collector.extract.conventions.openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
 from toolscore.collector.extract.conventions.openinference import anthropic_tool_results
 from toolscore.collector.extract.conventions.vercel_ai import PROMPT_MESSAGES, tool_results
@@ -123,6 +124,8 @@ def skim_claimed(claimers: list[PendingCall], texts: list[str]) -> bool:
     (compact, JavaScript), whichever the text uses; ids that JSON must escape are not found, and the
     responses are then read.
     """
+    if any(marker in text for text in texts for marker in REPR_MARKERS):
+        return False  # calls written as Python reprs (OpenAI Agents contrib): no `"tool_call"` to count
     listing = [text for text in texts if _TOOL_CALL in text]  # most runs end on a response that lists none
     if not listing:
         return True

@@ -7,6 +7,7 @@ here, including the Vercel AI SDK 7 `@ai-sdk/otel` `OpenTelemetry` integration (
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -32,7 +33,15 @@ from toolscore.collector.extract.conventions.common import (
 from toolscore.collector.sources.log_events import BODY_KEY
 from toolscore.collector.spans import SpanRecord, StatusCode
 
-__all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "read_genai_tools", "tool_args"]
+__all__ = [
+    "TOOL_KEYS",
+    "GenAIExtractor",
+    "openai_agents_repr_calls",
+    "read_genai_run",
+    "read_genai_tool",
+    "read_genai_tools",
+    "tool_args",
+]
 
 # --- Names read (semantic-conventions v1.38+ / semantic-conventions-genai) -------------------------
 # span marker      gen_ai.operation.name = execute_tool | invoke_agent | chat | text_completion |
@@ -57,6 +66,17 @@ __all__ = ["TOOL_KEYS", "GenAIExtractor", "read_genai_run", "read_genai_tool", "
 #                  responses (read, they would count again); gen_ai.user/system/tool.message: inputs
 # Agent Framework  (scope `agent_framework`) placeholders on execute_tool spans: arguments "None" when the tool
 #                  received none (`json.dumps(kwargs) if kwargs else "None"`), call id "unknown" when it had none
+# OpenAI Agents   (scope `opentelemetry.instrumentation.openai_agents`, OTel contrib's
+#  contrib v2     opentelemetry-instrumentation-openai-agents-v2 0.1.0, span_processor.py): the SDK trace's root span
+#                 (`on_trace_start`, kind SERVER) says invoke_agent too: not a run (OTHER); the agents' own
+#                 `invoke_agent <agent>` spans are CLIENT. `execute_tool` spans carry no call id; the `chat` span's
+#                 output message writes each non-text output item as a text part `str(item)`
+#                 (`_normalize_output_messages_to_role_parts`): a Responses `ResponseFunctionToolCall(arguments=...,
+#                 call_id=..., name=..., ...)` repr, or a chat completions message's `model_dump()` dict repr with
+#                 `'tool_calls': [{'id', 'function': {'name', 'arguments'}}]`, or (streamed chat completions) the
+#                 SDK's `Response` dump dict repr with `function_call` items in `output`: read as Python literals
+#                 (`ast`, never evaluated) for the calls' ids and order (`openai_agents_repr_calls`, called by the
+#                 `traceloop` reader, which owns the scope's model spans)
 # tools offered   gen_ai.tool.definitions (JSON array of {"type": "function", "name", "description",
 #                 "parameters"}) on inference and agent spans; gen_ai.tool.description on tool spans
 
@@ -83,6 +103,17 @@ AGENT_FRAMEWORK_SCOPE: Final = "agent_framework"
 """Microsoft Agent Framework's tracer (`agent_framework.observability.get_tracer()`)."""
 AGENT_FRAMEWORK_NO_ARGS: Final = "None"
 """Agent Framework's `gen_ai.tool.call.arguments` for a tool that received no arguments (Python's text, not JSON)."""
+OPENAI_AGENTS_SCOPE: Final = "opentelemetry.instrumentation.openai_agents"
+"""The OpenAI Agents SDK's instrumentations: OTel contrib's `-v2` (read here) and OpenLLMetry's (`traceloop`)."""
+SPAN_KIND_SERVER: Final = 2
+REPR_CALL: Final = "ResponseFunctionToolCall("
+"""How `str(item)` starts for a Responses API function call (openai's pydantic model repr)."""
+REPR_TOOL_CALLS: Final = "'tool_calls': ["
+"""What `str(message.model_dump())` holds for a chat completions message that called tools."""
+REPR_FUNCTION_CALL: Final = "'type': 'function_call'"
+"""What `str(response.model_dump())` holds for a function call item (the SDK's streamed chat completions span
+output is the Responses-shaped `Response` it built from the stream)."""
+REPR_MARKERS: Final = (REPR_CALL, REPR_TOOL_CALLS, REPR_FUNCTION_CALL)
 AGENT_FRAMEWORK_NO_CALL_ID: Final = "unknown"
 """Agent Framework's `gen_ai.tool.call.id` for a tool run without a call id."""
 
@@ -171,6 +202,58 @@ def read_genai_issued(span: SpanRecord) -> IssuedCalls:
     return IssuedCalls(indexed_issued_calls(attrs, LEGACY_COMPLETION, ".tool_calls", ("id", "name", "arguments")))
 
 
+def openai_agents_repr_calls(messages: Any) -> list[IssuedCall]:
+    """The calls the OpenAI Agents contrib instrumentation wrote as `str(item)` text parts (see the header), in the
+    model's order: each part that is a `ResponseFunctionToolCall(...)` repr, a chat message dict repr with
+    `tool_calls`, or a `Response` dict repr with `function_call` items in `output`, parsed as Python literals with
+    `ast` (nothing is evaluated); a part, or a field, that is not a literal lists no call, or no value. Its
+    model spans share their scope with OpenLLMetry's processor, so `traceloop` reads them and calls this."""
+    if not isinstance(messages, str) or not any(marker in messages for marker in REPR_MARKERS):
+        return []
+    decoded = load_json(messages)
+    calls: list[IssuedCall] = []
+    for message in decoded if isinstance(decoded, list) else ():
+        parts = message.get("parts") if isinstance(message, Mapping) else None
+        for part in parts if isinstance(parts, list) else ():
+            text = part.get("content") if isinstance(part, Mapping) and part.get("type") == "text" else None
+            if isinstance(text, str):
+                calls.extend(_repr_calls(text))
+    return calls
+
+
+def _repr_calls(text: str) -> list[IssuedCall]:
+    if text.startswith(REPR_CALL):
+        try:
+            node = ast.parse(text, mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return []
+        if not isinstance(node, ast.Call):
+            return []
+        fields: dict[str, Any] = {}
+        for keyword in node.keywords:
+            try:
+                fields[keyword.arg or ""] = ast.literal_eval(keyword.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue  # a nested model's repr: not a field read here
+        return [IssuedCall(_text(fields.get("call_id")), _text(fields.get("name")), fields.get("arguments"))]
+    if text.startswith("{") and (REPR_TOOL_CALLS in text or REPR_FUNCTION_CALL in text):
+        try:
+            message = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return []
+        if not isinstance(message, Mapping):
+            return []
+        output = message.get("output")
+        if isinstance(output, list):  # a `Response` dump: its `function_call` items
+            return [
+                IssuedCall(_text(item.get("call_id")), _text(item.get("name")), item.get("arguments"))
+                for item in output
+                if isinstance(item, Mapping) and item.get("type") == "function_call"
+            ]
+        return _choice_calls({"message": message})
+    return []
+
+
 def _event_calls(span: SpanRecord) -> list[IssuedCall] | None:
     """The calls in the span's output events (`gen_ai.choice`, in choice order; or the details event's
     `gen_ai.output.messages`); None when it has neither."""
@@ -242,6 +325,8 @@ class GenAIExtractor:
         if operation == EXECUTE_TOOL:
             return _TOOL
         if operation == INVOKE_AGENT:
+            if span.kind == SPAN_KIND_SERVER and span.scope == OPENAI_AGENTS_SCOPE:
+                return _OTHER  # the OpenAI Agents contrib instrumentation's SDK trace span, not an agent's run
             return _RUN
         if operation in INFERENCE_OPERATIONS:
             return _LLM

@@ -55,7 +55,13 @@ from toolscore.collector.extract.conventions.common import (
     string,
 )
 from toolscore.collector.extract.conventions.envelopes import unwrap_envelope
-from toolscore.collector.extract.conventions.genai import ARGS_KEYS, INFERENCE_OPERATIONS, OPERATION, RESULT_KEYS
+from toolscore.collector.extract.conventions.genai import (
+    ARGS_KEYS,
+    INFERENCE_OPERATIONS,
+    OPERATION,
+    RESULT_KEYS,
+    openai_agents_repr_calls,
+)
 from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord
 
@@ -91,6 +97,10 @@ __all__ = ["TraceloopExtractor"]
 # `openai.response`):
 #   v0.4x  gen_ai.completion.<i>.tool_calls.<j>.id | name | arguments
 #   v0.5x  gen_ai.output.messages (GenAI JSON parts)
+#   OTel contrib's opentelemetry-instrumentation-openai-agents-v2 writes its `chat <model>` spans in the same
+#          scope (`opentelemetry.instrumentation.openai_agents`), its calls as `str(item)` text parts, no
+#          `tool_call` part: read by `genai.openai_agents_repr_calls` when the messages list no `tool_call`
+#          (its other spans, with no traceloop.span.kind, go to the GenAI fallback: see `genai`)
 #   Responses API client span (scope opentelemetry.instrumentation.openai.v1, `openai.response`): the
 #          ids listed are output item ids, not call ids: read as no id
 #   tools offered: llm.request.functions.<i>.name | description | parameters (JSON text), or
@@ -282,6 +292,8 @@ class TraceloopExtractor:
             return node_response(attrs.get(ENTITY_OUTPUT)) or IssuedCalls()
         if "gen_ai.output.messages" in attrs:
             calls = genai_issued_calls(attrs["gen_ai.output.messages"])
+            if not calls and span.scope == AGENTS_SCOPE:  # OTel contrib's processor, same scope: `str(item)` parts
+                calls = openai_agents_repr_calls(attrs["gen_ai.output.messages"])
         else:
             calls = indexed_issued_calls(attrs, "gen_ai.completion", ".tool_calls", ("id", "name", "arguments"))
         if span.scope == OPENAI_SCOPE and span.name == RESPONSES_SPAN:  # item ids, not call ids: see the docstring
