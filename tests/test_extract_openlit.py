@@ -21,6 +21,8 @@ OPENAI = "openlit.instrumentation.openai"
 MANUAL = "openlit"
 LANGGRAPH = "openlit.instrumentation.langgraph"
 LANGCHAIN = "openlit.instrumentation.langchain"
+CREWAI = "openlit.instrumentation.crewai"
+SMOLAGENTS = "openlit.instrumentation.smolagents"
 RUN_ID = "01a227a4-2c40-74e9-ab58-6c1c248f39b4"
 """A LangChain run id, what OpenLIT's LangChain tool span says `gen_ai.tool.call.id` until the tool returns a
 `ToolMessage`."""
@@ -67,7 +69,7 @@ def _chat(
 def test_openlit_is_asked_before_the_genai_fallback_and_only_about_its_scopes() -> None:
     names = [e.name for e in EXTRACTORS]
     assert names.index("openlit") < names.index("genai")
-    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN}
+    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN, CREWAI, SMOLAGENTS}
     assert not OpenLITExtractor.gate.keys
 
 
@@ -403,3 +405,121 @@ def test_a_response_whose_chat_span_ends_with_the_run_is_ordered_before_the_next
     (run,) = rebuild_runs(t.records())
 
     assert [(c.call_id, c.model_only) for c in run.calls] == [("call_u", True), ("call_w", False)]
+
+
+def _crew_task(role: str) -> dict[str, Any]:
+    """`Task._execute_core`'s span as `process_crewai_response` leaves it: the agent's role and id."""
+    return {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": "crewai",
+        "gen_ai.agent.name": role,
+        "gen_ai.agent.id": "e3c5afb4-3c39-4cda-9616-f3bbfa1bd8f7",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Go."}]}]),
+    }
+
+
+def _crew_step(t: Traces, parent: Any, start: float, chat: dict[str, Any] | None = None) -> None:
+    """CrewAI's own `AgentExecutor` flow with one `Flow._execute_method` step (`invoke_agent <method>`, no agent
+    id), the model call under the step."""
+    flow = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "AgentExecutor"}
+    executor = t.span("invoke_workflow AgentExecutor", flow, parent=parent, start=start, end=start + 9, scope=CREWAI)
+    method = {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "crewai"}
+    step = t.span("invoke_agent call_llm_native_tools", method, parent=executor, start=start + 1, scope=CREWAI)
+    if chat is not None:
+        t.span("chat m", chat, parent=step, start=start + 2, scope=OPENAI)
+
+
+def test_crewai_run_is_the_task_span_with_an_agent_id_not_crew_flow_or_flow_method_spans() -> None:
+    """Only `Task._execute_core`/`Agent.kickoff` spans carry `gen_ai.agent.id`; the name is the role even when the
+    span is `invoke_agent agent` (a hierarchical crew's task, named before it had an agent). CrewAI's executor flow
+    and its method steps are no runs; a `@tool` tool has no span, so its call is the model's only."""
+    t = Traces()
+    crew = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "crew"}
+    kickoff = t.span("invoke_workflow crew", crew, end=100, scope=CREWAI)
+    t.span("create_agent Crew Manager", {"gen_ai.operation.name": "create_agent"}, parent=kickoff, scope=CREWAI)
+    task = t.span("invoke_agent agent", _crew_task("Crew Manager"), parent=kickoff, start=1, end=99, scope=CREWAI)
+    _crew_step(t, task, 2, _chat([("call_1", "get_weather", {"city": "Oslo"})]))
+    _crew_step(t, task, 20)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.convention, r.inferred, _calls(r)) for r in runs] == [
+        ("Crew Manager", "openlit", False, [("get_weather", {"city": "Oslo"}, "call_1", False)])
+    ]
+    assert [c.model_only for c in runs[0].calls] == [True]
+    step = next(r for r in t.records() if r.name == "invoke_agent call_llm_native_tools")
+    found = classify(step)
+    assert found is not None
+    assert (found[0].name, found[1]) == ("openlit", Role.OTHER)
+
+
+def test_crewai_delegation_tool_span_holds_the_coworkers_inferred_run_named_by_its_arguments() -> None:
+    """`BaseTool.run`'s span: CrewAI's tool name (the model calls the sanitized one), `json.dumps` of the keyword
+    arguments, no call id. The delegation tool runs the coworker inside it, through CrewAI's executor flow: one run
+    inferred at the tool span, named by `coworker`, although OpenLIT's chat spans list no tools offered."""
+    t = Traces()
+    task = t.span("invoke_agent coordinator", _crew_task("coordinator"), end=100, scope=CREWAI)
+    delegation = {"task": "Weather in Oslo?", "context": "Packing.", "coworker": "weather_expert"}
+    _crew_step(t, task, 1, _chat([("call_f1", "delegate_work_to_coworker", delegation)]))
+    tool = t.span(
+        "execute_tool Delegate work to coworker",
+        _tool("Delegate work to coworker", delegation),
+        parent=task,
+        start=20,
+        end=60,
+        scope=CREWAI,
+    )
+    _crew_step(t, tool, 21, _chat([("call_s1", "get_weather", {"city": "Oslo"})]))
+    _crew_step(t, tool, 40)
+    t.span("execute_tool broken", _tool("broken", {"x": 1}), parent=task, start=70, scope=CREWAI, error="boom")
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.inferred, _calls(r)) for r in runs] == [
+        (
+            "coordinator",
+            False,
+            [("delegate_work_to_coworker", delegation, "call_f1", False), ("broken", {"x": 1}, None, True)],
+        ),
+        ("weather_expert", True, [("get_weather", {"city": "Oslo"}, "call_s1", False)]),
+    ]
+    assert [c.model_only for c in runs[0].calls] == [False, False]
+    executor = next(r for r in t.records() if r.name == "invoke_workflow AgentExecutor")
+    assert OpenLITExtractor().is_step(executor)
+    assert not OpenLITExtractor().is_step(next(r for r in t.records() if r.name == "invoke_agent coordinator"))
+
+
+def test_smolagents_run_is_the_agent_span_not_its_steps_and_tool_call_ids_are_not_the_models() -> None:
+    """`MultiStepAgent.run` carries `gen_ai.agent.id`, its `step_<n>` spans do not. A tool span's call id is a fresh
+    uuid4 (or a tool argument named like an id): the calls are matched to the model's by name and arguments, in the
+    model's order though the parallel tool spans started the other way; `final_answer` is flagged final."""
+    t = Traces()
+    run = t.span("invoke_agent weather_agent", _agent("weather_agent"), end=100, scope=SMOLAGENTS)
+    step_attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather_agent"}
+    step = t.span("invoke_agent weather_agent step_1", step_attrs, parent=run, start=1, end=49, scope=SMOLAGENTS)
+    issued = [("call_b", "w", {"city": "Berlin"}), ("call_m", "w", {"city": "Madrid"})]
+    t.span("chat m", _chat(issued), parent=step, start=2, scope=OPENAI)
+    madrid = {**_tool("w", {"city": "Madrid"}), "gen_ai.tool.call.id": "5b675418-073a-4107-a18e-bf2d712ae1b6"}
+    t.span("execute_tool w", madrid, parent=step, start=10, scope=SMOLAGENTS)
+    berlin = {**_tool("w", {"city": "Berlin"}), "gen_ai.tool.call.id": "51ae2e1d-a3fc-42e5-99f8-90e2bdae4b7d"}
+    t.span("execute_tool w", berlin, parent=step, start=11, scope=SMOLAGENTS)
+    last = t.span("invoke_agent weather_agent step_2", step_attrs, parent=run, start=50, end=99, scope=SMOLAGENTS)
+    t.span("chat m", _chat([("call_9", "final_answer", {"answer": "ok"})]), parent=last, start=51, scope=OPENAI)
+    t.span(
+        "execute_tool final_answer", _tool("final_answer", {"answer": "ok"}), parent=last, start=60, scope=SMOLAGENTS
+    )
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.convention, _calls(r)) for r in runs] == [
+        (
+            "weather_agent",
+            "openlit",
+            [
+                ("w", {"city": "Berlin"}, "call_b", False),
+                ("w", {"city": "Madrid"}, "call_m", False),
+                ("final_answer", {"answer": "ok"}, "call_9", False),
+            ],
+        )
+    ]
+    assert [(c.model_only, c.final) for c in runs[0].calls] == [(False, False), (False, False), (False, True)]

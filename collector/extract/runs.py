@@ -539,8 +539,9 @@ class _TraceRuns:
         model response that is its own owner (the root of its trace, or the topmost span arrived): it is below
         nothing, and one response is one step of an agent's loop, not the loop (CrewAI's `Agent.kickoff` under
         OpenLLMetry, which wraps no span around it, leaves each model call a trace of its own: a run each
-        would split the agent into as many runs as it made model calls). Assigns every model response to its
-        run on the way (`_models`).
+        would split the agent into as many runs as it made model calls). A tool span that delegates to a named
+        agent (`_delegates`) holds that agent's run whether or not its model spans list the tools offered.
+        Assigns every model response to its run on the way (`_models`).
         """
         self._assign_models()
         for node, owner in self.inferred_models:
@@ -548,12 +549,18 @@ class _TraceRuns:
             if (
                 owner_id in self.runs
                 or owner is node
-                or not any(defines_tools(model) for model in self._with_layers([node]))
+                or not (self._delegates(owner) or any(defines_tools(model) for model in self._with_layers([node])))
             ):
                 continue
             if owner.role is not None or self._tool_of(owner) is not None:
                 assert node.extractor is not None  # an LLM span was classified by one
                 self.runs[owner_id] = _Run(owner, inferred=True, convention=node.extractor.name)
+
+    def _delegates(self, owner: ClassifiedSpan) -> bool:
+        """Whether `owner` is a tool span its convention says ran a named agent (`ToolRead.delegates_to`): the
+        model responses under it are that agent's run even when no span says which tools it was offered
+        (OpenLIT's `openai` chat spans do not)."""
+        return owner.role is _TOOL and isinstance(read := self._read(owner), ToolRead) and bool(read.delegates_to)
 
     def _add_calls(self, tools: list[ClassifiedSpan]) -> None:
         """Each tool span's call, in its run, but for the layers of a call (see `layers`).

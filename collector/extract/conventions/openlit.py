@@ -30,6 +30,20 @@ their operation says, so its spans are recognised by their instrumentation scope
   run id and becomes the model's call id only when the tool returns a `ToolMessage` (`on_tool_end`), so a
   failed call carries the run id: only an id the result names (`tool_call_id='...'`) is kept. Its chat spans
   list every call with its id (LangChain's `tool_calls`, Chat Completions and Responses API alike).
+- CrewAI (`openlit.instrumentation.crewai`, wrappers of CrewAI methods): a run is `Task._execute_core`'s
+  `invoke_agent <role>` or `Agent.kickoff`'s, the only spans with `gen_ai.agent.id` (`_set_task_attributes`,
+  `_set_agent_attributes`; the span name is made before the task runs, so a hierarchical crew's manager task is
+  `invoke_agent agent`, its attributes naming the manager). Its `Flow._execute_method` wrapper writes
+  `invoke_agent <method>` for every step of every Flow, CrewAI's own agent executor (an `AgentExecutor` flow
+  under each run) included: no run. A tool span is `BaseTool.run`'s `execute_tool <tool name>` (CrewAI's name,
+  not the sanitized one the model calls), its arguments `json.dumps` of the keyword arguments, no call id; the
+  `@tool` decorator's `Tool` overrides `run`, so such tools have no span (their calls are in the model's output
+  only). CrewAI's delegation tools run the coworker inside their span (no run span of its own): their
+  arguments' `coworker` names the run inferred there.
+- smolagents (`openlit.instrumentation.smolagents`): a run is `MultiStepAgent.run`'s `invoke_agent <agent>`, with
+  `gen_ai.agent.id`; its steps are `invoke_agent <agent> step_<n>` without one: no runs. A tool span's
+  `gen_ai.tool.call.id` is a tool argument named like an id, else a fresh uuid4 (`_resolve_tool_call_id`), never
+  the model's call id: not read (the call is matched to the model's by name and arguments).
 """
 
 from __future__ import annotations
@@ -47,7 +61,13 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
-from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, genai_issued_calls, message_text, string
+from toolscore.collector.extract.conventions.common import (
+    ERROR_TYPE_OTHER,
+    genai_issued_calls,
+    load_json,
+    message_text,
+    string,
+)
 from toolscore.collector.extract.conventions.genai import (
     EXECUTE_TOOL,
     INVOKE_AGENT,
@@ -107,6 +127,26 @@ __all__ = ["OpenLITExtractor"]
 #                               the exception's class name, the run id stays: TOOL
 #   chat <model>                gen_ai.output.messages tool_call parts {"id", "name", "arguments" (JSON
 #                               text)} from the message's tool_calls: LLM
+# scope openlit.instrumentation.crewai   (crewai.py general_wrap, utils.py process_crewai_response)
+#   invoke_agent <role>         Task._execute_core (`invoke_agent agent` when the task had no agent yet, as a
+#                               hierarchical crew's) or Agent.kickoff: gen_ai.agent.name (role), gen_ai.agent.id,
+#                               gen_ai.input.messages (the task description), gen_ai.output.messages: RUN
+#   invoke_agent <method>       Flow._execute_method, every step of a Flow (CrewAI's AgentExecutor too); no
+#                               gen_ai.agent.id: OTHER
+#   execute_tool <tool>         BaseTool.run: gen_ai.tool.name (CrewAI's name), gen_ai.tool.call.arguments =
+#                               json.dumps(kwargs) (or of the positional arguments), gen_ai.tool.call.result =
+#                               str(result), no call id; a failure: status ERROR (handle_exception): TOOL
+#   invoke_workflow <crew|flow> Crew.kickoff, Flow.kickoff (AgentExecutor), create_agent <role>: OTHER
+# scope openlit.instrumentation.smolagents   (smolagents.py, utils.py)
+#   invoke_agent <agent>        MultiStepAgent.run: gen_ai.agent.name, gen_ai.agent.id (id() of the agent): RUN
+#   invoke_agent <agent> step_N a step (ToolCallingAgent._step_stream; gen_ai.smolagents.step_number), no
+#                               gen_ai.agent.id: OTHER
+#   execute_tool <tool>         ToolCallingAgent.execute_tool_call (or Tool.__call__): gen_ai.tool.name,
+#                               gen_ai.tool.call.arguments (JSON), gen_ai.tool.call.result; gen_ai.tool.call.id
+#                               = `_resolve_tool_call_id`: a tool argument named tool_call_id/id/call_id/
+#                               tool_use_id, else a fresh uuid4, never the model's id: not read. final_answer is
+#                               smolagents' built-in final tool: TOOL
+#   create_agent <agent>        MultiStepAgent.__init__: OTHER
 # other openlit.instrumentation.* scopes: not claimed here (the GenAI fallback reads them)
 
 SCOPE_MANUAL: Final = "openlit"
@@ -121,6 +161,12 @@ FLAT_CALL_IDS: Final = "gen_ai.tool.call.id"
 CHAT: Final = "chat"
 SCOPE_LANGGRAPH: Final = "openlit.instrumentation.langgraph"
 SCOPE_LANGCHAIN: Final = "openlit.instrumentation.langchain"
+SCOPE_CREWAI: Final = "openlit.instrumentation.crewai"
+SCOPE_SMOLAGENTS: Final = "openlit.instrumentation.smolagents"
+SMOLAGENTS_FINAL: Final = "final_answer"
+"""smolagents' built-in tool that ends a run: a real call, flagged `final`."""
+CREWAI_DELEGATION_TOOLS: Final = frozenset({"Delegate work to coworker", "Ask question to coworker"})
+"""CrewAI's tools that run a coworker agent inside their span (`allow_delegation=True`); `coworker` names it."""
 INVOKE_WORKFLOW: Final = "invoke_workflow"
 WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 TOOL_RESULT: Final = "gen_ai.tool.call.result"
@@ -168,6 +214,24 @@ def read_langchain_tool(span: SpanRecord) -> ToolRead:
     return read
 
 
+def read_crewai_tool(span: SpanRecord) -> ToolRead:
+    """A `BaseTool.run` span of OpenLIT's CrewAI wrappers (see the module's notes)."""
+    read = read_genai_tool(span)
+    if read.name in CREWAI_DELEGATION_TOOLS:
+        args = load_json(read.args)
+        coworker = args.get("coworker") if isinstance(args, dict) else None
+        read.delegates_to = coworker if isinstance(coworker, str) and coworker else None
+    return read
+
+
+def read_smolagents_tool(span: SpanRecord) -> ToolRead:
+    """An `execute_tool` span of OpenLIT's smolagents wrappers (see the module's notes): its call id is none."""
+    read = read_genai_tool(span)
+    read.call_id = None  # `_resolve_tool_call_id`: an argument named id/call_id/..., else a fresh uuid4
+    read.final = read.name == SMOLAGENTS_FINAL
+    return read
+
+
 def _workflow_run(span: SpanRecord) -> RunInfo:
     attrs = span.attributes
     return RunInfo(
@@ -181,10 +245,15 @@ def _manual_run(span: SpanRecord) -> RunInfo:
 
 
 class OpenLITExtractor:
-    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai` instrumentation and its manual tracing."""
+    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain, CrewAI and smolagents
+    instrumentations and its manual tracing."""
 
     name = "openlit"
-    gate = Gate(scopes=frozenset({SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI, SCOPE_LANGGRAPH, SCOPE_LANGCHAIN}))
+    gate = Gate(
+        scopes=frozenset(
+            {SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI, SCOPE_LANGGRAPH, SCOPE_LANGCHAIN, SCOPE_CREWAI, SCOPE_SMOLAGENTS}
+        )
+    )
     partial_responses = True
     """A non-streamed Responses API span lists one call of several (`IssuedCalls.partial`)."""
     tool_keys = ("gen_ai.tool.definitions",)
@@ -206,6 +275,11 @@ class OpenLITExtractor:
             if operation == EXECUTE_TOOL:
                 return Role.TOOL
             return Role.LLM if operation == CHAT else Role.OTHER
+        if scope in (SCOPE_CREWAI, SCOPE_SMOLAGENTS):
+            operation = attrs.get(OPERATION)
+            if operation == INVOKE_AGENT:
+                return Role.RUN if AGENT_ID in attrs else Role.OTHER  # else a Flow method's or a smolagents step
+            return Role.TOOL if operation == EXECUTE_TOOL else Role.OTHER
         if scope == SCOPE_LANGGRAPH:
             if attrs.get(OPERATION) == INVOKE_WORKFLOW and string(attrs, WORKFLOW_NAME) is not None:
                 return Role.RUN
@@ -221,8 +295,15 @@ class OpenLITExtractor:
     def is_step(self, span: SpanRecord) -> bool:
         """A LangChain chain span (`invoke_agent`/`invoke_workflow` of the callback handler): under a tool span,
         one step of the graph the tool ran (a node such as `create_react_agent`'s `agent`, or the graph's root
-        chain when its name says "agent"; the handler writes both alike), so the tool span stands for that run."""
-        return span.scope == SCOPE_LANGCHAIN and span.attributes.get(OPERATION) in (INVOKE_AGENT, INVOKE_WORKFLOW)
+        chain when its name says "agent"; the handler writes both alike), so the tool span stands for that run.
+        Likewise a CrewAI flow or flow-method span (no run: see `classify`) under CrewAI's delegation tool, which
+        runs the coworker through `Agent.execute_task` (not wrapped) and so its `AgentExecutor` flow."""
+        scope = span.scope
+        if scope == SCOPE_CREWAI:
+            # CrewAI's own `AgentExecutor` flow and its method steps, under the delegation tool that ran a coworker
+            operation = span.attributes.get(OPERATION)
+            return operation == INVOKE_WORKFLOW or (operation == INVOKE_AGENT and AGENT_ID not in span.attributes)
+        return scope == SCOPE_LANGCHAIN and span.attributes.get(OPERATION) in (INVOKE_AGENT, INVOKE_WORKFLOW)
 
     def read(self, span: SpanRecord, role: Role) -> Read:
         scope = span.scope
@@ -238,6 +319,10 @@ class OpenLITExtractor:
             return _manual_run(span) if scope == SCOPE_MANUAL else read_genai_run(span)
         if scope == SCOPE_LANGCHAIN:
             return read_langchain_tool(span)
+        if scope == SCOPE_CREWAI:
+            return read_crewai_tool(span)
+        if scope == SCOPE_SMOLAGENTS:
+            return read_smolagents_tool(span)
         read = read_genai_tool(span)
         if read.error:  # the SDK error's message, not a type
             read.error_type = ERROR_TYPE_OTHER
