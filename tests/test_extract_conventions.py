@@ -492,6 +492,31 @@ def test_openllmetry_openai_agents_handoff_span_is_the_call_the_model_issued() -
     assert stats.model_only_calls == 0
 
 
+HANDOFF_SPANS = {
+    "openllmetry": ("triage → expert.handoff", {"traceloop.span.kind": "handoff", "gen_ai.operation.name": "handoff"}),
+    "otel-contrib": ("agent_handoff", {"gen_ai.operation.name": "agent_handoff", "gen_ai.handoff.to_agent": "expert"}),
+}
+
+
+@pytest.mark.parametrize("instrumentation", HANDOFF_SPANS)
+def test_a_handoff_no_model_response_names_flags_its_run_incomplete(instrumentation: str) -> None:
+    # Content capture off: the model span lists no call, so nothing names the handoff tool the model called (only
+    # the response does: the default `transfer_to_<agent>` can be renamed). The run cannot be read whole.
+    t = Traces()
+    triage = t.span("invoke_agent triage", genai_run("triage"), start=0, end=40, scope=OL_AGENTS)
+    t.span("chat m", {"gen_ai.operation.name": "chat"}, parent=triage, start=1, end=9, scope=OL_AGENTS)
+    name, attrs = HANDOFF_SPANS[instrumentation]
+    t.span(name, attrs, parent=triage, start=10, end=11, scope=OL_AGENTS)
+    expert = t.span("invoke_agent expert", genai_run("expert"), start=41, end=90, scope=OL_AGENTS)
+    t.span("execute_tool w", genai_tool("w"), parent=expert, start=50, end=51, scope=OL_AGENTS)
+
+    runs = {r.agent_name: r for r in rebuild_runs(t.records())}
+
+    assert runs["triage"].incomplete
+    assert len(runs["triage"].calls) == 1
+    assert not runs["expert"].incomplete, "a run without a handoff is read whole"
+
+
 def test_openllmetry_openai_agents_model_spans_are_traceloops_but_its_other_spans_are_not() -> None:
     t = Traces()
     t.span("openai.response", {"gen_ai.operation.name": "chat"}, scope=OL_AGENTS)
@@ -1205,13 +1230,15 @@ def test_otel_contrib_openai_agents_root_is_no_run_and_repr_outputs_give_the_cal
 
 
 def test_otel_contrib_openai_agents_handoff_call_comes_from_the_repr_and_a_bad_repr_lists_none() -> None:
-    # The handoff span (`agent_handoff`) is no tool span: the handoff tool's call is the model's (model-only).
+    # The handoff span (`agent_handoff`) is the call of the handoff tool, named by the model's repr.
     # A text that only looks like a repr (not Python literals) lists nothing: it is never evaluated.
     t = Traces()
     triage = t.span("invoke_agent triage", genai_run("triage"), start=0, end=40, scope=OL_AGENTS)
     handoff = "ResponseFunctionToolCall(arguments='{}', call_id='c_h', name='transfer_to_expert', type='function_call')"
     t.span("chat m", _contrib_chat(handoff), parent=triage, start=1, end=9, scope=OL_AGENTS)
-    t.span("agent_handoff", {"gen_ai.operation.name": "agent_handoff"}, parent=triage, start=10, scope=OL_AGENTS)
+    handoff_span = t.span(
+        "agent_handoff", {"gen_ai.operation.name": "agent_handoff"}, parent=triage, start=10, scope=OL_AGENTS
+    )
     other = t.span("invoke_agent other", genai_run("other"), start=50, end=90, scope=OL_AGENTS)
     bad = "ResponseFunctionToolCall(arguments=__import__('os').getcwd(), call_id=f(), name='w', type='function_call')"
     t.span("chat m", _contrib_chat(bad), parent=other, start=51, end=59, scope=OL_AGENTS)
@@ -1224,4 +1251,6 @@ def test_otel_contrib_openai_agents_handoff_call_comes_from_the_repr_and_a_bad_r
         "triage": [("transfer_to_expert", {}, "c_h", False)],
         "other": [("w", {}, None, False)],
     }
-    assert by_agent["triage"].calls[0].model_only
+    assert not by_agent["triage"].calls[0].model_only  # the handoff span's call, as OpenLLMetry's
+    assert by_agent["triage"].calls[0].span_id == hex_id(handoff_span)
+    assert not by_agent["triage"].incomplete

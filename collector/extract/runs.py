@@ -40,7 +40,9 @@ Rules, applied per trace:
 - **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
   a call of the run too, marked `model_only`: see `model_calls`. A run with such a call whose outcome cannot be
   read (no call id, while the run answered a call it cannot attribute) is flagged incomplete
-  (`model_calls.outcome_unknown`).
+  (`model_calls.outcome_unknown`). A handoff span names no tool (`ToolRead.handoff`): the response that issued it
+  does. When no response of the run lists it (content capture off), the call is unnamed and its run is flagged
+  incomplete.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -777,6 +779,8 @@ class _TraceRuns:
         models = self._models(run) if self.llm_nodes else _NO_MODELS
         messages = message_indices(ordered, [node.span for node in models]) if models else [None] * len(ordered)
         short = bool(models) and all(c.model_only for c in ordered) and any(self._partial(node) for node in models)
+        # A handoff span names no tool: only the model response that issued it does. Untied, its call is unnamed.
+        short = short or any(c.read.handoff and (c.issued is None or not tied) for c in ordered if not c.model_only)
         calls = tuple(
             [
                 build_model_call(c, config, stats, message=message)

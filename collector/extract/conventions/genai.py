@@ -106,6 +106,10 @@ AGENT_FRAMEWORK_NO_ARGS: Final = "None"
 OPENAI_AGENTS_SCOPE: Final = "opentelemetry.instrumentation.openai_agents"
 """The OpenAI Agents SDK's instrumentations: OTel contrib's `-v2` (read here) and OpenLLMetry's (`traceloop`)."""
 SPAN_KIND_SERVER: Final = 2
+AGENT_HANDOFF: Final = "agent_handoff"
+"""The contrib instrumentation's operation for the SDK's `HandoffSpanData`: the call of the handoff tool the model
+issued (`gen_ai.handoff.from_agent` / `to_agent`). The tool's name, call id and arguments are only in the model's
+response, so the span is read as a handoff (`ToolRead.handoff`), which takes its call from that response."""
 REPR_CALL: Final = "ResponseFunctionToolCall("
 """How `str(item)` starts for a Responses API function call (openai's pydantic model repr)."""
 REPR_TOOL_CALLS: Final = "'tool_calls': ["
@@ -138,6 +142,8 @@ def read_genai_tool(span: SpanRecord) -> ToolRead:
     attrs = span.attributes
     name = attrs.get(TOOL_NAME)  # `string`, inlined: read for every tool span
     if not (name.__class__ is str or isinstance(name, str)) or not name:
+        if attrs.get(OPERATION) == AGENT_HANDOFF:
+            return ToolRead(name=None, handoff=True)
         name = span.name[len(EXECUTE_TOOL) + 1 :] if span.name.startswith(EXECUTE_TOOL + " ") else None
     call_id = attrs.get(TOOL_CALL_ID)
     if not (call_id.__class__ is str or isinstance(call_id, str)) or not call_id:
@@ -308,7 +314,8 @@ class GenAIExtractor:
     tool_keys = TOOL_KEYS
 
     def classify(self, span: SpanRecord) -> Role | None:
-        """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them.
+        """`execute_tool` is a tool call and `invoke_agent` a run, as the conventions define them. An
+        `agent_handoff` (the OpenAI Agents contrib instrumentation's) is the call of a handoff tool.
 
         Inference operations are read for the order of the calls they issue. Any other GenAI
         operation (`create_agent`, `invoke_workflow`, `embeddings`, a framework's `agent_step`, ...)
@@ -322,7 +329,7 @@ class GenAIExtractor:
             if TOOL_NAME in attrs and span.name.startswith(EXECUTE_TOOL):
                 return _TOOL
             return None
-        if operation == EXECUTE_TOOL:
+        if operation == EXECUTE_TOOL or operation == AGENT_HANDOFF:
             return _TOOL
         if operation == INVOKE_AGENT:
             if span.kind == SPAN_KIND_SERVER and span.scope == OPENAI_AGENTS_SCOPE:
