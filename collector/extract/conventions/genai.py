@@ -329,7 +329,7 @@ class GenAIExtractor:
             if TOOL_NAME in attrs and span.name.startswith(EXECUTE_TOOL):
                 return _TOOL
             return None
-        if operation == EXECUTE_TOOL or operation == AGENT_HANDOFF:
+        if operation in (EXECUTE_TOOL, AGENT_HANDOFF):
             return _TOOL
         if operation == INVOKE_AGENT:
             if span.kind == SPAN_KIND_SERVER and span.scope == OPENAI_AGENTS_SCOPE:
