@@ -113,10 +113,12 @@ class ClassifiedSpan:
     extractor: Extractor | None
     role: Role | None
 
-    def ends_before_its_work(self) -> bool:
-        """Whether its convention says the span ends before the work under it (`Extractor.ends_before_its_work`)."""
-        hook = getattr(self.extractor, "ends_before_its_work", None)
-        return hook is not None and bool(hook(self.span))
+    def ask(self, hook: str, *args: Any) -> Any:
+        """What its convention's optional hook `hook` (an `Extractor` method a convention may lack:
+        `ends_before_its_work`, `is_step`, `sent_for`, `call_id_above`, `inferred_run`) answers for the span
+        (and `args`); None when the convention has no such hook."""
+        answer = getattr(self.extractor, hook, None)
+        return None if answer is None else answer(self.span, *args)
 
 
 @dataclass(slots=True)
@@ -260,12 +262,6 @@ def _under(nodes: Mapping[str, ClassifiedSpan], top: str) -> dict[str, Classifie
     return under
 
 
-def _is_step(node: ClassifiedSpan) -> bool:
-    """Whether the span's convention calls it one step of an agent run, not the root of one (`Extractor.is_step`)."""
-    is_step = getattr(node.extractor, "is_step", None)
-    return is_step is not None and bool(is_step(node.span))
-
-
 class _TraceRuns:
     """The runs of one trace, from its classified spans (`top`: a run span whose parent run is known, and
     whose ancestors are not among `nodes`)."""
@@ -316,7 +312,7 @@ class _TraceRuns:
             if current.role is _RUN:
                 return current, False
             if current.role is _TOOL:
-                if child.role is _TOOL or child.role is _LLM or _is_step(child):
+                if child.role is _TOOL or child.role is _LLM or child.ask("is_step"):
                     return current, True
                 twin = self._empty_run_beside(child, current)
                 return (twin, False) if twin is not None else (child, True)
@@ -379,13 +375,8 @@ class _TraceRuns:
             return None
         try:
             read = extractor.read(node.span, role)
-            if (
-                read.__class__ is ToolRead
-                and read.call_id is None
-                and (hook := getattr(extractor, "call_id_above", None))
-            ):
-                parent = self._parent(node)
-                read.call_id = hook(node.span, parent.span) if parent is not None else None
+            if read.__class__ is ToolRead and read.call_id is None and (parent := self._parent(node)) is not None:
+                read.call_id = node.ask("call_id_above", parent.span)
             if read.__class__ is ToolRead and read.unwrap is not None:
                 # Unwrapped here, within the same guard: a malformed envelope is this span's read error.
                 return unwrapped(read, self.config.max_args_bytes)
@@ -469,19 +460,13 @@ class _TraceRuns:
         """The response the model span `node` recorded again, named by its convention (`Extractor.sent_for`: the
         model span whose trace context the request carried) rather than by the tree, or None. Only another model
         span that is no layer itself is such a response (then `node` is one of its layers)."""
-        hook = getattr(node.extractor, "sent_for", None)
-        span_id = hook(node.span) if hook is not None else None
+        span_id = node.ask("sent_for")
         if not span_id or span_id == node.span.span_id:
             return None
         found = self.nodes.get(span_id)
-        if found is None or found.role is not _LLM or self._sent_for_hook(found):
+        if found is None or found.role is not _LLM or found.ask("sent_for"):
             return None
         return self._response_of(found) or found
-
-    @staticmethod
-    def _sent_for_hook(node: ClassifiedSpan) -> bool:
-        hook = getattr(node.extractor, "sent_for", None)
-        return hook is not None and bool(hook(node.span))
 
     def _fold_same_responses(self, models: list[ClassifiedSpan]) -> list[ClassifiedSpan]:
         """`models` (one run's responses) less those that record a response another of them records too (the same
@@ -691,10 +676,9 @@ class _TraceRuns:
         that recognised its span says of it (`inferred_run`), else its span's name."""
         if node.role is _TOOL and isinstance(read := self._read(node), ToolRead) and read.delegates_to:
             return RunInfo(agent_name=read.delegates_to)
-        describe = getattr(node.extractor, "inferred_run", None) if node.role is Role.OTHER else None
-        if describe is not None:
+        if node.role is Role.OTHER:
             try:
-                info = describe(node.span)
+                info = node.ask("inferred_run")
             except Exception:  # a malformed span costs its own data only
                 _log.debug("%s could not describe span %s", node.extractor, node.span.span_id, exc_info=True)
                 info = None

@@ -204,7 +204,7 @@ class PendingTrace(Generic[C]):
     root_id: str | None = None
     """The local root (a span without parent), once it has arrived."""
     root_ends_early: bool = False
-    """Its root's convention says the root ends before the work under it (`ClassifiedSpan.ends_before_its_work`):
+    """Its root's convention says the root ends before the work under it (`Extractor.ends_before_its_work`):
     the root's arrival does not start the trace's settle, and the trace finishes when it goes idle."""
     truncated: bool = False
     waiting: dict[str | None, list[str]] = field(default_factory=dict)
@@ -378,7 +378,7 @@ class TraceStore(Generic[C]):
             self._place(trace, children, slim=role is not _TOOL)
         if record.parent_id is None:
             trace.root_id = record.span_id
-            trace.root_ends_early = node.ends_before_its_work()
+            trace.root_ends_early = bool(node.ask("ends_before_its_work"))
         admission = Admission(_STORED, trace, touched, evicted)
         if self.max_bytes is not None and self.size > self.max_bytes:
             admission.evicted_for_bytes = self._shed(trace)
