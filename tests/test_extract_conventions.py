@@ -37,7 +37,7 @@ def _oi_llm(*calls: tuple[str, str, str]) -> dict[str, Any]:
 
 def test_every_extractor_follows_the_protocol_under_a_unique_name() -> None:
     assert all(isinstance(e, Extractor) for e in EXTRACTORS)
-    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 10
+    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 11
 
 
 def test_openinference_recovers_call_ids_order_and_handoff_names_from_the_llm_span() -> None:
@@ -1254,3 +1254,163 @@ def test_otel_contrib_openai_agents_handoff_call_comes_from_the_repr_and_a_bad_r
     assert not by_agent["triage"].calls[0].model_only  # the handoff span's call, as OpenLLMetry's
     assert by_agent["triage"].calls[0].span_id == hex_id(handoff_span)
     assert not by_agent["triage"].incomplete
+
+
+# --- Langfuse (scope `langfuse-sdk`, langfuse.observation.*) ------------------------------------------------------
+
+LF = "langfuse-sdk"
+LF_TYPE = "langfuse.observation.type"
+LF_IN, LF_OUT, LF_LEVEL = "langfuse.observation.input", "langfuse.observation.output", "langfuse.observation.level"
+
+
+def _lf_tool(args: Any, *, call_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = {LF_TYPE: "tool", **extra}
+    if args is not None:
+        attrs[LF_IN] = args if isinstance(args, str) else json.dumps(args)
+    if call_id is not None:
+        attrs["langfuse.observation.metadata.tool_call_id"] = json.dumps(call_id)
+    return attrs
+
+
+def test_langfuse_observe_agent_reads_decorated_tools_in_the_streamed_generations_order() -> None:
+    t = Traces()
+    question = json.dumps({"args": ["Weather in Paris and Rome?"], "kwargs": {}})
+    run = t.span("trip", {LF_TYPE: "agent", LF_IN: question, LF_OUT: "Both sunny."}, end=100, scope=LF)
+    # the drop-in's streamed Chat Completions output, put together from its chunks (`function` first, no index)
+    streamed = {
+        "role": "assistant",
+        "tool_calls": [
+            {"function": {"name": "w", "arguments": '{"city": "Rome"}'}, "id": "c2", "type": "function"},
+            {"function": {"name": "w", "arguments": '{"city": "Paris"}'}, "id": "c1", "type": "function"},
+        ],
+    }
+    t.span("OpenAI-generation", {LF_TYPE: "generation", LF_OUT: json.dumps(streamed)}, parent=run, start=1, scope=LF)
+    for city in ("Paris", "Rome"):  # started together, Paris first: only the generation orders them
+        t.span("w", _lf_tool({"args": [], "kwargs": {"city": city}}), parent=run, start=10, scope=LF)
+    t.span("OpenAI-generation", {LF_TYPE: "generation", LF_OUT: "Both sunny."}, parent=run, start=20, scope=LF)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.input, result.output, result.convention) == (
+        "trip",
+        "Weather in Paris and Rome?",
+        "Both sunny.",
+        "langfuse",
+    )
+    assert _calls(result) == [("w", {"city": "Rome"}, "c2", False), ("w", {"city": "Paris"}, "c1", False)]
+    assert not result.incomplete
+
+
+def test_langfuse_tool_failure_is_its_error_level_and_masked_or_absent_input_is_not_captured() -> None:
+    t = Traces()
+    run = t.span("retry_agent", {LF_TYPE: "agent"}, end=100, scope=LF)
+    # @observe on a raising tool: level ERROR and the span status ERROR (no exception event, so no type)
+    failed = _lf_tool({"args": [], "kwargs": {"city": "Atlantis"}}, **{LF_LEVEL: "ERROR"})
+    t.span("w", failed, parent=run, start=1, scope=LF, error="unknown city: Atlantis")
+    # a LangChain ToolMessage of status error: the handler writes level ERROR only
+    t.span("w", _lf_tool({"city": "Lisbon"}, call_id="c2", **{LF_LEVEL: "ERROR"}), parent=run, start=2, scope=LF)
+    masked = _lf_tool("<fully masked due to failed mask function>", call_id="c3")
+    t.span("w", masked, parent=run, start=3, scope=LF)
+    t.span("w", _lf_tool(None, call_id="c4"), parent=run, start=4, scope=LF)  # capture_input=False
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.error_type) for c in result.calls] == [
+        (None, True, "_OTHER"),
+        ("c2", True, "_OTHER"),
+        ("c3", False, None),
+        ("c4", False, None),
+    ]
+    assert result.calls[0].args == {"city": "Atlantis"}
+    assert [c.args_state for c in result.calls[2:]] == ["not_captured", "not_captured"]
+
+
+def test_langfuse_metadata_call_id_in_v5_json_and_v3_plain_form_and_from_the_tool_message() -> None:
+    t = Traces()
+    run = t.span("a_agent", {LF_TYPE: "agent"}, end=100, scope=LF)
+    t.span("w", _lf_tool({"city": "A"}, call_id="v5"), parent=run, start=1, scope=LF)
+    plain = {**_lf_tool({"city": "B"}), "langfuse.observation.metadata.tool_call_id": "v3"}
+    t.span("w", plain, parent=run, start=2, scope=LF)
+    message = {"content": "ok", "type": "tool", "tool_call_id": "out", "status": "success"}
+    t.span("w", {**_lf_tool({"city": "C"}), LF_OUT: json.dumps(message)}, parent=run, start=3, scope=LF)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [c.call_id for c in result.calls] == ["v5", "v3", "out"]
+
+
+def test_langfuse_responses_api_items_name_the_call_id_not_the_item_id() -> None:
+    t = Traces()
+    run = t.span("r_agent", {LF_TYPE: "agent"}, end=100, scope=LF)
+    one = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "w", "arguments": '{"city": "A"}'}
+    t.span("gen", {LF_TYPE: "generation", LF_OUT: json.dumps(one)}, parent=run, start=1, scope=LF)  # one item: itself
+    t.span("w", _lf_tool({"args": [], "kwargs": {"city": "A"}}), parent=run, start=5, scope=LF)
+    two = [
+        {"type": "function_call", "id": "fc_2", "call_id": "c3", "name": "t", "arguments": "{}"},
+        {"type": "function_call", "id": "fc_3", "call_id": "c2", "name": "w", "arguments": '{"city": "B"}'},
+    ]
+    t.span("gen", {LF_TYPE: "generation", LF_OUT: json.dumps(two)}, parent=run, start=10, scope=LF)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.call_id, c.model_only) for c in result.calls] == [
+        ("w", "c1", False),
+        ("t", "c3", True),
+        ("w", "c2", True),
+    ]
+
+
+def test_langfuse_generation_without_output_leaves_a_model_only_run_incomplete() -> None:
+    t = Traces()
+    run = t.span("quiet_agent", {LF_TYPE: "agent"}, end=100, scope=LF)
+    t.span("gen", {LF_TYPE: "generation"}, parent=run, start=1, scope=LF)  # output not recorded
+    failed = {LF_TYPE: "generation", LF_LEVEL: "ERROR"}
+    t.span("gen", failed, parent=run, start=2, scope=LF, error="Connection error.")
+
+    (result,) = rebuild_runs(t.records())
+
+    assert result.calls == ()
+    assert result.incomplete
+
+
+def test_langfuse_langgraph_node_named_agent_is_a_step_and_an_unnamed_create_agent_root_a_run() -> None:
+    meta = "langfuse.observation.metadata."
+    t = Traces()
+    # create_agent's graph without a name (`LangGraph`): a chain; the one span of it in no node
+    root = {LF_TYPE: "chain", meta + "ls_integration": '"langchain_create_agent"', meta + "is_langchain_root": "true"}
+    run = t.span("LangGraph", root, end=100, scope=LF)
+    node = {LF_TYPE: "agent", meta + "langgraph_node": '"agent"', meta + "ls_integration": '"langchain_create_agent"'}
+    step = t.span("agent", node, parent=run, start=1, end=50, scope=LF)
+    t.span("w", _lf_tool({"city": "A"}, call_id="c1"), parent=step, start=2, scope=LF)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.inferred, [c.call_id for c in result.calls]) == ("LangGraph", False, ["c1"])
+
+
+def test_langfuse_catalog_and_model_only_outcome_come_from_the_generation_request() -> None:
+    t = Traces()
+    run = t.span("forecast_agent", {LF_TYPE: "agent"}, end=100, scope=LF)
+    offered = {
+        "type": "function",
+        "function": {"name": "w", "description": "Weather.", "parameters": {"type": "object"}},
+    }
+    first = {"tools": [offered], "messages": [{"role": "user", "content": "Forecast?"}]}
+    issued = {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "w", "arguments": "{}"}}]}
+    t.span(
+        "gen",
+        {LF_TYPE: "generation", LF_IN: json.dumps(first), LF_OUT: json.dumps(issued)},
+        parent=run,
+        start=1,
+        scope=LF,
+    )
+    answered = {
+        **first,
+        "messages": [*first["messages"], issued, {"role": "tool", "tool_call_id": "c1", "content": "Error: down"}],
+    }
+    t.span("gen", {LF_TYPE: "generation", LF_IN: json.dumps(answered), LF_OUT: "Sorry."}, parent=run, start=5, scope=LF)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.model_only, c.error, c.result) for c in result.calls] == [("c1", True, True, "Error: down")]
+    assert [(s.name, s.description) for s in result.available_tools] == [("w", "Weather.")]

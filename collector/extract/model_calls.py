@@ -57,6 +57,7 @@ from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
 from toolscore.collector.extract.conventions.common import ERROR_TYPE_OTHER, load_json
 from toolscore.collector.extract.conventions.genai import REPR_MARKERS
+from toolscore.collector.extract.conventions.langfuse import tool_results as langfuse_tool_results
 from toolscore.collector.extract.conventions.openinference import FINISH_REASON as OPENINFERENCE_FINISH_REASON
 from toolscore.collector.extract.conventions.openinference import anthropic_tool_results
 from toolscore.collector.extract.conventions.vercel_ai import PROMPT_MESSAGES, tool_results
@@ -349,7 +350,8 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
     `ai.prompt.messages` (its `tool-result` parts say themselves whether the call failed: `vercel_ai.tool_results`),
     and, before OpenInference's `tool` messages, the Anthropic request openinference-instrumentation-anthropic keeps
     in `input.value`, whose `tool_result` blocks say whether the call failed (`is_error`:
-    `openinference.anthropic_tool_results`)."""
+    `openinference.anthropic_tool_results`), and a Langfuse generation's recorded request (`langfuse.tool_results`:
+    `tool` messages, Responses API `function_call_output` items)."""
     found: dict[str, ToolResponse] = {}
     for span in models:
         attrs = span.attributes
@@ -372,6 +374,8 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
         for call_id, content, is_error in anthropic_tool_results(attrs):
             if call_id not in found:
                 found[call_id] = (content if isinstance(content, str) else _block_text(content), is_error, None)
+        for call_id, content in langfuse_tool_results(attrs):
+            _keep(found, call_id, content)
         for i in range(_MAX_MESSAGES):
             role = attrs.get(f"llm.input_messages.{i}.message.role")
             if role is None:

@@ -151,6 +151,7 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
             "google_adk",
             "strands",
             "mastra",
+            "langfuse",
             "openlit",
             "traceloop",
             "vercel_ai",

@@ -14,9 +14,10 @@ So the conventions that record node outputs (OpenInference's `output.value`, Ope
 *Model response layers*), listing the calls of its `AIMessage` and naming the answered ones as output tools
 (`IssuedCalls.output_tools`): a framework's structured output, not a call of the agent's.
 
-Two serialisations of the update's messages: OpenInference's `{"type": "tool", "data": {...}}` and LangChain's
+Three serialisations of the update's messages: OpenInference's `{"type": "tool", "data": {...}}`, LangChain's
 own constructor form `{"lc": 1, "type": "constructor", "id": [..., "ToolMessage"], "kwargs": {...}}`
-(OpenLLMetry). Both are read.
+(OpenLLMetry), and the message's fields flat, `{"content", "type": "tool", "tool_call_id", ...}` (Langfuse's
+`EventSerializer`, a pydantic model's dump). All are read.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def _kind_and_fields(message: Mapping[str, Any]) -> tuple[str | None, Mapping[st
         return kind, fields if isinstance(fields, Mapping) else {}
     fields = message.get("data")
     kind = message.get("type")
+    if fields is None and "content" in message:  # the message's own fields, flat (Langfuse's serialiser)
+        fields = message
     return (kind if isinstance(kind, str) else None), fields if isinstance(fields, Mapping) else {}
 
 
