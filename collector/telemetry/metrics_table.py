@@ -151,6 +151,7 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
             "google_adk",
             "strands",
             "mastra",
+            "mlflow",
             "openlit",
             "traceloop",
             "vercel_ai",

@@ -26,6 +26,7 @@ from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
 from toolscore.collector.extract.conventions.logfire_openai_agents import LogfireOpenAIAgentsExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
+from toolscore.collector.extract.conventions.mlflow import MLflowExtractor
 from toolscore.collector.extract.conventions.openinference import OpenInferenceExtractor
 from toolscore.collector.extract.conventions.openlit import OpenLITExtractor
 from toolscore.collector.extract.conventions.pydantic_ai import PydanticAIExtractor
@@ -56,6 +57,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     GoogleADKExtractor(),
     StrandsExtractor(),
     MastraExtractor(),
+    MLflowExtractor(),
     OpenLITExtractor(),
     TraceloopExtractor(),
     VercelAIExtractor(),

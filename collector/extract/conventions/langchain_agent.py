@@ -14,9 +14,10 @@ So the conventions that record node outputs (OpenInference's `output.value`, Ope
 *Model response layers*), listing the calls of its `AIMessage` and naming the answered ones as output tools
 (`IssuedCalls.output_tools`): a framework's structured output, not a call of the agent's.
 
-Two serialisations of the update's messages: OpenInference's `{"type": "tool", "data": {...}}` and LangChain's
+Three serialisations of the update's messages: OpenInference's `{"type": "tool", "data": {...}}`, LangChain's
 own constructor form `{"lc": 1, "type": "constructor", "id": [..., "ToolMessage"], "kwargs": {...}}`
-(OpenLLMetry). Both are read.
+(OpenLLMetry), and the message's pydantic dump, its fields beside its `type` (`{"type": "tool", "tool_call_id":
+...}`: MLflow's `TraceJSONEncoder`, which dumps a pydantic model with `model_dump`). All are read.
 """
 
 from __future__ import annotations
@@ -59,14 +60,14 @@ def _messages(decoded: Any, depth: int = 4) -> Iterator[Mapping[str, Any]]:
 
 
 def _kind_and_fields(message: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
-    """("ai" | "tool" | other, the message's fields) for either serialisation."""
+    """("ai" | "tool" | other, the message's fields) for any of the serialisations."""
     if message.get("lc") == 1 and isinstance(message.get("id"), list) and message["id"]:
         fields = message.get("kwargs")
         kind = {"AIMessage": "ai", "ToolMessage": "tool"}.get(str(message["id"][-1]))
         return kind, fields if isinstance(fields, Mapping) else {}
     fields = message.get("data")
     kind = message.get("type")
-    return (kind if isinstance(kind, str) else None), fields if isinstance(fields, Mapping) else {}
+    return (kind if isinstance(kind, str) else None), fields if isinstance(fields, Mapping) else message
 
 
 def node_response(output: Any) -> IssuedCalls | None:
