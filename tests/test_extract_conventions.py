@@ -37,7 +37,7 @@ def _oi_llm(*calls: tuple[str, str, str]) -> dict[str, Any]:
 
 def test_every_extractor_follows_the_protocol_under_a_unique_name() -> None:
     assert all(isinstance(e, Extractor) for e in EXTRACTORS)
-    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 11
+    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 12
 
 
 def test_openinference_recovers_call_ids_order_and_handoff_names_from_the_llm_span() -> None:
@@ -1414,3 +1414,210 @@ def test_langfuse_catalog_and_model_only_outcome_come_from_the_generation_reques
 
     assert [(c.call_id, c.model_only, c.error, c.result) for c in result.calls] == [("c1", True, True, "Error: down")]
     assert [(s.name, s.description) for s in result.available_tools] == [("w", "Weather.")]
+
+
+ML = "mlflow.tracing.provider"
+
+
+def _ml(kind: str, inputs: Any = None, outputs: Any = None, **more: Any) -> dict[str, Any]:
+    """An MLflow span's attributes as `LiveSpan.set_attribute` writes them: every value JSON text."""
+    attrs = {"mlflow.traceRequestId": json.dumps("tr-1"), "mlflow.spanType": json.dumps(kind)}
+    if inputs is not None:
+        attrs["mlflow.spanInputs"] = json.dumps(inputs)
+    if outputs is not None:
+        attrs["mlflow.spanOutputs"] = json.dumps(outputs)
+    return attrs | {key: json.dumps(value) for key, value in more.items()}
+
+
+def _ml_chat(*calls: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
+    tool_calls = [
+        {"id": c, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for c, n, a in calls
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": tool_calls or None}
+    return {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}], "object": "chat.completion"}
+
+
+def test_mlflow_tool_failure_is_the_status_and_the_exception_type_and_the_models_arguments_win() -> None:
+    # `@mlflow.trace` records the function's bound arguments with its defaults (`unit`), no call id; a raising
+    # tool ends ERROR with an `exception` event (`record_exception`). Each span is tied to the issued call whose
+    # arguments it holds (Oslo, which started first, to c1, not to the first `w` of the response); the model's
+    # text and call id win.
+    t = Traces()
+    run = t.span("weather_agent", _ml("AGENT", {"question": "Rome?"}, "Sunny."), start=0, end=100, scope=ML)
+    chat = _ml_chat(("c2", "w", {"city": "Rome"}), ("c1", "w", {"city": "Oslo"}))
+    t.span("Completions", _ml("CHAT_MODEL", {"model": "m"}, chat), parent=run, start=1, end=9, scope=ML)
+    failure = [("exception", {"exception.type": "ToolFailure", "exception.message": "unknown city"})]
+    oslo = _ml("TOOL", {"city": "Oslo", "unit": "celsius"})
+    t.span("w", oslo, parent=run, start=10, scope=ML, error="ToolFailure: unknown city", events=failure)
+    t.span("w", _ml("TOOL", {"city": "Rome", "unit": "celsius"}, "21C"), parent=run, start=11, scope=ML)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.input, result.output, result.convention) == (
+        "weather_agent",
+        "Rome?",
+        "Sunny.",
+        "mlflow",
+    )
+    assert _calls(result) == [("w", {"city": "Rome"}, "c2", False), ("w", {"city": "Oslo"}, "c1", True)]
+    assert result.calls[1].error_type == "ToolFailure"
+
+
+def test_mlflow_streamed_chat_calls_come_from_the_chunk_events() -> None:
+    # The OpenAI autolog rebuilds a streamed completion with its text only (finish reason `stop`, no tool_calls);
+    # each chunk is a `mlflow.chunk.item.<i>` event. The calls are put together from the deltas, by index.
+    t = Traces()
+    run = t.span("a", _ml("AGENT"), start=0, end=100, scope=ML)
+    rebuilt = {"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}]}
+
+    def chunk(*deltas: dict[str, Any]) -> str:
+        return json.dumps(
+            {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": deltas}}]}
+        )
+
+    chunks = [
+        chunk({"index": 0, "id": "c_b", "function": {"name": "w", "arguments": ""}}),
+        chunk({"index": 1, "id": "c_a", "function": {"name": "v", "arguments": ""}}),
+        chunk({"index": 0, "function": {"arguments": '{"city": '}}),
+        chunk({"index": 1, "function": {"arguments": '{"n": 1}'}}),
+        chunk({"index": 0, "function": {"arguments": '"B"}'}}),
+    ]
+    events = [(f"mlflow.chunk.item.{i}", {"mlflow.chunk.value": value}) for i, value in enumerate(chunks)]
+    t.span("Completions", _ml("CHAT_MODEL", {}, rebuilt), parent=run, start=1, end=9, scope=ML, events=events)
+    t.span("v", _ml("TOOL", {"n": 1}, "one"), parent=run, start=10, scope=ML)
+    t.span("w", _ml("TOOL", {"city": "B"}, "sunny"), parent=run, start=10, scope=ML)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert _calls(result) == [("w", {"city": "B"}, "c_b", False), ("v", {"n": 1}, "c_a", False)]
+
+
+def test_mlflow_response_forms_responses_api_anthropic_and_langchain_llm_result() -> None:
+    # Responses API `output[]` function_call items; an Anthropic `Message`'s tool_use blocks; the LangChain
+    # callback's `LLMResult` when it could not normalise the message (calls in its content blocks).
+    t = Traces()
+    responses = {"output": [{"type": "function_call", "id": "fc_1", "call_id": "c_r", "name": "w", "arguments": "{}"}]}
+    anthropic = {
+        "content": [{"type": "text", "text": "x"}, {"type": "tool_use", "id": "c_t", "name": "v", "input": {}}]
+    }
+    block = {"type": "function_call", "call_id": "c_l", "name": "u", "arguments": '{"k": 2}'}
+    llm_result = {"generations": [[{"type": "ChatGeneration", "message": {"type": "ai", "content": [block]}}]]}
+    for name, output in (("r", responses), ("t", anthropic), ("l", llm_result)):
+        run = t.span(name, _ml("AGENT"), start=0, end=10, scope=ML)
+        t.span("model", _ml("CHAT_MODEL", {}, output), parent=run, start=1, scope=ML)
+
+    runs = {
+        r.agent_name: [(c.name, c.args, c.call_id, c.model_only) for c in r.calls] for r in rebuild_runs(t.records())
+    }
+
+    assert runs == {"r": [("w", {}, "c_r", True)], "t": [("v", {}, "c_t", True)], "l": [("u", {"k": 2}, "c_l", True)]}
+
+
+def test_mlflow_model_span_without_outputs_flags_a_run_read_from_responses_alone() -> None:
+    # A model span that recorded no outputs and no chunks, and did not fail, cannot say which calls it issued.
+    # A failed one issued none.
+    t = Traces()
+    unknown = t.span("a", _ml("AGENT"), start=0, end=10, scope=ML)
+    t.span("Completions", _ml("CHAT_MODEL", {"model": "m"}), parent=unknown, start=1, scope=ML)
+    failed = t.span("b", _ml("AGENT"), start=20, end=30, scope=ML)
+    t.span("Completions", _ml("CHAT_MODEL", {"model": "m"}), parent=failed, start=21, scope=ML, error="timeout")
+
+    runs = {r.agent_name: r for r in rebuild_runs(t.records())}
+
+    assert (runs["a"].incomplete, runs["a"].calls) == (True, ())
+    assert (runs["b"].incomplete, runs["b"].calls) == (False, ())
+
+
+def test_mlflow_langchain_tool_call_id_and_create_agent_root_and_structured_output_node() -> None:
+    # The LangChain callback passes `tool_call_id` as an attribute; a create_agent graph's root CHAIN (its
+    # metadata names it) is the run, and its `model` node whose update answers a structured-output call (the
+    # message dump form) makes that call the framework's output, not the agent's. Other CHAINs are OTHER.
+    t = Traces()
+    meta = {"ls_integration": "langchain_create_agent", "lc_agent_name": "report_agent"}
+    root = t.span("report_agent", _ml("CHAIN", metadata=meta), start=0, end=100, scope=ML)
+    node_meta = meta | {"langgraph_node": "model"}
+    first = t.span(
+        "model",
+        _ml("CHAIN", outputs=[{"update": {"messages": []}}], metadata=node_meta),
+        parent=root,
+        start=1,
+        end=9,
+        scope=ML,
+    )
+    t.span("ChatOpenAI", _ml("CHAT_MODEL", {}, _ml_chat(("c1", "w", {"city": "P"}))), parent=first, start=2, scope=ML)
+    tools = t.span(
+        "tools", _ml("CHAIN", metadata=meta | {"langgraph_node": "tools"}), parent=root, start=10, end=19, scope=ML
+    )
+    tool = _ml("TOOL", {"city": "P"}, {"type": "tool", "content": "21C"}, tool_call_id="c1")
+    t.span("w", tool, parent=tools, start=11, scope=ML)
+    report = {"city": "P"}
+    update = {
+        "messages": [
+            {
+                "type": "ai",
+                "content": "",
+                "tool_calls": [{"name": "Report", "args": report, "id": "c2", "type": "tool_call"}],
+            },
+            {"type": "tool", "content": "Returning structured response", "tool_call_id": "c2", "name": "Report"},
+        ]
+    }
+    answering = _ml("CHAIN", outputs=[{"update": update}], metadata=node_meta)
+    second = t.span("model", answering, parent=root, start=20, end=29, scope=ML)
+    t.span("ChatOpenAI", _ml("CHAT_MODEL", {}, _ml_chat(("c2", "Report", report))), parent=second, start=21, scope=ML)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.span_id, result.agent_name, result.inferred) == (hex_id(root), "report_agent", False)
+    assert _calls(result) == [("w", {"city": "P"}, "c1", False)]
+
+
+def test_mlflow_span_type_is_read_as_json_text_or_bare() -> None:
+    t = Traces()
+    json_run = t.span("a", _ml("AGENT"), start=0, scope=ML)
+    bare_run = t.span("b", {"mlflow.spanType": "AGENT"}, start=5, scope="mlflow.strands.autolog")
+    other = t.span("conversation", _ml("UNKNOWN"), start=10, scope=ML)
+    records = {r.span_id: r for r in t.records()}
+
+    roles = {span: classify(records[hex_id(span)]) for span in (json_run, bare_run, other)}
+
+    assert [(c[0].name, c[1].name) if c else None for c in roles.values()] == [
+        ("mlflow", "RUN"),
+        ("mlflow", "RUN"),
+        ("mlflow", "OTHER"),
+    ]
+
+
+def test_mlflow_langgraph_root_chain_is_a_run_and_a_graph_in_a_node_is_not() -> None:
+    # LangGraph stamps a graph run's callbacks with `ls_integration: langgraph`; its nodes' runs add
+    # `langgraph_node`. Two graph runs under one application span are two runs, not one inferred at that span;
+    # a graph invoked inside a tool inherits the tool's node: its run is inferred under the tool span.
+    t = Traces()
+    app = t.span("conversation", _ml("UNKNOWN"), start=0, end=100, scope=ML)
+    graph = {"ls_integration": "langgraph"}
+    first = t.span("triage_agent", _ml("CHAIN", metadata=graph), parent=app, start=1, end=40, scope=ML)
+    node = t.span(
+        "agent", _ml("CHAIN", metadata=graph | {"langgraph_node": "agent"}), parent=first, start=2, end=9, scope=ML
+    )
+    step = t.span(
+        "call_model", _ml("CHAIN", metadata=graph | {"langgraph_node": "agent"}), parent=node, start=3, end=8, scope=ML
+    )
+    t.span("ChatOpenAI", _ml("CHAT_MODEL", {}, _ml_chat(("c1", "expert", {"q": "x"}))), parent=step, start=4, scope=ML)
+    tools = graph | {"langgraph_node": "tools"}
+    tools_node = t.span("tools", _ml("CHAIN", metadata=tools), parent=first, start=10, end=30, scope=ML)
+    tool = t.span(
+        "expert", _ml("TOOL", {"q": "x"}, "ok", tool_call_id="c1"), parent=tools_node, start=11, end=29, scope=ML
+    )
+    inner = t.span("expert_graph", _ml("CHAIN", metadata=tools), parent=tool, start=12, end=28, scope=ML)
+    t.span("w", _ml("TOOL", {"city": "O"}, "sunny", tool_call_id="c2"), parent=inner, start=13, scope=ML)
+    second = t.span("followup_agent", _ml("CHAIN", metadata=graph), parent=app, start=50, end=90, scope=ML)
+    t.span("w", _ml("TOOL", {"city": "R"}, "rain", tool_call_id="c3"), parent=second, start=51, scope=ML)
+
+    runs = [(r.span_id, r.agent_name, r.inferred, [c.call_id for c in r.calls]) for r in rebuild_runs(t.records())]
+
+    assert sorted(runs) == sorted(
+        [
+            (hex_id(first), "triage_agent", False, ["c1"]),
+            (hex_id(inner), "expert_graph", True, ["c2"]),
+            (hex_id(second), "followup_agent", False, ["c3"]),
+        ]
+    )

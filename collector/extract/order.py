@@ -15,7 +15,9 @@ Rule: a run's calls are sorted by
 A tool span is tied to the response that issued it by call id (the latest response that started
 before it and lists that id, since ids can repeat across responses); a tool span without one
 (OpenInference records none) is tied to the latest response of the same run that started before it
-and lists an unclaimed call with the same name and equal arguments, else the same name; a handoff
+and lists an unclaimed call with the same name and equal arguments, else (for arguments the tool bound itself,
+`ToolRead.args_parsed`: MLflow's `@mlflow.trace` fills in the function's defaults) arguments the tool's hold, else
+the same name; a handoff
 span (no tool name) takes the first unclaimed call of that response.
 
 Each call also gets the model message that issued it (`ToolCall.message_index`, see `message_indices`):
@@ -152,6 +154,23 @@ def _same_args(a: Any, b: Any) -> bool:
         return False
 
 
+def _args_within(issued: Any, parsed: Any) -> bool:
+    """Whether every argument the model gave has the same value in the arguments the tool received: a tool whose
+    span records its arguments after binding them (`ToolRead.args_parsed`: MLflow's `@mlflow.trace` fills in the
+    function's defaults) holds the model's arguments and its own defaults."""
+    if issued is None or parsed is None:
+        return False
+    try:
+        given, received = load_json(issued), load_json(parsed)
+        return (
+            isinstance(given, dict)
+            and isinstance(received, dict)
+            and all(key in received and received[key] == value for key, value in given.items())
+        )
+    except RecursionError:
+        return False
+
+
 def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> int | None:
     free = [i for i in range(len(batch.calls)) if (batch.span.span_id, i) not in used]
     if call.read.handoff:
@@ -160,6 +179,10 @@ def _find(call: PendingCall, batch: IssuedBatch, used: set[tuple[str, int]]) -> 
     for index in named:
         if _same_args(batch.calls[index].args, call.read.args):
             return index
+    if call.read.args_parsed:
+        for index in named:
+            if _args_within(batch.calls[index].args, call.read.args):
+                return index
     return named[0] if named else None
 
 

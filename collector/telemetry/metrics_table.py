@@ -152,6 +152,7 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
             "strands",
             "mastra",
             "langfuse",
+            "mlflow",
             "openlit",
             "traceloop",
             "vercel_ai",

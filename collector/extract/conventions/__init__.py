@@ -27,6 +27,7 @@ from toolscore.collector.extract.conventions.google_adk import GoogleADKExtracto
 from toolscore.collector.extract.conventions.langfuse import LangfuseExtractor
 from toolscore.collector.extract.conventions.logfire_openai_agents import LogfireOpenAIAgentsExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
+from toolscore.collector.extract.conventions.mlflow import MLflowExtractor
 from toolscore.collector.extract.conventions.openinference import OpenInferenceExtractor
 from toolscore.collector.extract.conventions.openlit import OpenLITExtractor
 from toolscore.collector.extract.conventions.pydantic_ai import PydanticAIExtractor
@@ -58,6 +59,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     StrandsExtractor(),
     MastraExtractor(),
     LangfuseExtractor(),
+    MLflowExtractor(),
     OpenLITExtractor(),
     TraceloopExtractor(),
     VercelAIExtractor(),

@@ -16,8 +16,8 @@ So the conventions that record node outputs (OpenInference's `output.value`, Ope
 
 Three serialisations of the update's messages: OpenInference's `{"type": "tool", "data": {...}}`, LangChain's
 own constructor form `{"lc": 1, "type": "constructor", "id": [..., "ToolMessage"], "kwargs": {...}}`
-(OpenLLMetry), and the message's fields flat, `{"content", "type": "tool", "tool_call_id", ...}` (Langfuse's
-`EventSerializer`, a pydantic model's dump). All are read.
+(OpenLLMetry), and the message's pydantic dump, its fields beside its `type` (`{"type": "tool", "tool_call_id":
+...}`: MLflow's `TraceJSONEncoder` and Langfuse's `EventSerializer`, which dump a pydantic model). All are read.
 """
 
 from __future__ import annotations
@@ -60,16 +60,14 @@ def _messages(decoded: Any, depth: int = 4) -> Iterator[Mapping[str, Any]]:
 
 
 def _kind_and_fields(message: Mapping[str, Any]) -> tuple[str | None, Mapping[str, Any]]:
-    """("ai" | "tool" | other, the message's fields) for either serialisation."""
+    """("ai" | "tool" | other, the message's fields) for any of the serialisations."""
     if message.get("lc") == 1 and isinstance(message.get("id"), list) and message["id"]:
         fields = message.get("kwargs")
         kind = {"AIMessage": "ai", "ToolMessage": "tool"}.get(str(message["id"][-1]))
         return kind, fields if isinstance(fields, Mapping) else {}
     fields = message.get("data")
     kind = message.get("type")
-    if fields is None and "content" in message:  # the message's own fields, flat (Langfuse's serialiser)
-        fields = message
-    return (kind if isinstance(kind, str) else None), fields if isinstance(fields, Mapping) else {}
+    return (kind if isinstance(kind, str) else None), fields if isinstance(fields, Mapping) else message
 
 
 def node_response(output: Any) -> IssuedCalls | None:
