@@ -777,6 +777,7 @@ class _TraceRuns:
         models = self._models(run) if self.llm_nodes else _NO_MODELS
         messages = message_indices(ordered, [node.span for node in models]) if models else [None] * len(ordered)
         short = bool(models) and all(c.model_only for c in ordered) and any(self._partial(node) for node in models)
+        short = short or (not models and not ordered and not run.inferred and self._blind(run.node.span.span_id))
         calls = tuple(
             [
                 build_model_call(c, config, stats, message=message)
@@ -822,6 +823,14 @@ class _TraceRuns:
         if short:  # a field set only when it differs from its default, as validation would record it
             fields["incomplete"] = True
         return agent_run(fields)
+
+    def _blind(self, span_id: str) -> bool:
+        """Whether nothing at all is recorded under a run span, which a run without a tool span asks its model at
+        least once under. Its model's responses were lost, so its calls may be too: LiteLLM logs a streamed
+        `litellm.completion` from a worker thread that does not carry the caller's context
+        (`CustomStreamWrapper.__next__`: `executor.submit(logging_obj.success_handler, ...)`), and its span then
+        starts a trace of its own. Such a run is flagged incomplete rather than read as one that made no call."""
+        return not self._children(span_id)
 
     def _partial(self, node: ClassifiedSpan) -> bool:
         """Whether a model response lists only some of the calls it issued: it says so (`IssuedCalls.partial`,

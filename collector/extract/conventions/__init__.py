@@ -24,6 +24,7 @@ from toolscore.collector.extract.conventions.base import (
 from toolscore.collector.extract.conventions.dispatch import Dispatch
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
+from toolscore.collector.extract.conventions.litellm import LiteLLMExtractor
 from toolscore.collector.extract.conventions.logfire_openai_agents import LogfireOpenAIAgentsExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
 from toolscore.collector.extract.conventions.openinference import OpenInferenceExtractor
@@ -57,6 +58,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     StrandsExtractor(),
     MastraExtractor(),
     OpenLITExtractor(),
+    LiteLLMExtractor(),
     TraceloopExtractor(),
     VercelAIExtractor(),
     OpenInferenceExtractor(),
