@@ -34,7 +34,12 @@ it is a layer of does. So no call is counted twice.
 - A model-only call listed without its call id takes the id a later request of the run repeats it under and
   answers (`_with_repeated_ids`: OpenLLMetry's Responses API spans), so that its outcome can be read; when no
   such id is found and the run answered a call it cannot attribute, the call's outcome is unknown and its run is
-  flagged incomplete (`outcome_unknown`).
+  flagged incomplete (`outcome_unknown`). The repeated call may be a GenAI `tool_call` part or, in LiteLLM's input
+  messages, the assistant message's OpenAI `tool_calls` beside its parts; the answer a `tool_call_response` part
+  or LiteLLM's `tool` message (`tool_call_id`, the answer as text parts).
+- An answer that names no call (openinference-instrumentation-litellm's `tool` messages have no `tool_call_id`)
+  answers the one call of the assistant message it follows; after a message of several calls it cannot be
+  attributed, and a model-only call without a result then has an unknown outcome: its run is flagged incomplete.
 - A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
   arguments are the response's, capped as any others.
 

@@ -40,7 +40,7 @@ Rules, applied per trace:
 - **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
   a call of the run too, marked `model_only`: see `model_calls`. A run with such a call whose outcome cannot be
   read (no call id, while the run answered a call it cannot attribute) is flagged incomplete
-  (`model_calls.outcome_unknown`).
+  (`model_calls.outcome_unknown`). So is a run span with nothing under it (`_blind`): its responses were lost.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.

@@ -4,8 +4,11 @@ The loop is `openai_tool_loop.Loop` with its model calls made by `litellm.comple
 `model="openai/scripted-<agent>"`, `api_base` = the scripted server). LiteLLM's logger
 (`litellm/integrations/opentelemetry.py`, `OpenTelemetry`) takes the global SDK tracer provider set before it, and
 traces only model requests; no tool, no run. A user marks each run with an OTel GenAI agent span made by hand:
-`invoke_agent <agent>` (`gen_ai.operation.name=invoke_agent`, `gen_ai.agent.name`). What LiteLLM then writes is in
-NOTES.md. a..i and the unknown tool; b, h and i streamed.
+`invoke_agent <agent>` (`gen_ai.operation.name=invoke_agent`, `gen_ai.agent.name`), with
+`USE_OTEL_LITELLM_REQUEST_SPAN=true`, so that each request has its own `litellm_request` span (without it the
+logger writes each response's attributes onto the caller's current span, the run span itself, each overwriting the
+last, and sets its `gen_ai.operation.name` to `chat`). What LiteLLM then writes is in NOTES.md. a..i and the
+unknown tool; b, h and i streamed (their runs cannot be read: `detached`).
 
     /work/venvs/litellm/bin/python tests/captures/litellm-otel/capture.py [--out DIR] [SCENARIO ...]
 """
