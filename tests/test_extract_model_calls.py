@@ -843,8 +843,14 @@ def test_a_run_span_with_nothing_under_it_is_incomplete() -> None:
     t2.span("chat", genai_chat(), parent=run, start=1)
     answered = rebuild_runs(t2.records())
 
+    t3 = Traces()
+    run = t3.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t3.span("SELECT", {"db.system.name": "x"}, parent=run, start=1)  # no convention knows it
+    unknown_below = rebuild_runs(t3.records())
+
     assert [(r.calls, r.incomplete) for r in bare] == [((), True)]
     assert [(r.calls, r.incomplete) for r in answered] == [((), False)]
+    assert [(r.calls, r.incomplete) for r in unknown_below] == [((), True)]
 
 
 def _oi_answers(*messages: tuple[str, Any]) -> dict[str, Any]:

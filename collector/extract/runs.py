@@ -40,7 +40,8 @@ Rules, applied per trace:
 - **Model-only calls.** A call a model response of the run lists and no tool span of the run claims is
   a call of the run too, marked `model_only`: see `model_calls`. A run with such a call whose outcome cannot be
   read (no call id, while the run answered a call it cannot attribute) is flagged incomplete
-  (`model_calls.outcome_unknown`). So is a run span with nothing under it (`_blind`): its responses were lost.
+  (`model_calls.outcome_unknown`). So is a run span with no recognised span under it (`_blind`): its responses
+  were lost.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -777,7 +778,7 @@ class _TraceRuns:
         models = self._models(run) if self.llm_nodes else _NO_MODELS
         messages = message_indices(ordered, [node.span for node in models]) if models else [None] * len(ordered)
         short = bool(models) and all(c.model_only for c in ordered) and any(self._partial(node) for node in models)
-        short = short or (not models and not ordered and not run.inferred and self._blind(run.node.span.span_id))
+        short = short or (not (models or ordered or run.inferred or span.parent_id) and self._blind(span.span_id))
         calls = tuple(
             [
                 build_model_call(c, config, stats, message=message)
@@ -825,12 +826,21 @@ class _TraceRuns:
         return agent_run(fields)
 
     def _blind(self, span_id: str) -> bool:
-        """Whether nothing at all is recorded under a run span, which a run without a tool span asks its model at
-        least once under. Its model's responses were lost, so its calls may be too: LiteLLM logs a streamed
-        `litellm.completion` from a worker thread that does not carry the caller's context
-        (`CustomStreamWrapper.__next__`: `executor.submit(logging_obj.success_handler, ...)`), and its span then
-        starts a trace of its own. Such a run is flagged incomplete rather than read as one that made no call."""
-        return not self._children(span_id)
+        """Whether no span a convention recognises is under a run span: no model response, tool call, other run or
+        step. An agent run asks its model at least once, so such a run lost its responses, and maybe its calls with
+        them: LiteLLM logs a streamed `litellm.completion` from a worker thread that does not carry the caller's
+        context (`CustomStreamWrapper.__next__`: `executor.submit(logging_obj.success_handler, ...)`), and its span
+        then starts a trace of its own. Such a run is flagged incomplete rather than read as one that made no call.
+        Spans no convention knows (a database query) do not count: a live collector may not keep them. Asked only of
+        a run span that is its trace's root: a trace is whole once its root has settled (`pipeline`), while a run
+        span below may be read before spans of its own arrive."""
+        pending = [span_id]
+        while pending:
+            for child in self._children(pending.pop()):
+                if child.role is not None:
+                    return False
+                pending.append(child.span.span_id)
+        return True
 
     def _partial(self, node: ClassifiedSpan) -> bool:
         """Whether a model response lists only some of the calls it issued: it says so (`IssuedCalls.partial`,

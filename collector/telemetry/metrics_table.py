@@ -152,6 +152,7 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
             "strands",
             "mastra",
             "openlit",
+            "litellm",
             "traceloop",
             "vercel_ai",
             "openinference",
