@@ -894,3 +894,20 @@ def test_openinference_answers_without_call_ids_after_several_calls_leave_the_ou
 
     assert [(c.call_id, c.error, c.result) for c in run.calls] == [("call_1", False, None), ("call_2", False, None)]
     assert run.incomplete
+
+
+def test_a_run_span_below_the_root_with_nothing_under_it_is_read_as_before() -> None:
+    """The blind-run flag is asked of a run span at its trace's root only: a sub-agent's run span with nothing
+    under it, inside a call of a run that holds its model responses, is read as a run that made no call."""
+    t = Traces()
+    top = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("call_1", "ask_b", {})), parent=top, start=1, end=5)
+    tool = t.span("execute_tool ask_b", genai_tool("ask_b", "call_1"), parent=top, start=6, end=50)
+    t.span("invoke_agent b", genai_run("b"), parent=tool, start=7, end=49)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, [c.name for c in r.calls], r.incomplete) for r in runs] == [
+        ("a", ["ask_b"], False),
+        ("b", [], False),
+    ]

@@ -832,8 +832,11 @@ class _TraceRuns:
         context (`CustomStreamWrapper.__next__`: `executor.submit(logging_obj.success_handler, ...)`), and its span
         then starts a trace of its own. Such a run is flagged incomplete rather than read as one that made no call.
         Spans no convention knows (a database query) do not count: a live collector may not keep them. Asked only of
-        a run span that is its trace's root: a trace is whole once its root has settled (`pipeline`), while a run
-        span below may be read before spans of its own arrive."""
+        a run span at its trace's root, where such a run is known to arise (the user's own run span around
+        LiteLLM's requests); a run span below one with nothing under it is read as before, as a run that made no
+        call. In a live collector, a root run span that settles before the spans under it arrive (it ended before
+        them, as autogen-core's `invoke_agent` does around OpenInference's AGENT span) has nothing under it yet
+        either, and is flagged the same way: what it lacks cannot be told from what it holds."""
         pending = [span_id]
         while pending:
             for child in self._children(pending.pop()):
