@@ -911,3 +911,23 @@ def test_a_run_span_below_the_root_with_nothing_under_it_is_read_as_before() -> 
         ("a", ["ask_b"], False),
         ("b", [], False),
     ]
+
+
+def test_a_litellm_response_with_a_call_it_skipped_lists_the_others_and_its_run_is_flagged() -> None:
+    """`_tool_calls_kv_pair` skips a call without a `function` (a custom tool call), leaving its index empty: the
+    calls after it are read, and the response lists only some of its calls, so the run is flagged."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    attrs = _litellm_request([("get_weather", '{"city": "Rome"}'), ("skipped", "{}"), ("get_time", "{}")])
+    del attrs["gen_ai.completion.1.function_call.name"], attrs["gen_ai.completion.1.function_call.arguments"]
+    t.span("litellm_request", attrs, parent=run, start=1, end=5, scope="litellm")
+    whole = Traces()
+    run = whole.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    listed = _litellm_request([("get_weather", '{"city": "Rome"}'), ("get_time", "{}")])
+    whole.span("litellm_request", listed, parent=run, start=1, end=5, scope="litellm")
+
+    (built,) = rebuild_runs(t.records())
+    (complete,) = rebuild_runs(whole.records())
+
+    assert ([c.name for c in built.calls], built.incomplete) == (["get_weather", "get_time"], True)
+    assert ([c.name for c in complete.calls], complete.incomplete) == (["get_weather", "get_time"], False)

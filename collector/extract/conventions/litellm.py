@@ -10,7 +10,9 @@ is written with the OTel GenAI message attributes, but not their tool calls:
   parts of its text only; the message's OpenAI `tool_calls` ([{id, type, function: {name, arguments}}]) are
   copied beside the parts only when the message is a dict (`"tool_calls" in msg`), which a `litellm.completion`
   response's `Message` object is not. The calls are written flattened, `gen_ai.completion.<j>.function_call.
-  name | arguments` (`_tool_calls_kv_pair`), <j> the call's index in the response, with no call id.
+  name | arguments` (`_tool_calls_kv_pair`), <j> the call's index in the response, with no call id; a call
+  without a `function` (a custom tool call) is skipped, its index left empty: the response is then read as
+  listing only some of its calls (`IssuedCalls.partial`), and a run whose calls come from it alone is flagged.
 - `gen_ai.input.messages`: the request's messages, each `{"role", "parts": [text], "tool_calls"?,
   "tool_call_id"?}`: an assistant message repeats its calls as OpenAI `tool_calls` with their ids, and a `tool`
   message answers one by `tool_call_id` (both read by `model_calls`: the repeated call gives a call its id, the
@@ -20,8 +22,8 @@ So `issued_text` is None: the skim of the output messages (`model_calls.skim_cla
 The span of the request's raw provider exchange (`raw_gen_ai_request`, `llm.<provider>.*` in Python's repr)
 repeats the response and is not read. Everything with content is written only when the logger captures content
 (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`, `litellm.turn_off_message_logging`): without it the span
-says neither the calls nor `gen_ai.operation.name`, and still is a model response (`llm.request.type`).
-"""
+says neither the calls nor `gen_ai.operation.name` nor the finish reasons, and still is a model response
+(`llm.request.type`): no sign of a call is left, and such a run reads as one that called nothing."""
 
 from __future__ import annotations
 
@@ -52,13 +54,17 @@ _MAX_CALLS: Final = 128
 _MAX_TOOLS: Final = 128
 
 
-def litellm_issued_calls(attrs: Mapping[str, Any]) -> list[IssuedCall]:
+def litellm_issued_calls(attrs: Mapping[str, Any]) -> IssuedCalls:
     """A LiteLLM response's calls in the model's order: GenAI `tool_call` parts or OpenAI `tool_calls` of its
-    output messages (with their ids), else `gen_ai.completion.<j>.function_call.name | arguments` (no ids)."""
+    output messages (with their ids), else `gen_ai.completion.<j>.function_call.name | arguments` (no ids).
+
+    `_tool_calls_kv_pair` writes a call's keys at its index <j> in the response, skipping a call without a
+    `function` (a custom tool call: `{"type": "custom", "custom": {...}}`) and a key whose value is empty: an
+    index below the last one written that holds no name is a call the span does not list (`partial`)."""
     messages = attrs.get(OUTPUT_MESSAGES)
     calls = genai_issued_calls(messages) if messages is not None else []
     if calls:
-        return calls
+        return IssuedCalls(calls)
     decoded = load_json(messages) if isinstance(messages, str) else messages
     for message in decoded if isinstance(decoded, list) else ():
         tool_calls = message.get("tool_calls") if isinstance(message, Mapping) else None
@@ -67,13 +73,21 @@ def litellm_issued_calls(attrs: Mapping[str, Any]) -> list[IssuedCall]:
             if isinstance(function, Mapping):
                 calls.append(IssuedCall(_text(call.get("id")), _text(function.get("name")), function.get("arguments")))
     if calls:
-        return calls
-    for j in range(_MAX_CALLS):
+        return IssuedCalls(calls)
+    written: set[int] = set()
+    for key in attrs:
+        if key.startswith(CALL_PREFIX + ".") and key.endswith((".function_call.name", ".function_call.arguments")):
+            index = key[len(CALL_PREFIX) + 1 :].split(".", 1)[0]
+            if index.isdigit() and int(index) < _MAX_CALLS:
+                written.add(int(index))
+    partial = False
+    for j in range(max(written) + 1 if written else 0):
         name = attrs.get(f"{CALL_PREFIX}.{j}.function_call.name")
-        if not isinstance(name, str):
-            break
-        calls.append(IssuedCall(None, name or None, attrs.get(f"{CALL_PREFIX}.{j}.function_call.arguments")))
-    return calls
+        if not (isinstance(name, str) and name):
+            partial = True
+            continue
+        calls.append(IssuedCall(None, name, attrs.get(f"{CALL_PREFIX}.{j}.function_call.arguments")))
+    return IssuedCalls(calls, partial=partial)
 
 
 def _text(value: Any) -> str | None:
@@ -86,6 +100,7 @@ class LiteLLMExtractor:
     name = "litellm"
     gate = Gate(scopes=frozenset({LITELLM_SCOPE}))
     issued_text = None
+    partial_responses = True
     tool_keys = (f"{FUNCTIONS}.0.name",)
 
     def classify(self, span: SpanRecord) -> Role | None:
@@ -99,7 +114,7 @@ class LiteLLMExtractor:
         return None
 
     def read(self, span: SpanRecord, role: Role) -> Read:
-        return IssuedCalls(litellm_issued_calls(span.attributes))
+        return litellm_issued_calls(span.attributes)
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """`llm.request.functions.<i>.name | description | parameters` (`set_tools_attributes`)."""
