@@ -117,8 +117,10 @@ class AgentLoad:
     """The runs of `truth` with no run span of their own (inferred at a span, as `rebuild_runs` tells them)."""
     ends_early: set[tuple[str, str]] = field(default_factory=set)
     """The runs of `truth` whose run span ended before some of its own spans (LlamaIndex's workflow `run.task` under
-    OpenLLMetry closes when the run starts its steps): sent in an earlier batch than those spans, such a run settles
-    before they arrive, and is scored flagged incomplete, as a live collector must."""
+    OpenLLMetry closes when the run starts its steps), or whose outer layer (`layers`), where a collector settles the
+    run, ended before the run span under it: sent in an earlier batch than those spans, such a run settles before
+    they arrive, and may be scored flagged incomplete, as a live collector must when it cannot tell what it lacks
+    (a run span with nothing recognised under it yet: `runs._TraceRuns._blind`)."""
     incomplete: set[tuple[str, str]] = field(default_factory=set)
     """The runs of `truth` that cannot be read whole from their spans (their truth says `incomplete`: content
     capture off, say): flagged incomplete wherever they are scored."""
@@ -176,6 +178,7 @@ class AgentLoad:
                     if outer is not None and outer.end_ns < spans[inner].end_ns:
                         trace_id = _retrace(bytes.fromhex(outer.trace_id), copy).hex()
                         self.layers[(trace_id, outer.span_id)] = (trace_id, inner)
+                        self.ends_early.add((trace_id, inner))
 
     def rebuilt(self, trace_id: str, span_ids: set[str]) -> list[tuple[str, bool]]:
         """(span id, inferred) of the runs `rebuild_runs` finds in the spans `span_ids` of trace `trace_id` alone:

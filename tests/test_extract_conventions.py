@@ -37,7 +37,7 @@ def _oi_llm(*calls: tuple[str, str, str]) -> dict[str, Any]:
 
 def test_every_extractor_follows_the_protocol_under_a_unique_name() -> None:
     assert all(isinstance(e, Extractor) for e in EXTRACTORS)
-    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 12
+    assert len({e.name for e in EXTRACTORS}) == len(EXTRACTORS) == 13
 
 
 def test_openinference_recovers_call_ids_order_and_handoff_names_from_the_llm_span() -> None:

@@ -718,3 +718,216 @@ def test_an_openinference_response_with_hidden_output_and_no_finish_reason_leave
     assert (unknown.calls, unknown.incomplete) == ((), True)
     assert (answered.calls, answered.incomplete) == ((), False)
     assert ([c.call_id for c in listed.calls], listed.incomplete) == (["call_1"], False)
+
+
+def _litellm_request(
+    calls: list[tuple[str, str]] = (),  # type: ignore[assignment]
+    *,
+    history: list[dict[str, Any]] | None = None,
+    output_tool_calls: list[dict[str, Any]] | None = None,
+    text: str = "",
+) -> dict[str, Any]:
+    """A `litellm_request` span as LiteLLM's logger writes it (`OpenTelemetry.set_attributes`): output messages of
+    text parts only (the response's `Message` is no dict: no `tool_calls` beside them, unless `output_tool_calls`),
+    the calls as `gen_ai.completion.<j>.function_call.name | arguments`, `history` the request's messages."""
+    message: dict[str, Any] = {"role": "assistant", "parts": [{"type": "text", "content": text}] if text else []}
+    if output_tool_calls is not None:
+        message["tool_calls"] = output_tool_calls
+    attrs: dict[str, Any] = {
+        "llm.request.type": "completion",
+        "gen_ai.system": "openai",
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps(history or [{"role": "user", "parts": [{"type": "text", "content": "?"}]}]),
+        "gen_ai.output.messages": json.dumps([{**message, "finish_reason": "tool_calls" if calls else "stop"}]),
+    }
+    for j, (name, args) in enumerate(calls):
+        attrs[f"gen_ai.completion.{j}.function_call.name"] = name
+        attrs[f"gen_ai.completion.{j}.function_call.arguments"] = args
+    return attrs
+
+
+def _litellm_history(*calls: tuple[str, str, str, str]) -> list[dict[str, Any]]:
+    """LiteLLM's input messages repeating `(id, name, arguments, answer)`: the assistant message's OpenAI
+    `tool_calls` beside its parts, then a `tool` message of one text part with its `tool_call_id`."""
+    messages: list[dict[str, Any]] = [{"role": "user", "parts": [{"type": "text", "content": "?"}]}]
+    messages.append(
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": ""}],
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a, _ in calls
+            ],
+        }
+    )
+    for call_id, _, _, answer in calls:
+        messages.append({"role": "tool", "parts": [{"type": "text", "content": answer}], "tool_call_id": call_id})
+    return messages
+
+
+def test_litellm_calls_are_read_from_its_flattened_attributes_with_the_ids_its_next_request_repeats() -> None:
+    """LiteLLM's output messages hold no call; its `gen_ai.completion.<j>.function_call.*` do, without ids: each
+    takes the id the next request repeats it under, and the `tool` message answering that id its outcome."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    calls = [("get_weather", '{"city": "Atlantis"}'), ("get_time", '{"timezone": "UTC"}')]
+    offered = {
+        "llm.request.functions.0.name": "get_weather",
+        "llm.request.functions.0.description": "Weather.",
+        "llm.request.functions.1.name": "get_time",
+    }
+    t.span("litellm_request", _litellm_request(calls) | offered, parent=run, start=1, end=5, scope="litellm")
+    history = _litellm_history(
+        ("call_1", "get_weather", '{"city": "Atlantis"}', "Error: unknown city"),
+        ("call_2", "get_time", '{"timezone": "UTC"}', "12:00"),
+    )
+    answer = _litellm_request(history=history, text="Sorry.")
+    t.span("litellm_request", answer, parent=run, start=10, end=15, scope="litellm")
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.args, c.call_id, c.model_only, c.error, c.result) for c in built.calls] == [
+        ("get_weather", {"city": "Atlantis"}, "call_1", True, True, "Error: unknown city"),
+        ("get_time", {"timezone": "UTC"}, "call_2", True, False, "12:00"),
+    ]
+    assert not built.incomplete
+    assert [(tool.name, tool.description) for tool in built.available_tools] == [
+        ("get_weather", "Weather."),
+        ("get_time", None),
+    ]
+
+
+def test_litellm_calls_of_the_last_response_without_a_next_request_keep_no_id() -> None:
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("litellm_request", _litellm_request([("get_weather", "{}")]), parent=run, start=1, scope="litellm")
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.call_id, c.model_only) for c in built.calls] == [("get_weather", None, True)]
+
+
+def test_litellm_output_messages_with_openai_tool_calls_give_the_ids_themselves() -> None:
+    """A response message that is a dict keeps its `tool_calls` beside the parts
+    (`_transform_messages_to_otel_semantic_conventions`): they are read, with their ids, before the flattened
+    attributes."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    tool_calls = [{"id": "call_9", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]
+    attrs = _litellm_request([("get_time", "{}")], output_tool_calls=tool_calls)
+    t.span("litellm_request", attrs, parent=run, start=1, scope="litellm")
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.call_id) for c in built.calls] == [("get_time", "call_9")]
+
+
+def test_a_litellm_span_of_another_scope_is_not_read_as_litellm() -> None:
+    # The same attributes under another tracer: the GenAI reader reads the (call-less) output messages.
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", _litellm_request([("get_weather", "{}")]), parent=run, start=1, scope="not-litellm")
+
+    (built,) = rebuild_runs(t.records())
+
+    assert built.calls == ()
+
+
+def test_a_run_span_with_nothing_under_it_is_incomplete() -> None:
+    """LiteLLM logs a streamed response from a worker thread without the caller's context: its span starts a
+    trace of its own, and the run span is left with nothing under it. Nothing says the run made no call."""
+    t = Traces()
+    t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    bare = rebuild_runs(t.records())
+    t2 = Traces()
+    run = t2.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t2.span("chat", genai_chat(), parent=run, start=1)
+    answered = rebuild_runs(t2.records())
+
+    t3 = Traces()
+    run = t3.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t3.span("SELECT", {"db.system.name": "x"}, parent=run, start=1)  # no convention knows it
+    unknown_below = rebuild_runs(t3.records())
+
+    assert [(r.calls, r.incomplete) for r in bare] == [((), True)]
+    assert [(r.calls, r.incomplete) for r in answered] == [((), False)]
+    assert [(r.calls, r.incomplete) for r in unknown_below] == [((), True)]
+
+
+def _oi_answers(*messages: tuple[str, Any]) -> dict[str, Any]:
+    """OpenInference input messages as openinference-instrumentation-litellm writes them: `("assistant", [ids])`
+    with its calls, `("tool", text)` without `tool_call_id`, `("user", text)`."""
+    attrs: dict[str, Any] = {}
+    for i, (role, value) in enumerate(messages):
+        prefix = f"llm.input_messages.{i}.message."
+        attrs[prefix + "role"] = role
+        if role == "assistant":
+            for k, call_id in enumerate(value):
+                attrs[f"{prefix}tool_calls.{k}.tool_call.id"] = call_id
+                attrs[f"{prefix}tool_calls.{k}.tool_call.function.name"] = "get_weather"
+        else:
+            attrs[prefix + "content"] = value
+    return attrs
+
+
+def test_an_openinference_answer_without_call_id_answers_the_one_call_it_follows() -> None:
+    t = Traces()
+    answers = _oi_answers(("user", "?"), ("assistant", ["call_1"]), ("tool", "Error: unknown city: Atlantis"))
+    _oi_run(t, _oi_llm([("call_1", "get_weather", '{"city": "Atlantis"}')]), _oi_llm(**answers))
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.result) for c in run.calls] == [("call_1", True, "Error: unknown city: Atlantis")]
+    assert not run.incomplete
+
+
+def test_openinference_answers_without_call_ids_after_several_calls_leave_the_outcomes_unknown() -> None:
+    """After a response of several calls, id-less answers do not say which call each answers: no outcome is read
+    and the run is flagged incomplete (one of them may have failed)."""
+    t = Traces()
+    answers = _oi_answers(
+        ("user", "?"), ("assistant", ["call_1", "call_2"]), ("tool", "21C"), ("tool", "Error: unknown city")
+    )
+    calls = [("call_1", "get_weather", '{"city": "Rome"}'), ("call_2", "get_weather", '{"city": "Atlantis"}')]
+    _oi_run(t, _oi_llm(calls), _oi_llm(**answers))
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.error, c.result) for c in run.calls] == [("call_1", False, None), ("call_2", False, None)]
+    assert run.incomplete
+
+
+def test_a_run_span_below_the_root_with_nothing_under_it_is_read_as_before() -> None:
+    """The blind-run flag is asked of a run span at its trace's root only: a sub-agent's run span with nothing
+    under it, inside a call of a run that holds its model responses, is read as a run that made no call."""
+    t = Traces()
+    top = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    t.span("chat", genai_chat(("call_1", "ask_b", {})), parent=top, start=1, end=5)
+    tool = t.span("execute_tool ask_b", genai_tool("ask_b", "call_1"), parent=top, start=6, end=50)
+    t.span("invoke_agent b", genai_run("b"), parent=tool, start=7, end=49)
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, [c.name for c in r.calls], r.incomplete) for r in runs] == [
+        ("a", ["ask_b"], False),
+        ("b", [], False),
+    ]
+
+
+def test_a_litellm_response_with_a_call_it_skipped_lists_the_others_and_its_run_is_flagged() -> None:
+    """`_tool_calls_kv_pair` skips a call without a `function` (a custom tool call), leaving its index empty: the
+    calls after it are read, and the response lists only some of its calls, so the run is flagged."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    attrs = _litellm_request([("get_weather", '{"city": "Rome"}'), ("skipped", "{}"), ("get_time", "{}")])
+    del attrs["gen_ai.completion.1.function_call.name"], attrs["gen_ai.completion.1.function_call.arguments"]
+    t.span("litellm_request", attrs, parent=run, start=1, end=5, scope="litellm")
+    whole = Traces()
+    run = whole.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    listed = _litellm_request([("get_weather", '{"city": "Rome"}'), ("get_time", "{}")])
+    whole.span("litellm_request", listed, parent=run, start=1, end=5, scope="litellm")
+
+    (built,) = rebuild_runs(t.records())
+    (complete,) = rebuild_runs(whole.records())
+
+    assert ([c.name for c in built.calls], built.incomplete) == (["get_weather", "get_time"], True)
+    assert ([c.name for c in complete.calls], complete.incomplete) == (["get_weather", "get_time"], False)

@@ -378,3 +378,25 @@ def test_a_span_the_store_cannot_take_goes_on_with_its_trace_and_the_batch_flows
     assert telemetry.counts["dropped:error"] == 2
     assert bad_trace not in pipeline.store.traces
     assert telemetry.counts["passed"] == telemetry.counts["received"] == 11
+
+
+def test_a_root_run_span_that_settles_before_the_spans_under_it_arrive_is_flagged() -> None:
+    """A root run span that ends before the spans under it (autogen-core's `invoke_agent` around OpenInference's
+    AGENT span) settles with nothing recognised under it when they come in a later batch: it cannot tell a run
+    that called nothing from one whose spans are still on their way, so it is flagged incomplete. Sent together,
+    the same spans are one run (the inner span's), read whole."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": '[{"role": "assistant", "parts": []}]'}
+    response = record("2000000000000001", INNER, "chat", chat)
+    inner = record(INNER, RUN, "invoke_agent travel", run_attrs())
+    outer = record(RUN, None, "invoke_agent travel", run_attrs())
+    config = PipelineConfig(settle_ms=250, max_hold_ms=60_000, trace_idle_timeout_s=60)
+    with hand_driven(config) as driven:
+        driven.offer([response, outer])
+        driven.at(250)
+        driven.offer([inner])
+        driven.at(600)
+        assert scores(driven.sink, RUN)["toolscore.run.incomplete"] is True
+    with hand_driven(config) as driven:
+        driven.offer([response, outer, inner])
+        driven.at(250)
+        assert "toolscore.run.incomplete" not in scores(driven.sink, INNER)

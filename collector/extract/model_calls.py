@@ -34,7 +34,12 @@ it is a layer of does. So no call is counted twice.
 - A model-only call listed without its call id takes the id a later request of the run repeats it under and
   answers (`_with_repeated_ids`: OpenLLMetry's Responses API spans), so that its outcome can be read; when no
   such id is found and the run answered a call it cannot attribute, the call's outcome is unknown and its run is
-  flagged incomplete (`outcome_unknown`).
+  flagged incomplete (`outcome_unknown`). The repeated call may be a GenAI `tool_call` part or, in LiteLLM's input
+  messages, the assistant message's OpenAI `tool_calls` beside its parts; the answer a `tool_call_response` part
+  or LiteLLM's `tool` message (`tool_call_id`, the answer as text parts).
+- An answer that names no call (openinference-instrumentation-litellm's `tool` messages have no `tool_call_id`)
+  answers the one call of the assistant message it follows; after a message of several calls it cannot be
+  attributed, and a model-only call without a result then has an unknown outcome: its run is flagged incomplete.
 - A model-only call has no span, result or times (`span_id`, `start_ns`, `end_ns` are None); its
   arguments are the response's, capped as any others.
 
@@ -278,7 +283,7 @@ def _with_repeated_ids(
         messages = load_json(span.attributes.get("gen_ai.input.messages"))
         for message in messages if isinstance(messages, list) else ():
             parts = message.get("parts") if isinstance(message, Mapping) else None
-            for part in parts if isinstance(parts, list) else ():
+            for part in [*(parts if isinstance(parts, list) else ()), *_openai_tool_calls(message)]:
                 if not (isinstance(part, Mapping) and part.get("type") == "tool_call"):
                     continue
                 call_id, name = part.get("id"), part.get("name")
@@ -297,6 +302,26 @@ def _with_repeated_ids(
     return tuple(found)
 
 
+def _openai_tool_calls(message: Any) -> list[dict[str, Any]]:
+    """The calls a GenAI input message repeats as OpenAI `tool_calls` beside its parts (LiteLLM's logger copies an
+    assistant message's `tool_calls` as they were sent: `[{id, type, function: {name, arguments}}]`), as GenAI
+    `tool_call` parts."""
+    tool_calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    found: list[dict[str, Any]] = []
+    for call in tool_calls if isinstance(tool_calls, list) else ():
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if isinstance(function, Mapping):
+            found.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments"),
+                }
+            )
+    return found
+
+
 def outcome_unknown(calls: tuple[ToolCall, ...], models: list[SpanRecord]) -> bool:
     """Whether a model-only call's outcome cannot be read: it has no call id and no result (`with_outcomes` found
     no answer for it), while the run's requests answer a call id that no call of the run holds.
@@ -307,6 +332,8 @@ def outcome_unknown(calls: tuple[ToolCall, ...], models: list[SpanRecord]) -> bo
     `call_id`), while its answer carries the `call_id`: nothing in the trace links the two. Read as a success, a
     failed call would be scored as one; the run is flagged incomplete instead (`runs`).
     """
+    if any(call.model_only and call.result is None for call in calls) and unnamed_answers(models):
+        return True
     if not any(call.model_only and call.call_id is None and call.result is None for call in calls):
         return False
     held = {call.call_id for call in calls if call.call_id is not None}
@@ -366,6 +393,8 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
             for part in parts if isinstance(parts, list) else ():
                 if isinstance(part, Mapping) and part.get("type") == "tool_call_response":
                     _keep(found, part.get("id"), part.get("response"))
+            if isinstance(message, Mapping) and message.get("role") == "tool" and "tool_call_id" in message:
+                _keep(found, message.get("tool_call_id"), _parts_text(parts))
         for event in span.events:
             if event.name == "gen_ai.tool.message":
                 body = event.attributes.get(BODY_KEY)
@@ -376,16 +405,57 @@ def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:
                 found[call_id] = (content if isinstance(content, str) else _block_text(content), is_error, None)
         for call_id, content in langfuse_tool_results(attrs):
             _keep(found, call_id, content)
-        for i in range(_MAX_MESSAGES):
-            role = attrs.get(f"llm.input_messages.{i}.message.role")
-            if role is None:
-                if i == 0:  # no instructions: OpenInference's Responses API input items start at 1
-                    continue
-                break
-            if role == "tool":
-                prefix = f"llm.input_messages.{i}.message."
-                _keep(found, attrs.get(prefix + "tool_call_id"), attrs.get(prefix + "content"))
+        for call_id, content in _openinference_answers(attrs)[0]:
+            _keep(found, call_id, content)
     return found
+
+
+def _openinference_answers(attrs: Mapping[str, Any]) -> tuple[list[tuple[Any, Any]], bool]:
+    """The answers of one OpenInference request, `llm.input_messages.<i>.message` of role `tool` (from index 0, or
+    1: see `_MAX_MESSAGES`), as (call id, content); and whether an answer names no call that can be known.
+
+    A `tool` message says which call it answers by `message.tool_call_id`. openinference-instrumentation-litellm
+    writes none (`_get_attributes_from_message_param` reads a message's role, content and `tool_calls` only): an
+    answer without an id then answers the one call of the assistant message it follows, when that message made
+    one call and one answer follows it (Chat Completions answers every call of an assistant message in the
+    `tool` messages right after it); after a message of several calls, which answer is whose is not said."""
+    answers: list[tuple[Any, Any]] = []
+    unnamed = False
+    calls: list[Any] = []
+    pending: list[Any] = []
+    for i in range(_MAX_MESSAGES + 1):
+        prefix = f"llm.input_messages.{i}.message."
+        role = attrs.get(prefix + "role")
+        if role == "tool":
+            call_id = attrs.get(prefix + "tool_call_id")
+            if call_id is None:
+                pending.append(attrs.get(prefix + "content"))
+            else:
+                answers.append((call_id, attrs.get(prefix + "content")))
+            continue
+        if pending:  # the id-less answers that followed `calls`' assistant message
+            if len(calls) == 1 and len(pending) == 1 and isinstance(calls[0], str):
+                answers.append((calls[0], pending[0]))
+            else:
+                unnamed = True
+            pending = []
+        if role is None:
+            if i == 0:  # no instructions: OpenInference's Responses API input items start at 1
+                continue
+            break
+        calls = []
+        for k in range(_MAX_MESSAGES):
+            name = attrs.get(f"{prefix}tool_calls.{k}.tool_call.function.name")
+            if name is None:
+                break
+            calls.append(attrs.get(f"{prefix}tool_calls.{k}.tool_call.id"))
+    return answers, unnamed
+
+
+def unnamed_answers(models: list[SpanRecord]) -> bool:
+    """Whether a request of the run answers a call it does not name, and which call cannot be told (an
+    OpenInference `tool` message without `tool_call_id` after several calls: `_openinference_answers`)."""
+    return any(_openinference_answers(span.attributes)[1] for span in models)
 
 
 _MAX_MESSAGES = 256
@@ -393,6 +463,18 @@ _MAX_MESSAGES = 256
 first gap past index 0. Index 0 may be missing: openinference-instrumentation-openai keeps it for a Responses API
 request's `instructions` and lists the `input` items from index 1 (`_ResponsesApiAttributes.
 _get_attributes_from_response_input_item_params`, `msg_idx=1`), so a request without instructions starts at 1."""
+
+
+def _parts_text(parts: Any) -> str | None:
+    """The text of a GenAI message's `text` parts, joined (LiteLLM's `tool` message: the answer as one text part
+    beside `tool_call_id`, `_transform_messages_to_otel_semantic_conventions`)."""
+    texts = (
+        [p.get("content") for p in parts if isinstance(p, Mapping) and p.get("type") == "text"]
+        if isinstance(parts, list)
+        else []
+    )
+    strings = [t for t in texts if isinstance(t, str)]
+    return "".join(strings) if strings else None
 
 
 def _keep(found: dict[str, ToolResponse], call_id: Any, text: Any) -> None:

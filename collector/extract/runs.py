@@ -42,7 +42,8 @@ Rules, applied per trace:
   read (no call id, while the run answered a call it cannot attribute) is flagged incomplete
   (`model_calls.outcome_unknown`). A handoff span names no tool (`ToolRead.handoff`): the response that issued it
   does. When no response of the run lists it (content capture off), the call is unnamed and its run is flagged
-  incomplete.
+  incomplete. So is a run span at its trace's root with no recognised span under it (`_blind`): its responses
+  were lost.
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -765,6 +766,7 @@ class _TraceRuns:
         short = bool(models) and all(c.model_only for c in ordered) and any(self._partial(node) for node in models)
         # A handoff span names no tool: only the model response that issued it does. Untied, its call is unnamed.
         short = short or any(c.read.handoff and (c.issued is None or not tied) for c in ordered if not c.model_only)
+        short = short or (not (models or ordered or run.inferred or span.parent_id) and self._blind(span.span_id))
         calls = tuple(
             [
                 build_model_call(c, config, stats, message=message)
@@ -810,6 +812,26 @@ class _TraceRuns:
         if short:  # a field set only when it differs from its default, as validation would record it
             fields["incomplete"] = True
         return agent_run(fields)
+
+    def _blind(self, span_id: str) -> bool:
+        """Whether no span a convention recognises is under a run span: no model response, tool call, other run or
+        step. An agent run asks its model at least once, so such a run lost its responses, and maybe its calls with
+        them: LiteLLM logs a streamed `litellm.completion` from a worker thread that does not carry the caller's
+        context (`CustomStreamWrapper.__next__`: `executor.submit(logging_obj.success_handler, ...)`), and its span
+        then starts a trace of its own. Such a run is flagged incomplete rather than read as one that made no call.
+        Spans no convention knows (a database query) do not count: a live collector may not keep them. Asked only of
+        a run span at its trace's root, where such a run is known to arise (the user's own run span around
+        LiteLLM's requests); a run span below one with nothing under it is read as before, as a run that made no
+        call. In a live collector, a root run span that settles before the spans under it arrive (it ended before
+        them, as autogen-core's `invoke_agent` does around OpenInference's AGENT span) has nothing under it yet
+        either, and is flagged the same way: what it lacks cannot be told from what it holds."""
+        pending = [span_id]
+        while pending:
+            for child in self._children(pending.pop()):
+                if child.role is not None:
+                    return False
+                pending.append(child.span.span_id)
+        return True
 
     def _partial(self, node: ClassifiedSpan) -> bool:
         """Whether a model response lists only some of the calls it issued: it says so (`IssuedCalls.partial`,

@@ -154,6 +154,7 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
             "langfuse",
             "mlflow",
             "openlit",
+            "litellm",
             "traceloop",
             "vercel_ai",
             "openinference",

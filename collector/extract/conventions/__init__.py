@@ -25,6 +25,7 @@ from toolscore.collector.extract.conventions.dispatch import Dispatch
 from toolscore.collector.extract.conventions.genai import GenAIExtractor
 from toolscore.collector.extract.conventions.google_adk import GoogleADKExtractor
 from toolscore.collector.extract.conventions.langfuse import LangfuseExtractor
+from toolscore.collector.extract.conventions.litellm import LiteLLMExtractor
 from toolscore.collector.extract.conventions.logfire_openai_agents import LogfireOpenAIAgentsExtractor
 from toolscore.collector.extract.conventions.mastra import MastraExtractor
 from toolscore.collector.extract.conventions.mlflow import MLflowExtractor
@@ -61,6 +62,7 @@ EXTRACTORS: tuple[Extractor, ...] = (
     LangfuseExtractor(),
     MLflowExtractor(),
     OpenLITExtractor(),
+    LiteLLMExtractor(),
     TraceloopExtractor(),
     VercelAIExtractor(),
     OpenInferenceExtractor(),
