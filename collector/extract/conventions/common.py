@@ -16,8 +16,10 @@ from toolscore.collector.spans import SpanRecord, StatusCode
 __all__ = [
     "ERROR_TYPE_OTHER",
     "MAX_DEFINITIONS_CHARS",
+    "chat_tool_calls",
     "error_of",
     "event_attribute",
+    "function_call_item",
     "genai_issued_calls",
     "indexed_issued_calls",
     "indexed_values",
@@ -194,6 +196,30 @@ def indexed_issued_calls(
 
 def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def chat_tool_calls(message: Any) -> list[IssuedCall]:
+    """The `tool_calls[]` of an assistant message as a JSON dump has it, in the model's order: Chat Completions'
+    `{id, function: {name, arguments}}`, or a LangChain `AIMessage`'s `{id, name, args}`."""
+    tool_calls = message.get("tool_calls") if isinstance(message, Mapping) else None
+    calls: list[IssuedCall] = []
+    for call in tool_calls if isinstance(tool_calls, list) else ():
+        if not isinstance(call, Mapping):
+            continue
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            calls.append(
+                IssuedCall(_opt_str(call.get("id")), _opt_str(function.get("name")), function.get("arguments"))
+            )
+        else:
+            calls.append(IssuedCall(_opt_str(call.get("id")), _opt_str(call.get("name")), call.get("args")))
+    return calls
+
+
+def function_call_item(item: Mapping[str, Any]) -> IssuedCall:
+    """A Responses API `function_call` item (or langchain-openai's content block of one): its call id is
+    `call_id` (`id` is the item's own)."""
+    return IssuedCall(_opt_str(item.get("call_id")), _opt_str(item.get("name")), item.get("arguments"))
 
 
 MAX_DEFINITIONS_CHARS = 1 << 20

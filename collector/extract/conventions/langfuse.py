@@ -55,7 +55,14 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
-from toolscore.collector.extract.conventions.common import MAX_DEFINITIONS_CHARS, error_of, load_json, message_text
+from toolscore.collector.extract.conventions.common import (
+    MAX_DEFINITIONS_CHARS,
+    chat_tool_calls,
+    error_of,
+    function_call_item,
+    load_json,
+    message_text,
+)
 from toolscore.collector.extract.conventions.envelopes import unwrap_unless_declared
 from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord
@@ -170,54 +177,21 @@ def _run_text(value: Any, role: str) -> str | None:
     return found if found is not None else message_text(value, role)
 
 
-def _message_calls(message: Mapping[str, Any]) -> list[IssuedCall]:
-    """The `tool_calls` of one assistant message: LangChain's `{"id", "name", "args"}` or Chat Completions'
-    `{"id", "function": {"name", "arguments"}}`."""
-    calls: list[IssuedCall] = []
-    for call in message.get("tool_calls") or ():
-        if not isinstance(call, Mapping):
-            continue
-        function = call.get("function")
-        if isinstance(function, Mapping):
-            name, args = function.get("name"), function.get("arguments")
-        else:
-            name, args = call.get("name"), call.get("args")
-        call_id = call.get("id")
-        calls.append(
-            IssuedCall(
-                call_id if isinstance(call_id, str) and call_id else None,
-                name if isinstance(name, str) and name else None,
-                args,
-            )
-        )
-    return calls
-
-
-def _item_call(item: Mapping[str, Any]) -> IssuedCall:
-    """A Responses API `function_call` item: its call id is `call_id` (`id` is the item's own)."""
-    call_id, name = item.get("call_id"), item.get("name")
-    return IssuedCall(
-        call_id if isinstance(call_id, str) and call_id else None,
-        name if isinstance(name, str) and name else None,
-        item.get("arguments"),
-    )
-
-
 def _issued(output: Any) -> list[IssuedCall]:
     if not (isinstance(output, str) and ('"tool_calls"' in output or '"function_call"' in output)):
         return []  # plain text, or a message without calls: nothing to decode
     decoded = load_json(output)
     if isinstance(decoded, Mapping):
         if decoded.get("type") == "function_call":
-            return [_item_call(decoded)]
-        return _message_calls(decoded)
+            return [function_call_item(decoded)]
+        return chat_tool_calls(decoded)
     if not isinstance(decoded, list):
         return []
     items = [item for item in decoded if isinstance(item, Mapping)]
     if any("type" in item and "role" not in item for item in items):  # Responses API output items
-        return [_item_call(item) for item in items if item.get("type") == "function_call"]
+        return [function_call_item(item) for item in items if item.get("type") == "function_call"]
     first = next(iter(items), None)  # the choices of a Chat Completions response: the first is the one used
-    return _message_calls(first) if first is not None else []
+    return chat_tool_calls(first) if first is not None else []
 
 
 def _request(span_attributes: Mapping[str, Any], marker: str) -> Any:

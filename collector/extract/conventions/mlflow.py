@@ -60,7 +60,14 @@ from toolscore.collector.extract.conventions.base import (
     RunInfo,
     ToolRead,
 )
-from toolscore.collector.extract.conventions.common import error_of, json_list, load_json, message_text
+from toolscore.collector.extract.conventions.common import (
+    chat_tool_calls,
+    error_of,
+    function_call_item,
+    json_list,
+    load_json,
+    message_text,
+)
 from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord, StatusCode
 
@@ -146,36 +153,20 @@ def _answering_model_node(span: SpanRecord) -> bool:
     )
 
 
-def _chat_calls(message: Any) -> list[IssuedCall]:
-    """`message.tool_calls[]` of a chat completion message, `{id, function: {name, arguments}}`, or of a LangChain
-    `AIMessage` dump, `{id, name, args}`."""
-    tool_calls = message.get("tool_calls") if isinstance(message, Mapping) else None
-    calls: list[IssuedCall] = []
-    for call in tool_calls if isinstance(tool_calls, list) else ():
-        if not isinstance(call, Mapping):
-            continue
-        function = call.get("function")
-        if isinstance(function, Mapping):
-            calls.append(IssuedCall(_text(call.get("id")), _text(function.get("name")), function.get("arguments")))
-        else:
-            calls.append(IssuedCall(_text(call.get("id")), _text(call.get("name")), call.get("args")))
-    return calls
-
-
 def _message_calls(message: Any) -> list[IssuedCall]:
     """The calls of a LangChain message as `LLMResult` dumps it: its `tool_calls` when there, else its content's
     call blocks. The dump follows the declared type (`ChatGeneration.message: BaseMessage`), which has no
     `tool_calls`: an `AIMessage` keeps its calls in its content then, as `langchain-openai` puts a Responses API
     response's `function_call` items there (`{call_id, name, arguments}`), or as LangChain's standard `tool_call`
     blocks (`{id, name, args}`)."""
-    calls = _chat_calls(message)
+    calls = chat_tool_calls(message)
     content = message.get("content") if isinstance(message, Mapping) else None
     if calls or not isinstance(content, list):
         return calls
     for block in content:
         kind = block.get("type") if isinstance(block, Mapping) else None
         if kind == "function_call":
-            calls.append(IssuedCall(_text(block.get("call_id")), _text(block.get("name")), block.get("arguments")))
+            calls.append(function_call_item(block))
         elif kind == "tool_call":
             calls.append(IssuedCall(_text(block.get("id")), _text(block.get("name")), block.get("args")))
     return calls
@@ -188,7 +179,7 @@ def _response_calls(output: Any) -> list[IssuedCall]:
     choices = output.get("choices")
     if isinstance(choices, list):
         return [
-            call for choice in choices if isinstance(choice, Mapping) for call in _chat_calls(choice.get("message"))
+            call for choice in choices if isinstance(choice, Mapping) for call in chat_tool_calls(choice.get("message"))
         ]
     generations = output.get("generations")
     if isinstance(generations, list):  # the LangChain callback's `LLMResult`, when it could not normalise it
@@ -203,7 +194,7 @@ def _response_calls(output: Any) -> list[IssuedCall]:
     items = output.get("output")
     if isinstance(items, list):
         return [
-            IssuedCall(_text(item.get("call_id")), _text(item.get("name")), item.get("arguments"))
+            function_call_item(item)
             for item in items
             if isinstance(item, Mapping) and item.get("type") == "function_call"
         ]
