@@ -24,6 +24,7 @@ LANGCHAIN = "openlit.instrumentation.langchain"
 CREWAI = "openlit.instrumentation.crewai"
 SMOLAGENTS = "openlit.instrumentation.smolagents"
 AGNO = "openlit.instrumentation.agno"
+PYDANTIC_AI = "openlit.instrumentation.pydantic_ai"
 RUN_ID = "01a227a4-2c40-74e9-ab58-6c1c248f39b4"
 """A LangChain run id, what OpenLIT's LangChain tool span says `gen_ai.tool.call.id` until the tool returns a
 `ToolMessage`."""
@@ -70,7 +71,17 @@ def _chat(
 def test_openlit_is_asked_before_the_genai_fallback_and_only_about_its_scopes() -> None:
     names = [e.name for e in EXTRACTORS]
     assert names.index("openlit") < names.index("genai")
-    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN, CREWAI, SMOLAGENTS, AGNO}
+    assert OpenLITExtractor.gate.scopes == {
+        MANUAL,
+        OPENAI,
+        AGENTS,
+        LANGGRAPH,
+        LANGCHAIN,
+        CREWAI,
+        SMOLAGENTS,
+        AGNO,
+        PYDANTIC_AI,
+    }
     assert not OpenLITExtractor.gate.keys
 
 
@@ -639,3 +650,51 @@ def test_agno_run_streamed_through_the_sync_wrapper_is_incomplete_and_its_stray_
         ("broken_agent", False, False, ["call_x1"]),
     ]
     assert stats.skipped == {"call_without_run": 1}
+
+
+def _pydantic_ai(name: str) -> dict[str, Any]:
+    """`Agent.run`'s (and `run_sync`'s) span: operation `execute_task`, the answer as plain text."""
+    return {"gen_ai.operation.name": "execute_task", "gen_ai.agent.name": name, "gen_ai.output.messages": "Done."}
+
+
+def _node(operation: str, agent: str) -> dict[str, Any]:
+    """A graph node's span (`common_internal_node`): ended before the node ran, no `gen_ai.tool.*`."""
+    return {"gen_ai.operation.name": operation, "gen_ai.agent.name": agent, "gen_ai.request.model": "m"}
+
+
+def test_pydantic_ai_run_is_the_execute_task_span_and_its_node_spans_are_neither_tools_nor_runs() -> None:
+    """`run_sync`'s `invoke_agent` around `run`'s `execute_task` (both operation `execute_task`) is one run; the
+    nodes' `invoke_workflow`, `model_request` and `execute_tool <model>` spans (ended before their node ran, one
+    `execute_tool` per model response) are no calls: the calls are the chat spans', model-only. A sub-agent run by a
+    tool hangs right under its caller's run span: a nested run."""
+    t = Traces()
+    outer = t.span("invoke_agent coordinator", _pydantic_ai("coordinator"), end=100, scope=PYDANTIC_AI)
+    run = t.span(
+        "execute_task coordinator", _pydantic_ai("coordinator"), parent=outer, start=1, end=99, scope=PYDANTIC_AI
+    )
+    t.span(
+        "invoke_workflow coordinator", _node("invoke_workflow", "coordinator"), parent=run, start=2, scope=PYDANTIC_AI
+    )
+    t.span("model_request m", _node("model_request", "coordinator"), parent=run, start=3, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([("call_f1", "weather_expert", {"input": "Oslo?"})]), parent=run, start=4, scope=OPENAI)
+    t.span("execute_tool m", _node("execute_tool", "coordinator"), parent=run, start=10, scope=PYDANTIC_AI)
+    sub = t.span("execute_task expert", _pydantic_ai("expert"), parent=run, start=11, end=50, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([("call_f2", "get_weather", {"city": "Oslo"})]), parent=sub, start=12, scope=OPENAI)
+    t.span("execute_tool m", _node("execute_tool", "expert"), parent=sub, start=20, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([]), parent=sub, start=30, scope=OPENAI)
+    t.span("execute_tool m", _node("execute_tool", "expert"), parent=sub, start=40, scope=PYDANTIC_AI)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.agent_name, r.inferred, r.output, _calls(r)) for r in runs] == [
+        ("coordinator", False, "Done.", [("weather_expert", {"input": "Oslo?"}, "call_f1", False)]),
+        ("expert", False, "Done.", [("get_weather", {"city": "Oslo"}, "call_f2", False)]),
+    ]
+    assert [c.model_only for r in runs for c in r.calls] == [True, True]
+    assert runs[1].parent_span_id == runs[0].span_id
+    assert stats.skipped.get("run_layer") == 1
+    node = next(r for r in t.records() if r.name == "execute_tool m")
+    found = classify(node)
+    assert found is not None
+    assert (found[0].name, found[1]) == ("openlit", Role.OTHER)

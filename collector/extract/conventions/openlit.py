@@ -56,6 +56,14 @@ their operation says, so its spans are recognised by their instrumentation scope
   under whatever span the caller has current): such a run is flagged incomplete, and a tool span with no run
   span above it is dropped rather than made a run of its own (`ToolRead.needs_run`). `arun(stream=True)` is
   wrapped whole (its span stays open while the caller iterates).
+- pydantic-ai (`openlit.instrumentation.pydantic_ai`): a run is `Agent.run`'s `execute_task <agent>` (`run_sync`'s
+  `invoke_agent <agent>` around it has operation `execute_task` too: one run, two layers). Its graph-node wrappers
+  (`Agent.iter`, `UserPromptNode.run`, `ModelRequestNode.run`, `CallToolsNode.run`) open their span around the
+  *creation* of a coroutine, so it ends before the node runs: `invoke_workflow`, `user_prompt_processing`,
+  `model_request` and `execute_tool <model>` spans of a few microseconds, the last one per model response (text
+  answers too), with no tool name, arguments or id: not tools. There are no tool spans: the calls are the `openai`
+  chat spans' (model-only), their outcomes the tool messages of the next request (see `model_calls`: pydantic-ai's
+  retry prompt says a call failed).
 """
 
 from __future__ import annotations
@@ -176,6 +184,16 @@ __all__ = ["OpenLITExtractor"]
 #                               failure): status ERROR, error.type = its error *message*; one that raised
 #                               (handle_exception): error.type = the class name and an exception event: TOOL
 #   create_agent <agent>        Agent.__init__ (a trace of its own): OTHER
+# scope openlit.instrumentation.pydantic_ai   (__init__.py, pydantic_ai.py, async_pydantic_ai.py, utils.py)
+#   execute_task <agent>        Agent.run (common_agent_run_async): gen_ai.operation.name execute_task,
+#                               gen_ai.agent.name, gen_ai.output.messages = the answer as plain text: RUN
+#   invoke_agent <agent>        Agent.run_sync (common_agent_run), operation execute_task too, around Agent.run's
+#                               span (same agent: one run, folded as a layer): RUN
+#   invoke_workflow, user_prompt_processing, model_request, execute_tool <model>
+#                               Agent.iter and the graph nodes (common_graph_execution, common_internal_node): spans
+#                               ended when the wrapped coroutine is created, before it runs; execute_tool is
+#                               CallToolsNode (one per model response), no gen_ai.tool.*: OTHER
+#   create_agent <agent>        Agent.__init__: OTHER
 # other openlit.instrumentation.* scopes: not claimed here (the GenAI fallback reads them)
 
 SCOPE_MANUAL: Final = "openlit"
@@ -196,6 +214,10 @@ SCOPE_AGNO: Final = "openlit.instrumentation.agno"
 AGNO_TEAM_MEMBERS: Final = "gen_ai.agno.team.agents"
 """Set on a `Team.run`/`arun` span only (`_set_team_attributes`): tells a team's run from a `Workflow`'s span."""
 RESPONSE_ID: Final = "gen_ai.response.id"
+SCOPE_PYDANTIC_AI: Final = "openlit.instrumentation.pydantic_ai"
+EXECUTE_TASK: Final = "execute_task"
+"""The operation of OpenLIT's `Agent.run`/`run_sync` spans (pydantic-ai), whatever the span's name."""
+AGENT_NAME: Final = "gen_ai.agent.name"
 SMOLAGENTS_FINAL: Final = "final_answer"
 """smolagents' built-in tool that ends a run: a real call, flagged `final`."""
 CREWAI_DELEGATION_TOOLS: Final = frozenset({"Delegate work to coworker", "Ask question to coworker"})
@@ -283,6 +305,13 @@ def read_agno_run(span: SpanRecord) -> RunInfo:
     return info
 
 
+def read_pydantic_ai_run(span: SpanRecord) -> RunInfo:
+    """`Agent.run`/`run_sync`'s span (see the module's notes): the answer is plain text, not GenAI messages."""
+    attrs = span.attributes
+    output = attrs.get(OUTPUT_MESSAGES)
+    return RunInfo(agent_name=string(attrs, AGENT_NAME), output=output if isinstance(output, str) and output else None)
+
+
 def _workflow_run(span: SpanRecord) -> RunInfo:
     attrs = span.attributes
     return RunInfo(
@@ -296,8 +325,8 @@ def _manual_run(span: SpanRecord) -> RunInfo:
 
 
 class OpenLITExtractor:
-    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain, CrewAI, smolagents and
-    Agno instrumentations and its manual tracing."""
+    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain, CrewAI, smolagents, Agno
+    and pydantic-ai instrumentations and its manual tracing."""
 
     name = "openlit"
     gate = Gate(
@@ -311,6 +340,7 @@ class OpenLITExtractor:
                 SCOPE_CREWAI,
                 SCOPE_SMOLAGENTS,
                 SCOPE_AGNO,
+                SCOPE_PYDANTIC_AI,
             }
         )
     )
@@ -345,6 +375,8 @@ class OpenLITExtractor:
             if operation == INVOKE_AGENT or (operation == INVOKE_WORKFLOW and AGNO_TEAM_MEMBERS in attrs):
                 return Role.RUN
             return Role.TOOL if operation == EXECUTE_TOOL else Role.OTHER
+        if scope == SCOPE_PYDANTIC_AI:
+            return Role.RUN if attrs.get(OPERATION) == EXECUTE_TASK else Role.OTHER
         if scope == SCOPE_LANGGRAPH:
             if attrs.get(OPERATION) == INVOKE_WORKFLOW and string(attrs, WORKFLOW_NAME) is not None:
                 return Role.RUN
@@ -383,6 +415,8 @@ class OpenLITExtractor:
                 return _workflow_run(span)
             if scope == SCOPE_AGNO:
                 return read_agno_run(span)
+            if scope == SCOPE_PYDANTIC_AI:
+                return read_pydantic_ai_run(span)
             return _manual_run(span) if scope == SCOPE_MANUAL else read_genai_run(span)
         if scope == SCOPE_LANGCHAIN:
             return read_langchain_tool(span)
