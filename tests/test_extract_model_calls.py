@@ -349,6 +349,34 @@ def test_a_tool_response_of_text_blocks_is_read_as_their_text() -> None:
     ]
 
 
+def test_a_tool_response_ending_with_pydantic_ais_retry_prompt_is_a_failure() -> None:
+    """pydantic-ai answers a failed call (`ModelRetry`, arguments that failed validation, an unknown tool) with
+    `RetryPromptPart.model_response()`: the error's text, then "Fix the errors and try again.". With no tool span (a
+    client instrumentation's model spans alone: OpenLIT), that text is what says the call failed; the same words
+    elsewhere in a result do not."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    calls = [("c1", "w", {"city": "Atlantis"}), ("c2", "w", {"city": "Rome"})]
+    t.span("chat", genai_chat(*calls), parent=run, start=1)
+    answered = [
+        {
+            "type": "tool_call_response",
+            "id": "c1",
+            "response": "unknown city: Atlantis\n\nFix the errors and try again.",
+        },
+        {"type": "tool_call_response", "id": "c2", "response": "Fix the errors and try again. 21C in Rome"},
+    ]
+    second = {**genai_chat(), "gen_ai.input.messages": json.dumps([{"role": "tool", "parts": answered}])}
+    t.span("chat", second, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.model_only, c.error, c.error_type) for c in built.calls] == [
+        ("c1", True, True, "_OTHER"),
+        ("c2", True, False, None),
+    ]
+
+
 def test_model_spans_side_by_side_with_one_response_id_are_one_response() -> None:
     """OpenLLMetry's `anthropic.chat` and the `anthropic` client's own span record one request side by side (neither
     inside the other), both with the message's `gen_ai.response.id`: one response, its calls listed once. Another

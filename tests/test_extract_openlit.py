@@ -23,6 +23,8 @@ LANGGRAPH = "openlit.instrumentation.langgraph"
 LANGCHAIN = "openlit.instrumentation.langchain"
 CREWAI = "openlit.instrumentation.crewai"
 SMOLAGENTS = "openlit.instrumentation.smolagents"
+AGNO = "openlit.instrumentation.agno"
+PYDANTIC_AI = "openlit.instrumentation.pydantic_ai"
 RUN_ID = "01a227a4-2c40-74e9-ab58-6c1c248f39b4"
 """A LangChain run id, what OpenLIT's LangChain tool span says `gen_ai.tool.call.id` until the tool returns a
 `ToolMessage`."""
@@ -69,7 +71,17 @@ def _chat(
 def test_openlit_is_asked_before_the_genai_fallback_and_only_about_its_scopes() -> None:
     names = [e.name for e in EXTRACTORS]
     assert names.index("openlit") < names.index("genai")
-    assert OpenLITExtractor.gate.scopes == {MANUAL, OPENAI, AGENTS, LANGGRAPH, LANGCHAIN, CREWAI, SMOLAGENTS}
+    assert OpenLITExtractor.gate.scopes == {
+        MANUAL,
+        OPENAI,
+        AGENTS,
+        LANGGRAPH,
+        LANGCHAIN,
+        CREWAI,
+        SMOLAGENTS,
+        AGNO,
+        PYDANTIC_AI,
+    }
     assert not OpenLITExtractor.gate.keys
 
 
@@ -523,3 +535,166 @@ def test_smolagents_run_is_the_agent_span_not_its_steps_and_tool_call_ids_are_no
         )
     ]
     assert [(c.model_only, c.final) for c in runs[0].calls] == [(False, False), (False, False), (False, True)]
+
+
+def _agno_run(name: str, *, run_id: str | None = "4f1c7e0e-52b8-4b7a-9d0e-0d8f1f3a2c11") -> dict[str, Any]:
+    """`Agent.run`'s span; `gen_ai.response.id` is the `RunOutput`'s run id (none when `run` returned an
+    iterator)."""
+    attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, "gen_ai.agent.id": name}
+    return attrs | ({"gen_ai.response.id": run_id} if run_id is not None else {})
+
+
+def _agno_tool(name: str, call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {**_tool(name, args), "gen_ai.tool.call.id": call_id}
+
+
+def test_agno_runs_are_agent_and_team_spans_not_workflow_or_create_agent_and_a_caught_error_is_other() -> None:
+    """`Agent.run` is `invoke_agent <agent>`, `Team.run` `invoke_workflow <team>` (with its members' names), a
+    `Workflow`'s `invoke_workflow` (no members) is no run, nor is `create_agent`. Tool spans carry the model's call
+    id; a failure Agno caught says its message in `error.type` (read as `_OTHER`), one that raised its class."""
+    t = Traces()
+    t.span("create_agent weather_expert", {"gen_ai.operation.name": "create_agent"}, scope=AGNO)
+    flow = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.workflow.name": "pipeline"}
+    workflow = t.span("invoke_workflow pipeline", flow, start=1, end=200, scope=AGNO)
+    team_attrs = {
+        "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.workflow.name": "coordinator",
+        "gen_ai.agno.team.agents": '["weather_expert"]',
+        "gen_ai.response.id": "0b7d2cbe-5c2a-4f43-9f5e-8a4a1f3b7d20",
+    }
+    team = t.span("invoke_workflow coordinator", team_attrs, parent=workflow, start=2, end=100, scope=AGNO)
+    delegation = {"member_id": "weather_expert", "task": "Weather in Oslo?"}
+    t.span("chat m", _chat([("call_f1", "delegate_task_to_member", delegation)]), parent=team, start=3, scope=OPENAI)
+    tool = t.span(
+        "execute_tool delegate_task_to_member",
+        _agno_tool("delegate_task_to_member", "call_f1", delegation),
+        parent=team,
+        start=10,
+        end=90,
+        scope=AGNO,
+    )
+    member = t.span(
+        "invoke_agent weather_expert", _agno_run("weather_expert"), parent=tool, start=11, end=89, scope=AGNO
+    )
+    caught = {**_agno_tool("get_weather", "call_e1", {"city": "Atlantis"}), "error.type": "unknown city: Atlantis"}
+    t.span("execute_tool get_weather", caught, parent=member, start=20, scope=AGNO, error="Tool execution failed")
+    raised = {**_agno_tool("get_weather", "call_e2", {"city": "Lisbon"}), "error.type": "StopAgentRun"}
+    exception = ("exception", {"exception.type": "StopAgentRun", "exception.message": "stop"})
+    t.span("execute_tool get_weather", raised, parent=member, start=30, scope=AGNO, error="x", events=[exception])
+
+    runs = rebuild_runs(t.records())
+
+    assert [(r.agent_name, r.convention, r.inferred, r.incomplete, _calls(r)) for r in runs] == [
+        ("coordinator", "openlit", False, False, [("delegate_task_to_member", delegation, "call_f1", False)]),
+        (
+            "weather_expert",
+            "openlit",
+            False,
+            False,
+            [
+                ("get_weather", {"city": "Atlantis"}, "call_e1", True),
+                ("get_weather", {"city": "Lisbon"}, "call_e2", True),
+            ],
+        ),
+    ]
+    assert [c.error_type for c in runs[1].calls] == ["_OTHER", "StopAgentRun"]
+    assert runs[1].parent_span_id == runs[0].span_id
+    for name in ("invoke_workflow pipeline", "create_agent weather_expert"):
+        found = classify(next(r for r in t.records() if r.name == name))
+        assert found is not None
+        assert (found[0].name, found[1]) == ("openlit", Role.OTHER)
+
+
+def test_agno_run_streamed_through_the_sync_wrapper_is_incomplete_and_its_stray_tool_spans_are_no_runs() -> None:
+    """`Agent.run(stream=True)` returns an iterator: OpenLIT's sync wrapper ends the span at once, without the run
+    id, and the run's model and tool spans come later, outside it (here under the caller's own span): the run is
+    flagged incomplete and the stray calls are dropped, not made a run. A run with its id, or one that failed
+    (status ERROR, no id), is read as usual."""
+    t = Traces()
+    app = t.span("handle_request", {}, end=300)
+    t.span("invoke_agent trip_agent", _agno_run("trip_agent", run_id=None), parent=app, start=1, end=2, scope=AGNO)
+    t.span("chat m", _chat([("call_b1", "get_weather", {"city": "Paris"})]), parent=app, start=3, scope=OPENAI)
+    tool = _agno_tool("get_weather", "call_b1", {"city": "Paris"})
+    t.span("execute_tool get_weather", tool, parent=app, start=10, scope=AGNO)
+    whole = t.span("invoke_agent weather_agent", _agno_run("weather_agent"), parent=app, start=100, end=150, scope=AGNO)
+    t.span(
+        "execute_tool get_weather",
+        _agno_tool("get_weather", "call_a1", {"city": "Rome"}),
+        parent=whole,
+        start=110,
+        scope=AGNO,
+    )
+    failed = t.span(
+        "invoke_agent broken_agent",
+        _agno_run("broken_agent", run_id=None),
+        parent=app,
+        start=200,
+        end=250,
+        scope=AGNO,
+        error="boom",
+    )
+    t.span(
+        "execute_tool get_weather",
+        _agno_tool("get_weather", "call_x1", {"city": "Oslo"}),
+        parent=failed,
+        start=210,
+        scope=AGNO,
+    )
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.agent_name, r.inferred, r.incomplete, [c.call_id for c in r.calls]) for r in runs] == [
+        ("trip_agent", False, True, []),
+        ("weather_agent", False, False, ["call_a1"]),
+        ("broken_agent", False, False, ["call_x1"]),
+    ]
+    assert stats.skipped == {"call_without_run": 1}
+
+
+def _pydantic_ai(name: str) -> dict[str, Any]:
+    """`Agent.run`'s (and `run_sync`'s) span: operation `execute_task`, the answer as plain text."""
+    return {"gen_ai.operation.name": "execute_task", "gen_ai.agent.name": name, "gen_ai.output.messages": "Done."}
+
+
+def _node(operation: str, agent: str) -> dict[str, Any]:
+    """A graph node's span (`common_internal_node`): ended before the node ran, no `gen_ai.tool.*`."""
+    return {"gen_ai.operation.name": operation, "gen_ai.agent.name": agent, "gen_ai.request.model": "m"}
+
+
+def test_pydantic_ai_run_is_the_execute_task_span_and_its_node_spans_are_neither_tools_nor_runs() -> None:
+    """`run_sync`'s `invoke_agent` around `run`'s `execute_task` (both operation `execute_task`) is one run; the
+    nodes' `invoke_workflow`, `model_request` and `execute_tool <model>` spans (ended before their node ran, one
+    `execute_tool` per model response) are no calls: the calls are the chat spans', model-only. A sub-agent run by a
+    tool hangs right under its caller's run span: a nested run."""
+    t = Traces()
+    outer = t.span("invoke_agent coordinator", _pydantic_ai("coordinator"), end=100, scope=PYDANTIC_AI)
+    run = t.span(
+        "execute_task coordinator", _pydantic_ai("coordinator"), parent=outer, start=1, end=99, scope=PYDANTIC_AI
+    )
+    t.span(
+        "invoke_workflow coordinator", _node("invoke_workflow", "coordinator"), parent=run, start=2, scope=PYDANTIC_AI
+    )
+    t.span("model_request m", _node("model_request", "coordinator"), parent=run, start=3, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([("call_f1", "weather_expert", {"input": "Oslo?"})]), parent=run, start=4, scope=OPENAI)
+    t.span("execute_tool m", _node("execute_tool", "coordinator"), parent=run, start=10, scope=PYDANTIC_AI)
+    sub = t.span("execute_task expert", _pydantic_ai("expert"), parent=run, start=11, end=50, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([("call_f2", "get_weather", {"city": "Oslo"})]), parent=sub, start=12, scope=OPENAI)
+    t.span("execute_tool m", _node("execute_tool", "expert"), parent=sub, start=20, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([]), parent=sub, start=30, scope=OPENAI)
+    t.span("execute_tool m", _node("execute_tool", "expert"), parent=sub, start=40, scope=PYDANTIC_AI)
+    stats = ExtractStats()
+
+    runs = rebuild_runs(t.records(), stats=stats)
+
+    assert [(r.agent_name, r.inferred, r.output, _calls(r)) for r in runs] == [
+        ("coordinator", False, "Done.", [("weather_expert", {"input": "Oslo?"}, "call_f1", False)]),
+        ("expert", False, "Done.", [("get_weather", {"city": "Oslo"}, "call_f2", False)]),
+    ]
+    assert [c.model_only for r in runs for c in r.calls] == [True, True]
+    assert runs[1].parent_span_id == runs[0].span_id
+    assert stats.skipped.get("run_layer") == 1
+    node = next(r for r in t.records() if r.name == "execute_tool m")
+    found = classify(node)
+    assert found is not None
+    assert (found[0].name, found[1]) == ("openlit", Role.OTHER)

@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, Final
 
 from toolscore.collector.extract.config import ExtractConfig, ExtractStats
 from toolscore.collector.extract.conventions.base import ToolRead
@@ -246,7 +246,7 @@ def with_outcomes(
     result is what the agent answered the model with, from a later model request's tool message for its call
     id, and it failed when that message says so (the Vercel AI SDK's `error-text`/`error-json`/`execution-denied`
     outputs) or, when the message does not say, when the result starts with "Error" (how frameworks and
-    hand-written loops report a failed tool to the model).
+    hand-written loops report a failed tool to the model) or ends with pydantic-ai's `RETRY_PROMPT`.
 
     Only model-only calls change, and only when the run has one: the rest of the run is left as it is.
     """
@@ -360,14 +360,19 @@ def _outcome(
     if call.error:  # the response that issued it said the framework refused it: that error stands
         return call.model_copy(update={"result": result})
     if failed is None:
-        failed = isinstance(result, str) and result.lstrip()[:5].lower() == "error"
+        failed = isinstance(result, str) and (result.lstrip()[:5].lower() == "error" or result.endswith(RETRY_PROMPT))
     error_type = (error_type or ERROR_TYPE_OTHER) if failed else None
     return call.model_copy(update={"result": result, "error": failed, "error_type": error_type})
 
 
 ToolResponse = tuple[Any, bool | None, str | None]
 """What the agent answered the model for one call: the result, whether the call failed (None: the message does not
-say, and a result that starts with "Error" failed) and the error's type when it says."""
+say, and a result that starts with "Error", or ends with pydantic-ai's `RETRY_PROMPT`, failed) and the error's type
+when it says."""
+RETRY_PROMPT: Final = "\n\nFix the errors and try again."
+"""How pydantic-ai (0.x to 2.x, `RetryPromptPart.model_response`) ends what it answers the model for a failed call:
+a tool that raised `ModelRetry`, arguments that failed validation, a tool it does not have. Its own tool spans say
+the call failed; where no tool span does (a client instrumentation's model spans alone: OpenLIT), this text does."""
 
 
 def tool_responses(models: list[SpanRecord]) -> dict[str, ToolResponse]:

@@ -12,8 +12,9 @@ Rules, applied per trace:
   failing that, the trace root, or the topmost ancestor that has arrived when the root has not. Inferred runs
   exist only when they own a call, or a model response that was offered tools below a recognised span or a
   tool span (an agent that answered without calling a tool: `_add_model_runs`); `ExtractConfig.infer_runs`
-  turns them off. Nested agents are runs of their
-  own; the enclosing run keeps the call that invoked the sub-agent, and `parent_span_id` links them.
+  turns them off, and a tool span whose convention says its call belongs to a run span or none
+  (`ToolRead.needs_run`: its run's span ended before it) is dropped rather than made one. Nested agents are runs of
+  their own; the enclosing run keeps the call that invoked the sub-agent, and `parent_span_id` links them.
 - **Layers.** A tool span under a tool span of the same name (and call id, when both carry one), with no
   run span between them, is the same call traced one layer down (an MCP client and server under the
   framework's tool span): see `layers`. It is folded into the call, neither a call nor an inferred run.
@@ -591,7 +592,7 @@ class _TraceRuns:
             return
         run = self.runs.get(self._run_id(owner.span.span_id))
         if run is None:
-            if not (inferred and self.config.infer_runs):
+            if not (inferred and self.config.infer_runs) or read.needs_run:
                 self.stats.calls_dropped("call_without_run", 1, None)
                 return
             run = self.runs[owner.span.span_id] = _Run(owner, inferred=True)
@@ -809,7 +810,7 @@ class _TraceRuns:
             "start_ns": span.start_ns or None,
             "available_tools": tools,
         }
-        if short:  # a field set only when it differs from its default, as validation would record it
+        if short or info.incomplete:  # set only when it differs from its default, as validation would record it
             fields["incomplete"] = True
         return agent_run(fields)
 

@@ -139,7 +139,8 @@ _VALUE_ATTRIBUTES: tuple[AttributeSpec, ...] = (
         "toolscore.call.drop.reason",
         "Why tool calls were left out of their run's score: the run had more than `extract.max_calls_per_run` "
         "(`calls_over_limit`; the run is scored on the first ones), or no run owns them and `extract.infer_runs` "
-        "is off (`call_without_run`).",
+        "is off, or their run span ended before them (OpenLIT's Agno wrapper and a streamed `Agent.run`) "
+        "(`call_without_run`).",
         ("calls_over_limit", "call_without_run"),
     ),
     AttributeSpec(
@@ -432,7 +433,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "Tool calls extracted from spans but left out of their runs' scores.",
         ("toolscore.call.drop.reason",),
         "0; `calls_over_limit` means runs longer than `extract.max_calls_per_run` are scored on their first "
-        "calls only (raise it); `call_without_run` that runs are not recognised and `infer_runs` is off.",
+        "calls only (raise it); `call_without_run` that runs are not recognised and `infer_runs` is off, or "
+        "calls whose run span ended before them (OpenLIT's Agno wrapper and a streamed `Agent.run`: that run is "
+        "flagged incomplete).",
     ),
     MetricSpec(
         "toolscore.pending.traces",

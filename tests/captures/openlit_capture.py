@@ -1,5 +1,5 @@
-"""For the OpenLIT captures (openlit-openai, openlit-openai-agents, langgraph-openlit, langchain-openlit): `setup`,
-`write` and `main`.
+"""For the OpenLIT captures (openlit-openai, openlit-openai-agents, langgraph-openlit, langchain-openlit,
+crewai-openlit, smolagents-openlit, agno-openlit, pydantic-ai-openlit): `setup`, `write` and `main`.
 
 Imported from the openlit venv only (it imports `openlit` in `setup`).
 """

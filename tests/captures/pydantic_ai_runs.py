@@ -38,7 +38,7 @@ from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-__all__ = ["EXTRA", "play", "run_agent_names", "truth_of"]
+__all__ = ["EXTRA", "ModelFor", "play", "run_agent_names", "truth_of"]
 
 OUTPUT_TOOL = "final_result"
 """pydantic-ai's default name for its structured-output tool."""
@@ -104,7 +104,12 @@ def _retrying(tool: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _build(scenario: Scenario, recorder: Recorder) -> dict[str, Agent[None, Any]]:
+ModelFor = Callable[[AgentSpec], Any]
+"""A script's own model for an agent (`model_for(spec)`: a pydantic-ai model answering `spec.model`'s turns), in
+place of the `FunctionModel`."""
+
+
+def _build(scenario: Scenario, recorder: Recorder, model_for: ModelFor | None = None) -> dict[str, Agent[None, Any]]:
     """One pydantic-ai Agent per scenario agent; a sub-agent's tool runs that agent."""
     agents: dict[str, Agent[None, Any]] = {}
 
@@ -115,7 +120,7 @@ def _build(scenario: Scenario, recorder: Recorder) -> dict[str, Agent[None, Any]
                 tools.append(recorder.wrap(_sub_agent_tool(agents[scenario.sub_agents[name]]), name))
             else:
                 tools.append(_retrying(recorder.tools([name])[0]))
-        model = FunctionModel(_scripted(iter(spec.turns)), model_name=spec.model)
+        model = model_for(spec) if model_for else FunctionModel(_scripted(iter(spec.turns)), model_name=spec.model)
         output: dict[str, Any] = {"output_type": OUTPUT_TYPES[spec.name]} if spec.name in OUTPUT_TYPES else {}
         agents[spec.name] = Agent(model, name=spec.name, instructions=spec.instructions, tools=tools, **output)
     return agents
@@ -129,8 +134,8 @@ def _sub_agent_tool(agent: Agent[None, Any]) -> Callable[..., Any]:
     return weather_expert
 
 
-async def _play(scenario: Scenario, recorder: Recorder, tracer: Any) -> list[Any]:
-    agents = _build(scenario, recorder)
+async def _play(scenario: Scenario, recorder: Recorder, tracer: Any, model_for: ModelFor | None) -> list[Any]:
+    agents = _build(scenario, recorder, model_for)
     top = [a for a in scenario.agents if a.name not in scenario.sub_agents.values()]
     scope: AbstractContextManager[Any] = tracer.start_as_current_span(APP_SPAN_NAME) if len(top) > 1 else nullcontext()
     answers = []
@@ -147,12 +152,12 @@ def _expected_answer(agent: AgentSpec) -> Any:
     return agent.final_text
 
 
-def play(scenario: Scenario, recorder: Recorder, tracer: Any) -> list[Any]:
-    """Play `scenario` (instrumentation already set with `Agent.instrument_all`); the top-level runs' answers,
-    checked against the script's final texts (a structured output against the output tool's arguments)."""
-    answers = [
-        a.model_dump() if isinstance(a, BaseModel) else a for a in asyncio.run(_play(scenario, recorder, tracer))
-    ]
+def play(scenario: Scenario, recorder: Recorder, tracer: Any, model_for: ModelFor | None = None) -> list[Any]:
+    """Play `scenario` (instrumentation already set with `Agent.instrument_all`, or the script's own); the top-level
+    runs' answers, checked against the script's final texts (a structured output against the output tool's
+    arguments). `model_for`: each agent's model (default: a `FunctionModel` answering the script's turns)."""
+    played = asyncio.run(_play(scenario, recorder, tracer, model_for))
+    answers = [a.model_dump() if isinstance(a, BaseModel) else a for a in played]
     expected = [_expected_answer(a) for a in scenario.agents if a.name not in scenario.sub_agents.values()]
     if answers != expected:
         raise AssertionError(f"{scenario.name}: answers {answers} != {expected}")

@@ -143,6 +143,12 @@ class ToolRead:
     """Whether the span would show the call's failure. False where the instrumentation cannot record one (it sets
     the span OK before it checks the tool's result, and the SDK ignores a later ERROR): `error` False then does
     not say the call succeeded, and a lower layer of the call that failed tells it (see `layers`)."""
+    needs_run: bool = False
+    """The call belongs to a run span above it or to none: with no run span above, it is dropped
+    (`call_without_run`) rather than made an inferred run. Where the instrumentation opens a tool span only inside
+    a run it traced, a tool span with no run span above was made after that run's span had ended (OpenLIT's Agno
+    wrappers and a streamed `Agent.run`, whose run span says so: `RunInfo.incomplete`), and its call belongs to
+    that run, not to one of its own."""
 
 
 @dataclass(slots=True)
@@ -156,6 +162,10 @@ class RunInfo:
     """The agent's name is recorded on a span below the run span, not on it (LlamaIndex: the workflow's
     `init_run` step): extraction asks this of the run span's children, in start order, and the first
     name it gives replaces `agent_name`."""
+    incomplete: bool = False
+    """The run span says the run's work is not under it (OpenLIT's Agno wrapper ended it when a streamed
+    `Agent.run` returned its iterator, before the run): the run is flagged incomplete (`AgentRun.incomplete`)
+    rather than read as a run that made only the calls found under it."""
 
 
 @dataclass(slots=True, frozen=True)

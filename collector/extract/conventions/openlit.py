@@ -44,6 +44,26 @@ their operation says, so its spans are recognised by their instrumentation scope
   `gen_ai.agent.id`; its steps are `invoke_agent <agent> step_<n>` without one: no runs. A tool span's
   `gen_ai.tool.call.id` is a tool argument named like an id, else a fresh uuid4 (`_resolve_tool_call_id`), never
   the model's call id: not read (the call is matched to the model's by name and arguments).
+- Agno (`openlit.instrumentation.agno`, wrappers of Agno methods): a run is `Agent.run`/`arun`/`continue_run`'s
+  `invoke_agent <agent>`, or a team's `Team.run`/`arun` `invoke_workflow <team>` (`gen_ai.workflow.name`,
+  `gen_ai.agno.team.agents`); a `Workflow`'s `invoke_workflow` (no team members) is not a run (its agents' runs
+  are). A tool span is `FunctionCall.execute`'s `execute_tool <tool>` with `gen_ai.tool.call.id` = Agno's call id
+  (the model's, on Chat Completions) and `gen_ai.tool.call.arguments` (content capture only); a failure Agno
+  caught is status ERROR with `error.type` = the error's *message* (read as `_OTHER`). The sync `Agent.run`/
+  `Team.run` wrapper ends its span when `run` returns: a streamed run returns an iterator, so the span ends
+  before the run starts, without `gen_ai.response.id` (the run id of the `RunOutput` it would have returned),
+  and the run's model and tool spans, made as the caller iterates, are not under it (roots of other traces, or
+  under whatever span the caller has current): such a run is flagged incomplete, and a tool span with no run
+  span above it is dropped rather than made a run of its own (`ToolRead.needs_run`). `arun(stream=True)` is
+  wrapped whole (its span stays open while the caller iterates).
+- pydantic-ai (`openlit.instrumentation.pydantic_ai`): a run is `Agent.run`'s `execute_task <agent>` (`run_sync`'s
+  `invoke_agent <agent>` around it has operation `execute_task` too: one run, two layers). Its graph-node wrappers
+  (`Agent.iter`, `UserPromptNode.run`, `ModelRequestNode.run`, `CallToolsNode.run`) open their span around the
+  *creation* of a coroutine, so it ends before the node runs: `invoke_workflow`, `user_prompt_processing`,
+  `model_request` and `execute_tool <model>` spans of a few microseconds, the last one per model response (text
+  answers too), with no tool name, arguments or id: not tools. There are no tool spans: the calls are the `openai`
+  chat spans' (model-only), their outcomes the tool messages of the next request (see `model_calls`: pydantic-ai's
+  retry prompt says a call failed).
 """
 
 from __future__ import annotations
@@ -78,7 +98,7 @@ from toolscore.collector.extract.conventions.genai import (
     read_genai_tool,
     read_genai_tools,
 )
-from toolscore.collector.spans import SpanRecord
+from toolscore.collector.spans import SpanRecord, StatusCode
 
 __all__ = ["OpenLITExtractor"]
 
@@ -147,6 +167,33 @@ __all__ = ["OpenLITExtractor"]
 #                               tool_use_id, else a fresh uuid4, never the model's id: not read. final_answer is
 #                               smolagents' built-in final tool: TOOL
 #   create_agent <agent>        MultiStepAgent.__init__: OTHER
+# scope openlit.instrumentation.agno   (__init__.py, agno.py general_wrap, async_agno.py, utils.py)
+#   invoke_agent <agent>        Agent.run / arun / continue_run / acontinue_run: gen_ai.agent.name, gen_ai.agent.id
+#                               (the agent's id, when it has one), gen_ai.tool.definitions (names, descriptions),
+#                               gen_ai.output.messages, gen_ai.response.id = the RunOutput's run_id: RUN. Sync
+#                               wrapper, stream=True: the span ends when run returns its iterator, no
+#                               gen_ai.response.id, the run's spans are not under it: RUN, incomplete
+#   invoke_workflow <team>      Team.run / arun: gen_ai.workflow.name, gen_ai.agno.team.agents (member names, JSON),
+#                               gen_ai.response.id (TeamRunOutput.run_id): RUN (incomplete as above when streamed
+#                               through the sync wrapper)
+#   invoke_workflow <workflow>  Workflow.run_workflow / arun (no gen_ai.agno.team.agents): OTHER
+#   execute_tool <tool>         FunctionCall.execute / aexecute: gen_ai.tool.name, gen_ai.tool.call.id (Agno's
+#                               FunctionCall.call_id: the model's id on Chat Completions, the output item id fc_...
+#                               on the Responses API), gen_ai.tool.call.arguments (JSON, content capture only),
+#                               gen_ai.tool.call.result; a failure Agno caught (FunctionExecutionResult status
+#                               failure): status ERROR, error.type = its error *message*; one that raised
+#                               (handle_exception): error.type = the class name and an exception event: TOOL
+#   create_agent <agent>        Agent.__init__ (a trace of its own): OTHER
+# scope openlit.instrumentation.pydantic_ai   (__init__.py, pydantic_ai.py, async_pydantic_ai.py, utils.py)
+#   execute_task <agent>        Agent.run (common_agent_run_async): gen_ai.operation.name execute_task,
+#                               gen_ai.agent.name, gen_ai.output.messages = the answer as plain text: RUN
+#   invoke_agent <agent>        Agent.run_sync (common_agent_run), operation execute_task too, around Agent.run's
+#                               span (same agent: one run, folded as a layer): RUN
+#   invoke_workflow, user_prompt_processing, model_request, execute_tool <model>
+#                               Agent.iter and the graph nodes (common_graph_execution, common_internal_node): spans
+#                               ended when the wrapped coroutine is created, before it runs; execute_tool is
+#                               CallToolsNode (one per model response), no gen_ai.tool.*: OTHER
+#   create_agent <agent>        Agent.__init__: OTHER
 # other openlit.instrumentation.* scopes: not claimed here (the GenAI fallback reads them)
 
 SCOPE_MANUAL: Final = "openlit"
@@ -163,6 +210,14 @@ SCOPE_LANGGRAPH: Final = "openlit.instrumentation.langgraph"
 SCOPE_LANGCHAIN: Final = "openlit.instrumentation.langchain"
 SCOPE_CREWAI: Final = "openlit.instrumentation.crewai"
 SCOPE_SMOLAGENTS: Final = "openlit.instrumentation.smolagents"
+SCOPE_AGNO: Final = "openlit.instrumentation.agno"
+AGNO_TEAM_MEMBERS: Final = "gen_ai.agno.team.agents"
+"""Set on a `Team.run`/`arun` span only (`_set_team_attributes`): tells a team's run from a `Workflow`'s span."""
+RESPONSE_ID: Final = "gen_ai.response.id"
+SCOPE_PYDANTIC_AI: Final = "openlit.instrumentation.pydantic_ai"
+EXECUTE_TASK: Final = "execute_task"
+"""The operation of OpenLIT's `Agent.run`/`run_sync` spans (pydantic-ai), whatever the span's name."""
+AGENT_NAME: Final = "gen_ai.agent.name"
 SMOLAGENTS_FINAL: Final = "final_answer"
 """smolagents' built-in tool that ends a run: a real call, flagged `final`."""
 CREWAI_DELEGATION_TOOLS: Final = frozenset({"Delegate work to coworker", "Ask question to coworker"})
@@ -232,6 +287,31 @@ def read_smolagents_tool(span: SpanRecord) -> ToolRead:
     return read
 
 
+def read_agno_tool(span: SpanRecord) -> ToolRead:
+    """An `execute_tool` span of OpenLIT's Agno wrappers (see the module's notes)."""
+    read = read_genai_tool(span)
+    if read.error and not any(event.name == "exception" for event in span.events):
+        read.error_type = ERROR_TYPE_OTHER  # the message of the error Agno caught, not a type
+    read.needs_run = True  # opened only inside a wrapped run: none above means that run's span had ended
+    return read
+
+
+def read_agno_run(span: SpanRecord) -> RunInfo:
+    """An Agno agent or team run span (see the module's notes): incomplete when its wrapper ended it before the run
+    (a streamed run through the sync wrapper: no run id, and no error that would explain its absence)."""
+    attrs = span.attributes
+    info = _workflow_run(span) if attrs.get(OPERATION) == INVOKE_WORKFLOW else read_genai_run(span)
+    info.incomplete = RESPONSE_ID not in attrs and span.status_code != StatusCode.ERROR
+    return info
+
+
+def read_pydantic_ai_run(span: SpanRecord) -> RunInfo:
+    """`Agent.run`/`run_sync`'s span (see the module's notes): the answer is plain text, not GenAI messages."""
+    attrs = span.attributes
+    output = attrs.get(OUTPUT_MESSAGES)
+    return RunInfo(agent_name=string(attrs, AGENT_NAME), output=output if isinstance(output, str) and output else None)
+
+
 def _workflow_run(span: SpanRecord) -> RunInfo:
     attrs = span.attributes
     return RunInfo(
@@ -245,13 +325,23 @@ def _manual_run(span: SpanRecord) -> RunInfo:
 
 
 class OpenLITExtractor:
-    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain, CrewAI and smolagents
-    instrumentations and its manual tracing."""
+    """Spans of OpenLIT's OpenAI Agents SDK processor, its `openai`, LangGraph, LangChain, CrewAI, smolagents, Agno
+    and pydantic-ai instrumentations and its manual tracing."""
 
     name = "openlit"
     gate = Gate(
         scopes=frozenset(
-            {SCOPE_MANUAL, SCOPE_AGENTS, SCOPE_OPENAI, SCOPE_LANGGRAPH, SCOPE_LANGCHAIN, SCOPE_CREWAI, SCOPE_SMOLAGENTS}
+            {
+                SCOPE_MANUAL,
+                SCOPE_AGENTS,
+                SCOPE_OPENAI,
+                SCOPE_LANGGRAPH,
+                SCOPE_LANGCHAIN,
+                SCOPE_CREWAI,
+                SCOPE_SMOLAGENTS,
+                SCOPE_AGNO,
+                SCOPE_PYDANTIC_AI,
+            }
         )
     )
     partial_responses = True
@@ -280,6 +370,13 @@ class OpenLITExtractor:
             if operation == INVOKE_AGENT:
                 return Role.RUN if AGENT_ID in attrs else Role.OTHER  # else a Flow method's or a smolagents step
             return Role.TOOL if operation == EXECUTE_TOOL else Role.OTHER
+        if scope == SCOPE_AGNO:
+            operation = attrs.get(OPERATION)
+            if operation == INVOKE_AGENT or (operation == INVOKE_WORKFLOW and AGNO_TEAM_MEMBERS in attrs):
+                return Role.RUN
+            return Role.TOOL if operation == EXECUTE_TOOL else Role.OTHER
+        if scope == SCOPE_PYDANTIC_AI:
+            return Role.RUN if attrs.get(OPERATION) == EXECUTE_TASK else Role.OTHER
         if scope == SCOPE_LANGGRAPH:
             if attrs.get(OPERATION) == INVOKE_WORKFLOW and string(attrs, WORKFLOW_NAME) is not None:
                 return Role.RUN
@@ -316,6 +413,10 @@ class OpenLITExtractor:
         if role is Role.RUN:
             if scope == SCOPE_LANGGRAPH:
                 return _workflow_run(span)
+            if scope == SCOPE_AGNO:
+                return read_agno_run(span)
+            if scope == SCOPE_PYDANTIC_AI:
+                return read_pydantic_ai_run(span)
             return _manual_run(span) if scope == SCOPE_MANUAL else read_genai_run(span)
         if scope == SCOPE_LANGCHAIN:
             return read_langchain_tool(span)
@@ -323,6 +424,8 @@ class OpenLITExtractor:
             return read_crewai_tool(span)
         if scope == SCOPE_SMOLAGENTS:
             return read_smolagents_tool(span)
+        if scope == SCOPE_AGNO:
+            return read_agno_tool(span)
         read = read_genai_tool(span)
         if read.error:  # the SDK error's message, not a type
             read.error_type = ERROR_TYPE_OTHER

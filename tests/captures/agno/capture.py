@@ -9,7 +9,8 @@ the schemas from the signatures and docstrings), on `OpenAIChat(base_url=...)` p
 `ScriptedOpenAI`. f_agent_as_tool is an Agno `Team` (the coordinator) with the weather expert as its
 member: the team's model calls Agno's own `delegate_task_to_member(member_id, task)` tool, which runs
 the member. b_sequential and i_parallel_random_ids stream (`run(..., stream=True)`); c_parallel and
-h_complex_args use the Responses API (`OpenAIResponses`).
+h_complex_args use the Responses API (`OpenAIResponses`). The agents are built and played by the shared
+`../agno_agents.py`.
 """
 
 from __future__ import annotations
@@ -18,22 +19,11 @@ import contextvars
 import sys
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from capture_kit import (  # noqa: E402
-    APP_SPAN_NAME,
-    SCENARIOS,
-    Agent,
-    Recorder,
-    Scenario,
-    ScriptedOpenAI,
-    find_span,
-    truth_for,
-    write_capture,
-)
+from capture_kit import SCENARIOS, Recorder, Scenario, find_span, truth_for, write_capture  # noqa: E402
 from openinference.instrumentation.agno import AgnoInstrumentor  # noqa: E402
 from opentelemetry import trace  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
@@ -45,9 +35,7 @@ PROVIDER = TracerProvider()
 PROVIDER.add_span_processor(SimpleSpanProcessor(EXPORTER))
 AgnoInstrumentor().instrument(tracer_provider=PROVIDER)
 
-from agno.agent import Agent as AgnoAgent  # noqa: E402
-from agno.models.openai import OpenAIChat, OpenAIResponses  # noqa: E402
-from agno.team import Team  # noqa: E402
+from agno_agents import DELEGATE, delegated, play  # noqa: E402
 
 ROOT = HERE.parents[2]
 TRACES = ROOT / "tests" / "testdata" / "traces" / "agno"
@@ -62,59 +50,18 @@ META = {
 STREAMED = {"b_sequential", "i_parallel_random_ids"}
 RESPONSES = {"c_parallel", "h_complex_args"}
 """Scenarios whose agents use the Responses API (`OpenAIResponses`) instead of chat completions."""
-DELEGATE = "delegate_task_to_member"
-TASK = "What is the weather in Oslo?"
-
-
-def _model(agent: Agent, server: ScriptedOpenAI, responses: bool = False) -> OpenAIChat | OpenAIResponses:
-    kind = OpenAIResponses if responses else OpenAIChat
-    return kind(id=agent.model, base_url=server.base_url, api_key="scripted")
-
-
-def _agent(agent: Agent, server: ScriptedOpenAI, recorder: Recorder, responses: bool = False) -> AgnoAgent:
-    return AgnoAgent(
-        name=agent.name,
-        id=agent.name,
-        model=_model(agent, server, responses),
-        tools=recorder.tools(agent.tools),
-        instructions=agent.instructions,
-    )
-
-
-def _run(runner: Any, prompt: str, stream: bool) -> str | None:
-    if stream:
-        for _ in runner.run(prompt, stream=True):
-            pass
-        return None
-    return str(runner.run(prompt).content)
 
 
 def _play(sc: Scenario, recorder: Recorder) -> list[str | None]:
     EXPORTER.clear()
-    stream = sc.name in STREAMED
-    with ScriptedOpenAI(sc.script) as server:
-        if sc.sub_agents:
-            coordinator, expert = sc.agents
-            team = Team(
-                name=coordinator.name,
-                id=coordinator.name,
-                model=_model(coordinator, server),
-                members=[_agent(expert, server, recorder)],
-                instructions=coordinator.instructions,
-            )
-            answers = [_run(team, coordinator.prompt, stream)]
-            # openinference-instrumentation-agno leaves the team's run span current after Team.run returns
-            # (each scenario runs in a fresh context, so the next one does not nest under it).
-            leaked = trace.get_current_span().get_span_context().is_valid
-            print(f"{sc.name}: a span is still current after Team.run: {leaked}")
-        elif sc.name == "g_two_runs_one_trace":
-            with PROVIDER.get_tracer("capture").start_as_current_span(APP_SPAN_NAME):
-                answers = [_run(_agent(a, server, recorder), a.prompt, stream) for a in sc.agents]
-        else:
-            responses = sc.name in RESPONSES
-            answers = [_run(_agent(a, server, recorder, responses), a.prompt, stream) for a in sc.agents]
-            assert not responses or set(server.paths) == {"/v1/responses"}, server.paths
-        server.assert_consumed()
+    stream = "sync" if sc.name in STREAMED else None
+    tracer = PROVIDER.get_tracer("capture")
+    answers = play(sc, recorder, stream=stream, responses=sc.name in RESPONSES, app_tracer=tracer)
+    if sc.sub_agents:
+        # openinference-instrumentation-agno leaves the team's run span current after Team.run returns
+        # (each scenario runs in a fresh context, so the next one does not nest under it).
+        leaked = trace.get_current_span().get_span_context().is_valid
+        print(f"{sc.name}: a span is still current after Team.run: {leaked}")
     PROVIDER.force_flush()
     return answers
 
@@ -124,7 +71,7 @@ def capture(name: str) -> None:
     sc = base
     unrecorded: list[str] = []
     if sc.sub_agents:
-        sc = sc.with_call("call_f1", name=DELEGATE, args={"member_id": sc.agents[1].name, "task": TASK})
+        sc = delegated(sc)
         unrecorded.append(DELEGATE)
     recorder = Recorder()
     answers = contextvars.Context().run(_play, sc, recorder)
