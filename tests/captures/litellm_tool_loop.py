@@ -20,10 +20,38 @@ from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any
 
-from capture_kit import APP_SPAN_NAME, Scenario, ScriptedOpenAI
-from openai_tool_loop import Loop
+from capture_kit import APP_SPAN_NAME, SCENARIOS, Scenario, ScriptedOpenAI
+from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode
 
-__all__ = ["Client", "flush", "play"]
+__all__ = ["STREAMED", "Client", "all_scenarios", "flush", "in_memory_provider", "play"]
+
+CHAT, CHAT_STREAMED = Mode("chat"), Mode("chat", streamed=True)
+STREAMED = {"b_sequential", "h_complex_args", "i_parallel_random_ids"}
+"""The scenarios played with `stream=True`."""
+
+
+def all_scenarios() -> dict[str, tuple[Scenario, Mode]]:
+    """Every canonical scenario and the unknown tool, with the mode each is played in (Chat Completions)."""
+    found = {name: (s, CHAT_STREAMED if name in STREAMED else CHAT) for name, s in SCENARIOS.items()}
+    found[UNKNOWN_TOOL.name] = (UNKNOWN_TOOL, CHAT)
+    return found
+
+
+def in_memory_provider(folder: str) -> tuple[Any, Any]:
+    """(the in-memory span exporter, the SDK tracer provider writing to it), the provider set as the global one
+    before `litellm` is imported (LiteLLM's "otel" callback takes the global provider)."""
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    from opentelemetry import trace
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": f"capture-{folder}"}))
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    trace.set_tracer_provider(provider)
+    return spans, provider
 
 
 class Client:

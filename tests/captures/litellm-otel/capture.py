@@ -27,36 +27,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 
 import litellm_tool_loop
 import openai_tool_loop
-from capture_kit import SCENARIOS, Agent, Scenario, find_span, truth_for, write_capture
+from capture_kit import Agent, Scenario, find_span, truth_for, write_capture
+from litellm_tool_loop import all_scenarios, in_memory_provider
 from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode
 
 __all__: list[str] = []
 
 FOLDER = "litellm-otel"
-CHAT, CHAT_STREAMED = Mode("chat"), Mode("chat", streamed=True)
-STREAMED = {"b_sequential", "h_complex_args", "i_parallel_random_ids"}
-
-
-def all_scenarios() -> dict[str, tuple[Scenario, Mode]]:
-    found = {name: (s, CHAT_STREAMED if name in STREAMED else CHAT) for name, s in SCENARIOS.items()}
-    found[UNKNOWN_TOOL.name] = (UNKNOWN_TOOL, CHAT)
-    return found
 
 
 def setup() -> dict[str, Any]:
     """Global tracer provider with an in-memory exporter, then LiteLLM's "otel" callback (which takes it)."""
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     os.environ["USE_OTEL_LITELLM_REQUEST_SPAN"] = "true"
-    from opentelemetry import trace
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    spans = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": f"capture-{FOLDER}"}))
-    provider.add_span_processor(SimpleSpanProcessor(spans))
-    trace.set_tracer_provider(provider)
+    spans, provider = in_memory_provider(FOLDER)
     import litellm
 
     litellm.telemetry = False
