@@ -20,21 +20,16 @@ from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any
 
-from capture_kit import APP_SPAN_NAME, SCENARIOS, Scenario, ScriptedOpenAI
-from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode
+import openai_tool_loop
+from capture_kit import APP_SPAN_NAME, Scenario, ScriptedOpenAI
+from openai_tool_loop import Loop, Mode
 
-__all__ = ["STREAMED", "Client", "all_scenarios", "flush", "in_memory_provider", "play"]
-
-CHAT, CHAT_STREAMED = Mode("chat"), Mode("chat", streamed=True)
-STREAMED = {"b_sequential", "h_complex_args", "i_parallel_random_ids"}
-"""The scenarios played with `stream=True`."""
+__all__ = ["Client", "all_scenarios", "flush", "in_memory_provider", "play"]
 
 
 def all_scenarios() -> dict[str, tuple[Scenario, Mode]]:
-    """Every canonical scenario and the unknown tool, with the mode each is played in (Chat Completions)."""
-    found = {name: (s, CHAT_STREAMED if name in STREAMED else CHAT) for name, s in SCENARIOS.items()}
-    found[UNKNOWN_TOOL.name] = (UNKNOWN_TOOL, CHAT)
-    return found
+    """The loop's scenarios through Chat Completions (`litellm.completion` has no Responses API)."""
+    return openai_tool_loop.all_scenarios(responses=False)
 
 
 def in_memory_provider(folder: str) -> tuple[Any, Any]:

@@ -47,12 +47,15 @@ from capture_kit import (
 from schemas import tool_schema
 
 __all__ = [
+    "CHAT",
+    "CHAT_STREAMED",
     "FAILURE_NOTE",
     "UNKNOWN_TOOL",
     "Loop",
     "Mode",
     "RunHook",
     "ToolHook",
+    "all_scenarios",
     "main",
     "model_only",
     "not_captured",
@@ -112,6 +115,44 @@ def variant(base: str, name: str, description: str) -> Scenario:
     """Scenario `base` (of the kit, or `UNKNOWN_TOOL`) under another name and description."""
     found = {**SCENARIOS, UNKNOWN_TOOL.name: UNKNOWN_TOOL}[base]
     return replace(found, name=name, description=description)
+
+
+CHAT, CHAT_STREAMED = Mode("chat"), Mode("chat", streamed=True)
+RESPONSES, RESPONSES_STREAMED = Mode("responses"), Mode("responses", streamed=True)
+STREAMED = frozenset({"b_sequential", "h_complex_args", "i_parallel_random_ids"})
+"""The scenarios played streamed through Chat Completions."""
+RESPONSE_SCENARIOS: dict[str, tuple[str, Mode, str]] = {
+    "k_responses_parallel": ("c_parallel", RESPONSES, "As c, through the Responses API: three function_call items."),
+    "l_responses_streamed": (
+        "i_parallel_random_ids",
+        RESPONSES_STREAMED,
+        "As i, through the Responses API, streamed: four function_call items, ids unsorted.",
+    ),
+    "m_responses_error": (
+        "e_tool_error_retry",
+        RESPONSES,
+        "As e, through the Responses API: the failing call is answered with a function_call_output 'Error: ...'.",
+    ),
+}
+ITEMS_BACK_SCENARIO: dict[str, tuple[str, Mode, str]] = {
+    "n_responses_items_back": (
+        "e_tool_error_retry",
+        Mode("responses", items_back=True),
+        "As m, but the loop hands each response's output items back as they came (input += response.output).",
+    ),
+}
+
+
+def all_scenarios(*, responses: bool = True, items_back: bool = False) -> dict[str, tuple[Scenario, Mode]]:
+    """Every canonical scenario and `UNKNOWN_TOOL` through Chat Completions (`STREAMED` streamed), then, with
+    `responses`, the Responses API variants k, l, m, and, with `items_back`, n (as m, the output items handed
+    back as they came)."""
+    found = {name: (s, CHAT_STREAMED if name in STREAMED else CHAT) for name, s in SCENARIOS.items()}
+    found[UNKNOWN_TOOL.name] = (UNKNOWN_TOOL, CHAT)
+    extra = {**(RESPONSE_SCENARIOS if responses else {}), **(ITEMS_BACK_SCENARIO if items_back else {})}
+    for name, (base, mode, description) in extra.items():
+        found[name] = (variant(base, name, description), mode)
+    return found
 
 
 ToolHook = Callable[[str, str, dict[str, Any], Callable[..., Any]], Any]

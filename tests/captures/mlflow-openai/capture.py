@@ -38,38 +38,18 @@ for _name, _value in {
     os.environ[_name] = _value
 
 import openai_tool_loop  # noqa: E402
-from capture_kit import SCENARIOS, Agent, Scenario, loopback_only_connections, truth_for  # noqa: E402
+from capture_kit import Agent, Scenario, loopback_only_connections, truth_for  # noqa: E402
 from js_capture import Receiver, attr, spans_of, write_request  # noqa: E402
-from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode, variant  # noqa: E402
+from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode  # noqa: E402
 
 __all__: list[str] = []
 
 REFUSED = loopback_only_connections()
 FOLDER = "mlflow-openai"
-CHAT, CHAT_STREAMED = Mode("chat"), Mode("chat", streamed=True)
-RESPONSES, RESPONSES_STREAMED = Mode("responses"), Mode("responses", streamed=True)
-STREAMED = {"b_sequential", "h_complex_args", "i_parallel_random_ids"}
-RESPONSE_SCENARIOS = {
-    "k_responses_parallel": ("c_parallel", RESPONSES, "As c, through the Responses API: three function_call items."),
-    "l_responses_streamed": (
-        "i_parallel_random_ids",
-        RESPONSES_STREAMED,
-        "As i, through the Responses API, streamed: four function_call items, ids unsorted.",
-    ),
-    "m_responses_error": (
-        "e_tool_error_retry",
-        RESPONSES,
-        "As e, through the Responses API: the failing call is answered with a function_call_output 'Error: ...'.",
-    ),
-}
 
 
 def all_scenarios() -> dict[str, tuple[Scenario, Mode]]:
-    found = {name: (s, CHAT_STREAMED if name in STREAMED else CHAT) for name, s in SCENARIOS.items()}
-    found[UNKNOWN_TOOL.name] = (UNKNOWN_TOOL, CHAT)
-    for name, (base, mode, description) in RESPONSE_SCENARIOS.items():
-        found[name] = (variant(base, name, description), mode)
-    return found
+    return openai_tool_loop.all_scenarios()
 
 
 class AppSpans:

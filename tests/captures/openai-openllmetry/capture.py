@@ -36,35 +36,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 
 import openai_tool_loop
-from capture_kit import SCENARIOS, Agent, Scenario, find_span, truth_for, write_capture
-from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode, variant
+from capture_kit import Agent, Scenario, find_span, truth_for, write_capture
+from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode
 
 __all__: list[str] = []
 
 FOLDERS = {"content": "openai-openllmetry", "no-content": "openai-openllmetry-nocontent"}
-CHAT, CHAT_STREAMED = Mode("chat"), Mode("chat", streamed=True)
-RESPONSES, RESPONSES_STREAMED = Mode("responses"), Mode("responses", streamed=True)
-STREAMED = {"b_sequential", "h_complex_args", "i_parallel_random_ids"}
 NO_CONTENT = {"a_single_tool", "c_parallel", "d_no_tool", "k_responses_parallel"}
 NO_CONTENT_STREAMED = {"c_parallel"}
-RESPONSE_SCENARIOS = {
-    "k_responses_parallel": ("c_parallel", RESPONSES, "As c, through the Responses API: three function_call items."),
-    "l_responses_streamed": (
-        "i_parallel_random_ids",
-        RESPONSES_STREAMED,
-        "As i, through the Responses API, streamed: four function_call items, ids unsorted.",
-    ),
-    "m_responses_error": (
-        "e_tool_error_retry",
-        RESPONSES,
-        "As e, through the Responses API: the failing call is answered with a function_call_output 'Error: ...'.",
-    ),
-    "n_responses_items_back": (
-        "e_tool_error_retry",
-        Mode("responses", items_back=True),
-        "As m, but the loop hands each response's output items back as they came (input += response.output).",
-    ),
-}
 
 
 ITEMS_BACK = (
@@ -75,14 +54,11 @@ ITEMS_BACK = (
 
 
 def all_scenarios(form: str) -> dict[str, tuple[Scenario, Mode]]:
-    found = {name: (s, CHAT_STREAMED if name in STREAMED else CHAT) for name, s in SCENARIOS.items()}
-    found[UNKNOWN_TOOL.name] = (UNKNOWN_TOOL, CHAT)
-    for name, (base, mode, description) in RESPONSE_SCENARIOS.items():
-        found[name] = (variant(base, name, description), mode)
+    found = openai_tool_loop.all_scenarios(items_back=True)
     if form == "content":
         return found
     return {
-        name: (scenario, CHAT_STREAMED if name in NO_CONTENT_STREAMED else mode)
+        name: (scenario, openai_tool_loop.CHAT_STREAMED if name in NO_CONTENT_STREAMED else mode)
         for name, (scenario, mode) in found.items()
         if name in NO_CONTENT
     }
