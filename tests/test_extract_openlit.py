@@ -493,6 +493,31 @@ def test_crewai_run_is_the_task_span_with_an_agent_id_not_crew_flow_or_flow_meth
     assert (found[0].name, found[1]) == ("openlit", Role.OTHER)
 
 
+def test_crewai_run_spans_tool_list_is_no_catalog_and_tool_not_found_says_a_tool_is_unknown() -> None:
+    """The task span's `gen_ai.tool.definitions` are the agent's tools under CrewAI's names (`Get Weather`; the model
+    calls `get_weather`), cut at ten, not the task's own tools: read as the catalog, a model-only call of a tool the
+    model was offered would fail as `unknown_tool`. It is not read; CrewAI's `Tool not found` answer says it."""
+    t = Traces()
+    defs = [{"type": "function", "name": "Get Weather", "description": "Weather of a city."}]
+    attrs = {**_crew_task("forecaster"), "gen_ai.tool.definitions": json.dumps(defs)}
+    task = t.span("invoke_agent forecaster", attrs, end=100, scope=CREWAI)
+    calls = [("call_1", "get_weather", {"city": "Oslo"}), ("call_2", "get_forecast", {"city": "Oslo"})]
+    _crew_step(t, task, 2, _chat(calls))
+    answers = [
+        {"type": "tool_call_response", "id": "call_1", "response": "21C in Oslo"},
+        {"type": "tool_call_response", "id": "call_2", "response": "Tool not found"},
+    ]
+    _crew_step(t, task, 20, {**_chat([]), "gen_ai.input.messages": json.dumps([{"role": "tool", "parts": answers}])})
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.error, c.error_type) for c in run.calls] == [
+        ("get_weather", False, None),
+        ("get_forecast", True, "unknown_tool"),
+    ]
+    assert run.available_tools == ()
+
+
 def test_crewai_delegation_tool_span_holds_the_coworkers_inferred_run_named_by_its_arguments() -> None:
     """`BaseTool.run`'s span: CrewAI's tool name (the model calls the sanitized one), `json.dumps` of the keyword
     arguments, no call id. The delegation tool runs the coworker inside it, through CrewAI's executor flow: one run

@@ -45,7 +45,12 @@ their operation says, so its spans are recognised by their instrumentation scope
   not the sanitized one the model calls), its arguments `json.dumps` of the keyword arguments, no call id; the
   `@tool` decorator's `Tool` overrides `run`, so such tools have no span (their calls are in the model's output
   only). CrewAI's delegation tools run the coworker inside their span (no run span of its own): their
-  arguments' `coworker` names the run inferred there.
+  arguments' `coworker` names the run inferred there. The run span's `gen_ai.tool.definitions`
+  (`_set_tool_definitions`) are not the tools the model was offered: the agent's `tools` (not the task's own tools
+  nor the delegation tools CrewAI adds, which it offers instead), cut at ten, under CrewAI's names (the model calls
+  `sanitize_tool_name`'s: `Get Weather` is `get_weather`). As a catalog they would make a model-only call of a tool
+  the model had a failure (`unknown_tool`): not read. CrewAI answers a call of a tool it lacks `Tool not found`,
+  which says it (`model_calls.CREWAI_REFUSAL`).
 - smolagents (`openlit.instrumentation.smolagents`): a run is `MultiStepAgent.run`'s `invoke_agent <agent>`, with
   `gen_ai.agent.id`; its steps are `invoke_agent <agent> step_<n>` without one: no runs. A tool span's
   `gen_ai.tool.call.id` is a tool argument named like an id, else a fresh uuid4 (`_resolve_tool_call_id`), never
@@ -162,7 +167,8 @@ __all__ = ["OpenLITExtractor"]
 # scope openlit.instrumentation.crewai   (crewai.py general_wrap, utils.py process_crewai_response)
 #   invoke_agent <role>         Task._execute_core (`invoke_agent agent` when the task had no agent yet, as a
 #                               hierarchical crew's) or Agent.kickoff: gen_ai.agent.name (role), gen_ai.agent.id,
-#                               gen_ai.input.messages (the task description), gen_ai.output.messages: RUN
+#                               gen_ai.input.messages (the task description), gen_ai.output.messages;
+#                               gen_ai.tool.definitions = agent.tools[:10] under CrewAI's names: not read: RUN
 #   invoke_agent <method>       Flow._execute_method, every step of a Flow (CrewAI's AgentExecutor too); no
 #                               gen_ai.agent.id: OTHER
 #   execute_tool <tool>         BaseTool.run: gen_ai.tool.name (CrewAI's name), gen_ai.tool.call.arguments =
@@ -465,4 +471,6 @@ class OpenLITExtractor:
         return frozenset(n for n in names if isinstance(n, str) and PYDANTIC_AI_OUTPUT_TOOL.fullmatch(n))
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        if span.scope == SCOPE_CREWAI:
+            return []  # not the tools the model was offered (see the module's notes)
         return read_genai_tools(span, role)
