@@ -377,6 +377,39 @@ def test_a_tool_response_ending_with_pydantic_ais_retry_prompt_is_a_failure() ->
     ]
 
 
+def test_crewais_answers_for_a_call_it_did_not_run_are_failures() -> None:
+    """CrewAI (`_execute_single_native_tool_call`) answers the model, for a native call it did not run, with fixed
+    texts: "Tool not found" (an unknown tool, when the run's catalog cannot say: OpenLIT lists ten tools at most),
+    a `before_tool_call` hook's block, a tool past its `max_usage_count`. With no tool span (`@tool` tools under
+    OpenLIT) the answer is what says the call failed; the same words inside a result do not."""
+    t = Traces()
+    run = t.span("invoke_agent a", genai_run("a"), start=0, end=100)
+    calls = [(f"c{i}", "w", {"i": i}) for i in range(6)]
+    t.span("chat", genai_chat(*calls), parent=run, start=1)
+    texts = [
+        "Tool not found",
+        "Tool execution blocked by hook. Tool: w",
+        "Tool 'w' has reached its usage limit of 2 times and cannot be used anymore.",
+        "Tool 'w' has reached its maximum usage limit and cannot be used anymore.",
+        "Tool not found in the index: 21C",
+        "Tool 'w' has reached its usage limit of 2 times and cannot be used anymore. Use another.",
+    ]
+    answered = [{"type": "tool_call_response", "id": f"c{i}", "response": text} for i, text in enumerate(texts)]
+    second = {**genai_chat(), "gen_ai.input.messages": json.dumps([{"role": "tool", "parts": answered}])}
+    t.span("chat", second, parent=run, start=10)
+
+    (built,) = rebuild_runs(t.records())
+
+    assert [(c.call_id, c.model_only, c.error, c.error_type) for c in built.calls] == [
+        ("c0", True, True, "unknown_tool"),
+        ("c1", True, True, "_OTHER"),
+        ("c2", True, True, "_OTHER"),
+        ("c3", True, True, "_OTHER"),
+        ("c4", True, False, None),
+        ("c5", True, False, None),
+    ]
+
+
 def test_model_spans_side_by_side_with_one_response_id_are_one_response() -> None:
     """OpenLLMetry's `anthropic.chat` and the `anthropic` client's own span record one request side by side (neither
     inside the other), both with the message's `gen_ai.response.id`: one response, its calls listed once. Another

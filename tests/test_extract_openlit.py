@@ -419,6 +419,34 @@ def test_a_response_whose_chat_span_ends_with_the_run_is_ordered_before_the_next
     assert [(c.call_id, c.model_only) for c in run.calls] == [("call_u", True), ("call_w", False)]
 
 
+def test_langgraph_run_with_no_model_span_of_its_own_is_incomplete() -> None:
+    """Under `ainvoke` OpenLIT's `on_llm_end` fails before ending its chat span, and a top-level graph whose name
+    lacks "agent" has no root chain span to end it: its chat spans are never exported, and a call no tool ran (a
+    tool never offered) is lost with them. A LangGraph run with no model span of its own is flagged; the sub-agent's
+    chat spans under a tool span are that inferred run's, not the coordinator's; a run with its chat span is not."""
+    t = Traces()
+    lost = t.span("invoke_workflow travel", _workflow("travel"), end=100, scope=LANGGRAPH)
+    step = t.span(
+        "invoke_agent model", {**_chain("model"), "gen_ai.agent.id": "model"}, parent=lost, end=90, scope=LANGGRAPH
+    )
+    tool = _lc_tool("ask", "{'input': 'q'}", "call_f1")
+    ask = t.span("execute_tool ask", tool, parent=step, start=10, end=60, scope=LANGCHAIN)
+    sub = t.span("invoke_agent sub_agent", _chain("sub_agent"), parent=ask, start=11, end=59, scope=LANGCHAIN)
+    t.span("chat m", _lc_chat([("call_s1", "w", {"n": 1})]), parent=sub, start=12, scope=LANGCHAIN)
+    t.span("execute_tool w", _lc_tool("w", "{'n': 1}", "call_s1"), parent=sub, start=20, scope=LANGCHAIN)
+    kept = t.span("invoke_workflow weather", _workflow("weather"), start=200, end=300, scope=LANGGRAPH)
+    t.span("chat m", _lc_chat([("call_1", "w", {"n": 2})]), parent=kept, start=201, scope=LANGCHAIN)
+    t.span("execute_tool w", _lc_tool("w", "{'n': 2}", "call_1"), parent=kept, start=210, scope=LANGCHAIN)
+
+    runs = rebuild_runs(t.records())
+
+    assert sorted((r.agent_name or "", r.inferred, r.incomplete, len(r.calls)) for r in runs) == [
+        ("execute_tool ask", True, False, 1),
+        ("travel", False, True, 1),
+        ("weather", False, False, 1),
+    ]
+
+
 def _crew_task(role: str) -> dict[str, Any]:
     """`Task._execute_core`'s span as `process_crewai_response` leaves it: the agent's role and id."""
     return {
@@ -463,6 +491,31 @@ def test_crewai_run_is_the_task_span_with_an_agent_id_not_crew_flow_or_flow_meth
     found = classify(step)
     assert found is not None
     assert (found[0].name, found[1]) == ("openlit", Role.OTHER)
+
+
+def test_crewai_run_spans_tool_list_is_no_catalog_and_tool_not_found_says_a_tool_is_unknown() -> None:
+    """The task span's `gen_ai.tool.definitions` are the agent's tools under CrewAI's names (`Get Weather`; the model
+    calls `get_weather`), cut at ten, not the task's own tools: read as the catalog, a model-only call of a tool the
+    model was offered would fail as `unknown_tool`. It is not read; CrewAI's `Tool not found` answer says it."""
+    t = Traces()
+    defs = [{"type": "function", "name": "Get Weather", "description": "Weather of a city."}]
+    attrs = {**_crew_task("forecaster"), "gen_ai.tool.definitions": json.dumps(defs)}
+    task = t.span("invoke_agent forecaster", attrs, end=100, scope=CREWAI)
+    calls = [("call_1", "get_weather", {"city": "Oslo"}), ("call_2", "get_forecast", {"city": "Oslo"})]
+    _crew_step(t, task, 2, _chat(calls))
+    answers = [
+        {"type": "tool_call_response", "id": "call_1", "response": "21C in Oslo"},
+        {"type": "tool_call_response", "id": "call_2", "response": "Tool not found"},
+    ]
+    _crew_step(t, task, 20, {**_chat([]), "gen_ai.input.messages": json.dumps([{"role": "tool", "parts": answers}])})
+
+    (run,) = rebuild_runs(t.records())
+
+    assert [(c.name, c.error, c.error_type) for c in run.calls] == [
+        ("get_weather", False, None),
+        ("get_forecast", True, "unknown_tool"),
+    ]
+    assert run.available_tools == ()
 
 
 def test_crewai_delegation_tool_span_holds_the_coworkers_inferred_run_named_by_its_arguments() -> None:
@@ -698,3 +751,26 @@ def test_pydantic_ai_run_is_the_execute_task_span_and_its_node_spans_are_neither
     found = classify(node)
     assert found is not None
     assert (found[0].name, found[1]) == ("openlit", Role.OTHER)
+
+
+def test_pydantic_ai_output_tool_calls_are_the_runs_answer_not_its_calls_told_by_name() -> None:
+    """pydantic-ai's output tool (`final_result`, `final_result_<type>` with several output types) is listed in the
+    `openai` chat span like any call; no span of OpenLIT's holds the tool definitions that would say it is one, so
+    its name tells, in a pydantic-ai run only: a manual `start_trace` run keeps a call so named."""
+    t = Traces()
+    run = t.span("execute_task reporter", _pydantic_ai("reporter"), end=100, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([("call_1", "get_weather", {"city": "Oslo"})]), parent=run, start=1, scope=OPENAI)
+    t.span("chat m", _chat([("call_2", "final_result", {"temp": 21})]), parent=run, start=10, scope=OPENAI)
+    multi = t.span("execute_task multi", _pydantic_ai("multi"), start=200, end=300, scope=PYDANTIC_AI)
+    t.span("chat m", _chat([("call_3", "final_result_Report", {"t": 1})]), parent=multi, start=201, scope=OPENAI)
+    t.span("chat m", _chat([("call_4", "final_results", {"t": 2})]), parent=multi, start=210, scope=OPENAI)
+    manual = t.span("trip", {}, start=400, end=500, scope=MANUAL)
+    t.span("chat m", _chat([("call_5", "final_result", {"t": 3})]), parent=manual, start=401, scope=OPENAI)
+
+    runs = rebuild_runs(t.records())
+
+    assert sorted((r.agent_name or "", [c.call_id for c in r.calls]) for r in runs) == [
+        ("multi", ["call_4"]),
+        ("reporter", ["call_1"]),
+        ("trip", ["call_5"]),
+    ]

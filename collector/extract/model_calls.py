@@ -54,6 +54,7 @@ no tie is made here (the order still ties when it must, see `order.needs_model_r
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Final
@@ -246,7 +247,8 @@ def with_outcomes(
     result is what the agent answered the model with, from a later model request's tool message for its call
     id, and it failed when that message says so (the Vercel AI SDK's `error-text`/`error-json`/`execution-denied`
     outputs) or, when the message does not say, when the result starts with "Error" (how frameworks and
-    hand-written loops report a failed tool to the model) or ends with pydantic-ai's `RETRY_PROMPT`.
+    hand-written loops report a failed tool to the model), ends with pydantic-ai's `RETRY_PROMPT`, or is one of
+    CrewAI's answers for a call it did not run (`CREWAI_REFUSAL`).
 
     Only model-only calls change, and only when the run has one: the rest of the run is left as it is.
     """
@@ -350,7 +352,7 @@ def _outcome(
     call: ToolCall, offered: AbstractSet[str], responses: Mapping[str, ToolResponse], step_error: str | None
 ) -> ToolCall:
     if offered and call.name not in offered:
-        return call.model_copy(update={"error": True, "error_type": "unknown_tool"})
+        return call.model_copy(update={"error": True, "error_type": UNKNOWN_TOOL})
     if step_error is not None:
         return call.model_copy(update={"error": True, "error_type": step_error})
     response = responses.get(call.call_id) if call.call_id is not None else None
@@ -361,10 +363,23 @@ def _outcome(
         return call.model_copy(update={"result": result})
     if failed is None:
         failed = isinstance(result, str) and (result.lstrip()[:5].lower() == "error" or result.endswith(RETRY_PROMPT))
+        if not failed and isinstance(result, str) and (refusal := CREWAI_REFUSAL.fullmatch(result)) is not None:
+            failed, error_type = True, UNKNOWN_TOOL if refusal.group(1) else None
     error_type = (error_type or ERROR_TYPE_OTHER) if failed else None
     return call.model_copy(update={"result": result, "error": failed, "error_type": error_type})
 
 
+UNKNOWN_TOOL: Final = "unknown_tool"
+CREWAI_REFUSAL: Final = re.compile(
+    r"(Tool not found)|Tool execution blocked by hook\. Tool: .*"
+    r"|Tool '.*' has reached its (?:usage limit of \d+ times|maximum usage limit) and cannot be used anymore\.",
+    re.DOTALL,
+)
+"""What CrewAI (1.x, `agent_executor.AgentExecutor._execute_single_native_tool_call`, `agent_utils.
+execute_single_native_tool_call`) answers the model, whole, for a native tool call it did not run: a tool it does not
+have (`Tool not found`, read as `unknown_tool`), one a `before_tool_call` hook blocked, one past its
+`max_usage_count`. A tool that raised is answered `Error executing tool: ...`, which the "Error" rule reads; a tool
+that returned a `ToolFailure` is answered with its own message, which nothing tells from a result."""
 ToolResponse = tuple[Any, bool | None, str | None]
 """What the agent answered the model for one call: the result, whether the call failed (None: the message does not
 say, and a result that starts with "Error", or ends with pydantic-ai's `RETRY_PROMPT`, failed) and the error's type

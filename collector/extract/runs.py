@@ -44,7 +44,8 @@ Rules, applied per trace:
   (`model_calls.outcome_unknown`). A handoff span names no tool (`ToolRead.handoff`): the response that issued it
   does. When no response of the run lists it (content capture off), the call is unnamed and its run is flagged
   incomplete. So is a run span at its trace's root with no recognised span under it (`_blind`): its responses
-  were lost.
+  were lost; and a run whose convention says its responses can be lost without a sign, when it has none of its own
+  (`RunInfo.needs_model`).
 - **Idempotence.** Spans may arrive in any order and more than once: the first delivery of a
   (trace id, span id) is kept and the others are counted. Runs come out sorted by (trace id, run
   start, span id), so the same spans always give the same runs.
@@ -702,15 +703,20 @@ class _TraceRuns:
                 return name
         return None
 
-    def _batches(self, models: list[ClassifiedSpan]) -> list[IssuedBatch]:
-        """The model responses (of one run) that issued tool calls, in start order."""
+    def _batches(self, models: list[ClassifiedSpan], run: _Run) -> list[IssuedBatch]:
+        """The model responses (of one run) that issued tool calls, in start order. The run's convention may say
+        which of the called names are its framework's output tools (`output_tools_of`; not for an inferred run)."""
         batches: list[IssuedBatch] = []
+        named = None if run.inferred else getattr(run.node.extractor, "output_tools_of", None)
         for node in models:
             read = self._read(node)
             if not (isinstance(read, IssuedCalls) and read.calls):
                 read = self._layer_calls(node)
             if isinstance(read, IssuedCalls) and read.calls:
-                batches.append(IssuedBatch(node.span, read.calls, read.output_tools))
+                output_tools = read.output_tools
+                if named is not None:
+                    output_tools = output_tools | named(run.node.span, [call.name for call in read.calls])
+                batches.append(IssuedBatch(node.span, read.calls, output_tools))
         batches.sort(key=batch_order)
         return batches
 
@@ -745,7 +751,7 @@ class _TraceRuns:
             else:
                 if skim_claimed(claimers, texts):
                     return ordered, False
-        batches = self._batches(models)
+        batches = self._batches(models, run)
         if not batches or (not needed and all_claimed(claimers, batches)):
             return ordered, False
         extra = model_only_calls(batches, tie_calls(claimers, batches), self.config, self.stats)
@@ -810,6 +816,7 @@ class _TraceRuns:
             "start_ns": span.start_ns or None,
             "available_tools": tools,
         }
+        short = short or (info.needs_model and not models)  # its responses may be lost (`RunInfo.needs_model`)
         if short or info.incomplete:  # set only when it differs from its default, as validation would record it
             fields["incomplete"] = True
         return agent_run(fields)

@@ -47,6 +47,11 @@ And `call_id_above(span, parent) -> str | None`, asked about a tool span of its 
 id, with its parent span: the call id the parent records for the one call it ran (LangGraph's ToolNode runs each
 tool call as a task of its own, whose span OpenInference records with that call as its input; a retry middleware
 runs the tool again inside the same task, and a failed attempt's tool span has no result to name the call).
+
+And `output_tools_of(span, names) -> frozenset[str]`, asked about a run span of its own with the tool names one of
+the run's model responses called: those that are the framework's structured-output tools (see
+`IssuedCalls.output_tools`), when only the run span tells which framework made the requests (OpenLIT's pydantic-ai
+run, whose model responses are its `openai` client spans, which do not know pydantic-ai).
 """
 
 from __future__ import annotations
@@ -166,6 +171,11 @@ class RunInfo:
     """The run span says the run's work is not under it (OpenLIT's Agno wrapper ended it when a streamed
     `Agent.run` returned its iterator, before the run): the run is flagged incomplete (`AgentRun.incomplete`)
     rather than read as a run that made only the calls found under it."""
+    needs_model: bool = False
+    """The run's model responses can be lost without a sign (OpenLIT's LangChain handler never ends the chat spans
+    of a LangGraph run invoked with `ainvoke` whose graph name lacks "agent"): a run with no model response of its
+    own is flagged incomplete (`AgentRun.incomplete`) rather than read from its tool spans alone, which miss the
+    calls no tool ran (an agent run asks its model at least once)."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -25,10 +25,16 @@ their operation says, so its spans are recognised by their instrumentation scope
   (`detect_observation_type`): the graph's root chain when the graph is so named, but also every step of
   `create_react_agent`'s `agent` node, so no run either. Under a tool span these chain spans are steps
   (`is_step`): a graph a tool invoked, which has no run span, is one run inferred at the tool span, not one per
-  step. A tool span's `gen_ai.tool.call.arguments` is `str()` of the arguments (a Python repr, read
-  with `ast.literal_eval`, and the model's own text wins); its `gen_ai.tool.call.id` starts as the LangChain
-  run id and becomes the model's call id only when the tool returns a `ToolMessage` (`on_tool_end`), so a
-  failed call carries the run id: only an id the result names (`tool_call_id='...'`) is kept. Its chat spans
+  step. Its chat spans are ended by `on_llm_end`, which under `ainvoke`/`astream` raises first (resetting its
+  `_framework_llm_span_active` context token, made in another context) and swallows the error, so they end only when
+  a parent span's `_end_span` ends its children: the root chain's when the graph's name says "agent", a tool's for a
+  graph the tool ran, and none for a top-level graph named otherwise, whose chat spans are never exported (their
+  httpx children are, with a missing parent). Nothing on the run span tells `ainvoke` from `invoke`, so a LangGraph
+  run with no model span of its own is flagged incomplete (`RunInfo.needs_model`): read from its tool spans alone,
+  it would miss the calls no tool ran. A tool span's `gen_ai.tool.call.arguments` is `str()` of the arguments (a
+  Python repr, read with `ast.literal_eval`, and the model's own text wins); its `gen_ai.tool.call.id` starts as
+  the LangChain run id and becomes the model's call id only when the tool returns a `ToolMessage` (`on_tool_end`),
+  so a failed call carries the run id: only an id the result names (`tool_call_id='...'`) is kept. Its chat spans
   list every call with its id (LangChain's `tool_calls`, Chat Completions and Responses API alike).
 - CrewAI (`openlit.instrumentation.crewai`, wrappers of CrewAI methods): a run is `Task._execute_core`'s
   `invoke_agent <role>` or `Agent.kickoff`'s, the only spans with `gen_ai.agent.id` (`_set_task_attributes`,
@@ -39,7 +45,12 @@ their operation says, so its spans are recognised by their instrumentation scope
   not the sanitized one the model calls), its arguments `json.dumps` of the keyword arguments, no call id; the
   `@tool` decorator's `Tool` overrides `run`, so such tools have no span (their calls are in the model's output
   only). CrewAI's delegation tools run the coworker inside their span (no run span of its own): their
-  arguments' `coworker` names the run inferred there.
+  arguments' `coworker` names the run inferred there. The run span's `gen_ai.tool.definitions`
+  (`_set_tool_definitions`) are not the tools the model was offered: the agent's `tools` (not the task's own tools
+  nor the delegation tools CrewAI adds, which it offers instead), cut at ten, under CrewAI's names (the model calls
+  `sanitize_tool_name`'s: `Get Weather` is `get_weather`). As a catalog they would make a model-only call of a tool
+  the model had a failure (`unknown_tool`): not read. CrewAI answers a call of a tool it lacks `Tool not found`,
+  which says it (`model_calls.CREWAI_REFUSAL`).
 - smolagents (`openlit.instrumentation.smolagents`): a run is `MultiStepAgent.run`'s `invoke_agent <agent>`, with
   `gen_ai.agent.id`; its steps are `invoke_agent <agent> step_<n>` without one: no runs. A tool span's
   `gen_ai.tool.call.id` is a tool argument named like an id, else a fresh uuid4 (`_resolve_tool_call_id`), never
@@ -63,7 +74,12 @@ their operation says, so its spans are recognised by their instrumentation scope
   `model_request` and `execute_tool <model>` spans of a few microseconds, the last one per model response (text
   answers too), with no tool name, arguments or id: not tools. There are no tool spans: the calls are the `openai`
   chat spans' (model-only), their outcomes the tool messages of the next request (see `model_calls`: pydantic-ai's
-  retry prompt says a call failed).
+  retry prompt says a call failed). pydantic-ai's output tool (`final_result`, `final_result_<type>` with several
+  output types: `_output.py`) is listed there like any call, and nothing on OpenLIT's spans says it is one: the
+  request's tool definitions (pydantic-ai's `kind='output'`, its description `The final response which ends this
+  conversation`) go to OpenLIT's inference event only, not to the span, on Chat Completions. So only the name tells:
+  a call so named of a pydantic-ai run is its structured answer, not counted (`output_tools_of`; an agent's own tool
+  named so would be missed, an output tool named otherwise (`ToolOutput(name=...)`) read as the agent's call).
 """
 
 from __future__ import annotations
@@ -134,7 +150,8 @@ __all__ = ["OpenLITExtractor"]
 # scope openlit.instrumentation.langgraph   (langgraph.py, async_langgraph.py, utils.py)
 #   invoke_workflow <graph>     Pregel.invoke/ainvoke ([...] stream: `invoke_workflow <graph> stream`):
 #                               gen_ai.workflow.name, gen_ai.output.messages (the assistant texts, JSON parts);
-#                               none for a graph run inside another (suppressed): RUN, named by the workflow
+#                               none for a graph run inside another (suppressed): RUN, named by the workflow;
+#                               incomplete when no model span of its own is under it (chat spans lost, see notes)
 #   invoke_agent <node>         a step of a node (StateGraph.add_node wrapper; gen_ai.agent.id = node name): OTHER
 #   create_agent <graph>, retrieval graph_state, invoke_workflow checkpoint_* (no workflow name): OTHER
 # scope openlit.instrumentation.langchain   (__init__.py: OpenLITCallbackHandler; utils.py common_chat_logic)
@@ -150,7 +167,8 @@ __all__ = ["OpenLITExtractor"]
 # scope openlit.instrumentation.crewai   (crewai.py general_wrap, utils.py process_crewai_response)
 #   invoke_agent <role>         Task._execute_core (`invoke_agent agent` when the task had no agent yet, as a
 #                               hierarchical crew's) or Agent.kickoff: gen_ai.agent.name (role), gen_ai.agent.id,
-#                               gen_ai.input.messages (the task description), gen_ai.output.messages: RUN
+#                               gen_ai.input.messages (the task description), gen_ai.output.messages;
+#                               gen_ai.tool.definitions = agent.tools[:10] under CrewAI's names: not read: RUN
 #   invoke_agent <method>       Flow._execute_method, every step of a Flow (CrewAI's AgentExecutor too); no
 #                               gen_ai.agent.id: OTHER
 #   execute_tool <tool>         BaseTool.run: gen_ai.tool.name (CrewAI's name), gen_ai.tool.call.arguments =
@@ -194,6 +212,8 @@ __all__ = ["OpenLITExtractor"]
 #                               ended when the wrapped coroutine is created, before it runs; execute_tool is
 #                               CallToolsNode (one per model response), no gen_ai.tool.*: OTHER
 #   create_agent <agent>        Agent.__init__: OTHER
+#   (openai chat spans)         the calls; `final_result`, `final_result_<type>` are pydantic-ai's output tools
+#                               (told by name only: no tool definitions on the span): not calls of the run
 # other openlit.instrumentation.* scopes: not claimed here (the GenAI fallback reads them)
 
 SCOPE_MANUAL: Final = "openlit"
@@ -227,6 +247,10 @@ WORKFLOW_NAME: Final = "gen_ai.workflow.name"
 TOOL_RESULT: Final = "gen_ai.tool.call.result"
 MAX_REPR_CHARS: Final = 1 << 16
 """Longer Python reprs are left as text (the model's arguments stand in) rather than evaluated."""
+PYDANTIC_AI_OUTPUT_TOOL: Final = re.compile(r"final_result(?:_[A-Za-z0-9_-]+)?")
+"""pydantic-ai's output tool names (`_output.py`, `OutputToolset.build`): `DEFAULT_OUTPUT_TOOL_NAME` `final_result`,
+with several output types `final_result_<type name>` (sanitized by `TOOL_NAME_SANITIZER`), a clash `..._<n>`. OpenLIT's
+spans hold no tool definitions on Chat Completions (only its inference event does), so the name alone tells."""
 _ID_IN_RESULT: Final = re.compile(r"""tool_call_id=(?:'([^']*)'|"([^"]*)")""")
 
 
@@ -317,6 +341,14 @@ def _workflow_run(span: SpanRecord) -> RunInfo:
     return RunInfo(
         agent_name=string(attrs, WORKFLOW_NAME), output=message_text(attrs.get(OUTPUT_MESSAGES), "assistant")
     )
+
+
+def read_langgraph_run(span: SpanRecord) -> RunInfo:
+    """A LangGraph wrapper's `invoke_workflow <graph>` run (see the module's notes): its chat spans may never have
+    been exported, so a run with none of its own is flagged incomplete (`RunInfo.needs_model`)."""
+    info = _workflow_run(span)
+    info.needs_model = True
+    return info
 
 
 def _manual_run(span: SpanRecord) -> RunInfo:
@@ -412,7 +444,7 @@ class OpenLITExtractor:
             )
         if role is Role.RUN:
             if scope == SCOPE_LANGGRAPH:
-                return _workflow_run(span)
+                return read_langgraph_run(span)
             if scope == SCOPE_AGNO:
                 return read_agno_run(span)
             if scope == SCOPE_PYDANTIC_AI:
@@ -431,5 +463,14 @@ class OpenLITExtractor:
             read.error_type = ERROR_TYPE_OTHER
         return read
 
+    def output_tools_of(self, span: SpanRecord, names: list[str | None]) -> frozenset[str]:
+        """Of the names a response of the run `span` called, pydantic-ai's output tools (see the module's notes): a
+        call of theirs is the run's structured answer, not a call of the agent's (`IssuedCalls.output_tools`)."""
+        if span.scope != SCOPE_PYDANTIC_AI:
+            return frozenset()
+        return frozenset(n for n in names if isinstance(n, str) and PYDANTIC_AI_OUTPUT_TOOL.fullmatch(n))
+
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
+        if span.scope == SCOPE_CREWAI:
+            return []  # not the tools the model was offered (see the module's notes)
         return read_genai_tools(span, role)

@@ -47,7 +47,8 @@ NOT_WRITTEN = {
     "f_agent_as_tool": (
         "the coordinator's chat spans are never ended, so never exported (OpenLIT's on_llm_end fails under ainvoke "
         "and a graph named without 'agent' has no root chain span to end them): the capture holds spans whose "
-        "parent is missing, which the capture files must not (tests/test_sources.py); toolscore reads its runs right"
+        "parent is missing, which the capture files must not (tests/test_sources.py); toolscore reads its calls right "
+        "and flags the coordinator's run incomplete (no model span of its own)"
     ),
 }
 """Scenarios not written into tests/testdata, and why (`capture.py --out DIR <scenario>` captures one anyway)."""

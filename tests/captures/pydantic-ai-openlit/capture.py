@@ -3,10 +3,10 @@
 The agents are those of `../pydantic-ai/capture.py`, played by the shared `../pydantic_ai_runs.py` (recorded tools,
 `ToolFailure` raised as `ModelRetry`, f's sub-agent run by the tool `weather_expert`, g under the application span),
 each on `OpenAIChatModel` pointed at the kit's scripted server (OpenLIT writes the model's calls from the `openai`
-client, which pydantic-ai's `FunctionModel` does not use). Scenarios a..i, none streamed (OpenLIT wraps neither
-`run_stream` nor `run_stream_events`); pydantic-ai's own `k_output_ends_run` is not played (its output tool cannot be
-told from a call under OpenLIT, see NOTES.md). Set-up: the shared `openlit_capture.setup` (content capture on,
-metrics off, the empty price list); pydantic-ai's own instrumentation is left off.
+client, which pydantic-ai's `FunctionModel` does not use). Scenarios a..i and pydantic-ai's own `k_output_ends_run`
+(its output tool `final_result` is told from a call by its name alone under OpenLIT, see NOTES.md), none streamed
+(OpenLIT wraps neither `run_stream` nor `run_stream_events`). Set-up: the shared `openlit_capture.setup` (content
+capture on, metrics off, the empty price list); pydantic-ai's own instrumentation is left off.
 
     /work/venvs/pydantic-ai-openlit/bin/python tests/captures/pydantic-ai-openlit/capture.py [--out DIR] [SCENARIO ...]
 """
@@ -99,7 +99,9 @@ def main() -> None:
     from capture_kit import loopback_only_connections
 
     refused = loopback_only_connections()
-    openlit_capture.main(__doc__.splitlines()[0], FOLDER, SCENARIOS, capture)
+    from pydantic_ai_runs import EXTRA
+
+    openlit_capture.main(__doc__.splitlines()[0], FOLDER, {**SCENARIOS, **EXTRA}, capture)
     if refused:
         raise SystemExit(f"connections refused (outside the loopback): {refused}")
 
