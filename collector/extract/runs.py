@@ -118,8 +118,8 @@ class ClassifiedSpan:
 
     def ask(self, hook: str, *args: Any) -> Any:
         """What its convention's optional hook `hook` (an `Extractor` method a convention may lack:
-        `ends_before_its_work`, `is_step`, `sent_for`, `call_id_above`, `inferred_run`) answers for the span
-        (and `args`); None when the convention has no such hook."""
+        `ends_before_its_work`, `is_step`, `sent_for`, `call_id_above`, `inferred_run`, `output_tools_of`) answers
+        for the span (and `args`); None when the convention has no such hook."""
         answer = getattr(self.extractor, hook, None)
         return None if answer is None else answer(self.span, *args)
 
@@ -707,15 +707,15 @@ class _TraceRuns:
         """The model responses (of one run) that issued tool calls, in start order. The run's convention may say
         which of the called names are its framework's output tools (`output_tools_of`; not for an inferred run)."""
         batches: list[IssuedBatch] = []
-        named = None if run.inferred else getattr(run.node.extractor, "output_tools_of", None)
+        named = not run.inferred and hasattr(run.node.extractor, "output_tools_of")
         for node in models:
             read = self._read(node)
             if not (isinstance(read, IssuedCalls) and read.calls):
                 read = self._layer_calls(node)
             if isinstance(read, IssuedCalls) and read.calls:
                 output_tools = read.output_tools
-                if named is not None:
-                    output_tools = output_tools | named(run.node.span, [call.name for call in read.calls])
+                if named:
+                    output_tools = output_tools | run.node.ask("output_tools_of", [call.name for call in read.calls])
                 batches.append(IssuedBatch(node.span, read.calls, output_tools))
         batches.sort(key=batch_order)
         return batches
