@@ -1621,3 +1621,97 @@ def test_mlflow_langgraph_root_chain_is_a_run_and_a_graph_in_a_node_is_not() -> 
             (hex_id(second), "followup_agent", False, ["c3"]),
         ]
     )
+
+
+def _ml_genai(operation: str, **attrs: Any) -> dict[str, Any]:
+    """A span as MLflow's GenAI export writes it (`MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true`): no `mlflow.*`
+    attribute, `gen_ai.operation.name` from the span type (any type without a GenAI name as is: `CHAIN`)."""
+    return {"gen_ai.operation.name": operation} | attrs
+
+
+def _genai_output(*calls: tuple[str, str, dict[str, Any]], text: str | None = None) -> str:
+    parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text is not None else []
+    parts += [{"type": "tool_call", "id": c, "name": n, "arguments": a} for c, n, a in calls]
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "tool_calls" if calls else "stop"}])
+
+
+def test_mlflow_genai_export_tool_arguments_are_bound_and_streamed_calls_come_from_the_chunk_events() -> None:
+    # The translation writes a TOOL span's inputs (the bound arguments with defaults) as gen_ai.tool.call.arguments
+    # and the model's arguments decoded in gen_ai.output.messages: the model's win. A streamed completion's output
+    # message is the rebuilt text (no calls); the chunk events stay and hold the calls.
+    t = Traces()
+    run = t.span("invoke_agent a", _ml_genai("invoke_agent", **{"gen_ai.agent.name": "a"}), start=0, end=99, scope=ML)
+    plain = _genai_output(("c1", "w", {"city": "Oslo"}))
+    t.span("chat m", _ml_genai("chat", **{"gen_ai.output.messages": plain}), parent=run, start=1, scope=ML)
+    bound = {"gen_ai.tool.name": "w", "gen_ai.tool.call.arguments": json.dumps({"city": "Oslo", "unit": "celsius"})}
+    t.span("execute_tool w", _ml_genai("execute_tool", **bound), parent=run, start=2, scope=ML)
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c2", "function": {}}]}}]}
+    chunk["choices"][0]["delta"]["tool_calls"][0]["function"] = {"name": "v", "arguments": '{"n": 1}'}
+    events = [("mlflow.chunk.item.0", {"mlflow.chunk.value": json.dumps(chunk)})]
+    rebuilt = {"gen_ai.output.messages": _genai_output(text="")}
+    t.span("chat m", _ml_genai("chat", **rebuilt), parent=run, start=3, scope=ML, events=events)
+    t.span("execute_tool v", _ml_genai("execute_tool", **{"gen_ai.tool.name": "v"}), parent=run, start=4, scope=ML)
+
+    (result,) = rebuild_runs(t.records())
+
+    assert (result.agent_name, result.convention) == ("a", "mlflow")
+    assert _calls(result) == [("w", {"city": "Oslo"}, "c1", False), ("v", {"n": 1}, "c2", False)]
+
+
+def test_mlflow_genai_export_model_span_without_output_messages_flags_a_run_read_from_responses_alone() -> None:
+    # The converters know the chat form and the Responses API's `output` only: the LangChain callback's
+    # `LLMResult` converts to no output messages. That response's calls are unknown; a failed one issued none.
+    t = Traces()
+    lost = t.span("invoke_agent a", _ml_genai("invoke_agent", **{"gen_ai.agent.name": "a"}), start=0, end=9, scope=ML)
+    t.span("chat m", _ml_genai("chat"), parent=lost, start=1, scope=ML)
+    failed = t.span("invoke_agent b", _ml_genai("invoke_agent", **{"gen_ai.agent.name": "b"}), start=20, scope=ML)
+    t.span("chat m", _ml_genai("chat"), parent=failed, start=21, scope=ML, error="timeout")
+    # The same span outside MLflow's scope is the GenAI reader's, which knows nothing of MLflow's converters
+    other = t.span("invoke_agent c", _ml_genai("invoke_agent", **{"gen_ai.agent.name": "c"}), start=40, scope="x")
+    t.span("chat m", _ml_genai("chat"), parent=other, start=41, scope="x")
+
+    runs = {r.agent_name: r for r in rebuild_runs(t.records())}
+
+    assert (runs["a"].incomplete, runs["a"].calls, runs["a"].convention) == (True, (), "mlflow")
+    assert (runs["b"].incomplete, runs["b"].calls) == (False, ())
+    assert (runs["c"].incomplete, runs["c"].convention) == (False, "genai")
+
+
+def test_mlflow_genai_export_graph_root_chain_is_a_run_named_by_its_metadata() -> None:
+    # Every CHAIN span is renamed `CHAIN`. A create_agent graph's root CHAIN (metadata without a node) is the run,
+    # named by `lc_agent_name`; a graph run inside a tool inherits the tool's node: inferred, named the same way.
+    # The LangChain callback's `tool_call_id` attribute survives the translation (not under `mlflow.`).
+    t = Traces()
+    agent = {"ls_integration": "langchain_create_agent", "lc_agent_name": "boss"}
+    root = t.span("CHAIN", _ml_genai("CHAIN", metadata=json.dumps(agent)), start=0, end=99, scope=ML)
+    tools = agent | {"langgraph_node": "tools"}
+    node = t.span("CHAIN", _ml_genai("CHAIN", metadata=json.dumps(tools)), parent=root, start=1, end=90, scope=ML)
+    delegate = {"gen_ai.tool.name": "expert", "tool_call_id": json.dumps("c1")}
+    tool = t.span("execute_tool expert", _ml_genai("execute_tool", **delegate), parent=node, start=2, end=80, scope=ML)
+    sub = {"ls_integration": "langchain_create_agent", "lc_agent_name": "expert", "langgraph_node": "tools"}
+    inner = t.span("CHAIN", _ml_genai("CHAIN", metadata=json.dumps(sub)), parent=tool, start=3, end=70, scope=ML)
+    answer = json.dumps({"type": "tool", "content": "sunny", "tool_call_id": "c2"})
+    weather = {"gen_ai.tool.name": "w", "gen_ai.tool.call.result": answer}
+    t.span("execute_tool w", _ml_genai("execute_tool", **weather), parent=inner, start=4, scope=ML)
+
+    runs = [(r.span_id, r.agent_name, r.inferred, [c.call_id for c in r.calls]) for r in rebuild_runs(t.records())]
+
+    assert runs == [(hex_id(root), "boss", False, ["c1"]), (hex_id(inner), "expert", True, ["c2"])]
+
+
+def test_mlflow_openai_autolog_images_request_typed_tool_is_not_a_tool_call() -> None:
+    # `mlflow.openai.autolog()` types `Images.generate` TOOL (`_get_span_type`), names the span after the resource
+    # class and records the request's keywords as attributes (`prompt`): no call the model issued, in either export
+    # form. A tool of the user's that happens to be named `Images` (no `prompt` attribute) is still a call.
+    t = Traces()
+    run = t.span("artist", _ml("AGENT"), start=0, end=99, scope=ML)
+    request = _ml("TOOL", {"prompt": "a cat", "model": "dall-e-3"}, {"data": []}, prompt="a cat", model="dall-e-3")
+    t.span("Images", request, parent=run, start=1, scope=ML)
+    t.span("Images", _ml("TOOL", {"query": "cats"}, "3 found"), parent=run, start=2, scope=ML)
+    translated = {"gen_ai.tool.name": "AsyncImages", "prompt": json.dumps("a dog")}
+    genai = t.span("invoke_agent b", _ml_genai("invoke_agent", **{"gen_ai.agent.name": "b"}), start=50, scope=ML)
+    t.span("execute_tool AsyncImages", _ml_genai("execute_tool", **translated), parent=genai, start=51, scope=ML)
+
+    runs = {r.agent_name: [(c.name, c.args) for c in r.calls] for r in rebuild_runs(t.records())}
+
+    assert runs == {"artist": [("Images", {"query": "cats"})], "b": []}

@@ -234,7 +234,7 @@ def test_random_spans_near_the_markers_are_decided_as_python_decides_them(seed: 
     expected = [span for span in spans if _plain_by_python(span, routes.agent_ids)]
     assert routes.passed == expected
     assert [args[0] for args, _ in routes.slow] == [span for span in spans if not any(span is e for e in expected)]
-    assert 50 < len(expected) < 550
+    assert 30 < len(expected) < 550  # both ways taken (each new marker makes a random span plain less often)
 
 
 def test_a_span_the_gate_leaves_would_not_always_be_plain_but_one_it_passes_always_is() -> None:

@@ -82,6 +82,9 @@ def normalize_args(value: Any, config: ExtractConfig) -> tuple[Any, ArgsState, b
 
 
 _JSON_OPENERS = ("{", "[")
+_MODEL_ARGS = (str, dict)
+"""What a model response's arguments can be when they win over a tool span's `args_parsed` ones: its text, or that text
+decoded into an object."""
 
 
 def _result(value: Any, config: ExtractConfig, stats: ExtractStats) -> Any:
@@ -119,7 +122,8 @@ def build_call(
     spans), a handoff's tool name, and arguments when the span recorded none or a bare value. Its name for the
     tool wins over the span's other spelling of it (`order.same_tool_name`): the model called the tool by it.
     Its arguments text wins over arguments the span holds after the tool's schema parsed them
-    (`ToolRead.args_parsed`): the model wrote that text.
+    (`ToolRead.args_parsed`): the model wrote that text; so do its arguments already decoded (a JSON object: MLflow's
+    GenAI export writes the model's arguments decoded, `_parse_tool_arguments`), as the model gave them.
     """
     args = read.args
     if args.__class__ is str and args[:1] in _JSON_OPENERS and len(args) * 4 <= config.max_args_bytes:
@@ -137,7 +141,7 @@ def build_call(
         if read.handoff or not name or (issued.name and issued.name != name):
             name = issued.name or name  # the model's name for the tool, as the expectations name it
         if issued.args is not None and (
-            state in ("not_captured", "raw") or (read.args_parsed and issued.args.__class__ is str)
+            state in ("not_captured", "raw") or (read.args_parsed and issued.args.__class__ in _MODEL_ARGS)
         ):
             issued_args, issued_state, issued_cut = normalize_args(issued.args, config)
             if issued_state == "value":

@@ -39,10 +39,38 @@ attributes, every value **JSON text** (`LiveSpan.set_attribute` stores `json.dum
   `model` node of create_agent, when its update answers structured-output calls, is the model response its
   CHAT_MODEL span is a layer of (`langchain_agent`).
 - Every other type (UNKNOWN for a plain `mlflow.start_span`, RETRIEVER, EMBEDDING, PARSER, ...) is OTHER.
+- Not every TOOL is a tool call: the OpenAI autolog types its span of a client request `Images.generate` TOOL
+  (`mlflow/openai/autolog.py`, `_get_span_type`: `Images`/`AsyncImages` -> `SpanType.TOOL`), named after the
+  resource class (`instance.__class__.__name__`) and with the request's keywords as attributes (`_start_span`),
+  `prompt` among them. An image request is no call the model issued: such a span is OTHER.
 
-With `MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true` MLflow translates its spans to the OTel GenAI conventions before export
-(`mlflow/tracing/export/genai_semconv/translator.py`) and drops the `mlflow.*` attributes: those spans are the
-GenAI reader's.
+**GenAI export.** With `MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true` MLflow translates every span to the OTel GenAI
+conventions as it ends (`OtelSpanProcessor.on_end`, `mlflow/tracing/export/genai_semconv/translator.py`): it drops
+every `mlflow.*` attribute and writes `gen_ai.operation.name` from the span type (CHAT_MODEL `chat`, LLM
+`generate_content`, TOOL `execute_tool`, AGENT `invoke_agent`, EMBEDDING `embeddings`; any other type **as is**:
+`CHAIN`, `UNKNOWN`, ...), renames the span `<operation> <tool, agent or model>` (else just the operation: every
+CHAIN span is named `CHAIN`), and converts the inputs and outputs by the message format's converter
+(`gen_ai.input.messages`, `gen_ai.output.messages`; a TOOL span's `gen_ai.tool.call.arguments` /
+`gen_ai.tool.call.result` are `json.dumps` of its inputs and outputs). Attributes not under `mlflow.` stay (the
+LangChain callback's `metadata`, `tool_call_id`, the OpenAI autolog's request keywords), and so do the events. The
+spans keep MLflow's scope (`mlflow.tracing.provider`), which is how this reader claims them before the GenAI reader
+would, to keep what is MLflow's own in that form:
+
+- a TOOL span's arguments are still the function's bound arguments with defaults (`args_parsed`); its call id is
+  the LangChain callback's `tool_call_id` attribute, else the ToolMessage in `gen_ai.tool.call.result`;
+- a streamed chat completion's output message is the rebuilt text-only completion (no calls, finish reason
+  `stop`): its calls are read from the chunk events, which the translation keeps;
+- a model span without `gen_ai.output.messages` that did not fail lost its response: the converter knows only the
+  chat form (`choices`) and the Responses API's `output`, so the LangChain callback's `LLMResult` (a Responses API
+  `AIMessage`) converts to nothing, and a span with no outputs has none either. Its calls are unknown
+  (`IssuedCalls.partial`);
+- a graph's root CHAIN is a run when its metadata says so without a node (`ls_integration` langgraph or
+  langchain_create_agent, no `langgraph_node`); its name is gone with the span's, so create_agent's comes from
+  `lc_agent_name`, and a plain LangGraph graph's run has none. A graph run inside another's node (f's sub-agent)
+  inherits that node and stays OTHER; its run is inferred, named by its `lc_agent_name` (`inferred_run`);
+- the create_agent `model` node's update is not converted (a CHAIN's outputs have no `choices`), so a
+  structured-output answer (`langchain_agent.node_response`) cannot be told from a call the model issued that no
+  tool ran: it reads as a model-only call. Not handled (not flagged either).
 """
 
 from __future__ import annotations
@@ -67,6 +95,15 @@ from toolscore.collector.extract.conventions.common import (
     json_list,
     load_json,
     message_text,
+)
+from toolscore.collector.extract.conventions.genai import (
+    INPUT_MESSAGES,
+    OUTPUT_MESSAGES,
+    TOOL_DEFINITIONS,
+    read_genai_issued,
+    read_genai_run,
+    read_genai_tool,
+    read_genai_tools,
 )
 from toolscore.collector.extract.conventions.langchain_agent import CREATE_AGENT, MODEL_NODE, node_response
 from toolscore.collector.spans import SpanRecord, StatusCode
@@ -99,6 +136,23 @@ METADATA: Final = "metadata"
 TOOL_CALL_ID: Final = "tool_call_id"
 CHUNK_EVENT: Final = "mlflow.chunk.item."
 CHUNK_VALUE: Final = "mlflow.chunk.value"
+SCOPE: Final = "mlflow.tracing.provider"
+"""The instrumentation scope of the spans MLflow's own tracer starts (`mlflow/tracing/provider.py`)."""
+OPERATION: Final = "gen_ai.operation.name"
+_T_TOOL: Final = "execute_tool"
+_T_RUN: Final = "invoke_agent"
+_T_MODEL: Final = frozenset({"chat", "generate_content"})
+_T_CHAIN: Final = "CHAIN"
+CLIENT_TOOL_SPANS: Final = frozenset({"Images", "AsyncImages"})
+"""The OpenAI client resources whose requests MLflow's OpenAI autolog types TOOL (`_get_span_type`); the span is
+named after the class and has the request's keywords as attributes, `Images.generate`'s required `prompt` too."""
+CLIENT_TOOL_KEY: Final = "prompt"
+
+
+def _client_request(span: SpanRecord, name: str) -> bool:
+    """An OpenAI autolog span of an `Images` request, typed TOOL (see the module docstring): not a tool call."""
+    return name in CLIENT_TOOL_SPANS and CLIENT_TOOL_KEY in span.attributes
+
 
 _RUN: Final = frozenset({'"AGENT"', "AGENT"})
 _TOOL: Final = frozenset({'"TOOL"', "TOOL"})
@@ -252,15 +306,7 @@ def _streamed_calls(span: SpanRecord) -> list[IssuedCall] | None:
 
 def _tool_call_id(attrs: Mapping[str, Any]) -> str | None:
     """The LangChain callback's `tool_call_id` keyword, else the `tool_call_id` of the ToolMessage it returned."""
-    found = _json_string(attrs, TOOL_CALL_ID)
-    if found is not None:
-        return found
-    output = attrs.get(OUTPUTS)
-    if isinstance(output, str) and '"tool_call_id"' in output:
-        decoded = load_json(output)
-        if isinstance(decoded, Mapping):
-            return _text(decoded.get(TOOL_CALL_ID))
-    return None
+    return _json_string(attrs, TOOL_CALL_ID) or _message_call_id(attrs.get(OUTPUTS))
 
 
 def _run_text(value: Any, role: str) -> str | None:
@@ -280,8 +326,8 @@ class MLflowExtractor:
     """Spans of MLflow Tracing (see the module docstring)."""
 
     name = "mlflow"
-    gate = Gate(keys=frozenset({SPAN_TYPE}))
-    tool_keys = (CHAT_TOOLS,)
+    gate = Gate(scopes=frozenset({SCOPE}), keys=frozenset({SPAN_TYPE}))
+    tool_keys = (CHAT_TOOLS, TOOL_DEFINITIONS)
     partial_responses = True
 
     def classify(self, span: SpanRecord) -> Role | None:
@@ -289,9 +335,9 @@ class MLflowExtractor:
         CHAIN is a run and its answering `model` node a model response; anything else of MLflow's is OTHER."""
         kind = span.attributes.get(SPAN_TYPE)
         if kind is None:
-            return None
+            return _classify_translated(span) if span.scope == SCOPE else None
         if kind in _TOOL:
-            return Role.TOOL
+            return Role.OTHER if _client_request(span, span.name) else Role.TOOL
         if kind in _MODEL:
             return Role.LLM
         if kind in _RUN:
@@ -305,6 +351,8 @@ class MLflowExtractor:
 
     def read(self, span: SpanRecord, role: Role) -> Read:
         attrs = span.attributes
+        if SPAN_TYPE not in attrs:
+            return _read_translated(span, role)
         if role is Role.TOOL:
             error, error_type = error_of(span)
             args = attrs.get(INPUTS, NOT_CAPTURED)
@@ -337,5 +385,71 @@ class MLflowExtractor:
 
     def read_tools(self, span: SpanRecord, role: Role) -> list[Any]:
         """`mlflow.chat.tools`: the tools a model request offered, in the chat form."""
+        if SPAN_TYPE not in span.attributes:
+            return read_genai_tools(span, role)
         tools = span.attributes.get(CHAT_TOOLS)
         return [] if tools is None else json_list(tools)
+
+    def inferred_run(self, span: SpanRecord) -> RunInfo | None:
+        """A run inferred at a translated CHAIN span (a graph run inside another graph's node): named by its
+        callback metadata's `lc_agent_name`, the span's own name being gone (`CHAIN`)."""
+        if SPAN_TYPE in span.attributes or span.attributes.get(OPERATION) != _T_CHAIN:
+            return None
+        metadata = _metadata(span, _GRAPHS)
+        name = metadata.get("lc_agent_name") if metadata is not None else None
+        return RunInfo(agent_name=_text(name)) if name is not None else None
+
+
+def _classify_translated(span: SpanRecord) -> Role | None:
+    """A span MLflow translated to the GenAI conventions (see the module docstring): its operation is its span type."""
+    operation = span.attributes.get(OPERATION)
+    if operation is None:
+        return None
+    if operation == _T_TOOL:
+        name = span.attributes.get("gen_ai.tool.name")
+        return Role.OTHER if isinstance(name, str) and _client_request(span, name) else Role.TOOL
+    if operation in _T_MODEL:
+        return Role.LLM
+    if operation == _T_RUN:
+        return Role.RUN
+    if operation == _T_CHAIN:
+        metadata = _metadata(span, _GRAPHS)
+        if metadata is not None and "langgraph_node" not in metadata:
+            return Role.RUN
+    return Role.OTHER
+
+
+def _read_translated(span: SpanRecord, role: Role) -> Read:
+    attrs = span.attributes
+    if role is Role.TOOL:
+        read = read_genai_tool(span)
+        read.args_parsed = True
+        if read.call_id is None:
+            read.call_id = _json_string(attrs, TOOL_CALL_ID) or _message_call_id(attrs.get("gen_ai.tool.call.result"))
+        return read
+    if role is Role.RUN:
+        if attrs.get(OPERATION) == _T_RUN:
+            return read_genai_run(span)
+        metadata = _metadata(span, _GRAPHS) or {}
+        return RunInfo(
+            agent_name=_text(metadata.get("lc_agent_name")),
+            input=message_text(attrs.get(INPUT_MESSAGES), "user"),
+            output=message_text(attrs.get(OUTPUT_MESSAGES), "assistant"),
+        )
+    issued = read_genai_issued(span)
+    if issued.calls:
+        return issued
+    streamed = _streamed_calls(span)
+    if streamed is not None:
+        return IssuedCalls(streamed)
+    # No output messages: the converter made none of the response (or there was none), so its calls are unknown
+    return IssuedCalls(partial=OUTPUT_MESSAGES not in attrs and span.status_code != StatusCode.ERROR)
+
+
+def _message_call_id(output: Any) -> str | None:
+    """The `tool_call_id` of the ToolMessage a LangChain tool returned, as its dump's JSON text holds it."""
+    if isinstance(output, str) and '"tool_call_id"' in output:
+        decoded = load_json(output)
+        if isinstance(decoded, Mapping):
+            return _text(decoded.get(TOOL_CALL_ID))
+    return None

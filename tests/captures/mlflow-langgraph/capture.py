@@ -17,6 +17,11 @@ each is then compared with `toolscore extract` and the differences printed.
 (`../langgraph_agents.py`, as `langgraph-openinference/` plays them: b and c streamed, i through the Responses API),
 into tests/testdata/traces/mlflow-langgraph-react/.
 
+`--genai`: exported with `MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true` (MLflow's translation of every span to the OTel
+GenAI conventions, see ../mlflow-openai/NOTES.md), into the form's folder + `-genai`
+(tests/testdata/traces/mlflow-langgraph-genai/). The translation renames a CHAIN span `CHAIN`, so the runs of the
+truth are found by the span ids the capture saw go into the translator (`mlflow_originals.Originals`).
+
 MLflow marks no LangChain span AGENT: the graph's root callback run is a CHAIN span named after the graph
 (`create_agent(name=...)`, `create_react_agent(name=...)`), the run in the truth (see NOTES.md).
 """
@@ -33,6 +38,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE.parent))
+
+GENAI = "--genai" in sys.argv
+if GENAI:
+    sys.argv.remove("--genai")
+    os.environ["MLFLOW_ENABLE_OTEL_GENAI_SEMCONV"] = "true"
 
 for _name, _value in {
     "LANGSMITH_TRACING": "false",
@@ -59,9 +69,11 @@ import mlflow  # noqa: E402
 from capture_kit import SCENARIOS, truth_for  # noqa: E402
 from langchain_agents import all_scenarios, build_agents, check_mode, mode_of, truth_of  # noqa: E402
 from langgraph_agents import ModelMode, build_graphs  # noqa: E402
+from mlflow_originals import Originals  # noqa: E402
 from oi_common import compare_with_extract  # noqa: E402
 
 mlflow.langchain.autolog()
+ORIGINALS = Originals()
 
 FORMS = {"create_agent": "mlflow-langgraph", "react": "mlflow-langgraph-react"}
 REACT_MODES = {
@@ -104,8 +116,12 @@ def meta(form: str, name: str) -> dict[str, str]:
             f"({model_mode(form, name).describe()})"
         ),
         "conventions": (
-            "MLflow Tracing span attributes (mlflow.spanType CHAIN/CHAT_MODEL/TOOL, mlflow.spanInputs, "
-            "mlflow.spanOutputs)"
+            "OTel GenAI semantic conventions as MLflow translates its spans (MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true)"
+            if GENAI
+            else (
+                "MLflow Tracing span attributes (mlflow.spanType CHAIN/CHAT_MODEL/TOOL, mlflow.spanInputs, "
+                "mlflow.spanOutputs)"
+            )
         ),
     }
 
@@ -114,7 +130,7 @@ def run_span(spans: list[Any], agent_name: str) -> tuple[str, str]:
     """The graph's root callback run: the CHAIN span named after the graph (a sub-agent's is the child of the
     delegating TOOL span of the same name, so TOOL is excluded). A create_react_agent sub-agent's root (f) runs in
     the `tools` node's metadata, so it is a run inferred there, at that span."""
-    found = [s for s in spans if s.name == agent_name and attr(s, "mlflow.spanType") == '"CHAIN"']
+    found = [s for s in spans if ORIGINALS.name_and_type(s, attr) == (agent_name, "CHAIN")]
     if len(found) != 1:
         raise LookupError(f"{len(found)} CHAIN spans named {agent_name}: {sorted({s.name for s in spans})}")
     return found[0].trace_id.hex(), found[0].span_id.hex()
@@ -131,6 +147,7 @@ async def capture(form: str, name: str, out: Path) -> None:
     mode = model_mode(form, name)
     recorder = Recorder()
     RECEIVER.bodies.clear()
+    ORIGINALS.clear()
     with ScriptedOpenAI(scen.script) as server:
         built: Any = (
             build_agents(scen, server, recorder, mode)
@@ -151,11 +168,13 @@ async def capture(form: str, name: str, out: Path) -> None:
     runs = {agent.name: run_span(spans, agent.name) for agent in scen.agents}
     if form == "create_agent":
         truth = truth_of(scen, meta(form, name), recorder, runs)
+        if GENAI and scen.sub_agents:  # renamed `CHAIN`, a sub-agent's root is known by no name: its run is inferred
+            truth["inferred_runs"] = len(scen.sub_agents)
     else:
         truth = truth_for(scen, meta(form, name), recorder, runs, unrecorded=set(scen.sub_agents))
         if scen.sub_agents:  # the sub-agent's graph runs in the `tools` node's metadata: its run is inferred
             truth["inferred_runs"] = len(scen.sub_agents)
-    folder = FORMS[form]
+    folder = FORMS[form] + ("-genai" if GENAI else "")
     write_request(out, folder, name, request, truth)
     print(f"wrote {folder}/{name}: {len(spans)} spans")
     toolscore = REPO / ".venv" / "bin" / "toolscore"

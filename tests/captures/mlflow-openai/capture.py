@@ -14,7 +14,13 @@ capture is what that exporter sent to a receiver on 127.0.0.1 (`js_capture.Recei
 Chat Completions for a..i and the unknown tool (b, h, i streamed); through the Responses API:
 `k_responses_parallel` (c), `l_responses_streamed` (i, streamed), `m_responses_error` (e).
 
-    /work/venvs/mlflow/bin/python tests/captures/mlflow-openai/capture.py [--out DIR] [SCENARIO ...]
+    /work/venvs/mlflow/bin/python tests/captures/mlflow-openai/capture.py [--genai] [--out DIR] [SCENARIO ...]
+
+`--genai`: the same scenarios exported with `MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true`, MLflow's translation of every
+span to the OTel GenAI conventions before export (`mlflow/tracing/processor/otel.py`, `OtelSpanProcessor.on_end`;
+`mlflow/tracing/export/genai_semconv/translator.py`), into tests/testdata/traces/mlflow-openai-genai/. The
+translation renames the spans and drops every `mlflow.*` attribute, so the runs of the truth are found by the span
+ids the capture saw go into the translator (`Originals`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/captures
 
+GENAI = "--genai" in sys.argv
+if GENAI:
+    sys.argv.remove("--genai")
+    os.environ["MLFLOW_ENABLE_OTEL_GENAI_SEMCONV"] = "true"
+
 for _name, _value in {
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "DO_NOT_TRACK": "true",
@@ -40,12 +51,13 @@ for _name, _value in {
 import openai_tool_loop  # noqa: E402
 from capture_kit import Agent, Scenario, loopback_only_connections, truth_for  # noqa: E402
 from js_capture import Receiver, attr, spans_of, write_request  # noqa: E402
+from mlflow_originals import Originals  # noqa: E402
 from openai_tool_loop import UNKNOWN_TOOL, Loop, Mode  # noqa: E402
 
 __all__: list[str] = []
 
 REFUSED = loopback_only_connections()
-FOLDER = "mlflow-openai"
+FOLDER = "mlflow-openai-genai" if GENAI else "mlflow-openai"
 
 
 def all_scenarios() -> dict[str, tuple[Scenario, Mode]]:
@@ -68,7 +80,7 @@ def setup() -> dict[str, Any]:
     import mlflow
 
     mlflow.openai.autolog()
-    return {"receiver": receiver}
+    return {"receiver": receiver, "originals": Originals()}
 
 
 def run_span(agent: Agent) -> contextlib.AbstractContextManager[Callable[[str], None] | None]:
@@ -102,7 +114,9 @@ def flush() -> None:
 def capture(name: str, scenario: Scenario, mode: Mode, parts: dict[str, Any], out: Path) -> None:
     """Run one scenario, write what MLflow exported and its truth."""
     receiver: Receiver = parts["receiver"]
+    originals: Originals = parts["originals"]
     receiver.bodies.clear()
+    originals.clear()
     loop = openai_tool_loop.play(
         lambda client: Loop(scenario, client, mode, run_span, wrap_tool=traced_tool), scenario, AppSpans()
     )
@@ -111,7 +125,7 @@ def capture(name: str, scenario: Scenario, mode: Mode, parts: dict[str, Any], ou
     spans = spans_of(request)
     runs = {}
     for agent in scenario.agents:
-        found = [s for s in spans if s.name == agent.name and attr(s, "mlflow.spanType") == '"AGENT"']
+        found = [s for s in spans if originals.name_and_type(s, attr) == (agent.name, "AGENT")]
         if len(found) != 1:
             raise LookupError(f"{name}: {len(found)} AGENT spans named {agent.name}")
         runs[agent.name] = (found[0].trace_id.hex(), found[0].span_id.hex())
@@ -133,7 +147,11 @@ def meta(mode: Mode) -> dict[str, Any]:
             f"(opentelemetry-exporter-otlp-proto-http {version('opentelemetry-exporter-otlp-proto-http')}, "
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set)"
         ),
-        "conventions": "MLflow Tracing span attributes (mlflow.spanType, mlflow.spanInputs, mlflow.spanOutputs)",
+        "conventions": (
+            "OTel GenAI semantic conventions as MLflow translates its spans (MLFLOW_ENABLE_OTEL_GENAI_SEMCONV=true)"
+            if GENAI
+            else "MLflow Tracing span attributes (mlflow.spanType, mlflow.spanInputs, mlflow.spanOutputs)"
+        ),
         "api": mode.describe(),
         "streamed": mode.streamed,
     }
