@@ -131,9 +131,12 @@ def skim_claimed(claimers: list[PendingCall], texts: list[str]) -> bool:
     (compact, JavaScript), whichever the text uses; ids that JSON must escape are not found, and the
     responses are then read.
     """
-    if any(marker in text for text in texts for marker in REPR_MARKERS):
-        return False  # calls written as Python reprs (OpenAI Agents contrib): no `"tool_call"` to count
-    listing = [text for text in texts if _TOOL_CALL in text]  # most runs end on a response that lists none
+    listing: list[str] = []  # most runs end on a response that lists none
+    for text in texts:
+        if _TOOL_CALL in text:
+            listing.append(text)
+        elif any(marker in text for marker in REPR_MARKERS):
+            return False  # calls written as Python reprs (OpenAI Agents contrib), never beside `"tool_call"` parts
     if not listing:
         return True
     text = listing[0] if len(listing) == 1 else "\n".join(listing)
