@@ -530,7 +530,7 @@ class _TraceRuns:
         nothing, and one response is one step of an agent's loop, not the loop (CrewAI's `Agent.kickoff` under
         OpenLLMetry, which wraps no span around it, leaves each model call a trace of its own: a run each
         would split the agent into as many runs as it made model calls). A tool span that delegates to a named
-        agent (`_delegates`) holds that agent's run whether or not its model spans list the tools offered.
+        agent (`_delegate_of`) holds that agent's run whether or not its model spans list the tools offered.
         Assigns every model response to its run on the way (`_models`).
         """
         self._assign_models()
@@ -539,18 +539,19 @@ class _TraceRuns:
             if (
                 owner_id in self.runs
                 or owner is node
-                or not (self._delegates(owner) or any(defines_tools(model) for model in self._with_layers([node])))
+                or not (self._delegate_of(owner) or any(defines_tools(model) for model in self._with_layers([node])))
             ):
                 continue
             if owner.role is not None or self._tool_of(owner) is not None:
                 assert node.extractor is not None  # an LLM span was classified by one
                 self.runs[owner_id] = _Run(owner, inferred=True, convention=node.extractor.name)
 
-    def _delegates(self, owner: ClassifiedSpan) -> bool:
-        """Whether `owner` is a tool span its convention says ran a named agent (`ToolRead.delegates_to`): the
-        model responses under it are that agent's run even when no span says which tools it was offered
-        (OpenLIT's `openai` chat spans do not)."""
-        return owner.role is _TOOL and isinstance(read := self._read(owner), ToolRead) and bool(read.delegates_to)
+    def _delegate_of(self, owner: ClassifiedSpan) -> str | None:
+        """The agent `owner` ran, when it is a tool span its convention says ran a named agent
+        (`ToolRead.delegates_to`), else None: the model responses under it are that agent's run even when no span
+        says which tools it was offered (OpenLIT's `openai` chat spans do not), and the run is named after it."""
+        read = self._read(owner) if owner.role is _TOOL else None
+        return (read.delegates_to or None) if isinstance(read, ToolRead) else None
 
     def _add_calls(self, tools: list[ClassifiedSpan]) -> None:
         """Each tool span's call, in its run, but for the layers of a call (see `layers`).
@@ -677,8 +678,8 @@ class _TraceRuns:
     def _inferred_info(self, node: ClassifiedSpan) -> RunInfo:
         """An inferred run's name: the agent a tool span it stands for delegates to, else what the convention
         that recognised its span says of it (`inferred_run`), else its span's name."""
-        if node.role is _TOOL and isinstance(read := self._read(node), ToolRead) and read.delegates_to:
-            return RunInfo(agent_name=read.delegates_to)
+        if delegate := self._delegate_of(node):
+            return RunInfo(agent_name=delegate)
         if node.role is Role.OTHER:
             try:
                 info = node.ask("inferred_run")

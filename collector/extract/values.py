@@ -249,10 +249,4 @@ def capped_info(info: RunInfo, max_bytes: int) -> RunInfo:
     text_out, cut_out = (None, False) if info.output is None else cap_text(info.output, max_bytes)
     if not (cut_in or cut_out):
         return info
-    return RunInfo(
-        agent_name=info.agent_name,
-        input=text_in,
-        output=text_out,
-        incomplete=info.incomplete,
-        needs_model=info.needs_model,
-    )
+    return dataclasses.replace(info, input=text_in, output=text_out)
